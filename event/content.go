@@ -1,0 +1,98 @@
+package event
+
+import "encoding/json"
+
+// TextContent is the content of UserMessage, AssistantMessage, TextDelta,
+// ThinkingDelta and Activity events.
+type TextContent struct {
+	Text string `json:"text"`
+}
+
+// ThinkingContent is the content of an ExtendedThinking event.
+type ThinkingContent struct {
+	Thinking string `json:"thinking"`
+}
+
+// ToolCallContent is the content of a ToolCall event.
+type ToolCallContent struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+// ToolResultContent is the content of a ToolResult event.
+type ToolResultContent struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Success bool   `json:"success"`
+	Output  string `json:"output"`
+}
+
+// CostContent is the content of a CostUpdate event: this response's
+// tokens and the run's totals so far.
+type CostContent struct {
+	InputTokens      int     `json:"inputTokens"`
+	OutputTokens     int     `json:"outputTokens"`
+	CacheReadTokens  int     `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens int     `json:"cacheWriteTokens,omitempty"`
+	CostCents        float64 `json:"costCents"`
+	TotalTokens      int     `json:"totalTokens"`
+	TotalCostCents   float64 `json:"totalCostCents"`
+	// Unpriced is set when the model has no known price.
+	Unpriced bool `json:"unpriced,omitempty"`
+}
+
+// ErrorContent is the content of an Error event.
+type ErrorContent struct {
+	Error string `json:"error"`
+	// Fatal is set when the error ended the run.
+	Fatal bool `json:"fatal,omitempty"`
+}
+
+// SessionContent is the content of SessionStart and SessionEnd events.
+type SessionContent struct {
+	// Status is the run's final status (SessionEnd).
+	Status string `json:"status,omitempty"`
+	// Model is the model the session runs on.
+	Model string `json:"model,omitempty"`
+	// Offline is set when the model is the offline scripted one.
+	Offline bool `json:"offline,omitempty"`
+}
+
+// SubagentSpawnContent is the content of a SubagentSpawn event.
+type SubagentSpawnContent struct {
+	SubagentID string `json:"subagentId"`
+	Role       string `json:"role"`
+	Task       string `json:"task"`
+	Model      string `json:"model"`
+	Mode       string `json:"mode"`
+}
+
+// SubagentCompleteContent is the content of a SubagentComplete event.
+type SubagentCompleteContent struct {
+	SubagentID string  `json:"subagentId"`
+	Status     string  `json:"status"`
+	Summary    string  `json:"summary"`
+	Tokens     int     `json:"tokens"`
+	CostCents  float64 `json:"costCents"`
+	DurationMs int64   `json:"durationMs"`
+	Iterations int     `json:"iterations"`
+}
+
+// StalledContent is the content of a Stalled event.
+type StalledContent struct {
+	IdleMs int64 `json:"idleMs"`
+}
+
+// RetryContent is the content of a Retry event.
+type RetryContent struct {
+	Attempt int    `json:"attempt"`
+	Error   string `json:"error"`
+}
+
+// GapContent is the content of a Gap event: the subscriber missed
+// sequence numbers From to To inclusive.
+type GapContent struct {
+	From uint64 `json:"from"`
+	To   uint64 `json:"to"`
+}

@@ -1,0 +1,160 @@
+// Package event is Ava's one event pipeline. Every step of every agent —
+// a user message, a streamed piece of text, a tool call, a cost update, a
+// subagent's spawn and completion — becomes an Event published to a Hub.
+//
+// Delivery rules:
+//   - Each session (main or subagent) has its own sequence, starting at 1
+//     and increasing by one per event with no holes. Publish assigns it.
+//   - Within a session, sinks and subscribers see events in sequence order.
+//     Publish holds the session's lock while it appends and hands the event
+//     to the sinks, so concurrent publishers to one session are serialised.
+//   - Sinks (the audit log, the session file, the store) are durable and
+//     synchronous: Publish returns only when each has accepted the event,
+//     so a slow disk slows the agents down (back-pressure) instead of
+//     losing events, and a sink's error is returned to the publisher.
+//   - Subscribers are views. They pull from the session's in-memory
+//     journal at their own pace with a cursor, so a slow subscriber never
+//     stalls the publisher. The journal keeps the last Retain events; a
+//     subscriber that falls further behind receives a Gap event naming the
+//     exact sequence range it missed, which it can read from the audit log.
+package event
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Type is an event's kind. The audit types are those of DESIGN.md's audit
+// log; the others are live-only and never written to the audit log.
+type Type string
+
+// Audit event types.
+const (
+	UserMessage      Type = "UserMessage"
+	AssistantMessage Type = "AssistantMessage"
+	ToolCall         Type = "ToolCall"
+	ToolResult       Type = "ToolResult"
+	SubagentSpawn    Type = "SubagentSpawn"
+	SubagentComplete Type = "SubagentComplete"
+	ExtendedThinking Type = "ExtendedThinking"
+	CostUpdate       Type = "CostUpdate"
+	Error            Type = "Error"
+	SessionStart     Type = "SessionStart"
+	SessionEnd       Type = "SessionEnd"
+)
+
+// Live-only event types.
+const (
+	// TextDelta is a streamed piece of the assistant's answer.
+	TextDelta Type = "TextDelta"
+	// ThinkingDelta is a streamed piece of extended thinking.
+	ThinkingDelta Type = "ThinkingDelta"
+	// Activity is a short human-readable note of what the agent is doing.
+	Activity Type = "Activity"
+	// Stalled says the agent has produced nothing for a while (content
+	// says how long); it is not killed for it.
+	Stalled Type = "Stalled"
+	// Retry says a model call failed transiently and is being retried;
+	// text streamed since the last turn boundary is void.
+	Retry Type = "Retry"
+	// Gap tells a subscriber it missed events (content: from, to).
+	Gap Type = "Gap"
+)
+
+// AuditTypes lists the types written to the audit log.
+var AuditTypes = []Type{UserMessage, AssistantMessage, ToolCall, ToolResult, SubagentSpawn,
+	SubagentComplete, ExtendedThinking, CostUpdate, Error, SessionStart, SessionEnd}
+
+// IsAudit reports whether t belongs in the audit log.
+func (t Type) IsAudit() bool {
+	switch t {
+	case UserMessage, AssistantMessage, ToolCall, ToolResult, SubagentSpawn, SubagentComplete,
+		ExtendedThinking, CostUpdate, Error, SessionStart, SessionEnd:
+		return true
+	}
+	return false
+}
+
+// OrchestratorID is the agent ID of the orchestrator.
+const OrchestratorID = "ava"
+
+// Meta is an event's optional metadata, as in the audit log.
+type Meta struct {
+	InputTokens   int     `json:"inputTokens,omitempty"`
+	OutputTokens  int     `json:"outputTokens,omitempty"`
+	CostCents     float64 `json:"costCents,omitempty"`
+	ModelID       string  `json:"modelId,omitempty"`
+	ParentAgentID string  `json:"parentAgentId,omitempty"`
+	DurationMs    int64   `json:"durationMs,omitempty"`
+}
+
+// Event is one step of one agent. Its JSON form is the audit log line of
+// DESIGN.md, extended with "seq".
+type Event struct {
+	// Seq is the event's number in its session, assigned by Publish.
+	Seq uint64
+	// Time is when the event happened (UTC).
+	Time time.Time
+	// Session is the session key ("ava:cli:…", "ava:subagent:S-…").
+	Session string
+	// Agent is "ava" or a subagent ID.
+	Agent string
+	// User is the human user, when known.
+	User string
+	Type Type
+	// Content is the event's JSON object; see the *Content types.
+	Content json.RawMessage
+	Meta    Meta
+}
+
+// TimeLayout is the audit log's timestamp format: RFC 3339, UTC, ms.
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+type wire struct {
+	Seq       uint64          `json:"seq,omitempty"`
+	Timestamp string          `json:"timestamp"`
+	SessionID string          `json:"sessionId"`
+	AgentID   string          `json:"agentId"`
+	UserID    string          `json:"userId,omitempty"`
+	EventType Type            `json:"eventType"`
+	Content   json.RawMessage `json:"content"`
+	Metadata  Meta            `json:"metadata"`
+}
+
+// MarshalJSON writes the audit log form.
+func (e Event) MarshalJSON() ([]byte, error) {
+	content := e.Content
+	if len(content) == 0 {
+		content = json.RawMessage("{}")
+	}
+	return json.Marshal(wire{Seq: e.Seq, Timestamp: e.Time.UTC().Format(TimeLayout), SessionID: e.Session,
+		AgentID: e.Agent, UserID: e.User, EventType: e.Type, Content: content, Metadata: e.Meta})
+}
+
+// UnmarshalJSON reads the audit log form.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var w wire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	t, err := time.Parse(time.RFC3339Nano, w.Timestamp)
+	if err != nil {
+		return err
+	}
+	*e = Event{Seq: w.Seq, Time: t.UTC(), Session: w.SessionID, Agent: w.AgentID, User: w.UserID,
+		Type: w.EventType, Content: w.Content, Meta: w.Metadata}
+	return nil
+}
+
+// New returns an event of type t whose content is c marshalled to JSON.
+// c must marshal (the *Content types always do).
+func New(t Type, c any) Event {
+	raw, err := json.Marshal(c)
+	if err != nil {
+		raw, _ = json.Marshal(map[string]string{"marshalError": err.Error()})
+	}
+	return Event{Type: t, Content: raw}
+}
+
+// Decode unmarshals the event's content into v.
+func (e Event) Decode(v any) error { return json.Unmarshal(e.Content, v) }

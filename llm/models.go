@@ -1,0 +1,128 @@
+package llm
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// ErrNoProvider means no model provider is configured.
+var ErrNoProvider = errors.New("no model provider configured")
+
+// Aliases are the role model aliases every provider resolves.
+var Aliases = []string{"haiku", "sonnet", "opus"}
+
+// DefaultAliases maps each known provider's aliases to its model IDs.
+var DefaultAliases = map[string]map[string]string{
+	"anthropic":  {"haiku": "claude-haiku-4-5", "sonnet": "claude-sonnet-4-5", "opus": "claude-opus-4-5"},
+	"openrouter": {"haiku": "anthropic/claude-haiku-4.5", "sonnet": "anthropic/claude-sonnet-4.5", "opus": "anthropic/claude-opus-4.5"},
+	"openai":     {"haiku": "gpt-5-mini", "sonnet": "gpt-5", "opus": "gpt-5"},
+}
+
+// Model is a resolved model: the provider to call and its model ID.
+type Model struct {
+	Provider Provider
+	// ID is the provider's model ID, sent on the wire.
+	ID string
+	// Price is the model's price; Priced is false when it is unknown.
+	Price  Price
+	Priced bool
+}
+
+// Name is the model's full name, "provider/id".
+func (m Model) Name() string { return m.Provider.Name() + "/" + m.ID }
+
+// Catalog resolves model names to providers. Names are "provider/model"
+// (the model part may itself hold slashes, as OpenRouter's do), a bare
+// alias ("sonnet"), or a bare model ID for the default provider.
+type Catalog struct {
+	providers map[string]Provider
+	aliases   map[string]map[string]string
+	prices    Prices
+	// Default is the provider used for bare names; empty means the first
+	// configured in the order anthropic, openrouter, openai, then any.
+	Default string
+}
+
+// NewCatalog returns an empty catalog using prices for cost.
+func NewCatalog(prices Prices) *Catalog {
+	return &Catalog{providers: map[string]Provider{}, aliases: map[string]map[string]string{}, prices: prices}
+}
+
+// Add registers p under p.Name() with its aliases (nil uses
+// DefaultAliases for that name).
+func (c *Catalog) Add(p Provider, aliases map[string]string) {
+	c.providers[p.Name()] = p
+	if aliases == nil {
+		aliases = DefaultAliases[p.Name()]
+	}
+	c.aliases[p.Name()] = aliases
+}
+
+// Providers lists the configured providers' names, sorted.
+func (c *Catalog) Providers() []string {
+	names := make([]string, 0, len(c.providers))
+	for n := range c.providers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Empty reports whether no provider is configured.
+func (c *Catalog) Empty() bool { return len(c.providers) == 0 }
+
+func (c *Catalog) defaultProvider() (string, error) {
+	if c.Default != "" {
+		if _, ok := c.providers[c.Default]; !ok {
+			return "", fmt.Errorf("default provider %q is not configured (configured: %s)", c.Default, strings.Join(c.Providers(), ", "))
+		}
+		return c.Default, nil
+	}
+	for _, n := range []string{"anthropic", "openrouter", "openai"} {
+		if _, ok := c.providers[n]; ok {
+			return n, nil
+		}
+	}
+	if names := c.Providers(); len(names) > 0 {
+		return names[0], nil
+	}
+	return "", ErrNoProvider
+}
+
+// Resolve turns a model name into a Model.
+func (c *Catalog) Resolve(name string) (Model, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return Model{}, errors.New("empty model name")
+	}
+	provName, id, hasProvider := strings.Cut(name, "/")
+	if !hasProvider || c.providers[provName] == nil && !isKnownProvider(provName) {
+		def, err := c.defaultProvider()
+		if err != nil {
+			return Model{}, fmt.Errorf("resolve model %q: %w", name, err)
+		}
+		provName, id = def, name
+	}
+	p, ok := c.providers[provName]
+	if !ok {
+		return Model{}, fmt.Errorf("resolve model %q: provider %q is not configured (configured: %s)", name, provName, strings.Join(c.Providers(), ", "))
+	}
+	if real, ok := c.aliases[provName][id]; ok {
+		id = real
+	}
+	if id == "" {
+		return Model{}, fmt.Errorf("resolve model %q: no model ID after the provider", name)
+	}
+	price, priced := c.prices.Lookup(provName, id)
+	return Model{Provider: p, ID: id, Price: price, Priced: priced}, nil
+}
+
+func isKnownProvider(name string) bool {
+	switch name {
+	case "anthropic", "openai", "openrouter", "scripted":
+		return true
+	}
+	return false
+}

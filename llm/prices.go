@@ -1,0 +1,85 @@
+package llm
+
+import "strings"
+
+// Price is what a model charges, in US cents per million tokens.
+type Price struct {
+	Input      float64 `json:"input" yaml:"input"`
+	Output     float64 `json:"output" yaml:"output"`
+	CacheRead  float64 `json:"cache_read" yaml:"cache_read"`
+	CacheWrite float64 `json:"cache_write" yaml:"cache_write"`
+}
+
+// Cost returns what u costs at p, in cents.
+func (p Price) Cost(u Usage) float64 {
+	return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
+		float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheWriteTokens)*p.CacheWrite) / 1e6
+}
+
+// Prices maps model IDs to prices. Keys are bare model IDs
+// ("claude-sonnet-4-5") or full names ("ollama/llama3.2"); a full name wins.
+type Prices map[string]Price
+
+// DefaultPrices holds list prices (cents per million tokens) of the models
+// the seeds name and the common OpenAI ones. Config may add or override.
+var DefaultPrices = Prices{
+	"claude-opus-4-5":   {Input: 500, Output: 2500, CacheRead: 50, CacheWrite: 625},
+	"claude-opus-4-1":   {Input: 1500, Output: 7500, CacheRead: 150, CacheWrite: 1875},
+	"claude-opus-4":     {Input: 1500, Output: 7500, CacheRead: 150, CacheWrite: 1875},
+	"claude-sonnet-4-5": {Input: 300, Output: 1500, CacheRead: 30, CacheWrite: 375},
+	"claude-sonnet-4":   {Input: 300, Output: 1500, CacheRead: 30, CacheWrite: 375},
+	"claude-3-7-sonnet": {Input: 300, Output: 1500, CacheRead: 30, CacheWrite: 375},
+	"claude-haiku-4-5":  {Input: 100, Output: 500, CacheRead: 10, CacheWrite: 125},
+	"claude-3-5-haiku":  {Input: 80, Output: 400, CacheRead: 8, CacheWrite: 100},
+	"gpt-5":             {Input: 125, Output: 1000, CacheRead: 12.5},
+	"gpt-5-mini":        {Input: 25, Output: 200, CacheRead: 2.5},
+	"gpt-5-nano":        {Input: 5, Output: 40, CacheRead: 0.5},
+	"gpt-4.1":           {Input: 200, Output: 800, CacheRead: 50},
+	"gpt-4.1-mini":      {Input: 40, Output: 160, CacheRead: 10},
+	"gpt-4.1-nano":      {Input: 10, Output: 40, CacheRead: 2.5},
+	"gpt-4o":            {Input: 250, Output: 1000, CacheRead: 125},
+	"gpt-4o-mini":       {Input: 15, Output: 60, CacheRead: 7.5},
+	"o3":                {Input: 200, Output: 800, CacheRead: 50},
+	"o4-mini":           {Input: 110, Output: 440, CacheRead: 27.5},
+}
+
+// Lookup finds the price of provider/model. It tries the full name, the
+// bare ID, the ID after a vendor prefix ("anthropic/claude-sonnet-4.5" on
+// OpenRouter), dots read as dashes, and finally the ID without a trailing
+// date or "-latest" suffix. ok is false when nothing matches: the run's cost
+// is then counted as zero and callers should say so.
+func (ps Prices) Lookup(provider, model string) (Price, bool) {
+	candidates := []string{provider + "/" + model, model}
+	if i := strings.LastIndex(model, "/"); i >= 0 {
+		candidates = append(candidates, model[i+1:])
+	}
+	for _, c := range candidates {
+		for _, k := range []string{c, strings.ReplaceAll(c, ".", "-"), trimVersionSuffix(c), trimVersionSuffix(strings.ReplaceAll(c, ".", "-"))} {
+			if p, ok := ps[k]; ok {
+				return p, true
+			}
+		}
+	}
+	return Price{}, false
+}
+
+// trimVersionSuffix drops "-latest" or a trailing "-YYYYMMDD" date.
+func trimVersionSuffix(id string) string {
+	id = strings.TrimSuffix(id, "-latest")
+	if i := strings.LastIndex(id, "-"); i >= 0 && len(id)-i-1 == 8 && strings.Trim(id[i+1:], "0123456789") == "" {
+		return id[:i]
+	}
+	return id
+}
+
+// Merge returns ps with every entry of over added or replaced.
+func (ps Prices) Merge(over Prices) Prices {
+	out := make(Prices, len(ps)+len(over))
+	for k, v := range ps {
+		out[k] = v
+	}
+	for k, v := range over {
+		out[k] = v
+	}
+	return out
+}
