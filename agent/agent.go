@@ -1,0 +1,348 @@
+// Package agent runs Ava's agent loop: call the model, run the tools it
+// asks for (several at once when it asks for several), feed the results
+// back, and repeat until the model gives a final answer or a limit ends
+// the run. Every step is published as an event.Event; the loop never
+// writes files itself.
+//
+// Limits each end the run with their own status (see Status): the
+// wall-clock timeout, the cost cap, the token cap and the iteration cap.
+// A limit is checked at the point where it can be known: the timeout
+// cancels the run's context (aborting the model stream and every running
+// tool), the cost and token caps are checked after every model response,
+// and the iteration cap counts model calls. A tool that fails, an unknown
+// tool name, or arguments that are not valid JSON go back to the model as
+// an error result; they never end the run.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/tool"
+)
+
+// Limits bound one run. A zero field means no limit.
+type Limits struct {
+	Timeout       time.Duration `json:"timeout"`
+	MaxCostCents  float64       `json:"max_cost_cents"`
+	MaxTokens     int           `json:"max_tokens"`
+	MaxIterations int           `json:"max_iterations"`
+}
+
+// Config is what a run needs.
+type Config struct {
+	// Model is the resolved model to call.
+	Model llm.Model
+	// System is the system prompt.
+	System string
+	// Tools are the tools the model may call; nil means none.
+	Tools *tool.Registry
+	// Limits bound the run.
+	Limits Limits
+	// MaxOutputTokens caps each response (0: the provider's default).
+	MaxOutputTokens int
+	// ThinkingBudget enables extended thinking when > 0.
+	ThinkingBudget int
+	// Caller identifies the agent to its tools and in its events.
+	Caller tool.Caller
+	// User is the human the run acts for, when known.
+	User string
+	// ParentAgent is the agent that started this one, for event metadata.
+	ParentAgent string
+	// Publisher receives every event; nil publishes nowhere.
+	Publisher event.Publisher
+	// Clock is the time source (tests); nil is time.Now.
+	Clock func() time.Time
+	// Logger receives operational logs; nil is slog.Default().
+	Logger *slog.Logger
+}
+
+// Result is how a run ended.
+type Result struct {
+	Status Status
+	// Text is the final answer, or the last text the model gave.
+	Text string
+	// Messages is the whole conversation: history, input and every turn.
+	Messages   []llm.Message
+	Usage      llm.Usage
+	CostCents  float64
+	Duration   time.Duration
+	Iterations int
+	// Err says why a run that did not succeed ended.
+	Err error
+}
+
+// Agent is one agent's loop and its live status. Run it once at a time;
+// Snapshot may be called from any goroutine.
+type Agent struct {
+	cfg Config
+	now func() time.Time
+	log *slog.Logger
+
+	mu   sync.Mutex
+	snap Snapshot
+
+	emitMu  sync.Mutex
+	emitErr error
+}
+
+// Snapshot is a run's live status, cheap to read at any time.
+type Snapshot struct {
+	Status     Status
+	Iteration  int
+	Usage      llm.Usage
+	Tokens     int
+	CostCents  float64
+	StartedAt  time.Time
+	Activity   string
+	LastTool   string
+	LastToolAt time.Time
+	// LastProgress is when the model last streamed something or a tool
+	// last reported progress: the watchdog's measure of life.
+	LastProgress time.Time
+}
+
+// New returns an agent for cfg.
+func New(cfg Config) *Agent {
+	a := &Agent{cfg: cfg, now: cfg.Clock, log: cfg.Logger}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	a.snap.Status = StatusPending
+	return a
+}
+
+// Snapshot returns the live status.
+func (a *Agent) Snapshot() Snapshot {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.snap
+}
+
+func (a *Agent) update(f func(s *Snapshot)) {
+	a.mu.Lock()
+	f(&a.snap)
+	a.mu.Unlock()
+}
+
+// touch records a sign of life.
+func (a *Agent) touch() {
+	t := a.now()
+	a.update(func(s *Snapshot) { s.LastProgress = t })
+}
+
+// emit publishes ev stamped with this agent's identity. The first
+// publishing error is kept: a run whose events cannot be recorded ends
+// with StatusError rather than go on unrecorded.
+func (a *Agent) emit(ev event.Event) {
+	if a.cfg.Publisher == nil {
+		return
+	}
+	ev.Session, ev.Agent, ev.User = a.cfg.Caller.SessionKey, a.cfg.Caller.AgentID, a.cfg.User
+	if ev.Meta.ParentAgentID == "" {
+		ev.Meta.ParentAgentID = a.cfg.ParentAgent
+	}
+	if ev.Time.IsZero() {
+		ev.Time = a.now()
+	}
+	if _, err := a.cfg.Publisher.Publish(ev); err != nil {
+		a.emitMu.Lock()
+		if a.emitErr == nil {
+			a.emitErr = err
+			a.log.Error("event publishing failed; ending the run", "agent", a.cfg.Caller.AgentID, "err", err)
+		}
+		a.emitMu.Unlock()
+	}
+}
+
+func (a *Agent) publishErr() error {
+	a.emitMu.Lock()
+	defer a.emitMu.Unlock()
+	return a.emitErr
+}
+
+// activity sets and publishes the current activity.
+func (a *Agent) activity(text string) {
+	a.update(func(s *Snapshot) { s.Activity = text })
+	a.emit(event.New(event.Activity, event.TextContent{Text: text}))
+}
+
+// Run runs the loop on history plus input (the new user message) and
+// returns how it ended. It returns when the model answers, a limit is
+// reached, or ctx is done (its cause, if one of the Err* causes, decides
+// the status). Nothing it started is left running when it returns.
+func (a *Agent) Run(ctx context.Context, history []llm.Message, input llm.Message) Result {
+	start := a.now()
+	a.update(func(s *Snapshot) {
+		s.Status, s.StartedAt, s.LastProgress = StatusRunning, start, start
+	})
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if t := a.cfg.Limits.Timeout; t > 0 {
+		var cancelT context.CancelFunc
+		ctx, cancelT = context.WithTimeoutCause(ctx, t, ErrTimeout)
+		defer cancelT()
+	}
+	r := &run{a: a, ctx: ctx, msgs: append(append(make([]llm.Message, 0, len(history)+8), history...), input)}
+	a.emit(event.New(event.UserMessage, event.TextContent{Text: input.TextContent()}))
+	err := r.loop()
+	res := Result{Status: StatusOf(err), Text: r.text, Messages: r.msgs, Usage: r.usage,
+		CostCents: r.cost, Duration: a.now().Sub(start), Iterations: r.iter, Err: err}
+	if res.Status == StatusError {
+		a.emit(event.New(event.Error, event.ErrorContent{Error: err.Error(), Fatal: true}))
+	}
+	a.update(func(s *Snapshot) { s.Status = res.Status })
+	return res
+}
+
+// run is the state of one Run.
+type run struct {
+	a     *Agent
+	ctx   context.Context
+	msgs  []llm.Message
+	usage llm.Usage
+	cost  float64
+	iter  int
+	text  string
+}
+
+// loop iterates until an answer (nil) or an ending error.
+func (r *run) loop() error {
+	lim := r.a.cfg.Limits
+	for {
+		if err := r.stopped(); err != nil {
+			return err
+		}
+		r.iter++
+		r.a.update(func(s *Snapshot) { s.Iteration = r.iter })
+		resp, err := r.callModel()
+		if err != nil {
+			return err
+		}
+		r.msgs = append(r.msgs, resp.Message)
+		if t := resp.Message.TextContent(); t != "" {
+			r.text = t
+		}
+		calls := resp.Message.ToolCalls()
+		if len(calls) == 0 {
+			return r.a.publishErr()
+		}
+		if err := r.overBudget(); err != nil {
+			return err
+		}
+		if lim.MaxIterations > 0 && r.iter >= lim.MaxIterations {
+			return fmt.Errorf("%w: %d model calls and the model still wants tools", ErrIterationsExceeded, r.iter)
+		}
+		results := r.runTools(calls)
+		r.msgs = append(r.msgs, llm.Message{Role: llm.RoleUser, Content: results})
+	}
+}
+
+// stopped returns the reason the run must stop now, if any.
+func (r *run) stopped() error {
+	if r.ctx.Err() != nil {
+		return context.Cause(r.ctx)
+	}
+	return r.a.publishErr()
+}
+
+// overBudget checks the cost and token caps.
+func (r *run) overBudget() error {
+	lim := r.a.cfg.Limits
+	if lim.MaxCostCents > 0 && r.cost >= lim.MaxCostCents {
+		return fmt.Errorf("%w: spent %.2f¢ of %.2f¢", ErrCostExceeded, r.cost, lim.MaxCostCents)
+	}
+	if lim.MaxTokens > 0 && r.usage.Total() >= lim.MaxTokens {
+		return fmt.Errorf("%w: used %d of %d tokens", ErrTokensExceeded, r.usage.Total(), lim.MaxTokens)
+	}
+	return nil
+}
+
+// callModel streams one model turn, publishing deltas, thinking, the
+// answer's text and the cost.
+func (r *run) callModel() (*llm.Response, error) {
+	a := r.a
+	a.activity(fmt.Sprintf("calling %s (iteration %d)", a.cfg.Model.Name(), r.iter))
+	req := &llm.Request{Model: a.cfg.Model.ID, System: a.cfg.System, Messages: r.msgs,
+		Tools: toolDefs(a.cfg.Tools), MaxTokens: a.cfg.MaxOutputTokens, ThinkingBudget: a.cfg.ThinkingBudget}
+	resp, err := a.cfg.Model.Provider.Stream(r.ctx, req, r.onDelta)
+	if err != nil {
+		if r.ctx.Err() != nil {
+			return nil, context.Cause(r.ctx)
+		}
+		return nil, fmt.Errorf("model %s: %w", a.cfg.Model.Name(), err)
+	}
+	r.account(resp)
+	for _, b := range resp.Message.Content {
+		if b.Type == llm.BlockThinking && b.Text != "" {
+			a.emit(event.New(event.ExtendedThinking, event.ThinkingContent{Thinking: b.Text}))
+		}
+	}
+	if t := resp.Message.TextContent(); t != "" {
+		ev := event.New(event.AssistantMessage, event.TextContent{Text: t})
+		ev.Meta = event.Meta{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, ModelID: a.cfg.Model.Name()}
+		a.emit(ev)
+	}
+	return resp, nil
+}
+
+// account adds a response's usage and cost and publishes a CostUpdate.
+func (r *run) account(resp *llm.Response) {
+	a := r.a
+	cost := a.cfg.Model.Price.Cost(resp.Usage)
+	r.usage = r.usage.Add(resp.Usage)
+	r.cost += cost
+	a.update(func(s *Snapshot) {
+		s.Usage, s.Tokens, s.CostCents = r.usage, r.usage.Total(), r.cost
+	})
+	ev := event.New(event.CostUpdate, event.CostContent{
+		InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
+		CacheReadTokens: resp.Usage.CacheReadTokens, CacheWriteTokens: resp.Usage.CacheWriteTokens,
+		CostCents: cost, TotalTokens: r.usage.Total(), TotalCostCents: r.cost, Unpriced: !a.cfg.Model.Priced,
+	})
+	ev.Meta = event.Meta{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
+		CostCents: cost, ModelID: a.cfg.Model.Name()}
+	a.emit(ev)
+}
+
+// onDelta publishes a streamed piece of the turn.
+func (r *run) onDelta(d llm.Delta) {
+	a := r.a
+	a.touch()
+	switch d.Type {
+	case llm.DeltaText:
+		a.emit(event.New(event.TextDelta, event.TextContent{Text: d.Text}))
+	case llm.DeltaThinking:
+		a.emit(event.New(event.ThinkingDelta, event.TextContent{Text: d.Text}))
+	case llm.DeltaToolCall:
+		a.activity("preparing a call to " + d.ToolName)
+	case llm.DeltaReset:
+		msg := "model call failed"
+		if d.Err != nil {
+			msg = d.Err.Error()
+		}
+		a.emit(event.New(event.Retry, event.RetryContent{Attempt: d.Attempt, Error: msg}))
+	}
+}
+
+func toolDefs(reg *tool.Registry) []llm.ToolDef {
+	var defs []llm.ToolDef
+	for _, t := range reg.Tools() {
+		defs = append(defs, llm.ToolDef{Name: t.Name(), Description: t.Description(), Schema: t.Schema()})
+	}
+	return defs
+}
+
+// errorsIsContext reports whether err came from a done context.
+func errorsIsContext(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

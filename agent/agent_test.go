@@ -1,0 +1,252 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/llm/scripted"
+	"github.com/avaagent/ava/tool"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// providerFunc is a Provider backed by a function.
+type providerFunc func(ctx context.Context, req *llm.Request) (*llm.Response, error)
+
+func (f providerFunc) Name() string { return "test" }
+func (f providerFunc) Stream(ctx context.Context, req *llm.Request, _ func(llm.Delta)) (*llm.Response, error) {
+	return f(ctx, req)
+}
+
+// alwaysTools is a model that always asks for the echo tool.
+func alwaysTools(usage llm.Usage) providerFunc {
+	return func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+		return &llm.Response{Usage: usage, StopReason: llm.StopToolUse, Message: llm.Message{Role: llm.RoleAssistant,
+			Content: []llm.Block{{Type: llm.BlockToolCall, ToolCallID: "c", ToolName: "echo", Input: json.RawMessage(`{"text":"x"}`)}}}}, nil
+	}
+}
+
+type echoArgs struct {
+	Text string `json:"text"`
+}
+
+func echoTool() tool.Tool {
+	return tool.NewFunc("echo", "Echo the text back.", func(ctx context.Context, a echoArgs) (tool.Result, error) {
+		return tool.Result{Output: "echo: " + a.Text}, nil
+	})
+}
+
+func registry(t *testing.T, tools ...tool.Tool) *tool.Registry {
+	t.Helper()
+	r, err := tool.NewRegistry(tools...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// recorder is a Publisher keeping events in memory.
+type recorder struct {
+	mu  sync.Mutex
+	evs []event.Event
+	err error
+}
+
+func (r *recorder) Publish(ev event.Event) (event.Event, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evs = append(r.evs, ev)
+	return ev, r.err
+}
+
+func (r *recorder) types() []event.Type {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []event.Type
+	for _, e := range r.evs {
+		if e.Type.IsAudit() {
+			out = append(out, e.Type)
+		}
+	}
+	return out
+}
+
+func run(t *testing.T, cfg agent.Config, ctx context.Context) agent.Result {
+	t.Helper()
+	if cfg.Caller.SessionKey == "" {
+		cfg.Caller = tool.Caller{AgentID: "ava", SessionKey: "ava:test:1"}
+	}
+	return agent.New(cfg).Run(ctx, nil, llm.UserText("go"))
+}
+
+func TestToolRoundTripAndEvents(t *testing.T) {
+	s, err := scripted.Parse("t", []byte(`
+turns:
+  - text: "calling"
+    tool_calls: [{name: echo, args: {text: hi}}]
+  - text: "done: {{last_result}}"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	res := run(t, agent.Config{Model: llm.Model{Provider: scripted.NewWithScript(s), ID: "x"}, Tools: registry(t, echoTool()), Publisher: rec}, context.Background())
+	if res.Status != agent.StatusSuccess || res.Text != "done: echo: hi" || res.Iterations != 2 {
+		t.Fatalf("got %+v", res)
+	}
+	want := []event.Type{event.UserMessage, event.CostUpdate, event.AssistantMessage, event.ToolCall, event.ToolResult, event.CostUpdate, event.AssistantMessage}
+	if got := rec.types(); !equalTypes(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+}
+
+func equalTypes(a, b []event.Type) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestBrokenToolCallsGoBackToModel(t *testing.T) {
+	s, err := scripted.Parse("t", []byte(`
+turns:
+  - tool_calls:
+      - {name: nosuch, args: {}}
+      - {name: echo, raw_args: "{not json"}
+      - {name: echo, args: {text: 5}}
+      - {name: boom}
+  - text: ok
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := tool.NewFunc("boom", "Panics.", func(ctx context.Context, a struct{}) (tool.Result, error) { panic("kaboom") })
+	res := run(t, agent.Config{Model: llm.Model{Provider: scripted.NewWithScript(s), ID: "x"}, Tools: registry(t, echoTool(), boom)}, context.Background())
+	if res.Status != agent.StatusSuccess {
+		t.Fatalf("status %s (%v)", res.Status, res.Err)
+	}
+	results := res.Messages[2].Content
+	wants := []string{`unknown tool "nosuch"`, "not valid JSON", "invalid arguments for echo", "failed internally: kaboom"}
+	for i, w := range wants {
+		if !results[i].IsError || !strings.Contains(results[i].Content, w) {
+			t.Errorf("result %d = %+v, want error containing %q", i, results[i], w)
+		}
+	}
+}
+
+func TestParallelToolCallsRunConcurrently(t *testing.T) {
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	barrier := tool.NewFunc("barrier", "Waits for its twin.", func(ctx context.Context, a struct{}) (tool.Result, error) {
+		arrived.Done()
+		done := make(chan struct{})
+		go func() { arrived.Wait(); close(done) }()
+		select {
+		case <-done:
+			return tool.Result{Output: "met"}, nil
+		case <-time.After(5 * time.Second):
+			return tool.Errorf("twin never came: calls ran one after another"), nil
+		}
+	})
+	s, _ := scripted.Parse("t", []byte("turns:\n  - tool_calls: [{name: barrier}, {name: barrier}]\n  - text: ok\n"))
+	res := run(t, agent.Config{Model: llm.Model{Provider: scripted.NewWithScript(s), ID: "x"}, Tools: registry(t, barrier)}, context.Background())
+	for _, b := range res.Messages[2].Content {
+		if b.IsError {
+			t.Fatal(b.Content)
+		}
+	}
+}
+
+func TestLimits(t *testing.T) {
+	price := llm.Price{Input: 100_000, Output: 100_000} // 0.1¢ a token
+	slow := providerFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	cases := []struct {
+		name   string
+		model  llm.Model
+		limits agent.Limits
+		want   agent.Status
+	}{
+		{"timeout", llm.Model{Provider: slow, ID: "m"}, agent.Limits{Timeout: 50 * time.Millisecond}, agent.StatusTimeout},
+		{"cost", llm.Model{Provider: alwaysTools(llm.Usage{InputTokens: 100}), ID: "m", Price: price, Priced: true}, agent.Limits{MaxCostCents: 25}, agent.StatusCostExceeded},
+		{"tokens", llm.Model{Provider: alwaysTools(llm.Usage{InputTokens: 100, OutputTokens: 10}), ID: "m"}, agent.Limits{MaxTokens: 500}, agent.StatusTokensExceeded},
+		{"iterations", llm.Model{Provider: alwaysTools(llm.Usage{}), ID: "m"}, agent.Limits{MaxIterations: 4}, agent.StatusIterationsExceeded},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := run(t, agent.Config{Model: c.model, Tools: registry(t, echoTool()), Limits: c.limits}, context.Background())
+			if res.Status != c.want {
+				t.Fatalf("status %s (%v), want %s", res.Status, res.Err, c.want)
+			}
+			if c.name == "iterations" && res.Iterations != 4 {
+				t.Fatalf("iterations %d, want 4", res.Iterations)
+			}
+			if c.name == "cost" && (res.CostCents < 25 || res.CostCents > 35) {
+				t.Fatalf("cost %.1f: the cap must stop the run at the first response over it", res.CostCents)
+			}
+		})
+	}
+}
+
+func TestCancelStopsModelAndTools(t *testing.T) {
+	started := make(chan struct{})
+	var stopped atomic.Bool
+	hang := tool.NewFunc("hang", "Blocks until cancelled.", func(ctx context.Context, a struct{}) (tool.Result, error) {
+		close(started)
+		<-ctx.Done()
+		stopped.Store(true)
+		return tool.Result{}, ctx.Err()
+	})
+	s, _ := scripted.Parse("t", []byte("turns:\n  - tool_calls: [{name: hang}]\n"))
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() { <-started; cancel(agent.ErrCancelled) }()
+	res := run(t, agent.Config{Model: llm.Model{Provider: scripted.NewWithScript(s), ID: "x"}, Tools: registry(t, hang)}, ctx)
+	if res.Status != agent.StatusCancelled || !stopped.Load() {
+		t.Fatalf("status %s, tool stopped %v", res.Status, stopped.Load())
+	}
+}
+
+func TestPublishFailureEndsRun(t *testing.T) {
+	rec := &recorder{err: errors.New("disk full")}
+	s, _ := scripted.Parse("t", []byte("turns:\n  - text: hi\n"))
+	res := run(t, agent.Config{Model: llm.Model{Provider: scripted.NewWithScript(s), ID: "x"}, Publisher: rec}, context.Background())
+	if res.Status != agent.StatusError || !strings.Contains(res.Err.Error(), "disk full") {
+		t.Fatalf("status %s err %v", res.Status, res.Err)
+	}
+}
+
+func TestModelErrorIsStatusError(t *testing.T) {
+	s, _ := scripted.Parse("t", []byte("turns:\n  - error: overloaded\n"))
+	res := run(t, agent.Config{Model: llm.Model{Provider: scripted.NewWithScript(s), ID: "x"}}, context.Background())
+	if res.Status != agent.StatusError || !errors.Is(res.Err, scripted.ErrScripted) {
+		t.Fatalf("status %s err %v", res.Status, res.Err)
+	}
+}
+
+func TestSnapshotTracksProgress(t *testing.T) {
+	s, _ := scripted.Parse("t", []byte("turns:\n  - tool_calls: [{name: echo, args: {text: a}}]\n    usage: {input: 10, output: 5}\n  - text: ok\n    usage: {input: 20, output: 5}\n"))
+	a := agent.New(agent.Config{Model: llm.Model{Provider: scripted.NewWithScript(s), ID: "x"}, Tools: registry(t, echoTool()), Caller: tool.Caller{SessionKey: "k", AgentID: "ava"}})
+	a.Run(context.Background(), nil, llm.UserText("go"))
+	snap := a.Snapshot()
+	if snap.Tokens != 40 || snap.Iteration != 2 || snap.LastTool != "echo" || snap.Status != agent.StatusSuccess {
+		t.Fatalf("snapshot %+v", snap)
+	}
+}

@@ -1,0 +1,345 @@
+// Package scripted is Ava's offline model: it replays a script file
+// through the same engine as the real providers, so Ava can be tried, demoed
+// and tested without a key or a network. Everything it answers is labelled
+// offline by the callers (its provider name is "scripted").
+//
+// # Script format (YAML)
+//
+//	# A script is a list of conversations. Each request is matched to the
+//	# first conversation whose `match` regexp finds the first user message
+//	# (or the system prompt); a conversation without `match` matches all.
+//	conversations:
+//	  - match: "(?i)weather"
+//	    turns:            # turn N answers the request that already holds
+//	                      # N assistant messages, so replies are per conversation
+//	      - thinking: "The user wants the weather."
+//	        text: "Let me look."
+//	        tool_calls:
+//	          - name: web_search
+//	            args: {query: "weather Paris"}   # a mapping, sent as JSON
+//	          - name: broken
+//	            raw_args: "{not json"            # sent verbatim
+//	        usage: {input: 1200, output: 40}     # default: ~4 characters a token
+//	        delay: 200ms                          # before the answer starts
+//	      - text: "It is sunny. {{last_result}}"
+//	  - turns:
+//	      - text: "I only know about the weather."
+//
+// A top-level `turns:` list is shorthand for one conversation that matches
+// everything. In text, {{last_result}} is replaced by the last tool result
+// the request holds and {{input}} by the first user message. A turn may set
+// `error: "message"` to fail that call (for tests of error handling). When a
+// conversation runs out of turns the model answers that its script has
+// ended.
+package scripted
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/avaagent/ava/llm"
+)
+
+//go:embed scripts/*.yaml
+var builtin embed.FS
+
+// Name is the provider name of the offline model.
+const Name = "scripted"
+
+// Script is a parsed script file.
+type Script struct {
+	Conversations []Conversation `yaml:"conversations"`
+	Turns         []Turn         `yaml:"turns"`
+}
+
+// Conversation is a list of turns for the requests its Match selects.
+type Conversation struct {
+	Match string `yaml:"match"`
+	Turns []Turn `yaml:"turns"`
+	re    *regexp.Regexp
+}
+
+// Turn is one scripted model response.
+type Turn struct {
+	Thinking  string         `yaml:"thinking"`
+	Text      string         `yaml:"text"`
+	ToolCalls []ToolCall     `yaml:"tool_calls"`
+	Usage     *Usage         `yaml:"usage"`
+	Delay     time.Duration  `yaml:"delay"`
+	Error     string         `yaml:"error"`
+	Extra     map[string]any `yaml:",inline"`
+}
+
+// ToolCall is one scripted tool call.
+type ToolCall struct {
+	Name    string `yaml:"name"`
+	Args    any    `yaml:"args"`
+	RawArgs string `yaml:"raw_args"`
+}
+
+// Usage is a turn's scripted token usage.
+type Usage struct {
+	Input  int `yaml:"input"`
+	Output int `yaml:"output"`
+}
+
+// Parse reads a script; name is used in error messages.
+func Parse(name string, data []byte) (*Script, error) {
+	var s Script
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("script %s: %w", name, err)
+	}
+	if len(s.Turns) > 0 {
+		s.Conversations = append(s.Conversations, Conversation{Turns: s.Turns})
+		s.Turns = nil
+	}
+	if len(s.Conversations) == 0 {
+		return nil, fmt.Errorf("script %s: no conversations and no turns", name)
+	}
+	for i := range s.Conversations {
+		c := &s.Conversations[i]
+		if c.Match != "" {
+			re, err := regexp.Compile(c.Match)
+			if err != nil {
+				return nil, fmt.Errorf("script %s: conversation %d: match: %w", name, i+1, err)
+			}
+			c.re = re
+		}
+		for j, t := range c.Turns {
+			if len(t.Extra) > 0 {
+				return nil, fmt.Errorf("script %s: conversation %d turn %d: unknown field(s) %v", name, i+1, j+1, keys(t.Extra))
+			}
+			for _, tc := range t.ToolCalls {
+				if tc.Name == "" {
+					return nil, fmt.Errorf("script %s: conversation %d turn %d: a tool call has no name", name, i+1, j+1)
+				}
+			}
+		}
+	}
+	return &s, nil
+}
+
+func keys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Load reads the script named by model: "demo" (or empty) is the built-in
+// demo; anything else is a file path.
+func Load(model string) (*Script, error) {
+	if model == "" || model == "demo" {
+		data, err := builtin.ReadFile("scripts/demo.yaml")
+		if err != nil {
+			return nil, fmt.Errorf("built-in demo script: %w", err)
+		}
+		return Parse("demo", data)
+	}
+	data, err := os.ReadFile(model)
+	if err != nil {
+		return nil, fmt.Errorf("read script: %w", err)
+	}
+	return Parse(model, data)
+}
+
+// Provider replays scripts. Its model ID is the script ("demo" or a path);
+// scripts are loaded once and cached.
+type Provider struct {
+	// ChunkSize is how many characters each streamed text delta carries.
+	ChunkSize int
+	cache     map[string]*Script
+	load      func(string) (*Script, error)
+	mu        sync.Mutex
+}
+
+// New returns the offline provider.
+func New() *Provider {
+	return &Provider{ChunkSize: 16, cache: map[string]*Script{}, load: Load}
+}
+
+// NewWithScript returns a provider that answers every model ID with s.
+func NewWithScript(s *Script) *Provider {
+	p := New()
+	p.load = func(string) (*Script, error) { return s, nil }
+	return p
+}
+
+// Name implements llm.Provider.
+func (p *Provider) Name() string { return Name }
+
+func (p *Provider) script(model string) (*Script, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s, ok := p.cache[model]; ok {
+		return s, nil
+	}
+	s, err := p.load(model)
+	if err != nil {
+		return nil, err
+	}
+	p.cache[model] = s
+	return s, nil
+}
+
+// ErrScripted marks an error a script asked for.
+var ErrScripted = errors.New("scripted error")
+
+// Stream implements llm.Provider by replaying the matching turn.
+func (p *Provider) Stream(ctx context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
+	s, err := p.script(req.Model)
+	if err != nil {
+		return nil, err
+	}
+	turn, ok := pick(s, req)
+	if !ok {
+		turn = Turn{Text: "(The offline script has no more turns for this conversation.)"}
+	}
+	if err := sleep(ctx, turn.Delay); err != nil {
+		return nil, err
+	}
+	if turn.Error != "" {
+		return nil, fmt.Errorf("%w: %s", ErrScripted, turn.Error)
+	}
+	return p.play(ctx, req, turn, onDelta)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+// pick finds the conversation and the turn for req.
+func pick(s *Script, req *llm.Request) (Turn, bool) {
+	first := firstUserText(req.Messages)
+	for _, c := range s.Conversations {
+		if c.re != nil && !c.re.MatchString(first) && !c.re.MatchString(req.System) {
+			continue
+		}
+		n := 0
+		for _, m := range req.Messages {
+			if m.Role == llm.RoleAssistant {
+				n++
+			}
+		}
+		if n < len(c.Turns) {
+			return c.Turns[n], true
+		}
+		return Turn{}, false
+	}
+	return Turn{Text: "(The offline script has no conversation matching this request.)"}, true
+}
+
+func firstUserText(msgs []llm.Message) string {
+	for _, m := range msgs {
+		if m.Role == llm.RoleUser {
+			if t := m.TextContent(); t != "" {
+				return t
+			}
+		}
+	}
+	return ""
+}
+
+func lastResult(msgs []llm.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		for j := len(msgs[i].Content) - 1; j >= 0; j-- {
+			if b := msgs[i].Content[j]; b.Type == llm.BlockToolResult {
+				return b.Content
+			}
+		}
+	}
+	return ""
+}
+
+// play streams turn as deltas and returns the whole response.
+func (p *Provider) play(ctx context.Context, req *llm.Request, turn Turn, onDelta func(llm.Delta)) (*llm.Response, error) {
+	emit := func(d llm.Delta) {
+		if onDelta != nil {
+			onDelta(d)
+		}
+	}
+	msg := llm.Message{Role: llm.RoleAssistant}
+	if turn.Thinking != "" {
+		emit(llm.Delta{Type: llm.DeltaThinking, Text: turn.Thinking})
+		msg.Content = append(msg.Content, llm.Block{Type: llm.BlockThinking, Text: turn.Thinking, Signature: "scripted"})
+	}
+	text := strings.NewReplacer("{{last_result}}", lastResult(req.Messages), "{{input}}", firstUserText(req.Messages)).Replace(turn.Text)
+	if text != "" {
+		for i := 0; i < len(text); i += p.ChunkSize {
+			if err := ctx.Err(); err != nil {
+				return nil, context.Cause(ctx)
+			}
+			emit(llm.Delta{Type: llm.DeltaText, Text: text[i:min(i+p.ChunkSize, len(text))]})
+		}
+		msg.Content = append(msg.Content, llm.Text(text))
+	}
+	for i, tc := range turn.ToolCalls {
+		args, err := tc.json()
+		if err != nil {
+			return nil, err
+		}
+		emit(llm.Delta{Type: llm.DeltaToolCall, ToolName: tc.Name})
+		msg.Content = append(msg.Content, llm.Block{Type: llm.BlockToolCall, ToolCallID: fmt.Sprintf("call_%d_%d", len(req.Messages), i+1), ToolName: tc.Name, Input: args})
+	}
+	stop := llm.StopEndTurn
+	if len(turn.ToolCalls) > 0 {
+		stop = llm.StopToolUse
+	}
+	return &llm.Response{Message: msg, Usage: usage(req, turn, text), StopReason: stop, Model: req.Model}, nil
+}
+
+func (tc ToolCall) json() (json.RawMessage, error) {
+	if tc.RawArgs != "" {
+		return json.RawMessage(tc.RawArgs), nil
+	}
+	if tc.Args == nil {
+		return json.RawMessage("{}"), nil
+	}
+	b, err := json.Marshal(tc.Args)
+	if err != nil {
+		return nil, fmt.Errorf("script tool call %s: args: %w", tc.Name, err)
+	}
+	return b, nil
+}
+
+// usage is the turn's scripted usage, or an estimate of about four
+// characters a token.
+func usage(req *llm.Request, turn Turn, text string) llm.Usage {
+	if turn.Usage != nil {
+		return llm.Usage{InputTokens: turn.Usage.Input, OutputTokens: turn.Usage.Output}
+	}
+	in := len(req.System)
+	for _, m := range req.Messages {
+		for _, b := range m.Content {
+			in += len(b.Text) + len(b.Content) + len(b.Input)
+		}
+	}
+	out := len(text) + len(turn.Thinking)
+	for _, tc := range turn.ToolCalls {
+		out += len(tc.Name) + len(tc.RawArgs) + 16
+	}
+	return llm.Usage{InputTokens: in/4 + 1, OutputTokens: out/4 + 1}
+}
