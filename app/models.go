@@ -1,0 +1,121 @@
+// Package app assembles an Ava instance from its configuration: the model
+// catalog, the store, the audit log, the event hub, the tools and the
+// subagent manager. The command line and the daemon both start here;
+// programs embedding Ava as a library may use it or wire the parts
+// themselves.
+package app
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/llm/anthropic"
+	"github.com/avaagent/ava/llm/openai"
+	"github.com/avaagent/ava/llm/scripted"
+)
+
+// ErrNoModel is returned when no provider is configured and no model was
+// asked for. Its message says how to configure one or go offline.
+var ErrNoModel = errors.New(`no model provider is configured.
+Set one of:
+  ANTHROPIC_API_KEY=…                         (Anthropic; AVA_MODEL=anthropic/sonnet)
+  OPENROUTER_API_KEY=…                        (OpenRouter; AVA_MODEL=openrouter/sonnet)
+  OPENAI_API_KEY=…                            (OpenAI; AVA_MODEL=openai/gpt-5-mini)
+  OPENAI_BASE_URL=http://localhost:11434/v1 AVA_MODEL=openai/llama3.2   (Ollama, vLLM, llama.cpp: any OpenAI-compatible server)
+or try Ava offline with the scripted demo model: --offline (or AVA_MODEL=scripted/demo)`)
+
+// Catalog builds the model catalog from cfg: every provider whose
+// settings are present, plus the offline scripted model, always available
+// under the name "scripted" but never chosen by default.
+func Catalog(cfg config.Config, log *slog.Logger) (*llm.Catalog, error) {
+	cat := llm.NewCatalog(llm.DefaultPrices.Merge(cfg.Prices))
+	add := func(p llm.Provider) {
+		cat.Add(llm.WithRetry(p, llm.DefaultRetryPolicy), cfg.Aliases[p.Name()])
+	}
+	if cfg.Anthropic.APIKey != "" {
+		p, err := anthropic.New(anthropic.Config{APIKey: cfg.Anthropic.APIKey, BaseURL: cfg.Anthropic.BaseURL, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("anthropic provider: %w", err)
+		}
+		add(p)
+	}
+	if cfg.OpenRouter.APIKey != "" {
+		p, err := openai.New(openai.Config{Name: "openrouter", APIKey: cfg.OpenRouter.APIKey, BaseURL: cfg.OpenRouter.BaseURL, Logger: log,
+			Headers: map[string]string{"X-Title": "Ava"}})
+		if err != nil {
+			return nil, fmt.Errorf("openrouter provider: %w", err)
+		}
+		add(p)
+	}
+	if cfg.OpenAI.APIKey != "" || cfg.OpenAI.BaseURL != "" {
+		p, err := openai.New(openai.Config{Name: "openai", APIKey: cfg.OpenAI.APIKey, BaseURL: cfg.OpenAI.BaseURL, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("openai provider: %w", err)
+		}
+		add(p)
+	}
+	hasReal := !cat.Empty()
+	cat.Add(scripted.New(), map[string]string{"haiku": "demo", "sonnet": "demo", "opus": "demo"})
+	if hasReal {
+		cat.Default = firstOf(cat.Providers(), "anthropic", "openrouter", "openai")
+	} else {
+		cat.Default = scripted.Name
+	}
+	return cat, nil
+}
+
+func firstOf(have []string, order ...string) string {
+	for _, o := range order {
+		for _, h := range have {
+			if h == o {
+				return o
+			}
+		}
+	}
+	return ""
+}
+
+// HasRealProvider reports whether any provider other than the offline
+// scripted model is configured.
+func HasRealProvider(cat *llm.Catalog) bool {
+	for _, p := range cat.Providers() {
+		if p != scripted.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// IsOffline reports whether m is the offline scripted model.
+func IsOffline(m llm.Model) bool { return m.Provider.Name() == scripted.Name }
+
+// OrchestratorModel resolves the orchestrator's model: name if given,
+// else AVA_MODEL, else the default provider's "sonnet". With no real
+// provider and no explicit model, it returns ErrNoModel. A bare
+// OpenAI-compatible server (base URL, no model) must be told its model.
+func OrchestratorModel(cfg config.Config, cat *llm.Catalog, name string) (llm.Model, error) {
+	if name == "" {
+		name = cfg.Model
+	}
+	if name == "" {
+		if !HasRealProvider(cat) {
+			return llm.Model{}, ErrNoModel
+		}
+		if cat.Default == "openai" && cfg.OpenAI.BaseURL != "" && !strings.Contains(cfg.OpenAI.BaseURL, "api.openai.com") {
+			return llm.Model{}, fmt.Errorf("OPENAI_BASE_URL is set to %s but no model is named: set AVA_MODEL=openai/<model your server serves> (e.g. openai/llama3.2)", cfg.OpenAI.BaseURL)
+		}
+		name = "sonnet"
+	}
+	m, err := cat.Resolve(name)
+	if err != nil {
+		if !HasRealProvider(cat) {
+			return llm.Model{}, fmt.Errorf("%w\n(%v)", ErrNoModel, err)
+		}
+		return llm.Model{}, err
+	}
+	return m, nil
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/avaagent/ava/config"
+)
+
+// App is what every command shares: standard streams, the environment
+// and the configuration, loaded once on first use.
+type App struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+	now    func() time.Time
+
+	// Flag overrides from the root command.
+	dataRoot  string
+	workspace string
+	verbose   bool
+
+	cfg    *config.Config
+	logger *slog.Logger
+}
+
+// NewApp returns an App over the given streams and environment.
+func NewApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *App {
+	return &App{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: getenv, now: time.Now}
+}
+
+// Now is the current time.
+func (a *App) Now() time.Time { return a.now() }
+
+// Config loads, overrides and validates the configuration once.
+func (a *App) Config() (config.Config, error) {
+	if a.cfg != nil {
+		return *a.cfg, nil
+	}
+	getenv := a.Getenv
+	if a.dataRoot != "" {
+		getenv = func(k string) string {
+			if k == "AVA_DATA_ROOT" {
+				return a.dataRoot
+			}
+			return a.Getenv(k)
+		}
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return cfg, err
+	}
+	if a.workspace != "" {
+		cfg.Workspace = a.workspace
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	a.cfg = &cfg
+	return cfg, nil
+}
+
+// DataRoot returns the data root, created with private permissions if
+// it does not exist yet.
+func (a *App) DataRoot() (string, error) {
+	cfg, err := a.Config()
+	if err != nil {
+		return "", err
+	}
+	if err := cfg.EnsureDataRoot(); err != nil {
+		return "", err
+	}
+	return cfg.DataRoot, nil
+}
+
+// Logger is the operational logger: warnings and errors to stderr, debug
+// with --verbose.
+func (a *App) Logger() *slog.Logger {
+	if a.logger == nil {
+		level := slog.LevelWarn
+		if a.verbose {
+			level = slog.LevelDebug
+		}
+		a.logger = slog.New(slog.NewTextHandler(a.Stderr, &slog.HandlerOptions{Level: level}))
+	}
+	return a.logger
+}
+
+// IsTerminal reports whether w is a terminal (for colour and live
+// progress).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// exitError carries an exit code and an optional hint for the user.
+type exitError struct {
+	code int
+	err  error
+	hint string
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// withHint wraps err with a hint printed under it.
+func withHint(err error, hint string) error {
+	return &exitError{code: 1, err: err, hint: hint}
+}
+
+// withCode wraps err with an exit code.
+func withCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+// Main runs the command line and returns the exit code: 0 on success, 1
+// on failure, 2 on a usage error.
+func Main(ctx context.Context, args []string, app *App) int {
+	root := newRootCmd(app)
+	root.SetArgs(args)
+	root.SetIn(app.Stdin)
+	root.SetOut(app.Stdout)
+	root.SetErr(app.Stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	code := 1
+	if errors.As(err, &ee) {
+		code = ee.code
+	} else if isUsageError(err) {
+		code = 2
+	}
+	if !errors.Is(err, errSilent) {
+		fmt.Fprintf(app.Stderr, "ava: %v\n", err)
+		if ee != nil && ee.hint != "" {
+			fmt.Fprintf(app.Stderr, "hint: %s\n", ee.hint)
+		}
+		if code == 2 {
+			fmt.Fprintln(app.Stderr, "Run 'ava --help' for usage.")
+		}
+	}
+	return code
+}
+
+// errSilent marks an error already reported to the user.
+var errSilent = errors.New("already reported")
+
+func isUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "invalid argument", "flag needs an argument", "required flag"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func newRootCmd(app *App) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "ava",
+		Short: "Ava: an orchestrator agent with background subagents",
+		Long: `Ava is an orchestrator agent that hands focused, parallel or token-heavy work
+to background subagents, keeps you informed while they run, lets you stop or
+talk to any of them, and keeps a durable, searchable record of everything.
+
+Configuration comes from environment variables (ANTHROPIC_API_KEY,
+OPENROUTER_API_KEY, OPENAI_API_KEY, OPENAI_BASE_URL, AVA_MODEL,
+AVA_DATA_ROOT, …), the optional file $AVA_DATA_ROOT/config.yaml, and flags.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&app.dataRoot, "data-root", "", "data root (default $AVA_DATA_ROOT, else $XDG_DATA_HOME/ava or ~/.local/share/ava)")
+	root.PersistentFlags().StringVar(&app.workspace, "workspace", "", "folder the file and shell tools work in (default $AVA_WORKSPACE, else the current directory)")
+	root.PersistentFlags().BoolVarP(&app.verbose, "verbose", "v", false, "log debug details to stderr")
+	root.AddCommand(
+		newRunCmd(app),
+		newLogsCmd(app),
+	)
+	return root
+}

@@ -1,0 +1,291 @@
+// Package config is Ava's configuration as data: Default, then the
+// optional file $AVA_DATA_ROOT/config.yaml, then environment variables,
+// then command-line flags (applied by the caller), then Validate. Secrets
+// (API keys, tokens) come only from the environment; a config file that
+// holds one is refused.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/avaagent/ava/llm"
+)
+
+// FileName is the config file's name inside the data root.
+const FileName = "config.yaml"
+
+// Config is every setting of an Ava instance.
+type Config struct {
+	// DataRoot holds the store, logs and sessions (AVA_DATA_ROOT).
+	DataRoot string `yaml:"-"`
+	// Addr is the daemon's listen address (AVA_ADDR).
+	Addr string `yaml:"addr"`
+	// Token is the daemon's bearer token (AVA_TOKEN; environment only).
+	Token string `yaml:"-"`
+	// Model is the orchestrator's model, "provider/model" or an alias (AVA_MODEL).
+	Model string `yaml:"model"`
+	// MaxConcurrentSubagents limits running subagents (AVA_MAX_CONCURRENT_SUBAGENTS).
+	MaxConcurrentSubagents int `yaml:"max_concurrent_subagents"`
+	// Confirm is the spawn confirmation policy: always, never, above:<cents> (AVA_CONFIRM).
+	Confirm string `yaml:"confirm"`
+	// Workspace is the folder file and shell tools work in (AVA_WORKSPACE).
+	Workspace string `yaml:"workspace"`
+	// StallAfter is how long a subagent may show no sign of life before it
+	// is flagged stalled (AVA_STALL_AFTER).
+	StallAfter time.Duration `yaml:"stall_after"`
+
+	Anthropic  Provider `yaml:"anthropic"`
+	OpenAI     Provider `yaml:"openai"`
+	OpenRouter Provider `yaml:"openrouter"`
+
+	// Prices adds to or overrides the built-in price table (cents per
+	// million tokens), keyed by model ID or provider/model.
+	Prices llm.Prices `yaml:"prices"`
+	// Aliases overrides the haiku/sonnet/opus aliases per provider.
+	Aliases map[string]map[string]string `yaml:"aliases"`
+
+	// TelegramBotToken (environment only) and TelegramAllowed configure
+	// the Telegram channel.
+	TelegramBotToken string   `yaml:"-"`
+	TelegramAllowed  []string `yaml:"telegram_allowed"`
+
+	// Source lists where settings came from, for error messages.
+	Source string `yaml:"-"`
+}
+
+// Provider is one model provider's connection settings.
+type Provider struct {
+	// APIKey comes only from the environment.
+	APIKey  string `yaml:"-"`
+	BaseURL string `yaml:"base_url"`
+}
+
+// Default returns the built-in defaults (the data root still unset).
+func Default() Config {
+	return Config{
+		Addr:                   "127.0.0.1:7777",
+		MaxConcurrentSubagents: 3,
+		Confirm:                "always",
+		StallAfter:             2 * time.Minute,
+	}
+}
+
+// DefaultDataRoot is $XDG_DATA_HOME/ava, else ~/.local/share/ava.
+func DefaultDataRoot(getenv func(string) string) (string, error) {
+	if x := getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "ava"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("find the data root: set AVA_DATA_ROOT (no home directory: %w)", err)
+		}
+		home = h
+	}
+	return filepath.Join(home, ".local", "share", "ava"), nil
+}
+
+// Load builds the configuration from defaults, the config file in the
+// data root (if present) and the environment. It does not create the data
+// root. Flags are applied by the caller, then Validate.
+func Load(getenv func(string) string) (Config, error) {
+	cfg := Default()
+	root := getenv("AVA_DATA_ROOT")
+	if root == "" {
+		var err error
+		if root, err = DefaultDataRoot(getenv); err != nil {
+			return cfg, err
+		}
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return cfg, fmt.Errorf("data root %q: %w", root, err)
+	}
+	cfg.DataRoot = abs
+	if err := cfg.loadFile(filepath.Join(abs, FileName)); err != nil {
+		return cfg, err
+	}
+	if err := cfg.applyEnv(getenv); err != nil {
+		return cfg, err
+	}
+	if cfg.Workspace == "" {
+		if wd, err := os.Getwd(); err == nil {
+			cfg.Workspace = wd
+		}
+	}
+	return cfg, nil
+}
+
+// secretKeys are YAML keys that must never appear in a config file.
+var secretKeys = []string{"api_key", "apikey", "token", "bot_token", "secret", "password"}
+
+func (c *Config) loadFile(path string) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read config %s: %w", path, err)
+	}
+	if err := refuseSecrets(path, data); err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	c.Source = path
+	return nil
+}
+
+// refuseSecrets rejects a config file that holds a secret-looking key.
+func refuseSecrets(path string, data []byte) error {
+	var node yaml.Node
+	if err := yaml.Unmarshal(data, &node); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	var walk func(n *yaml.Node) error
+	walk = func(n *yaml.Node) error {
+		for i := 0; i+1 < len(n.Content); i++ {
+			k := n.Content[i]
+			if n.Kind == yaml.MappingNode && i%2 == 0 {
+				for _, s := range secretKeys {
+					if strings.EqualFold(k.Value, s) {
+						return fmt.Errorf("config %s line %d: %q is a secret; put it in the environment (e.g. ANTHROPIC_API_KEY, AVA_TOKEN), not in a file", path, k.Line, k.Value)
+					}
+				}
+			}
+		}
+		for _, ch := range n.Content {
+			if err := walk(ch); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(&node)
+}
+
+func (c *Config) applyEnv(getenv func(string) string) error {
+	str := func(dst *string, key string) {
+		if v := getenv(key); v != "" {
+			*dst = v
+		}
+	}
+	str(&c.Addr, "AVA_ADDR")
+	str(&c.Token, "AVA_TOKEN")
+	str(&c.Model, "AVA_MODEL")
+	str(&c.Confirm, "AVA_CONFIRM")
+	str(&c.Workspace, "AVA_WORKSPACE")
+	str(&c.Anthropic.APIKey, "ANTHROPIC_API_KEY")
+	str(&c.Anthropic.BaseURL, "ANTHROPIC_BASE_URL")
+	str(&c.OpenAI.APIKey, "OPENAI_API_KEY")
+	str(&c.OpenAI.BaseURL, "OPENAI_BASE_URL")
+	str(&c.OpenRouter.APIKey, "OPENROUTER_API_KEY")
+	str(&c.OpenRouter.BaseURL, "OPENROUTER_BASE_URL")
+	str(&c.TelegramBotToken, "TELEGRAM_BOT_TOKEN")
+	if v := getenv("AVA_TELEGRAM_ALLOWED"); v != "" {
+		c.TelegramAllowed = strings.Split(v, ",")
+	}
+	if v := getenv("AVA_MAX_CONCURRENT_SUBAGENTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("AVA_MAX_CONCURRENT_SUBAGENTS=%q: not a whole number", v)
+		}
+		c.MaxConcurrentSubagents = n
+	}
+	if v := getenv("AVA_STALL_AFTER"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("AVA_STALL_AFTER=%q: not a duration like 90s or 2m", v)
+		}
+		c.StallAfter = d
+	}
+	return nil
+}
+
+// Validate checks every field and names the one that is wrong.
+func (c Config) Validate() error {
+	var errs []error
+	if c.DataRoot == "" {
+		errs = append(errs, errors.New("data root: empty (set AVA_DATA_ROOT)"))
+	}
+	if c.MaxConcurrentSubagents < 1 {
+		errs = append(errs, fmt.Errorf("max_concurrent_subagents: %d, must be at least 1", c.MaxConcurrentSubagents))
+	}
+	if _, err := ParseConfirm(c.Confirm); err != nil {
+		errs = append(errs, err)
+	}
+	if c.StallAfter < 0 {
+		errs = append(errs, fmt.Errorf("stall_after: %s, must not be negative", c.StallAfter))
+	}
+	for k, p := range c.Prices {
+		if p.Input < 0 || p.Output < 0 || p.CacheRead < 0 || p.CacheWrite < 0 {
+			errs = append(errs, fmt.Errorf("prices.%s: prices must not be negative", k))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		if c.Source != "" {
+			return fmt.Errorf("configuration (%s and environment): %w", c.Source, err)
+		}
+		return fmt.Errorf("configuration: %w", err)
+	}
+	return nil
+}
+
+// ConfirmPolicy says when a spawn needs the person's confirmation.
+type ConfirmPolicy struct {
+	// Always and Never are the two fixed policies; otherwise spawns whose
+	// maximum cost is above AboveCents need confirmation.
+	Always, Never bool
+	AboveCents    float64
+}
+
+// ParseConfirm parses "always", "never" or "above:<cents>".
+func ParseConfirm(s string) (ConfirmPolicy, error) {
+	switch {
+	case s == "always" || s == "":
+		return ConfirmPolicy{Always: true}, nil
+	case s == "never":
+		return ConfirmPolicy{Never: true}, nil
+	case strings.HasPrefix(s, "above:"):
+		v, err := strconv.ParseFloat(strings.TrimPrefix(s, "above:"), 64)
+		if err != nil || v < 0 {
+			return ConfirmPolicy{}, fmt.Errorf("confirm: %q: the cents after above: must be a non-negative number", s)
+		}
+		return ConfirmPolicy{AboveCents: v}, nil
+	}
+	return ConfirmPolicy{}, fmt.Errorf("confirm: %q: use always, never or above:<cents>", s)
+}
+
+// EnsureDataRoot creates the data root with private permissions (0700)
+// if it does not exist.
+func (c Config) EnsureDataRoot() error {
+	if err := os.MkdirAll(c.DataRoot, 0o700); err != nil {
+		return fmt.Errorf("create data root %s: %w", c.DataRoot, err)
+	}
+	return nil
+}
+
+// Secrets returns the secret values in use, for redaction from logs.
+func (c Config) Secrets() []string {
+	var out []string
+	for _, s := range []string{c.Token, c.Anthropic.APIKey, c.OpenAI.APIKey, c.OpenRouter.APIKey, c.TelegramBotToken} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

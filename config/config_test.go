@@ -1,0 +1,92 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/avaagent/ava/config"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestPrecedenceDefaultsFileEnv(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, config.FileName), []byte("model: anthropic/haiku\nmax_concurrent_subagents: 5\nconfirm: never\nprices:\n  my-model: {input: 10, output: 20}\n"), 0o600)
+	cfg, err := config.Load(env(map[string]string{"AVA_DATA_ROOT": root, "AVA_CONFIRM": "above:25", "ANTHROPIC_API_KEY": "sk-ant-x", "AVA_STALL_AFTER": "90s"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Model != "anthropic/haiku" || cfg.MaxConcurrentSubagents != 5 || cfg.Confirm != "above:25" ||
+		cfg.Anthropic.APIKey != "sk-ant-x" || cfg.Prices["my-model"].Output != 20 || cfg.StallAfter != 90*time.Second || cfg.Addr != "127.0.0.1:7777" {
+		t.Fatalf("config %+v", cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDefaultDataRoot(t *testing.T) {
+	cfg, err := config.Load(env(map[string]string{"XDG_DATA_HOME": "/x/data"}))
+	if err != nil || cfg.DataRoot != "/x/data/ava" {
+		t.Fatalf("%q %v", cfg.DataRoot, err)
+	}
+	cfg, err = config.Load(env(map[string]string{"HOME": "/home/u"}))
+	if err != nil || cfg.DataRoot != "/home/u/.local/share/ava" {
+		t.Fatalf("%q %v", cfg.DataRoot, err)
+	}
+}
+
+func TestEnsureDataRootIsPrivate(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "a", "ava")
+	cfg, _ := config.Load(env(map[string]string{"AVA_DATA_ROOT": root}))
+	if err := cfg.EnsureDataRoot(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(root)
+	if err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("mode %v err %v", st.Mode(), err)
+	}
+}
+
+func TestBadInputNamesTheProblem(t *testing.T) {
+	cases := []struct {
+		file string
+		env  map[string]string
+		want string
+	}{
+		{file: "anthropic:\n  api_key: sk-ant-secret\n", want: "line 2: \"api_key\" is a secret"},
+		{file: "modle: x\n", want: "field modle not found"},
+		{file: "max_concurrent_subagents: [1\n", want: "config.yaml"},
+		{env: map[string]string{"AVA_MAX_CONCURRENT_SUBAGENTS": "three"}, want: "AVA_MAX_CONCURRENT_SUBAGENTS=\"three\""},
+		{env: map[string]string{"AVA_MAX_CONCURRENT_SUBAGENTS": "0"}, want: "max_concurrent_subagents: 0"},
+		{env: map[string]string{"AVA_CONFIRM": "sometimes"}, want: "confirm: \"sometimes\""},
+		{env: map[string]string{"AVA_CONFIRM": "above:x"}, want: "above:"},
+	}
+	for _, c := range cases {
+		root := t.TempDir()
+		if c.file != "" {
+			os.WriteFile(filepath.Join(root, config.FileName), []byte(c.file), 0o600)
+		}
+		e := map[string]string{"AVA_DATA_ROOT": root}
+		for k, v := range c.env {
+			e[k] = v
+		}
+		cfg, err := config.Load(env(e))
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q %v: error %v, want it to contain %q", c.file, c.env, err, c.want)
+		}
+	}
+}
+
+func TestParseConfirm(t *testing.T) {
+	p, err := config.ParseConfirm("above:12.5")
+	if err != nil || p.AboveCents != 12.5 || p.Always || p.Never {
+		t.Fatalf("%+v %v", p, err)
+	}
+}

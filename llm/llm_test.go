@@ -1,0 +1,107 @@
+package llm_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/avaagent/ava/llm"
+)
+
+type fakeProvider struct {
+	name  string
+	errs  []error
+	calls int
+}
+
+func (f *fakeProvider) Name() string { return f.name }
+func (f *fakeProvider) Stream(ctx context.Context, req *llm.Request, on func(llm.Delta)) (*llm.Response, error) {
+	f.calls++
+	if len(f.errs) > 0 {
+		err := f.errs[0]
+		f.errs = f.errs[1:]
+		on(llm.Delta{Type: llm.DeltaText, Text: "partial"})
+		return nil, err
+	}
+	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text("ok")}}}, nil
+}
+
+func TestRetryHonoursRetryAfterAndResets(t *testing.T) {
+	p := &fakeProvider{name: "x", errs: []error{&llm.APIError{StatusCode: 429, RetryAfter: 30 * time.Millisecond}, llm.ErrStreamCut}}
+	r := llm.WithRetry(p, llm.RetryPolicy{MaxRetries: 3, BaseDelay: time.Millisecond, MaxDelay: time.Second})
+	var resets int
+	start := time.Now()
+	resp, err := r.Stream(context.Background(), &llm.Request{}, func(d llm.Delta) {
+		if d.Type == llm.DeltaReset {
+			resets++
+		}
+	})
+	if err != nil || resp.Message.TextContent() != "ok" || p.calls != 3 || resets != 2 {
+		t.Fatalf("err %v calls %d resets %d", err, p.calls, resets)
+	}
+	if time.Since(start) < 30*time.Millisecond {
+		t.Fatal("Retry-After not honoured")
+	}
+}
+
+func TestRetryGivesUpAndSkipsPermanentErrors(t *testing.T) {
+	p := &fakeProvider{name: "x", errs: []error{&llm.APIError{StatusCode: 400}}}
+	_, err := llm.WithRetry(p, llm.RetryPolicy{MaxRetries: 3, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}).Stream(context.Background(), &llm.Request{}, func(llm.Delta) {})
+	if err == nil || p.calls != 1 {
+		t.Fatalf("400 retried: calls %d", p.calls)
+	}
+	p = &fakeProvider{name: "x", errs: []error{llm.ErrStreamCut, llm.ErrStreamCut, llm.ErrStreamCut}}
+	_, err = llm.WithRetry(p, llm.RetryPolicy{MaxRetries: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}).Stream(context.Background(), &llm.Request{}, func(llm.Delta) {})
+	if !errors.Is(err, llm.ErrStreamCut) || p.calls != 3 {
+		t.Fatalf("err %v calls %d", err, p.calls)
+	}
+}
+
+func TestRetryWaitStopsOnCancel(t *testing.T) {
+	p := &fakeProvider{name: "x", errs: []error{&llm.APIError{StatusCode: 503, RetryAfter: time.Hour}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := llm.WithRetry(p, llm.RetryPolicy{MaxRetries: 3, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Hour}).Stream(ctx, &llm.Request{}, func(llm.Delta) {})
+	if err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("err %v after %s", err, time.Since(start))
+	}
+}
+
+func TestCatalogResolve(t *testing.T) {
+	cat := llm.NewCatalog(llm.DefaultPrices)
+	cat.Add(&fakeProvider{name: "anthropic"}, nil)
+	cat.Add(&fakeProvider{name: "openrouter"}, nil)
+	cases := map[string]string{
+		"sonnet":                               "anthropic/claude-sonnet-4-5",
+		"anthropic/haiku":                      "anthropic/claude-haiku-4-5",
+		"openrouter/opus":                      "openrouter/anthropic/claude-opus-4.5",
+		"openrouter/meta-llama/llama-3.3-70b":  "openrouter/meta-llama/llama-3.3-70b",
+		"claude-3-5-haiku-20241022":            "anthropic/claude-3-5-haiku-20241022",
+		"anthropic/claude-sonnet-4-5-20250929": "anthropic/claude-sonnet-4-5-20250929",
+	}
+	for in, want := range cases {
+		m, err := cat.Resolve(in)
+		if err != nil || m.Name() != want {
+			t.Errorf("Resolve(%q) = %q, %v; want %q", in, m.Name(), err, want)
+		}
+		if !m.Priced && in != "openrouter/meta-llama/llama-3.3-70b" {
+			t.Errorf("Resolve(%q): no price", in)
+		}
+	}
+	if _, err := cat.Resolve("openai/gpt-5"); err == nil {
+		t.Error("an unconfigured provider resolved")
+	}
+}
+
+func TestPriceCost(t *testing.T) {
+	p, ok := llm.DefaultPrices.Lookup("openrouter", "anthropic/claude-sonnet-4.5")
+	if !ok {
+		t.Fatal("no price for OpenRouter's sonnet name")
+	}
+	// 1M input + 1M output tokens of Sonnet 4.5 cost $3 + $15.
+	if got := p.Cost(llm.Usage{InputTokens: 1e6, OutputTokens: 1e6}); got != 1800 {
+		t.Fatalf("cost %v cents, want 1800", got)
+	}
+}

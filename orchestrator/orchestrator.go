@@ -1,0 +1,152 @@
+// Package orchestrator runs Ava's main sessions: the agent a person talks
+// to, which answers directly or hands work to subagents. A session has a
+// key ("ava:cli:…", "ava:web:…", "ava:telegram:…"), a history kept in the
+// store, and the orchestrator's tools.
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/tool"
+)
+
+// History keeps a session's conversation. Nil keeps none: each message
+// starts afresh.
+type History interface {
+	// Load returns the session's messages, oldest first.
+	Load(ctx context.Context, session string) ([]llm.Message, error)
+	// Save appends messages to the session.
+	Save(ctx context.Context, session string, msgs []llm.Message) error
+}
+
+// Config is what the orchestrator needs.
+type Config struct {
+	Model     llm.Model
+	Tools     *tool.Registry
+	Publisher event.Publisher
+	History   History
+	Limits    agent.Limits
+	Workspace string
+	// Offline marks the model as the offline scripted one.
+	Offline bool
+	Logger  *slog.Logger
+	Clock   func() time.Time
+}
+
+// Orchestrator answers messages in main sessions.
+type Orchestrator struct {
+	cfg Config
+	log *slog.Logger
+	now func() time.Time
+}
+
+// New returns an orchestrator.
+func New(cfg Config) *Orchestrator {
+	o := &Orchestrator{cfg: cfg, log: cfg.Logger, now: cfg.Clock}
+	if o.log == nil {
+		o.log = slog.Default()
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	return o
+}
+
+// Ask runs one turn of the session: the message, the model and tools
+// until an answer or a limit. The result's Err is also returned when the
+// history could not be loaded or saved.
+func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (agent.Result, error) {
+	var history []llm.Message
+	if o.cfg.History != nil {
+		h, err := o.cfg.History.Load(ctx, session)
+		if err != nil {
+			return agent.Result{Status: agent.StatusError, Err: err}, fmt.Errorf("load session %s: %w", session, err)
+		}
+		history = h
+	}
+	o.publish(session, user, event.New(event.SessionStart, event.SessionContent{Model: o.cfg.Model.Name(), Offline: o.cfg.Offline}))
+	a := agent.New(agent.Config{
+		Model:     o.cfg.Model,
+		System:    SystemPrompt(o.cfg.Tools, o.cfg.Workspace, o.now()),
+		Tools:     o.cfg.Tools,
+		Limits:    o.cfg.Limits,
+		Caller:    tool.Caller{AgentID: event.OrchestratorID, SessionKey: session, Workspace: o.cfg.Workspace},
+		User:      user,
+		Publisher: o.cfg.Publisher,
+		Logger:    o.log,
+		Clock:     o.cfg.Clock,
+	})
+	res := a.Run(ctx, history, llm.UserText(message))
+	end := event.New(event.SessionEnd, event.SessionContent{Status: string(res.Status), Model: o.cfg.Model.Name(), Offline: o.cfg.Offline})
+	end.Meta = event.Meta{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostCents: res.CostCents,
+		ModelID: o.cfg.Model.Name(), DurationMs: res.Duration.Milliseconds()}
+	o.publish(session, user, end)
+	if o.cfg.History != nil && len(res.Messages) > len(history) {
+		// Save even when the caller's context is gone: the turn happened.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := o.cfg.History.Save(sctx, session, res.Messages[len(history):]); err != nil {
+			return res, fmt.Errorf("save session %s: %w", session, err)
+		}
+	}
+	return res, nil
+}
+
+func (o *Orchestrator) publish(session, user string, ev event.Event) {
+	if o.cfg.Publisher == nil {
+		return
+	}
+	ev.Session, ev.Agent, ev.User, ev.Time = session, event.OrchestratorID, user, o.now()
+	if _, err := o.cfg.Publisher.Publish(ev); err != nil {
+		o.log.Error("publish session event", "session", session, "type", ev.Type, "err", err)
+	}
+}
+
+// ResultJSON is the machine-readable form of a turn's result (ava run
+// --json).
+type ResultJSON struct {
+	Status     string  `json:"status"`
+	Text       string  `json:"text"`
+	Session    string  `json:"session"`
+	Model      string  `json:"model"`
+	Offline    bool    `json:"offline"`
+	Tokens     Tokens  `json:"tokens"`
+	CostCents  float64 `json:"cost_cents"`
+	DurationMs int64   `json:"duration_ms"`
+	Iterations int     `json:"iterations"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// Tokens is a token breakdown.
+type Tokens struct {
+	Input      int `json:"input"`
+	Output     int `json:"output"`
+	CacheRead  int `json:"cache_read"`
+	CacheWrite int `json:"cache_write"`
+	Total      int `json:"total"`
+}
+
+// JSON returns the result's machine-readable form.
+func JSON(res agent.Result, session string, model llm.Model, offline bool) ResultJSON {
+	out := ResultJSON{Status: string(res.Status), Text: res.Text, Session: session, Model: model.Name(), Offline: offline,
+		Tokens: Tokens{Input: res.Usage.InputTokens, Output: res.Usage.OutputTokens, CacheRead: res.Usage.CacheReadTokens,
+			CacheWrite: res.Usage.CacheWriteTokens, Total: res.Usage.Total()},
+		CostCents: res.CostCents, DurationMs: res.Duration.Milliseconds(), Iterations: res.Iterations}
+	if res.Err != nil && res.Status != agent.StatusSuccess {
+		out.Error = res.Err.Error()
+	}
+	return out
+}
+
+// MarshalIndent renders v as indented JSON.
+func MarshalIndent(v any) []byte {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return append(b, '\n')
+}
