@@ -64,6 +64,7 @@ func (r *run) execute(name string, args json.RawMessage) (res tool.Result) {
 		}
 	}()
 	ctx := tool.WithCaller(r.ctx, r.a.cfg.Caller)
+	ctx = withConversation(ctx, r.msgs[:len(r.msgs)-1])
 	ctx = tool.WithProgress(ctx, func(note string) {
 		r.a.touch()
 		r.a.activity(name + ": " + note)

@@ -249,3 +249,12 @@ func (s *Subscription) Next(ctx context.Context) ([]Event, error) {
 		}
 	}
 }
+
+// Poll returns the events after the cursor without waiting (nil when
+// there are none), with a leading Gap event if some were missed.
+func (s *Subscription) Poll() []Event {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	evs, _ := s.Next(ctx)
+	return evs
+}

@@ -1,0 +1,102 @@
+package subagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/store"
+)
+
+// maxAnnouncedOutput caps the output text put in the parent's history;
+// the whole result stays in the run record.
+const maxAnnouncedOutput = 8000
+
+// deliver hands a finished turn's result to the parent. A background
+// result becomes a [Subagent] message in the parent's history, exactly
+// once (store.AnnounceResult); a waited-for result was returned to the
+// waiting tool call, so the run is only marked delivered. A cancelled
+// run's result never reaches the parent. A run interrupted by shutdown
+// is left undelivered: the next Start announces it.
+func (h *Handle) deliver(ctx context.Context, r Result) {
+	m := h.m
+	if r.Status == agent.StatusInterrupted || h.req.Parent.SessionKey == "" {
+		return
+	}
+	if r.Status == agent.StatusCancelled || !h.req.Background {
+		if err := m.opt.Store.MarkAnnounced(ctx, h.uuid); err != nil {
+			m.log.Error("mark result delivered", "id", h.id, "err", err)
+		}
+		return
+	}
+	msg := announcement(h.req.Parent.SessionKey, h.uuid, h.req.Config.Task, r)
+	if _, err := m.opt.Store.AnnounceResult(ctx, h.uuid, msg); err != nil {
+		m.log.Error("announce result", "id", h.id, "err", err)
+	}
+}
+
+// announceStored delivers a run that ended without being announced
+// (found at start-up).
+func (m *Manager) announceStored(ctx context.Context, run store.Run) error {
+	if run.Status == store.StatusCancelled {
+		return m.opt.Store.MarkAnnounced(ctx, run.ID)
+	}
+	var r Result
+	if len(run.Result) > 0 {
+		_ = json.Unmarshal(run.Result, &r)
+	}
+	r.SubagentID, r.Status = run.ShortID, agent.Status(run.Status)
+	if run.Status == store.StatusInterrupted {
+		r.Summary = "interrupted: the process running it stopped before it finished"
+		r.Output, r.OutputFormat = json.RawMessage("null"), "none"
+	}
+	msg := announcement(run.ParentSession, run.ID, run.Task, r)
+	if _, err := m.opt.Store.AnnounceResult(ctx, run.ID, msg); err != nil {
+		return fmt.Errorf("announce %s: %w", run.ShortID, err)
+	}
+	return nil
+}
+
+// announcement is the [Subagent] message of seed 003: a "[Task: …]"
+// prefix, then the result.
+func announcement(session, runID, task string, r Result) store.Message {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[Task: %s]\n", firstLine(task, 200))
+	fmt.Fprintf(&b, "Subagent %s finished: status=%s, %.0fs, %d tokens, %.2f¢", r.SubagentID, r.Status, r.DurationSeconds, r.TokensUsed, r.CostCents)
+	if r.OutputFormat == "json" {
+		fmt.Fprintf(&b, ", confidence %.2f", r.Confidence)
+	}
+	b.WriteString("\n")
+	if r.Summary != "" {
+		fmt.Fprintf(&b, "Summary: %s\n", r.Summary)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(&b, "Error: %s\n", r.Error)
+	}
+	if out := outputText(r); out != "" {
+		if len(out) > maxAnnouncedOutput {
+			out = out[:maxAnnouncedOutput] + fmt.Sprintf("\n[… output cut at %d of %d bytes; the full result is in subagent_status %s]", maxAnnouncedOutput, len(out), r.SubagentID)
+		}
+		fmt.Fprintf(&b, "Output (%s):\n%s\n", r.OutputFormat, out)
+	}
+	text := b.String()
+	blocks, _ := json.Marshal(llm.Message{Role: llm.RoleUser, Content: []llm.Block{llm.Text("[Subagent] " + text)}})
+	return store.Message{SessionKey: session, Role: store.RoleSubagent, Sender: store.SenderSubagent, Text: text, Blocks: blocks, RunID: runID}
+}
+
+// outputText renders a result's output for people and prompts.
+func outputText(r Result) string {
+	if len(r.Output) == 0 || string(r.Output) == "null" {
+		return ""
+	}
+	if r.OutputFormat == "text" {
+		var s string
+		if json.Unmarshal(r.Output, &s) == nil {
+			return s
+		}
+	}
+	return string(r.Output)
+}

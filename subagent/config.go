@@ -1,0 +1,190 @@
+package subagent
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/avaagent/ava/agent"
+)
+
+// Mode is how a subagent was started.
+type Mode string
+
+// Modes, as recorded in runs and lifecycle entries.
+const (
+	ModeSingle   Mode = "single"
+	ModeParallel Mode = "parallel"
+	ModeChain    Mode = "chain"
+)
+
+// ContextMode says what a subagent starts from.
+type ContextMode string
+
+// Context modes.
+const (
+	// ContextFresh starts from the task and the orchestrator's context
+	// text only.
+	ContextFresh ContextMode = "fresh"
+	// ContextFork starts from the orchestrator's conversation so far.
+	ContextFork ContextMode = "fork"
+)
+
+// Config is a spawn request: the JSON of seed 001 section 4 (snake_case),
+// extended. Zero limits take the role's.
+type Config struct {
+	Role    string `json:"role"`
+	Task    string `json:"task"`
+	Context string `json:"context,omitempty"`
+	Model   string `json:"model,omitempty"`
+	// Timeout is in seconds.
+	Timeout          float64     `json:"timeout,omitempty"`
+	MaxCostCents     float64     `json:"max_cost_cents,omitempty"`
+	MaxTokens        int         `json:"max_tokens,omitempty"`
+	MaxIterations    int         `json:"max_iterations,omitempty"`
+	ExtendedThinking *bool       `json:"extended_thinking,omitempty"`
+	ContextMode      ContextMode `json:"context_mode,omitempty"`
+}
+
+// Validate checks the request's own fields (the role is checked against
+// the known roles at spawn time).
+func (c Config) Validate() error {
+	switch {
+	case strings.TrimSpace(c.Role) == "":
+		return fmt.Errorf("role: empty")
+	case strings.TrimSpace(c.Task) == "":
+		return fmt.Errorf("task: empty")
+	case c.Timeout < 0 || time.Duration(c.Timeout*float64(time.Second)) > MaxTimeout:
+		return fmt.Errorf("timeout: %v seconds, want 0 (the role's) up to %v", c.Timeout, MaxTimeout.Seconds())
+	case c.MaxCostCents < 0 || c.MaxCostCents > MaxCostCentsCap:
+		return fmt.Errorf("max_cost_cents: %v, want 0 (the role's) up to %v", c.MaxCostCents, MaxCostCentsCap)
+	case c.MaxTokens < 0 || c.MaxTokens > MaxTokensCap:
+		return fmt.Errorf("max_tokens: %d, want 0 (the role's) up to %d", c.MaxTokens, MaxTokensCap)
+	case c.MaxIterations < 0 || c.MaxIterations > MaxIterationsCap:
+		return fmt.Errorf("max_iterations: %d, want 0 (the role's) up to %d", c.MaxIterations, MaxIterationsCap)
+	}
+	switch c.ContextMode {
+	case "", ContextFresh, ContextFork:
+	default:
+		return fmt.Errorf("context_mode: %q, want fresh or fork", c.ContextMode)
+	}
+	return nil
+}
+
+// limits merges the request's limits over the role's.
+func (c Config) limits(r Role) agent.Limits {
+	l := r.Limits
+	if c.Timeout > 0 {
+		l.Timeout = time.Duration(c.Timeout * float64(time.Second))
+	}
+	if c.MaxCostCents > 0 {
+		l.MaxCostCents = c.MaxCostCents
+	}
+	if c.MaxTokens > 0 {
+		l.MaxTokens = c.MaxTokens
+	}
+	if c.MaxIterations > 0 {
+		l.MaxIterations = c.MaxIterations
+	}
+	return l
+}
+
+// Result is what a subagent gives back (seed 001 section 4, plus
+// subagent_id). OutputFormat says whether Output is the JSON object the
+// subagent returned ("json") or its answer's text because it returned
+// none ("text").
+type Result struct {
+	SubagentID      string          `json:"subagent_id"`
+	Status          agent.Status    `json:"status"`
+	Summary         string          `json:"summary"`
+	Output          json.RawMessage `json:"output"`
+	OutputFormat    string          `json:"output_format"`
+	Confidence      float64         `json:"confidence"`
+	TokensUsed      int             `json:"tokens_used"`
+	CostCents       float64         `json:"cost_cents"`
+	DurationSeconds float64         `json:"duration_seconds"`
+	Iterations      int             `json:"iterations"`
+	Error           string          `json:"error,omitempty"`
+}
+
+var fenced = regexp.MustCompile("(?s)```(?:json)?\\s*(\\{.*?\\})\\s*```")
+
+// parseAnswer extracts output, summary and confidence from a subagent's
+// final answer: a fenced JSON block, else the last bare JSON object in
+// the text. An object with an "output" key gives output, "summary" and
+// "confidence" from its keys; any other object is the output itself.
+// Without JSON the text is the output, format "text".
+func parseAnswer(text string) (output json.RawMessage, summary string, confidence float64, format string) {
+	obj := findJSONObject(text)
+	if obj == nil {
+		out, _ := json.Marshal(text)
+		return out, firstLine(text, 200), 0, "text"
+	}
+	var fields struct {
+		Output     json.RawMessage `json:"output"`
+		Summary    string          `json:"summary"`
+		Confidence *float64        `json:"confidence"`
+	}
+	_ = json.Unmarshal(obj, &fields)
+	output = obj
+	if len(fields.Output) > 0 {
+		output = fields.Output
+	}
+	summary = fields.Summary
+	if summary == "" {
+		summary = firstLine(stripJSON(text, obj), 200)
+	}
+	if fields.Confidence != nil {
+		confidence = min(max(*fields.Confidence, 0), 1)
+	}
+	return output, summary, confidence, "json"
+}
+
+// findJSONObject returns the fenced JSON object in text, else the last
+// balanced {...} that parses, else nil.
+func findJSONObject(text string) json.RawMessage {
+	if m := fenced.FindAllStringSubmatch(text, -1); m != nil {
+		for i := len(m) - 1; i >= 0; i-- {
+			if json.Valid([]byte(m[i][1])) {
+				return json.RawMessage(m[i][1])
+			}
+		}
+	}
+	for end := strings.LastIndex(text, "}"); end >= 0; end = strings.LastIndex(text[:end], "}") {
+		depth := 0
+		for start := end; start >= 0; start-- {
+			switch text[start] {
+			case '}':
+				depth++
+			case '{':
+				depth--
+			}
+			if depth == 0 {
+				if cand := text[start : end+1]; json.Valid([]byte(cand)) {
+					return json.RawMessage(cand)
+				}
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func stripJSON(text string, obj json.RawMessage) string {
+	t := strings.Replace(text, string(obj), "", 1)
+	t = strings.ReplaceAll(t, "```json", "")
+	return strings.TrimSpace(strings.ReplaceAll(t, "```", ""))
+}
+
+func firstLine(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}

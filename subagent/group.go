@@ -1,0 +1,264 @@
+package subagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/tool"
+)
+
+// GroupRequest spawns several subagents as one group.
+type GroupRequest struct {
+	Configs []Config
+	// Mode is ModeParallel (all at once) or ModeChain (one after another,
+	// each given the previous one's result as context).
+	Mode       Mode
+	Parent     tool.Caller
+	User       string
+	Background bool
+	// BudgetCents is the group's aggregate cost cap: when the members
+	// together reach it, every member still running ends with
+	// cost_exceeded. Zero means only each member's own cap.
+	BudgetCents float64
+	// Timeout is the group's combined wall-clock limit; zero means only
+	// each member's own.
+	Timeout time.Duration
+	Fork    []llm.Message
+}
+
+// Group is a running parallel or chain spawn.
+type Group struct {
+	ID     string
+	Mode   Mode
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	budget float64
+	done   chan struct{}
+
+	mu      sync.Mutex
+	spent   float64
+	handles []*Handle
+	results []Result
+}
+
+// MaxGroupSize bounds one group.
+const MaxGroupSize = 20
+
+// SpawnGroup starts a parallel group (admitted whole or refused) or a
+// chain (its first member starts now, the others in turn). It returns at
+// once; Wait for the results.
+func (m *Manager) SpawnGroup(ctx context.Context, req GroupRequest) (*Group, error) {
+	if n := len(req.Configs); n == 0 || n > MaxGroupSize {
+		return nil, fmt.Errorf("spawn group: %d tasks, want 1 to %d", n, MaxGroupSize)
+	}
+	if req.Mode != ModeParallel && req.Mode != ModeChain {
+		return nil, fmt.Errorf("spawn group: mode %q, want parallel or chain", req.Mode)
+	}
+	if req.BudgetCents < 0 || req.Timeout < 0 {
+		return nil, fmt.Errorf("spawn group: budget and timeout must not be negative")
+	}
+	g := &Group{ID: uuid.NewString(), Mode: req.Mode, budget: req.BudgetCents, done: make(chan struct{})}
+	g.ctx, g.cancel = context.WithCancelCause(m.ctx)
+	if req.Timeout > 0 {
+		var stop context.CancelFunc
+		g.ctx, stop = context.WithTimeoutCause(g.ctx, req.Timeout, fmt.Errorf("%w: the group's combined timeout of %s", agent.ErrTimeout, req.Timeout))
+		prev := g.cancel
+		g.cancel = func(err error) { prev(err); stop() }
+	}
+	var err error
+	if req.Mode == ModeParallel {
+		err = m.startParallel(ctx, g, req)
+	} else {
+		err = m.startChain(ctx, g, req)
+	}
+	if err != nil {
+		g.cancel(err)
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *Group) member(req GroupRequest, cfg Config) Request {
+	return Request{Config: cfg, Parent: req.Parent, User: req.User, Background: req.Background, Fork: req.Fork,
+		mode: req.Mode, groupID: g.ID, group: g}
+}
+
+func (m *Manager) startParallel(ctx context.Context, g *Group, req GroupRequest) error {
+	hs := make([]*Handle, len(req.Configs))
+	for i, cfg := range req.Configs {
+		h, err := m.prepare(ctx, g.member(req, cfg))
+		if err != nil {
+			return fmt.Errorf("task %d: %w", i+1, err)
+		}
+		hs[i] = h
+	}
+	if err := m.reserve(hs...); err != nil {
+		return err
+	}
+	for i, h := range hs {
+		if err := m.start(ctx, h); err != nil {
+			for _, rest := range hs[i+1:] {
+				m.release(rest)
+			}
+			for _, started := range hs[:i] {
+				started.Cancel()
+			}
+			return err
+		}
+	}
+	g.handles = hs
+	m.wg.Go(func() {
+		defer close(g.done)
+		defer g.cancel(nil)
+		results := make([]Result, len(hs))
+		for i, h := range hs {
+			<-h.Done()
+			results[i], _ = h.Result()
+		}
+		g.mu.Lock()
+		g.results = results
+		g.mu.Unlock()
+	})
+	return nil
+}
+
+func (m *Manager) startChain(ctx context.Context, g *Group, req GroupRequest) error {
+	first, err := m.spawn(ctx, g.member(req, req.Configs[0]))
+	if err != nil {
+		return fmt.Errorf("task 1: %w", err)
+	}
+	g.handles = []*Handle{first}
+	m.wg.Go(func() {
+		defer close(g.done)
+		defer g.cancel(nil)
+		m.runChain(g, req, first)
+	})
+	return nil
+}
+
+// runChain waits for each step and starts the next with the previous
+// result as context; a step that does not succeed ends the chain.
+func (m *Manager) runChain(g *Group, req GroupRequest, h *Handle) {
+	for i := 0; ; i++ {
+		<-h.Done()
+		r, _ := h.Result()
+		g.addResult(r)
+		if r.Status != agent.StatusSuccess || i+1 == len(req.Configs) {
+			for j := i + 1; j < len(req.Configs); j++ {
+				g.addResult(Result{Status: agent.StatusCancelled, OutputFormat: "none", Output: json.RawMessage("null"),
+					Summary: fmt.Sprintf("not started: step %d ended with %s", i+1, r.Status)})
+			}
+			return
+		}
+		cfg := req.Configs[i+1]
+		cfg.Context = chainContext(cfg.Context, i+1, r)
+		next, err := m.spawn(g.ctx, g.member(req, cfg))
+		if err != nil {
+			g.addResult(Result{Status: agent.StatusError, Error: err.Error(), OutputFormat: "none", Output: json.RawMessage("null"),
+				Summary: fmt.Sprintf("step %d could not start", i+2)})
+			for j := i + 2; j < len(req.Configs); j++ {
+				g.addResult(Result{Status: agent.StatusCancelled, OutputFormat: "none", Output: json.RawMessage("null"),
+					Summary: fmt.Sprintf("not started: step %d could not start", i+2)})
+			}
+			return
+		}
+		g.mu.Lock()
+		g.handles = append(g.handles, next)
+		g.mu.Unlock()
+		h = next
+	}
+}
+
+// chainContext adds the previous step's result to a step's context.
+func chainContext(own string, step int, prev Result) string {
+	s := fmt.Sprintf("Result of the previous step (%d, subagent %s):\nSummary: %s\nOutput (%s):\n%s", step, prev.SubagentID, prev.Summary, prev.OutputFormat, outputText(prev))
+	if own != "" {
+		return own + "\n\n" + s
+	}
+	return s
+}
+
+func (g *Group) addResult(r Result) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.results = append(g.results, r)
+}
+
+// Handles returns the members started so far.
+func (g *Group) Handles() []*Handle {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]*Handle(nil), g.handles...)
+}
+
+// Done is closed when every member has ended.
+func (g *Group) Done() <-chan struct{} { return g.done }
+
+// Wait blocks until every member has ended (or ctx is done) and returns
+// their results in task order.
+func (g *Group) Wait(ctx context.Context) ([]Result, error) {
+	select {
+	case <-g.done:
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return append([]Result(nil), g.results...), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for group: %w", context.Cause(ctx))
+	}
+}
+
+// Cancel stops every member.
+func (g *Group) Cancel() {
+	for _, h := range g.Handles() {
+		h.Cancel()
+	}
+	g.cancel(agent.ErrCancelled)
+}
+
+// SpentCents is what the members have spent together.
+func (g *Group) SpentCents() float64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.spent
+}
+
+// watch returns a publisher that counts members' costs against the
+// group's budget on their way to p.
+func (g *Group) watch(p event.Publisher) event.Publisher {
+	return groupPublisher{g: g, next: p}
+}
+
+type groupPublisher struct {
+	g    *Group
+	next event.Publisher
+}
+
+func (gp groupPublisher) Publish(ev event.Event) (event.Event, error) {
+	if ev.Type == event.CostUpdate {
+		var c event.CostContent
+		if ev.Decode(&c) == nil {
+			gp.g.charge(c.CostCents)
+		}
+	}
+	return gp.next.Publish(ev)
+}
+
+// charge adds a member's cost and stops the group at its budget.
+func (g *Group) charge(cents float64) {
+	g.mu.Lock()
+	g.spent += cents
+	over := g.budget > 0 && g.spent >= g.budget
+	spent := g.spent
+	g.mu.Unlock()
+	if over {
+		g.cancel(fmt.Errorf("%w: the group spent %.2f¢ of its %.2f¢ budget", agent.ErrCostExceeded, spent, g.budget))
+	}
+}

@@ -1,0 +1,202 @@
+package subagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/tool"
+)
+
+// Handle is a spawned subagent: query it, wait for it, cancel it, read
+// or subscribe to its events, send it follow-ups. All methods are safe
+// for concurrent use.
+type Handle struct {
+	m        *Manager
+	req      Request
+	role     Role
+	model    llm.Model
+	tools    *tool.Registry
+	limits   agent.Limits
+	thinking bool
+	created  time.Time
+
+	id   string // S-xxxxxx
+	uuid string
+
+	journal *event.Journal
+	drainMu sync.Mutex
+	drain   *event.Subscription
+
+	mu        sync.Mutex
+	status    agent.Status
+	stored    agent.Status // the status last written to the store
+	current   *agent.Agent
+	cancel    context.CancelCauseFunc
+	cancelled bool
+	stalled   bool
+	result    *Result
+	messages  []llm.Message // the conversation so far
+	queue     []string      // follow-ups waiting for the current run
+	done      chan struct{} // closed when the current run (and queue) ends
+	turns     int           // runs started, including follow-ups
+	startedAt time.Time
+}
+
+func newHandle(m *Manager, req Request, role Role, model llm.Model, tools *tool.Registry, limits agent.Limits, thinking bool) *Handle {
+	return &Handle{m: m, req: req, role: role, model: model, tools: tools, limits: limits, thinking: thinking,
+		created: m.now(), status: agent.StatusPending, stored: agent.StatusPending, done: make(chan struct{})}
+}
+
+// ID is the short ID, S-xxxxxx.
+func (h *Handle) ID() string { return h.id }
+
+// UUID is the run's full ID.
+func (h *Handle) UUID() string { return h.uuid }
+
+// SessionKey is the subagent's own session, ava:subagent:S-xxxxxx.
+func (h *Handle) SessionKey() string { return store.SubagentSessionPrefix + h.id }
+
+// Role is the subagent's role.
+func (h *Handle) Role() Role { return h.role }
+
+// Config is the spawn request's configuration.
+func (h *Handle) Config() Config { return h.req.Config }
+
+// Mode is how the subagent was started.
+func (h *Handle) Mode() Mode { return h.req.mode }
+
+// Parent is the session that spawned it.
+func (h *Handle) Parent() string { return h.req.Parent.SessionKey }
+
+// Model is the subagent's model.
+func (h *Handle) Model() llm.Model { return h.model }
+
+// Limits are the subagent's limits.
+func (h *Handle) Limits() agent.Limits { return h.limits }
+
+// RunStatus is a non-blocking view of a subagent (seed 000 section 1.1).
+type RunStatus struct {
+	ID         string        `json:"id"`
+	Role       string        `json:"role"`
+	Task       string        `json:"task"`
+	Model      string        `json:"model"`
+	Mode       Mode          `json:"mode"`
+	Parent     string        `json:"parent,omitempty"`
+	Status     agent.Status  `json:"status"`
+	Stalled    bool          `json:"stalled,omitempty"`
+	Iteration  int           `json:"iteration"`
+	Tokens     int           `json:"tokens"`
+	CostCents  float64       `json:"cost_cents"`
+	Elapsed    time.Duration `json:"elapsed_ns"`
+	Activity   string        `json:"activity,omitempty"`
+	LastTool   string        `json:"last_tool,omitempty"`
+	LastToolAt time.Time     `json:"last_tool_at,omitzero"`
+	StartedAt  time.Time     `json:"started_at,omitzero"`
+}
+
+// Status returns the live status without blocking on the run.
+func (h *Handle) Status() RunStatus {
+	h.mu.Lock()
+	st := RunStatus{ID: h.id, Role: h.role.Name, Task: h.req.Config.Task, Model: h.model.Name(), Mode: h.req.mode,
+		Parent: h.req.Parent.SessionKey, Status: h.status, Stalled: h.stalled, StartedAt: h.startedAt}
+	a, res := h.current, h.result
+	h.mu.Unlock()
+	if a != nil {
+		s := a.Snapshot()
+		st.Iteration, st.Tokens, st.CostCents, st.Activity = s.Iteration, s.Tokens, s.CostCents, s.Activity
+		st.LastTool, st.LastToolAt = s.LastTool, s.LastToolAt
+	}
+	switch {
+	case st.Status.Final() && res != nil:
+		st.Elapsed = time.Duration(res.DurationSeconds * float64(time.Second))
+		st.Activity = ""
+	case !st.StartedAt.IsZero():
+		st.Elapsed = h.m.now().Sub(st.StartedAt)
+	}
+	return st
+}
+
+func (h *Handle) agentSnapshot() agent.Snapshot {
+	h.mu.Lock()
+	a := h.current
+	h.mu.Unlock()
+	if a == nil {
+		return agent.Snapshot{}
+	}
+	return a.Snapshot()
+}
+
+// Done is closed when the subagent's current run (and its queued
+// follow-ups) ends.
+func (h *Handle) Done() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.done
+}
+
+// Result returns the last run's result, if it ended.
+func (h *Handle) Result() (Result, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.result == nil || !h.status.Final() {
+		return Result{}, false
+	}
+	return *h.result, true
+}
+
+// Wait blocks until the current run ends or ctx is done.
+func (h *Handle) Wait(ctx context.Context) (Result, error) {
+	select {
+	case <-h.Done():
+		r, _ := h.Result()
+		return r, nil
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("wait for %s: %w", h.id, context.Cause(ctx))
+	}
+}
+
+// Cancel stops the subagent: its model stream and its tools' processes
+// are stopped, queued follow-ups are dropped, and its result does not
+// reach the parent. Cancelling a finished subagent does nothing.
+func (h *Handle) Cancel() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.status.Final() {
+		return
+	}
+	h.cancelled = true
+	h.queue = nil
+	if h.cancel != nil {
+		h.cancel(agent.ErrCancelled)
+	}
+}
+
+// Events drains the events published since the last call (seed 000
+// section 1.2): each event is returned once across calls. If more than the
+// journal retains were published in between, the batch starts with a Gap
+// event.
+func (h *Handle) Events() []event.Event {
+	h.drainMu.Lock()
+	defer h.drainMu.Unlock()
+	return h.drain.Poll()
+}
+
+// Subscribe returns a live subscription to the subagent's events after
+// sequence number after (0 for all retained). Any number may subscribe;
+// none can stall the subagent.
+func (h *Handle) Subscribe(after uint64) *event.Subscription { return h.journal.Subscribe(after) }
+
+// storeRun is the run's spawn record.
+func (h *Handle) storeRun() store.Run {
+	cfg, _ := json.Marshal(h.req.Config)
+	return store.Run{ID: h.uuid, ShortID: h.id, SessionKey: h.SessionKey(), ParentSession: h.req.Parent.SessionKey,
+		ParentAgent: h.req.Parent.AgentID, GroupID: h.req.groupID, Mode: string(h.req.mode), Role: h.role.Name,
+		Task: h.req.Config.Task, Model: h.model.Name(), Config: cfg, Status: store.StatusPending, CreatedAt: h.created}
+}

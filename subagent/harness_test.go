@@ -1,0 +1,137 @@
+package subagent_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/llm/scripted"
+	"github.com/avaagent/ava/store/sqlite"
+	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava/tool"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// builtinNames are the tools the built-in roles name.
+var builtinNames = []string{"web_search", "http_get", "read_webpages", "python_exec", "memory_read", "memory_write",
+	"read_file", "search_codebase", "search_and_read", "run_bash"}
+
+// named is a tool that answers with its own name.
+type named string
+
+func (n named) Name() string            { return string(n) }
+func (n named) Description() string     { return "test tool " + string(n) }
+func (n named) Schema() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (n named) Run(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
+	return tool.Result{Output: "ran " + string(n)}, nil
+}
+
+// recorder wraps a provider and records every request.
+type recorder struct {
+	llm.Provider
+	mu   sync.Mutex
+	reqs []*llm.Request
+}
+
+func (r *recorder) Stream(ctx context.Context, req *llm.Request, on func(llm.Delta)) (*llm.Response, error) {
+	r.mu.Lock()
+	r.reqs = append(r.reqs, req)
+	r.mu.Unlock()
+	return r.Provider.Stream(ctx, req, on)
+}
+
+func (r *recorder) requests() []*llm.Request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*llm.Request(nil), r.reqs...)
+}
+
+type harness struct {
+	m     *subagent.Manager
+	store *sqlite.Store
+	hub   *event.Hub
+	model *recorder
+	root  string
+	opts  subagent.Options
+}
+
+// newHarness builds a manager on real SQLite with the given script as
+// every alias's model. Extra tools are added to the test tools.
+func newHarness(t *testing.T, script string, adjust func(*subagent.Options), extra ...tool.Tool) *harness {
+	t.Helper()
+	s, err := scripted.Parse("test", []byte(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	st, err := sqlite.Open(context.Background(), root+"/ava.db", sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{Provider: scripted.NewWithScript(s)}
+	cat := llm.NewCatalog(llm.Prices{"t": {Input: 100_000, Output: 100_000}})
+	cat.Add(rec, map[string]string{"haiku": "t", "sonnet": "t", "opus": "t"})
+	var tools []tool.Tool
+	have := map[string]bool{}
+	for _, e := range extra {
+		tools = append(tools, e)
+		have[e.Name()] = true
+	}
+	for _, n := range builtinNames {
+		if !have[n] {
+			tools = append(tools, named(n))
+		}
+	}
+	reg, err := tool.NewRegistry(tools...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, err := audit.NewSessionLogs(root, audit.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := event.NewHub()
+	opts := subagent.Options{Catalog: cat, Tools: reg, Store: st, Hub: hub, Lifecycle: logs, MaxConcurrent: 3, StallAfter: -1, Workspace: root}
+	if adjust != nil {
+		adjust(&opts)
+	}
+	m := subagent.NewManager(opts)
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		m.Close()
+		st.Close()
+	})
+	return &harness{m: m, store: st, hub: hub, model: rec, root: root, opts: opts}
+}
+
+var orchestrator = tool.Caller{AgentID: "ava", SessionKey: "ava:test:main"}
+
+func (h *harness) spawn(t *testing.T, cfg subagent.Config) *subagent.Handle {
+	t.Helper()
+	hd, err := h.m.Spawn(context.Background(), subagent.Request{Config: cfg, Parent: orchestrator})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hd
+}
+
+func wait(t *testing.T, hd *subagent.Handle) subagent.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := hd.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

@@ -1,0 +1,439 @@
+package subagent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/tool"
+)
+
+// Errors a spawn or a message can be refused with.
+var (
+	// ErrLimit means the limit on running subagents is reached.
+	ErrLimit = errors.New("too many subagents running")
+	// ErrBusy means a message was sent to a running subagent without
+	// asking for it to be queued (HTTP 409).
+	ErrBusy = errors.New("subagent is running")
+	// ErrUnknownRole names a role that does not exist.
+	ErrUnknownRole = errors.New("unknown role")
+	// ErrBudget means the parent session's budget is spent.
+	ErrBudget = errors.New("session budget exhausted")
+	// ErrClosed means the manager is shut down.
+	ErrClosed = errors.New("subagent manager is closed")
+)
+
+// forbiddenTools are never given to a subagent, whatever its role says.
+var forbiddenTools = []string{"spawn_subagent", "spawn_subagents", "subagent_status", "list_subagents", "cancel_subagent", "memory_write"}
+
+// LifecycleLog records lifecycle entries in a session's file, synced
+// before Append returns (*audit.SessionLogs).
+type LifecycleLog interface {
+	Append(session string, e audit.LifecycleEntry) error
+}
+
+// Options configure a Manager.
+type Options struct {
+	Catalog *llm.Catalog
+	// Tools are every tool a role may name (the built-ins).
+	Tools *tool.Registry
+	Store store.Store
+	Hub   *event.Hub
+	// Lifecycle receives lifecycle entries; nil records none.
+	Lifecycle LifecycleLog
+	// Roles are the known roles (LoadRoles); nil means the built-ins.
+	Roles map[string]Role
+	// MaxConcurrent limits running subagents (default 3).
+	MaxConcurrent int
+	// StallAfter flags a subagent showing no sign of life for this long
+	// (default 2 minutes; negative disables the watchdog).
+	StallAfter time.Duration
+	Workspace  string
+	Logger     *slog.Logger
+	Clock      func() time.Time
+}
+
+// Manager spawns and tracks subagents. Start it before use and Close it
+// to cancel every running subagent and wait for them.
+type Manager struct {
+	opt Options
+	log *slog.Logger
+	now func() time.Time
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	running map[string]*Handle // by short ID, runs holding a slot
+	handles map[string]*Handle // every run of this process, by short ID
+	closed  bool
+}
+
+// NewManager returns a manager; call Start before spawning.
+func NewManager(opt Options) *Manager {
+	if opt.MaxConcurrent <= 0 {
+		opt.MaxConcurrent = 3
+	}
+	if opt.StallAfter == 0 {
+		opt.StallAfter = 2 * time.Minute
+	}
+	if opt.Roles == nil {
+		opt.Roles = map[string]Role{}
+		for _, r := range BuiltinRoles() {
+			opt.Roles[r.Name] = r
+		}
+	}
+	m := &Manager{opt: opt, log: opt.Logger, now: opt.Clock, running: map[string]*Handle{}, handles: map[string]*Handle{}}
+	if m.log == nil {
+		m.log = slog.Default()
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	m.log = m.log.With("component", "subagent")
+	m.ctx, m.cancel = context.WithCancelCause(context.Background())
+	return m
+}
+
+// Start marks runs left running by a dead process as interrupted,
+// delivers results that were never announced, and starts the watchdog.
+func (m *Manager) Start(ctx context.Context) error {
+	ids, err := m.opt.Store.MarkInterrupted(ctx, m.now())
+	if err != nil {
+		return fmt.Errorf("mark interrupted runs: %w", err)
+	}
+	if len(ids) > 0 {
+		m.log.Warn("runs interrupted by a previous shutdown", "count", len(ids))
+	}
+	runs, err := m.opt.Store.Unannounced(ctx)
+	if err != nil {
+		return fmt.Errorf("find unannounced results: %w", err)
+	}
+	for _, r := range runs {
+		if err := m.announceStored(ctx, r); err != nil {
+			return err
+		}
+	}
+	if m.opt.StallAfter > 0 {
+		m.wg.Go(m.watchdog)
+	}
+	return nil
+}
+
+// Close cancels every running subagent and waits for them to record how
+// they ended.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.cancel(fmt.Errorf("%w: shutting down", ErrClosed))
+	m.wg.Wait()
+	return nil
+}
+
+// Roles returns the known roles.
+func (m *Manager) Roles() map[string]Role { return m.opt.Roles }
+
+// MaxConcurrent is the limit on running subagents.
+func (m *Manager) MaxConcurrent() int { return m.opt.MaxConcurrent }
+
+// Request is one spawn.
+type Request struct {
+	Config Config
+	// Parent is the calling agent.
+	Parent tool.Caller
+	// User is the human the work is for, when known.
+	User string
+	// Background marks a run whose result is announced into the parent's
+	// history when it ends (rather than returned to a waiting caller).
+	Background bool
+	// Fork is the parent's conversation, for context_mode fork.
+	Fork []llm.Message
+
+	mode    Mode
+	groupID string
+	group   *Group
+}
+
+// Spawn starts a subagent and returns its handle at once.
+func (m *Manager) Spawn(ctx context.Context, req Request) (*Handle, error) {
+	req.mode = ModeSingle
+	return m.spawn(ctx, req)
+}
+
+func (m *Manager) spawn(ctx context.Context, req Request) (*Handle, error) {
+	h, err := m.prepare(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.reserve(h); err != nil {
+		return nil, err
+	}
+	if err := m.start(ctx, h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// start records a reserved handle and starts its run.
+func (m *Manager) start(ctx context.Context, h *Handle) error {
+	if err := m.register(ctx, h); err != nil {
+		m.release(h)
+		m.mu.Lock()
+		delete(m.handles, h.id)
+		m.mu.Unlock()
+		return err
+	}
+	m.wg.Go(h.run)
+	return nil
+}
+
+// prepare checks a request and builds its handle.
+func (m *Manager) prepare(ctx context.Context, req Request) (*Handle, error) {
+	if req.Parent.Subagent {
+		return nil, fmt.Errorf("spawn: %w: subagents cannot spawn subagents", tool.ErrForbidden)
+	}
+	if err := req.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	role, ok := m.opt.Roles[req.Config.Role]
+	if !ok {
+		return nil, fmt.Errorf("spawn: %w %q (known: %s)", ErrUnknownRole, req.Config.Role, strings.Join(m.roleNames(), ", "))
+	}
+	modelName := req.Config.Model
+	if modelName == "" {
+		modelName = role.Model
+	}
+	model, err := m.opt.Catalog.Resolve(modelName)
+	if err != nil {
+		return nil, fmt.Errorf("spawn %s: %w", role.Name, err)
+	}
+	tools, err := m.roleTools(role)
+	if err != nil {
+		return nil, fmt.Errorf("spawn %s: %w", role.Name, err)
+	}
+	limits := req.Config.limits(role)
+	if err := m.applyBudget(ctx, req.Parent.SessionKey, &limits); err != nil {
+		return nil, err
+	}
+	thinking := role.ExtendedThinking
+	if req.Config.ExtendedThinking != nil {
+		thinking = *req.Config.ExtendedThinking
+	}
+	return newHandle(m, req, role, model, tools, limits, thinking), nil
+}
+
+func (m *Manager) roleNames() []string {
+	var names []string
+	for n := range m.opt.Roles {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// roleTools returns the role's tools minus those no subagent may have.
+func (m *Manager) roleTools(role Role) (*tool.Registry, error) {
+	var names []string
+	for _, n := range role.Tools {
+		if !slices.Contains(forbiddenTools, n) {
+			names = append(names, n)
+		}
+	}
+	return m.opt.Tools.Subset(names)
+}
+
+// applyBudget draws the cost cap from what is left of the parent
+// session's budget, if it has one.
+func (m *Manager) applyBudget(ctx context.Context, session string, l *agent.Limits) error {
+	if session == "" {
+		return nil
+	}
+	s, err := m.opt.Store.GetSession(ctx, session)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("spawn: read session budget: %w", err)
+	}
+	if s.BudgetCents <= 0 {
+		return nil
+	}
+	left := s.BudgetCents - s.SpentCents - m.reservedCents(session)
+	if left <= 0 {
+		return fmt.Errorf("spawn: %w: %.2f¢ of %.2f¢ spent or committed to running subagents", ErrBudget, s.BudgetCents-left, s.BudgetCents)
+	}
+	if l.MaxCostCents == 0 || l.MaxCostCents > left {
+		l.MaxCostCents = left
+	}
+	return nil
+}
+
+// reservedCents is the cost still committable by running subagents of a
+// session: their caps minus what they spent.
+func (m *Manager) reservedCents(session string) float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var sum float64
+	for _, h := range m.running {
+		if h.req.Parent.SessionKey == session {
+			sum += max(h.limits.MaxCostCents-h.agentSnapshot().CostCents, 0)
+		}
+	}
+	return sum
+}
+
+// reserve takes a slot for each of hs at once (a parallel group is
+// admitted whole or not at all) or refuses with ErrLimit.
+func (m *Manager) reserve(hs ...*Handle) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	if len(m.running)+len(hs) > m.opt.MaxConcurrent {
+		return fmt.Errorf("spawn: %w: %d of %d running, %d more asked (the limit is AVA_MAX_CONCURRENT_SUBAGENTS=%d); wait for one to finish or stop one",
+			ErrLimit, len(m.running), m.opt.MaxConcurrent, len(hs), m.opt.MaxConcurrent)
+	}
+	// IDs are drawn here, under the lock, so two spawns in this process
+	// never draw the same one; the store's unique index catches clashes
+	// with earlier processes' runs.
+	for _, h := range hs {
+		h.id = m.drawID()
+		m.running[h.id] = h
+		m.handles[h.id] = h
+	}
+	return nil
+}
+
+// release frees h's slot.
+func (m *Manager) release(h *Handle) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.running[h.id] == h {
+		delete(m.running, h.id)
+	}
+}
+
+// drawID draws an unused short ID (caller holds m.mu).
+func (m *Manager) drawID() string {
+	for {
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		id := "S-" + hex.EncodeToString(b[:])
+		if _, taken := m.handles[id]; !taken {
+			return id
+		}
+	}
+}
+
+// register stores the run, drawing a new ID while the store reports a
+// clash, and opens its event stream.
+func (m *Manager) register(ctx context.Context, h *Handle) error {
+	for attempt := 0; ; attempt++ {
+		h.uuid = uuid.NewString()
+		err := m.opt.Store.CreateRun(ctx, h.storeRun())
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, store.ErrDuplicate) || attempt > 20 {
+			return fmt.Errorf("spawn: record run: %w", err)
+		}
+		m.mu.Lock()
+		delete(m.running, h.id)
+		delete(m.handles, h.id)
+		h.id = m.drawID()
+		m.running[h.id] = h
+		m.handles[h.id] = h
+		m.mu.Unlock()
+	}
+	h.journal = m.opt.Hub.Journal(h.SessionKey(), 0)
+	h.drain = h.journal.Subscribe(0)
+	return nil
+}
+
+// Get returns the handle of a run of this process by short ID or unique
+// prefix.
+func (m *Manager) Get(id string) (*Handle, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if h, ok := m.handles[id]; ok {
+		return h, nil
+	}
+	var found []*Handle
+	for k, h := range m.handles {
+		if strings.HasPrefix(k, id) || strings.HasPrefix(h.uuid, id) {
+			found = append(found, h)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return nil, fmt.Errorf("subagent %s: %w", id, store.ErrNotFound)
+	}
+	var ids []string
+	for _, h := range found {
+		ids = append(ids, h.id)
+	}
+	slices.Sort(ids)
+	return nil, &store.AmbiguousError{Prefix: id, Candidates: ids}
+}
+
+// List returns this process's handles, newest first; running only
+// unless all.
+func (m *Manager) List(all bool) []*Handle {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*Handle
+	for _, h := range m.handles {
+		if all || !h.Status().Status.Final() {
+			out = append(out, h)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Handle) int { return b.created.Compare(a.created) })
+	return out
+}
+
+// Cancel stops a running subagent.
+func (m *Manager) Cancel(id string) (*Handle, error) {
+	h, err := m.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	h.Cancel()
+	return h, nil
+}
+
+// CancelSession stops every running subagent spawned from a session (a
+// new message superseding the request that started them). It returns how
+// many it stopped.
+func (m *Manager) CancelSession(session string) int {
+	m.mu.Lock()
+	var hs []*Handle
+	for _, h := range m.running {
+		if h.req.Parent.SessionKey == session {
+			hs = append(hs, h)
+		}
+	}
+	m.mu.Unlock()
+	for _, h := range hs {
+		h.Cancel()
+	}
+	return len(hs)
+}

@@ -1,0 +1,48 @@
+package subagent
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/avaagent/ava/tool"
+)
+
+// SystemPrompt is the subagent system prompt of seed 001 section 6.
+func SystemPrompt(role Role, cfg Config, tools *tool.Registry) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "You are a specialized %s subagent working on a focused task.\n\n", role.Name)
+	fmt.Fprintf(&b, "## Your Task\n%s\n\n", strings.TrimSpace(cfg.Task))
+	ctx := strings.TrimSpace(cfg.Context)
+	if ctx == "" {
+		ctx = "(none)"
+	}
+	fmt.Fprintf(&b, "## Context from Orchestrator\n%s\n\n", ctx)
+	b.WriteString("## Your Capabilities\n")
+	for _, t := range tools.Tools() {
+		fmt.Fprintf(&b, "- %s: %s\n", t.Name(), firstLine(t.Description(), 300))
+	}
+	if len(tools.Names()) == 0 {
+		b.WriteString("(no tools: answer from what you know)\n")
+	}
+	b.WriteString(`
+## Guidelines
+1. Work iteratively: search → evaluate → refine → verify
+2. Return structured data when possible (JSON objects)
+3. Include confidence scores for your findings
+4. If stuck, explain what you tried and what didn't work
+5. Stop when you have sufficient information OR hit resource limits
+
+## Output Format
+When complete, provide:
+1. A structured result (JSON) with the requested data
+2. A brief summary of findings
+3. Confidence score (0.0-1.0) indicating reliability
+4. Any caveats or limitations
+
+End your final answer with one fenced JSON block of this shape:
+` + "```json\n{\"output\": <the structured result>, \"summary\": \"<one or two sentences>\", \"confidence\": 0.0}\n```\n")
+	if role.Prompt != "" {
+		fmt.Fprintf(&b, "\n## Role Instructions\n%s\n", role.Prompt)
+	}
+	return b.String()
+}

@@ -1,0 +1,272 @@
+package subagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/tool"
+)
+
+// finalWriteTimeout bounds the writes that record how a run ended; they
+// run even when the run's context is cancelled.
+const finalWriteTimeout = 10 * time.Second
+
+// run executes the first turn and then any queued follow-ups, holding
+// the concurrency slot throughout.
+func (h *Handle) run() {
+	h.runFrom(h.req.Fork, llm.UserText(taskPrompt(h.req.Config)))
+}
+
+// runFrom runs a turn from history and input, then the queued ones.
+func (h *Handle) runFrom(history []llm.Message, input llm.Message) {
+	defer h.m.release(h)
+	for {
+		res := h.turn(history, input)
+		next, ok := h.nextQueued(res)
+		if !ok {
+			return
+		}
+		history, input = res.Messages, llm.UserText(next)
+	}
+}
+
+// taskPrompt is the first user message: the task (the system prompt
+// holds it too, with the context; models act on the user turn).
+func taskPrompt(c Config) string {
+	return "Begin the task: " + c.Task
+}
+
+// nextQueued pops the next follow-up queued while the run went on, or
+// closes the run's done channel.
+func (h *Handle) nextQueued(res agent.Result) (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.queue) > 0 && res.Status != agent.StatusCancelled && !h.m.isClosed() {
+		next := h.queue[0]
+		h.queue = h.queue[1:]
+		return next, true
+	}
+	h.queue = nil
+	close(h.done)
+	return "", false
+}
+
+// turn runs the agent once and records how it ended.
+func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
+	m := h.m
+	ctx, cancel := context.WithCancelCause(h.parentContext())
+	defer cancel(nil)
+	a := agent.New(agent.Config{
+		Model:          h.model,
+		System:         SystemPrompt(h.role, h.req.Config, h.tools),
+		Tools:          h.tools,
+		Limits:         h.limits,
+		ThinkingBudget: thinkingBudget(h.thinking),
+		Caller:         tool.Caller{AgentID: h.id, SessionKey: h.SessionKey(), Subagent: true, Workspace: m.opt.Workspace},
+		User:           h.req.User,
+		ParentAgent:    h.req.Parent.AgentID,
+		Publisher:      h.publisher(),
+		Clock:          m.now,
+		Logger:         m.log.With("subagent", h.id),
+	})
+	start := m.now()
+	first, err := h.begin(ctx, a, cancel, start)
+	if err != nil {
+		m.log.Error("subagent could not start", "id", h.id, "err", err)
+		return h.finish(agent.Result{Status: agent.StatusError, Err: err, Messages: history}, input, start, nil)
+	}
+	startLogged := make(chan struct{})
+	if first {
+		m.wg.Go(func() { defer close(startLogged); h.announceStart(start) })
+	} else {
+		close(startLogged)
+	}
+	res := a.Run(ctx, history, input)
+	return h.finish(res, input, start, startLogged)
+}
+
+// parentContext is the group's context for a group member, else the
+// manager's.
+func (h *Handle) parentContext() context.Context {
+	if h.req.group != nil {
+		return h.req.group.ctx
+	}
+	return h.m.ctx
+}
+
+func thinkingBudget(on bool) int {
+	if on {
+		return 4096
+	}
+	return 0
+}
+
+// begin moves the run to running. It reports whether this is the run's
+// first turn. A Cancel that came before begin cancels at once.
+func (h *Handle) begin(ctx context.Context, a *agent.Agent, cancel context.CancelCauseFunc, start time.Time) (bool, error) {
+	h.mu.Lock()
+	from := h.stored
+	h.current, h.cancel, h.status, h.stalled = a, cancel, agent.StatusRunning, false
+	h.startedAt = start
+	h.turns++
+	first := h.turns == 1
+	if h.cancelled {
+		cancel(agent.ErrCancelled)
+	}
+	h.mu.Unlock()
+	// The record is written even if the run is already cancelled, so that
+	// its end can be recorded from running.
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), finalWriteTimeout)
+	defer wcancel()
+	if err := h.m.opt.Store.TransitionRun(wctx, h.uuid, []string{string(from)}, store.StatusRunning, nil); err != nil {
+		return first, fmt.Errorf("mark %s running: %w", h.id, err)
+	}
+	h.mu.Lock()
+	h.stored = agent.StatusRunning
+	h.mu.Unlock()
+	return first, nil
+}
+
+// announceStart records the start: the lifecycle entry (synced) and then
+// the SubagentSpawn event in the parent's session.
+func (h *Handle) announceStart(start time.Time) {
+	h.lifecycle(audit.LifecycleEntry{EventType: audit.SubagentStart, StartedAt: start})
+	ev := event.New(event.SubagentSpawn, event.SubagentSpawnContent{SubagentID: h.id, Role: h.role.Name,
+		Task: h.req.Config.Task, Model: h.model.Name(), Mode: string(h.req.mode)})
+	h.publishParent(ev)
+}
+
+// finish records a turn's end: result, store, events, lifecycle entry,
+// announcement. It runs even when the run was cancelled.
+func (h *Handle) finish(res agent.Result, input llm.Message, start time.Time, startLogged <-chan struct{}) agent.Result {
+	m := h.m
+	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
+	defer cancel()
+	if res.Status == agent.StatusCancelled && errors.Is(res.Err, ErrClosed) {
+		res.Status = agent.StatusInterrupted
+	}
+	result := h.buildResult(res)
+	raw, _ := json.Marshal(result)
+	fin := &store.RunFinish{Result: raw, Tokens: res.Usage.Total(), CostCents: res.CostCents, Iterations: res.Iterations, EndedAt: m.now()}
+	if res.Err != nil && res.Status != agent.StatusSuccess {
+		fin.Error = res.Err.Error()
+	}
+	h.mu.Lock()
+	from := h.stored
+	h.mu.Unlock()
+	if err := m.opt.Store.TransitionRun(ctx, h.uuid, []string{string(from)}, string(res.Status), fin); err != nil {
+		m.log.Error("record subagent end", "id", h.id, "status", res.Status, "err", err)
+	}
+	h.mu.Lock()
+	h.status, h.stored, h.result, h.stalled = res.Status, res.Status, &result, false
+	if len(res.Messages) > 0 {
+		h.messages = res.Messages
+	}
+	h.mu.Unlock()
+	if res.CostCents > 0 && h.req.Parent.SessionKey != "" {
+		if err := m.opt.Store.AddSessionSpend(ctx, h.req.Parent.SessionKey, res.CostCents); err != nil {
+			m.log.Error("record session spend", "session", h.req.Parent.SessionKey, "err", err)
+		}
+	}
+	if startLogged != nil {
+		<-startLogged
+	}
+	h.publishParent(completeEvent(result, res))
+	h.lifecycle(h.endEntry(result, res, start))
+	h.deliver(ctx, result)
+	return res
+}
+
+// buildResult turns the loop's result into the subagent's result.
+func (h *Handle) buildResult(res agent.Result) Result {
+	r := Result{SubagentID: h.id, Status: res.Status, TokensUsed: res.Usage.Total(), CostCents: res.CostCents,
+		DurationSeconds: res.Duration.Seconds(), Iterations: res.Iterations}
+	if res.Err != nil && res.Status != agent.StatusSuccess {
+		r.Error = res.Err.Error()
+	}
+	if res.Status == agent.StatusCancelled || res.Status == agent.StatusInterrupted {
+		r.Output, r.OutputFormat, r.Summary = json.RawMessage("null"), "none", "stopped before finishing"
+		return r
+	}
+	r.Output, r.Summary, r.Confidence, r.OutputFormat = parseAnswer(res.Text)
+	if res.Status != agent.StatusSuccess && r.Summary == "" {
+		r.Summary = fmt.Sprintf("ended with %s before a final answer", res.Status)
+	}
+	return r
+}
+
+func completeEvent(r Result, res agent.Result) event.Event {
+	ev := event.New(event.SubagentComplete, event.SubagentCompleteContent{SubagentID: r.SubagentID, Status: string(r.Status),
+		Summary: r.Summary, Tokens: r.TokensUsed, CostCents: r.CostCents, DurationMs: res.Duration.Milliseconds(), Iterations: r.Iterations})
+	ev.Meta = event.Meta{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostCents: res.CostCents,
+		DurationMs: res.Duration.Milliseconds()}
+	return ev
+}
+
+// endEntry is the lifecycle entry for a turn's end.
+func (h *Handle) endEntry(r Result, res agent.Result, start time.Time) audit.LifecycleEntry {
+	typ := audit.SubagentComplete
+	switch r.Status {
+	case agent.StatusCancelled, agent.StatusInterrupted:
+		typ = audit.SubagentAborted
+	case agent.StatusSuccess:
+	default:
+		typ = audit.SubagentError
+	}
+	e := audit.LifecycleEntry{EventType: typ, StartedAt: start, CompletedAt: h.m.now(), DurationMs: res.Duration.Milliseconds(),
+		Status: string(r.Status), Summary: r.Summary,
+		Usage: audit.Usage{Input: res.Usage.InputTokens, Output: res.Usage.OutputTokens, CacheRead: res.Usage.CacheReadTokens,
+			CacheWrite: res.Usage.CacheWriteTokens, Cost: audit.Cost{Total: res.CostCents / 100}}}
+	if r.OutputFormat != "none" {
+		e.Output = string(r.Output)
+	}
+	return e
+}
+
+// lifecycle appends an entry to the parent session's file.
+func (h *Handle) lifecycle(e audit.LifecycleEntry) {
+	if h.m.opt.Lifecycle == nil || h.req.Parent.SessionKey == "" {
+		return
+	}
+	e.JobID, e.AgentName, e.Mode, e.Model = h.id, h.role.Name, audit.Mode(h.req.mode), h.model.Name()
+	e.RequestedBy = h.req.User
+	if e.RequestedBy == "" {
+		e.RequestedBy = "assistant"
+	}
+	e.PID = os.Getpid()
+	if err := h.m.opt.Lifecycle.Append(h.req.Parent.SessionKey, e); err != nil {
+		h.m.log.Error("lifecycle entry not recorded", "id", h.id, "type", e.EventType, "err", err)
+	}
+}
+
+// publisher is where the subagent's own events go: the hub, through the
+// group's budget watch for a group member.
+func (h *Handle) publisher() event.Publisher {
+	if h.req.group != nil {
+		return h.req.group.watch(h.m.opt.Hub)
+	}
+	return h.m.opt.Hub
+}
+
+// publishParent publishes ev in the parent's session as the parent agent.
+func (h *Handle) publishParent(ev event.Event) {
+	if h.req.Parent.SessionKey == "" {
+		return
+	}
+	ev.Session, ev.Agent, ev.User, ev.Time = h.req.Parent.SessionKey, h.req.Parent.AgentID, h.req.User, h.m.now()
+	if ev.Agent == "" {
+		ev.Agent = event.OrchestratorID
+	}
+	if _, err := h.m.opt.Hub.Publish(ev); err != nil {
+		h.m.log.Error("publish to parent session", "id", h.id, "type", ev.Type, "err", err)
+	}
+}

@@ -1,0 +1,395 @@
+package subagent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava/tool"
+)
+
+const answerScript = `
+conversations:
+  - turns:
+      - text: |
+          Found it.
+          ` + "```json" + `
+          {"output": {"competitors": 5}, "summary": "five competitors", "confidence": 0.85}
+          ` + "```" + `
+        usage: {input: 100, output: 20}
+`
+
+func TestConfigAndResultJSONRoundTrip(t *testing.T) {
+	yes := true
+	cfg := subagent.Config{Role: "web_crawler", Task: "t", Context: "c", Model: "haiku", Timeout: 600, MaxCostCents: 50,
+		MaxTokens: 1000, MaxIterations: 5, ExtendedThinking: &yes, ContextMode: subagent.ContextFork}
+	b, _ := json.Marshal(cfg)
+	want := `{"role":"web_crawler","task":"t","context":"c","model":"haiku","timeout":600,"max_cost_cents":50,"max_tokens":1000,"max_iterations":5,"extended_thinking":true,"context_mode":"fork"}`
+	if string(b) != want {
+		t.Fatalf("config JSON\n got %s\nwant %s", b, want)
+	}
+	var back subagent.Config
+	if err := json.Unmarshal(b, &back); err != nil || !cmp.Equal(back, cfg) {
+		t.Fatalf("round trip: %v %s", err, cmp.Diff(cfg, back))
+	}
+	res := subagent.Result{SubagentID: "S-7f3a2b", Status: agent.StatusSuccess, Summary: "s", Output: json.RawMessage(`{"a":1}`),
+		OutputFormat: "json", Confidence: 0.85, TokensUsed: 45000, CostCents: 23.5, DurationSeconds: 180, Iterations: 8}
+	b, _ = json.Marshal(res)
+	for _, k := range []string{`"status":"success"`, `"summary":"s"`, `"output":{"a":1}`, `"confidence":0.85`, `"tokens_used":45000`,
+		`"cost_cents":23.5`, `"duration_seconds":180`, `"iterations":8`, `"subagent_id":"S-7f3a2b"`} {
+		if !strings.Contains(string(b), k) {
+			t.Errorf("result JSON %s lacks %s", b, k)
+		}
+	}
+	var rback subagent.Result
+	if err := json.Unmarshal(b, &rback); err != nil || !cmp.Equal(rback, res) {
+		t.Fatalf("result round trip: %v %s", err, cmp.Diff(res, rback))
+	}
+}
+
+func TestSpawnRunsAndRecordsEverywhere(t *testing.T) {
+	h := newHarness(t, answerScript, nil)
+	hd := h.spawn(t, subagent.Config{Role: "researcher", Task: "find competitors"})
+	if !store.ValidShortID(hd.ID()) {
+		t.Fatalf("id %q", hd.ID())
+	}
+	r := wait(t, hd)
+	if r.Status != agent.StatusSuccess || r.Summary != "five competitors" || r.Confidence != 0.85 || r.OutputFormat != "json" ||
+		string(r.Output) != `{"competitors": 5}` || r.TokensUsed != 120 || r.SubagentID != hd.ID() {
+		t.Fatalf("result %+v output %s", r, r.Output)
+	}
+	run, err := h.store.GetRun(context.Background(), hd.ID())
+	if err != nil || run.Status != "success" || run.Tokens != 120 || run.ParentSession != "ava:test:main" || run.Mode != "single" {
+		t.Fatalf("stored run %+v %v", run, err)
+	}
+	// The parent's session file holds start and complete, same jobId.
+	var entries []audit.LifecycleEntry
+	err = audit.ScanLifecycle(sessionFile(t, h.root), func(e audit.LifecycleEntry) error { entries = append(entries, e); return nil }, nil)
+	if err != nil || len(entries) != 2 || entries[0].EventType != audit.SubagentStart || entries[1].EventType != audit.SubagentComplete ||
+		entries[0].JobID != hd.ID() || entries[1].JobID != hd.ID() || entries[1].Usage.Input != 100 || entries[1].Model != "scripted/t" {
+		t.Fatalf("lifecycle %+v %v", entries, err)
+	}
+	// The subagent's own stream holds its steps; the parent's, spawn and complete.
+	var own []event.Type
+	for _, ev := range hd.Events() {
+		own = append(own, ev.Type)
+	}
+	if !slices.Contains(own, event.AssistantMessage) || !slices.Contains(own, event.UserMessage) {
+		t.Fatalf("own events %v", own)
+	}
+	parent := h.hub.Journal("ava:test:main", 0).Subscribe(0).Poll()
+	var ptypes []event.Type
+	for _, ev := range parent {
+		ptypes = append(ptypes, ev.Type)
+	}
+	if !cmp.Equal(ptypes, []event.Type{event.SubagentSpawn, event.SubagentComplete}) {
+		t.Fatalf("parent events %v", ptypes)
+	}
+	if len(hd.Events()) != 0 {
+		t.Fatal("Events drained twice")
+	}
+}
+
+func sessionFile(t *testing.T, root string) string {
+	t.Helper()
+	matches, _ := filepath.Glob(filepath.Join(root, "sessions", "*.jsonl"))
+	if len(matches) != 1 {
+		t.Fatalf("session files %v", matches)
+	}
+	return matches[0]
+}
+
+func TestAnswerWithoutJSONIsVisibleAsText(t *testing.T) {
+	h := newHarness(t, "turns:\n  - text: plain words, no json\n", nil)
+	r := wait(t, h.spawn(t, subagent.Config{Role: "researcher", Task: "x"}))
+	if r.OutputFormat != "text" || string(r.Output) != `"plain words, no json"` || r.Confidence != 0 {
+		t.Fatalf("%+v %s", r, r.Output)
+	}
+}
+
+
+func TestEachRoleGetsExactlyItsTools(t *testing.T) {
+	h := newHarness(t, answerScript, nil)
+	want := map[string][]string{
+		"web_crawler":    {"http_get", "memory_read", "python_exec", "read_webpages", "web_search"},
+		"code_reviewer":  {"memory_read", "read_file", "run_bash", "search_and_read", "search_codebase"},
+		"data_extractor": {"http_get", "memory_read", "python_exec", "read_webpages"},
+		"researcher":     {"http_get", "memory_read", "read_file", "read_webpages", "search_codebase", "web_search"},
+	}
+	for role, tools := range want {
+		wait(t, h.spawn(t, subagent.Config{Role: role, Task: "list tools for " + role}))
+		var got []string
+		for _, req := range h.model.requests() {
+			if strings.Contains(req.System, "specialized "+role+" subagent") {
+				got = nil
+				for _, d := range req.Tools {
+					got = append(got, d.Name)
+				}
+			}
+		}
+		slices.Sort(got)
+		if !cmp.Equal(got, tools) {
+			t.Errorf("%s tools %v, want %v", role, got, tools)
+		}
+	}
+}
+
+// loop is a script whose model calls a tool forever.
+var loopScript = `
+turns:` + strings.Repeat(`
+  - tool_calls: [{name: web_search, args: {query: q}}]
+    usage: {input: 100, output: 10}`, 30)
+
+func TestEachLimitEndsWithItsOwnStatus(t *testing.T) {
+	slow := "turns:\n  - text: late\n    delay: 10s\n"
+	cases := []struct {
+		name   string
+		script string
+		cfg    subagent.Config
+		want   agent.Status
+	}{
+		{"timeout", slow, subagent.Config{Timeout: 0.05}, agent.StatusTimeout},
+		{"cost", loopScript, subagent.Config{MaxCostCents: 25}, agent.StatusCostExceeded},
+		{"tokens", loopScript, subagent.Config{MaxTokens: 300}, agent.StatusTokensExceeded},
+		{"iterations", loopScript, subagent.Config{MaxIterations: 3}, agent.StatusIterationsExceeded},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, c.script, nil)
+			c.cfg.Role, c.cfg.Task = "web_crawler", "go"
+			hd := h.spawn(t, c.cfg)
+			r := wait(t, hd)
+			if r.Status != c.want {
+				t.Fatalf("status %s (%s), want %s", r.Status, r.Error, c.want)
+			}
+			run, _ := h.store.GetRun(context.Background(), hd.ID())
+			if run.Status != string(c.want) {
+				t.Fatalf("stored status %s", run.Status)
+			}
+		})
+	}
+}
+
+func TestConcurrencyLimitRefusesTheFourth(t *testing.T) {
+	h := newHarness(t, "turns:\n  - text: late\n    delay: 10s\n", nil)
+	var hs []*subagent.Handle
+	for i := 0; i < 3; i++ {
+		hs = append(hs, h.spawn(t, subagent.Config{Role: "researcher", Task: "wait"}))
+	}
+	_, err := h.m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "one too many"}, Parent: orchestrator})
+	if !errors.Is(err, subagent.ErrLimit) || !strings.Contains(err.Error(), "AVA_MAX_CONCURRENT_SUBAGENTS=3") {
+		t.Fatalf("4th spawn: %v", err)
+	}
+	hs[0].Cancel()
+	if r := wait(t, hs[0]); r.Status != agent.StatusCancelled {
+		t.Fatalf("cancelled status %s", r.Status)
+	}
+	// A slot is free again.
+	h.spawn(t, subagent.Config{Role: "researcher", Task: "now fits"}).Cancel()
+}
+
+func TestSubagentsCannotSpawnOrWriteMemory(t *testing.T) {
+	roleDir := t.TempDir()
+	os.WriteFile(filepath.Join(roleDir, "sneaky.md"), []byte("---\nname: sneaky\ntools: [spawn_subagent, memory_write, memory_read]\n---\nTry everything.\n"), 0o600)
+	script := "turns:\n  - tool_calls: [{name: spawn_subagent, args: {role: researcher, task: x}}, {name: memory_write, args: {content: x}}]\n  - text: done\n"
+	var h *harness
+	spawnTool := tool.NewFunc("spawn_subagent", "spawn", func(ctx context.Context, a subagent.SpawnArgs) (tool.Result, error) {
+		return h.m.Tools()[0].Run(ctx, mustJSON(a))
+	})
+	h = newHarness(t, script, func(o *subagent.Options) {
+		known := func(n string) bool { _, ok := o.Tools.Get(n); return ok }
+		roles, errs := subagent.LoadRoles([]string{roleDir}, known)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		o.Roles = roles
+	}, spawnTool)
+	hd := h.spawn(t, subagent.Config{Role: "sneaky", Task: "escalate"})
+	wait(t, hd)
+	reqs := h.model.requests()
+	var offered []string
+	for _, d := range reqs[0].Tools {
+		offered = append(offered, d.Name)
+	}
+	if !cmp.Equal(offered, []string{"memory_read"}) {
+		t.Fatalf("a custom role was given %v", offered)
+	}
+	results := reqs[1].Messages[2].Content
+	for _, b := range results {
+		if !b.IsError {
+			t.Fatalf("forbidden call succeeded: %+v", b)
+		}
+	}
+	// And where the call is made: the spawn tool itself refuses a subagent caller.
+	ctx := tool.WithCaller(context.Background(), tool.Caller{AgentID: hd.ID(), SessionKey: hd.SessionKey(), Subagent: true})
+	res, err := h.m.Tools()[0].Run(ctx, json.RawMessage(`{"role":"researcher","task":"x"}`))
+	if err != nil || !res.IsError || !strings.Contains(res.Output, "subagents cannot spawn subagents") {
+		t.Fatalf("spawn from a subagent: %+v %v", res, err)
+	}
+	_, err = h.m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "x"}, Parent: tool.Caller{Subagent: true}})
+	if !errors.Is(err, tool.ErrForbidden) {
+		t.Fatalf("Manager.Spawn from a subagent: %v", err)
+	}
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func TestParallelGroupWithAggregateBudget(t *testing.T) {
+	h := newHarness(t, loopScript, nil)
+	cfgs := []subagent.Config{{Role: "web_crawler", Task: "a"}, {Role: "web_crawler", Task: "b"}, {Role: "web_crawler", Task: "c"}}
+	g, err := h.m.SpawnGroup(context.Background(), subagent.GroupRequest{Configs: cfgs, Mode: subagent.ModeParallel, Parent: orchestrator, BudgetCents: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rs, err := g.Wait(ctx)
+	if err != nil || len(rs) != 3 {
+		t.Fatal(rs, err)
+	}
+	for _, r := range rs {
+		if r.Status != agent.StatusCostExceeded {
+			t.Errorf("member %s: %s (%s), want cost_exceeded", r.SubagentID, r.Status, r.Error)
+		}
+	}
+	// Each response costs 11¢; the group stops at its 60¢ budget, well
+	// before the members' own 50¢ caps would (150¢ together).
+	if spent := g.SpentCents(); spent < 60 || spent > 100 {
+		t.Fatalf("group spent %.1f¢", spent)
+	}
+	runs, _ := h.store.ListRuns(context.Background(), store.RunFilter{ParentSession: orchestrator.SessionKey})
+	for _, r := range runs {
+		if r.Mode != "parallel" || r.GroupID != g.ID {
+			t.Fatalf("run %s mode %s group %s", r.ShortID, r.Mode, r.GroupID)
+		}
+	}
+	// A group larger than the free slots is refused whole.
+	cfgs = append(cfgs, subagent.Config{Role: "web_crawler", Task: "d"})
+	if _, err := h.m.SpawnGroup(context.Background(), subagent.GroupRequest{Configs: cfgs, Mode: subagent.ModeParallel, Parent: orchestrator}); !errors.Is(err, subagent.ErrLimit) {
+		t.Fatalf("4-member group under a limit of 3: %v", err)
+	}
+}
+
+func TestChainPassesResults(t *testing.T) {
+	script := `
+conversations:
+  - match: "step one"
+    turns: [{text: "` + "```json\\n{\\\"output\\\": \\\"alpha\\\", \\\"summary\\\": \\\"found alpha\\\", \\\"confidence\\\": 1}\\n```" + `"}]
+  - match: "step two"
+    turns: [{text: "got it"}]
+`
+	h := newHarness(t, script, nil)
+	g, err := h.m.SpawnGroup(context.Background(), subagent.GroupRequest{Mode: subagent.ModeChain, Parent: orchestrator,
+		Configs: []subagent.Config{{Role: "researcher", Task: "step one"}, {Role: "researcher", Task: "step two"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := g.Wait(context.Background())
+	if err != nil || len(rs) != 2 || rs[0].Status != agent.StatusSuccess || rs[1].Status != agent.StatusSuccess {
+		t.Fatalf("%+v %v", rs, err)
+	}
+	var second string
+	for _, req := range h.model.requests() {
+		if strings.Contains(req.System, "step two") {
+			second = req.System
+		}
+	}
+	if !strings.Contains(second, "found alpha") || !strings.Contains(second, "alpha") || !strings.Contains(second, rs[0].SubagentID) {
+		t.Fatalf("step two's context lacks step one's result:\n%s", second)
+	}
+	run, _ := h.store.GetRun(context.Background(), rs[1].SubagentID)
+	if run.Mode != "chain" {
+		t.Fatalf("mode %s", run.Mode)
+	}
+}
+
+func TestFollowUpResumesWithConversation(t *testing.T) {
+	h := newHarness(t, "turns:\n  - text: first answer\n  - text: \"second answer after: {{input}}\"\n", nil)
+	hd := h.spawn(t, subagent.Config{Role: "researcher", Task: "x"})
+	wait(t, hd)
+	if _, err := h.m.Send(context.Background(), hd.ID(), "and now?", false); err != nil {
+		t.Fatal(err)
+	}
+	r := wait(t, hd)
+	if r.Status != agent.StatusSuccess || !strings.Contains(string(r.Output), "second answer") {
+		t.Fatalf("%+v %s", r, r.Output)
+	}
+	last := h.model.requests()[1]
+	if len(last.Messages) != 3 || last.Messages[2].TextContent() != "and now?" {
+		t.Fatalf("resumed without its conversation: %+v", last.Messages)
+	}
+}
+
+func TestSendToRunningIsRefusedOrQueued(t *testing.T) {
+	h := newHarness(t, "turns:\n  - text: slow\n    delay: 300ms\n  - text: \"queued one answered\"\n", nil)
+	hd := h.spawn(t, subagent.Config{Role: "researcher", Task: "x"})
+	if _, err := h.m.Send(context.Background(), hd.ID(), "hi", false); !errors.Is(err, subagent.ErrBusy) {
+		t.Fatalf("send to running without queue: %v", err)
+	}
+	if _, err := h.m.Send(context.Background(), hd.ID(), "later", true); err != nil {
+		t.Fatal(err)
+	}
+	r := wait(t, hd)
+	if !strings.Contains(string(r.Output), "queued one answered") {
+		t.Fatalf("queued message not run: %s", r.Output)
+	}
+}
+
+func TestStalledIsFlaggedNotKilled(t *testing.T) {
+	h := newHarness(t, "turns:\n  - text: eventually\n    delay: 400ms\n", func(o *subagent.Options) { o.StallAfter = 100 * time.Millisecond })
+	hd := h.spawn(t, subagent.Config{Role: "researcher", Task: "x"})
+	sub := hd.Subscribe(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stalled := false
+	for !stalled {
+		evs, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatal("no Stalled event:", err)
+		}
+		for _, ev := range evs {
+			if ev.Type == event.Stalled {
+				stalled = true
+				if !hd.Status().Stalled {
+					t.Error("status not flagged stalled")
+				}
+			}
+		}
+	}
+	if r := wait(t, hd); r.Status != agent.StatusSuccess {
+		t.Fatalf("a stalled subagent was stopped: %s", r.Status)
+	}
+}
+
+func TestSessionBudgetCapsCost(t *testing.T) {
+	h := newHarness(t, loopScript, nil)
+	ctx := context.Background()
+	h.store.SetSessionBudget(ctx, orchestrator.SessionKey, 30)
+	hd := h.spawn(t, subagent.Config{Role: "web_crawler", Task: "x", MaxCostCents: 500})
+	if l := hd.Limits(); l.MaxCostCents != 30 {
+		t.Fatalf("cost cap %.1f, want the session's 30¢ left", l.MaxCostCents)
+	}
+	if r := wait(t, hd); r.Status != agent.StatusCostExceeded {
+		t.Fatalf("status %s", r.Status)
+	}
+	_, err := h.m.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "web_crawler", Task: "y"}, Parent: orchestrator})
+	if !errors.Is(err, subagent.ErrBudget) {
+		t.Fatalf("spawn over a spent budget: %v", err)
+	}
+}

@@ -1,0 +1,202 @@
+package subagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/tool"
+)
+
+// SpawnArgs are spawn_subagent's arguments.
+type SpawnArgs struct {
+	Role             string  `json:"role" jsonschema:"the subagent's role: web_crawler, code_reviewer, data_extractor, researcher, or a custom role's name"`
+	Task             string  `json:"task" jsonschema:"what the subagent must accomplish, stated so it can work without asking questions"`
+	Context          string  `json:"context,omitempty" jsonschema:"background the subagent needs from this conversation"`
+	Model            string  `json:"model,omitempty" jsonschema:"override the role's model (provider/model or haiku, sonnet, opus)"`
+	Timeout          float64 `json:"timeout,omitempty" jsonschema:"wall-clock limit in seconds (default: the role's, usually 600)"`
+	MaxCostCents     float64 `json:"max_cost_cents,omitempty" jsonschema:"cost cap in US cents (default: the role's, usually 50)"`
+	MaxTokens        int     `json:"max_tokens,omitempty" jsonschema:"token cap (default 100000)"`
+	MaxIterations    int     `json:"max_iterations,omitempty" jsonschema:"cap on model calls (default 20)"`
+	ExtendedThinking *bool   `json:"extended_thinking,omitempty" jsonschema:"enable extended thinking (default: the role's)"`
+	ContextMode      string  `json:"context_mode,omitempty" jsonschema:"fresh (default): the subagent sees only the task and context; fork: it starts from this conversation so far"`
+	Background       bool    `json:"background,omitempty" jsonschema:"true: return the subagent ID at once; its result arrives as a [Subagent] message before your next turn. false (default): wait for the result"`
+}
+
+func (a SpawnArgs) config() Config {
+	return Config{Role: a.Role, Task: a.Task, Context: a.Context, Model: a.Model, Timeout: a.Timeout, MaxCostCents: a.MaxCostCents,
+		MaxTokens: a.MaxTokens, MaxIterations: a.MaxIterations, ExtendedThinking: a.ExtendedThinking, ContextMode: ContextMode(a.ContextMode)}
+}
+
+// GroupArgs are spawn_subagents' arguments.
+type GroupArgs struct {
+	Mode        string      `json:"mode" jsonschema:"parallel: all tasks at once; chain: one after another, each given the previous result"`
+	Tasks       []SpawnArgs `json:"tasks" jsonschema:"the subagents to start (their background field is ignored)"`
+	BudgetCents float64     `json:"budget_cents,omitempty" jsonschema:"aggregate cost cap for the whole group in cents"`
+	Timeout     float64     `json:"timeout,omitempty" jsonschema:"combined wall-clock limit for the whole group in seconds"`
+	Background  bool        `json:"background,omitempty" jsonschema:"true: return the IDs at once; results arrive as [Subagent] messages"`
+}
+
+// IDArgs name one subagent.
+type IDArgs struct {
+	SubagentID string `json:"subagent_id" jsonschema:"the subagent's ID, S-xxxxxx (a unique prefix is enough)"`
+}
+
+// ListArgs filter list_subagents.
+type ListArgs struct {
+	All bool `json:"all,omitempty" jsonschema:"include finished subagents"`
+}
+
+// Tools returns the orchestrator's subagent tools: spawn_subagent,
+// spawn_subagents, subagent_status, list_subagents, cancel_subagent.
+func (m *Manager) Tools() []tool.Tool {
+	return []tool.Tool{
+		tool.NewFunc("spawn_subagent", "Spawn a specialized subagent for a focused task. Use for tasks that benefit from deep exploration, parallel execution, or specialized tools; not for simple queries you can answer yourself, and never for memory writes. The subagent iterates until it completes the task or reaches a resource limit. Roles: "+m.roleSummary(), m.spawnTool),
+		tool.NewFunc("spawn_subagents", "Spawn several subagents as a group: parallel (all at once, admitted together or refused) or chain (each step gets the previous step's result as context), with an optional aggregate budget and combined timeout.", m.groupTool),
+		tool.NewFunc("subagent_status", "Show a subagent's live status (iteration, tokens, cost, elapsed, current activity, last tool call) or its result if it finished.", m.statusTool),
+		tool.NewFunc("list_subagents", "List subagents: running ones, or all with all=true.", m.listTool),
+		tool.NewFunc("cancel_subagent", "Stop a running subagent. Its model call and tool processes are stopped and its result is discarded.", m.cancelTool),
+	}
+}
+
+func (m *Manager) roleSummary() string {
+	var parts []string
+	for _, r := range SortedRoles(m.opt.Roles) {
+		parts = append(parts, fmt.Sprintf("%s (%s; tools: %s)", r.Name, strings.TrimSuffix(r.Description, "."), strings.Join(r.Tools, ", ")))
+	}
+	return strings.Join(parts, "; ") + "."
+}
+
+func caller(ctx context.Context) tool.Caller {
+	c, _ := tool.CallerFrom(ctx)
+	return c
+}
+
+func (m *Manager) request(ctx context.Context, a SpawnArgs) Request {
+	req := Request{Config: a.config(), Parent: caller(ctx), Background: a.Background}
+	if req.Config.ContextMode == ContextFork {
+		req.Fork = agent.ConversationFrom(ctx)
+	}
+	return req
+}
+
+// refusal turns a refused spawn into an error result for the model.
+func refusal(err error) (tool.Result, error) {
+	if errors.Is(err, ErrClosed) {
+		return tool.Result{}, err
+	}
+	return tool.Errorf("%v", err), nil
+}
+
+func (m *Manager) spawnTool(ctx context.Context, a SpawnArgs) (tool.Result, error) {
+	h, err := m.Spawn(ctx, m.request(ctx, a))
+	if err != nil {
+		return refusal(err)
+	}
+	if a.Background {
+		return jsonResult(map[string]any{"subagent_id": h.ID(), "status": "running", "role": h.Role().Name, "model": h.Model().Name(),
+			"note": "running in the background; its result will appear as a [Subagent] message before your next turn"})
+	}
+	r, err := h.Wait(ctx)
+	if err != nil {
+		h.Cancel()
+		return tool.Result{}, err
+	}
+	return resultOf(r)
+}
+
+func (m *Manager) groupTool(ctx context.Context, a GroupArgs) (tool.Result, error) {
+	req := GroupRequest{Mode: Mode(a.Mode), Parent: caller(ctx), Background: a.Background, BudgetCents: a.BudgetCents,
+		Timeout: time.Duration(a.Timeout * float64(time.Second))}
+	for _, t := range a.Tasks {
+		req.Configs = append(req.Configs, t.config())
+		if ContextMode(t.ContextMode) == ContextFork && req.Fork == nil {
+			req.Fork = agent.ConversationFrom(ctx)
+		}
+	}
+	g, err := m.SpawnGroup(ctx, req)
+	if err != nil {
+		return refusal(err)
+	}
+	if a.Background {
+		var ids []string
+		for _, h := range g.Handles() {
+			ids = append(ids, h.ID())
+		}
+		return jsonResult(map[string]any{"group_id": g.ID, "mode": a.Mode, "subagent_ids": ids, "status": "running",
+			"note": "results will appear as [Subagent] messages before your next turn"})
+	}
+	rs, err := g.Wait(ctx)
+	if err != nil {
+		g.Cancel()
+		return tool.Result{}, err
+	}
+	return jsonResult(map[string]any{"group_id": g.ID, "mode": a.Mode, "spent_cents": g.SpentCents(), "results": rs})
+}
+
+func (m *Manager) statusTool(ctx context.Context, a IDArgs) (tool.Result, error) {
+	if h, err := m.Get(a.SubagentID); err == nil {
+		st := h.Status()
+		out := map[string]any{"status": st, "line": StatusLine(st)}
+		if r, ok := h.Result(); ok {
+			out["result"] = r
+		}
+		return jsonResult(out)
+	}
+	run, err := m.opt.Store.GetRun(ctx, a.SubagentID)
+	if err != nil {
+		return tool.Errorf("subagent_status: %v", err), nil
+	}
+	return jsonResult(map[string]any{"id": run.ShortID, "role": run.Role, "task": run.Task, "status": run.Status,
+		"tokens": run.Tokens, "cost_cents": run.CostCents, "iterations": run.Iterations, "result": json.RawMessage(orNull(run.Result))})
+}
+
+func orNull(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte("null")
+	}
+	return b
+}
+
+func (m *Manager) listTool(ctx context.Context, a ListArgs) (tool.Result, error) {
+	hs := m.List(a.All)
+	if len(hs) == 0 {
+		return tool.Result{Output: "no subagents" + map[bool]string{true: "", false: " running"}[a.All]}, nil
+	}
+	var b strings.Builder
+	for _, h := range hs {
+		b.WriteString(StatusLine(h.Status()))
+		b.WriteByte('\n')
+	}
+	return tool.Result{Output: b.String()}, nil
+}
+
+func (m *Manager) cancelTool(ctx context.Context, a IDArgs) (tool.Result, error) {
+	h, err := m.Cancel(a.SubagentID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return tool.Errorf("cancel_subagent: no running subagent %s in this process", a.SubagentID), nil
+		}
+		return tool.Errorf("cancel_subagent: %v", err), nil
+	}
+	return tool.Result{Output: fmt.Sprintf("cancel requested for %s (%s)", h.ID(), h.Role().Name)}, nil
+}
+
+func resultOf(r Result) (tool.Result, error) {
+	res, err := jsonResult(r)
+	res.IsError = r.Status != agent.StatusSuccess
+	return res, err
+}
+
+func jsonResult(v any) (tool.Result, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return tool.Result{}, fmt.Errorf("marshal tool result: %w", err)
+	}
+	return tool.Result{Output: string(b)}, nil
+}

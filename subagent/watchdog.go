@@ -1,0 +1,61 @@
+package subagent
+
+import (
+	"time"
+
+	"github.com/avaagent/ava/event"
+)
+
+// watchdog flags subagents that show no sign of life (no model output and
+// no tool progress) for StallAfter: slow is fine, stuck is flagged. A
+// flagged subagent is not killed; the flag clears when it moves again.
+func (m *Manager) watchdog() {
+	every := max(m.opt.StallAfter/4, 10*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+			m.checkStalls()
+		}
+	}
+}
+
+func (m *Manager) checkStalls() {
+	m.mu.Lock()
+	hs := make([]*Handle, 0, len(m.running))
+	for _, h := range m.running {
+		hs = append(hs, h)
+	}
+	m.mu.Unlock()
+	now := m.now()
+	for _, h := range hs {
+		snap := h.agentSnapshot()
+		if snap.LastProgress.IsZero() {
+			continue
+		}
+		idle := now.Sub(snap.LastProgress)
+		h.mu.Lock()
+		running := h.status == "running"
+		was := h.stalled
+		h.stalled = running && idle >= m.opt.StallAfter
+		flagged := h.stalled && !was
+		h.mu.Unlock()
+		if flagged {
+			ev := event.New(event.Stalled, event.StalledContent{IdleMs: idle.Milliseconds()})
+			ev.Session, ev.Agent = h.SessionKey(), h.id
+			if _, err := m.opt.Hub.Publish(ev); err != nil {
+				m.log.Error("publish stall", "id", h.id, "err", err)
+			}
+			m.log.Warn("subagent stalled", "id", h.id, "idle", idle.Round(time.Second))
+		}
+	}
+}
+
+func (m *Manager) isClosed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
+}
