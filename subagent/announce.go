@@ -76,7 +76,7 @@ func announcement(session, runID, task string, r Result) store.Message {
 	if r.Error != "" {
 		fmt.Fprintf(&b, "Error: %s\n", r.Error)
 	}
-	if out := outputText(r); out != "" {
+	if out := outputText(r); out != "" && out != r.Summary {
 		if len(out) > maxAnnouncedOutput {
 			out = out[:maxAnnouncedOutput] + fmt.Sprintf("\n[… output cut at %d of %d bytes; the full result is in subagent_status %s]", maxAnnouncedOutput, len(out), r.SubagentID)
 		}

@@ -114,11 +114,11 @@ func newHarness(t *testing.T, script string, adjust func(*subagent.Options), ext
 	return &harness{m: m, store: st, hub: hub, model: rec, root: root, opts: opts}
 }
 
-var orchestrator = tool.Caller{AgentID: "ava", SessionKey: "ava:test:main"}
+var parent = tool.Caller{AgentID: "ava", SessionKey: "ava:test:main"}
 
 func (h *harness) spawn(t *testing.T, cfg subagent.Config) *subagent.Handle {
 	t.Helper()
-	hd, err := h.m.Spawn(context.Background(), subagent.Request{Config: cfg, Parent: orchestrator})
+	hd, err := h.m.Spawn(context.Background(), subagent.Request{Config: cfg, Parent: parent})
 	if err != nil {
 		t.Fatal(err)
 	}

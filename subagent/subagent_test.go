@@ -189,7 +189,7 @@ func TestConcurrencyLimitRefusesTheFourth(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		hs = append(hs, h.spawn(t, subagent.Config{Role: "researcher", Task: "wait"}))
 	}
-	_, err := h.m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "one too many"}, Parent: orchestrator})
+	_, err := h.m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "one too many"}, Parent: parent})
 	if !errors.Is(err, subagent.ErrLimit) || !strings.Contains(err.Error(), "AVA_MAX_CONCURRENT_SUBAGENTS=3") {
 		t.Fatalf("4th spawn: %v", err)
 	}
@@ -253,7 +253,7 @@ func mustJSON(v any) json.RawMessage {
 func TestParallelGroupWithAggregateBudget(t *testing.T) {
 	h := newHarness(t, loopScript, nil)
 	cfgs := []subagent.Config{{Role: "web_crawler", Task: "a"}, {Role: "web_crawler", Task: "b"}, {Role: "web_crawler", Task: "c"}}
-	g, err := h.m.SpawnGroup(context.Background(), subagent.GroupRequest{Configs: cfgs, Mode: subagent.ModeParallel, Parent: orchestrator, BudgetCents: 60})
+	g, err := h.m.SpawnGroup(context.Background(), subagent.GroupRequest{Configs: cfgs, Mode: subagent.ModeParallel, Parent: parent, BudgetCents: 60})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestParallelGroupWithAggregateBudget(t *testing.T) {
 	if spent := g.SpentCents(); spent < 60 || spent > 100 {
 		t.Fatalf("group spent %.1f¢", spent)
 	}
-	runs, _ := h.store.ListRuns(context.Background(), store.RunFilter{ParentSession: orchestrator.SessionKey})
+	runs, _ := h.store.ListRuns(context.Background(), store.RunFilter{ParentSession: parent.SessionKey})
 	for _, r := range runs {
 		if r.Mode != "parallel" || r.GroupID != g.ID {
 			t.Fatalf("run %s mode %s group %s", r.ShortID, r.Mode, r.GroupID)
@@ -281,7 +281,7 @@ func TestParallelGroupWithAggregateBudget(t *testing.T) {
 	}
 	// A group larger than the free slots is refused whole.
 	cfgs = append(cfgs, subagent.Config{Role: "web_crawler", Task: "d"})
-	if _, err := h.m.SpawnGroup(context.Background(), subagent.GroupRequest{Configs: cfgs, Mode: subagent.ModeParallel, Parent: orchestrator}); !errors.Is(err, subagent.ErrLimit) {
+	if _, err := h.m.SpawnGroup(context.Background(), subagent.GroupRequest{Configs: cfgs, Mode: subagent.ModeParallel, Parent: parent}); !errors.Is(err, subagent.ErrLimit) {
 		t.Fatalf("4-member group under a limit of 3: %v", err)
 	}
 }
@@ -295,7 +295,7 @@ conversations:
     turns: [{text: "got it"}]
 `
 	h := newHarness(t, script, nil)
-	g, err := h.m.SpawnGroup(context.Background(), subagent.GroupRequest{Mode: subagent.ModeChain, Parent: orchestrator,
+	g, err := h.m.SpawnGroup(context.Background(), subagent.GroupRequest{Mode: subagent.ModeChain, Parent: parent,
 		Configs: []subagent.Config{{Role: "researcher", Task: "step one"}, {Role: "researcher", Task: "step two"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -380,7 +380,7 @@ func TestStalledIsFlaggedNotKilled(t *testing.T) {
 func TestSessionBudgetCapsCost(t *testing.T) {
 	h := newHarness(t, loopScript, nil)
 	ctx := context.Background()
-	h.store.SetSessionBudget(ctx, orchestrator.SessionKey, 30)
+	h.store.SetSessionBudget(ctx, parent.SessionKey, 30)
 	hd := h.spawn(t, subagent.Config{Role: "web_crawler", Task: "x", MaxCostCents: 500})
 	if l := hd.Limits(); l.MaxCostCents != 30 {
 		t.Fatalf("cost cap %.1f, want the session's 30¢ left", l.MaxCostCents)
@@ -388,7 +388,7 @@ func TestSessionBudgetCapsCost(t *testing.T) {
 	if r := wait(t, hd); r.Status != agent.StatusCostExceeded {
 		t.Fatalf("status %s", r.Status)
 	}
-	_, err := h.m.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "web_crawler", Task: "y"}, Parent: orchestrator})
+	_, err := h.m.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "web_crawler", Task: "y"}, Parent: parent})
 	if !errors.Is(err, subagent.ErrBudget) {
 		t.Fatalf("spawn over a spent budget: %v", err)
 	}

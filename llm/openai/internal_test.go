@@ -1,0 +1,140 @@
+package openai
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/avaagent/ava/llm"
+)
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	cases := []struct {
+		name   string
+		header map[string]string
+		want   time.Duration
+	}{
+		{"absent", nil, 0},
+		{"seconds", map[string]string{"Retry-After": "3"}, 3 * time.Second},
+		{"fractional seconds", map[string]string{"Retry-After": "1.5"}, 1500 * time.Millisecond},
+		{"http date", map[string]string{"Retry-After": now.Add(10 * time.Second).Format(http.TimeFormat)}, 10 * time.Second},
+		{"date in the past", map[string]string{"Retry-After": now.Add(-time.Minute).Format(http.TimeFormat)}, 0},
+		{"milliseconds win", map[string]string{"Retry-After-Ms": "250", "Retry-After": "3"}, 250 * time.Millisecond},
+		{"bad ms falls back", map[string]string{"Retry-After-Ms": "soon", "Retry-After": "2"}, 2 * time.Second},
+		{"garbage", map[string]string{"Retry-After": "later"}, 0},
+		{"negative", map[string]string{"Retry-After": "-4"}, 0},
+		{"huge is capped", map[string]string{"Retry-After": "1e300"}, maxRetryAfter},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := http.Header{}
+			for k, v := range c.header {
+				h.Set(k, v)
+			}
+			if got := parseRetryAfter(h, now); got != c.want {
+				t.Errorf("parseRetryAfter(%v) = %v, want %v", c.header, got, c.want)
+			}
+		})
+	}
+}
+
+func TestInferStatus(t *testing.T) {
+	cases := []struct {
+		typ, code string
+		want      int
+	}{
+		{"server_error", "null", 500},
+		{"", "502", 502},
+		{"", "200", 500},
+		{"requests", `"rate_limit_exceeded"`, 429},
+		{"overloaded_error", "", 529},
+		{"invalid_request_error", `"context_length_exceeded"`, 400},
+		{"authentication_error", "", 401},
+		{"", "", 500},
+	}
+	for _, c := range cases {
+		if got := inferStatus(c.typ, json.RawMessage(c.code)); got != c.want {
+			t.Errorf("inferStatus(%q, %s) = %d, want %d", c.typ, c.code, got, c.want)
+		}
+	}
+}
+
+func TestBodyWatchFindsDoneAcrossReads(t *testing.T) {
+	cases := []struct {
+		name   string
+		reads  []string
+		wantOK bool
+	}{
+		{"one read", []string{"data: {}\n\ndata: [DONE]\n\n"}, true},
+		{"split marker", []string{"data: {}\n\ndata: [DO", "NE]\n\n"}, true},
+		{"no space, CRLF", []string{"data:[DONE]\r\n\r\n"}, true},
+		{"inside content", []string{`data: {"content":"data: [DONE]"}` + "\n\n"}, false},
+		{"long line ending in marker", []string{"data: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "data: [DONE]\n"}, false},
+		{"unterminated", []string{"data: [DONE]"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ex := &exchange{}
+			b := &bodyWatch{ex: ex}
+			for _, r := range c.reads {
+				b.scan([]byte(r))
+			}
+			if ex.sawDone() != c.wantOK {
+				t.Errorf("sawDone = %v, want %v", ex.sawDone(), c.wantOK)
+			}
+		})
+	}
+}
+
+func TestMaxTokensFieldPerServer(t *testing.T) {
+	cases := []struct {
+		base, field string
+	}{
+		{"", "max_completion_tokens"},
+		{"https://api.openai.com/v1", "max_completion_tokens"},
+		{"https://openrouter.ai/api/v1", "max_tokens"},
+		{"http://localhost:11434/v1", "max_tokens"},
+	}
+	for _, c := range cases {
+		p, err := New(Config{APIKey: "k", BaseURL: c.base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		params, err := p.params(&llm.Request{Model: "m", MaxTokens: 99, Messages: []llm.Message{llm.UserText("x")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := json.Marshal(params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		if err := json.Unmarshal(raw, &body); err != nil {
+			t.Fatal(err)
+		}
+		if body[c.field] != float64(99) || len(body) != 4 { // model, messages, stream_options, the cap
+			t.Errorf("base %q: body %s, want only %s as the cap", c.base, raw, c.field)
+		}
+	}
+}
+
+func TestStopReason(t *testing.T) {
+	cases := []struct {
+		finish   string
+		hasCalls bool
+		want     llm.StopReason
+	}{
+		{"stop", false, llm.StopEndTurn},
+		{"stop", true, llm.StopToolUse},
+		{"tool_calls", true, llm.StopToolUse},
+		{"length", false, llm.StopMaxTokens},
+		{"content_filter", false, llm.StopOther},
+	}
+	for _, c := range cases {
+		if got := stopReason(c.finish, c.hasCalls); got != c.want {
+			t.Errorf("stopReason(%q, %v) = %q, want %q", c.finish, c.hasCalls, got, c.want)
+		}
+	}
+}

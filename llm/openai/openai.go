@@ -1,0 +1,222 @@
+// Package openai is the llm.Provider for OpenAI-compatible chat completions
+// endpoints: OpenAI itself, OpenRouter, Ollama, vLLM and the llama.cpp
+// server. It talks through the official SDK (github.com/openai/openai-go/v3)
+// and always streams.
+//
+// Wire choices, stated once:
+//
+//   - Tool results, which llm carries in user messages, become separate
+//     "tool" role messages placed before any text of the same user message
+//     (they must follow the assistant's tool_calls directly). A failed
+//     result's content is prefixed with "ERROR: " so the model knows.
+//   - Thinking blocks are dropped when sending: this wire has no field for
+//     them. Reasoning streamed back in a non-standard "reasoning_content"
+//     (DeepSeek, vLLM) or "reasoning" (OpenRouter) delta field is kept as a
+//     thinking block and DeltaThinking deltas.
+//   - The output cap (Request.MaxTokens, else Config.MaxTokens) is sent only
+//     when positive: as max_completion_tokens to api.openai.com, which
+//     rejects max_tokens for reasoning models, and as max_tokens everywhere
+//     else, because that is the field every compatible server understands.
+//   - Usage is requested in the stream (stream_options.include_usage).
+//     Cached prompt tokens (prompt_tokens_details.cached_tokens) become
+//     CacheReadTokens and cache writes (cache_write_tokens, as OpenRouter
+//     reports them) CacheWriteTokens; both are subtracted from InputTokens
+//     so that Usage.Total counts each token once.
+//   - The SDK never retries (llm.WithRetry does) and ignores the OPENAI_*
+//     environment variables: the caller passes everything in Config.
+package openai
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/avaagent/ava/llm"
+)
+
+// Default base URLs.
+const (
+	OpenAIBaseURL     = "https://api.openai.com/v1"
+	OpenRouterBaseURL = "https://openrouter.ai/api/v1"
+)
+
+// Config configures a Provider.
+type Config struct {
+	// Name is the provider's name in model names ("openai", "openrouter");
+	// default "openai".
+	Name string
+	// APIKey is sent as a bearer token. It may be empty only when BaseURL
+	// is set (a local server such as Ollama needs none).
+	APIKey string
+	// BaseURL is the API root, with or without "/v1" as the server wants
+	// (Ollama: "http://localhost:11434/v1"). Empty means OpenAI's, or
+	// OpenRouter's when Name is "openrouter".
+	BaseURL string
+	// HTTPClient sends the requests; nil uses a private client without a
+	// body timeout (streams are bounded by the context).
+	HTTPClient *http.Client
+	// MaxTokens caps a response's output tokens when the request sets no
+	// cap; zero sends no cap, leaving the server's default.
+	MaxTokens int
+	// Headers are added to every request (OpenRouter's HTTP-Referer and
+	// X-Title, a gateway's own headers).
+	Headers map[string]string
+	// Logger receives debug records; nil discards them.
+	Logger *slog.Logger
+}
+
+// Provider streams chat completions. It is safe for concurrent use.
+type Provider struct {
+	name                string
+	chat                openai.ChatCompletionService
+	httpClient          *http.Client
+	maxTokens           int
+	maxCompletionTokens bool
+	log                 *slog.Logger
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// New validates cfg and returns a Provider.
+func New(cfg Config) (*Provider, error) {
+	if cfg.Name == "" {
+		cfg.Name = "openai"
+	}
+	if strings.ContainsAny(cfg.Name, "/ ") {
+		return nil, fmt.Errorf("openai provider: name %q must not contain '/' or spaces", cfg.Name)
+	}
+	if cfg.MaxTokens < 0 {
+		return nil, fmt.Errorf("openai provider %s: MaxTokens is negative (%d)", cfg.Name, cfg.MaxTokens)
+	}
+	base, err := baseURL(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.APIKey == "" && cfg.BaseURL == "" {
+		return nil, fmt.Errorf("openai provider %s: APIKey is empty (a key may be omitted only with an explicit BaseURL, for a local server)", cfg.Name)
+	}
+	p := &Provider{
+		name:       cfg.Name,
+		httpClient: cfg.HTTPClient,
+		maxTokens:  cfg.MaxTokens,
+		// Only OpenAI itself insists on the newer field.
+		maxCompletionTokens: base.Host == "api.openai.com",
+		log:                 cfg.Logger,
+	}
+	if p.httpClient == nil {
+		p.httpClient = defaultHTTPClient()
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	p.log = p.log.With("provider", cfg.Name)
+	opts := []option.RequestOption{
+		option.WithHTTPClient(p.httpClient),
+		option.WithBaseURL(base.String()),
+		option.WithAPIKey(cfg.APIKey),
+		option.WithMaxRetries(0),
+		option.WithMiddleware(observe),
+	}
+	for k, v := range cfg.Headers {
+		opts = append(opts, option.WithHeader(k, v))
+	}
+	// A bare service, not openai.NewClient: the client would read
+	// OPENAI_BASE_URL, OPENAI_ORG_ID and friends from the environment.
+	p.chat = openai.NewChatCompletionService(opts...)
+	return p, nil
+}
+
+// baseURL returns the configured or default API root, checked.
+func baseURL(cfg Config) (*url.URL, error) {
+	raw := cfg.BaseURL
+	if raw == "" {
+		raw = OpenAIBaseURL
+		if cfg.Name == "openrouter" {
+			raw = OpenRouterBaseURL
+		}
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("openai provider %s: BaseURL %q: %w", cfg.Name, raw, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("openai provider %s: BaseURL %q must be an absolute http or https URL", cfg.Name, raw)
+	}
+	return u, nil
+}
+
+// defaultHTTPClient clones the default transport with a bound on the wait
+// for response headers, so a server that accepts and never answers fails.
+// The response body has no timeout: the context bounds a stream.
+func defaultHTTPClient() *http.Client {
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = t.Clone()
+		t.ResponseHeaderTimeout = 10 * time.Minute
+		return &http.Client{Transport: t}
+	}
+	return &http.Client{Transport: http.DefaultTransport}
+}
+
+// Name is the provider's name as used in model names.
+func (p *Provider) Name() string { return p.name }
+
+// CloseIdleConnections closes the HTTP client's idle keep-alive
+// connections, stopping their goroutines. The Provider stays usable.
+func (p *Provider) CloseIdleConnections() { p.httpClient.CloseIdleConnections() }
+
+// Stream sends req as a streaming chat completion, calls onDelta for each
+// piece of text, reasoning and each new tool call, and returns the whole
+// turn. A done ctx aborts the HTTP stream at once and returns its cause.
+func (p *Provider) Stream(ctx context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
+	params, err := p.params(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: build request: %w", p.name, err)
+	}
+	if onDelta == nil {
+		onDelta = func(llm.Delta) {}
+	}
+	start := time.Now()
+	ex := &exchange{}
+	stream := p.chat.NewStreaming(withExchange(ctx, ex), params)
+	defer stream.Close()
+
+	acc := newAccumulator(onDelta)
+	for stream.Next() {
+		acc.add(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		return nil, fmt.Errorf("%s: stream %s: %w", p.name, req.Model, p.streamError(ctx, ex, err))
+	}
+	if !acc.finished && !ex.sawDone() {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: stream %s: %w", p.name, req.Model, ctxError(ctx))
+		}
+		return nil, fmt.Errorf("%s: stream %s ended without finish_reason or [DONE]: %w", p.name, req.Model, llm.ErrStreamCut)
+	}
+	resp := acc.response(req.Model)
+	p.log.DebugContext(ctx, "chat completion streamed", "model", resp.Model, "stop", resp.StopReason,
+		"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens,
+		"cache_read_tokens", resp.Usage.CacheReadTokens, "elapsed", time.Since(start))
+	return resp, nil
+}
+
+// newCallID makes an ID for a tool call the server sent without one (some
+// local servers do), so that its result can still be linked to it.
+func newCallID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "call_" + hex.EncodeToString(b[:])
+}
+
+// errNoModel is returned for a request without a model ID.
+var errNoModel = errors.New("request has no model")

@@ -1,0 +1,182 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/avaagent/ava/llm"
+)
+
+// errorPrefix marks a failed tool result's content on the wire, which has
+// no is_error field.
+const errorPrefix = "ERROR: "
+
+// params maps req to the SDK's request parameters.
+func (p *Provider) params(req *llm.Request) (openai.ChatCompletionNewParams, error) {
+	var params openai.ChatCompletionNewParams
+	if req == nil {
+		return params, fmt.Errorf("request is nil")
+	}
+	if req.Model == "" {
+		return params, errNoModel
+	}
+	if req.MaxTokens < 0 {
+		return params, fmt.Errorf("MaxTokens is negative (%d)", req.MaxTokens)
+	}
+	msgs, err := messages(req)
+	if err != nil {
+		return params, err
+	}
+	tools, err := toolDefs(req.Tools)
+	if err != nil {
+		return params, err
+	}
+	params.Model = shared.ChatModel(req.Model)
+	params.Messages = msgs
+	params.Tools = tools
+	params.StreamOptions.IncludeUsage = openai.Bool(true)
+	maxTokens := req.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = p.maxTokens
+	}
+	if maxTokens > 0 {
+		if p.maxCompletionTokens {
+			params.MaxCompletionTokens = openai.Int(int64(maxTokens))
+		} else {
+			params.MaxTokens = openai.Int(int64(maxTokens))
+		}
+	}
+	return params, nil
+}
+
+// messages maps the system prompt and the conversation to chat messages.
+func messages(req *llm.Request) ([]openai.ChatCompletionMessageParamUnion, error) {
+	var out []openai.ChatCompletionMessageParamUnion
+	if req.System != "" {
+		out = append(out, openai.SystemMessage(req.System))
+	}
+	for i, m := range req.Messages {
+		var (
+			msgs []openai.ChatCompletionMessageParamUnion
+			err  error
+		)
+		switch m.Role {
+		case llm.RoleUser:
+			msgs, err = userMessages(m)
+		case llm.RoleAssistant:
+			msgs, err = assistantMessage(m)
+		default:
+			err = fmt.Errorf("unknown role %q", m.Role)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		out = append(out, msgs...)
+	}
+	return out, nil
+}
+
+// userMessages maps a user message to its tool messages (one per tool
+// result, first) and a user message holding its text, if any.
+func userMessages(m llm.Message) ([]openai.ChatCompletionMessageParamUnion, error) {
+	var (
+		out  []openai.ChatCompletionMessageParamUnion
+		text string
+		has  bool
+	)
+	for j, b := range m.Content {
+		switch b.Type {
+		case llm.BlockText:
+			text += b.Text
+			has = true
+		case llm.BlockToolResult:
+			if b.ToolCallID == "" {
+				return nil, fmt.Errorf("block %d: tool result has no tool_call_id", j)
+			}
+			content := b.Content
+			if b.IsError {
+				content = errorPrefix + content
+			}
+			out = append(out, openai.ToolMessage(content, b.ToolCallID))
+		default:
+			return nil, fmt.Errorf("block %d: %q block not allowed in a user message", j, b.Type)
+		}
+	}
+	if has {
+		out = append(out, openai.UserMessage(text))
+	}
+	return out, nil
+}
+
+// assistantMessage maps an assistant message's text and tool calls;
+// thinking is dropped. A message left with neither is not sent.
+func assistantMessage(m llm.Message) ([]openai.ChatCompletionMessageParamUnion, error) {
+	var (
+		asst openai.ChatCompletionAssistantMessageParam
+		text string
+		has  bool
+	)
+	for j, b := range m.Content {
+		switch b.Type {
+		case llm.BlockText:
+			text += b.Text
+			has = has || b.Text != ""
+		case llm.BlockThinking, llm.BlockRedactedThinking:
+			// No field for it on this wire.
+		case llm.BlockToolCall:
+			if b.ToolCallID == "" || b.ToolName == "" {
+				return nil, fmt.Errorf("block %d: tool call needs both an ID and a tool name", j)
+			}
+			args := string(b.Input)
+			if args == "" {
+				args = "{}"
+			}
+			asst.ToolCalls = append(asst.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID:       b.ToolCallID,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: b.ToolName, Arguments: args},
+				},
+			})
+		default:
+			return nil, fmt.Errorf("block %d: %q block not allowed in an assistant message", j, b.Type)
+		}
+	}
+	if !has && len(asst.ToolCalls) == 0 {
+		return nil, nil
+	}
+	if has {
+		asst.Content.OfString = openai.String(text)
+	}
+	return []openai.ChatCompletionMessageParamUnion{{OfAssistant: &asst}}, nil
+}
+
+// toolDefs maps tool definitions to function tools whose parameters are
+// the tool's JSON Schema.
+func toolDefs(defs []llm.ToolDef) ([]openai.ChatCompletionToolUnionParam, error) {
+	// nil, not empty: OpenAI rejects "tools": [].
+	var out []openai.ChatCompletionToolUnionParam
+	for _, d := range defs {
+		if d.Name == "" {
+			return nil, fmt.Errorf("tool definition has no name")
+		}
+		schema := shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
+		if len(d.Schema) > 0 {
+			schema = nil
+			if err := json.Unmarshal(d.Schema, &schema); err != nil {
+				return nil, fmt.Errorf("tool %s: schema is not a JSON object: %w", d.Name, err)
+			}
+			if schema == nil {
+				return nil, fmt.Errorf("tool %s: schema is null, want a JSON object", d.Name)
+			}
+		}
+		fn := shared.FunctionDefinitionParam{Name: d.Name, Parameters: schema}
+		if d.Description != "" {
+			fn.Description = openai.String(d.Description)
+		}
+		out = append(out, openai.ChatCompletionFunctionTool(fn))
+	}
+	return out, nil
+}

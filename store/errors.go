@@ -1,0 +1,49 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Backends wrap them with context; test with errors.Is.
+var (
+	// ErrNotFound means no record has the given key or ID.
+	ErrNotFound = errors.New("not found")
+	// ErrDuplicate means a unique key (a run's ID or short ID, a pending
+	// spawn's ID) is already in use.
+	ErrDuplicate = errors.New("already exists")
+	// ErrInvalidTransition means a record is not in a status the change
+	// is allowed from; the wrapping error names the current status.
+	ErrInvalidTransition = errors.New("invalid status transition")
+	// ErrExpired means a pending spawn's decision came after its
+	// ExpiresAt.
+	ErrExpired = errors.New("pending spawn expired")
+	// ErrAmbiguous is matched by every *AmbiguousError.
+	ErrAmbiguous = errors.New("ambiguous ID prefix")
+)
+
+// maxListedCandidates caps how many candidates an AmbiguousError prints.
+const maxListedCandidates = 10
+
+// AmbiguousError says an ID prefix matches more than one run.
+type AmbiguousError struct {
+	// Prefix is the prefix as given.
+	Prefix string
+	// Candidates are the short IDs of every matching run, sorted.
+	Candidates []string
+}
+
+func (e *AmbiguousError) Error() string {
+	listed := e.Candidates
+	more := ""
+	if len(listed) > maxListedCandidates {
+		more = fmt.Sprintf(" and %d more", len(listed)-maxListedCandidates)
+		listed = listed[:maxListedCandidates]
+	}
+	return fmt.Sprintf("run ID prefix %q is ambiguous: it matches %s%s; give more characters",
+		e.Prefix, strings.Join(listed, ", "), more)
+}
+
+// Is makes errors.Is(err, ErrAmbiguous) true for an *AmbiguousError.
+func (e *AmbiguousError) Is(target error) bool { return target == ErrAmbiguous }

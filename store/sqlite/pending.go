@@ -1,0 +1,211 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/avaagent/ava/store"
+)
+
+const pendingColumns = `id, session_key, config, estimate_min_seconds, estimate_max_seconds,
+	max_cost_cents, tools, rationale, status, created_at, expires_at, run_id`
+
+func scanPending(sc rowScanner) (store.PendingSpawn, error) {
+	var (
+		p                store.PendingSpawn
+		config           sql.NullString
+		tools            string
+		created, expires int64
+	)
+	err := sc.Scan(&p.ID, &p.SessionKey, &config, &p.EstimateMinSeconds, &p.EstimateMaxSeconds,
+		&p.MaxCostCents, &tools, &p.Rationale, &p.Status, &created, &expires, &p.RunID)
+	if err != nil {
+		return store.PendingSpawn{}, err
+	}
+	if err := json.Unmarshal([]byte(tools), &p.Tools); err != nil {
+		return store.PendingSpawn{}, fmt.Errorf("pending spawn %s: stored tools: %w", p.ID, err)
+	}
+	p.Config, p.CreatedAt, p.ExpiresAt = rawJSON(config), fromNS(created), fromNS(expires)
+	return p, nil
+}
+
+// checkPending validates a new pending spawn and fills in its defaults.
+func (s *Store) checkPending(p *store.PendingSpawn) error {
+	if err := errors.Join(checkKey("pending spawn ID", p.ID), checkKey("pending spawn session key", p.SessionKey)); err != nil {
+		return err
+	}
+	if p.Status == "" {
+		p.Status = store.SpawnPending
+	}
+	switch p.Status {
+	case store.SpawnPending, store.SpawnConfirmed, store.SpawnRejected, store.SpawnExpired:
+	default:
+		return fmt.Errorf("pending spawn status %q is not one of pending, confirmed, rejected, expired", p.Status)
+	}
+	if err := errors.Join(
+		checkCount("estimate min seconds", p.EstimateMinSeconds),
+		checkCount("estimate max seconds", p.EstimateMaxSeconds),
+		checkAmount("max cost", p.MaxCostCents),
+	); err != nil {
+		return err
+	}
+	if p.EstimateMaxSeconds > 0 && p.EstimateMinSeconds > p.EstimateMaxSeconds {
+		return fmt.Errorf("estimate min seconds %d is above max %d", p.EstimateMinSeconds, p.EstimateMaxSeconds)
+	}
+	p.CreatedAt = s.orNow(p.CreatedAt).UTC()
+	if p.ExpiresAt.IsZero() {
+		return errors.New("pending spawn has no expiry time")
+	}
+	if !p.ExpiresAt.After(p.CreatedAt) {
+		return fmt.Errorf("pending spawn expires at %s, not after its creation at %s",
+			p.ExpiresAt.Format(time.RFC3339), p.CreatedAt.Format(time.RFC3339))
+	}
+	if p.Tools == nil {
+		p.Tools = []string{}
+	}
+	return nil
+}
+
+// CreatePending stores a new pending spawn; an ID already in use gives an
+// error wrapping store.ErrDuplicate.
+func (s *Store) CreatePending(ctx context.Context, p store.PendingSpawn) error {
+	if err := s.checkPending(&p); err != nil {
+		return fmt.Errorf("create pending spawn: %w", err)
+	}
+	config, err := jsonArg("pending spawn config", p.Config)
+	if err != nil {
+		return fmt.Errorf("create pending spawn %s: %w", p.ID, err)
+	}
+	tools, err := json.Marshal(p.Tools)
+	if err != nil {
+		return fmt.Errorf("create pending spawn %s: tools: %w", p.ID, err)
+	}
+	_, err = s.writer.ExecContext(ctx, `INSERT INTO pending_spawns (`+pendingColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.ID, p.SessionKey, config, p.EstimateMinSeconds, p.EstimateMaxSeconds, p.MaxCostCents,
+		string(tools), p.Rationale, p.Status, toNS(p.CreatedAt), toNS(p.ExpiresAt), p.RunID)
+	if isUniqueViolation(err) {
+		return fmt.Errorf("create pending spawn: ID %s is already used: %w", p.ID, store.ErrDuplicate)
+	}
+	if err != nil {
+		return fmt.Errorf("create pending spawn %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// GetPending returns the pending spawn id or an error wrapping
+// store.ErrNotFound.
+func (s *Store) GetPending(ctx context.Context, id string) (store.PendingSpawn, error) {
+	if err := checkKey("pending spawn ID", id); err != nil {
+		return store.PendingSpawn{}, fmt.Errorf("get pending spawn: %w", err)
+	}
+	p, err := scanPending(s.reader.QueryRowContext(ctx,
+		`SELECT `+pendingColumns+` FROM pending_spawns WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.PendingSpawn{}, fmt.Errorf("pending spawn %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.PendingSpawn{}, fmt.Errorf("get pending spawn %s: %w", id, err)
+	}
+	return p, nil
+}
+
+// ListPending returns the session's spawns still awaiting a decision (status
+// pending, not yet past ExpiresAt), oldest first; an empty sessionKey lists
+// every session's.
+func (s *Store) ListPending(ctx context.Context, sessionKey string) ([]store.PendingSpawn, error) {
+	query := `SELECT ` + pendingColumns + ` FROM pending_spawns WHERE status = ? AND expires_at > ?`
+	args := []any{store.SpawnPending, toNS(s.now())}
+	if sessionKey != "" {
+		query, args = query+` AND session_key = ?`, append(args, sessionKey)
+	}
+	rows, err := s.reader.QueryContext(ctx, query+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list pending spawns: %w", err)
+	}
+	defer rows.Close()
+	var out []store.PendingSpawn
+	for rows.Next() {
+		p, err := scanPending(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list pending spawns: %w", err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list pending spawns: %w", err)
+	}
+	return out, nil
+}
+
+// DecidePending confirms or rejects the pending spawn id, in one
+// conditional UPDATE that matches only a spawn still pending and not past
+// its ExpiresAt by the store's clock. A non-nil config replaces the
+// proposed one (the person's "modify"); runID records the run started from
+// it. After ExpiresAt it fails with store.ErrExpired (and marks the spawn
+// expired); when already decided, with store.ErrInvalidTransition.
+func (s *Store) DecidePending(ctx context.Context, id, decision string, config json.RawMessage, runID string) error {
+	if err := checkKey("pending spawn ID", id); err != nil {
+		return fmt.Errorf("decide pending spawn: %w", err)
+	}
+	if decision != store.SpawnConfirmed && decision != store.SpawnRejected {
+		return fmt.Errorf("decide pending spawn %s: decision %q is not confirmed or rejected", id, decision)
+	}
+	cfg, err := jsonArg("pending spawn config", config)
+	if err != nil {
+		return fmt.Errorf("decide pending spawn %s: %w", id, err)
+	}
+	now := toNS(s.now())
+	res, err := s.writer.ExecContext(ctx, `UPDATE pending_spawns
+		SET status = ?, config = coalesce(?, config), run_id = ?, decided_at = ?
+		WHERE id = ? AND status = ? AND expires_at > ?`,
+		decision, cfg, runID, now, id, store.SpawnPending, now)
+	if err != nil {
+		return fmt.Errorf("decide pending spawn %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	return s.decideFailure(ctx, id, decision, now)
+}
+
+// decideFailure explains why DecidePending matched no row, marking a
+// pending spawn found past its expiry as expired.
+func (s *Store) decideFailure(ctx context.Context, id, decision string, now int64) error {
+	p, err := s.GetPending(ctx, id)
+	if err != nil {
+		return fmt.Errorf("decide pending spawn: %w", err)
+	}
+	switch p.Status {
+	case store.SpawnPending, store.SpawnExpired:
+		if _, err := s.writer.ExecContext(ctx, `UPDATE pending_spawns SET status = ?
+			WHERE id = ? AND status = ? AND expires_at <= ?`,
+			store.SpawnExpired, id, store.SpawnPending, now); err != nil {
+			return fmt.Errorf("decide pending spawn %s: mark expired: %w", id, err)
+		}
+		return fmt.Errorf("decide pending spawn %s: it expired at %s: %w",
+			id, p.ExpiresAt.Format(time.RFC3339), store.ErrExpired)
+	}
+	return fmt.Errorf("decide pending spawn %s as %s: it is already %s: %w",
+		id, decision, p.Status, store.ErrInvalidTransition)
+}
+
+// ExpirePending marks every pending spawn whose ExpiresAt is not after now
+// as expired and returns how many it marked.
+func (s *Store) ExpirePending(ctx context.Context, now time.Time) (int, error) {
+	now = s.orNow(now)
+	res, err := s.writer.ExecContext(ctx, `UPDATE pending_spawns SET status = ?
+		WHERE status = ? AND expires_at <= ?`, store.SpawnExpired, store.SpawnPending, toNS(now))
+	if err != nil {
+		return 0, fmt.Errorf("expire pending spawns: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("expire pending spawns: %w", err)
+	}
+	return int(n), nil
+}

@@ -1,0 +1,302 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/avaagent/ava/store"
+)
+
+const runColumns = `id, short_id, session_key, parent_session, parent_agent, group_id, mode,
+	role, task, model, config, status, result, error, tokens, cost_cents, iterations,
+	created_at, started_at, ended_at, announced`
+
+func scanRun(sc rowScanner) (store.Run, error) {
+	var (
+		r              store.Run
+		config, result sql.NullString
+		created        int64
+		started, ended sql.NullInt64
+	)
+	err := sc.Scan(&r.ID, &r.ShortID, &r.SessionKey, &r.ParentSession, &r.ParentAgent, &r.GroupID,
+		&r.Mode, &r.Role, &r.Task, &r.Model, &config, &r.Status, &result, &r.Error, &r.Tokens,
+		&r.CostCents, &r.Iterations, &created, &started, &ended, &r.Announced)
+	if err != nil {
+		return store.Run{}, err
+	}
+	r.Config, r.Result = rawJSON(config), rawJSON(result)
+	r.CreatedAt, r.StartedAt, r.EndedAt = fromNS(created), timePtr(started), timePtr(ended)
+	return r, nil
+}
+
+func scanRuns(rows *sql.Rows) ([]store.Run, error) {
+	defer rows.Close()
+	var out []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// normalizeRunRef canonicalises a run reference: full IDs are lowercase
+// hex, short IDs are "S-" and lowercase hex, whatever the user typed.
+func normalizeRunRef(ref string) string {
+	ref = strings.TrimSpace(ref)
+	if len(ref) >= 2 && (ref[:2] == "S-" || ref[:2] == "s-") {
+		return "S-" + strings.ToLower(ref[2:])
+	}
+	return strings.ToLower(ref)
+}
+
+// checkRun validates a new run and fills in its defaults.
+func (s *Store) checkRun(r *store.Run) error {
+	id, err := uuid.Parse(r.ID)
+	if err != nil || len(r.ID) != 36 {
+		return fmt.Errorf("run ID %q is not a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", r.ID)
+	}
+	r.ID = id.String()
+	if !store.ValidShortID(r.ShortID) {
+		return fmt.Errorf("run short ID %q is not S- and six lowercase hex characters", r.ShortID)
+	}
+	if err := checkKey("run session key", r.SessionKey); err != nil {
+		return err
+	}
+	if r.Mode == "" {
+		r.Mode = store.ModeSingle
+	}
+	if !store.ValidMode(r.Mode) {
+		return fmt.Errorf("run mode %q is not one of single, parallel, chain", r.Mode)
+	}
+	if r.Status == "" {
+		r.Status = store.StatusPending
+	}
+	if !store.ValidStatus(r.Status) {
+		return fmt.Errorf("run status %q is not one of %s", r.Status, strings.Join(store.Statuses, ", "))
+	}
+	if strings.TrimSpace(r.Role) == "" {
+		return errors.New("run role is empty")
+	}
+	if strings.TrimSpace(r.Task) == "" {
+		return errors.New("run task is empty")
+	}
+	if err := checkCounters(r.Tokens, r.CostCents, r.Iterations); err != nil {
+		return err
+	}
+	r.CreatedAt = s.orNow(r.CreatedAt).UTC()
+	return nil
+}
+
+func checkCounters(tokens int, cost float64, iterations int) error {
+	return errors.Join(checkCount("tokens", tokens), checkAmount("cost", cost), checkCount("iterations", iterations))
+}
+
+// CreateRun stores a new run and creates its session. A short ID or ID
+// already in use gives an error wrapping store.ErrDuplicate.
+func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
+	if err := s.checkRun(&r); err != nil {
+		return fmt.Errorf("create run: %w", err)
+	}
+	config, err := jsonArg("run config", r.Config)
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ShortID, err)
+	}
+	result, err := jsonArg("run result", r.Result)
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ShortID, err)
+	}
+	created := toNS(r.CreatedAt)
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (key, created_at, updated_at)
+			VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING`, r.SessionKey, created, created); err != nil {
+			return fmt.Errorf("create run session: %w", err)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.ShortID, r.SessionKey, r.ParentSession, r.ParentAgent, r.GroupID, r.Mode,
+			r.Role, r.Task, r.Model, config, r.Status, result, r.Error, r.Tokens, r.CostCents,
+			r.Iterations, created, nullNS(r.StartedAt), nullNS(r.EndedAt), r.Announced)
+		return err
+	})
+	switch {
+	case isUniqueViolation(err) && strings.Contains(err.Error(), "runs.short_id"):
+		return fmt.Errorf("create run: short ID %s is already used: %w", r.ShortID, store.ErrDuplicate)
+	case isUniqueViolation(err):
+		return fmt.Errorf("create run: ID %s is already used: %w", r.ID, store.ErrDuplicate)
+	case err != nil:
+		return fmt.Errorf("create run %s: %w", r.ShortID, err)
+	}
+	return nil
+}
+
+// ShortIDExists reports whether a run has the short ID short.
+func (s *Store) ShortIDExists(ctx context.Context, short string) (bool, error) {
+	if !store.ValidShortID(short) {
+		return false, fmt.Errorf("short ID %q is not S- and six lowercase hex characters", short)
+	}
+	var exists bool
+	err := s.reader.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE short_id = ?)`, short).Scan(&exists)
+	if err != nil {
+		return false, fmt.Errorf("look up short ID %s: %w", short, err)
+	}
+	return exists, nil
+}
+
+// GetRun finds a run by full ID, short ID, or a unique prefix of either
+// (case-insensitive). It returns an error wrapping store.ErrNotFound, or an
+// *store.AmbiguousError listing the candidates.
+func (s *Store) GetRun(ctx context.Context, idOrPrefix string) (store.Run, error) {
+	ref := normalizeRunRef(idOrPrefix)
+	if ref == "" || ref == "S-" {
+		return store.Run{}, fmt.Errorf("get run: ID %q is empty; give a run ID, short ID (S-xxxxxx) or a prefix of one", idOrPrefix)
+	}
+	r, err := scanRun(s.reader.QueryRowContext(ctx,
+		`SELECT `+runColumns+` FROM runs WHERE id = ? OR short_id = ?`, ref, ref))
+	if err == nil {
+		return r, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return store.Run{}, fmt.Errorf("get run %s: %w", ref, err)
+	}
+	ids, shorts, err := s.runsWithPrefix(ctx, ref)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("get run %s: %w", ref, err)
+	}
+	switch len(ids) {
+	case 0:
+		return store.Run{}, fmt.Errorf("run %s: %w", idOrPrefix, store.ErrNotFound)
+	case 1:
+		r, err = scanRun(s.reader.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, ids[0]))
+		if err != nil {
+			return store.Run{}, fmt.Errorf("get run %s: %w", ids[0], err)
+		}
+		return r, nil
+	}
+	slices.Sort(shorts)
+	return store.Run{}, &store.AmbiguousError{Prefix: idOrPrefix, Candidates: shorts}
+}
+
+// prefixEnd is above every character an ID holds, so a BINARY range
+// [prefix, prefix+prefixEnd) selects exactly the strings starting with
+// prefix, using the index.
+const prefixEnd = "\U0010FFFF"
+
+// runsWithPrefix returns the IDs and short IDs of the runs whose ID or
+// short ID starts with prefix.
+func (s *Store) runsWithPrefix(ctx context.Context, prefix string) (ids, shorts []string, err error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT id, short_id FROM runs
+		WHERE (id >= ? AND id < ?) OR (short_id >= ? AND short_id < ?)`,
+		prefix, prefix+prefixEnd, prefix, prefix+prefixEnd)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, short string
+		if err := rows.Scan(&id, &short); err != nil {
+			return nil, nil, err
+		}
+		ids, shorts = append(ids, id), append(shorts, short)
+	}
+	return ids, shorts, rows.Err()
+}
+
+// checkStatuses refuses any string in ss that is not a run status.
+func checkStatuses(ss []string) error {
+	for _, st := range ss {
+		if !store.ValidStatus(st) {
+			return fmt.Errorf("status %q is not one of %s", st, strings.Join(store.Statuses, ", "))
+		}
+	}
+	return nil
+}
+
+// ListRuns returns the runs f selects, newest first.
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, error) {
+	if err := checkStatuses(f.Status); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	if f.Limit < 0 {
+		return nil, fmt.Errorf("list runs: limit must be >= 0, got %d", f.Limit)
+	}
+	var (
+		where []string
+		args  []any
+	)
+	if f.ParentSession != "" {
+		where, args = append(where, "parent_session = ?"), append(args, f.ParentSession)
+	}
+	if len(f.Status) > 0 {
+		where = append(where, "status IN ("+placeholders(len(f.Status))+")")
+		args = append(args, stringArgs(f.Status)...)
+	}
+	if f.Active {
+		where = append(where, "status IN ("+placeholders(len(store.ActiveStatuses))+")")
+		args = append(args, stringArgs(store.ActiveStatuses)...)
+	}
+	query := `SELECT ` + runColumns + ` FROM runs`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY created_at DESC, rowid DESC`
+	if f.Limit > 0 {
+		query += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	rows, err := s.reader.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	runs, err := scanRuns(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// runStatus returns the run's short ID and current status, for error
+// messages after a conditional update matched nothing.
+func (s *Store) runStatus(ctx context.Context, ref string) (short, status string, err error) {
+	err = s.reader.QueryRowContext(ctx, `SELECT short_id, status FROM runs WHERE id = ? OR short_id = ?`,
+		ref, ref).Scan(&short, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", fmt.Errorf("run %s: %w", ref, store.ErrNotFound)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("read run %s: %w", ref, err)
+	}
+	return short, status, nil
+}
+
+// UpdateRunProgress records an active run's counters so far. A run that
+// has ended keeps its final counters and the call returns an error
+// wrapping store.ErrInvalidTransition.
+func (s *Store) UpdateRunProgress(ctx context.Context, id string, tokens int, costCents float64, iterations int) error {
+	ref := normalizeRunRef(id)
+	if err := errors.Join(checkKey("run ID", ref), checkCounters(tokens, costCents, iterations)); err != nil {
+		return fmt.Errorf("update run progress: %w", err)
+	}
+	res, err := s.writer.ExecContext(ctx, `UPDATE runs SET tokens = ?, cost_cents = ?, iterations = ?
+		WHERE (id = ? OR short_id = ?) AND status IN (?, ?)`,
+		tokens, costCents, iterations, ref, ref, store.StatusPending, store.StatusRunning)
+	if err != nil {
+		return fmt.Errorf("update run progress %s: %w", ref, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	short, status, err := s.runStatus(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("update run progress: %w", err)
+	}
+	return fmt.Errorf("update run progress: run %s has ended (%s): %w", short, status, store.ErrInvalidTransition)
+}

@@ -1,0 +1,236 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/avaagent/ava/store"
+)
+
+const sessionColumns = `key, created_at, updated_at, budget_cents, spent_cents, last_seq`
+
+func scanSession(sc rowScanner) (store.Session, error) {
+	var (
+		s                store.Session
+		created, updated int64
+		lastSeq          int64
+	)
+	if err := sc.Scan(&s.Key, &created, &updated, &s.BudgetCents, &s.SpentCents, &lastSeq); err != nil {
+		return store.Session{}, err
+	}
+	s.CreatedAt, s.UpdatedAt, s.LastSeq = fromNS(created), fromNS(updated), uint64(lastSeq)
+	return s, nil
+}
+
+// EnsureSession returns the session key, creating it if missing.
+func (s *Store) EnsureSession(ctx context.Context, key string) (store.Session, error) {
+	if err := checkKey("session key", key); err != nil {
+		return store.Session{}, fmt.Errorf("ensure session: %w", err)
+	}
+	now := toNS(s.now())
+	// The no-op update makes RETURNING yield the row whether or not it
+	// was just inserted.
+	row := s.writer.QueryRowContext(ctx, `
+		INSERT INTO sessions (key, created_at, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET key = excluded.key
+		RETURNING `+sessionColumns, key, now, now)
+	sess, err := scanSession(row)
+	if err != nil {
+		return store.Session{}, fmt.Errorf("ensure session %s: %w", key, err)
+	}
+	return sess, nil
+}
+
+// GetSession returns the session key or an error wrapping store.ErrNotFound.
+func (s *Store) GetSession(ctx context.Context, key string) (store.Session, error) {
+	if err := checkKey("session key", key); err != nil {
+		return store.Session{}, fmt.Errorf("get session: %w", err)
+	}
+	row := s.reader.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE key = ?`, key)
+	sess, err := scanSession(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Session{}, fmt.Errorf("session %s: %w", key, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Session{}, fmt.Errorf("get session %s: %w", key, err)
+	}
+	return sess, nil
+}
+
+// AddSessionSpend adds cents to the session's spend, creating the session
+// if missing.
+func (s *Store) AddSessionSpend(ctx context.Context, key string, cents float64) error {
+	if err := checkKey("session key", key); err != nil {
+		return fmt.Errorf("add session spend: %w", err)
+	}
+	if err := checkAmount("spend", cents); err != nil {
+		return fmt.Errorf("add session spend %s: %w", key, err)
+	}
+	now := toNS(s.now())
+	_, err := s.writer.ExecContext(ctx, `
+		INSERT INTO sessions (key, created_at, updated_at, spent_cents) VALUES (?, ?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET
+			spent_cents = spent_cents + excluded.spent_cents,
+			updated_at = excluded.updated_at`, key, now, now, cents)
+	if err != nil {
+		return fmt.Errorf("add session spend %s: %w", key, err)
+	}
+	return nil
+}
+
+// SetSessionBudget sets the session's cap in cents (0 = none), creating the
+// session if missing.
+func (s *Store) SetSessionBudget(ctx context.Context, key string, cents float64) error {
+	if err := checkKey("session key", key); err != nil {
+		return fmt.Errorf("set session budget: %w", err)
+	}
+	if err := checkAmount("budget", cents); err != nil {
+		return fmt.Errorf("set session budget %s: %w", key, err)
+	}
+	now := toNS(s.now())
+	_, err := s.writer.ExecContext(ctx, `
+		INSERT INTO sessions (key, created_at, updated_at, budget_cents) VALUES (?, ?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET
+			budget_cents = excluded.budget_cents,
+			updated_at = excluded.updated_at`, key, now, now, cents)
+	if err != nil {
+		return fmt.Errorf("set session budget %s: %w", key, err)
+	}
+	return nil
+}
+
+// SetLastSeq raises the session's last sequence number to seq; it never
+// lowers it. It creates the session if missing.
+func (s *Store) SetLastSeq(ctx context.Context, key string, seq uint64) error {
+	if err := checkKey("session key", key); err != nil {
+		return fmt.Errorf("set last seq: %w", err)
+	}
+	if seq > math.MaxInt64 {
+		return fmt.Errorf("set last seq %s: sequence %d is out of range", key, seq)
+	}
+	now := toNS(s.now())
+	_, err := s.writer.ExecContext(ctx, `
+		INSERT INTO sessions (key, created_at, updated_at, last_seq) VALUES (?, ?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET
+			updated_at = CASE WHEN excluded.last_seq > last_seq THEN excluded.updated_at ELSE updated_at END,
+			last_seq = max(last_seq, excluded.last_seq)`, key, now, now, int64(seq))
+	if err != nil {
+		return fmt.Errorf("set last seq %s: %w", key, err)
+	}
+	return nil
+}
+
+// defaultSender is the display name of a role when the caller gave none.
+func defaultSender(role string) string {
+	switch role {
+	case store.RoleUser:
+		return store.SenderUser
+	case store.RoleAssistant:
+		return store.SenderAva
+	default:
+		return store.SenderSubagent
+	}
+}
+
+// checkMessage validates m and fills in its defaults.
+func (s *Store) checkMessage(m *store.Message) error {
+	if err := checkKey("message session key", m.SessionKey); err != nil {
+		return err
+	}
+	switch m.Role {
+	case store.RoleUser, store.RoleAssistant, store.RoleSubagent:
+	default:
+		return fmt.Errorf("message role %q is not one of user, assistant, subagent", m.Role)
+	}
+	if m.Sender == "" {
+		m.Sender = defaultSender(m.Role)
+	}
+	m.CreatedAt = s.orNow(m.CreatedAt).UTC()
+	return nil
+}
+
+// AppendMessage stores m, creating its session if missing, and returns it
+// with ID and CreatedAt set.
+func (s *Store) AppendMessage(ctx context.Context, m store.Message) (store.Message, error) {
+	if err := s.checkMessage(&m); err != nil {
+		return store.Message{}, fmt.Errorf("append message: %w", err)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		m.ID, err = insertMessage(ctx, tx, m)
+		return err
+	})
+	if err != nil {
+		return store.Message{}, fmt.Errorf("append message to %s: %w", m.SessionKey, err)
+	}
+	return m, nil
+}
+
+// insertMessage stores a checked message in tx, creating or touching its
+// session, and returns the new message ID.
+func insertMessage(ctx context.Context, tx *sql.Tx, m store.Message) (int64, error) {
+	blocks, err := jsonArg("message blocks", m.Blocks)
+	if err != nil {
+		return 0, err
+	}
+	at := toNS(m.CreatedAt)
+	if _, err := tx.ExecContext(ctx, `
+		INSERT INTO sessions (key, created_at, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at)`,
+		m.SessionKey, at, at); err != nil {
+		return 0, fmt.Errorf("touch session: %w", err)
+	}
+	var id int64
+	err = tx.QueryRowContext(ctx, `
+		INSERT INTO messages (session_key, role, sender, text, blocks, run_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		m.SessionKey, m.Role, m.Sender, m.Text, blocks, m.RunID, at).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("insert message: %w", err)
+	}
+	return id, nil
+}
+
+// Messages returns the session's messages oldest first; with limit > 0,
+// only the last limit of them. An unknown session has no messages.
+func (s *Store) Messages(ctx context.Context, sessionKey string, limit int) ([]store.Message, error) {
+	if err := checkKey("session key", sessionKey); err != nil {
+		return nil, fmt.Errorf("list messages: %w", err)
+	}
+	if limit < 0 {
+		return nil, fmt.Errorf("list messages of %s: limit must be >= 0, got %d", sessionKey, limit)
+	}
+	const cols = `id, session_key, role, sender, text, blocks, run_id, created_at`
+	query := `SELECT ` + cols + ` FROM messages WHERE session_key = ? ORDER BY id`
+	args := []any{sessionKey}
+	if limit > 0 {
+		query = `SELECT * FROM (SELECT ` + cols + ` FROM messages WHERE session_key = ?
+			ORDER BY id DESC LIMIT ?) ORDER BY id`
+		args = append(args, limit)
+	}
+	rows, err := s.reader.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list messages of %s: %w", sessionKey, err)
+	}
+	defer rows.Close()
+	var out []store.Message
+	for rows.Next() {
+		var (
+			m      store.Message
+			blocks sql.NullString
+			at     int64
+		)
+		if err := rows.Scan(&m.ID, &m.SessionKey, &m.Role, &m.Sender, &m.Text, &blocks, &m.RunID, &at); err != nil {
+			return nil, fmt.Errorf("list messages of %s: %w", sessionKey, err)
+		}
+		m.Blocks, m.CreatedAt = rawJSON(blocks), fromNS(at)
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list messages of %s: %w", sessionKey, err)
+	}
+	return out, nil
+}

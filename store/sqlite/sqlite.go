@@ -1,0 +1,289 @@
+// Package sqlite is the SQLite backend of package store, on the pure-Go
+// driver modernc.org/sqlite. The schema is in embedded .sql migrations run
+// by goose at Open.
+//
+// Connections. The store keeps two pools on the one database file:
+//   - the writer has exactly one connection and begins every transaction
+//     with BEGIN IMMEDIATE, so writers from any number of goroutines queue
+//     for that connection inside database/sql instead of contending for
+//     SQLite's write lock, and never get SQLITE_BUSY from each other. A
+//     transaction that reads before it writes holds the write lock from its
+//     first statement, so its read cannot go stale.
+//   - the readers are several query_only connections; in WAL mode they read
+//     a consistent snapshot while the writer commits.
+//
+// Every connection has busy_timeout 5000 ms (it covers another process
+// holding the file), foreign_keys on and synchronous NORMAL (durable across
+// a process crash; the last commits may be lost on a power cut).
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/avaagent/ava/store"
+)
+
+// FileName is the store's file name inside the data root.
+const FileName = "ava.db"
+
+// busyTimeoutMS is how long a connection waits for a lock held by another
+// connection or process before failing.
+const busyTimeoutMS = "5000"
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Options tune a Store. The zero value is ready to use.
+type Options struct {
+	// Logger receives the store's operational logs; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock for default timestamps and expiry checks; nil
+	// means time.Now.
+	Now func() time.Time
+	// ReadConns caps the reader pool; 0 means max(4, GOMAXPROCS).
+	ReadConns int
+}
+
+// Store is a store.Store on one SQLite file.
+type Store struct {
+	path   string
+	writer *sql.DB
+	reader *sql.DB
+	log    *slog.Logger
+	now    func() time.Time
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if missing, with mode 0600) the SQLite store at path,
+// usually filepath.Join(dataRoot, FileName), and migrates it to the current
+// schema. A file that is not an SQLite database gives an error naming path.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("open store: empty database path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := prepareFile(abs); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+	s := &Store{path: abs, log: opts.Logger, now: opts.Now}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if err := s.openPools(ctx, opts.ReadConns); err != nil {
+		s.closePools()
+		return nil, err
+	}
+	return s, nil
+}
+
+// prepareFile creates the parent directory and an empty database file with
+// mode 0600, so the data never exists with looser permissions; SQLite gives
+// its -wal and -shm files the same mode.
+func prepareFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	info, err := os.Stat(path)
+	switch {
+	case err == nil && info.IsDir():
+		return errors.New("is a directory, not a database file")
+	case err == nil:
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil // created by someone else meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("create database file: %w", err)
+	}
+	return f.Close()
+}
+
+func (s *Store) openPools(ctx context.Context, readConns int) error {
+	w, err := sql.Open("sqlite", dsn(s.path, false))
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", s.path, err)
+	}
+	s.writer = w
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	if err := w.PingContext(ctx); err != nil {
+		return describeOpenError(s.path, err)
+	}
+	if err := s.checkJournalMode(ctx); err != nil {
+		return err
+	}
+	if err := migrate(ctx, w, s.log); err != nil {
+		return describeOpenError(s.path, err)
+	}
+
+	r, err := sql.Open("sqlite", dsn(s.path, true))
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", s.path, err)
+	}
+	s.reader = r
+	if readConns <= 0 {
+		readConns = max(4, runtime.GOMAXPROCS(0))
+	}
+	r.SetMaxOpenConns(readConns)
+	r.SetMaxIdleConns(readConns)
+	if err := r.PingContext(ctx); err != nil {
+		return describeOpenError(s.path, err)
+	}
+	return nil
+}
+
+// dsn builds the driver's URI for path. Reader connections are query_only;
+// the writer's transactions begin IMMEDIATE.
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", busyTimeoutMS)
+	q.Set("_foreign_keys", "1")
+	q.Set("_synchronous", "NORMAL")
+	if readOnly {
+		q.Set("_query_only", "1")
+	} else {
+		q.Set("_journal_mode", "WAL")
+		q.Set("_txlock", "immediate")
+	}
+	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
+	return u.String()
+}
+
+// checkJournalMode warns when the file system refused WAL mode: the store
+// still works, but readers then wait for writers.
+func (s *Store) checkJournalMode(ctx context.Context) error {
+	var mode string
+	if err := s.writer.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return describeOpenError(s.path, err)
+	}
+	if mode != "wal" {
+		s.log.Warn("store is not in WAL mode; readers will wait for writers", "path", s.path, "journal_mode", mode)
+	}
+	return nil
+}
+
+// migrate brings the schema up to date with the embedded migrations.
+func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
+	fsys, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, fsys, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return fmt.Errorf("load migrations: %w", err)
+	}
+	results, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate schema: %w", err)
+	}
+	for _, r := range results {
+		log.Info("store migration applied", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
+	}
+	return nil
+}
+
+// describeOpenError turns the driver's terse errors about a damaged or
+// foreign file into one that names the file and says what to do.
+func describeOpenError(path string, err error) error {
+	switch sqliteCode(err) & 0xff {
+	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
+		return fmt.Errorf("open store %s: the file is not a valid SQLite database (corrupt, or another kind of file); move it aside to start a new store: %w", path, err)
+	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY:
+		return fmt.Errorf("open store %s: cannot open the file for writing; check its permissions: %w", path, err)
+	}
+	return fmt.Errorf("open store %s: %w", path, err)
+}
+
+// Path returns the database file's absolute path.
+func (s *Store) Path() string { return s.path }
+
+// Close closes both pools. It is safe to call more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.closePools() })
+	return s.closeErr
+}
+
+func (s *Store) closePools() error {
+	var errs []error
+	if s.reader != nil {
+		if err := s.reader.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close store readers %s: %w", s.path, err))
+		}
+	}
+	if s.writer != nil {
+		if err := s.writer.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close store writer %s: %w", s.path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// write runs fn in one IMMEDIATE transaction on the writer connection,
+// committing if fn returns nil. fn must use only tx: the writer has one
+// connection, so touching s.writer inside fn would wait forever.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// sqliteCode returns the extended SQLite result code carried by err, or 0.
+func sqliteCode(err error) int {
+	var e *msqlite.Error
+	if errors.As(err, &e) {
+		return e.Code()
+	}
+	return 0
+}
+
+// isUniqueViolation reports whether err is a UNIQUE or PRIMARY KEY clash.
+func isUniqueViolation(err error) bool {
+	c := sqliteCode(err)
+	return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
+// rowScanner is a *sql.Row or *sql.Rows.
+type rowScanner interface {
+	Scan(dest ...any) error
+}

@@ -1,0 +1,231 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/avaagent/ava/store"
+)
+
+// interruptedError is recorded on runs MarkInterrupted ends.
+const interruptedError = "the process stopped while the run was active"
+
+// TransitionRun moves the run (full or short ID) to status to, if and only
+// if its status is one of from, in one conditional UPDATE. When cancel
+// races completion, SQLite applies the two UPDATEs one after the other;
+// the first finds "running" and wins, the second matches no row and gets
+// an error wrapping store.ErrInvalidTransition naming the status the first
+// set.
+//
+// Moving to running sets StartedAt the first time, clears EndedAt and
+// clears Announced, so a resumed run's next result is announced in turn.
+// Moving to a final status sets EndedAt (fin.EndedAt, or now) and records
+// fin when given; fin is refused for an active status.
+func (s *Store) TransitionRun(ctx context.Context, id string, from []string, to string, fin *store.RunFinish) error {
+	ref := normalizeRunRef(id)
+	if err := checkTransition(ref, from, to, fin); err != nil {
+		return fmt.Errorf("transition run %s: %w", id, err)
+	}
+	set, args, err := s.transitionSet(to, fin)
+	if err != nil {
+		return fmt.Errorf("transition run %s: %w", id, err)
+	}
+	args = append(args, ref, ref)
+	args = append(args, stringArgs(from)...)
+	res, err := s.writer.ExecContext(ctx, `UPDATE runs SET `+strings.Join(set, ", ")+`
+		WHERE (id = ? OR short_id = ?) AND status IN (`+placeholders(len(from))+`)`, args...)
+	if err != nil {
+		return fmt.Errorf("transition run %s to %s: %w", ref, to, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	short, status, err := s.runStatus(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("transition run to %s: %w", to, err)
+	}
+	return fmt.Errorf("transition run %s to %s: it is %s, not %s: %w",
+		short, to, status, strings.Join(from, " or "), store.ErrInvalidTransition)
+}
+
+func checkTransition(ref string, from []string, to string, fin *store.RunFinish) error {
+	if err := checkKey("run ID", ref); err != nil {
+		return err
+	}
+	if len(from) == 0 {
+		return errors.New("no status to move from")
+	}
+	if err := checkStatuses(append(slices.Clip(from), to)); err != nil {
+		return err
+	}
+	if fin == nil {
+		return nil
+	}
+	if !store.IsFinal(to) {
+		return fmt.Errorf("a finish record needs a final status, not %s", to)
+	}
+	return checkCounters(fin.Tokens, fin.CostCents, fin.Iterations)
+}
+
+// transitionSet builds the SET clause of TransitionRun's UPDATE.
+func (s *Store) transitionSet(to string, fin *store.RunFinish) ([]string, []any, error) {
+	set, args := []string{"status = ?"}, []any{to}
+	now := s.now()
+	if to == store.StatusRunning {
+		set = append(set, "started_at = coalesce(started_at, ?)", "ended_at = NULL", "announced = 0")
+		args = append(args, toNS(now))
+	}
+	if !store.IsFinal(to) {
+		return set, args, nil
+	}
+	ended := now
+	if fin != nil && !fin.EndedAt.IsZero() {
+		ended = fin.EndedAt
+	}
+	set, args = append(set, "ended_at = ?"), append(args, toNS(ended))
+	if fin == nil {
+		return set, args, nil
+	}
+	result, err := jsonArg("run result", fin.Result)
+	if err != nil {
+		return nil, nil, err
+	}
+	set = append(set, "result = ?", "error = ?", "tokens = ?", "cost_cents = ?", "iterations = ?")
+	args = append(args, result, fin.Error, fin.Tokens, fin.CostCents, fin.Iterations)
+	return set, args, nil
+}
+
+// MarkInterrupted ends every pending or running run as interrupted at at
+// (now when zero) and returns their IDs, sorted. A restarted daemon calls
+// it before starting anything: those runs' goroutines died with the old
+// process.
+func (s *Store) MarkInterrupted(ctx context.Context, at time.Time) ([]string, error) {
+	at = s.orNow(at)
+	var ids []string
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `UPDATE runs SET status = ?, ended_at = ?,
+			error = CASE WHEN error = '' THEN ? ELSE error END
+			WHERE status IN (?, ?) RETURNING id`,
+			store.StatusInterrupted, toNS(at), interruptedError, store.StatusPending, store.StatusRunning)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mark interrupted runs: %w", err)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// AnnounceResult delivers a finished run's result into its parent session:
+// in one transaction, if the run is not yet announced, it inserts msg and
+// sets announced. It returns false, storing nothing, if the run was
+// already announced, so concurrent or repeated calls (a retry after a
+// restart) deliver the message exactly once.
+//
+// msg.SessionKey defaults to the run's parent session, and must be it when
+// given; msg.RunID defaults to the run's ID; msg.Role to subagent. A run
+// still pending or running gives store.ErrInvalidTransition.
+func (s *Store) AnnounceResult(ctx context.Context, runID string, msg store.Message) (bool, error) {
+	ref := normalizeRunRef(runID)
+	if err := checkKey("run ID", ref); err != nil {
+		return false, fmt.Errorf("announce result: %w", err)
+	}
+	var announced bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		announced, err = s.announce(ctx, tx, ref, msg)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("announce result of run %s: %w", runID, err)
+	}
+	return announced, nil
+}
+
+func (s *Store) announce(ctx context.Context, tx *sql.Tx, ref string, msg store.Message) (bool, error) {
+	var (
+		id, short, parent, status string
+		done                      bool
+	)
+	err := tx.QueryRowContext(ctx, `SELECT id, short_id, parent_session, status, announced FROM runs
+		WHERE id = ? OR short_id = ?`, ref, ref).Scan(&id, &short, &parent, &status, &done)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, store.ErrNotFound
+	}
+	if err != nil {
+		return false, fmt.Errorf("read run: %w", err)
+	}
+	if done {
+		return false, nil
+	}
+	if !store.IsFinal(status) {
+		return false, fmt.Errorf("run %s is %s; only a finished run's result is announced: %w",
+			short, status, store.ErrInvalidTransition)
+	}
+	if err := s.fillAnnouncement(&msg, id, parent); err != nil {
+		return false, err
+	}
+	if _, err := insertMessage(ctx, tx, msg); err != nil {
+		return false, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET announced = 1 WHERE id = ?`, id); err != nil {
+		return false, fmt.Errorf("mark announced: %w", err)
+	}
+	return true, nil
+}
+
+// fillAnnouncement checks an announcement message against its run and
+// fills in its defaults.
+func (s *Store) fillAnnouncement(msg *store.Message, runID, parent string) error {
+	switch {
+	case msg.SessionKey == "" && parent == "":
+		return errors.New("the run has no parent session and the message names none")
+	case msg.SessionKey == "":
+		msg.SessionKey = parent
+	case parent != "" && msg.SessionKey != parent:
+		return fmt.Errorf("message session %s is not the run's parent session %s", msg.SessionKey, parent)
+	}
+	switch {
+	case msg.RunID == "":
+		msg.RunID = runID
+	case normalizeRunRef(msg.RunID) != runID:
+		return fmt.Errorf("message run ID %s is not the run's ID %s", msg.RunID, runID)
+	}
+	if msg.Role == "" {
+		msg.Role = store.RoleSubagent
+	}
+	return s.checkMessage(msg)
+}
+
+// Unannounced returns finished runs with a parent session whose result was
+// not yet announced, oldest end first: what a restarted daemon still owes
+// the orchestrators.
+func (s *Store) Unannounced(ctx context.Context) ([]store.Run, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+runColumns+` FROM runs
+		WHERE announced = 0 AND parent_session != '' AND status NOT IN (?, ?)
+		ORDER BY ended_at, created_at, rowid`, store.StatusPending, store.StatusRunning)
+	if err != nil {
+		return nil, fmt.Errorf("list unannounced runs: %w", err)
+	}
+	runs, err := scanRuns(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list unannounced runs: %w", err)
+	}
+	return runs, nil
+}

@@ -1,0 +1,318 @@
+// Package store defines Ava's durable record: sessions, their messages,
+// subagent runs, pending spawns awaiting confirmation, and long-term
+// memory. The types and the Store interface live here; each backend is a
+// subpackage (store/sqlite), and store/storetest is the conformance suite
+// every backend must pass.
+//
+// Concurrency rules every backend keeps:
+//   - All methods are safe for concurrent use by any number of goroutines;
+//     concurrent writers are serialised by the backend and never see a
+//     "database is busy" error.
+//   - TransitionRun is a compare-and-set: it changes a run's status only if
+//     the current status is one of from, atomically. When cancellation
+//     races completion, exactly one of the two transitions wins and the
+//     other gets ErrInvalidTransition naming the status that won, so a run
+//     never ends twice and never flips from cancelled to success.
+//   - AnnounceResult delivers a finished run's result into its parent's
+//     messages exactly once, even when called concurrently or again after a
+//     restart: the message insert and the announced flag commit together.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"slices"
+	"time"
+)
+
+// Session is one conversation: a main session (ava:cli:<id>, ava:web:<id>,
+// …) or a subagent's own session (ava:subagent:S-xxxxxx).
+type Session struct {
+	Key       string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// BudgetCents is the session's spending cap; 0 means none.
+	BudgetCents float64
+	// SpentCents is what the session has spent so far.
+	SpentCents float64
+	// LastSeq is the highest event sequence number recorded for the
+	// session; it never decreases.
+	LastSeq uint64
+}
+
+// Message roles.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleSubagent  = "subagent"
+)
+
+// Message senders shown to the person.
+const (
+	SenderUser     = "user"
+	SenderAva      = "ava"
+	SenderSubagent = "[Subagent]"
+)
+
+// Message is one entry of a session's history.
+type Message struct {
+	// ID is assigned by the store and increases with insertion order.
+	ID         int64
+	SessionKey string
+	// Role is RoleUser, RoleAssistant or RoleSubagent.
+	Role string
+	// Sender is the display name: SenderUser, SenderAva, SenderSubagent.
+	Sender string
+	// Text is the plain text used for display and search.
+	Text string
+	// Blocks is the full provider-neutral message (llm.Message JSON),
+	// stored as given and opaque to the store.
+	Blocks json.RawMessage
+	// RunID names the run whose result this message carries, if any.
+	RunID     string
+	CreatedAt time.Time
+}
+
+// Run statuses. Pending and running are active; the rest are final.
+const (
+	StatusPending            = "pending"
+	StatusRunning            = "running"
+	StatusSuccess            = "success"
+	StatusTimeout            = "timeout"
+	StatusCostExceeded       = "cost_exceeded"
+	StatusTokensExceeded     = "tokens_exceeded"
+	StatusIterationsExceeded = "iterations_exceeded"
+	StatusCancelled          = "cancelled"
+	StatusError              = "error"
+	StatusInterrupted        = "interrupted"
+)
+
+// Statuses lists every run status.
+var Statuses = []string{
+	StatusPending, StatusRunning, StatusSuccess, StatusTimeout,
+	StatusCostExceeded, StatusTokensExceeded, StatusIterationsExceeded,
+	StatusCancelled, StatusError, StatusInterrupted,
+}
+
+// ActiveStatuses are the statuses of a run that has not ended.
+var ActiveStatuses = []string{StatusPending, StatusRunning}
+
+// ValidStatus reports whether s is a run status.
+func ValidStatus(s string) bool { return slices.Contains(Statuses, s) }
+
+// IsFinal reports whether s is a status a run ends in.
+func IsFinal(s string) bool { return ValidStatus(s) && !slices.Contains(ActiveStatuses, s) }
+
+// Spawn modes of a run.
+const (
+	ModeSingle   = "single"
+	ModeParallel = "parallel"
+	ModeChain    = "chain"
+)
+
+// ValidMode reports whether m is a spawn mode.
+func ValidMode(m string) bool { return m == ModeSingle || m == ModeParallel || m == ModeChain }
+
+// SubagentSessionPrefix starts every subagent session key; the short ID
+// follows it.
+const SubagentSessionPrefix = "ava:subagent:"
+
+var shortIDPattern = regexp.MustCompile(`^S-[0-9a-f]{6}$`)
+
+// ValidShortID reports whether s has the form S-xxxxxx (six lowercase hex
+// characters).
+func ValidShortID(s string) bool { return shortIDPattern.MatchString(s) }
+
+// Run is one subagent run: its spawn record, its live counters and how it
+// ended.
+type Run struct {
+	// ID is the full UUID.
+	ID string
+	// ShortID is "S-" and six lowercase hex characters, unique in a store.
+	ShortID string
+	// SessionKey is the run's own session, "ava:subagent:" + ShortID.
+	SessionKey    string
+	ParentSession string
+	ParentAgent   string
+	// GroupID links the runs of one parallel or chain spawn.
+	GroupID    string
+	Mode       string
+	Role       string
+	Task       string
+	Model      string
+	Config     json.RawMessage
+	Status     string
+	Result     json.RawMessage
+	Error      string
+	Tokens     int
+	CostCents  float64
+	Iterations int
+	CreatedAt  time.Time
+	// StartedAt is set when the run first becomes running.
+	StartedAt *time.Time
+	// EndedAt is set when the run reaches a final status.
+	EndedAt *time.Time
+	// Announced is set once the result was delivered to the parent.
+	Announced bool
+}
+
+// RunFilter selects runs for ListRuns. Zero fields select everything.
+type RunFilter struct {
+	// ParentSession keeps runs spawned from this session.
+	ParentSession string
+	// Status keeps runs in any of these statuses.
+	Status []string
+	// Limit caps the number of runs returned (newest first); 0 means all.
+	Limit int
+	// Active keeps only pending and running runs.
+	Active bool
+}
+
+// RunFinish is how a run ended, recorded by TransitionRun.
+type RunFinish struct {
+	Result     json.RawMessage
+	Error      string
+	Tokens     int
+	CostCents  float64
+	Iterations int
+	// EndedAt defaults to the store's clock when zero.
+	EndedAt time.Time
+}
+
+// Pending spawn statuses.
+const (
+	SpawnPending   = "pending"
+	SpawnConfirmed = "confirmed"
+	SpawnRejected  = "rejected"
+	SpawnExpired   = "expired"
+)
+
+// PendingSpawn is a proposed spawn waiting for the person's decision.
+type PendingSpawn struct {
+	ID         string
+	SessionKey string
+	// Config is the proposed subagent configuration; a "modify" decision
+	// replaces it.
+	Config             json.RawMessage
+	EstimateMinSeconds int
+	EstimateMaxSeconds int
+	MaxCostCents       float64
+	Tools              []string
+	Rationale          string
+	Status             string
+	CreatedAt          time.Time
+	ExpiresAt          time.Time
+	// RunID is the run started from a confirmed spawn.
+	RunID string
+}
+
+// Memory is one long-term memory entry.
+type Memory struct {
+	ID      int64
+	Content string
+	Tags    []string
+	// Source says who or what wrote it (a session key, "user", …).
+	Source    string
+	CreatedAt time.Time
+}
+
+// SessionStore records sessions and their messages.
+type SessionStore interface {
+	// EnsureSession returns the session, creating it if missing.
+	EnsureSession(ctx context.Context, key string) (Session, error)
+	// GetSession returns the session or ErrNotFound.
+	GetSession(ctx context.Context, key string) (Session, error)
+	// AddSessionSpend adds cents to the session's spend, creating the
+	// session if missing.
+	AddSessionSpend(ctx context.Context, key string, cents float64) error
+	// SetSessionBudget sets the session's cap (0 = none), creating the
+	// session if missing.
+	SetSessionBudget(ctx context.Context, key string, cents float64) error
+	// SetLastSeq raises the session's last sequence number to seq; a
+	// lower seq leaves it unchanged. It creates the session if missing.
+	SetLastSeq(ctx context.Context, key string, seq uint64) error
+	// AppendMessage stores m (creating its session if missing) and
+	// returns it with ID and CreatedAt set.
+	AppendMessage(ctx context.Context, m Message) (Message, error)
+	// Messages returns the session's messages oldest first; with limit > 0
+	// only the last limit of them.
+	Messages(ctx context.Context, sessionKey string, limit int) ([]Message, error)
+}
+
+// RunStore records subagent runs.
+type RunStore interface {
+	// CreateRun stores a new run. A ShortID or ID already in use gives an
+	// error wrapping ErrDuplicate, so the caller draws another.
+	CreateRun(ctx context.Context, r Run) error
+	// ShortIDExists reports whether a run has this short ID.
+	ShortIDExists(ctx context.Context, short string) (bool, error)
+	// GetRun finds a run by full ID, short ID, or a unique prefix of
+	// either. It returns ErrNotFound, or an *AmbiguousError listing the
+	// candidates.
+	GetRun(ctx context.Context, idOrPrefix string) (Run, error)
+	// ListRuns returns the runs f selects, newest first.
+	ListRuns(ctx context.Context, f RunFilter) ([]Run, error)
+	// UpdateRunProgress records an active run's counters so far. A run
+	// that has ended gives ErrInvalidTransition: its final counters stay.
+	UpdateRunProgress(ctx context.Context, id string, tokens int, costCents float64, iterations int) error
+	// TransitionRun moves the run to status to if its status is one of
+	// from, atomically, recording fin when given. Otherwise it returns
+	// an error wrapping ErrInvalidTransition that names the status.
+	TransitionRun(ctx context.Context, id string, from []string, to string, fin *RunFinish) error
+	// MarkInterrupted ends every pending or running run as interrupted at
+	// time at and returns their IDs. It is called at start-up.
+	MarkInterrupted(ctx context.Context, at time.Time) ([]string, error)
+	// AnnounceResult inserts msg into the run's parent session and marks
+	// the run announced, together. It returns false, storing nothing, if
+	// the run was already announced.
+	AnnounceResult(ctx context.Context, runID string, msg Message) (bool, error)
+	// MarkAnnounced marks a finished run's result as delivered without
+	// adding a message: the result reached its parent another way (a
+	// waiting tool call), or must never reach it (a cancelled run).
+	// Marking a run twice is not an error.
+	MarkAnnounced(ctx context.Context, runID string) error
+	// Unannounced returns finished runs with a parent whose result was
+	// not yet announced, oldest first.
+	Unannounced(ctx context.Context) ([]Run, error)
+}
+
+// PendingStore records spawns awaiting confirmation.
+type PendingStore interface {
+	// CreatePending stores a new pending spawn; an ID in use gives
+	// ErrDuplicate.
+	CreatePending(ctx context.Context, p PendingSpawn) error
+	// GetPending returns the pending spawn or ErrNotFound.
+	GetPending(ctx context.Context, id string) (PendingSpawn, error)
+	// ListPending returns the session's undecided, unexpired spawns,
+	// oldest first; an empty sessionKey lists every session's.
+	ListPending(ctx context.Context, sessionKey string) ([]PendingSpawn, error)
+	// DecidePending confirms or rejects a pending spawn. A non-nil config
+	// replaces the proposed one. It fails with ErrExpired after ExpiresAt
+	// and with ErrInvalidTransition when already decided.
+	DecidePending(ctx context.Context, id, decision string, config json.RawMessage, runID string) error
+	// ExpirePending marks every pending spawn whose ExpiresAt is not after
+	// now as expired and returns how many.
+	ExpirePending(ctx context.Context, now time.Time) (int, error)
+}
+
+// MemoryStore records long-term memory.
+type MemoryStore interface {
+	// WriteMemory stores m and returns it with ID and CreatedAt set.
+	WriteMemory(ctx context.Context, m Memory) (Memory, error)
+	// SearchMemory returns up to limit memories matching any word of
+	// query, best match first. Query text is taken literally.
+	SearchMemory(ctx context.Context, query string, limit int) ([]Memory, error)
+	// RecentMemory returns up to limit memories, newest first.
+	RecentMemory(ctx context.Context, limit int) ([]Memory, error)
+}
+
+// Store is the whole durable record.
+type Store interface {
+	SessionStore
+	RunStore
+	PendingStore
+	MemoryStore
+	// Close releases the store; calling it again is harmless.
+	Close() error
+}

@@ -1,0 +1,337 @@
+package storetest
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
+
+	"github.com/avaagent/ava/store"
+)
+
+func transitionCases() []testCase {
+	return []testCase{
+		{"TransitionRun", testTransitionRun},
+		{"TransitionRace", testTransitionRace},
+		{"TransitionResume", testTransitionResume},
+		{"MarkInterrupted", testMarkInterrupted},
+		{"AnnounceResultOnce", testAnnounceResultOnce},
+		{"AnnounceConcurrentRuns", testAnnounceConcurrentRuns},
+		{"MarkAnnounced", testMarkAnnounced},
+		{"Unannounced", testUnannounced},
+	}
+}
+
+func testTransitionRun(t *testing.T, s store.Store) {
+	r := createRun(t, s, newRun("S-0c0c0c", "ava:cli:p"))
+	if r.StartedAt != nil || r.EndedAt != nil {
+		t.Fatalf("new run has times set: %+v", r)
+	}
+	must(t, s.TransitionRun(ctx(t), r.ID, []string{store.StatusPending}, store.StatusRunning, nil))
+	got, err := s.GetRun(ctx(t), r.ID)
+	must(t, err)
+	if got.Status != store.StatusRunning || got.StartedAt == nil || got.EndedAt != nil {
+		t.Fatalf("after start: status %s started %v ended %v", got.Status, got.StartedAt, got.EndedAt)
+	}
+
+	ended := base.Add(time.Hour)
+	fin := &store.RunFinish{Result: []byte(`{"summary":"ok","confidence":0.9}`), Error: "",
+		Tokens: 321, CostCents: 1.75, Iterations: 3, EndedAt: ended}
+	must(t, s.TransitionRun(ctx(t), r.ShortID, []string{store.StatusRunning}, store.StatusSuccess, fin))
+	got, err = s.GetRun(ctx(t), r.ID)
+	must(t, err)
+	want := r
+	want.Status, want.Result, want.Tokens, want.CostCents, want.Iterations = store.StatusSuccess, fin.Result, 321, 1.75, 3
+	want.StartedAt, want.EndedAt = got.StartedAt, &ended
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("after finish (-want +got):\n%s", diff)
+	}
+
+	err = s.TransitionRun(ctx(t), r.ID, []string{store.StatusRunning}, store.StatusCancelled, nil)
+	wantErr(t, err, store.ErrInvalidTransition)
+	if !strings.Contains(err.Error(), store.StatusSuccess) {
+		t.Fatalf("refused transition error %q does not name the current status", err)
+	}
+	wantErr(t, s.TransitionRun(ctx(t), uuid.NewString(), []string{store.StatusRunning}, store.StatusError, nil), store.ErrNotFound)
+	wantPlainErr(t, s.TransitionRun(ctx(t), r.ID, []string{store.StatusSuccess}, "finished", nil))
+	wantPlainErr(t, s.TransitionRun(ctx(t), r.ID, nil, store.StatusError, nil))
+	wantPlainErr(t, s.TransitionRun(ctx(t), r.ID, []string{store.StatusSuccess}, store.StatusRunning, &store.RunFinish{}))
+}
+
+// testTransitionRace races completion against cancellation: 100
+// goroutines, half moving each run running→success and half
+// running→cancelled. Exactly one may win; every other gets
+// ErrInvalidTransition; the stored status is the winner's.
+func testTransitionRace(t *testing.T, s store.Store) {
+	for round := range 3 {
+		r := newRun(shortID(0xa00+round), "ava:cli:race")
+		r.Status = store.StatusRunning
+		r = createRun(t, s, r)
+		var (
+			wins   atomic.Int32
+			winner atomic.Value
+			start  = make(chan struct{})
+			wg     sync.WaitGroup
+		)
+		for i := range 100 {
+			to := store.StatusSuccess
+			if i%2 == 1 {
+				to = store.StatusCancelled
+			}
+			wg.Go(func() {
+				<-start
+				err := s.TransitionRun(ctx(t), r.ID, []string{store.StatusRunning}, to,
+					&store.RunFinish{Result: []byte(`"` + to + `"`), Tokens: i})
+				switch {
+				case err == nil:
+					wins.Add(1)
+					winner.Store(to)
+				case !errors.Is(err, store.ErrInvalidTransition):
+					t.Errorf("loser %d got %v, want ErrInvalidTransition", i, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if n := wins.Load(); n != 1 {
+			t.Fatalf("round %d: %d transitions won, want exactly 1", round, n)
+		}
+		got, err := s.GetRun(ctx(t), r.ID)
+		must(t, err)
+		w := winner.Load().(string)
+		if got.Status != w || string(got.Result) != `"`+w+`"` {
+			t.Fatalf("round %d: stored status %s result %s, but %s won", round, got.Status, got.Result, w)
+		}
+	}
+}
+
+// testTransitionResume checks that a finished run sent a follow-up
+// (success → running) can be announced again when it finishes anew.
+func testTransitionResume(t *testing.T, s store.Store) {
+	const parent = "ava:cli:resume"
+	r := createRun(t, s, newRun("S-0d0d0d", parent))
+	finish(t, s, r.ID, store.StatusSuccess)
+	ok, err := s.AnnounceResult(ctx(t), r.ID, store.Message{Text: "[Task: find] first"})
+	must(t, err)
+	if !ok {
+		t.Fatal("first announcement refused")
+	}
+	must(t, s.TransitionRun(ctx(t), r.ID, []string{store.StatusSuccess}, store.StatusRunning, nil))
+	got, err := s.GetRun(ctx(t), r.ID)
+	must(t, err)
+	if got.Announced || got.EndedAt != nil || got.StartedAt == nil {
+		t.Fatalf("resumed run: announced %v ended %v started %v", got.Announced, got.EndedAt, got.StartedAt)
+	}
+	finish(t, s, r.ID, store.StatusSuccess)
+	ok, err = s.AnnounceResult(ctx(t), r.ID, store.Message{Text: "[Task: find] second"})
+	must(t, err)
+	if !ok {
+		t.Fatal("the resumed run's result was not announced")
+	}
+	msgs, err := s.Messages(ctx(t), parent, 0)
+	must(t, err)
+	if len(msgs) != 2 || msgs[1].Text != "[Task: find] second" {
+		t.Fatalf("parent messages = %+v, want both results", msgs)
+	}
+}
+
+func testMarkInterrupted(t *testing.T, s store.Store) {
+	var active []string
+	for i, status := range []string{store.StatusPending, store.StatusRunning, store.StatusSuccess, store.StatusRunning} {
+		r := newRun(shortID(0xb00+i), "ava:cli:p")
+		r.Status = status
+		r = createRun(t, s, r)
+		if status != store.StatusSuccess {
+			active = append(active, r.ID)
+		}
+	}
+	slices.Sort(active)
+	at := base.Add(2 * time.Hour)
+	ids, err := s.MarkInterrupted(ctx(t), at)
+	must(t, err)
+	slices.Sort(ids)
+	if diff := cmp.Diff(active, ids); diff != "" {
+		t.Fatalf("MarkInterrupted ids (-want +got):\n%s", diff)
+	}
+	for _, id := range active {
+		r, err := s.GetRun(ctx(t), id)
+		must(t, err)
+		if r.Status != store.StatusInterrupted || r.EndedAt == nil || !r.EndedAt.Equal(at) || r.Error == "" {
+			t.Fatalf("interrupted run = status %s ended %v error %q", r.Status, r.EndedAt, r.Error)
+		}
+	}
+	done, err := s.ListRuns(ctx(t), store.RunFilter{Status: []string{store.StatusSuccess}})
+	must(t, err)
+	if len(done) != 1 {
+		t.Fatalf("%d successful runs after MarkInterrupted, want the 1 untouched", len(done))
+	}
+	ids, err = s.MarkInterrupted(ctx(t), at)
+	must(t, err)
+	if len(ids) != 0 {
+		t.Fatalf("second MarkInterrupted returned %v", ids)
+	}
+}
+
+// testAnnounceResultOnce announces one result from 50 goroutines at once:
+// exactly one call delivers it, and the parent holds it once.
+func testAnnounceResultOnce(t *testing.T, s store.Store) {
+	const parent = "ava:cli:orchestrator"
+	r := newRun("S-0e0e0e", parent)
+	r.Status = store.StatusRunning
+	r = createRun(t, s, r)
+	_, err := s.AnnounceResult(ctx(t), r.ID, store.Message{Text: "too early"})
+	wantErr(t, err, store.ErrInvalidTransition)
+	finish(t, s, r.ID, store.StatusSuccess)
+
+	var (
+		delivered atomic.Int32
+		wg        sync.WaitGroup
+	)
+	for range 50 {
+		wg.Go(func() {
+			ok, err := s.AnnounceResult(ctx(t), r.ShortID, store.Message{
+				Text: "[Task: find the answer] 42", Blocks: []byte(`{"role":"user"}`),
+			})
+			if err != nil {
+				t.Errorf("announce: %v", err)
+			}
+			if ok {
+				delivered.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := delivered.Load(); n != 1 {
+		t.Fatalf("result delivered %d times, want exactly once", n)
+	}
+	msgs, err := s.Messages(ctx(t), parent, 0)
+	must(t, err)
+	if len(msgs) != 1 {
+		t.Fatalf("parent holds %d messages, want 1", len(msgs))
+	}
+	m := msgs[0]
+	if m.RunID != r.ID || m.Role != store.RoleSubagent || m.Sender != store.SenderSubagent || m.SessionKey != parent {
+		t.Fatalf("announced message = %+v", m)
+	}
+	got, err := s.GetRun(ctx(t), r.ID)
+	must(t, err)
+	if !got.Announced {
+		t.Fatal("run not marked announced")
+	}
+
+	other := newRun("S-0e0e0f", parent)
+	other.Status = store.StatusError
+	other = createRun(t, s, other)
+	_, err = s.AnnounceResult(ctx(t), other.ID, store.Message{SessionKey: "ava:cli:elsewhere", Text: "x"})
+	wantPlainErr(t, err)
+	_, err = s.AnnounceResult(ctx(t), uuid.NewString(), store.Message{Text: "x"})
+	wantErr(t, err, store.ErrNotFound)
+	if msgs, _ := s.Messages(ctx(t), "ava:cli:elsewhere", 0); len(msgs) != 0 {
+		t.Fatalf("a refused announcement was stored: %+v", msgs)
+	}
+}
+
+// testAnnounceConcurrentRuns announces 100 different runs at once. Each
+// announcement reads its run before writing, so a backend that lets such
+// transactions interleave fails here with a busy or stale-snapshot error.
+func testAnnounceConcurrentRuns(t *testing.T, s store.Store) {
+	const parent, n = "ava:cli:many", 100
+	ids := make([]string, n)
+	for i := range n {
+		r := newRun(shortID(0xd00+i), parent)
+		r.Status = store.StatusSuccess
+		ids[i] = createRun(t, s, r).ID
+	}
+	var (
+		wg    sync.WaitGroup
+		start = make(chan struct{})
+	)
+	for i, id := range ids {
+		wg.Go(func() {
+			<-start
+			ok, err := s.AnnounceResult(ctx(t), id, store.Message{Text: "result"})
+			if err != nil || !ok {
+				t.Errorf("announce run %d: delivered %v, err %v", i, ok, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	msgs, err := s.Messages(ctx(t), parent, 0)
+	must(t, err)
+	if len(msgs) != n {
+		t.Fatalf("parent holds %d results, want %d", len(msgs), n)
+	}
+	owed, err := s.Unannounced(ctx(t))
+	must(t, err)
+	if len(owed) != 0 {
+		t.Fatalf("%d runs still unannounced", len(owed))
+	}
+}
+
+// testMarkAnnounced marks results delivered without a message: the run
+// is no longer owed, and a later AnnounceResult adds nothing.
+func testMarkAnnounced(t *testing.T, s store.Store) {
+	const parent = "ava:cli:marked"
+	r := newRun("S-0e1e1e", parent)
+	r.Status = store.StatusRunning
+	r = createRun(t, s, r)
+	wantErr(t, s.MarkAnnounced(ctx(t), r.ID), store.ErrInvalidTransition)
+	finish(t, s, r.ID, store.StatusCancelled)
+	must(t, s.MarkAnnounced(ctx(t), r.ShortID))
+	must(t, s.MarkAnnounced(ctx(t), r.ID)) // twice is fine
+	got, err := s.GetRun(ctx(t), r.ID)
+	must(t, err)
+	if !got.Announced {
+		t.Fatal("run not marked announced")
+	}
+	owed, err := s.Unannounced(ctx(t))
+	must(t, err)
+	if len(owed) != 0 {
+		t.Fatalf("a marked run is still owed: %+v", owed)
+	}
+	ok, err := s.AnnounceResult(ctx(t), r.ID, store.Message{Text: "late"})
+	must(t, err)
+	msgs, err := s.Messages(ctx(t), parent, 0)
+	must(t, err)
+	if ok || len(msgs) != 0 {
+		t.Fatalf("AnnounceResult after MarkAnnounced delivered %v, parent holds %d messages", ok, len(msgs))
+	}
+	wantErr(t, s.MarkAnnounced(ctx(t), "S-fff000"), store.ErrNotFound)
+}
+
+func testUnannounced(t *testing.T, s store.Store) {
+	mk := func(short, parent, status string, at time.Time) store.Run {
+		r := newRun(short, parent)
+		r.Status, r.CreatedAt = store.StatusRunning, at
+		r = createRun(t, s, r)
+		if status != store.StatusRunning {
+			must(t, s.TransitionRun(ctx(t), r.ID, []string{store.StatusRunning}, status,
+				&store.RunFinish{EndedAt: at.Add(time.Minute)}))
+		}
+		r, err := s.GetRun(ctx(t), r.ID)
+		must(t, err)
+		return r
+	}
+	owedLater := mk("S-0f0001", "ava:cli:p", store.StatusTimeout, base.Add(time.Hour))
+	owed := mk("S-0f0002", "ava:cli:p", store.StatusSuccess, base)
+	mk("S-0f0003", "", store.StatusSuccess, base)          // no parent
+	mk("S-0f0004", "ava:cli:p", store.StatusRunning, base) // not finished
+	told := mk("S-0f0005", "ava:cli:p", store.StatusCancelled, base)
+	ok, err := s.AnnounceResult(ctx(t), told.ID, store.Message{Text: "cancelled"})
+	must(t, err)
+	if !ok {
+		t.Fatal("announcement refused")
+	}
+	got, err := s.Unannounced(ctx(t))
+	must(t, err)
+	if diff := cmp.Diff([]store.Run{owed, owedLater}, got); diff != "" {
+		t.Fatalf("Unannounced (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,139 @@
+package subagent_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/llm/scripted"
+	"github.com/avaagent/ava/orchestrator"
+	"github.com/avaagent/ava/store/sqlite"
+	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava/tool"
+)
+
+// The orchestrator spawns a background subagent, answers, and on its next
+// turn sees the subagent's result: once, and once again after a restart.
+func TestBackgroundResultReachesNextPromptExactlyOnce(t *testing.T) {
+	script := `
+conversations:
+  - match: "specialized researcher"
+    turns: [{text: "the answer is 42"}]
+  - turns:
+      - tool_calls: [{name: spawn_subagent, args: {role: researcher, task: "find the answer", background: true}}]
+      - text: "started it"
+      - text: "it said so"
+      - text: "still so"
+`
+	h := newHarness(t, script, nil)
+	orch := func(m *subagent.Manager) *orchestrator.Orchestrator {
+		reg, err := tool.NewRegistry(m.Tools()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		model, _ := h.opts.Catalog.Resolve("sonnet")
+		return orchestrator.New(orchestrator.Config{Model: model, Tools: reg, Publisher: h.hub, History: orchestrator.StoreHistory{Store: h.store}})
+	}
+	o := orch(h.m)
+	ctx := context.Background()
+	res, err := o.Ask(ctx, orchestrator1, "", "please research")
+	if err != nil || res.Status != agent.StatusSuccess || res.Text != "started it" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	hs := h.m.List(true)
+	if len(hs) != 1 {
+		t.Fatalf("%d subagents", len(hs))
+	}
+	wait(t, hs[0])
+	waitAnnounced(t, h.store, hs[0].ID())
+	if _, err := o.Ask(ctx, orchestrator1, "", "what did it find?"); err != nil {
+		t.Fatal(err)
+	}
+	if n := countInLastPrompt(h.model, "the answer is 42"); n != 1 {
+		t.Fatalf("result appears %d times in the next prompt, want 1", n)
+	}
+	if n := countInLastPrompt(h.model, "[Task: find the answer]"); n != 1 {
+		t.Fatalf("[Task: …] prefix appears %d times", n)
+	}
+	// Restart: a new manager on the same store does not announce it again.
+	m2 := subagent.NewManager(h.opts)
+	if err := m2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	if _, err := orch(m2).Ask(ctx, orchestrator1, "", "again?"); err != nil {
+		t.Fatal(err)
+	}
+	if n := countInLastPrompt(h.model, "the answer is 42"); n != 1 {
+		t.Fatalf("after restart the result appears %d times, want 1", n)
+	}
+}
+
+const orchestrator1 = "ava:cli:bg"
+
+func waitAnnounced(t *testing.T, st *sqlite.Store, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if r, err := st.GetRun(context.Background(), id); err == nil && r.Announced {
+			return
+		}
+	}
+	t.Fatal("result never announced")
+}
+
+func countInLastPrompt(r *recorder, s string) int {
+	reqs := r.requests()
+	var last *llm.Request
+	for _, q := range reqs {
+		if !strings.Contains(q.System, "specialized") {
+			last = q
+		}
+	}
+	n := 0
+	for _, m := range last.Messages {
+		for _, b := range m.Content {
+			n += strings.Count(b.Text+b.Content, s)
+		}
+	}
+	return n
+}
+
+// A run left running by a dead process is marked interrupted at the next
+// start, and its parent is told.
+func TestInterruptedAtRestart(t *testing.T) {
+	h := newHarness(t, "turns:\n  - text: never\n    delay: 1h\n", nil)
+	ctx := context.Background()
+	hd, err := h.m.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "researcher", Task: "long"}, Parent: parent, Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for hd.Status().Status != agent.StatusRunning {
+		time.Sleep(time.Millisecond)
+	}
+	// Simulate the process dying: a second store handle sees the run as
+	// running; a new manager on it marks it interrupted and announces it.
+	st2, err := sqlite.Open(ctx, h.root+"/ava.db", sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	opts := h.opts
+	opts.Store = st2
+	m2 := subagent.NewManager(opts)
+	if err := m2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m2.Close()
+	run, _ := st2.GetRun(ctx, hd.ID())
+	if run.Status != "interrupted" || !run.Announced {
+		t.Fatalf("status %s announced %v", run.Status, run.Announced)
+	}
+	msgs, _ := st2.Messages(ctx, parent.SessionKey, 0)
+	if len(msgs) != 1 || !strings.Contains(msgs[0].Text, "interrupted") {
+		t.Fatalf("parent messages %+v", msgs)
+	}
+	_ = scripted.Name
+}

@@ -1,0 +1,92 @@
+package subagent_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/avaagent/ava/subagent"
+)
+
+func known(n string) bool {
+	for _, b := range builtinNames {
+		if b == n {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCustomRoleFile(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "pricing.md"), []byte(`---
+name: pricing_analyst
+description: Compares prices.
+tools: [web_search, read_webpages]
+model: opus
+timeout: 5m
+max_cost_cents: 120
+max_tokens: 50000
+max_iterations: 8
+extended_thinking: true
+---
+Always give prices in USD per minute.
+`), 0o600)
+	roles, errs := subagent.LoadRoles([]string{dir}, known)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	r := roles["pricing_analyst"]
+	if r.Model != "opus" || r.Limits.Timeout != 5*time.Minute || r.Limits.MaxCostCents != 120 || r.Limits.MaxTokens != 50000 ||
+		r.Limits.MaxIterations != 8 || !r.ExtendedThinking || r.Prompt != "Always give prices in USD per minute." || r.Source != filepath.Join(dir, "pricing.md") {
+		t.Fatalf("%+v", r)
+	}
+	if len(roles) != 5 {
+		t.Fatalf("built-ins lost: %d roles", len(roles))
+	}
+}
+
+func TestBadRoleFilesAreRefusedWithPathLineAndReason(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"a_noclose.md":  "---\nname: x\ntools: [web_search]\n",
+		"b_badyaml.md":  "---\nname: x\ntools: [web_search\n---\n",
+		"c_unknown.md":  "---\nname: bad_tool\ndescription: d\ntools: [web_search, teleport]\n---\n",
+		"d_range.md":    "---\nname: bad_limit\ntools: [web_search]\nmax_iterations: 100000\n---\n",
+		"e_name.md":     "---\nname: Bad Name\ntools: [web_search]\n---\n",
+		"f_nofront.md":  "just text\n",
+		"g_timeout.md":  "---\nname: slowpoke\ntools: [web_search]\ntimeout: forever\n---\n",
+		"h_unknownk.md": "---\nname: typo\ntools: [web_search]\nmodle: opus\n---\n",
+		"z_good.md":     "---\nname: fine\ntools: [read_file]\n---\nok\n",
+	}
+	for n, c := range files {
+		os.WriteFile(filepath.Join(dir, n), []byte(c), 0o600)
+	}
+	roles, errs := subagent.LoadRoles([]string{dir}, known)
+	if _, ok := roles["fine"]; !ok {
+		t.Fatal("a good role was not loaded next to bad ones")
+	}
+	want := []string{
+		"a_noclose.md:1: front matter is not closed",
+		"b_badyaml.md:",
+		"c_unknown.md:4: tools: unknown tool \"teleport\"",
+		"d_range.md:4: max_iterations 100000",
+		"e_name.md:2: name \"Bad Name\"",
+		"f_nofront.md:1: a role file starts with",
+		"g_timeout.md:4: timeout \"forever\"",
+		"h_unknownk.md:",
+	}
+	if len(errs) != len(want) {
+		t.Fatalf("%d errors: %v", len(errs), errs)
+	}
+	for i, w := range want {
+		if !strings.Contains(errs[i].Error(), w) {
+			t.Errorf("error %d = %q, want it to contain %q", i, errs[i], w)
+		}
+	}
+	if !strings.Contains(errs[7].Error(), "modle") {
+		t.Errorf("unknown key not named: %v", errs[7])
+	}
+}
