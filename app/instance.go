@@ -5,43 +5,110 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 
+	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/orchestrator"
+	"github.com/avaagent/ava/store/sqlite"
+	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava/tool"
 )
 
-// Instance is an opened Ava: configuration, models, the event hub and
-// what backs it. Close it to flush and release everything.
+// Instance is an opened Ava: configuration, models, the store, the audit
+// log, the event hub, the tools and the subagent manager. Close it to stop
+// the subagents and flush everything.
 type Instance struct {
 	Config  config.Config
 	Catalog *llm.Catalog
+	Store   *sqlite.Store
+	Audit   *audit.Writer
 	Hub     *event.Hub
-	Log     *slog.Logger
+	// Tools are the built-in tools (what roles choose from).
+	Tools    *tool.Registry
+	Subagent *subagent.Manager
+	// RoleErrors are role files that could not be loaded.
+	RoleErrors []error
+	Log        *slog.Logger
 
 	closers []func() error
 }
 
 // Open builds an Instance from a validated cfg, creating the data root.
-func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Instance, error) {
+// Every event published to its Hub goes to the audit log.
+func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (in *Instance, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
 	if err := cfg.EnsureDataRoot(); err != nil {
 		return nil, err
 	}
-	cat, err := Catalog(cfg, log)
-	if err != nil {
+	in = &Instance{Config: cfg, Log: log}
+	defer func() {
+		if err != nil {
+			in.Close()
+		}
+	}()
+	if in.Catalog, err = Catalog(cfg, log); err != nil {
 		return nil, err
 	}
-	in := &Instance{Config: cfg, Catalog: cat, Log: log}
-	in.Hub = event.NewHub()
+	if in.Store, err = sqlite.Open(ctx, filepath.Join(cfg.DataRoot, sqlite.FileName), sqlite.Options{Logger: log}); err != nil {
+		return nil, err
+	}
+	in.closers = append(in.closers, in.Store.Close)
+	if in.Audit, err = audit.NewWriter(cfg.DataRoot, audit.Options{Logger: log, Secrets: cfg.Secrets()}); err != nil {
+		return nil, fmt.Errorf("open audit log: %w", err)
+	}
+	in.closers = append(in.closers, in.Audit.Close)
+	in.Hub = event.NewHub(in.Audit)
+	lifecycle, err := audit.NewSessionLogs(cfg.DataRoot, audit.SessionOptions{Secrets: cfg.Secrets()})
+	if err != nil {
+		return nil, fmt.Errorf("open session logs: %w", err)
+	}
+	if in.Tools, err = tool.NewRegistry(in.builtinTools()...); err != nil {
+		return nil, fmt.Errorf("built-in tools: %w", err)
+	}
+	roles, roleErrs := subagent.LoadRoles(RoleDirs(cfg), func(name string) bool { _, ok := in.Tools.Get(name); return ok })
+	in.RoleErrors = roleErrs
+	for _, e := range roleErrs {
+		log.Warn("role file skipped", "err", e)
+	}
+	in.Subagent = subagent.NewManager(subagent.Options{Catalog: in.Catalog, Tools: in.Tools, Store: in.Store, Hub: in.Hub,
+		Lifecycle: lifecycle, Roles: roles, MaxConcurrent: cfg.MaxConcurrentSubagents, StallAfter: cfg.StallAfter,
+		Workspace: cfg.Workspace, Logger: log})
+	if err := in.Subagent.Start(ctx); err != nil {
+		return nil, err
+	}
+	in.closers = append(in.closers, in.Subagent.Close)
 	return in, nil
 }
 
-// Close flushes and closes everything the instance opened, in reverse
-// order.
+// RoleDirs are where custom roles are found: the data root's agents/
+// then the workspace's .ava/agents/ (which wins on a name clash).
+func RoleDirs(cfg config.Config) []string {
+	dirs := []string{filepath.Join(cfg.DataRoot, "agents")}
+	if cfg.Workspace != "" {
+		dirs = append(dirs, filepath.Join(cfg.Workspace, ".ava", "agents"))
+	}
+	var out []string
+	for _, d := range dirs {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// History is the store-backed session history.
+func (in *Instance) History() orchestrator.History {
+	return orchestrator.StoreHistory{Store: in.Store}
+}
+
+// Close stops the subagents and flushes and closes everything the
+// instance opened, in reverse order.
 func (in *Instance) Close() error {
 	var errs []error
 	for i := len(in.closers) - 1; i >= 0; i-- {
@@ -55,7 +122,3 @@ func (in *Instance) Close() error {
 	}
 	return nil
 }
-
-// History returns the store-backed session history (nil until the store
-// is wired).
-func (in *Instance) History() orchestrator.History { return nil }

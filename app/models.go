@@ -119,3 +119,8 @@ func OrchestratorModel(cfg config.Config, cat *llm.Catalog, name string) (llm.Mo
 	}
 	return m, nil
 }
+
+// HasRealProviderConfig reports whether cfg configures any real provider.
+func HasRealProviderConfig(cfg config.Config) bool {
+	return cfg.Anthropic.APIKey != "" || cfg.OpenRouter.APIKey != "" || cfg.OpenAI.APIKey != "" || cfg.OpenAI.BaseURL != ""
+}

@@ -185,6 +185,8 @@ AVA_DATA_ROOT, …), the optional file $AVA_DATA_ROOT/config.yaml, and flags.`,
 	root.AddCommand(
 		newRunCmd(app),
 		newLogsCmd(app),
+		newSpawnCmd(app),
+		newRolesCmd(app),
 	)
 	return root
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/orchestrator"
+	"github.com/avaagent/ava/subagent"
 )
 
 type runOptions struct {
@@ -86,7 +87,7 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 	if offline && !o.json {
 		fmt.Fprintf(a.Stderr, "[offline] answering with the scripted model %s: no network, not a real model\n", model.Name())
 	}
-	tools, err := in.Tools(ctx)
+	tools, err := in.OrchestratorTools(ctx)
 	if err != nil {
 		return err
 	}
@@ -106,6 +107,7 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 		printLive(pctx, sub, a, o.json)
 	}()
 	res, askErr := orch.Ask(ctx, session, a.Getenv("USER"), message)
+	waitBackground(ctx, a, in, session, o.json)
 	in.Hub.Forget(session)
 	<-printed
 	stopPrint()
@@ -119,6 +121,35 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 		return withHint(fmt.Errorf("run ended with status %s: %v", res.Status, res.Err), statusHint(res.Status))
 	}
 	return nil
+}
+
+// waitBackground waits for the subagents the run left in the background:
+// this process is their only home, so it must not exit under them. Their
+// results are stored in the session for its next message.
+func waitBackground(ctx context.Context, a *App, in *app.Instance, session string, quiet bool) {
+	var waiting []*subagent.Handle
+	for _, h := range in.Subagent.List(false) {
+		if h.Parent() == session {
+			waiting = append(waiting, h)
+		}
+	}
+	if len(waiting) == 0 {
+		return
+	}
+	if !quiet {
+		fmt.Fprintf(a.Stderr, "[waiting for %d background subagent(s); Ctrl-C stops them]\n", len(waiting))
+	}
+	for _, h := range waiting {
+		if _, err := h.Wait(ctx); err != nil {
+			h.Cancel()
+		}
+		if !quiet {
+			fmt.Fprintln(a.Stderr, subagent.StatusLine(h.Status()))
+		}
+	}
+	if !quiet {
+		fmt.Fprintf(a.Stderr, "[their results are stored in session %s: continue with ava run --session %s \"…\"]\n", session, session)
+	}
 }
 
 func statusHint(s agent.Status) string {
@@ -166,6 +197,15 @@ func printLive(ctx context.Context, sub *event.Subscription, a *App, quiet bool)
 				var c event.ToolCallContent
 				_ = ev.Decode(&c)
 				fmt.Fprintf(a.Stderr, "[tool] %s %s\n", c.Name, shorten(string(c.Args), 120))
+			case event.SubagentSpawn, event.SubagentComplete:
+				var c struct {
+					Role       string `json:"role"`
+					SubagentID string `json:"subagentId"`
+				}
+				_ = ev.Decode(&c)
+				if line := subagent.EventLine(c.Role, ev); line != "" {
+					fmt.Fprintf(a.Stderr, "%s [%s]\n", line, c.SubagentID)
+				}
 			case event.AssistantMessage:
 				if wroteText && !endsWithNewline {
 					io.WriteString(a.Stdout, "\n")

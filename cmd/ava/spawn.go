@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava/tool"
+)
+
+type spawnOptions struct {
+	cfg     subagent.Config
+	timeout time.Duration
+	wait    bool
+	json    bool
+	offline bool
+}
+
+func newSpawnCmd(a *App) *cobra.Command {
+	var o spawnOptions
+	cmd := &cobra.Command{
+		Use:   "spawn --role ROLE [flags] --wait TASK",
+		Short: "Run one subagent on a task and print its result",
+		Long: `Spawn a subagent with a role and a task. Its ID is printed at once, its
+progress goes to stderr, and its result (summary, output, confidence, tokens,
+cost, duration, iterations, status) is printed when it ends.
+
+Until the daemon (ava serve) exists, a spawned subagent lives in this
+process, so --wait is required; Ctrl-C cancels it. The exit code is 0 when
+the subagent succeeded and 1 otherwise.`,
+		Example: `  ava spawn --role code_reviewer --wait "review the error handling in cmd/"
+  ava spawn --role researcher --model haiku --max-cost 10 --wait --json "what is WAL mode in SQLite?"`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !o.wait {
+				return withHint(errors.New("a background spawn needs the daemon (ava serve), which is not part of this version"),
+					"add --wait to run the subagent in this process")
+			}
+			o.cfg.Task = strings.Join(args, " ")
+			o.cfg.Timeout = o.timeout.Seconds()
+			return spawnOnce(cmd.Context(), a, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.cfg.Role, "role", "", "the subagent's role (see ava roles)")
+	f.StringVar(&o.cfg.Model, "model", "", "override the role's model (provider/model or haiku, sonnet, opus)")
+	f.DurationVar(&o.timeout, "timeout", 0, "wall-clock limit (default: the role's)")
+	f.Float64Var(&o.cfg.MaxCostCents, "max-cost", 0, "cost cap in cents (default: the role's)")
+	f.IntVar(&o.cfg.MaxTokens, "max-tokens", 0, "token cap (default: the role's)")
+	f.IntVar(&o.cfg.MaxIterations, "max-iterations", 0, "cap on model calls (default: the role's)")
+	f.StringVar(&o.cfg.Context, "context", "", "background for the subagent")
+	f.BoolVar(&o.wait, "wait", false, "run in this process and wait for the result (required until the daemon exists)")
+	f.BoolVar(&o.json, "json", false, "print the result as JSON")
+	f.BoolVar(&o.offline, "offline", false, "use the offline scripted demo model")
+	_ = cmd.MarkFlagRequired("role")
+	_ = cmd.RegisterFlagCompletionFunc("role", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		var names []string
+		for _, r := range subagent.BuiltinRoles() {
+			names = append(names, r.Name)
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	})
+	return cmd
+}
+
+func spawnOnce(ctx context.Context, a *App, o spawnOptions) error {
+	cfg, err := a.Config()
+	if err != nil {
+		return err
+	}
+	if o.offline {
+		o.cfg.Model = "scripted/demo"
+	} else if o.cfg.Model == "" && !app.HasRealProviderConfig(cfg) {
+		return withCode(1, app.ErrNoModel)
+	}
+	in, err := app.Open(ctx, cfg, a.Logger())
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	parent := tool.Caller{AgentID: event.OrchestratorID, SessionKey: "ava:cli:" + uuid.NewString()[:8], Workspace: cfg.Workspace}
+	h, err := in.Subagent.Spawn(ctx, subagent.Request{Config: o.cfg, Parent: parent, User: a.Getenv("USER")})
+	if err != nil {
+		return err
+	}
+	if !o.json {
+		fmt.Fprintln(a.Stdout, h.ID())
+	}
+	if h.Model().Provider.Name() == "scripted" {
+		fmt.Fprintf(a.Stderr, "[offline] %s runs on the scripted model %s: not a real model\n", h.ID(), h.Model().Name())
+	}
+	followDone := make(chan struct{})
+	fctx, stopFollow := context.WithCancel(ctx)
+	go func() {
+		defer close(followDone)
+		followSubagent(fctx, a, h)
+	}()
+	r, werr := h.Wait(ctx)
+	if werr != nil {
+		h.Cancel()
+		r, werr = h.Wait(context.Background())
+	}
+	stopFollow()
+	<-followDone
+	if werr != nil {
+		return werr
+	}
+	printResult(a, r, o.json)
+	if r.Status != agent.StatusSuccess {
+		return withCode(1, fmt.Errorf("subagent %s ended with status %s%s", h.ID(), r.Status, errSuffix(r.Error)))
+	}
+	return nil
+}
+
+func errSuffix(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}
+
+// followSubagent prints the subagent's status lines to stderr.
+func followSubagent(ctx context.Context, a *App, h *subagent.Handle) {
+	sub := h.Subscribe(0)
+	for {
+		evs, err := sub.Next(ctx)
+		if err != nil {
+			return
+		}
+		for _, ev := range evs {
+			if ev.Type == event.ToolCall || ev.Type == event.Stalled || ev.Type == event.Retry {
+				if line := subagent.EventLine(h.Role().Name, ev); line != "" {
+					fmt.Fprintln(a.Stderr, line)
+				} else if ev.Type == event.Retry {
+					fmt.Fprintln(a.Stderr, "[retrying a model call]")
+				}
+			}
+		}
+	}
+}
+
+func printResult(a *App, r subagent.Result, asJSON bool) {
+	if asJSON {
+		b, _ := json.MarshalIndent(r, "", "  ")
+		fmt.Fprintln(a.Stdout, string(b))
+		return
+	}
+	fmt.Fprintf(a.Stdout, "status: %s · %.1fs · %d tokens · %.2f¢ · %d iterations", r.Status, r.DurationSeconds, r.TokensUsed, r.CostCents, r.Iterations)
+	if r.OutputFormat == "json" {
+		fmt.Fprintf(a.Stdout, " · confidence %.2f", r.Confidence)
+	}
+	fmt.Fprintln(a.Stdout)
+	if r.Summary != "" {
+		fmt.Fprintf(a.Stdout, "summary: %s\n", r.Summary)
+	}
+	switch r.OutputFormat {
+	case "json":
+		var v any
+		_ = json.Unmarshal(r.Output, &v)
+		b, _ := json.MarshalIndent(v, "", "  ")
+		fmt.Fprintf(a.Stdout, "output (json):\n%s\n", b)
+	case "text":
+		var s string
+		_ = json.Unmarshal(r.Output, &s)
+		fmt.Fprintf(a.Stdout, "output (text; the subagent returned no JSON):\n%s\n", s)
+	}
+}
