@@ -120,7 +120,6 @@ func TestAnswerWithoutJSONIsVisibleAsText(t *testing.T) {
 	}
 }
 
-
 func TestEachRoleGetsExactlyItsTools(t *testing.T) {
 	h := newHarness(t, answerScript, nil)
 	want := map[string][]string{

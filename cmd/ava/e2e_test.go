@@ -1,0 +1,149 @@
+package main_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/llm/llmfake"
+)
+
+var avaBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ava-e2e")
+	if err != nil {
+		panic(err)
+	}
+	avaBin = filepath.Join(dir, "ava")
+	out, err := exec.Command("go", "build", "-o", avaBin, ".").CombinedOutput()
+	if err != nil {
+		panic("build ava: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// ava runs the binary with a clean environment plus env.
+func ava(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(avaBin, args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AVA_DATA_ROOT=" + t.TempDir(), "AVA_WORKSPACE=" + t.TempDir()}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+func TestRunAgainstOpenAICompatibleServer(t *testing.T) {
+	fake := llmfake.NewOpenAI(t, llmfake.Turn{Text: "Hello from the fake model.", Usage: llm.Usage{InputTokens: 12, OutputTokens: 6}})
+	out, errOut, code := ava(t, map[string]string{"OPENAI_BASE_URL": fake.URL + "/v1", "AVA_MODEL": "openai/llama3.2"}, "run", "hello")
+	if code != 0 || strings.TrimSpace(out) != "Hello from the fake model." {
+		t.Fatalf("exit %d\nstdout %q\nstderr %s", code, out, errOut)
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 1 || reqs[0].Body["model"] != "llama3.2" || reqs[0].Body["stream"] != true {
+		t.Fatalf("requests %+v", reqs)
+	}
+}
+
+func TestRunJSON(t *testing.T) {
+	fake := llmfake.NewOpenAI(t, llmfake.Turn{Text: "42", Usage: llm.Usage{InputTokens: 1000, OutputTokens: 100}})
+	out, errOut, code := ava(t, map[string]string{"OPENAI_BASE_URL": fake.URL, "AVA_MODEL": "openai/gpt-4o-mini", "OPENAI_API_KEY": "sk-test"}, "run", "--json", "answer?")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res struct {
+		Status     string  `json:"status"`
+		Text       string  `json:"text"`
+		CostCents  float64 `json:"cost_cents"`
+		DurationMs int64   `json:"duration_ms"`
+		Iterations int     `json:"iterations"`
+		Offline    bool    `json:"offline"`
+		Tokens     struct{ Input, Output, Total int }
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	// gpt-4o-mini: 15¢ per million input, 60¢ per million output.
+	if res.Status != "success" || res.Text != "42" || res.Tokens.Total != 1100 || res.Iterations != 1 || res.Offline ||
+		res.CostCents < 0.0209 || res.CostCents > 0.0211 {
+		t.Fatalf("%+v", res)
+	}
+}
+
+func TestRunWithoutProviderExplains(t *testing.T) {
+	_, errOut, code := ava(t, nil, "run", "hello")
+	if code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"no model provider is configured", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "--offline"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}
+
+func TestRunOfflineIsLabelled(t *testing.T) {
+	out, errOut, code := ava(t, nil, "run", "--offline", "hi there")
+	if code != 0 || !strings.Contains(out, "[offline demo model]") || !strings.Contains(out, `"hi there"`) || !strings.Contains(errOut, "[offline]") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+}
+
+func TestRunServerErrorFails(t *testing.T) {
+	fake := llmfake.NewOpenAI(t, llmfake.Turn{Status: 400})
+	_, errOut, code := ava(t, map[string]string{"OPENAI_BASE_URL": fake.URL, "AVA_MODEL": "openai/x"}, "run", "hello")
+	if code != 1 || !strings.Contains(errOut, "status error") || !strings.Contains(errOut, "400") {
+		t.Fatalf("exit %d stderr %s", code, errOut)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	_, errOut, code := ava(t, nil, "run")
+	if code != 2 || !strings.Contains(errOut, "requires at least 1 arg") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	_, errOut, code = ava(t, nil, "frobnicate")
+	if code != 2 || !strings.Contains(errOut, "unknown command") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+func TestDataRootIsPrivate(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "fresh")
+	_, errOut, code := ava(t, map[string]string{"AVA_DATA_ROOT": root}, "run", "--offline", "hi")
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	st, err := os.Stat(root)
+	if err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("data root mode %v %v", st.Mode(), err)
+	}
+	for _, p := range []string{"ava.db", "logs/ava"} {
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			t.Errorf("%s missing: %v", p, err)
+		}
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	out, _, code := ava(t, nil, "completion", "bash")
+	if code != 0 || !strings.Contains(out, "__start_ava") {
+		t.Fatalf("exit %d", code)
+	}
+}

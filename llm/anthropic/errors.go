@@ -1,0 +1,147 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+
+	"github.com/avaagent/ava/llm"
+)
+
+// maxErrorMessage bounds the body text kept in an APIError, so that an
+// HTML error page from a proxy does not flood the logs.
+const maxErrorMessage = 1000
+
+// requestError classifies a failure to get a response started.
+func requestError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return contextError(ctx, err)
+	}
+	var apiErr *anthropic.Error
+	if errors.As(err, &apiErr) {
+		return toAPIError(apiErr)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("anthropic: %w: connection closed before the response: %w", llm.ErrStreamCut, err)
+	}
+	return fmt.Errorf("anthropic: send request: %w", err)
+}
+
+// streamError classifies a failure while reading the event stream.
+func streamError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return contextError(ctx, err)
+	}
+	var apiErr *anthropic.Error
+	if errors.As(err, &apiErr) {
+		return toAPIError(apiErr)
+	}
+	var syntaxErr *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &syntaxErr) || errors.As(err, &typeErr) {
+		return fmt.Errorf("anthropic: %w: event is not valid JSON: %w", llm.ErrMalformed, err)
+	}
+	return fmt.Errorf("anthropic: %w: %w", llm.ErrStreamCut, err)
+}
+
+// contextError reports a done ctx: the result matches both ctx.Err() and
+// the cancellation cause, whatever the transport made of it.
+func contextError(ctx context.Context, err error) error {
+	cause := context.Cause(ctx)
+	if cause == nil || errors.Is(cause, ctx.Err()) {
+		return fmt.Errorf("anthropic: stream aborted: %w", ctx.Err())
+	}
+	return fmt.Errorf("anthropic: stream aborted: %w: %w", ctx.Err(), cause)
+}
+
+// errorStatus is the HTTP status of an error type the API reports inside
+// a stream, where the HTTP status is already 200.
+var errorStatus = map[string]int{
+	"invalid_request_error": http.StatusBadRequest,
+	"authentication_error":  http.StatusUnauthorized,
+	"billing_error":         http.StatusPaymentRequired,
+	"permission_error":      http.StatusForbidden,
+	"not_found_error":       http.StatusNotFound,
+	"request_too_large":     http.StatusRequestEntityTooLarge,
+	"rate_limit_error":      http.StatusTooManyRequests,
+	"api_error":             http.StatusInternalServerError,
+	"timeout_error":         http.StatusGatewayTimeout,
+	"overloaded_error":      529,
+}
+
+// toAPIError converts the SDK's error: an HTTP error answer, or an
+// "event: error" in a stream (whose status says 200 and whose error type
+// gives the real one).
+func toAPIError(e *anthropic.Error) *llm.APIError {
+	out := &llm.APIError{Provider: "anthropic", StatusCode: e.StatusCode, Message: errorMessage(e)}
+	if out.StatusCode < 400 {
+		out.StatusCode = http.StatusInternalServerError
+		if s, ok := errorStatus[string(e.Type())]; ok {
+			out.StatusCode = s
+		}
+	}
+	if e.Response != nil {
+		out.RetryAfter = parseRetryAfter(e.Response.Header, time.Now())
+	}
+	return out
+}
+
+// errorMessage is "type: message" from the API's error envelope, else the
+// body as sent (shortened), else the status text.
+func errorMessage(e *anthropic.Error) string {
+	raw := e.RawJSON()
+	var env struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(raw), &env) == nil && env.Error.Message != "" {
+		if env.Error.Type == "" {
+			return env.Error.Message
+		}
+		return env.Error.Type + ": " + env.Error.Message
+	}
+	if msg := strings.TrimSpace(raw); msg != "" {
+		if len(msg) > maxErrorMessage {
+			msg = msg[:maxErrorMessage] + "…"
+		}
+		return msg
+	}
+	return http.StatusText(e.StatusCode)
+}
+
+// parseRetryAfter reads the wait a server asked for: retry-after-ms
+// (milliseconds), else Retry-After in seconds or as an HTTP date. Zero
+// means none, or none that parses.
+func parseRetryAfter(h http.Header, now time.Time) time.Duration {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		return time.Duration(secs * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}

@@ -1,0 +1,158 @@
+package subagent_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/llm/llmfake"
+	"github.com/avaagent/ava/llm/openai"
+	"github.com/avaagent/ava/store/sqlite"
+	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava/tool"
+)
+
+// benchManager builds a manager whose models answer from a loopback fake
+// OpenAI server after latency; arrivals records when each request came.
+func benchManager(b *testing.B, latency time.Duration, limit int, arrivals chan<- time.Time) *subagent.Manager {
+	b.Helper()
+	fake := llmfake.NewOpenAI(b)
+	fake.Respond = func(llmfake.Request) llmfake.Turn {
+		if arrivals != nil {
+			arrivals <- time.Now()
+		}
+		return llmfake.Turn{Text: "done", Delay: latency, Usage: llm.Usage{InputTokens: 10, OutputTokens: 2}}
+	}
+	p, err := openai.New(openai.Config{BaseURL: fake.URL + "/v1", HTTPClient: benchClient()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cat := llm.NewCatalog(nil)
+	cat.Add(p, map[string]string{"sonnet": "m", "haiku": "m", "opus": "m"})
+	root := b.TempDir()
+	st, err := sqlite.Open(context.Background(), root+"/ava.db", sqlite.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := audit.NewWriter(root, audit.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	logs, _ := audit.NewSessionLogs(root, audit.SessionOptions{})
+	var tools []tool.Tool
+	for _, n := range builtinNames {
+		tools = append(tools, named(n))
+	}
+	reg, _ := tool.NewRegistry(tools...)
+	m := subagent.NewManager(subagent.Options{Catalog: cat, Tools: reg, Store: st, Hub: event.NewHub(w), Lifecycle: logs,
+		MaxConcurrent: limit, StallAfter: -1, Workspace: root})
+	if err := m.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close(); w.Close(); st.Close() })
+	return m
+}
+
+func benchClient() *httpClient { return newHTTPClient() }
+
+// BenchmarkSpawnToFirstRequest measures the time from Spawn to the fake
+// model server receiving the subagent's first request (median reported).
+func BenchmarkSpawnToFirstRequest(b *testing.B) {
+	arrivals := make(chan time.Time, 1)
+	m := benchManager(b, 0, 4, arrivals)
+	lat := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		start := time.Now()
+		h, err := m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "t"}, Parent: parent})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, (<-arrivals).Sub(start))
+		if _, err := h.Wait(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "median-µs")
+	b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds()), "p90-µs")
+}
+
+// BenchmarkMemoryPerWaitingSubagent measures heap per subagent while 200
+// subagents wait on a slow model.
+func BenchmarkMemoryPerWaitingSubagent(b *testing.B) {
+	const n = 200
+	for b.Loop() {
+		arrivals := make(chan time.Time, n)
+		m := benchManager(b, 3*time.Second, n, arrivals)
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		hs := make([]*subagent.Handle, n)
+		for i := range hs {
+			h, err := m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: fmt.Sprint("t", i)}, Parent: parent})
+			if err != nil {
+				b.Fatal(err)
+			}
+			hs[i] = h
+		}
+		for range n {
+			<-arrivals
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n/1024, "KB/subagent")
+		for _, h := range hs {
+			h.Cancel()
+		}
+		for _, h := range hs {
+			h.Wait(context.Background())
+		}
+	}
+}
+
+// BenchmarkThousandAtOnce runs 1,000 subagents at once against a model
+// with 500 ms latency and reports the wall time against one alone.
+func BenchmarkThousandAtOnce(b *testing.B) {
+	const n = 1000
+	for b.Loop() {
+		m := benchManager(b, 500*time.Millisecond, n, nil)
+		start := time.Now()
+		h, _ := m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "alone"}, Parent: parent})
+		h.Wait(context.Background())
+		one := time.Since(start)
+
+		start = time.Now()
+		var wg sync.WaitGroup
+		results := make([]agent.Status, n)
+		for i := range n {
+			h, err := m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: fmt.Sprint("t", i)}, Parent: parent})
+			if err != nil {
+				b.Fatal(err)
+			}
+			wg.Go(func() { r, _ := h.Wait(context.Background()); results[i] = r.Status })
+		}
+		wg.Wait()
+		all := time.Since(start)
+		ok := 0
+		for _, s := range results {
+			if s == agent.StatusSuccess {
+				ok++
+			}
+		}
+		b.ReportMetric(one.Seconds(), "one-s")
+		b.ReportMetric(all.Seconds(), "thousand-s")
+		b.ReportMetric(all.Seconds()/one.Seconds(), "ratio")
+		b.ReportMetric(float64(ok), "succeeded")
+		if ok != n {
+			b.Fatalf("%d of %d succeeded", ok, n)
+		}
+	}
+}
