@@ -1,0 +1,167 @@
+// Package shell holds Ava's process tools: run_bash runs a shell command
+// in the workspace and python_exec runs a Python program in a scratch
+// folder.
+//
+// Every process runs in its own process group with stdin on /dev/null,
+// combined stdout and stderr capped (head and tail kept, the cut marked),
+// and an environment scrubbed of provider keys and other secrets (see
+// ScrubEnv). When the call times out or its context is cancelled, the
+// whole group is sent SIGTERM and, after a short grace, SIGKILL, so
+// background jobs and grandchildren die with it; when the command ends by
+// itself, whatever it left running in its group is killed too. A process
+// that leaves the group (setsid) escapes the kill, but cannot stall the
+// call: the output pipe is abandoned shortly after the command ends.
+//
+// A command that fails (non-zero exit, timeout) is an error Result with
+// its output; a Go error means the tool could not run anything at all.
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/avaagent/ava/tool"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultTimeout       = 60 * time.Second
+	DefaultMaxTimeout    = 10 * time.Minute
+	DefaultMaxOutput     = 30_000
+	DefaultPython        = "python3"
+	DefaultMemoryLimitMB = 1024
+)
+
+// Config tunes the process tools. Zero fields take the defaults above.
+type Config struct {
+	// Workspace is the folder commands run in when the caller in the
+	// context names none.
+	Workspace string
+	// Timeout bounds a call that asks for no timeout of its own.
+	Timeout time.Duration
+	// MaxTimeout is the longest timeout_seconds a call may ask for.
+	MaxTimeout time.Duration
+	// MaxOutput caps the bytes of output returned.
+	MaxOutput int
+	// Python is the interpreter python_exec runs, looked up on PATH.
+	Python string
+	// MemoryLimitMB caps python_exec's address space (RLIMIT_AS).
+	MemoryLimitMB int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxTimeout <= 0 {
+		c.MaxTimeout = DefaultMaxTimeout
+	}
+	c.MaxTimeout = max(c.MaxTimeout, c.Timeout)
+	if c.MaxOutput <= 0 {
+		c.MaxOutput = DefaultMaxOutput
+	}
+	if c.Python == "" {
+		c.Python = DefaultPython
+	}
+	if c.MemoryLimitMB <= 0 {
+		c.MemoryLimitMB = DefaultMemoryLimitMB
+	}
+	return c
+}
+
+// Tools builds the process tools over one Config.
+type Tools struct {
+	cfg Config
+}
+
+// New returns the process tools for cfg.
+func New(cfg Config) *Tools {
+	return &Tools{cfg: cfg.withDefaults()}
+}
+
+// All returns every process tool.
+func (t *Tools) All() []tool.Tool {
+	return []tool.Tool{t.RunBash(), t.PythonExec()}
+}
+
+// workspaceFor finds the folder of this call. A missing or unusable
+// workspace is a setup fault, so it is a Go error.
+func (t *Tools) workspaceFor(ctx context.Context) (string, error) {
+	dir := t.cfg.Workspace
+	if c, ok := tool.CallerFrom(ctx); ok && c.Workspace != "" {
+		dir = c.Workspace
+	}
+	if dir == "" {
+		return "", errors.New("shell: no workspace folder configured")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("shell: workspace %s: %w", dir, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("shell: workspace %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("shell: workspace %s is not a directory", dir)
+	}
+	return abs, nil
+}
+
+// timeout turns a call's timeout_seconds (0: none asked) into a duration.
+func (t *Tools) timeout(seconds int) time.Duration {
+	if seconds <= 0 {
+		return t.cfg.Timeout
+	}
+	return min(time.Duration(seconds)*time.Second, t.cfg.MaxTimeout)
+}
+
+// secretNames are environment variables never passed to a command.
+var secretNames = map[string]bool{
+	"ANTHROPIC_API_KEY":     true,
+	"OPENAI_API_KEY":        true,
+	"OPENROUTER_API_KEY":    true,
+	"AVA_TOKEN":             true,
+	"TELEGRAM_BOT_TOKEN":    true,
+	"BRAVE_API_KEY":         true,
+	"TAVILY_API_KEY":        true,
+	"AWS_SECRET_ACCESS_KEY": true,
+}
+
+// secretSuffixes mark more variables as secrets by the end of their name.
+var secretSuffixes = []string{"_API_KEY", "_APIKEY", "_TOKEN", "_SECRET", "_SECRET_KEY", "_PASSWORD", "_PASSWD", "_CREDENTIALS"}
+
+// IsSecretEnv reports whether the environment variable name holds a
+// secret that commands must not see: a provider key or token named in
+// secretNames, or any name ending in _API_KEY, _TOKEN, _SECRET,
+// _SECRET_KEY, _PASSWORD, _PASSWD or _CREDENTIALS (case-insensitive).
+func IsSecretEnv(name string) bool {
+	upper := strings.ToUpper(name)
+	if secretNames[upper] {
+		return true
+	}
+	for _, s := range secretSuffixes {
+		if strings.HasSuffix(upper, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// ScrubEnv returns env ("NAME=value" entries) without the secrets that
+// IsSecretEnv names.
+func ScrubEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !IsSecretEnv(name) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
