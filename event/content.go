@@ -71,6 +71,7 @@ type SubagentSpawnContent struct {
 // SubagentCompleteContent is the content of a SubagentComplete event.
 type SubagentCompleteContent struct {
 	SubagentID string  `json:"subagentId"`
+	Role       string  `json:"role"`
 	Status     string  `json:"status"`
 	Summary    string  `json:"summary"`
 	Tokens     int     `json:"tokens"`

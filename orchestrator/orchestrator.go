@@ -77,7 +77,7 @@ func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (
 		System:    SystemPrompt(o.cfg.Tools, o.cfg.Workspace, o.now()),
 		Tools:     o.cfg.Tools,
 		Limits:    o.cfg.Limits,
-		Caller:    tool.Caller{AgentID: event.OrchestratorID, SessionKey: session, Workspace: o.cfg.Workspace},
+		Caller:    tool.Caller{AgentID: event.OrchestratorID, SessionKey: session, Workspace: o.cfg.Workspace, User: user},
 		User:      user,
 		Publisher: o.cfg.Publisher,
 		Logger:    o.log,

@@ -180,7 +180,7 @@ func (h *Handle) finish(res agent.Result, input llm.Message, start time.Time, st
 	if startLogged != nil {
 		<-startLogged
 	}
-	h.publishParent(completeEvent(result, res))
+	h.publishParent(completeEvent(h.role.Name, result, res))
 	h.lifecycle(h.endEntry(result, res, start))
 	h.deliver(ctx, result)
 	return res
@@ -204,8 +204,8 @@ func (h *Handle) buildResult(res agent.Result) Result {
 	return r
 }
 
-func completeEvent(r Result, res agent.Result) event.Event {
-	ev := event.New(event.SubagentComplete, event.SubagentCompleteContent{SubagentID: r.SubagentID, Status: string(r.Status),
+func completeEvent(role string, r Result, res agent.Result) event.Event {
+	ev := event.New(event.SubagentComplete, event.SubagentCompleteContent{SubagentID: r.SubagentID, Role: role, Status: string(r.Status),
 		Summary: r.Summary, Tokens: r.TokensUsed, CostCents: r.CostCents, DurationMs: res.Duration.Milliseconds(), Iterations: r.Iterations})
 	ev.Meta = event.Meta{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostCents: res.CostCents,
 		DurationMs: res.Duration.Milliseconds()}

@@ -78,7 +78,8 @@ func caller(ctx context.Context) tool.Caller {
 }
 
 func (m *Manager) request(ctx context.Context, a SpawnArgs) Request {
-	req := Request{Config: a.config(), Parent: caller(ctx), Background: a.Background}
+	c := caller(ctx)
+	req := Request{Config: a.config(), Parent: c, User: c.User, Background: a.Background}
 	if req.Config.ContextMode == ContextFork {
 		req.Fork = agent.ConversationFrom(ctx)
 	}
@@ -111,7 +112,8 @@ func (m *Manager) spawnTool(ctx context.Context, a SpawnArgs) (tool.Result, erro
 }
 
 func (m *Manager) groupTool(ctx context.Context, a GroupArgs) (tool.Result, error) {
-	req := GroupRequest{Mode: Mode(a.Mode), Parent: caller(ctx), Background: a.Background, BudgetCents: a.BudgetCents,
+	c := caller(ctx)
+	req := GroupRequest{Mode: Mode(a.Mode), Parent: c, User: c.User, Background: a.Background, BudgetCents: a.BudgetCents,
 		Timeout: time.Duration(a.Timeout * float64(time.Second))}
 	for _, t := range a.Tasks {
 		req.Configs = append(req.Configs, t.config())

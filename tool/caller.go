@@ -22,6 +22,8 @@ type Caller struct {
 	Subagent bool
 	// Workspace is the folder file and shell tools work in.
 	Workspace string
+	// User is the human the agent acts for, when known.
+	User string
 }
 
 type callerKey struct{}

@@ -1,0 +1,85 @@
+package scripted_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/llm/scripted"
+)
+
+func TestConversationsAndTurns(t *testing.T) {
+	s, err := scripted.Parse("t", []byte(`
+conversations:
+  - match: "(?i)weather"
+    turns:
+      - thinking: "hmm"
+        text: "Let me look."
+        tool_calls: [{name: web_search, args: {query: paris}}, {name: broken, raw_args: "{x"}]
+        usage: {input: 7, output: 3}
+      - text: "Result: {{last_result}}"
+  - turns:
+      - text: "You said {{input}}"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := scripted.NewWithScript(s)
+	var deltas []llm.Delta
+	resp, err := p.Stream(context.Background(), &llm.Request{Messages: []llm.Message{llm.UserText("Weather today?")}}, func(d llm.Delta) { deltas = append(deltas, d) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := resp.Message.ToolCalls()
+	if len(calls) != 2 || string(calls[0].Input) != `{"query":"paris"}` || string(calls[1].Input) != "{x" || resp.StopReason != llm.StopToolUse ||
+		resp.Usage != (llm.Usage{InputTokens: 7, OutputTokens: 3}) || resp.Message.Content[0].Type != llm.BlockThinking {
+		t.Fatalf("%+v", resp)
+	}
+	if deltas[0].Type != llm.DeltaThinking {
+		t.Fatalf("deltas %+v", deltas)
+	}
+	msgs := []llm.Message{llm.UserText("Weather today?"), resp.Message, {Role: llm.RoleUser, Content: []llm.Block{llm.ToolResult(calls[0].ToolCallID, "sunny", false)}}}
+	resp, _ = p.Stream(context.Background(), &llm.Request{Messages: msgs}, nil)
+	if resp.Message.TextContent() != "Result: sunny" {
+		t.Fatalf("%q", resp.Message.TextContent())
+	}
+	resp, _ = p.Stream(context.Background(), &llm.Request{Messages: []llm.Message{llm.UserText("hi")}}, nil)
+	if resp.Message.TextContent() != "You said hi" || resp.Usage.OutputTokens == 0 {
+		t.Fatalf("%+v", resp)
+	}
+}
+
+func TestScriptErrorsAndDelays(t *testing.T) {
+	s, _ := scripted.Parse("t", []byte("turns:\n  - error: boom\n"))
+	if _, err := scripted.NewWithScript(s).Stream(context.Background(), &llm.Request{}, nil); !errors.Is(err, scripted.ErrScripted) {
+		t.Fatal(err)
+	}
+	s, _ = scripted.Parse("t", []byte("turns:\n  - text: late\n    delay: 1h\n"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := scripted.NewWithScript(s).Stream(ctx, &llm.Request{}, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal(err)
+	}
+}
+
+func TestBadScriptsNameTheProblem(t *testing.T) {
+	for src, want := range map[string]string{
+		"turns:\n  - txt: hi\n": "unknown field",
+		"conversations: []\n":   "no conversations",
+		"conversations:\n  - match: \"(\"\n    turns: [{text: x}]\n": "match",
+		"turns:\n  - tool_calls: [{args: {}}]\n":                     "no name",
+	} {
+		if _, err := scripted.Parse("f.yaml", []byte(src)); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "f.yaml") {
+			t.Errorf("%q: %v, want %q", src, err, want)
+		}
+	}
+	if _, err := scripted.Load("/no/such/script.yaml"); err == nil {
+		t.Error("missing file loaded")
+	}
+	if _, err := scripted.Load("demo"); err != nil {
+		t.Errorf("built-in demo: %v", err)
+	}
+}
