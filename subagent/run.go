@@ -28,7 +28,6 @@ func (h *Handle) run() {
 
 // runFrom runs a turn from history and input, then the queued ones.
 func (h *Handle) runFrom(history []llm.Message, input llm.Message) {
-	defer h.m.release(h)
 	for {
 		res := h.turn(history, input)
 		next, ok := h.nextQueued(res)
@@ -46,17 +45,23 @@ func taskPrompt(c Config) string {
 }
 
 // nextQueued pops the next follow-up queued while the run went on, or
-// closes the run's done channel.
+// frees the slot and then closes the run's done channel (so a waiter that
+// spawns again finds the slot free). Lock order is manager then handle,
+// so the handle's lock is not held while the slot is freed.
 func (h *Handle) nextQueued(res agent.Result) (string, bool) {
+	closed := h.m.isClosed()
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.queue) > 0 && res.Status != agent.StatusCancelled && !h.m.isClosed() {
+	if len(h.queue) > 0 && res.Status != agent.StatusCancelled && !closed {
 		next := h.queue[0]
 		h.queue = h.queue[1:]
+		h.mu.Unlock()
 		return next, true
 	}
 	h.queue = nil
-	close(h.done)
+	done := h.done
+	h.mu.Unlock()
+	h.m.release(h)
+	close(done)
 	return "", false
 }
 
@@ -71,7 +76,7 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		Tools:          h.tools,
 		Limits:         h.limits,
 		ThinkingBudget: thinkingBudget(h.thinking),
-		Caller:         tool.Caller{AgentID: h.id, SessionKey: h.SessionKey(), Subagent: true, Workspace: m.opt.Workspace},
+		Caller:         tool.Caller{AgentID: h.id, SessionKey: h.SessionKey(), Subagent: true, Workspace: m.opt.Workspace, User: h.req.User},
 		User:           h.req.User,
 		ParentAgent:    h.req.Parent.AgentID,
 		Publisher:      h.publisher(),
@@ -79,19 +84,17 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		Logger:         m.log.With("subagent", h.id),
 	})
 	start := m.now()
-	first, err := h.begin(ctx, a, cancel, start)
-	if err != nil {
-		m.log.Error("subagent could not start", "id", h.id, "err", err)
-		return h.finish(agent.Result{Status: agent.StatusError, Err: err, Messages: history}, input, start, nil)
-	}
-	startLogged := make(chan struct{})
-	if first {
-		m.wg.Go(func() { defer close(startLogged); h.announceStart(start) })
-	} else {
-		close(startLogged)
-	}
+	first := h.begin(a, cancel, start)
+	// Recording the start (store, lifecycle entry, parent event) runs
+	// beside the model call, off the path to the first request; finish
+	// waits for it, so the end is always recorded after the start.
+	started := make(chan struct{})
+	m.wg.Go(func() {
+		defer close(started)
+		h.recordStart(first, start)
+	})
 	res := a.Run(ctx, history, input)
-	return h.finish(res, input, start, startLogged)
+	return h.finish(res, input, start, started)
 }
 
 // parentContext is the group's context for a group member, else the
@@ -110,35 +113,40 @@ func thinkingBudget(on bool) int {
 	return 0
 }
 
-// begin moves the run to running. It reports whether this is the run's
+// begin marks the handle running. It reports whether this is the run's
 // first turn. A Cancel that came before begin cancels at once.
-func (h *Handle) begin(ctx context.Context, a *agent.Agent, cancel context.CancelCauseFunc, start time.Time) (bool, error) {
+func (h *Handle) begin(a *agent.Agent, cancel context.CancelCauseFunc, start time.Time) bool {
 	h.mu.Lock()
-	from := h.stored
+	defer h.mu.Unlock()
 	h.current, h.cancel, h.status, h.stalled = a, cancel, agent.StatusRunning, false
 	h.startedAt = start
 	h.turns++
-	first := h.turns == 1
 	if h.cancelled {
 		cancel(agent.ErrCancelled)
 	}
-	h.mu.Unlock()
-	// The record is written even if the run is already cancelled, so that
-	// its end can be recorded from running.
-	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), finalWriteTimeout)
-	defer wcancel()
-	if err := h.m.opt.Store.TransitionRun(wctx, h.uuid, []string{string(from)}, store.StatusRunning, nil); err != nil {
-		return first, fmt.Errorf("mark %s running: %w", h.id, err)
-	}
-	h.mu.Lock()
-	h.stored = agent.StatusRunning
-	h.mu.Unlock()
-	return first, nil
+	return h.turns == 1
 }
 
-// announceStart records the start: the lifecycle entry (synced) and then
-// the SubagentSpawn event in the parent's session.
-func (h *Handle) announceStart(start time.Time) {
+// recordStart moves the stored run to running and, on the first turn,
+// writes the start lifecycle entry (synced) and then the SubagentSpawn
+// event in the parent's session. The writes happen even if the run was
+// already cancelled, so that its end can be recorded from running.
+func (h *Handle) recordStart(first bool, start time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
+	defer cancel()
+	h.mu.Lock()
+	from := h.stored
+	h.mu.Unlock()
+	if err := h.m.opt.Store.TransitionRun(ctx, h.uuid, []string{string(from)}, store.StatusRunning, nil); err != nil {
+		h.m.log.Error("record subagent start", "id", h.id, "err", err)
+	} else {
+		h.mu.Lock()
+		h.stored = agent.StatusRunning
+		h.mu.Unlock()
+	}
+	if !first {
+		return
+	}
 	h.lifecycle(audit.LifecycleEntry{EventType: audit.SubagentStart, StartedAt: start})
 	ev := event.New(event.SubagentSpawn, event.SubagentSpawnContent{SubagentID: h.id, Role: h.role.Name,
 		Task: h.req.Config.Task, Model: h.model.Name(), Mode: string(h.req.mode)})
@@ -147,8 +155,9 @@ func (h *Handle) announceStart(start time.Time) {
 
 // finish records a turn's end: result, store, events, lifecycle entry,
 // announcement. It runs even when the run was cancelled.
-func (h *Handle) finish(res agent.Result, input llm.Message, start time.Time, startLogged <-chan struct{}) agent.Result {
+func (h *Handle) finish(res agent.Result, input llm.Message, start time.Time, started <-chan struct{}) agent.Result {
 	m := h.m
+	<-started
 	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
 	defer cancel()
 	if res.Status == agent.StatusCancelled && errors.Is(res.Err, ErrClosed) {
@@ -176,9 +185,6 @@ func (h *Handle) finish(res agent.Result, input llm.Message, start time.Time, st
 		if err := m.opt.Store.AddSessionSpend(ctx, h.req.Parent.SessionKey, res.CostCents); err != nil {
 			m.log.Error("record session spend", "session", h.req.Parent.SessionKey, "err", err)
 		}
-	}
-	if startLogged != nil {
-		<-startLogged
 	}
 	h.publishParent(completeEvent(h.role.Name, result, res))
 	h.lifecycle(h.endEntry(result, res, start))

@@ -133,6 +133,9 @@ func logsQuery(app *App, r *audit.Reader, cmd *cobra.Command, o logsOptions, arg
 	}
 	if o.agent != "" {
 		agent := o.agent
+		if strings.EqualFold(agent, "ava") {
+			agent = "ava"
+		}
 		if looksLikeSubagent(agent) {
 			if agent, err = r.ResolveSubagent(agent); err != nil {
 				return q, fmt.Errorf("--agent: %w", err)

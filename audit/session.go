@@ -1,0 +1,358 @@
+package audit
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/avaagent/ava/event"
+)
+
+// LifecycleType is the eventType of a session lifecycle entry.
+type LifecycleType string
+
+// Lifecycle entry types (seed 002).
+const (
+	SubagentStart    LifecycleType = "subagent:start"
+	SubagentComplete LifecycleType = "subagent:complete"
+	SubagentError    LifecycleType = "subagent:error"
+	SubagentAborted  LifecycleType = "subagent:aborted"
+)
+
+// Mode is how a job's subagents were spawned.
+type Mode string
+
+// Spawn modes.
+const (
+	ModeSingle   Mode = "single"
+	ModeParallel Mode = "parallel"
+	ModeChain    Mode = "chain"
+)
+
+// AgentEvent is the "type" of every lifecycle entry.
+const AgentEvent = "agent_event"
+
+// MaxInlineSummary is the longest summary kept in a lifecycle entry;
+// a longer one is moved to an output file.
+const MaxInlineSummary = 2048
+
+// shortSummary is how many characters of a moved summary stay inline.
+const shortSummary = 240
+
+// Usage is a job's token use and cost, in pi-agent's usage shape.
+type Usage struct {
+	Input      int  `json:"input"`
+	Output     int  `json:"output"`
+	CacheRead  int  `json:"cacheRead"`
+	CacheWrite int  `json:"cacheWrite"`
+	Cost       Cost `json:"cost"`
+}
+
+// Cost is a job's cost.
+type Cost struct {
+	// Total is in US dollars.
+	Total float64 `json:"total"`
+}
+
+// LifecycleEntry is one agent_event line of a session file. Its JSON form
+// has exactly the fields of DESIGN.md (type, timestamp, eventType, jobId,
+// requestedBy, agentName, mode, pid?, startedAt, completedAt?,
+// durationMs?, model, usage, status?, summary?) plus outputPath?; times
+// are RFC 3339 UTC with milliseconds.
+type LifecycleEntry struct {
+	// Timestamp is when the entry is written (default: now).
+	Timestamp   time.Time
+	EventType   LifecycleType
+	JobID       string
+	RequestedBy string // the user's login, else "assistant" (the default)
+	AgentName   string
+	Mode        Mode
+	PID         int // the subprocess, if any
+	StartedAt   time.Time
+	CompletedAt time.Time
+	DurationMs  int64
+	Model       string
+	Usage       Usage
+	Status      string
+	Summary     string
+	// OutputPath is the absolute path of the file holding the job's
+	// output or full summary, set by Append when it moves them there.
+	OutputPath string
+	// Output is the job's full output. It is never inlined: Append writes
+	// it to sessions/outputs/<jobId>.json (valid JSON) or .txt and sets
+	// OutputPath.
+	Output string
+}
+
+type lifecycleWire struct {
+	Type        string        `json:"type"`
+	Timestamp   string        `json:"timestamp"`
+	EventType   LifecycleType `json:"eventType"`
+	JobID       string        `json:"jobId"`
+	RequestedBy string        `json:"requestedBy"`
+	AgentName   string        `json:"agentName"`
+	Mode        Mode          `json:"mode"`
+	PID         int           `json:"pid,omitempty"`
+	StartedAt   string        `json:"startedAt"`
+	CompletedAt string        `json:"completedAt,omitempty"`
+	DurationMs  int64         `json:"durationMs,omitempty"`
+	Model       string        `json:"model"`
+	Usage       Usage         `json:"usage"`
+	Status      string        `json:"status,omitempty"`
+	Summary     string        `json:"summary,omitempty"`
+	OutputPath  string        `json:"outputPath,omitempty"`
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(event.TimeLayout)
+}
+
+// MarshalJSON writes the session file form.
+func (e LifecycleEntry) MarshalJSON() ([]byte, error) {
+	return json.Marshal(lifecycleWire{Type: AgentEvent, Timestamp: formatTime(e.Timestamp), EventType: e.EventType,
+		JobID: e.JobID, RequestedBy: e.RequestedBy, AgentName: e.AgentName, Mode: e.Mode, PID: e.PID,
+		StartedAt: formatTime(e.StartedAt), CompletedAt: formatTime(e.CompletedAt), DurationMs: e.DurationMs,
+		Model: e.Model, Usage: e.Usage, Status: e.Status, Summary: e.Summary, OutputPath: e.OutputPath})
+}
+
+// errNotLifecycle marks a session line of another type.
+var errNotLifecycle = errors.New("not an agent_event entry")
+
+// UnmarshalJSON reads the session file form.
+func (e *LifecycleEntry) UnmarshalJSON(b []byte) error {
+	var w lifecycleWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	if w.Type != AgentEvent {
+		return fmt.Errorf("type %q: %w", w.Type, errNotLifecycle)
+	}
+	var times [3]time.Time
+	for i, s := range []string{w.Timestamp, w.StartedAt, w.CompletedAt} {
+		if s == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return fmt.Errorf("lifecycle entry time: %w", err)
+		}
+		times[i] = t.UTC()
+	}
+	*e = LifecycleEntry{Timestamp: times[0], EventType: w.EventType, JobID: w.JobID, RequestedBy: w.RequestedBy,
+		AgentName: w.AgentName, Mode: w.Mode, PID: w.PID, StartedAt: times[1], CompletedAt: times[2],
+		DurationMs: w.DurationMs, Model: w.Model, Usage: w.Usage, Status: w.Status, Summary: w.Summary,
+		OutputPath: w.OutputPath}
+	return nil
+}
+
+// Validate reports a missing or invalid required field.
+func (e LifecycleEntry) Validate() error {
+	switch e.EventType {
+	case SubagentStart, SubagentComplete, SubagentError, SubagentAborted:
+	default:
+		return fmt.Errorf("lifecycle entry: eventType %q is not one of subagent:start, subagent:complete, subagent:error, subagent:aborted", e.EventType)
+	}
+	switch e.Mode {
+	case ModeSingle, ModeParallel, ModeChain:
+	default:
+		return fmt.Errorf("lifecycle entry %s: mode %q is not one of single, parallel, chain", e.JobID, e.Mode)
+	}
+	if e.JobID == "" {
+		return errors.New("lifecycle entry: empty jobId")
+	}
+	if e.StartedAt.IsZero() {
+		return fmt.Errorf("lifecycle entry %s: startedAt is required", e.JobID)
+	}
+	if e.EventType != SubagentStart && e.CompletedAt.IsZero() {
+		return fmt.Errorf("lifecycle entry %s: completedAt is required for %s", e.JobID, e.EventType)
+	}
+	return nil
+}
+
+// SessionOptions configures [SessionLogs].
+type SessionOptions struct {
+	// Clock stamps entries without a Timestamp (default time.Now).
+	Clock func() time.Time
+	// Secrets are masked in entries and output files, as in the audit log.
+	Secrets []string
+}
+
+// SessionLogs writes lifecycle entries to the session files of a data
+// root. It is safe for concurrent use; entries of one session are
+// serialised by that session's lock.
+type SessionLogs struct {
+	root     string
+	clock    func() time.Time
+	redactor *Redactor
+
+	mu   sync.Mutex
+	logs map[string]*SessionLog
+}
+
+// NewSessionLogs returns the session logs of root.
+func NewSessionLogs(root string, opts SessionOptions) (*SessionLogs, error) {
+	if root == "" {
+		return nil, errors.New("new session logs: empty data root")
+	}
+	s := &SessionLogs{root: root, clock: opts.Clock, redactor: NewRedactor(opts.Secrets), logs: map[string]*SessionLog{}}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	return s, nil
+}
+
+// Session returns the log of one session key.
+func (s *SessionLogs) Session(key string) (*SessionLog, error) {
+	if key == "" {
+		return nil, errors.New("session log: empty session key")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.logs[key]
+	if !ok {
+		l = &SessionLog{parent: s, key: key, path: SessionPath(s.root, key)}
+		s.logs[key] = l
+	}
+	return l, nil
+}
+
+// Append appends e to the session's file; see [SessionLog.Append].
+func (s *SessionLogs) Append(session string, e LifecycleEntry) error {
+	l, err := s.Session(session)
+	if err != nil {
+		return err
+	}
+	return l.Append(e)
+}
+
+// SessionLog is the lifecycle log of one session.
+type SessionLog struct {
+	parent *SessionLogs
+	key    string
+	path   string
+	mu     sync.Mutex
+}
+
+// Path is the session file (sessions/<SanitizeName(key)>.jsonl).
+func (l *SessionLog) Path() string { return l.path }
+
+// Append validates e, moves a non-empty Output or a summary longer than
+// MaxInlineSummary to sessions/outputs/<jobId>.{json,txt} (keeping a
+// shortened summary and setting OutputPath), then appends the entry as
+// one line and returns once it is fsynced. A file left with a torn last
+// line by a crash gets the entry on a new line.
+func (l *SessionLog) Append(e LifecycleEntry) error {
+	if e.Timestamp.IsZero() {
+		e.Timestamp = l.parent.clock()
+	}
+	if e.RequestedBy == "" {
+		e.RequestedBy = "assistant"
+	}
+	if err := e.Validate(); err != nil {
+		return err
+	}
+	if err := l.spill(&e); err != nil {
+		return err
+	}
+	line, err := e.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("encode lifecycle entry %s: %w", e.JobID, err)
+	}
+	line = append(l.parent.redactor.Redact(line), '\n')
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, err := openAppend(l.path)
+	if err != nil {
+		return fmt.Errorf("session log %s: %w", l.key, err)
+	}
+	f.add(line)
+	err = errors.Join(f.flush(), f.close())
+	if err != nil {
+		return fmt.Errorf("session log %s: %w", l.key, err)
+	}
+	return nil
+}
+
+// spill moves a large output or summary to its own file.
+func (l *SessionLog) spill(e *LifecycleEntry) error {
+	data, ext := e.Output, ".txt"
+	if data != "" && json.Valid([]byte(data)) {
+		ext = ".json"
+	}
+	if data == "" && len(e.Summary) > MaxInlineSummary {
+		data = e.Summary
+	}
+	if data == "" {
+		return nil
+	}
+	root := l.parent.root
+	path := filepath.Join(OutputDir(root), SanitizeName(e.JobID)+ext)
+	if err := writeFileAtomic(path, l.parent.redactor.Redact([]byte(data))); err != nil {
+		return fmt.Errorf("output of job %s: %w", e.JobID, err)
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	e.OutputPath = path
+	if len(e.Summary) > MaxInlineSummary {
+		e.Summary = Shorten(e.Summary, shortSummary)
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to path (0600) through a synced temporary
+// file and a rename, so readers never see half a file.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("create temporary file: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
+	_, err = tmp.Write(data)
+	err = errors.Join(err, tmp.Sync(), tmp.Close())
+	if err != nil {
+		return fmt.Errorf("write %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("rename to %s: %w", path, err)
+	}
+	return syncDir(dir)
+}
+
+// ScanLifecycle calls fn with every lifecycle entry of the session file at
+// path, skipping (silently) lines of other types and reporting corrupt or
+// torn lines to onSkip (when non-nil), as [ScanEntries] does.
+func ScanLifecycle(path string, fn func(LifecycleEntry) error, onSkip func(Skip)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("scan session log: %w", err)
+	}
+	defer f.Close()
+	ls := lineScan{path: path, final: true, onSkip: onSkip}
+	_, err = ls.run(f, func(raw []byte, no int, complete bool) error {
+		var e LifecycleEntry
+		err := e.UnmarshalJSON(raw)
+		switch {
+		case err == nil:
+			return fn(e)
+		case errors.Is(err, errNotLifecycle):
+		case !complete:
+			ls.skip(no, "torn last line (no newline at end of file, %d bytes): %s", len(raw), err.Error())
+		default:
+			ls.skip(no, "not a session entry: %s", err.Error())
+		}
+		return nil
+	})
+	return err
+}
