@@ -342,17 +342,22 @@ func (m *Manager) drawID() string {
 	}
 }
 
-// register stores the run, drawing a new ID while the store reports a
-// clash, and opens its event stream.
+// register makes sure the drawn ID is not an earlier run's (drawing
+// again while it is) and opens the run's event stream. The run record
+// itself is written beside the first model call (Handle.recordStart), to
+// keep the store's write off the path to the subagent's first request.
 func (m *Manager) register(ctx context.Context, h *Handle) error {
+	h.uuid = uuid.NewString()
 	for attempt := 0; ; attempt++ {
-		h.uuid = uuid.NewString()
-		err := m.opt.Store.CreateRun(ctx, h.storeRun())
-		if err == nil {
+		taken, err := m.opt.Store.ShortIDExists(ctx, h.id)
+		if err != nil {
+			return fmt.Errorf("spawn: check run ID: %w", err)
+		}
+		if !taken {
 			break
 		}
-		if !errors.Is(err, store.ErrDuplicate) || attempt > 20 {
-			return fmt.Errorf("spawn: record run: %w", err)
+		if attempt > 20 {
+			return fmt.Errorf("spawn: no free run ID after %d draws", attempt)
 		}
 		m.mu.Lock()
 		delete(m.running, h.id)

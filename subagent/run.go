@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/avaagent/ava/agent"
@@ -70,8 +71,13 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	m := h.m
 	ctx, cancel := context.WithCancelCause(h.parentContext())
 	defer cancel(nil)
+	// sent is closed when the first model call of the turn starts, so that
+	// recording the start overlaps the model's latency, not the request.
+	sent := make(chan struct{})
+	model := h.model
+	model.Provider = &firstCall{Provider: model.Provider, sent: sent}
 	a := agent.New(agent.Config{
-		Model:          h.model,
+		Model:          model,
 		System:         SystemPrompt(h.role, h.req.Config, h.tools),
 		Tools:          h.tools,
 		Limits:         h.limits,
@@ -91,10 +97,32 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	started := make(chan struct{})
 	m.wg.Go(func() {
 		defer close(started)
+		select {
+		case <-sent:
+			time.Sleep(recordDelay)
+		case <-ctx.Done():
+		case <-time.After(recordDelay):
+		}
 		h.recordStart(first, start)
 	})
 	res := a.Run(ctx, history, input)
 	return h.finish(res, input, start, started)
+}
+
+// recordDelay is how long recording a start may wait for the first model
+// request to be on its way.
+const recordDelay = time.Millisecond
+
+// firstCall signals when its first Stream call begins.
+type firstCall struct {
+	llm.Provider
+	sent chan struct{}
+	once sync.Once
+}
+
+func (f *firstCall) Stream(ctx context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
+	f.once.Do(func() { close(f.sent) })
+	return f.Provider.Stream(ctx, req, onDelta)
 }
 
 // parentContext is the group's context for a group member, else the
@@ -127,23 +155,34 @@ func (h *Handle) begin(a *agent.Agent, cancel context.CancelCauseFunc, start tim
 	return h.turns == 1
 }
 
-// recordStart moves the stored run to running and, on the first turn,
-// writes the start lifecycle entry (synced) and then the SubagentSpawn
-// event in the parent's session. The writes happen even if the run was
-// already cancelled, so that its end can be recorded from running.
+// recordStart records the run as running (its first turn creates the
+// record) and, on the first turn, writes the start lifecycle entry
+// (synced) and then the SubagentSpawn event in the parent's session. The
+// writes happen even if the run was already cancelled, so that its end can
+// be recorded from running. A run that cannot be recorded is stopped with
+// the error: it never runs unrecorded.
 func (h *Handle) recordStart(first bool, start time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
 	defer cancel()
 	h.mu.Lock()
-	from := h.stored
+	from, stop := h.stored, h.cancel
 	h.mu.Unlock()
-	if err := h.m.opt.Store.TransitionRun(ctx, h.uuid, []string{string(from)}, store.StatusRunning, nil); err != nil {
-		h.m.log.Error("record subagent start", "id", h.id, "err", err)
+	var err error
+	if first {
+		run := h.storeRun()
+		run.Status, run.StartedAt = store.StatusRunning, &start
+		err = h.m.opt.Store.CreateRun(ctx, run)
 	} else {
-		h.mu.Lock()
-		h.stored = agent.StatusRunning
-		h.mu.Unlock()
+		err = h.m.opt.Store.TransitionRun(ctx, h.uuid, []string{string(from)}, store.StatusRunning, nil)
 	}
+	if err != nil {
+		h.m.log.Error("record subagent start; stopping it", "id", h.id, "err", err)
+		stop(fmt.Errorf("record run %s: %w", h.id, err))
+		return
+	}
+	h.mu.Lock()
+	h.stored = agent.StatusRunning
+	h.mu.Unlock()
 	if !first {
 		return
 	}

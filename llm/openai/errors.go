@@ -75,6 +75,21 @@ func (b *bodyWatch) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// maxDrain bounds what Close reads after [DONE] to let the connection be
+// reused; a well-behaved server has only the end of the chunked body left.
+const maxDrain = 4 << 10
+
+// Close reads what is left of a finished stream (at most maxDrain bytes)
+// before closing, so the HTTP/1 connection goes back to the pool instead
+// of being torn down: a new loopback connection costs more than the rest
+// of a request. The caller bounds the wait (see Stream).
+func (b *bodyWatch) Close() error {
+	if b.ex.done && b.ex.readErr == nil {
+		_, _ = io.CopyN(io.Discard, b.ReadCloser, maxDrain)
+	}
+	return b.ReadCloser.Close()
+}
+
 func (b *bodyWatch) scan(p []byte) {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')

@@ -167,6 +167,10 @@ func defaultHTTPClient() *http.Client {
 	return &http.Client{Transport: http.DefaultTransport}
 }
 
+// drainWait bounds how long closing a finished stream may wait for the
+// end of its body.
+const drainWait = 100 * time.Millisecond
+
 // Name is the provider's name as used in model names.
 func (p *Provider) Name() string { return p.name }
 
@@ -187,8 +191,17 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request, onDelta func(ll
 	}
 	start := time.Now()
 	ex := &exchange{}
-	stream := p.chat.NewStreaming(withExchange(ctx, ex), params)
-	defer stream.Close()
+	// The stream's own context lets Close's drain of a finished body be
+	// cut short: a server that sends [DONE] but never ends the response
+	// gets the connection closed after drainWait.
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream := p.chat.NewStreaming(withExchange(sctx, ex), params)
+	defer func() {
+		t := time.AfterFunc(drainWait, cancel)
+		stream.Close()
+		t.Stop()
+	}()
 
 	acc := newAccumulator(onDelta)
 	for stream.Next() {
