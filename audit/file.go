@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // appendFile is an append-only JSONL file owned by a single goroutine.
@@ -23,6 +25,9 @@ type appendFile struct {
 	pending []byte // the current batch's bytes for this file
 	err     error  // the current batch's write or fsync error
 	inBatch bool   // in the writer's list of files touched by the batch
+	// newName is set while the file's creation is not yet durable: its
+	// directory must be fsynced (once, with the next sync).
+	newName bool
 }
 
 // openAppend opens (creating it 0600, and its directory 0700) the file at
@@ -43,13 +48,7 @@ func openAppend(path string) (*appendFile, error) {
 		f.Close()
 		return nil, fmt.Errorf("check end of %s: %w", path, err)
 	}
-	if created {
-		if err := syncDir(dir); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	return &appendFile{path: path, f: f, torn: torn}, nil
+	return &appendFile{path: path, f: f, torn: torn, newName: created}, nil
 }
 
 // endsTorn reports whether the regular file f is non-empty and does not
@@ -114,8 +113,67 @@ func (a *appendFile) flush() error {
 	return nil
 }
 
-// sync fsyncs the file if it was written since the last sync.
+// syncNewNames fsyncs, once per directory, the directories of files whose
+// creation is not yet durable. Creating many files (one trace per
+// subagent) then costs one directory fsync per sync, not one per file.
+func syncNewNames(files ...*appendFile) error {
+	done := map[string]error{}
+	var errs []error
+	for _, a := range files {
+		if a == nil || !a.newName {
+			continue
+		}
+		dir := filepath.Dir(a.path)
+		err, seen := done[dir]
+		if !seen {
+			err = syncDir(dir)
+			done[dir] = err
+			errs = append(errs, err)
+		}
+		if err == nil {
+			a.newName = false
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// syncFS flushes the file system holding files with one syncfs(2) call,
+// which covers their data and their directory entries, and marks them
+// clean. On an error every written file of the batch carries it.
+func syncFS(files []*appendFile) error {
+	var any *appendFile
+	for _, a := range files {
+		if a.dirty || a.newName {
+			any = a
+			break
+		}
+	}
+	if any == nil {
+		return nil
+	}
+	if err := unix.Syncfs(int(any.f.Fd())); err != nil {
+		err = fmt.Errorf("syncfs for %s: %w", filepath.Dir(any.path), err)
+		for _, a := range files {
+			if a.inBatch {
+				a.err = errors.Join(a.err, err)
+			}
+		}
+		return err
+	}
+	for _, a := range files {
+		a.dirty, a.newName = false, false
+	}
+	return nil
+}
+
+// sync fsyncs the file if it was written since the last sync, and its
+// directory if the file is new.
 func (a *appendFile) sync() error {
+	if a.newName {
+		if err := syncNewNames(a); err != nil {
+			return err
+		}
+	}
 	if !a.dirty {
 		return nil
 	}

@@ -237,7 +237,14 @@ type SessionLog struct {
 	parent *SessionLogs
 	key    string
 	path   string
-	mu     sync.Mutex
+
+	// Group commit: appenders queue their lines; one of them (the
+	// leader) writes everything queued with one write and one fsync, then
+	// tells each waiter. No entry is reported done before it is synced.
+	mu       sync.Mutex
+	pending  []byte
+	waiters  []chan error
+	flushing bool
 }
 
 // Path is the session file (sessions/<SanitizeName(key)>.jsonl).
@@ -266,15 +273,46 @@ func (l *SessionLog) Append(e LifecycleEntry) error {
 		return fmt.Errorf("encode lifecycle entry %s: %w", e.JobID, err)
 	}
 	line = append(l.parent.redactor.Redact(line), '\n')
+	done := make(chan error, 1)
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.pending = append(l.pending, line...)
+	l.waiters = append(l.waiters, done)
+	lead := !l.flushing
+	l.flushing = true
+	l.mu.Unlock()
+	if lead {
+		l.flushQueued()
+	}
+	return <-done
+}
+
+// flushQueued writes and syncs batches until the queue is empty.
+func (l *SessionLog) flushQueued() {
+	for {
+		l.mu.Lock()
+		batch, waiters := l.pending, l.waiters
+		l.pending, l.waiters = nil, nil
+		if len(waiters) == 0 {
+			l.flushing = false
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
+		err := l.writeSynced(batch)
+		for _, w := range waiters {
+			w <- err
+		}
+	}
+}
+
+// writeSynced appends batch to the file and fsyncs it.
+func (l *SessionLog) writeSynced(batch []byte) error {
 	f, err := openAppend(l.path)
 	if err != nil {
 		return fmt.Errorf("session log %s: %w", l.key, err)
 	}
-	f.add(line)
-	err = errors.Join(f.flush(), f.close())
-	if err != nil {
+	f.add(batch)
+	if err := errors.Join(f.flush(), f.close()); err != nil {
 		return fmt.Errorf("session log %s: %w", l.key, err)
 	}
 	return nil

@@ -20,7 +20,7 @@ const (
 const (
 	maxBatch       = 4096    // requests written in one batch
 	maxBatchBytes  = 4 << 20 // bytes written in one batch
-	maxOpenTraces  = 64      // trace files kept open at once
+	maxOpenTraces  = 1024    // trace files kept open at once
 	traceIdleClose = time.Minute
 )
 

@@ -173,26 +173,53 @@ func (w *Writer) reply(batch []request) {
 }
 
 // syncAll fsyncs every written file. A clean fsync after a clean write
-// clears the writer's error.
+// clears the writer's error. With many dirty files (a burst of subagents,
+// one trace each) one syncfs(2) replaces their fsyncs and the directory
+// syncs of new ones; it has the same guarantee for them.
 func (w *Writer) syncAll() {
-	var errs []error
+	var all []*appendFile
+	dirty := 0
 	for _, m := range []map[string]*appendFile{w.daily, w.traces} {
 		for _, f := range m {
-			if err := f.sync(); err != nil {
-				if f.inBatch {
-					f.err = errors.Join(f.err, err)
-				}
-				errs = append(errs, err)
+			all = append(all, f)
+			if f.dirty || f.newName {
+				dirty++
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	var err error
+	if dirty > syncfsAbove {
+		err = syncFS(all)
+	} else {
+		err = w.syncEach(all)
+	}
+	if err != nil {
 		w.fail(err)
 		return
 	}
 	if w.okSinceFail {
 		w.recovered()
 	}
+}
+
+// syncfsAbove is the number of dirty files above which syncAll uses one
+// syncfs instead of an fsync per file.
+const syncfsAbove = 16
+
+func (w *Writer) syncEach(all []*appendFile) error {
+	var errs []error
+	if err := syncNewNames(all...); err != nil {
+		errs = append(errs, err)
+	}
+	for _, f := range all {
+		if err := f.sync(); err != nil {
+			if f.inBatch {
+				f.err = errors.Join(f.err, err)
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // closeIdle closes daily files of past days (rotation at UTC midnight) and

@@ -178,6 +178,12 @@ type RunFinish struct {
 	Iterations int
 	// EndedAt defaults to the store's clock when zero.
 	EndedAt time.Time
+	// Delivered marks the result as delivered (see MarkAnnounced) in the
+	// same write: it reached its parent another way, or must never.
+	Delivered bool
+	// SpendSession, when set, has CostCents added to that session's
+	// spend in the same transaction as the transition.
+	SpendSession string
 }
 
 // Pending spawn statuses.

@@ -23,19 +23,24 @@ const maxAnnouncedOutput = 8000
 // is left undelivered: the next Start announces it.
 func (h *Handle) deliver(ctx context.Context, r Result) {
 	m := h.m
-	if r.Status == agent.StatusInterrupted || h.req.Parent.SessionKey == "" {
-		return
-	}
-	if r.Status == agent.StatusCancelled || !h.req.Background {
-		if err := m.opt.Store.MarkAnnounced(ctx, h.uuid); err != nil {
-			m.log.Error("mark result delivered", "id", h.id, "err", err)
-		}
+	if r.Status == agent.StatusInterrupted || h.req.Parent.SessionKey == "" || h.deliveredOnFinish(r.Status) {
 		return
 	}
 	msg := announcement(h.req.Parent.SessionKey, h.uuid, h.req.Config.Task, r)
 	if _, err := m.opt.Store.AnnounceResult(ctx, h.uuid, msg); err != nil {
 		m.log.Error("announce result", "id", h.id, "err", err)
 	}
+}
+
+// deliveredOnFinish reports whether a turn ending with status needs no
+// announcement message, so that the run is marked delivered in the same
+// write that records its end: a waited-for result went back to the waiting
+// call, and a cancelled one must never reach the parent.
+func (h *Handle) deliveredOnFinish(status agent.Status) bool {
+	if h.req.Parent.SessionKey == "" || status == agent.StatusInterrupted {
+		return false
+	}
+	return status == agent.StatusCancelled || !h.req.Background
 }
 
 // announceStored delivers a run that ended without being announced

@@ -108,7 +108,10 @@ func BenchmarkMemoryPerWaitingSubagent(b *testing.B) {
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n/1024, "KB/subagent")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n/1024, "heap-KB/subagent")
+		// Stacks include the loopback fake server's goroutines (same
+		// process), so this over-counts what a subagent costs.
+		b.ReportMetric(float64(after.HeapAlloc+after.StackInuse-before.HeapAlloc-before.StackInuse)/n/1024, "heap+stack-KB/subagent")
 		for _, h := range hs {
 			h.Cancel()
 		}
@@ -139,8 +142,10 @@ func BenchmarkThousandAtOnce(b *testing.B) {
 			}
 			wg.Go(func() { r, _ := h.Wait(context.Background()); results[i] = r.Status })
 		}
+		spawned := time.Since(start)
 		wg.Wait()
 		all := time.Since(start)
+		b.ReportMetric(spawned.Seconds(), "spawn-loop-s")
 		ok := 0
 		for _, s := range results {
 			if s == agent.StatusSuccess {

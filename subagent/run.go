@@ -204,7 +204,8 @@ func (h *Handle) finish(res agent.Result, input llm.Message, start time.Time, st
 	}
 	result := h.buildResult(res)
 	raw, _ := json.Marshal(result)
-	fin := &store.RunFinish{Result: raw, Tokens: res.Usage.Total(), CostCents: res.CostCents, Iterations: res.Iterations, EndedAt: m.now()}
+	fin := &store.RunFinish{Result: raw, Tokens: res.Usage.Total(), CostCents: res.CostCents, Iterations: res.Iterations,
+		EndedAt: m.now(), SpendSession: h.req.Parent.SessionKey, Delivered: h.deliveredOnFinish(res.Status)}
 	if res.Err != nil && res.Status != agent.StatusSuccess {
 		fin.Error = res.Err.Error()
 	}
@@ -220,11 +221,6 @@ func (h *Handle) finish(res agent.Result, input llm.Message, start time.Time, st
 		h.messages = res.Messages
 	}
 	h.mu.Unlock()
-	if res.CostCents > 0 && h.req.Parent.SessionKey != "" {
-		if err := m.opt.Store.AddSessionSpend(ctx, h.req.Parent.SessionKey, res.CostCents); err != nil {
-			m.log.Error("record session spend", "session", h.req.Parent.SessionKey, "err", err)
-		}
-	}
 	h.publishParent(completeEvent(h.role.Name, result, res))
 	h.lifecycle(h.endEntry(result, res, start))
 	h.deliver(ctx, result)
@@ -271,7 +267,10 @@ func (h *Handle) endEntry(r Result, res agent.Result, start time.Time) audit.Lif
 		Status: string(r.Status), Summary: r.Summary,
 		Usage: audit.Usage{Input: res.Usage.InputTokens, Output: res.Usage.OutputTokens, CacheRead: res.Usage.CacheReadTokens,
 			CacheWrite: res.Usage.CacheWriteTokens, Cost: audit.Cost{Total: res.CostCents / 100}}}
-	if r.OutputFormat != "none" {
+	// Only a large output goes to a file with a pointer in the entry
+	// (seed 002: keep entries small); a small one is in the run record
+	// and the subagent's trace.
+	if r.OutputFormat != "none" && len(r.Output) > audit.MaxInlineSummary {
 		e.Output = string(r.Output)
 	}
 	return e

@@ -37,13 +37,31 @@ func (s *Store) TransitionRun(ctx context.Context, id string, from []string, to 
 	}
 	args = append(args, ref, ref)
 	args = append(args, stringArgs(from)...)
-	res, err := s.writer.ExecContext(ctx, `UPDATE runs SET `+strings.Join(set, ", ")+`
-		WHERE (id = ? OR short_id = ?) AND status IN (`+placeholders(len(from))+`)`, args...)
+	var moved bool
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET `+strings.Join(set, ", ")+`
+			WHERE (id = ? OR short_id = ?) AND status IN (`+placeholders(len(from))+`)`, args...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n != 1 {
+			return err
+		}
+		moved = true
+		if fin != nil && fin.SpendSession != "" && fin.CostCents > 0 {
+			now := toNS(s.now())
+			_, err = tx.ExecContext(ctx, `INSERT INTO sessions (key, created_at, updated_at, spent_cents) VALUES (?, ?, ?, ?)
+				ON CONFLICT (key) DO UPDATE SET spent_cents = spent_cents + excluded.spent_cents, updated_at = excluded.updated_at`,
+				fin.SpendSession, now, now, fin.CostCents)
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("transition run %s to %s: %w", ref, to, err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return err
+	if moved {
+		return nil
 	}
 	short, status, err := s.runStatus(ctx, ref)
 	if err != nil {
@@ -97,6 +115,9 @@ func (s *Store) transitionSet(to string, fin *store.RunFinish) ([]string, []any,
 	}
 	set = append(set, "result = ?", "error = ?", "tokens = ?", "cost_cents = ?", "iterations = ?")
 	args = append(args, result, fin.Error, fin.Tokens, fin.CostCents, fin.Iterations)
+	if fin.Delivered {
+		set = append(set, "announced = 1")
+	}
 	return set, args, nil
 }
 

@@ -25,6 +25,33 @@ func transitionCases() []testCase {
 		{"AnnounceConcurrentRuns", testAnnounceConcurrentRuns},
 		{"MarkAnnounced", testMarkAnnounced},
 		{"Unannounced", testUnannounced},
+		{"FinishWithSpendAndDelivery", testFinishWithSpendAndDelivery},
+	}
+}
+
+// A finish can add the run's cost to a session and mark the result
+// delivered in the same write; a refused transition does neither.
+func testFinishWithSpendAndDelivery(t *testing.T, s store.Store) {
+	r := createRun(t, s, newRun("S-0e0e0e", "ava:cli:spend"))
+	fin := &store.RunFinish{CostCents: 7.5, Tokens: 10, Delivered: true, SpendSession: "ava:cli:spend"}
+	must(t, s.TransitionRun(ctx(t), r.ID, store.ActiveStatuses, store.StatusSuccess, fin))
+	got, err := s.GetRun(ctx(t), r.ID)
+	must(t, err)
+	if !got.Announced {
+		t.Fatal("Delivered did not mark the run announced")
+	}
+	sess, err := s.GetSession(ctx(t), "ava:cli:spend")
+	must(t, err)
+	if sess.SpentCents != 7.5 {
+		t.Fatalf("session spent %v, want 7.5", sess.SpentCents)
+	}
+	err = s.TransitionRun(ctx(t), r.ID, store.ActiveStatuses, store.StatusError, fin)
+	if !errors.Is(err, store.ErrInvalidTransition) {
+		t.Fatalf("second finish: %v", err)
+	}
+	sess, _ = s.GetSession(ctx(t), "ava:cli:spend")
+	if sess.SpentCents != 7.5 {
+		t.Fatalf("a refused transition still spent: %v", sess.SpentCents)
 	}
 }
 
