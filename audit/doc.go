@@ -20,7 +20,11 @@
 //     blocks (back-pressure); it never drops an entry.
 //   - Written data is fsynced at most Options.SyncInterval later (200ms by
 //     default). [Writer.DeliverSync] and [Writer.Sync] return only after
-//     an fsync, for entries that must survive a crash.
+//     an fsync, for entries that must survive a crash. A new file's
+//     directory is synced with the next sync, once per directory; when
+//     many files are dirty (a burst of subagents, one trace each) one
+//     syncfs(2) replaces their fsyncs. Every file is expected on the data
+//     root's file system.
 //   - A write or fsync error is logged at Error and returned by that and
 //     every later Deliver, DeliverSync, Sync and Close call until a later
 //     batch has been written and fsynced without error. Entries of a
@@ -33,7 +37,10 @@
 //
 // [SessionLogs] appends lifecycle entries ([LifecycleEntry], the
 // agent_event entries of DESIGN.md) synchronously: Append returns after
-// the line is fsynced. Only lifecycle events go there, never progress.
+// the line is fsynced. Concurrent appends to one session file are group
+// committed: one of them writes all queued lines with one write and one
+// fsync and then releases the others, so each still returns only once
+// its own line is durable. Only lifecycle events go there, never progress.
 //
 // # Reading
 //
