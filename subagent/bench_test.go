@@ -1,10 +1,14 @@
 package subagent_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +35,13 @@ func benchManager(b *testing.B, latency time.Duration, limit int, arrivals chan<
 		}
 		return llmfake.Turn{Text: "done", Delay: latency, Usage: llm.Usage{InputTokens: 10, OutputTokens: 2}}
 	}
-	p, err := openai.New(openai.Config{BaseURL: fake.URL + "/v1", HTTPClient: benchClient()})
+	return managerFor(b, fake.URL, limit)
+}
+
+// managerFor builds a manager on a real store and audit log whose models
+// are served at url.
+func managerFor(b *testing.B, url string, limit int) *subagent.Manager {
+	p, err := openai.New(openai.Config{BaseURL: url + "/v1", HTTPClient: benchClient()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,6 +73,31 @@ func benchManager(b *testing.B, latency time.Duration, limit int, arrivals chan<
 
 func benchClient() *httpClient { return newHTTPClient() }
 
+// fakeModelProcess starts the test binary as a fake model server in a
+// child process and returns its URL.
+func fakeModelProcess(b *testing.B, latency time.Duration) string {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), fakeServerEnv+"="+latency.String())
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		b.Fatal("fake model process: ", err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// waitIteration waits until h has started its model call number it.
+func waitIteration(h *subagent.Handle, it int) {
+	for h.Status().Iteration < it {
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // BenchmarkSpawnToFirstRequest measures the time from Spawn to the fake
 // model server receiving the subagent's first request (median reported).
 func BenchmarkSpawnToFirstRequest(b *testing.B) {
@@ -85,13 +120,21 @@ func BenchmarkSpawnToFirstRequest(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds()), "p90-µs")
 }
 
-// BenchmarkMemoryPerWaitingSubagent measures heap per subagent while 200
-// subagents wait on a slow model.
+// BenchmarkMemoryPerWaitingSubagent measures memory per subagent while
+// 200 subagents wait on a slow model served by another process (so the
+// server's memory is not counted).
 func BenchmarkMemoryPerWaitingSubagent(b *testing.B) {
 	const n = 200
+	url := fakeModelProcess(b, 5*time.Second)
 	for b.Loop() {
-		arrivals := make(chan time.Time, n)
-		m := benchManager(b, 3*time.Second, n, arrivals)
+		m := managerFor(b, url, n+1)
+		// Warm up: one subagent through the whole path, so that lazily
+		// built state (SDK, files) is not counted.
+		w, _ := m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "warm"}, Parent: parent})
+		waitIteration(w, 1)
+		w.Cancel()
+		w.Wait(context.Background())
+		runtime.GC()
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -103,15 +146,18 @@ func BenchmarkMemoryPerWaitingSubagent(b *testing.B) {
 			}
 			hs[i] = h
 		}
-		for range n {
-			<-arrivals
+		for _, h := range hs {
+			waitIteration(h, 1)
 		}
+		time.Sleep(50 * time.Millisecond) // let the requests reach the wire
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n/1024, "heap-KB/subagent")
+		heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+		stack := int64(after.StackInuse) - int64(before.StackInuse)
+		b.ReportMetric(float64(heap)/n/1024, "heap-KB/subagent")
 		// Stacks include the loopback fake server's goroutines (same
 		// process), so this over-counts what a subagent costs.
-		b.ReportMetric(float64(after.HeapAlloc+after.StackInuse-before.HeapAlloc-before.StackInuse)/n/1024, "heap+stack-KB/subagent")
+		b.ReportMetric(float64(heap+stack)/n/1024, "heap+stack-KB/subagent")
 		for _, h := range hs {
 			h.Cancel()
 		}
@@ -125,8 +171,9 @@ func BenchmarkMemoryPerWaitingSubagent(b *testing.B) {
 // with 500 ms latency and reports the wall time against one alone.
 func BenchmarkThousandAtOnce(b *testing.B) {
 	const n = 1000
+	url := fakeModelProcess(b, 500*time.Millisecond)
 	for b.Loop() {
-		m := benchManager(b, 500*time.Millisecond, n, nil)
+		m := managerFor(b, url, n)
 		start := time.Now()
 		h, _ := m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "alone"}, Parent: parent})
 		h.Wait(context.Background())

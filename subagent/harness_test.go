@@ -3,6 +3,9 @@ package subagent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -12,13 +15,36 @@ import (
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/llm/llmfake"
 	"github.com/avaagent/ava/llm/scripted"
 	"github.com/avaagent/ava/store/sqlite"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeServerEnv) != "" {
+		serveFakeModel()
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// fakeServerEnv makes the test binary run only a fake model server (for
+// benchmarks that must not count the server's memory): it prints the URL
+// and serves until its stdin closes. The value is the answer's latency.
+const fakeServerEnv = "AVA_TEST_FAKE_MODEL_LATENCY"
+
+func serveFakeModel() {
+	latency, _ := time.ParseDuration(os.Getenv(fakeServerEnv))
+	fake := llmfake.NewOpenAI(nil)
+	fake.Respond = func(llmfake.Request) llmfake.Turn {
+		return llmfake.Turn{Text: "done", Delay: latency, Usage: llm.Usage{InputTokens: 10, OutputTokens: 2}}
+	}
+	fmt.Println(fake.URL)
+	io.Copy(io.Discard, os.Stdin)
+	fake.Close()
+}
 
 // builtinNames are the tools the built-in roles name.
 var builtinNames = []string{"web_search", "http_get", "read_webpages", "python_exec", "memory_read", "memory_write",
