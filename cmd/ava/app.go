@@ -66,6 +66,9 @@ func (a *App) Config() (config.Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
 	}
+	if v := a.Getenv("AVA_CONFIRM"); v != "" && v != "never" {
+		fmt.Fprintf(a.Stderr, "note: AVA_CONFIRM=%s is not applied yet: the spawn confirmation flow is not built, so spawns run without confirmation\n", v)
+	}
 	a.cfg = &cfg
 	return cfg, nil
 }
