@@ -137,3 +137,45 @@ func TestInterruptedAtRestart(t *testing.T) {
 	}
 	_ = scripted.Name
 }
+
+// A forked subagent starts from the orchestrator's conversation so far; a
+// fresh one sees only its task.
+func TestForkStartsFromTheConversation(t *testing.T) {
+	script := `
+conversations:
+  - match: "specialized researcher"
+    turns: [{text: "forked answer"}]
+  - turns:
+      - tool_calls:
+          - {name: spawn_subagent, args: {role: researcher, task: "continue", context_mode: fork}}
+          - {name: spawn_subagent, args: {role: researcher, task: "fresh start"}}
+      - text: "done"
+`
+	h := newHarness(t, script, nil)
+	reg, _ := tool.NewRegistry(h.m.Tools()...)
+	model, _ := h.opts.Catalog.Resolve("sonnet")
+	o := orchestrator.New(orchestrator.Config{Model: model, Tools: reg, Publisher: h.hub})
+	if _, err := o.Ask(context.Background(), "ava:cli:fork", "", "the secret word is banana"); err != nil {
+		t.Fatal(err)
+	}
+	var forked, fresh *llm.Request
+	for _, r := range h.model.requests() {
+		switch {
+		case strings.Contains(r.System, "continue"):
+			forked = r
+		case strings.Contains(r.System, "fresh start"):
+			fresh = r
+		}
+	}
+	if forked == nil || fresh == nil {
+		t.Fatal("subagents never called their model")
+	}
+	if len(forked.Messages) != 2 || forked.Messages[0].TextContent() != "the secret word is banana" || forked.Messages[1].Role != llm.RoleUser {
+		t.Fatalf("forked history %+v", forked.Messages)
+	}
+	for _, m := range fresh.Messages {
+		if strings.Contains(m.TextContent(), "banana") {
+			t.Fatal("a fresh subagent saw the orchestrator's conversation")
+		}
+	}
+}

@@ -147,3 +147,83 @@ func TestCompletion(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 }
+
+func TestSpawnOffline(t *testing.T) {
+	out, errOut, code := ava(t, nil, "spawn", "--role", "researcher", "--offline", "--wait", "--json", "what is WAL?")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		SubagentID   string          `json:"subagent_id"`
+		Status       string          `json:"status"`
+		OutputFormat string          `json:"output_format"`
+		Output       json.RawMessage `json:"output"`
+		Confidence   float64         `json:"confidence"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if r.Status != "success" || r.OutputFormat != "json" || r.Confidence != 1 || !strings.HasPrefix(r.SubagentID, "S-") {
+		t.Fatalf("%+v", r)
+	}
+	if !strings.Contains(errOut, "[offline]") {
+		t.Fatalf("offline not labelled: %s", errOut)
+	}
+}
+
+func TestSpawnRefusals(t *testing.T) {
+	_, errOut, code := ava(t, nil, "spawn", "--role", "researcher", "--offline", "task")
+	if code != 1 || !strings.Contains(errOut, "needs the daemon") || !strings.Contains(errOut, "--wait") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	_, errOut, code = ava(t, nil, "spawn", "--role", "astronaut", "--offline", "--wait", "task")
+	if code != 1 || !strings.Contains(errOut, `unknown role "astronaut"`) {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	_, errOut, code = ava(t, nil, "spawn", "--wait", "task")
+	if code != 2 || !strings.Contains(errOut, "role") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+func TestRolesListsBuiltinAndCustomAndReportsBadFiles(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "agents"), 0o700)
+	os.WriteFile(filepath.Join(root, "agents", "pricing.md"), []byte("---\nname: pricing_analyst\ntools: [web_search]\nmodel: haiku\n---\nbe brief\n"), 0o600)
+	os.WriteFile(filepath.Join(root, "agents", "broken.md"), []byte("---\nname: broken\ntools: [teleport]\n---\n"), 0o600)
+	out, errOut, code := ava(t, map[string]string{"AVA_DATA_ROOT": root}, "roles")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"web_crawler", "code_reviewer", "data_extractor", "researcher", "pricing_analyst", "built-in", "pricing.md"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("roles output lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "broken.md:3") || !strings.Contains(errOut, `unknown tool "teleport"`) {
+		t.Errorf("bad role file not reported with path and line: %s", errOut)
+	}
+}
+
+func TestRunOfflineDelegatesAndLogs(t *testing.T) {
+	root := t.TempDir()
+	env := map[string]string{"AVA_DATA_ROOT": root}
+	_, errOut, code := ava(t, env, "run", "--offline", "hello")
+	if code != 0 || !strings.Contains(errOut, "Subagent [Researcher]: Complete") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	traces, _ := filepath.Glob(filepath.Join(root, "logs", "subagents", "S-*.jsonl"))
+	sessions, _ := filepath.Glob(filepath.Join(root, "sessions", "*.jsonl"))
+	if len(traces) != 1 || len(sessions) != 1 {
+		t.Fatalf("traces %v sessions %v", traces, sessions)
+	}
+	id := strings.TrimSuffix(filepath.Base(traces[0]), ".jsonl")
+	out, errOut, code := ava(t, env, "logs", id)
+	if code != 0 || !strings.Contains(out, "AssistantMessage") || strings.Contains(out, "SessionEnd") {
+		t.Fatalf("logs %s: exit %d\n%s\n%s", id, code, out, errOut)
+	}
+	out, _, _ = ava(t, env, "logs", "--type", "subagentcomplete", "--json")
+	if strings.Count(out, "\n") != 1 || !strings.Contains(out, `"eventType":"SubagentComplete"`) {
+		t.Fatalf("logs --type --json: %s", out)
+	}
+}
