@@ -56,7 +56,7 @@ func TestBadRequestNotRetried(t *testing.T) {
 	p := llm.WithRetry(newProvider(t, srv), fastRetry)
 	_, err := p.Stream(context.Background(), userRequest("hi"), nil)
 	var apiErr *llm.APIError
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "invalid_request_error: llmfake: scripted HTTP 400") {
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "invalid_request_error: llmfake: scripted error 400") {
 		t.Fatalf("err = %v, want an HTTP 400 APIError", err)
 	}
 	if llm.IsRetryable(err) {

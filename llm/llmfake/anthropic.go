@@ -40,23 +40,8 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, id int64
 		writeAnthropicError(w, http.StatusNotFound, fmt.Sprintf("llmfake: no route for %s %s", r.Method, r.URL.Path))
 		return
 	}
-	req, ok := readRequest(w, r)
+	req, turn, ok := s.begin(w, r, writeAnthropicError)
 	if !ok {
-		return
-	}
-	turn, ok := s.next(req)
-	if !ok {
-		writeAnthropicError(w, http.StatusInternalServerError, "llmfake: no scripted turn left")
-		return
-	}
-	if !s.sleep(r, turn.Delay) {
-		return
-	}
-	if turn.Status != 0 {
-		if turn.RetryAfter != "" {
-			w.Header().Set("Retry-After", turn.RetryAfter)
-		}
-		writeAnthropicError(w, turn.Status, fmt.Sprintf("llmfake: scripted HTTP %d", turn.Status))
 		return
 	}
 	model := turn.Model

@@ -6,6 +6,7 @@ package llmfake
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -169,4 +170,31 @@ func (s *Server) sleep(r *http.Request, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// begin reads a request and picks its turn, then plays the parts every
+// wire shares: the empty queue, the delay and a scripted error status
+// (answered with writeErr, the wire's own error shape). ok is false when
+// the response is already written or the client left.
+func (s *Server) begin(w http.ResponseWriter, r *http.Request, writeErr func(http.ResponseWriter, int, string)) (Request, Turn, bool) {
+	req, ok := readRequest(w, r)
+	if !ok {
+		return req, Turn{}, false
+	}
+	turn, ok := s.next(req)
+	if !ok {
+		writeErr(w, http.StatusInternalServerError, "llmfake: no scripted turn left")
+		return req, turn, false
+	}
+	if !s.sleep(r, turn.Delay) {
+		return req, turn, false
+	}
+	if turn.Status != 0 {
+		if turn.RetryAfter != "" {
+			w.Header().Set("Retry-After", turn.RetryAfter)
+		}
+		writeErr(w, turn.Status, fmt.Sprintf("llmfake: scripted error %d %s", turn.Status, http.StatusText(turn.Status)))
+		return req, turn, false
+	}
+	return req, turn, true
 }

@@ -53,23 +53,8 @@ type openAIPlay struct {
 }
 
 func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
-	req, ok := readRequest(w, r)
+	req, turn, ok := s.begin(w, r, writeOpenAIError)
 	if !ok {
-		return
-	}
-	turn, ok := s.next(req)
-	if !ok {
-		writeOpenAIError(w, http.StatusInternalServerError, "llmfake: no scripted turn left")
-		return
-	}
-	if !s.sleep(r, turn.Delay) {
-		return
-	}
-	if turn.Status != 0 {
-		if turn.RetryAfter != "" {
-			w.Header().Set("Retry-After", turn.RetryAfter)
-		}
-		writeOpenAIError(w, turn.Status, fmt.Sprintf("llmfake: scripted error %d %s", turn.Status, http.StatusText(turn.Status)))
 		return
 	}
 	play := openAIPlay{Turn: turn, id: "chatcmpl-" + randomHex(12), model: turn.Model, created: time.Now().Unix()}
