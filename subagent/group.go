@@ -103,16 +103,8 @@ func (m *Manager) startParallel(ctx context.Context, g *Group, req GroupRequest)
 	if err := m.reserve(hs...); err != nil {
 		return err
 	}
-	for i, h := range hs {
-		if err := m.start(ctx, h); err != nil {
-			for _, rest := range hs[i+1:] {
-				m.release(rest)
-			}
-			for _, started := range hs[:i] {
-				started.Cancel()
-			}
-			return err
-		}
+	for _, h := range hs {
+		m.start(h)
 	}
 	g.handles = hs
 	m.wg.Go(func() {

@@ -2,8 +2,6 @@ package subagent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -81,6 +79,7 @@ type Manager struct {
 	mu      sync.Mutex
 	running map[string]*Handle // by short ID, runs holding a slot
 	handles map[string]*Handle // every run of this process, by short ID
+	ids     *idSet             // every short ID in use in the data root
 	closed  bool
 }
 
@@ -98,7 +97,7 @@ func NewManager(opt Options) *Manager {
 			opt.Roles[r.Name] = r
 		}
 	}
-	m := &Manager{opt: opt, log: opt.Logger, now: opt.Clock, running: map[string]*Handle{}, handles: map[string]*Handle{}}
+	m := &Manager{opt: opt, log: opt.Logger, now: opt.Clock, running: map[string]*Handle{}, handles: map[string]*Handle{}, ids: newIDSet()}
 	if m.log == nil {
 		m.log = slog.Default()
 	}
@@ -113,6 +112,12 @@ func NewManager(opt Options) *Manager {
 // Start marks runs left running by a dead process as interrupted,
 // delivers results that were never announced, and starts the watchdog.
 func (m *Manager) Start(ctx context.Context) error {
+	m.mu.Lock()
+	err := m.opt.Store.ShortIDs(ctx, m.ids.add)
+	m.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("load run IDs: %w", err)
+	}
 	ids, err := m.opt.Store.MarkInterrupted(ctx, m.now())
 	if err != nil {
 		return fmt.Errorf("mark interrupted runs: %w", err)
@@ -184,23 +189,14 @@ func (m *Manager) spawn(ctx context.Context, req Request) (*Handle, error) {
 	if err := m.reserve(h); err != nil {
 		return nil, err
 	}
-	if err := m.start(ctx, h); err != nil {
-		return nil, err
-	}
+	m.start(h)
 	return h, nil
 }
 
-// start records a reserved handle and starts its run.
-func (m *Manager) start(ctx context.Context, h *Handle) error {
-	if err := m.register(ctx, h); err != nil {
-		m.release(h)
-		m.mu.Lock()
-		delete(m.handles, h.id)
-		m.mu.Unlock()
-		return err
-	}
+// start opens a reserved handle's stream and starts its run.
+func (m *Manager) start(h *Handle) {
+	m.register(h)
 	m.wg.Go(h.run)
-	return nil
 }
 
 // prepare checks a request and builds its handle.
@@ -330,46 +326,17 @@ func (m *Manager) release(h *Handle) {
 	}
 }
 
-// drawID draws an unused short ID (caller holds m.mu).
-func (m *Manager) drawID() string {
-	for {
-		var b [3]byte
-		_, _ = rand.Read(b[:])
-		id := "S-" + hex.EncodeToString(b[:])
-		if _, taken := m.handles[id]; !taken {
-			return id
-		}
-	}
-}
+// drawID draws an ID no run of the data root has (caller holds m.mu).
+func (m *Manager) drawID() string { return m.ids.draw() }
 
-// register makes sure the drawn ID is not an earlier run's (drawing
-// again while it is) and opens the run's event stream. The run record
-// itself is written beside the first model call (Handle.recordStart), to
-// keep the store's write off the path to the subagent's first request.
-func (m *Manager) register(ctx context.Context, h *Handle) error {
+// register opens the run's event stream. The drawn ID is already known
+// to be free (idSet); the run record itself is written beside the first
+// model call (Handle.recordStart), to keep the store's write off the path
+// to the subagent's first request.
+func (m *Manager) register(h *Handle) {
 	h.uuid = uuid.NewString()
-	for attempt := 0; ; attempt++ {
-		taken, err := m.opt.Store.ShortIDExists(ctx, h.id)
-		if err != nil {
-			return fmt.Errorf("spawn: check run ID: %w", err)
-		}
-		if !taken {
-			break
-		}
-		if attempt > 20 {
-			return fmt.Errorf("spawn: no free run ID after %d draws", attempt)
-		}
-		m.mu.Lock()
-		delete(m.running, h.id)
-		delete(m.handles, h.id)
-		h.id = m.drawID()
-		m.running[h.id] = h
-		m.handles[h.id] = h
-		m.mu.Unlock()
-	}
 	h.journal = m.opt.Hub.Journal(h.SessionKey(), 0)
 	h.drain = h.journal.Subscribe(0)
-	return nil
 }
 
 // Get returns the handle of a run of this process by short ID or unique

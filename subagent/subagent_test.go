@@ -392,3 +392,31 @@ func TestSessionBudgetCapsCost(t *testing.T) {
 		t.Fatalf("spawn over a spent budget: %v", err)
 	}
 }
+
+// IDs are unique in the data root: a new manager on the same store never
+// draws an ID an earlier run has.
+func TestIDsUniqueAcrossManagers(t *testing.T) {
+	h := newHarness(t, answerScript, func(o *subagent.Options) { o.MaxConcurrent = 50 })
+	seen := map[string]bool{}
+	for i := 0; i < 40; i++ {
+		hd := h.spawn(t, subagent.Config{Role: "researcher", Task: "x"})
+		wait(t, hd)
+		seen[hd.ID()] = true
+	}
+	m2 := subagent.NewManager(h.opts)
+	if err := m2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	for i := 0; i < 40; i++ {
+		hd, err := m2.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "y"}, Parent: parent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[hd.ID()] {
+			t.Fatalf("ID %s drawn twice", hd.ID())
+		}
+		seen[hd.ID()] = true
+		wait(t, hd)
+	}
+}
