@@ -179,3 +179,41 @@ conversations:
 		}
 	}
 }
+
+// Shutting the manager down stops running subagents as interrupted, and
+// the next start tells their parent.
+func TestCloseInterruptsAndNextStartAnnounces(t *testing.T) {
+	h := newHarness(t, "turns:\n  - text: never\n    delay: 1h\n", nil)
+	ctx := context.Background()
+	hd, err := h.m.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "researcher", Task: "long"}, Parent: parent, Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitIterationT(t, hd)
+	h.m.Close()
+	if st := hd.Status().Status; st != agent.StatusInterrupted {
+		t.Fatalf("status after Close: %s", st)
+	}
+	run, _ := h.store.GetRun(ctx, hd.ID())
+	if run.Status != "interrupted" || run.Announced {
+		t.Fatalf("stored %s announced %v", run.Status, run.Announced)
+	}
+	m2 := subagent.NewManager(h.opts)
+	if err := m2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	msgs, _ := h.store.Messages(ctx, parent.SessionKey, 0)
+	if len(msgs) != 1 || !strings.Contains(msgs[0].Text, "interrupted") || !strings.Contains(msgs[0].Text, "[Task: long]") {
+		t.Fatalf("parent messages %+v", msgs)
+	}
+}
+
+func waitIterationT(t *testing.T, h *subagent.Handle) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); h.Status().Iteration < 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("subagent never called its model")
+		}
+	}
+}

@@ -146,7 +146,9 @@ func (m *Manager) Close() error {
 	m.mu.Lock()
 	m.closed = true
 	m.mu.Unlock()
-	m.cancel(fmt.Errorf("%w: shutting down", ErrClosed))
+	// The cause is also ErrCancelled, so the loops stop as cancelled;
+	// finish records them as interrupted (see Handle.finish).
+	m.cancel(fmt.Errorf("%w: shutting down: %w", ErrClosed, agent.ErrCancelled))
 	m.wg.Wait()
 	return nil
 }

@@ -199,7 +199,7 @@ func (h *Handle) finish(res agent.Result, input llm.Message, start time.Time, st
 	<-started
 	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
 	defer cancel()
-	if res.Status == agent.StatusCancelled && errors.Is(res.Err, ErrClosed) {
+	if errors.Is(res.Err, ErrClosed) {
 		res.Status = agent.StatusInterrupted
 	}
 	result := h.buildResult(res)
