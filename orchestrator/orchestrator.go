@@ -7,6 +7,7 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/tool"
 )
 
@@ -26,12 +28,22 @@ type History interface {
 	Save(ctx context.Context, session string, msgs []llm.Message) error
 }
 
+// Sessions keeps sessions' last event sequence numbers, so that a
+// session's numbering goes on across processes (store.Store has it).
+type Sessions interface {
+	GetSession(ctx context.Context, key string) (store.Session, error)
+	SetLastSeq(ctx context.Context, key string, seq uint64) error
+}
+
 // Config is what the orchestrator needs.
 type Config struct {
-	Model     llm.Model
-	Tools     *tool.Registry
-	Publisher event.Publisher
-	History   History
+	Model llm.Model
+	Tools *tool.Registry
+	// Hub receives the session's events and numbers them.
+	Hub     *event.Hub
+	History History
+	// Sessions, when set, persists the session's sequence numbers.
+	Sessions Sessions
 	Limits    agent.Limits
 	Workspace string
 	// Offline marks the model as the offline scripted one.
@@ -49,6 +61,9 @@ type Orchestrator struct {
 
 // New returns an orchestrator.
 func New(cfg Config) *Orchestrator {
+	if cfg.Hub == nil {
+		cfg.Hub = event.NewHub()
+	}
 	o := &Orchestrator{cfg: cfg, log: cfg.Logger, now: cfg.Clock}
 	if o.log == nil {
 		o.log = slog.Default()
@@ -63,6 +78,11 @@ func New(cfg Config) *Orchestrator {
 // until an answer or a limit. The result's Err is also returned when the
 // history could not be loaded or saved.
 func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (agent.Result, error) {
+	journal, err := o.OpenSession(ctx, session)
+	if err != nil {
+		return agent.Result{Status: agent.StatusError, Err: err}, err
+	}
+	defer o.saveSeq(ctx, session, journal)
 	var history []llm.Message
 	if o.cfg.History != nil {
 		h, err := o.cfg.History.Load(ctx, session)
@@ -79,7 +99,7 @@ func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (
 		Limits:    o.cfg.Limits,
 		Caller:    tool.Caller{AgentID: event.OrchestratorID, SessionKey: session, Workspace: o.cfg.Workspace, User: user},
 		User:      user,
-		Publisher: o.cfg.Publisher,
+		Publisher: o.cfg.Hub,
 		Logger:    o.log,
 		Clock:     o.cfg.Clock,
 	})
@@ -99,12 +119,39 @@ func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (
 	return res, nil
 }
 
-func (o *Orchestrator) publish(session, user string, ev event.Event) {
-	if o.cfg.Publisher == nil {
+// OpenSession returns the session's event journal, numbering on from the
+// last sequence number stored for it. Subscribe to it before Ask to see a
+// turn live.
+func (o *Orchestrator) OpenSession(ctx context.Context, session string) (*event.Journal, error) {
+	var last uint64
+	if o.cfg.Sessions != nil {
+		s, err := o.cfg.Sessions.GetSession(ctx, session)
+		switch {
+		case err == nil:
+			last = s.LastSeq
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, fmt.Errorf("open session %s: %w", session, err)
+		}
+	}
+	return o.cfg.Hub.Journal(session, last), nil
+}
+
+// saveSeq records the session's last sequence number, even when ctx is
+// done.
+func (o *Orchestrator) saveSeq(ctx context.Context, session string, j *event.Journal) {
+	if o.cfg.Sessions == nil {
 		return
 	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := o.cfg.Sessions.SetLastSeq(sctx, session, j.LastSeq()); err != nil {
+		o.log.Error("save session sequence", "session", session, "err", err)
+	}
+}
+
+func (o *Orchestrator) publish(session, user string, ev event.Event) {
 	ev.Session, ev.Agent, ev.User, ev.Time = session, event.OrchestratorID, user, o.now()
-	if _, err := o.cfg.Publisher.Publish(ev); err != nil {
+	if _, err := o.cfg.Hub.Publish(ev); err != nil {
 		o.log.Error("publish session event", "session", session, "type", ev.Type, "err", err)
 	}
 }

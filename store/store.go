@@ -184,6 +184,9 @@ type RunFinish struct {
 	// SpendSession, when set, has CostCents added to that session's
 	// spend in the same transaction as the transition.
 	SpendSession string
+	// LastSeq, when non-zero, raises the run's own session's last event
+	// sequence number (see SetLastSeq) in the same transaction.
+	LastSeq uint64
 }
 
 // Pending spawn statuses.

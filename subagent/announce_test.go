@@ -35,7 +35,7 @@ conversations:
 			t.Fatal(err)
 		}
 		model, _ := h.opts.Catalog.Resolve("sonnet")
-		return orchestrator.New(orchestrator.Config{Model: model, Tools: reg, Publisher: h.hub, History: orchestrator.StoreHistory{Store: h.store}})
+		return orchestrator.New(orchestrator.Config{Model: model, Tools: reg, Hub: h.hub, Sessions: h.store, History: orchestrator.StoreHistory{Store: h.store}})
 	}
 	o := orch(h.m)
 	ctx := context.Background()
@@ -154,7 +154,7 @@ conversations:
 	h := newHarness(t, script, nil)
 	reg, _ := tool.NewRegistry(h.m.Tools()...)
 	model, _ := h.opts.Catalog.Resolve("sonnet")
-	o := orchestrator.New(orchestrator.Config{Model: model, Tools: reg, Publisher: h.hub})
+	o := orchestrator.New(orchestrator.Config{Model: model, Tools: reg, Hub: h.hub})
 	if _, err := o.Ask(context.Background(), "ava:cli:fork", "", "the secret word is banana"); err != nil {
 		t.Fatal(err)
 	}

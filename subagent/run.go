@@ -205,7 +205,7 @@ func (h *Handle) finish(res agent.Result, input llm.Message, start time.Time, st
 	result := h.buildResult(res)
 	raw, _ := json.Marshal(result)
 	fin := &store.RunFinish{Result: raw, Tokens: res.Usage.Total(), CostCents: res.CostCents, Iterations: res.Iterations,
-		EndedAt: m.now(), SpendSession: h.req.Parent.SessionKey, Delivered: h.deliveredOnFinish(res.Status)}
+		EndedAt: m.now(), SpendSession: h.req.Parent.SessionKey, Delivered: h.deliveredOnFinish(res.Status), LastSeq: h.journal.LastSeq()}
 	if res.Err != nil && res.Status != agent.StatusSuccess {
 		fin.Error = res.Err.Error()
 	}

@@ -227,3 +227,40 @@ func TestRunOfflineDelegatesAndLogs(t *testing.T) {
 		t.Fatalf("logs --type --json: %s", out)
 	}
 }
+
+// A session's sequence numbers go on across processes: two runs of one
+// session never reuse a number.
+func TestSessionSequenceAcrossProcesses(t *testing.T) {
+	env := map[string]string{"AVA_DATA_ROOT": t.TempDir()}
+	for i := 0; i < 2; i++ {
+		if _, errOut, code := ava(t, env, "run", "--offline", "--session", "ava:cli:seq", "hi"); code != 0 {
+			t.Fatal(errOut)
+		}
+	}
+	out, errOut, code := ava(t, env, "logs", "--session", "ava:cli:seq", "--json", "--last", "0")
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	seen := map[uint64]bool{}
+	var last uint64
+	starts := 0
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev struct {
+			Seq       uint64 `json:"seq"`
+			EventType string `json:"eventType"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Seq == 0 || seen[ev.Seq] || ev.Seq < last {
+			t.Fatalf("seq %d after %d (seen %v)", ev.Seq, last, seen[ev.Seq])
+		}
+		seen[ev.Seq], last = true, ev.Seq
+		if ev.EventType == "SessionStart" {
+			starts++
+		}
+	}
+	if starts != 2 {
+		t.Fatalf("%d session starts in %d entries", starts, len(seen))
+	}
+}

@@ -96,11 +96,15 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 		session = "ava:cli:" + uuid.NewString()[:8]
 	}
 	orch := orchestrator.New(orchestrator.Config{
-		Model: model, Tools: tools, Publisher: in.Hub, History: in.History(), Workspace: cfg.Workspace, Offline: offline, Logger: a.Logger(),
+		Model: model, Tools: tools, Hub: in.Hub, Sessions: in.Store, History: in.History(), Workspace: cfg.Workspace, Offline: offline, Logger: a.Logger(),
 		Limits: agent.Limits{Timeout: o.timeout, MaxCostCents: o.maxCost, MaxTokens: o.maxToken, MaxIterations: o.maxIter},
 	})
+	journal, err := orch.OpenSession(ctx, session)
+	if err != nil {
+		return err
+	}
 	printed := make(chan struct{})
-	sub := in.Hub.Journal(session, 0).Subscribe(in.Hub.Journal(session, 0).LastSeq())
+	sub := journal.Subscribe(journal.LastSeq())
 	pctx, stopPrint := context.WithCancel(ctx)
 	go func() {
 		defer close(printed)

@@ -49,6 +49,12 @@ func (s *Store) TransitionRun(ctx context.Context, id string, from []string, to 
 			return err
 		}
 		moved = true
+		if fin != nil && fin.LastSeq > 0 {
+			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_seq = max(last_seq, ?)
+				WHERE key = (SELECT session_key FROM runs WHERE id = ? OR short_id = ?)`, int64(fin.LastSeq), ref, ref); err != nil {
+				return err
+			}
+		}
 		if fin != nil && fin.SpendSession != "" && fin.CostCents > 0 {
 			now := toNS(s.now())
 			_, err = tx.ExecContext(ctx, `INSERT INTO sessions (key, created_at, updated_at, spent_cents) VALUES (?, ?, ?, ?)
