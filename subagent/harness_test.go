@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sync"
 	"testing"
@@ -125,7 +126,8 @@ func newHarness(t *testing.T, script string, adjust func(*subagent.Options), ext
 		t.Fatal(err)
 	}
 	hub := event.NewHub()
-	opts := subagent.Options{Catalog: cat, Tools: reg, Store: st, Hub: hub, Lifecycle: logs, MaxConcurrent: 3, StallAfter: -1, Workspace: root}
+	opts := subagent.Options{Catalog: cat, Tools: reg, Store: st, Hub: hub, Lifecycle: logs, MaxConcurrent: 3, StallAfter: -1, Workspace: root,
+		Logger: slog.New(slog.DiscardHandler)}
 	if adjust != nil {
 		adjust(&opts)
 	}
