@@ -33,6 +33,7 @@ type History interface {
 type Sessions interface {
 	GetSession(ctx context.Context, key string) (store.Session, error)
 	SetLastSeq(ctx context.Context, key string, seq uint64) error
+	AddSessionSpend(ctx context.Context, key string, cents float64) error
 }
 
 // Config is what the orchestrator needs.
@@ -91,12 +92,16 @@ func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (
 		}
 		history = h
 	}
+	limits, err := o.limits(ctx, session)
+	if err != nil {
+		return agent.Result{Status: agent.StatusError, Err: err}, err
+	}
 	o.publish(session, user, event.New(event.SessionStart, event.SessionContent{Model: o.cfg.Model.Name(), Offline: o.cfg.Offline}))
 	a := agent.New(agent.Config{
 		Model:     o.cfg.Model,
 		System:    SystemPrompt(o.cfg.Tools, o.cfg.Workspace, o.now()),
 		Tools:     o.cfg.Tools,
-		Limits:    o.cfg.Limits,
+		Limits:    limits,
 		Caller:    tool.Caller{AgentID: event.OrchestratorID, SessionKey: session, Workspace: o.cfg.Workspace, User: user},
 		User:      user,
 		Publisher: o.cfg.Hub,
@@ -108,6 +113,7 @@ func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (
 	end.Meta = event.Meta{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostCents: res.CostCents,
 		ModelID: o.cfg.Model.Name(), DurationMs: res.Duration.Milliseconds()}
 	o.publish(session, user, end)
+	o.spend(ctx, session, res.CostCents)
 	if o.cfg.History != nil && len(res.Messages) > len(history) {
 		// Save even when the caller's context is gone: the turn happened.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -134,6 +140,49 @@ func (o *Orchestrator) OpenSession(ctx context.Context, session string) (*event.
 		}
 	}
 	return o.cfg.Hub.Journal(session, last), nil
+}
+
+// ErrBudgetSpent means the session's budget is used up.
+var ErrBudgetSpent = errors.New("the session's budget is spent")
+
+// limits are the configured limits with the cost cap lowered to what is
+// left of the session's budget, if it has one.
+func (o *Orchestrator) limits(ctx context.Context, session string) (agent.Limits, error) {
+	l := o.cfg.Limits
+	if o.cfg.Sessions == nil {
+		return l, nil
+	}
+	s, err := o.cfg.Sessions.GetSession(ctx, session)
+	if errors.Is(err, store.ErrNotFound) {
+		return l, nil
+	}
+	if err != nil {
+		return l, fmt.Errorf("read session %s: %w", session, err)
+	}
+	if s.BudgetCents <= 0 {
+		return l, nil
+	}
+	left := s.BudgetCents - s.SpentCents
+	if left <= 0 {
+		return l, fmt.Errorf("session %s: %w (%.2f¢ of %.2f¢)", session, ErrBudgetSpent, s.SpentCents, s.BudgetCents)
+	}
+	if l.MaxCostCents == 0 || l.MaxCostCents > left {
+		l.MaxCostCents = left
+	}
+	return l, nil
+}
+
+// spend adds the turn's own cost to the session (its subagents add
+// theirs when they end).
+func (o *Orchestrator) spend(ctx context.Context, session string, cents float64) {
+	if o.cfg.Sessions == nil || cents <= 0 {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := o.cfg.Sessions.AddSessionSpend(sctx, session, cents); err != nil {
+		o.log.Error("record session spend", "session", session, "err", err)
+	}
 }
 
 // saveSeq records the session's last sequence number, even when ctx is

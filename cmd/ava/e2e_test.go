@@ -264,3 +264,21 @@ func TestSessionSequenceAcrossProcesses(t *testing.T) {
 		t.Fatalf("%d session starts in %d entries", starts, len(seen))
 	}
 }
+
+// A session budget covers the orchestrator's own spend: once it is spent,
+// the next message in that session is refused.
+func TestSessionBudget(t *testing.T) {
+	fake := llmfake.NewOpenAI(t, llmfake.Turn{Text: "pricey", Usage: llm.Usage{InputTokens: 1_000_000}})
+	env := map[string]string{"AVA_DATA_ROOT": t.TempDir(), "OPENAI_BASE_URL": fake.URL, "AVA_MODEL": "openai/gpt-4o-mini"}
+	// 1M input tokens of gpt-4o-mini cost 15¢, over a 10¢ budget.
+	if _, errOut, code := ava(t, env, "run", "--session", "ava:cli:b", "--budget", "10", "hi"); code != 0 {
+		t.Fatal(errOut)
+	}
+	_, errOut, code := ava(t, env, "run", "--session", "ava:cli:b", "again")
+	if code != 1 || !strings.Contains(errOut, "budget is spent") || !strings.Contains(errOut, "15.00¢ of 10.00¢") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if len(fake.Requests()) != 1 {
+		t.Fatalf("%d model requests; the second message must not reach the model", len(fake.Requests()))
+	}
+}

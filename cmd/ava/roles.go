@@ -38,6 +38,9 @@ cannot be loaded is reported on stderr with its path, line and reason.`,
 				model := r.Model
 				if m, err := in.Catalog.Resolve(r.Model); err == nil {
 					model = r.Model + " → " + m.Name()
+					if app.IsOffline(m) {
+						model += " (offline)"
+					}
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f¢\t%d\t%d\t%s\n", r.Name, r.Source, model, r.Limits.Timeout,
 					r.Limits.MaxCostCents, r.Limits.MaxTokens, r.Limits.MaxIterations, strings.Join(r.Tools, ","))

@@ -28,6 +28,7 @@ type runOptions struct {
 	maxCost  float64
 	maxToken int
 	maxIter  int
+	budget   float64
 }
 
 func newRunCmd(a *App) *cobra.Command {
@@ -59,6 +60,7 @@ such as --timeout or --max-cost being reached).`,
 	f.Float64Var(&o.maxCost, "max-cost", 100, "cost cap in cents")
 	f.IntVar(&o.maxToken, "max-tokens", 500_000, "token cap")
 	f.IntVar(&o.maxIter, "max-iterations", 40, "cap on model calls")
+	f.Float64Var(&o.budget, "budget", 0, "set the session's budget in cents: the orchestrator and its subagents together spend at most this (kept for --session)")
 	return cmd
 }
 
@@ -99,6 +101,11 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 		Model: model, Tools: tools, Hub: in.Hub, Sessions: in.Store, History: in.History(), Workspace: cfg.Workspace, Offline: offline, Logger: a.Logger(),
 		Limits: agent.Limits{Timeout: o.timeout, MaxCostCents: o.maxCost, MaxTokens: o.maxToken, MaxIterations: o.maxIter},
 	})
+	if o.budget > 0 {
+		if err := in.Store.SetSessionBudget(ctx, session, o.budget); err != nil {
+			return err
+		}
+	}
 	journal, err := orch.OpenSession(ctx, session)
 	if err != nil {
 		return err

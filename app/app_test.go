@@ -1,0 +1,92 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/tool"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func open(t *testing.T) *app.Instance {
+	t.Helper()
+	root := t.TempDir()
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := app.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := in.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return in
+}
+
+func run(t *testing.T, reg *tool.Registry, name string, c tool.Caller, args string) tool.Result {
+	t.Helper()
+	tl, ok := reg.Get(name)
+	if !ok {
+		t.Fatalf("no tool %s in %v", name, reg.Names())
+	}
+	res, err := tl.Run(tool.WithCaller(context.Background(), c), json.RawMessage(args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestOrchestratorToolsAndMemoryOnRealStore(t *testing.T) {
+	in := open(t)
+	reg, err := in.OrchestratorTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"http_get", "list_subagents", "memory_read", "memory_write", "python_exec", "read_ava_logs", "read_file",
+		"read_webpages", "run_bash", "search_and_read", "search_codebase", "spawn_subagent", "spawn_subagents",
+		"subagent_status", "cancel_subagent", "web_search"}
+	for _, n := range want {
+		if _, ok := reg.Get(n); !ok {
+			t.Errorf("orchestrator lacks %s", n)
+		}
+	}
+	ava := tool.Caller{AgentID: "ava", SessionKey: "ava:cli:t"}
+	if res := run(t, reg, "memory_write", ava, `{"content":"Ben prefers metric units","tags":["prefs"]}`); res.IsError {
+		t.Fatal(res.Output)
+	}
+	if res := run(t, reg, "memory_read", ava, `{"query":"units"}`); res.IsError || !strings.Contains(res.Output, "metric units") {
+		t.Fatalf("memory_read: %+v", res)
+	}
+	sub := tool.Caller{AgentID: "S-abcdef", SessionKey: "ava:subagent:S-abcdef", Subagent: true}
+	if res := run(t, reg, "memory_write", sub, `{"content":"x"}`); !res.IsError || !strings.Contains(res.Output, "read-only") {
+		t.Fatalf("a subagent wrote memory: %+v", res)
+	}
+	if res := run(t, reg, "spawn_subagent", sub, `{"role":"researcher","task":"x"}`); !res.IsError {
+		t.Fatalf("a subagent spawned: %+v", res)
+	}
+}
+
+func TestNoProviderMeansNoModel(t *testing.T) {
+	in := open(t)
+	if _, err := app.OrchestratorModel(in.Config, in.Catalog, ""); err != app.ErrNoModel {
+		t.Fatalf("err %v", err)
+	}
+	m, err := app.OrchestratorModel(in.Config, in.Catalog, "scripted/demo")
+	if err != nil || !app.IsOffline(m) {
+		t.Fatalf("%v %v", m, err)
+	}
+}
