@@ -102,8 +102,8 @@ func (m Message) ToolCalls() []Block {
 
 // ToolDef describes a tool to the model.
 type ToolDef struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
 	// Schema is the JSON Schema of the tool's arguments (an object schema).
 	Schema json.RawMessage `json:"input_schema"`
 }

@@ -44,7 +44,7 @@ type Config struct {
 	Hub     *event.Hub
 	History History
 	// Sessions, when set, persists the session's sequence numbers.
-	Sessions Sessions
+	Sessions  Sessions
 	Limits    agent.Limits
 	Workspace string
 	// Offline marks the model as the offline scripted one.
