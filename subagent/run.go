@@ -106,7 +106,7 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		h.recordStart(first, start)
 	})
 	res := a.Run(ctx, history, input)
-	return h.finish(res, input, start, started)
+	return h.finish(res, start, started)
 }
 
 // recordDelay is how long recording a start may wait for the first model
@@ -194,7 +194,7 @@ func (h *Handle) recordStart(first bool, start time.Time) {
 
 // finish records a turn's end: result, store, events, lifecycle entry,
 // announcement. It runs even when the run was cancelled.
-func (h *Handle) finish(res agent.Result, input llm.Message, start time.Time, started <-chan struct{}) agent.Result {
+func (h *Handle) finish(res agent.Result, start time.Time, started <-chan struct{}) agent.Result {
 	m := h.m
 	<-started
 	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)

@@ -8,8 +8,9 @@ import (
 	"github.com/avaagent/ava/llm"
 )
 
-// Send gives a subagent a follow-up message. A finished subagent resumes
-// with its conversation intact (taking a concurrency slot again). While it
+// Send gives a subagent of this process a follow-up message. A finished
+// subagent resumes with its conversation intact (taking a concurrency
+// slot again); each turn's record holds that turn's tokens and cost. While it
 // runs, the message is queued for when the current turn ends if queue is
 // set, and refused with ErrBusy otherwise. It returns at once.
 func (m *Manager) Send(ctx context.Context, id, message string, queue bool) (*Handle, error) {
