@@ -282,3 +282,45 @@ func TestSessionBudget(t *testing.T) {
 		t.Fatalf("%d model requests; the second message must not reach the model", len(fake.Requests()))
 	}
 }
+
+func TestRunAgainstAnthropicWithThinkingAndTools(t *testing.T) {
+	fake := llmfake.NewAnthropic(t,
+		llmfake.Turn{Thinking: "I should list the workspace.", ThinkingSignature: "sig-1", Text: "Looking.",
+			ToolCalls: []llmfake.ToolCall{{ID: "toolu_1", Name: "search_codebase", Args: `{"pattern":"needle"}`}},
+			Usage: llm.Usage{InputTokens: 100, OutputTokens: 20}},
+		llmfake.Turn{Text: "Found it.", Usage: llm.Usage{InputTokens: 150, OutputTokens: 5, CacheReadTokens: 80}})
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hay\nneedle\n"), 0o600)
+	root := t.TempDir()
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test-secret", "ANTHROPIC_BASE_URL": fake.URL, "AVA_MODEL": "anthropic/haiku",
+		"AVA_DATA_ROOT": root, "AVA_WORKSPACE": ws}
+	out, errOut, code := ava(t, env, "run", "--json", "find the needle")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res struct {
+		Text   string `json:"text"`
+		Model  string `json:"model"`
+		Tokens struct {
+			CacheRead int `json:"cache_read"`
+		} `json:"tokens"`
+	}
+	json.Unmarshal([]byte(out), &res)
+	if res.Text != "Found it." || res.Model != "anthropic/claude-haiku-4-5" || res.Tokens.CacheRead != 80 {
+		t.Fatalf("%s", out)
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	second := string(reqs[1].Raw)
+	for _, want := range []string{`"signature":"sig-1"`, `"tool_use_id":"toolu_1"`, `a.txt:2`} {
+		if !strings.Contains(second, want) {
+			t.Errorf("second request lacks %s", want)
+		}
+	}
+	logs, _, _ := ava(t, env, "logs", "--json", "--last", "0")
+	if !strings.Contains(logs, `"eventType":"ExtendedThinking"`) || strings.Contains(logs, "sk-ant-test-secret") {
+		t.Fatalf("thinking not logged, or the key leaked:\n%s", logs)
+	}
+}
