@@ -182,12 +182,19 @@ func BenchmarkThousandAtOnce(b *testing.B) {
 		start = time.Now()
 		var wg sync.WaitGroup
 		results := make([]agent.Status, n)
+		durations := make([]float64, n)
+		ends := make([]time.Duration, n)
 		for i := range n {
 			h, err := m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: fmt.Sprint("t", i)}, Parent: parent})
 			if err != nil {
 				b.Fatal(err)
 			}
-			wg.Go(func() { r, _ := h.Wait(context.Background()); results[i] = r.Status })
+			wg.Go(func() {
+				r, _ := h.Wait(context.Background())
+				results[i] = r.Status
+				durations[i] = r.DurationSeconds
+				ends[i] = time.Since(start)
+			})
 		}
 		spawned := time.Since(start)
 		wg.Wait()
@@ -203,6 +210,14 @@ func BenchmarkThousandAtOnce(b *testing.B) {
 		b.ReportMetric(all.Seconds(), "thousand-s")
 		b.ReportMetric(all.Seconds()/one.Seconds(), "ratio")
 		b.ReportMetric(float64(ok), "succeeded")
+		sort.Float64s(durations)
+		b.ReportMetric(durations[n/2], "run-median-s")
+		b.ReportMetric(durations[n-1], "run-max-s")
+		var lastEnd time.Duration
+		for _, e := range ends {
+			lastEnd = max(lastEnd, e)
+		}
+		b.ReportMetric(lastEnd.Seconds()-all.Seconds(), "wait-lag-s")
 		if ok != n {
 			b.Fatalf("%d of %d succeeded", ok, n)
 		}
