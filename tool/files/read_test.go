@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/avaagent/ava/tool"
+	"github.com/avaagent/ava/tool/tooltest"
 )
 
 func TestMain(m *testing.M) {
@@ -281,17 +282,5 @@ func tail(s string) string {
 }
 
 func TestAllRegister(t *testing.T) {
-	reg, err := tool.NewRegistry(New(Config{}).All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.Join(reg.Names(), ","); got != "read_file,search_and_read,search_codebase" {
-		t.Fatalf("names %s", got)
-	}
-	for _, tl := range reg.Tools() {
-		var s map[string]any
-		if err := json.Unmarshal(tl.Schema(), &s); err != nil || s["type"] != "object" || tl.Description() == "" {
-			t.Errorf("%s: schema %s, err %v", tl.Name(), tl.Schema(), err)
-		}
-	}
+	tooltest.CheckSet(t, New(Config{}).All(), "read_file", "search_and_read", "search_codebase")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/avaagent/ava/tool"
+	"github.com/avaagent/ava/tool/tooltest"
 )
 
 func TestMain(m *testing.M) {
@@ -219,17 +219,5 @@ func TestReadOutputCap(t *testing.T) {
 }
 
 func TestAllRegister(t *testing.T) {
-	reg, err := tool.NewRegistry(New(&fakeStore{}).All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if names := reg.Names(); !slices.Equal(names, []string{"memory_read", "memory_write"}) {
-		t.Fatalf("names %v", names)
-	}
-	for _, tl := range reg.Tools() {
-		var s map[string]any
-		if err := json.Unmarshal(tl.Schema(), &s); err != nil || s["type"] != "object" || tl.Description() == "" {
-			t.Errorf("%s: schema %s, err %v", tl.Name(), tl.Schema(), err)
-		}
-	}
+	tooltest.CheckSet(t, New(&fakeStore{}).All(), "memory_read", "memory_write")
 }

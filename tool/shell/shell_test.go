@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/avaagent/ava/tool"
+	"github.com/avaagent/ava/tool/tooltest"
 )
 
 func TestMain(m *testing.M) {
@@ -342,17 +343,5 @@ func realPath(t *testing.T, p string) string {
 }
 
 func TestAllRegister(t *testing.T) {
-	reg, err := tool.NewRegistry(New(Config{}).All()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.Join(reg.Names(), ","); got != "python_exec,run_bash" {
-		t.Fatalf("names %s", got)
-	}
-	for _, tl := range reg.Tools() {
-		var s map[string]any
-		if err := json.Unmarshal(tl.Schema(), &s); err != nil || s["type"] != "object" || tl.Description() == "" {
-			t.Errorf("%s: schema %s, err %v", tl.Name(), tl.Schema(), err)
-		}
-	}
+	tooltest.CheckSet(t, New(Config{}).All(), "python_exec", "run_bash")
 }
