@@ -20,9 +20,11 @@
 // Each subagent publishes to its own session, "ava:subagent:S-xxxxxx",
 // whose event stream exists from the moment the run is registered and is
 // independent of its parent's. The parent's session receives only
-// SubagentSpawn and SubagentComplete. Lifecycle entries (start, complete,
-// error, aborted) go to the parent session's file and are synced before
-// the step is reported done.
+// SubagentSpawn (published when Spawn returns) and SubagentComplete.
+// Lifecycle entries (start, complete, error, aborted) go to the parent
+// session's file, synced: the start entry is written beside the first
+// model call and always before the end entry, and the end entry before
+// the result is delivered to the parent.
 //
 // # Hierarchy
 //

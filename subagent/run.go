@@ -157,7 +157,7 @@ func (h *Handle) begin(a *agent.Agent, cancel context.CancelCauseFunc, start tim
 
 // recordStart records the run as running (its first turn creates the
 // record) and, on the first turn, writes the start lifecycle entry
-// (synced) and then the SubagentSpawn event in the parent's session. The
+// (synced; the end entry is written only after it). The
 // writes happen even if the run was already cancelled, so that its end can
 // be recorded from running. A run that cannot be recorded is stopped with
 // the error: it never runs unrecorded.
@@ -187,9 +187,14 @@ func (h *Handle) recordStart(first bool, start time.Time) {
 		return
 	}
 	h.lifecycle(audit.LifecycleEntry{EventType: audit.SubagentStart, StartedAt: start})
-	ev := event.New(event.SubagentSpawn, event.SubagentSpawnContent{SubagentID: h.id, Role: h.role.Name,
-		Task: h.req.Config.Task, Model: h.model.Name(), Mode: string(h.req.mode)})
-	h.publishParent(ev)
+}
+
+// announceSpawn publishes SubagentSpawn in the parent's session, at spawn
+// time so that the parent's record shows it before anything the subagent
+// does.
+func (h *Handle) announceSpawn() {
+	h.publishParent(event.New(event.SubagentSpawn, event.SubagentSpawnContent{SubagentID: h.id, Role: h.role.Name,
+		Task: h.req.Config.Task, Model: h.model.Name(), Mode: string(h.req.mode)}))
 }
 
 // finish records a turn's end: result, store, events, lifecycle entry,
