@@ -70,6 +70,11 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// Group commit for write: see write.
+	wmu     sync.Mutex
+	wqueue  []*writeReq
+	leading bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -250,10 +255,57 @@ func (s *Store) closePools() error {
 	return errors.Join(errs...)
 }
 
-// write runs fn in one IMMEDIATE transaction on the writer connection,
+// writeReq is one queued call of write.
+type writeReq struct {
+	ctx  context.Context
+	fn   func(tx *sql.Tx) error
+	done chan error
+}
+
+// write runs fn in an IMMEDIATE transaction on the writer connection,
 // committing if fn returns nil. fn must use only tx: the writer has one
 // connection, so touching s.writer inside fn would wait forever.
+//
+// Concurrent calls are group committed: the first caller becomes the
+// leader and runs every call queued meanwhile in one transaction, each
+// inside its own savepoint, so a failing fn undoes only its own changes
+// and gets its own error, and all the others commit together. Each caller
+// returns once the transaction holding its changes has committed.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	s.wmu.Lock()
+	s.wqueue = append(s.wqueue, r)
+	lead := !s.leading
+	s.leading = true
+	s.wmu.Unlock()
+	if lead {
+		s.commitQueued()
+	}
+	return <-r.done
+}
+
+// commitQueued commits batches until the queue is empty.
+func (s *Store) commitQueued() {
+	for {
+		s.wmu.Lock()
+		batch := s.wqueue
+		s.wqueue = nil
+		if len(batch) == 0 {
+			s.leading = false
+			s.wmu.Unlock()
+			return
+		}
+		s.wmu.Unlock()
+		if len(batch) == 1 {
+			batch[0].done <- s.writeOne(batch[0].ctx, batch[0].fn)
+			continue
+		}
+		s.commitBatch(batch)
+	}
+}
+
+// writeOne runs one fn in its own transaction.
+func (s *Store) writeOne(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
@@ -264,6 +316,55 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// commitBatch runs several calls in one transaction, one savepoint each.
+func (s *Store) commitBatch(batch []*writeReq) {
+	errs := make([]error, len(batch))
+	fail := func(err error) {
+		for _, r := range batch {
+			r.done <- err
+		}
+	}
+	// The batch's own work is bounded by each call's context; the
+	// transaction itself must not die with whichever caller leads it.
+	tx, err := s.writer.BeginTx(context.WithoutCancel(batch[0].ctx), nil)
+	if err != nil {
+		fail(fmt.Errorf("begin transaction: %w", err))
+		return
+	}
+	for i, r := range batch {
+		errs[i] = s.inSavepoint(tx, r)
+	}
+	if err := tx.Commit(); err != nil {
+		fail(fmt.Errorf("commit: %w", err))
+		return
+	}
+	for i, r := range batch {
+		r.done <- errs[i]
+	}
+}
+
+// inSavepoint runs r.fn inside a savepoint of tx, undoing its changes
+// if it fails.
+func (s *Store) inSavepoint(tx *sql.Tx, r *writeReq) error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	if _, err := tx.Exec("SAVEPOINT write_call"); err != nil {
+		return fmt.Errorf("savepoint: %w", err)
+	}
+	if err := r.fn(tx); err != nil {
+		if _, rerr := tx.Exec("ROLLBACK TO write_call"); rerr != nil {
+			return errors.Join(err, fmt.Errorf("roll back to savepoint: %w", rerr))
+		}
+		_, _ = tx.Exec("RELEASE write_call")
+		return err
+	}
+	if _, err := tx.Exec("RELEASE write_call"); err != nil {
+		return fmt.Errorf("release savepoint: %w", err)
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ func transitionCases() []testCase {
 		{"Unannounced", testUnannounced},
 		{"FinishWithSpendAndDelivery", testFinishWithSpendAndDelivery},
 		{"ShortIDs", testShortIDs},
+		{"ConcurrentCreatesIsolateFailures", testConcurrentCreatesIsolateFailures},
 	}
 }
 
@@ -380,6 +381,40 @@ func testShortIDs(t *testing.T, s store.Store) {
 	for id := range want {
 		if !got[id] {
 			t.Errorf("ShortIDs lacks %s (got %v)", id, got)
+		}
+	}
+}
+
+// Concurrent writes that fail (a duplicate short ID) fail alone: every
+// other write of the same moment is stored.
+func testConcurrentCreatesIsolateFailures(t *testing.T, s store.Store) {
+	const n = 60
+	createRun(t, s, newRun(shortID(0x900), "ava:cli:iso"))
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			id := shortID(0xa00 + i)
+			if i%5 == 0 {
+				id = shortID(0x900) // taken
+			}
+			errs[i] = s.CreateRun(ctx(t), newRun(id, "ava:cli:iso"))
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if i%5 == 0 {
+			if !errors.Is(err, store.ErrDuplicate) {
+				t.Errorf("write %d: %v, want ErrDuplicate", i, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("write %d failed beside a failing one: %v", i, err)
+			continue
+		}
+		if _, err := s.GetRun(ctx(t), shortID(0xa00+i)); err != nil {
+			t.Errorf("write %d not stored: %v", i, err)
 		}
 	}
 }
