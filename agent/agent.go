@@ -8,8 +8,10 @@
 // wall-clock timeout, the cost cap, the token cap and the iteration cap.
 // A limit is checked at the point where it can be known: the timeout
 // cancels the run's context (aborting the model stream and every running
-// tool), the cost and token caps are checked after every model response,
-// and the iteration cap counts model calls. A tool that fails, an unknown
+// tool); the cost and token caps are checked after every model response
+// that asks for more work (a final answer that crosses a cap is kept: it
+// is already paid for), and each response's output is capped at what is
+// left of the token cap; the iteration cap counts model calls. A tool that fails, an unknown
 // tool name, or arguments that are not valid JSON go back to the model as
 // an error result; they never end the run.
 package agent
@@ -273,7 +275,7 @@ func (r *run) callModel() (*llm.Response, error) {
 	a := r.a
 	a.activity(fmt.Sprintf("calling %s (iteration %d)", a.cfg.Model.Name(), r.iter))
 	req := &llm.Request{Model: a.cfg.Model.ID, System: a.cfg.System, Messages: r.msgs,
-		Tools: toolDefs(a.cfg.Tools), MaxTokens: a.cfg.MaxOutputTokens, ThinkingBudget: a.cfg.ThinkingBudget}
+		Tools: toolDefs(a.cfg.Tools), MaxTokens: r.outputCap(), ThinkingBudget: a.cfg.ThinkingBudget}
 	resp, err := a.cfg.Model.Provider.Stream(r.ctx, req, r.onDelta)
 	if err != nil {
 		if r.ctx.Err() != nil {
@@ -293,6 +295,28 @@ func (r *run) callModel() (*llm.Response, error) {
 		a.emit(ev)
 	}
 	return resp, nil
+}
+
+// assumedOutputLimit is taken as the provider's own output limit when none
+// is configured: the token cap lowers a response's limit only below it, so
+// a large cap never asks a model for more output than it allows.
+const assumedOutputLimit = 4096
+
+// outputCap is the response's output limit: the configured one (0: the
+// provider's default), lowered to what is left of the token cap.
+func (r *run) outputCap() int {
+	out := r.a.cfg.MaxOutputTokens
+	if capTokens := r.a.cfg.Limits.MaxTokens; capTokens > 0 {
+		left := max(capTokens-r.usage.Total(), 1)
+		limit := out
+		if limit == 0 {
+			limit = assumedOutputLimit
+		}
+		if left < limit {
+			out = left
+		}
+	}
+	return out
 }
 
 // account adds a response's usage and cost and publishes a CostUpdate.

@@ -250,3 +250,28 @@ func TestSnapshotTracksProgress(t *testing.T) {
 		t.Fatalf("snapshot %+v", snap)
 	}
 }
+
+func TestOutputCappedAtWhatIsLeftOfTheTokenCap(t *testing.T) {
+	var caps []int
+	p := providerFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+		caps = append(caps, req.MaxTokens)
+		return alwaysTools(llm.Usage{InputTokens: 300, OutputTokens: 100})(ctx, req)
+	})
+	res := run(t, agent.Config{Model: llm.Model{Provider: p, ID: "m"}, Tools: registry(t, echoTool()), MaxOutputTokens: 4096,
+		Limits: agent.Limits{MaxTokens: 1000}}, context.Background())
+	if res.Status != agent.StatusTokensExceeded || len(caps) != 3 || caps[0] != 1000 || caps[1] != 600 || caps[2] != 200 {
+		t.Fatalf("status %s caps %v", res.Status, caps)
+	}
+}
+
+func TestLargeTokenCapLeavesTheProviderDefault(t *testing.T) {
+	var caps []int
+	p := providerFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+		caps = append(caps, req.MaxTokens)
+		return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text("ok")}}}, nil
+	})
+	run(t, agent.Config{Model: llm.Model{Provider: p, ID: "m"}, Limits: agent.Limits{MaxTokens: 100_000}}, context.Background())
+	if len(caps) != 1 || caps[0] != 0 {
+		t.Fatalf("caps %v: a 100k token cap must not become a 100k output request", caps)
+	}
+}
