@@ -2,11 +2,10 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/transcript"
 )
 
 // DefaultHistoryLimit is how many stored messages a turn's prompt holds.
@@ -22,9 +21,8 @@ type StoreHistory struct {
 	Limit int
 }
 
-// Load implements History. Consecutive messages of one role are merged,
-// as the providers want roles to alternate; a window that would start
-// inside a tool exchange is trimmed to a clean start.
+// Load implements History. A window that would start inside a tool
+// exchange is trimmed to a clean start.
 func (h StoreHistory) Load(ctx context.Context, session string) ([]llm.Message, error) {
 	limit := h.Limit
 	if limit == 0 {
@@ -34,53 +32,11 @@ func (h StoreHistory) Load(ctx context.Context, session string) ([]llm.Message, 
 	if err != nil {
 		return nil, err
 	}
-	var out []llm.Message
-	for _, sm := range stored {
-		m, err := decode(sm)
-		if err != nil {
-			return nil, fmt.Errorf("message %d of %s: %w", sm.ID, session, err)
-		}
-		if n := len(out); n > 0 && out[n-1].Role == m.Role {
-			out[n-1].Content = resultsFirst(append(out[n-1].Content, m.Content...))
-			continue
-		}
-		out = append(out, m)
+	out, err := transcript.FromStore(stored)
+	if err != nil {
+		return nil, err
 	}
 	return cleanStart(out), nil
-}
-
-// resultsFirst orders tool results before other blocks (stable), as a
-// provider expects them right after the turn that called the tools; a
-// [Subagent] message stored between a turn's tool call and its results
-// would otherwise come between them.
-func resultsFirst(blocks []llm.Block) []llm.Block {
-	out := make([]llm.Block, 0, len(blocks))
-	for _, b := range blocks {
-		if b.Type == llm.BlockToolResult {
-			out = append(out, b)
-		}
-	}
-	for _, b := range blocks {
-		if b.Type != llm.BlockToolResult {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-func decode(sm store.Message) (llm.Message, error) {
-	if len(sm.Blocks) > 0 {
-		var m llm.Message
-		if err := json.Unmarshal(sm.Blocks, &m); err != nil {
-			return llm.Message{}, err
-		}
-		return m, nil
-	}
-	role := llm.RoleUser
-	if sm.Role == store.RoleAssistant {
-		role = llm.RoleAssistant
-	}
-	return llm.Message{Role: role, Content: []llm.Block{llm.Text(sm.Text)}}, nil
 }
 
 // cleanStart drops leading messages until a user message that holds no
@@ -103,20 +59,12 @@ func cleanStart(msgs []llm.Message) []llm.Message {
 	return nil
 }
 
-// Save implements History.
+// Save implements History: a turn's messages are stored together, in
+// one transaction, so nothing lands between a tool call and its result.
 func (h StoreHistory) Save(ctx context.Context, session string, msgs []llm.Message) error {
-	for _, m := range msgs {
-		blocks, err := json.Marshal(m)
-		if err != nil {
-			return fmt.Errorf("encode message: %w", err)
-		}
-		sm := store.Message{SessionKey: session, Role: store.RoleUser, Sender: store.SenderUser, Text: m.TextContent(), Blocks: blocks}
-		if m.Role == llm.RoleAssistant {
-			sm.Role, sm.Sender = store.RoleAssistant, store.SenderAva
-		}
-		if _, err := h.Store.AppendMessage(ctx, sm); err != nil {
-			return err
-		}
+	out, err := transcript.ToStore(session, store.SenderAva, msgs)
+	if err != nil {
+		return err
 	}
-	return nil
+	return h.Store.AppendMessages(ctx, out)
 }

@@ -187,6 +187,9 @@ type RunFinish struct {
 	// LastSeq, when non-zero, raises the run's own session's last event
 	// sequence number (see SetLastSeq) in the same transaction.
 	LastSeq uint64
+	// Messages are appended (see AppendMessages) in the same transaction:
+	// the turn's conversation is recorded together with its end.
+	Messages []Message
 }
 
 // Pending spawn statuses.
@@ -244,6 +247,9 @@ type SessionStore interface {
 	// AppendMessage stores m (creating its session if missing) and
 	// returns it with ID and CreatedAt set.
 	AppendMessage(ctx context.Context, m Message) (Message, error)
+	// AppendMessages stores msgs in order in one transaction: all of them
+	// or none.
+	AppendMessages(ctx context.Context, msgs []Message) error
 	// Messages returns the session's messages oldest first; with limit > 0
 	// only the last limit of them.
 	Messages(ctx context.Context, sessionKey string, limit int) ([]Message, error)

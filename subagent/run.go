@@ -15,6 +15,7 @@ import (
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/tool"
+	"github.com/avaagent/ava/transcript"
 )
 
 // finalWriteTimeout bounds the writes that record how a run ended; they
@@ -106,7 +107,7 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		h.recordStart(first, start)
 	})
 	res := a.Run(ctx, history, input)
-	return h.finish(res, start, started)
+	return h.finish(res, len(history), start, started)
 }
 
 // recordDelay is how long recording a start may wait for the first model
@@ -199,7 +200,7 @@ func (h *Handle) announceSpawn() {
 
 // finish records a turn's end: result, store, events, lifecycle entry,
 // announcement. It runs even when the run was cancelled.
-func (h *Handle) finish(res agent.Result, start time.Time, started <-chan struct{}) agent.Result {
+func (h *Handle) finish(res agent.Result, prior int, start time.Time, started <-chan struct{}) agent.Result {
 	m := h.m
 	<-started
 	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
@@ -210,7 +211,8 @@ func (h *Handle) finish(res agent.Result, start time.Time, started <-chan struct
 	result := h.buildResult(res)
 	raw, _ := json.Marshal(result)
 	fin := &store.RunFinish{Result: raw, Tokens: res.Usage.Total(), CostCents: res.CostCents, Iterations: res.Iterations,
-		EndedAt: m.now(), SpendSession: h.req.Parent.SessionKey, Delivered: h.deliveredOnFinish(res.Status), LastSeq: h.journal.LastSeq()}
+		EndedAt: m.now(), SpendSession: h.req.Parent.SessionKey, Delivered: h.deliveredOnFinish(res.Status), LastSeq: h.journal.LastSeq(),
+		Messages: h.conversation(res.Messages, prior)}
 	if res.Err != nil && res.Status != agent.StatusSuccess {
 		fin.Error = res.Err.Error()
 	}
@@ -230,6 +232,21 @@ func (h *Handle) finish(res agent.Result, start time.Time, started <-chan struct
 	h.lifecycle(h.endEntry(result, res, start))
 	h.deliver(ctx, result)
 	return res
+}
+
+// conversation is the turn's new messages for the subagent's own
+// session, recorded with the run's end so that it can be resumed after a
+// restart.
+func (h *Handle) conversation(msgs []llm.Message, prior int) []store.Message {
+	if len(msgs) <= prior {
+		return nil
+	}
+	out, err := transcript.ToStore(h.SessionKey(), h.id, msgs[prior:])
+	if err != nil {
+		h.m.log.Error("encode subagent conversation", "id", h.id, "err", err)
+		return nil
+	}
+	return out
 }
 
 // buildResult turns the loop's result into the subagent's result.

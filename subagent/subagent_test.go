@@ -420,3 +420,37 @@ func TestIDsUniqueAcrossManagers(t *testing.T) {
 		wait(t, hd)
 	}
 }
+
+// A subagent that finished under an earlier manager (an earlier process)
+// resumes with its conversation from the store.
+func TestFollowUpAfterRestart(t *testing.T) {
+	h := newHarness(t, "turns:\n  - text: first answer\n  - text: \"second answer after: {{input}}\"\n", nil)
+	hd := h.spawn(t, subagent.Config{Role: "researcher", Task: "remember 42"})
+	wait(t, hd)
+	h.m.Close()
+	m2 := subagent.NewManager(h.opts)
+	if err := m2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	restored, err := m2.Send(context.Background(), hd.ID(), "what was it?", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := wait(t, restored)
+	if r.Status != agent.StatusSuccess || !strings.Contains(string(r.Output), "second answer") {
+		t.Fatalf("%+v %s", r, r.Output)
+	}
+	last := h.model.requests()[1]
+	if len(last.Messages) != 3 || !strings.Contains(last.Messages[0].TextContent(), "remember 42") ||
+		last.Messages[1].TextContent() != "first answer" || last.Messages[2].TextContent() != "what was it?" {
+		t.Fatalf("resumed without its conversation: %+v", last.Messages)
+	}
+	run, _ := h.store.GetRun(context.Background(), hd.ID())
+	if run.Status != "success" || run.Model != "scripted/t" {
+		t.Fatalf("run %+v", run)
+	}
+	if _, err := m2.Send(context.Background(), "S-000000", "hello?", false); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown ID: %v", err)
+	}
+}

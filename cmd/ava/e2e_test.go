@@ -287,7 +287,7 @@ func TestRunAgainstAnthropicWithThinkingAndTools(t *testing.T) {
 	fake := llmfake.NewAnthropic(t,
 		llmfake.Turn{Thinking: "I should list the workspace.", ThinkingSignature: "sig-1", Text: "Looking.",
 			ToolCalls: []llmfake.ToolCall{{ID: "toolu_1", Name: "search_codebase", Args: `{"pattern":"needle"}`}},
-			Usage: llm.Usage{InputTokens: 100, OutputTokens: 20}},
+			Usage:     llm.Usage{InputTokens: 100, OutputTokens: 20}},
 		llmfake.Turn{Text: "Found it.", Usage: llm.Usage{InputTokens: 150, OutputTokens: 5, CacheReadTokens: 80}})
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hay\nneedle\n"), 0o600)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/avaagent/ava/store"
 )
@@ -169,20 +170,60 @@ func (s *Store) AppendMessage(ctx context.Context, m store.Message) (store.Messa
 	return m, nil
 }
 
+// AppendMessages implements store.Store.
+func (s *Store) AppendMessages(ctx context.Context, msgs []store.Message) error {
+	for i := range msgs {
+		if err := s.checkMessage(&msgs[i]); err != nil {
+			return fmt.Errorf("append message %d of %d: %w", i+1, len(msgs), err)
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		for _, m := range msgs {
+			if _, err := insertMessage(ctx, tx, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("append %d messages to %s: %w", len(msgs), msgs[0].SessionKey, err)
+	}
+	return nil
+}
+
 // insertMessage stores a checked message in tx, creating or touching its
 // session, and returns the new message ID.
 func insertMessage(ctx context.Context, tx *sql.Tx, m store.Message) (int64, error) {
+	if err := touchSession(ctx, tx, m.SessionKey, m.CreatedAt, 0); err != nil {
+		return 0, err
+	}
+	return insertMessageRow(ctx, tx, m)
+}
+
+// touchSession creates the session if missing, moves its updated_at
+// forward to at, and raises its last_seq to lastSeq (0: unchanged).
+func touchSession(ctx context.Context, tx *sql.Tx, key string, at time.Time, lastSeq uint64) error {
+	ns := toNS(at)
+	if _, err := tx.ExecContext(ctx, `
+		INSERT INTO sessions (key, created_at, updated_at, last_seq) VALUES (?, ?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at),
+			last_seq = max(last_seq, excluded.last_seq)`,
+		key, ns, ns, int64(lastSeq)); err != nil {
+		return fmt.Errorf("touch session: %w", err)
+	}
+	return nil
+}
+
+// insertMessageRow stores a checked message whose session exists.
+func insertMessageRow(ctx context.Context, tx *sql.Tx, m store.Message) (int64, error) {
 	blocks, err := jsonArg("message blocks", m.Blocks)
 	if err != nil {
 		return 0, err
 	}
 	at := toNS(m.CreatedAt)
-	if _, err := tx.ExecContext(ctx, `
-		INSERT INTO sessions (key, created_at, updated_at) VALUES (?, ?, ?)
-		ON CONFLICT (key) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at)`,
-		m.SessionKey, at, at); err != nil {
-		return 0, fmt.Errorf("touch session: %w", err)
-	}
 	var id int64
 	err = tx.QueryRowContext(ctx, `
 		INSERT INTO messages (session_key, role, sender, text, blocks, run_id, created_at)

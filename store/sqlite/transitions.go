@@ -35,6 +35,13 @@ func (s *Store) TransitionRun(ctx context.Context, id string, from []string, to 
 	if err != nil {
 		return fmt.Errorf("transition run %s: %w", id, err)
 	}
+	if fin != nil {
+		for i := range fin.Messages {
+			if err := s.checkMessage(&fin.Messages[i]); err != nil {
+				return fmt.Errorf("transition run %s: message %d: %w", id, i+1, err)
+			}
+		}
+	}
 	args = append(args, ref, ref)
 	args = append(args, stringArgs(from)...)
 	var moved bool
@@ -49,13 +56,13 @@ func (s *Store) TransitionRun(ctx context.Context, id string, from []string, to 
 			return err
 		}
 		moved = true
-		if fin != nil && fin.LastSeq > 0 {
-			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_seq = max(last_seq, ?)
-				WHERE key = (SELECT session_key FROM runs WHERE id = ? OR short_id = ?)`, int64(fin.LastSeq), ref, ref); err != nil {
-				return err
-			}
+		if fin == nil {
+			return nil
 		}
-		if fin != nil && fin.SpendSession != "" && fin.CostCents > 0 {
+		if err := s.finishConversation(ctx, tx, ref, fin); err != nil {
+			return err
+		}
+		if fin.SpendSession != "" && fin.CostCents > 0 {
 			now := toNS(s.now())
 			_, err = tx.ExecContext(ctx, `INSERT INTO sessions (key, created_at, updated_at, spent_cents) VALUES (?, ?, ?, ?)
 				ON CONFLICT (key) DO UPDATE SET spent_cents = spent_cents + excluded.spent_cents, updated_at = excluded.updated_at`,
@@ -75,6 +82,38 @@ func (s *Store) TransitionRun(ctx context.Context, id string, from []string, to 
 	}
 	return fmt.Errorf("transition run %s to %s: it is %s, not %s: %w",
 		short, to, status, strings.Join(from, " or "), store.ErrInvalidTransition)
+}
+
+// finishConversation records a finish's messages and sequence number in
+// the run's own session: one session update, then the message rows.
+func (s *Store) finishConversation(ctx context.Context, tx *sql.Tx, ref string, fin *store.RunFinish) error {
+	if len(fin.Messages) == 0 && fin.LastSeq == 0 {
+		return nil
+	}
+	var key string
+	if err := tx.QueryRowContext(ctx, `SELECT session_key FROM runs WHERE id = ? OR short_id = ?`, ref, ref).Scan(&key); err != nil {
+		return fmt.Errorf("read run session: %w", err)
+	}
+	at := s.now()
+	for _, m := range fin.Messages {
+		if m.CreatedAt.After(at) {
+			at = m.CreatedAt
+		}
+	}
+	if err := touchSession(ctx, tx, key, at, fin.LastSeq); err != nil {
+		return err
+	}
+	for _, m := range fin.Messages {
+		if m.SessionKey != key {
+			if err := touchSession(ctx, tx, m.SessionKey, m.CreatedAt, 0); err != nil {
+				return err
+			}
+		}
+		if _, err := insertMessageRow(ctx, tx, m); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func checkTransition(ref string, from []string, to string, fin *store.RunFinish) error {

@@ -28,6 +28,7 @@ func transitionCases() []testCase {
 		{"FinishWithSpendAndDelivery", testFinishWithSpendAndDelivery},
 		{"ShortIDs", testShortIDs},
 		{"ConcurrentCreatesIsolateFailures", testConcurrentCreatesIsolateFailures},
+		{"AppendMessagesAllOrNone", testAppendMessagesAllOrNone},
 	}
 }
 
@@ -35,7 +36,8 @@ func transitionCases() []testCase {
 // delivered in the same write; a refused transition does neither.
 func testFinishWithSpendAndDelivery(t *testing.T, s store.Store) {
 	r := createRun(t, s, newRun("S-0e0e0e", "ava:cli:spend"))
-	fin := &store.RunFinish{CostCents: 7.5, Tokens: 10, Delivered: true, SpendSession: "ava:cli:spend", LastSeq: 42}
+	fin := &store.RunFinish{CostCents: 7.5, Tokens: 10, Delivered: true, SpendSession: "ava:cli:spend", LastSeq: 42,
+		Messages: []store.Message{{SessionKey: r.SessionKey, Role: store.RoleAssistant, Sender: r.ShortID, Text: "done"}}}
 	must(t, s.TransitionRun(ctx(t), r.ID, store.ActiveStatuses, store.StatusSuccess, fin))
 	got, err := s.GetRun(ctx(t), r.ID)
 	must(t, err)
@@ -52,6 +54,11 @@ func testFinishWithSpendAndDelivery(t *testing.T, s store.Store) {
 	if own.LastSeq != 42 {
 		t.Fatalf("run session last seq %d, want 42", own.LastSeq)
 	}
+	msgs, err := s.Messages(ctx(t), r.SessionKey, 0)
+	must(t, err)
+	if len(msgs) != 1 || msgs[0].Text != "done" {
+		t.Fatalf("finish messages %+v", msgs)
+	}
 	err = s.TransitionRun(ctx(t), r.ID, store.ActiveStatuses, store.StatusError, fin)
 	if !errors.Is(err, store.ErrInvalidTransition) {
 		t.Fatalf("second finish: %v", err)
@@ -59,6 +66,9 @@ func testFinishWithSpendAndDelivery(t *testing.T, s store.Store) {
 	sess, _ = s.GetSession(ctx(t), "ava:cli:spend")
 	if sess.SpentCents != 7.5 {
 		t.Fatalf("a refused transition still spent: %v", sess.SpentCents)
+	}
+	if msgs, _ := s.Messages(ctx(t), r.SessionKey, 0); len(msgs) != 1 {
+		t.Fatalf("a refused transition still stored messages: %d", len(msgs))
 	}
 }
 
@@ -416,5 +426,23 @@ func testConcurrentCreatesIsolateFailures(t *testing.T, s store.Store) {
 		if _, err := s.GetRun(ctx(t), shortID(0xa00+i)); err != nil {
 			t.Errorf("write %d not stored: %v", i, err)
 		}
+	}
+}
+
+// AppendMessages stores a batch in order, or nothing when one is bad.
+func testAppendMessagesAllOrNone(t *testing.T, s store.Store) {
+	key := "ava:cli:batch"
+	batch := []store.Message{{SessionKey: key, Role: store.RoleUser, Sender: store.SenderUser, Text: "one"},
+		{SessionKey: key, Role: store.RoleAssistant, Sender: store.SenderAva, Text: "two"}}
+	must(t, s.AppendMessages(ctx(t), batch))
+	bad := []store.Message{{SessionKey: key, Role: store.RoleUser, Sender: store.SenderUser, Text: "three"},
+		{SessionKey: key, Role: "narrator", Text: "four"}}
+	if err := s.AppendMessages(ctx(t), bad); err == nil {
+		t.Fatal("a batch with a bad message was accepted")
+	}
+	got, err := s.Messages(ctx(t), key, 0)
+	must(t, err)
+	if len(got) != 2 || got[0].Text != "one" || got[1].Text != "two" {
+		t.Fatalf("messages %+v", got)
 	}
 }
