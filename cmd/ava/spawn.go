@@ -96,7 +96,7 @@ func spawnOnce(ctx context.Context, a *App, o spawnOptions) error {
 	if !o.json {
 		fmt.Fprintln(a.Stdout, h.ID())
 	}
-	if h.Model().Provider.Name() == "scripted" {
+	if app.IsOffline(h.Model()) {
 		fmt.Fprintf(a.Stderr, "[offline] %s runs on the scripted model %s: not a real model\n", h.ID(), h.Model().Name())
 	}
 	followDone := make(chan struct{})
