@@ -194,7 +194,8 @@ func (a *Agent) Run(ctx context.Context, history []llm.Message, input llm.Messag
 		ctx, cancelT = context.WithTimeoutCause(ctx, t, ErrTimeout)
 		defer cancelT()
 	}
-	r := &run{a: a, ctx: ctx, msgs: append(append(make([]llm.Message, 0, len(history)+8), history...), input)}
+	r := &run{a: a, ctx: ctx, msgs: append(append(make([]llm.Message, 0, len(history)+8), history...), input),
+		defs: toolDefs(a.cfg.Tools)}
 	a.emit(event.New(event.UserMessage, event.TextContent{Text: input.TextContent()}))
 	err := r.loop()
 	res := Result{Status: StatusOf(err), Text: r.text, Messages: r.msgs, Usage: r.usage,
@@ -210,6 +211,7 @@ func (a *Agent) Run(ctx context.Context, history []llm.Message, input llm.Messag
 type run struct {
 	a     *Agent
 	ctx   context.Context
+	defs  []llm.ToolDef // the tools as the model sees them
 	msgs  []llm.Message
 	usage llm.Usage
 	cost  float64
@@ -275,7 +277,7 @@ func (r *run) callModel() (*llm.Response, error) {
 	a := r.a
 	a.activity(fmt.Sprintf("calling %s (iteration %d)", a.cfg.Model.Name(), r.iter))
 	req := &llm.Request{Model: a.cfg.Model.ID, System: a.cfg.System, Messages: r.msgs,
-		Tools: toolDefs(a.cfg.Tools), MaxTokens: r.outputCap(), ThinkingBudget: a.cfg.ThinkingBudget}
+		Tools: r.defs, MaxTokens: r.outputCap(), ThinkingBudget: a.cfg.ThinkingBudget}
 	resp, err := a.cfg.Model.Provider.Stream(r.ctx, req, r.onDelta)
 	if err != nil {
 		if r.ctx.Err() != nil {

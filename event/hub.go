@@ -49,9 +49,6 @@ func NewHub(sinks ...Sink) *Hub {
 // SetRetain sets how many events each new journal keeps (tests).
 func (h *Hub) SetRetain(n int) { h.retain = n }
 
-// SetClock replaces the clock that stamps events without a time (tests).
-func (h *Hub) SetClock(now func() time.Time) { h.now = now }
-
 // Journal returns the session's journal, creating it (sequence starting
 // after lastSeq, the highest number already stored for it) if needed.
 func (h *Hub) Journal(session string, lastSeq uint64) *Journal {
@@ -226,16 +223,7 @@ func (s *Subscription) Cursor() uint64 { return s.cursor }
 // when ctx is done, and ErrClosed when the journal is closed and read.
 func (s *Subscription) Next(ctx context.Context) ([]Event, error) {
 	for {
-		evs, gap, wake, closed := s.j.since(s.cursor)
-		if len(evs) > 0 {
-			s.cursor = evs[len(evs)-1].Seq
-		}
-		if gap != nil {
-			g := New(Gap, gap)
-			g.Session, g.Seq, g.Time = s.j.session, gap.From, time.Now().UTC()
-			s.cursor = max(s.cursor, gap.To)
-			evs = append([]Event{g}, evs...)
-		}
+		evs, wake, closed := s.take()
 		if len(evs) > 0 {
 			return evs, nil
 		}
@@ -253,8 +241,23 @@ func (s *Subscription) Next(ctx context.Context) ([]Event, error) {
 // Poll returns the events after the cursor without waiting (nil when
 // there are none), with a leading Gap event if some were missed.
 func (s *Subscription) Poll() []Event {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	evs, _ := s.Next(ctx)
+	evs, _, _ := s.take()
 	return evs
+}
+
+// take returns the events after the cursor (a Gap first if some were
+// evicted) and moves the cursor past them; wake is closed on the next
+// change, and closed reports a closed journal.
+func (s *Subscription) take() (evs []Event, wake <-chan struct{}, closed bool) {
+	evs, gap, wake, closed := s.j.since(s.cursor)
+	if len(evs) > 0 {
+		s.cursor = evs[len(evs)-1].Seq
+	}
+	if gap != nil {
+		g := New(Gap, gap)
+		g.Session, g.Seq, g.Time = s.j.session, gap.From, time.Now().UTC()
+		s.cursor = max(s.cursor, gap.To)
+		evs = append([]Event{g}, evs...)
+	}
+	return evs, wake, closed
 }

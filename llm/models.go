@@ -10,9 +10,6 @@ import (
 // ErrNoProvider means no model provider is configured.
 var ErrNoProvider = errors.New("no model provider configured")
 
-// Aliases are the role model aliases every provider resolves.
-var Aliases = []string{"haiku", "sonnet", "opus"}
-
 // DefaultAliases maps each known provider's aliases to its model IDs.
 var DefaultAliases = map[string]map[string]string{
 	"anthropic":  {"haiku": "claude-haiku-4-5", "sonnet": "claude-sonnet-4-5", "opus": "claude-opus-4-5"},

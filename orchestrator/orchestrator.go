@@ -6,7 +6,6 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -239,10 +238,4 @@ func JSON(res agent.Result, session string, model llm.Model, offline bool) Resul
 		out.Error = res.Err.Error()
 	}
 	return out
-}
-
-// MarshalIndent renders v as indented JSON.
-func MarshalIndent(v any) []byte {
-	b, _ := json.MarshalIndent(v, "", "  ")
-	return append(b, '\n')
 }

@@ -193,10 +193,11 @@ func (h *Handle) Events() []event.Event {
 // none can stall the subagent.
 func (h *Handle) Subscribe(after uint64) *event.Subscription { return h.journal.Subscribe(after) }
 
-// storeRun is the run's spawn record.
-func (h *Handle) storeRun() store.Run {
+// storeRun is the run's record as it starts running at start.
+func (h *Handle) storeRun(start time.Time) store.Run {
 	cfg, _ := json.Marshal(h.req.Config)
 	return store.Run{ID: h.uuid, ShortID: h.id, SessionKey: h.SessionKey(), ParentSession: h.req.Parent.SessionKey,
 		ParentAgent: h.req.Parent.AgentID, GroupID: h.req.groupID, Mode: string(h.req.mode), Role: h.role.Name,
-		Task: h.req.Config.Task, Model: h.model.Name(), Config: cfg, Status: store.StatusPending, CreatedAt: h.created}
+		Task: h.req.Config.Task, Model: h.model.Name(), Config: cfg, Status: store.StatusRunning,
+		CreatedAt: h.created, StartedAt: &start}
 }

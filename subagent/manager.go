@@ -76,6 +76,9 @@ type Manager struct {
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup
 
+	// roleTools are each role's tools, built once (roles do not change).
+	roleTools map[string]roleToolSet
+
 	mu      sync.Mutex
 	running map[string]*Handle // by short ID, runs holding a slot
 	handles map[string]*Handle // every run of this process, by short ID
@@ -105,6 +108,11 @@ func NewManager(opt Options) *Manager {
 		m.now = time.Now
 	}
 	m.log = m.log.With("component", "subagent")
+	m.roleTools = make(map[string]roleToolSet, len(opt.Roles))
+	for name, r := range opt.Roles {
+		reg, err := buildRoleTools(opt.Tools, r)
+		m.roleTools[name] = roleToolSet{reg, err}
+	}
 	m.ctx, m.cancel = context.WithCancelCause(context.Background())
 	return m
 }
@@ -222,7 +230,8 @@ func (m *Manager) prepare(ctx context.Context, req Request) (*Handle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spawn %s: %w", role.Name, err)
 	}
-	tools, err := m.roleTools(role)
+	rt := m.roleTools[role.Name]
+	tools, err := rt.tools, rt.err
 	if err != nil {
 		return nil, fmt.Errorf("spawn %s: %w", role.Name, err)
 	}
@@ -246,15 +255,22 @@ func (m *Manager) roleNames() []string {
 	return names
 }
 
-// roleTools returns the role's tools minus those no subagent may have.
-func (m *Manager) roleTools(role Role) (*tool.Registry, error) {
+// roleToolSet is a role's tools, or why they could not be had.
+type roleToolSet struct {
+	tools *tool.Registry
+	err   error
+}
+
+// buildRoleTools returns the role's tools minus those no subagent may
+// have.
+func buildRoleTools(all *tool.Registry, role Role) (*tool.Registry, error) {
 	var names []string
 	for _, n := range role.Tools {
 		if !slices.Contains(forbiddenTools, n) {
 			names = append(names, n)
 		}
 	}
-	return m.opt.Tools.Subset(names)
+	return all.Subset(names)
 }
 
 // applyBudget draws the cost cap from what is left of the parent

@@ -170,9 +170,7 @@ func (h *Handle) recordStart(first bool, start time.Time) {
 	h.mu.Unlock()
 	var err error
 	if first {
-		run := h.storeRun()
-		run.Status, run.StartedAt = store.StatusRunning, &start
-		err = h.m.opt.Store.CreateRun(ctx, run)
+		err = h.m.opt.Store.CreateRun(ctx, h.storeRun(start))
 	} else {
 		err = h.m.opt.Store.TransitionRun(ctx, h.uuid, []string{string(from)}, store.StatusRunning, nil)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -123,7 +124,8 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 	<-printed
 	stopPrint()
 	if o.json {
-		a.Stdout.Write(orchestrator.MarshalIndent(orchestrator.JSON(res, session, model, offline)))
+		b, _ := json.MarshalIndent(orchestrator.JSON(res, session, model, offline), "", "  ")
+		fmt.Fprintln(a.Stdout, string(b))
 	}
 	if askErr != nil {
 		return askErr

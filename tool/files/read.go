@@ -121,20 +121,16 @@ func (t *Tools) readPage(ctx context.Context, f *os.File, rel string, start, end
 		if lineNo < start {
 			continue
 		}
-		if end > 0 && lineNo > end {
-			rest, err := countLines(ctx, br)
-			if ctx.Err() != nil {
-				return t.interrupted(ctx, "read_file"), nil
-			}
-			if err != nil {
-				return tool.Errorf("read_file: cannot read %s: %v", rel, err), nil
-			}
-			lineNo += rest
-			break
+		// Past the asked range, or the page is full: count the rest for
+		// the footer and stop.
+		stop := end > 0 && lineNo > end
+		var text string
+		if !stop {
+			text = fmt.Sprintf("%6d\t%s\n", lineNo, cutLine(line, n, t.cfg.MaxLineLength))
+			full = shownTo-start+1 >= t.cfg.MaxReadLines || (shownTo > 0 && out.Len()+len(text) > t.cfg.MaxReadBytes)
+			stop = full
 		}
-		text := fmt.Sprintf("%6d\t%s\n", lineNo, cutLine(line, n, t.cfg.MaxLineLength))
-		if shownTo-start+1 >= t.cfg.MaxReadLines || (shownTo > 0 && out.Len()+len(text) > t.cfg.MaxReadBytes) {
-			full = true
+		if stop {
 			rest, err := countLines(ctx, br)
 			if ctx.Err() != nil {
 				return t.interrupted(ctx, "read_file"), nil

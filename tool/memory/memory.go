@@ -17,22 +17,12 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/tool"
 )
 
-// Memory is one remembered note.
-type Memory struct {
-	// ID is assigned by the store.
-	ID int64
-	// Content is the note itself.
-	Content string
-	// Tags label the note for later searches ("user-preference", "project:ava").
-	Tags []string
-	// Source is the ID of the agent that wrote it ("ava").
-	Source string
-	// CreatedAt is when it was written (UTC).
-	CreatedAt time.Time
-}
+// Memory is one remembered note, as the store keeps it.
+type Memory = store.Memory
 
 // Store keeps memories.
 type Store interface {
