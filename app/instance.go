@@ -63,7 +63,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (in *Instanc
 		return nil, fmt.Errorf("open audit log: %w", err)
 	}
 	in.closers = append(in.closers, in.Audit.Close)
-	in.Hub = event.NewHub(in.Audit)
+	in.Hub = event.NewHub(redactedLog{Log: in.Store, redactor: audit.NewRedactor(cfg.Secrets())}, in.Audit)
 	lifecycle, err := audit.NewSessionLogs(cfg.DataRoot, audit.SessionOptions{Secrets: cfg.Secrets()})
 	if err != nil {
 		return nil, fmt.Errorf("open session logs: %w", err)
@@ -121,4 +121,17 @@ func (in *Instance) Close() error {
 		return fmt.Errorf("close ava: %w", err)
 	}
 	return nil
+}
+
+// redactedLog masks secrets in events before the store keeps them, as
+// the audit log masks them in its lines.
+type redactedLog struct {
+	event.Log
+	redactor *audit.Redactor
+}
+
+// AppendEvent implements event.Log.
+func (l redactedLog) AppendEvent(ctx context.Context, ev event.Event) error {
+	ev.Content = l.redactor.Redact(ev.Content)
+	return l.Log.AppendEvent(ctx, ev)
 }

@@ -90,10 +90,3 @@ type RetryContent struct {
 	Attempt int    `json:"attempt"`
 	Error   string `json:"error"`
 }
-
-// GapContent is the content of a Gap event: the subscriber missed
-// sequence numbers From to To inclusive.
-type GapContent struct {
-	From uint64 `json:"from"`
-	To   uint64 `json:"to"`
-}

@@ -3,20 +3,36 @@
 // subagent's spawn and completion — becomes an Event published to a Hub.
 //
 // Delivery rules:
-//   - Each session (main or subagent) has its own sequence, starting at 1
-//     and increasing by one per event with no holes. Publish assigns it.
-//   - Within a session, sinks and subscribers see events in sequence order.
-//     Publish holds the session's lock while it appends and hands the event
-//     to the sinks, so concurrent publishers to one session are serialised.
-//   - Sinks (the audit log, the session file, the store) are durable and
+//   - Kept events (every type but the live-only ones, see Type.Kept) are
+//     numbered: each session (main or subagent) has its own sequence,
+//     starting at 1 and increasing by one with no holes. The Hub is the
+//     only place that assigns numbers. It continues from the last number
+//     stored in its Log, whoever published it (this process or another),
+//     and stores the event in the Log before anyone else sees it: a
+//     number is durable before it is delivered. When two processes
+//     publish to one session at once, the Log refuses the second use of a
+//     number (ErrSeqTaken) and the loser draws the next one, so numbers
+//     are never reused.
+//   - Live-only events (TextDelta, ThinkingDelta, Activity, Stalled,
+//     Retry) get no number (Seq 0) and are not stored: they are for whoever
+//     is watching at the moment.
+//   - Within a session, sinks and subscribers see events in publishing
+//     order. Publish holds the session's lock while it stores, hands the
+//     event to the sinks, and appends it to the journal.
+//   - Sinks (the audit log, the session file) are durable and
 //     synchronous: Publish returns only when each has accepted the event,
 //     so a slow disk slows the agents down (back-pressure) instead of
 //     losing events, and a sink's error is returned to the publisher.
-//   - Subscribers are views. They pull from the session's in-memory
-//     journal at their own pace with a cursor, so a slow subscriber never
-//     stalls the publisher. The journal keeps the last Retain events; a
-//     subscriber that falls further behind receives a Gap event naming the
-//     exact sequence range it missed, which it can read from the audit log.
+//   - Subscribers are views. A Subscription starts from any sequence
+//     number: it replays what it has not seen from the Log, then reads
+//     the session's in-memory journal at its own pace, so a slow
+//     subscriber never stalls the publisher. A subscriber that falls
+//     behind the journal's window, or meets numbers published by another
+//     process, catches up from the Log by itself: it never sees a hole
+//     and never sees an event twice.
+//   - A journal in memory can be dropped (Hub.Forget) at any time; its
+//     subscribers get ErrClosed after reading what it held, and the next
+//     event or subscription opens a new one from the Log.
 package event
 
 import (
@@ -57,9 +73,17 @@ const (
 	// Retry says a model call failed transiently and is being retried;
 	// text streamed since the last turn boundary is void.
 	Retry Type = "Retry"
-	// Gap tells a subscriber it missed events (content: from, to).
-	Gap Type = "Gap"
 )
+
+// Kept reports whether events of type t are numbered and stored; the
+// live-only types are not.
+func (t Type) Kept() bool {
+	switch t {
+	case TextDelta, ThinkingDelta, Activity, Stalled, Retry:
+		return false
+	}
+	return true
+}
 
 // AuditTypes lists the types written to the audit log.
 var AuditTypes = []Type{UserMessage, AssistantMessage, ToolCall, ToolResult, SubagentSpawn,
@@ -91,7 +115,8 @@ type Meta struct {
 // Event is one step of one agent. Its JSON form is the audit log line of
 // DESIGN.md, extended with "seq".
 type Event struct {
-	// Seq is the event's number in its session, assigned by Publish.
+	// Seq is the event's number in its session, assigned by Publish;
+	// 0 for live-only events.
 	Seq uint64
 	// Time is when the event happened (UTC).
 	Time time.Time

@@ -8,9 +8,10 @@ import (
 	"time"
 )
 
-// Sink receives every published event, in sequence order per session.
-// Deliver blocks while the sink cannot take more (back-pressure) and
-// returns an error when the event could not be made durable.
+// Sink receives every kept event, in sequence order per session, after
+// it is stored in the Log. Deliver blocks while the sink cannot take more
+// (back-pressure) and returns an error when the event could not be made
+// durable.
 type Sink interface {
 	Deliver(ev Event) error
 }
@@ -27,12 +28,20 @@ type Publisher interface {
 }
 
 // DefaultRetain is how many recent events a session's journal keeps in
-// memory for subscribers.
+// memory for live subscribers; older ones are read from the Log.
 const DefaultRetain = 4096
 
-// Hub routes events to sinks and to per-session journals. It is safe for
-// concurrent use.
+// logTimeout bounds one Log call made by Publish or a subscription.
+const logTimeout = 30 * time.Second
+
+// maxSeqAttempts bounds how often Publish draws a new number after
+// finding its number taken by another process.
+const maxSeqAttempts = 64
+
+// Hub numbers, stores and routes events: it is the only place where a
+// session's sequence numbers are assigned. It is safe for concurrent use.
 type Hub struct {
+	log    Log
 	sinks  []Sink
 	retain int
 	now    func() time.Time
@@ -41,37 +50,53 @@ type Hub struct {
 	journals map[string]*Journal
 }
 
-// NewHub returns a hub delivering to sinks in the given order.
-func NewHub(sinks ...Sink) *Hub {
-	return &Hub{sinks: sinks, retain: DefaultRetain, now: time.Now, journals: map[string]*Journal{}}
+// NewHub returns a hub storing kept events in log (nil: a MemoryLog) and
+// delivering them to sinks in the given order.
+func NewHub(log Log, sinks ...Sink) *Hub {
+	if log == nil {
+		log = NewMemoryLog()
+	}
+	return &Hub{log: log, sinks: sinks, retain: DefaultRetain, now: time.Now, journals: map[string]*Journal{}}
 }
 
-// SetRetain sets how many events each new journal keeps (tests).
+// SetRetain sets how many events each new journal keeps in memory
+// (tests).
 func (h *Hub) SetRetain(n int) { h.retain = n }
 
-// Journal returns the session's journal, creating it (sequence starting
-// after lastSeq, the highest number already stored for it) if needed.
-func (h *Hub) Journal(session string, lastSeq uint64) *Journal {
+// Log is the hub's durable record.
+func (h *Hub) Log() Log { return h.log }
+
+// Journal returns the session's in-memory journal, creating it if
+// needed. Its numbering continues from the Log's last number.
+func (h *Hub) Journal(session string) *Journal {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	j, ok := h.journals[session]
 	if !ok {
-		j = newJournal(session, lastSeq, h.retain)
+		j = newJournal(h, session, h.retain)
 		h.journals[session] = j
 	}
 	return j
 }
 
-// Lookup returns the session's journal if it exists.
-func (h *Hub) Lookup(session string) (*Journal, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	j, ok := h.journals[session]
-	return j, ok
+// Subscribe returns a subscription to the session's events after
+// sequence number after (0: from the first), replayed from the Log, then
+// live.
+func (h *Hub) Subscribe(session string, after uint64) *Subscription {
+	return h.Journal(session).Subscribe(after)
 }
 
-// Forget drops a finished session's journal from memory, waking its
-// subscribers with ErrClosed once they have read everything.
+// Journals is how many sessions have a journal in memory.
+func (h *Hub) Journals() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.journals)
+}
+
+// Forget drops a session's journal from memory, waking its subscribers
+// with ErrClosed once they have read everything. Nothing is lost: a later
+// event gets a new journal numbered on from the Log, and a new
+// subscription replays from the Log.
 func (h *Hub) Forget(session string) {
 	h.mu.Lock()
 	j, ok := h.journals[session]
@@ -82,11 +107,16 @@ func (h *Hub) Forget(session string) {
 	}
 }
 
-// Publish stamps ev with the next sequence number of its session (and the
-// time, if unset), hands it to every sink, then to subscribers. It
-// returns the stamped event. A sink error is returned after the remaining
-// sinks and subscribers have seen the event, so a broken audit disk does
-// not hide events from the live view.
+// Publish publishes ev. A kept event (see Type.Kept) is stamped with its
+// session's next sequence number, stored in the Log, handed to every
+// sink, then to subscribers, and Publish returns it stamped. A live-only
+// event gets no number and goes only to live subscribers. The time is
+// set if unset.
+//
+// An event the Log cannot store is not delivered anywhere and its error
+// is returned. A sink error is returned after the remaining sinks and
+// subscribers have seen the event, so a broken audit disk does not hide
+// events from the live view.
 func (h *Hub) Publish(ev Event) (Event, error) {
 	if ev.Session == "" {
 		return ev, errors.New("publish: event has no session")
@@ -95,10 +125,17 @@ func (h *Hub) Publish(ev Event) (Event, error) {
 		ev.Time = h.now()
 	}
 	ev.Time = ev.Time.UTC()
-	j := h.Journal(ev.Session, 0)
+	ev.Seq = 0
+	j := h.Journal(ev.Session)
 	j.pub.Lock()
 	defer j.pub.Unlock()
-	ev.Seq = j.reserve()
+	if !ev.Type.Kept() {
+		j.append(ev)
+		return ev, nil
+	}
+	if err := j.store(&ev); err != nil {
+		return ev, fmt.Errorf("publish %s to %s: %w", ev.Type, ev.Session, err)
+	}
 	var errs []error
 	for _, s := range h.sinks {
 		if err := s.Deliver(ev); err != nil {
@@ -116,54 +153,96 @@ func (h *Hub) Publish(ev Event) (Event, error) {
 // been read to its end.
 var ErrClosed = errors.New("event stream closed")
 
-// Journal is one session's recent events and its subscribers' meeting
-// point.
+// Journal is one session's recent events in memory and its subscribers'
+// meeting point.
 type Journal struct {
+	hub     *Hub
 	session string
-	pub     sync.Mutex // serialises Publish for this session
 
-	mu     sync.Mutex
-	events []Event // the retained window, in sequence order
-	next   uint64  // the next sequence number to hand out
-	retain int
-	wake   chan struct{} // closed and replaced on every append
-	closed bool
+	pub    sync.Mutex // serialises Publish for this session
+	loaded bool       // next is known (guarded by pub)
+	next   uint64     // the next number to try (guarded by pub)
+
+	mu      sync.Mutex
+	entries []Event // the retained window: kept and live events, in order
+	base    uint64  // the position of entries[0]
+	last    uint64  // the highest number appended here
+	retain  int
+	wake    chan struct{} // closed and replaced on every append
+	closed  bool
 }
 
-func newJournal(session string, lastSeq uint64, retain int) *Journal {
+func newJournal(h *Hub, session string, retain int) *Journal {
 	if retain <= 0 {
 		retain = DefaultRetain
 	}
-	return &Journal{session: session, next: lastSeq + 1, retain: retain, wake: make(chan struct{})}
+	return &Journal{hub: h, session: session, retain: retain, wake: make(chan struct{})}
 }
 
-func (j *Journal) reserve() uint64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	s := j.next
-	j.next++
-	return s
+// store numbers ev and writes it to the Log (caller holds j.pub). When
+// another process took the number first, it reloads the last number and
+// tries the next one, so numbers are never reused whoever publishes.
+func (j *Journal) store(ev *Event) error {
+	ctx, cancel := context.WithTimeout(context.Background(), logTimeout)
+	defer cancel()
+	for attempt := 0; attempt < maxSeqAttempts; attempt++ {
+		if !j.loaded {
+			last, err := j.hub.log.LastSeq(ctx, j.session)
+			if err != nil {
+				return fmt.Errorf("read last sequence number: %w", err)
+			}
+			j.next, j.loaded = last+1, true
+		}
+		ev.Seq = j.next
+		err := j.hub.log.AppendEvent(ctx, *ev)
+		if err == nil {
+			j.next++
+			return nil
+		}
+		ev.Seq = 0
+		if !errors.Is(err, ErrSeqTaken) {
+			return fmt.Errorf("store event: %w", err)
+		}
+		j.loaded = false
+	}
+	return fmt.Errorf("store event: %w %d times in a row", ErrSeqTaken, maxSeqAttempts)
 }
 
+// append adds ev to the window and wakes subscribers. Appending to a
+// closed journal keeps the event for subscribers still draining it.
 func (j *Journal) append(ev Event) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.events = append(j.events, ev)
-	if over := len(j.events) - j.retain; over > 0 {
-		// Copy down so the backing array does not grow without bound.
-		n := copy(j.events, j.events[over:])
-		clear(j.events[n:])
-		j.events = j.events[:n]
+	j.entries = append(j.entries, ev)
+	if ev.Seq > j.last {
+		j.last = ev.Seq
 	}
-	close(j.wake)
-	j.wake = make(chan struct{})
+	if over := len(j.entries) - j.retain; over > 0 {
+		// Copy down so the backing array does not grow without bound.
+		n := copy(j.entries, j.entries[over:])
+		clear(j.entries[n:])
+		j.entries = j.entries[:n]
+		j.base += uint64(over)
+	}
+	if !j.closed {
+		close(j.wake)
+		j.wake = make(chan struct{})
+	}
 }
 
-// LastSeq is the highest sequence number handed out so far.
-func (j *Journal) LastSeq() uint64 {
+// LastSeq is the session's highest stored sequence number, from the Log
+// if this journal has not published yet.
+func (j *Journal) LastSeq() (uint64, error) {
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.next - 1
+	last := j.last
+	j.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), logTimeout)
+	defer cancel()
+	stored, err := j.hub.log.LastSeq(ctx, j.session)
+	if err != nil {
+		return last, fmt.Errorf("last sequence number of %s: %w", j.session, err)
+	}
+	return max(last, stored), nil
 }
 
 // Close marks the journal finished: subscribers drain what is left and
@@ -177,87 +256,50 @@ func (j *Journal) Close() {
 	}
 }
 
-// Subscribe returns a subscription that yields the events after seq
-// (0 for all that are retained), then live ones.
+// Subscribe returns a subscription that yields the kept events after
+// sequence number after (replayed from the Log when they are no longer
+// in memory), then live ones, including live-only events from the moment
+// it has caught up: at once when nothing after after is stored.
 func (j *Journal) Subscribe(after uint64) *Subscription {
-	return &Subscription{j: j, cursor: after}
+	s := &Subscription{j: j, after: after}
+	ctx, cancel := context.WithTimeout(context.Background(), logTimeout)
+	defer cancel()
+	// On an error the subscription starts by reading the Log, whose
+	// error Next then reports.
+	if last, err := j.hub.log.LastSeq(ctx, j.session); err == nil && after >= last {
+		s.pos, s.attached = j.attach(after)
+	}
+	return s
 }
 
-// since returns the retained events after cursor, a gap if some were
-// evicted, a channel that is closed on the next change, and whether the
-// journal is closed.
-func (j *Journal) since(cursor uint64) ([]Event, *GapContent, <-chan struct{}, bool) {
+// attach finds where a subscription that has read every stored event up
+// to after joins the window: at the first kept event after it if that is
+// after+1, at the end if none is retained. It reports false when a later
+// event is retained but after+1 is not (read the Log again).
+func (j *Journal) attach(after uint64) (uint64, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if len(j.events) == 0 {
-		return nil, nil, j.wake, j.closed
-	}
-	first := j.events[0].Seq
-	var gap *GapContent
-	if cursor+1 < first {
-		gap = &GapContent{From: cursor + 1, To: first - 1}
-		cursor = first - 1
-	}
-	i := int(cursor + 1 - first)
-	if i >= len(j.events) {
-		return nil, gap, j.wake, j.closed
-	}
-	out := make([]Event, len(j.events)-i)
-	copy(out, j.events[i:])
-	return out, gap, j.wake, j.closed
-}
-
-// Subscription reads a journal from a cursor. It is not safe for
-// concurrent use; each reader takes its own.
-type Subscription struct {
-	j      *Journal
-	cursor uint64
-}
-
-// Cursor is the sequence number of the last event returned.
-func (s *Subscription) Cursor() uint64 { return s.cursor }
-
-// Next blocks until there are events after the cursor and returns them in
-// order. When the subscriber fell behind the retained window, the batch
-// starts with a Gap event naming what was missed. It returns ctx's error
-// when ctx is done, and ErrClosed when the journal is closed and read.
-func (s *Subscription) Next(ctx context.Context) ([]Event, error) {
-	for {
-		evs, wake, closed := s.take()
-		if len(evs) > 0 {
-			return evs, nil
-		}
-		if closed {
-			return nil, ErrClosed
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-wake:
+	for i, ev := range j.entries {
+		if ev.Seq > after {
+			return j.base + uint64(i), ev.Seq == after+1
 		}
 	}
+	return j.base + uint64(len(j.entries)), true
 }
 
-// Poll returns the events after the cursor without waiting (nil when
-// there are none), with a leading Gap event if some were missed.
-func (s *Subscription) Poll() []Event {
-	evs, _, _ := s.take()
-	return evs
-}
-
-// take returns the events after the cursor (a Gap first if some were
-// evicted) and moves the cursor past them; wake is closed on the next
-// change, and closed reports a closed journal.
-func (s *Subscription) take() (evs []Event, wake <-chan struct{}, closed bool) {
-	evs, gap, wake, closed := s.j.since(s.cursor)
-	if len(evs) > 0 {
-		s.cursor = evs[len(evs)-1].Seq
+// window returns the retained entries from position pos on, whether pos
+// was evicted, a channel closed on the next change, and whether the
+// journal is closed.
+func (j *Journal) window(pos uint64) (evs []Event, evicted bool, wake <-chan struct{}, closed bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if pos < j.base {
+		return nil, true, j.wake, j.closed
 	}
-	if gap != nil {
-		g := New(Gap, gap)
-		g.Session, g.Seq, g.Time = s.j.session, gap.From, time.Now().UTC()
-		s.cursor = max(s.cursor, gap.To)
-		evs = append([]Event{g}, evs...)
+	i := int(pos - j.base)
+	if i < len(j.entries) {
+		evs = make([]Event, len(j.entries)-i)
+		copy(evs, j.entries[i:])
 	}
-	return evs, wake, closed
+	return evs, false, j.wake, j.closed
 }

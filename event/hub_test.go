@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -18,17 +20,55 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func pub(t *testing.T, h *event.Hub, session string, n int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
-		if _, err := h.Publish(event.Event{Session: session, Agent: "ava", Type: event.Activity}); err != nil {
+		if _, err := h.Publish(event.Event{Session: session, Agent: "ava", Type: event.UserMessage}); err != nil {
 			t.Error(err) // not Fatal: pub also runs in goroutines
 			return
 		}
 	}
 }
 
+func ctx5(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// readAll reads a subscription until it has the event numbered last.
+func readAll(t *testing.T, sub *event.Subscription, last uint64) []event.Event {
+	t.Helper()
+	var out []event.Event
+	for sub.Cursor() < last {
+		evs, err := sub.Next(ctx5(t))
+		if err != nil {
+			t.Fatalf("after #%d: %v", sub.Cursor(), err)
+		}
+		out = append(out, evs...)
+	}
+	return out
+}
+
+// wantRun fails unless the kept events are numbered from..to by one.
+func wantRun(t *testing.T, evs []event.Event, from, to uint64) {
+	t.Helper()
+	next := from
+	for _, ev := range evs {
+		if ev.Seq == 0 {
+			continue
+		}
+		if ev.Seq != next {
+			t.Fatalf("got #%d, want #%d", ev.Seq, next)
+		}
+		next++
+	}
+	if next != to+1 {
+		t.Fatalf("ended at #%d, want #%d", next-1, to)
+	}
+}
+
 func TestSequencePerSessionAndSinkOrder(t *testing.T) {
 	var mu sync.Mutex
 	got := map[string][]uint64{}
-	h := event.NewHub(event.SinkFunc(func(ev event.Event) error {
+	h := event.NewHub(nil, event.SinkFunc(func(ev event.Event) error {
 		mu.Lock()
 		defer mu.Unlock()
 		got[ev.Session] = append(got[ev.Session], ev.Seq)
@@ -42,7 +82,7 @@ func TestSequencePerSessionAndSinkOrder(t *testing.T) {
 				if i%2 == 1 {
 					s = "b"
 				}
-				if _, err := h.Publish(event.Event{Session: s, Type: event.Activity}); err != nil {
+				if _, err := h.Publish(event.Event{Session: s, Type: event.ToolCall}); err != nil {
 					t.Error(err)
 				}
 			}
@@ -62,31 +102,50 @@ func TestSequencePerSessionAndSinkOrder(t *testing.T) {
 	}
 }
 
+func TestLiveOnlyEventsAreNotNumberedOrStored(t *testing.T) {
+	log := event.NewMemoryLog()
+	h := event.NewHub(log)
+	sub := h.Subscribe("s", 0)
+	pub(t, h, "s", 1)
+	ev, err := h.Publish(event.Event{Session: "s", Type: event.TextDelta})
+	if err != nil || ev.Seq != 0 {
+		t.Fatalf("live-only event numbered %d (%v)", ev.Seq, err)
+	}
+	pub(t, h, "s", 1)
+	evs := readAll(t, sub, 2)
+	if len(evs) != 3 || evs[1].Type != event.TextDelta {
+		t.Fatalf("subscriber saw %v", evs)
+	}
+	stored, _ := log.ReadEvents(context.Background(), "s", 0, 0)
+	wantRun(t, stored, 1, 2)
+	if len(stored) != 2 {
+		t.Fatalf("stored %d events, want the 2 kept ones", len(stored))
+	}
+}
+
 func TestSubscriberReplayThenLive(t *testing.T) {
-	h := event.NewHub()
+	h := event.NewHub(nil)
 	pub(t, h, "s", 3)
-	sub := h.Journal("s", 0).Subscribe(1)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	evs, err := sub.Next(ctx)
+	sub := h.Subscribe("s", 1)
+	evs, err := sub.Next(ctx5(t))
 	if err != nil || len(evs) != 2 || evs[0].Seq != 2 || evs[1].Seq != 3 {
 		t.Fatalf("replay: %v %v", evs, err)
 	}
 	go pub(t, h, "s", 1)
-	evs, err = sub.Next(ctx)
+	evs, err = sub.Next(ctx5(t))
 	if err != nil || len(evs) != 1 || evs[0].Seq != 4 {
 		t.Fatalf("live: %v %v", evs, err)
 	}
 	h.Forget("s")
-	if _, err := sub.Next(ctx); !errors.Is(err, event.ErrClosed) {
+	if _, err := sub.Next(ctx5(t)); !errors.Is(err, event.ErrClosed) {
 		t.Fatalf("after close: %v", err)
 	}
 }
 
-func TestSlowSubscriberNeverStallsAndIsToldWhatItMissed(t *testing.T) {
-	h := event.NewHub()
+func TestSlowSubscriberCatchesUpFromTheLog(t *testing.T) {
+	h := event.NewHub(nil)
 	h.SetRetain(10)
-	sub := h.Journal("s", 0).Subscribe(0)
+	sub := h.Subscribe("s", 0)
 	done := make(chan struct{})
 	go func() { pub(t, h, "s", 100); close(done) }()
 	select {
@@ -94,41 +153,102 @@ func TestSlowSubscriberNeverStallsAndIsToldWhatItMissed(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("publisher stalled on a subscriber that does not read")
 	}
-	evs, err := sub.Next(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	wantRun(t, readAll(t, sub, 100), 1, 100)
+}
+
+func TestForgottenSessionContinuesFromTheLog(t *testing.T) {
+	log := event.NewMemoryLog()
+	h := event.NewHub(log)
+	pub(t, h, "s", 5)
+	h.Forget("s")
+	ev, err := h.Publish(event.Event{Session: "s", Type: event.SubagentComplete})
+	if err != nil || ev.Seq != 6 {
+		t.Fatalf("after forget: #%d %v, want #6", ev.Seq, err)
 	}
-	if evs[0].Type != event.Gap {
-		t.Fatalf("first event %s, want Gap", evs[0].Type)
+	// A new hub over the same log (the next process) goes on too.
+	h2 := event.NewHub(log)
+	ev, err = h2.Publish(event.Event{Session: "s", Type: event.UserMessage})
+	if err != nil || ev.Seq != 7 {
+		t.Fatalf("next process: #%d %v, want #7", ev.Seq, err)
 	}
-	var gap event.GapContent
-	if err := json.Unmarshal(evs[0].Content, &gap); err != nil || gap.From != 1 || gap.To != 90 {
-		t.Fatalf("gap %+v %v, want 1..90", gap, err)
+	wantRun(t, readAll(t, h2.Subscribe("s", 0), 7), 1, 7)
+}
+
+// TestTwoHubsOnOneLogNeverReuseNumbers is two processes publishing to the
+// same sessions at once: the log refuses a taken number and the loser
+// draws the next, so every session's numbers go up by one.
+func TestTwoHubsOnOneLogNeverReuseNumbers(t *testing.T) {
+	log := event.NewMemoryLog()
+	a, b := event.NewHub(log), event.NewHub(log)
+	sub := a.Subscribe("s0", 0)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		h := a
+		if g%2 == 1 {
+			h = b
+		}
+		wg.Go(func() {
+			for i := 0; i < 200; i++ {
+				pub(t, h, fmt.Sprintf("s%d", i%4), 1)
+			}
+		})
 	}
-	if len(evs) != 11 || evs[1].Seq != 91 || evs[10].Seq != 100 {
-		t.Fatalf("after gap got %d events from %d", len(evs)-1, evs[1].Seq)
+	wg.Wait()
+	for s := 0; s < 4; s++ {
+		stored, _ := log.ReadEvents(context.Background(), fmt.Sprintf("s%d", s), 0, 0)
+		wantRun(t, stored, 1, 400)
+	}
+	// a's subscriber sees b's events too, from the log.
+	wantRun(t, readAll(t, sub, 400), 1, 400)
+}
+
+type failingLog struct{ event.Log }
+
+func (failingLog) AppendEvent(context.Context, event.Event) error { return errors.New("disk full") }
+
+func TestUnstorableEventIsNotDelivered(t *testing.T) {
+	delivered := 0
+	h := event.NewHub(failingLog{event.NewMemoryLog()}, event.SinkFunc(func(event.Event) error { delivered++; return nil }))
+	if _, err := h.Publish(event.Event{Session: "s", Type: event.Error}); err == nil {
+		t.Fatal("log error swallowed")
+	}
+	if delivered != 0 {
+		t.Fatal("an event that was not stored reached a sink")
 	}
 }
 
 func TestSinkErrorIsReturnedButLiveViewStillSeesEvent(t *testing.T) {
-	h := event.NewHub(event.SinkFunc(func(event.Event) error { return errors.New("disk full") }))
-	_, err := h.Publish(event.Event{Session: "s", Type: event.Error})
-	if err == nil {
+	h := event.NewHub(nil, event.SinkFunc(func(event.Event) error { return errors.New("disk full") }))
+	sub := h.Subscribe("s", 0)
+	if _, err := h.Publish(event.Event{Session: "s", Type: event.Error}); err == nil {
 		t.Fatal("sink error swallowed")
 	}
-	evs, _ := h.Journal("s", 0).Subscribe(0).Next(context.Background())
-	if len(evs) != 1 {
+	if evs, _ := sub.Next(ctx5(t)); len(evs) != 1 {
 		t.Fatalf("live view lost the event")
 	}
 }
 
-func TestJournalResumesAfterStoredSeq(t *testing.T) {
-	h := event.NewHub()
-	h.Journal("s", 41)
-	ev, err := h.Publish(event.Event{Session: "s", Type: event.Activity})
-	if err != nil || ev.Seq != 42 {
-		t.Fatalf("seq %d err %v, want 42", ev.Seq, err)
+// TestForgetRacesPublish is the Ctrl-C panic of issue 10: a journal
+// closed (forgotten) while a publisher appends to it must not close its
+// wake channel twice, and nothing is lost.
+func TestForgetRacesPublish(t *testing.T) {
+	log := event.NewMemoryLog()
+	h := event.NewHub(log)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Go(func() { pub(t, h, "s", 300) })
 	}
+	wg.Go(func() {
+		for i := 0; i < 300; i++ {
+			h.Forget("s")
+			if rand.IntN(4) == 0 {
+				time.Sleep(time.Microsecond)
+			}
+		}
+	})
+	wg.Wait()
+	stored, _ := log.ReadEvents(context.Background(), "s", 0, 0)
+	wantRun(t, stored, 1, 1200)
 }
 
 func TestAuditJSONShape(t *testing.T) {

@@ -27,11 +27,9 @@ type History interface {
 	Save(ctx context.Context, session string, msgs []llm.Message) error
 }
 
-// Sessions keeps sessions' last event sequence numbers, so that a
-// session's numbering goes on across processes (store.Store has it).
+// Sessions keeps sessions' budgets and spend (store.Store has it).
 type Sessions interface {
 	GetSession(ctx context.Context, key string) (store.Session, error)
-	SetLastSeq(ctx context.Context, key string, seq uint64) error
 	AddSessionSpend(ctx context.Context, key string, cents float64) error
 }
 
@@ -42,7 +40,7 @@ type Config struct {
 	// Hub receives the session's events and numbers them.
 	Hub     *event.Hub
 	History History
-	// Sessions, when set, persists the session's sequence numbers.
+	// Sessions, when set, holds the session's budget and spend.
 	Sessions  Sessions
 	Limits    agent.Limits
 	Workspace string
@@ -62,7 +60,7 @@ type Orchestrator struct {
 // New returns an orchestrator.
 func New(cfg Config) *Orchestrator {
 	if cfg.Hub == nil {
-		cfg.Hub = event.NewHub()
+		cfg.Hub = event.NewHub(nil)
 	}
 	o := &Orchestrator{cfg: cfg, log: cfg.Logger, now: cfg.Clock}
 	if o.log == nil {
@@ -78,11 +76,6 @@ func New(cfg Config) *Orchestrator {
 // until an answer or a limit. The result's Err is also returned when the
 // history could not be loaded or saved.
 func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (agent.Result, error) {
-	journal, err := o.OpenSession(ctx, session)
-	if err != nil {
-		return agent.Result{Status: agent.StatusError, Err: err}, err
-	}
-	defer o.saveSeq(ctx, session, journal)
 	var history []llm.Message
 	if o.cfg.History != nil {
 		h, err := o.cfg.History.Load(ctx, session)
@@ -122,23 +115,6 @@ func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (
 		}
 	}
 	return res, nil
-}
-
-// OpenSession returns the session's event journal, numbering on from the
-// last sequence number stored for it. Subscribe to it before Ask to see a
-// turn live.
-func (o *Orchestrator) OpenSession(ctx context.Context, session string) (*event.Journal, error) {
-	var last uint64
-	if o.cfg.Sessions != nil {
-		s, err := o.cfg.Sessions.GetSession(ctx, session)
-		switch {
-		case err == nil:
-			last = s.LastSeq
-		case !errors.Is(err, store.ErrNotFound):
-			return nil, fmt.Errorf("open session %s: %w", session, err)
-		}
-	}
-	return o.cfg.Hub.Journal(session, last), nil
 }
 
 // ErrBudgetSpent means the session's budget is used up.
@@ -181,19 +157,6 @@ func (o *Orchestrator) spend(ctx context.Context, session string, cents float64)
 	defer cancel()
 	if err := o.cfg.Sessions.AddSessionSpend(sctx, session, cents); err != nil {
 		o.log.Error("record session spend", "session", session, "err", err)
-	}
-}
-
-// saveSeq records the session's last sequence number, even when ctx is
-// done.
-func (o *Orchestrator) saveSeq(ctx context.Context, session string, j *event.Journal) {
-	if o.cfg.Sessions == nil {
-		return
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := o.cfg.Sessions.SetLastSeq(sctx, session, j.LastSeq()); err != nil {
-		o.log.Error("save session sequence", "session", session, "err", err)
 	}
 }
 

@@ -24,6 +24,8 @@ import (
 	"regexp"
 	"slices"
 	"time"
+
+	"github.com/avaagent/ava/event"
 )
 
 // Session is one conversation: a main session (ava:cli:<id>, ava:web:<id>,
@@ -36,9 +38,6 @@ type Session struct {
 	BudgetCents float64
 	// SpentCents is what the session has spent so far.
 	SpentCents float64
-	// LastSeq is the highest event sequence number recorded for the
-	// session; it never decreases.
-	LastSeq uint64
 }
 
 // Message roles.
@@ -184,9 +183,6 @@ type RunFinish struct {
 	// SpendSession, when set, has CostCents added to that session's
 	// spend in the same transaction as the transition.
 	SpendSession string
-	// LastSeq, when non-zero, raises the run's own session's last event
-	// sequence number (see SetLastSeq) in the same transaction.
-	LastSeq uint64
 	// Messages are appended (see AppendMessages) in the same transaction:
 	// the turn's conversation is recorded together with its end.
 	Messages []Message
@@ -241,9 +237,6 @@ type SessionStore interface {
 	// SetSessionBudget sets the session's cap (0 = none), creating the
 	// session if missing.
 	SetSessionBudget(ctx context.Context, key string, cents float64) error
-	// SetLastSeq raises the session's last sequence number to seq; a
-	// lower seq leaves it unchanged. It creates the session if missing.
-	SetLastSeq(ctx context.Context, key string, seq uint64) error
 	// AppendMessage stores m (creating its session if missing) and
 	// returns it with ID and CreatedAt set.
 	AppendMessage(ctx context.Context, m Message) (Message, error)
@@ -330,6 +323,8 @@ type Store interface {
 	RunStore
 	PendingStore
 	MemoryStore
+	// Log is every session's numbered events (see package event).
+	event.Log
 	// Close releases the store; calling it again is harmless.
 	Close() error
 }

@@ -30,9 +30,8 @@ type Handle struct {
 	id   string // S-xxxxxx
 	uuid string
 
-	journal *event.Journal
 	drainMu sync.Mutex
-	drain   *event.Subscription
+	drain   *event.Subscription // Events' cursor, opened on first use
 
 	mu        sync.Mutex
 	status    agent.Status
@@ -179,19 +178,23 @@ func (h *Handle) Cancel() {
 }
 
 // Events drains the events published since the last call (seed 000
-// section 1.2): each event is returned once across calls. If more than the
-// journal retains were published in between, the batch starts with a Gap
-// event.
-func (h *Handle) Events() []event.Event {
+// section 1.2): each kept event is returned once across calls, read from
+// the store when it is no longer in memory.
+func (h *Handle) Events(ctx context.Context) ([]event.Event, error) {
 	h.drainMu.Lock()
 	defer h.drainMu.Unlock()
-	return h.drain.Poll()
+	if h.drain == nil {
+		h.drain = h.Subscribe(0)
+	}
+	return h.drain.Poll(ctx)
 }
 
-// Subscribe returns a live subscription to the subagent's events after
-// sequence number after (0 for all retained). Any number may subscribe;
-// none can stall the subagent.
-func (h *Handle) Subscribe(after uint64) *event.Subscription { return h.journal.Subscribe(after) }
+// Subscribe returns a subscription to the subagent's events after
+// sequence number after (0: from its first), replayed from the store,
+// then live. Any number may subscribe; none can stall the subagent.
+func (h *Handle) Subscribe(after uint64) *event.Subscription {
+	return h.m.opt.Hub.Subscribe(h.SessionKey(), after)
+}
 
 // storeRun is the run's record as it starts running at start.
 func (h *Handle) storeRun(start time.Time) store.Run {

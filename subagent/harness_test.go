@@ -125,7 +125,7 @@ func newHarness(t *testing.T, script string, adjust func(*subagent.Options), ext
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub := event.NewHub()
+	hub := event.NewHub(st)
 	opts := subagent.Options{Catalog: cat, Tools: reg, Store: st, Hub: hub, Lifecycle: logs, MaxConcurrent: 3, StallAfter: -1, Workspace: root,
 		Logger: slog.New(slog.DiscardHandler)}
 	if adjust != nil {

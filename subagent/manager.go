@@ -348,14 +348,13 @@ func (m *Manager) release(h *Handle) {
 // drawID draws an ID no run of the data root has (caller holds m.mu).
 func (m *Manager) drawID() string { return m.ids.draw() }
 
-// register opens the run's event stream. The drawn ID is already known
-// to be free (idSet); the run record itself is written beside the first
-// model call (Handle.recordStart), to keep the store's write off the path
-// to the subagent's first request.
+// register gives the run its full ID; its event stream (the hub's,
+// under its session key) exists from now on. The drawn ID is already
+// known to be free (idSet); the run record itself is written beside the
+// first model call (Handle.recordStart), to keep the store's write off
+// the path to the subagent's first request.
 func (m *Manager) register(h *Handle) {
 	h.uuid = uuid.NewString()
-	h.journal = m.opt.Hub.Journal(h.SessionKey(), 0)
-	h.drain = h.journal.Subscribe(0)
 }
 
 // Get returns the handle of a run of this process by short ID or unique

@@ -209,7 +209,7 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time, started <-
 	result := h.buildResult(res)
 	raw, _ := json.Marshal(result)
 	fin := &store.RunFinish{Result: raw, Tokens: res.Usage.Total(), CostCents: res.CostCents, Iterations: res.Iterations,
-		EndedAt: m.now(), SpendSession: h.req.Parent.SessionKey, Delivered: h.deliveredOnFinish(res.Status), LastSeq: h.journal.LastSeq(),
+		EndedAt: m.now(), SpendSession: h.req.Parent.SessionKey, Delivered: h.deliveredOnFinish(res.Status),
 		Messages: h.conversation(res.Messages, prior)}
 	if res.Err != nil && res.Status != agent.StatusSuccess {
 		fin.Error = res.Err.Error()

@@ -97,10 +97,6 @@ func (m *Manager) restore(ctx context.Context, id string) (*Handle, error) {
 	if h.messages, err = transcript.FromStore(stored); err != nil {
 		return nil, fmt.Errorf("send to %s: %w", run.ShortID, err)
 	}
-	var last uint64
-	if s, err := m.opt.Store.GetSession(ctx, run.SessionKey); err == nil {
-		last = s.LastSeq
-	}
 	h.id, h.uuid, h.created, h.turns = run.ShortID, run.ID, run.CreatedAt, 1
 	h.status, h.stored = agent.Status(run.Status), agent.Status(run.Status)
 	if len(run.Result) > 0 {
@@ -115,8 +111,6 @@ func (m *Manager) restore(ctx context.Context, id string) (*Handle, error) {
 	if other, ok := m.handles[h.id]; ok {
 		return other, nil // restored meanwhile by another caller
 	}
-	h.journal = m.opt.Hub.Journal(h.SessionKey(), last)
-	h.drain = h.journal.Subscribe(h.journal.LastSeq())
 	m.handles[h.id] = h
 	return h, nil
 }

@@ -84,13 +84,20 @@ func TestSpawnRunsAndRecordsEverywhere(t *testing.T) {
 	}
 	// The subagent's own stream holds its steps; the parent's, spawn and complete.
 	var own []event.Type
-	for _, ev := range hd.Events() {
+	evs, err := hd.Events(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
 		own = append(own, ev.Type)
 	}
 	if !slices.Contains(own, event.AssistantMessage) || !slices.Contains(own, event.UserMessage) {
 		t.Fatalf("own events %v", own)
 	}
-	parent := h.hub.Journal("ava:test:main", 0).Subscribe(0).Poll()
+	parent, err := h.hub.Subscribe("ava:test:main", 0).Poll(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	var ptypes []event.Type
 	for _, ev := range parent {
 		ptypes = append(ptypes, ev.Type)
@@ -98,7 +105,7 @@ func TestSpawnRunsAndRecordsEverywhere(t *testing.T) {
 	if !cmp.Equal(ptypes, []event.Type{event.SubagentSpawn, event.SubagentComplete}) {
 		t.Fatalf("parent events %v", ptypes)
 	}
-	if len(hd.Events()) != 0 {
+	if again, err := hd.Events(context.Background()); err != nil || len(again) != 0 {
 		t.Fatal("Events drained twice")
 	}
 }

@@ -107,12 +107,12 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 			return err
 		}
 	}
-	journal, err := orch.OpenSession(ctx, session)
+	last, err := in.Hub.Journal(session).LastSeq()
 	if err != nil {
 		return err
 	}
 	printed := make(chan struct{})
-	sub := journal.Subscribe(journal.LastSeq())
+	sub := in.Hub.Subscribe(session, last)
 	pctx, stopPrint := context.WithCancel(ctx)
 	go func() {
 		defer close(printed)

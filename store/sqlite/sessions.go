@@ -5,24 +5,22 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/avaagent/ava/store"
 )
 
-const sessionColumns = `key, created_at, updated_at, budget_cents, spent_cents, last_seq`
+const sessionColumns = `key, created_at, updated_at, budget_cents, spent_cents`
 
 func scanSession(sc rowScanner) (store.Session, error) {
 	var (
 		s                store.Session
 		created, updated int64
-		lastSeq          int64
 	)
-	if err := sc.Scan(&s.Key, &created, &updated, &s.BudgetCents, &s.SpentCents, &lastSeq); err != nil {
+	if err := sc.Scan(&s.Key, &created, &updated, &s.BudgetCents, &s.SpentCents); err != nil {
 		return store.Session{}, err
 	}
-	s.CreatedAt, s.UpdatedAt, s.LastSeq = fromNS(created), fromNS(updated), uint64(lastSeq)
+	s.CreatedAt, s.UpdatedAt = fromNS(created), fromNS(updated)
 	return s, nil
 }
 
@@ -103,27 +101,6 @@ func (s *Store) SetSessionBudget(ctx context.Context, key string, cents float64)
 	return nil
 }
 
-// SetLastSeq raises the session's last sequence number to seq; it never
-// lowers it. It creates the session if missing.
-func (s *Store) SetLastSeq(ctx context.Context, key string, seq uint64) error {
-	if err := checkKey("session key", key); err != nil {
-		return fmt.Errorf("set last seq: %w", err)
-	}
-	if seq > math.MaxInt64 {
-		return fmt.Errorf("set last seq %s: sequence %d is out of range", key, seq)
-	}
-	now := toNS(s.now())
-	_, err := s.writer.ExecContext(ctx, `
-		INSERT INTO sessions (key, created_at, updated_at, last_seq) VALUES (?, ?, ?, ?)
-		ON CONFLICT (key) DO UPDATE SET
-			updated_at = CASE WHEN excluded.last_seq > last_seq THEN excluded.updated_at ELSE updated_at END,
-			last_seq = max(last_seq, excluded.last_seq)`, key, now, now, int64(seq))
-	if err != nil {
-		return fmt.Errorf("set last seq %s: %w", key, err)
-	}
-	return nil
-}
-
 // defaultSender is the display name of a role when the caller gave none.
 func defaultSender(role string) string {
 	switch role {
@@ -197,21 +174,20 @@ func (s *Store) AppendMessages(ctx context.Context, msgs []store.Message) error 
 // insertMessage stores a checked message in tx, creating or touching its
 // session, and returns the new message ID.
 func insertMessage(ctx context.Context, tx *sql.Tx, m store.Message) (int64, error) {
-	if err := touchSession(ctx, tx, m.SessionKey, m.CreatedAt, 0); err != nil {
+	if err := touchSession(ctx, tx, m.SessionKey, m.CreatedAt); err != nil {
 		return 0, err
 	}
 	return insertMessageRow(ctx, tx, m)
 }
 
-// touchSession creates the session if missing, moves its updated_at
-// forward to at, and raises its last_seq to lastSeq (0: unchanged).
-func touchSession(ctx context.Context, tx *sql.Tx, key string, at time.Time, lastSeq uint64) error {
+// touchSession creates the session if missing and moves its updated_at
+// forward to at.
+func touchSession(ctx context.Context, tx *sql.Tx, key string, at time.Time) error {
 	ns := toNS(at)
 	if _, err := tx.ExecContext(ctx, `
-		INSERT INTO sessions (key, created_at, updated_at, last_seq) VALUES (?, ?, ?, ?)
-		ON CONFLICT (key) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at),
-			last_seq = max(last_seq, excluded.last_seq)`,
-		key, ns, ns, int64(lastSeq)); err != nil {
+		INSERT INTO sessions (key, created_at, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at)`,
+		key, ns, ns); err != nil {
 		return fmt.Errorf("touch session: %w", err)
 	}
 	return nil

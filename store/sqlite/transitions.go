@@ -84,10 +84,10 @@ func (s *Store) TransitionRun(ctx context.Context, id string, from []string, to 
 		short, to, status, strings.Join(from, " or "), store.ErrInvalidTransition)
 }
 
-// finishConversation records a finish's messages and sequence number in
-// the run's own session: one session update, then the message rows.
+// finishConversation records a finish's messages in the run's own
+// session: one session update, then the message rows.
 func (s *Store) finishConversation(ctx context.Context, tx *sql.Tx, ref string, fin *store.RunFinish) error {
-	if len(fin.Messages) == 0 && fin.LastSeq == 0 {
+	if len(fin.Messages) == 0 {
 		return nil
 	}
 	var key string
@@ -100,12 +100,12 @@ func (s *Store) finishConversation(ctx context.Context, tx *sql.Tx, ref string, 
 			at = m.CreatedAt
 		}
 	}
-	if err := touchSession(ctx, tx, key, at, fin.LastSeq); err != nil {
+	if err := touchSession(ctx, tx, key, at); err != nil {
 		return err
 	}
 	for _, m := range fin.Messages {
 		if m.SessionKey != key {
-			if err := touchSession(ctx, tx, m.SessionKey, m.CreatedAt, 0); err != nil {
+			if err := touchSession(ctx, tx, m.SessionKey, m.CreatedAt); err != nil {
 				return err
 			}
 		}

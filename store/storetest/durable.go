@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/store"
 )
 
@@ -23,7 +24,9 @@ func testReopenKeepsEverything(t *testing.T, reopen func() store.Store) {
 	const key = "ava:cli:keep"
 	must(t, s.SetSessionBudget(ctx(t), key, 40))
 	must(t, s.AddSessionSpend(ctx(t), key, 2.5))
-	must(t, s.SetLastSeq(ctx(t), key, 17))
+	ev := event.New(event.UserMessage, event.TextContent{Text: "hello"})
+	ev.Session, ev.Seq, ev.Agent, ev.Time = key, 1, event.OrchestratorID, time.Now().UTC()
+	must(t, s.AppendEvent(ctx(t), ev))
 	msg, err := s.AppendMessage(ctx(t), store.Message{SessionKey: key, Role: store.RoleUser, Text: "hello",
 		Blocks: []byte(`{"role":"user","content":[{"type":"text","text":"hello"}]}`)})
 	must(t, err)
@@ -44,6 +47,11 @@ func testReopenKeepsEverything(t *testing.T, reopen func() store.Store) {
 	must(t, err)
 	if diff := cmp.Diff(sess, gotSess); diff != "" {
 		t.Fatalf("session after reopen (-want +got):\n%s", diff)
+	}
+	evs, err := s.ReadEvents(ctx(t), key, 0, 0)
+	must(t, err)
+	if len(evs) != 1 || evs[0].Seq != 1 || string(evs[0].Content) != string(ev.Content) || !evs[0].Time.Equal(ev.Time.Truncate(time.Millisecond)) {
+		t.Fatalf("events after reopen: %+v", evs)
 	}
 	msgs, err := s.Messages(ctx(t), key, 0)
 	must(t, err)

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/store"
 )
 
@@ -18,7 +20,8 @@ func sessionCases() []testCase {
 	return []testCase{
 		{"SessionEnsureGet", testSessionEnsureGet},
 		{"SessionSpendBudget", testSessionSpendBudget},
-		{"SessionLastSeqMonotonic", testSessionLastSeqMonotonic},
+		{"EventsNumberedOnce", testEventsNumberedOnce},
+		{"EventsReplay", testEventsReplay},
 		{"MessagesOrderAndLimit", testMessagesOrderAndLimit},
 		{"MessagesValidation", testMessagesValidation},
 		{"ConcurrentWriters", testConcurrentWriters},
@@ -32,7 +35,7 @@ func testSessionEnsureGet(t *testing.T, s store.Store) {
 
 	first, err := s.EnsureSession(ctx(t), key)
 	must(t, err)
-	if first.Key != key || first.CreatedAt.IsZero() || first.BudgetCents != 0 || first.SpentCents != 0 || first.LastSeq != 0 {
+	if first.Key != key || first.CreatedAt.IsZero() || first.BudgetCents != 0 || first.SpentCents != 0 {
 		t.Fatalf("new session = %+v", first)
 	}
 	again, err := s.EnsureSession(ctx(t), key)
@@ -71,31 +74,75 @@ func testSessionSpendBudget(t *testing.T, s store.Store) {
 	wantPlainErr(t, s.SetSessionBudget(ctx(t), key, math.Inf(1)))
 }
 
-func testSessionLastSeqMonotonic(t *testing.T, s store.Store) {
-	const key = "ava:cli:seq"
-	for _, seq := range []uint64{5, 3, 9, 0} {
-		must(t, s.SetLastSeq(ctx(t), key, seq))
-	}
-	got, err := s.GetSession(ctx(t), key)
+func newEvent(session string, seq uint64) event.Event {
+	ev := event.New(event.ToolCall, event.ToolCallContent{ID: fmt.Sprint(seq), Name: "read_file", Args: []byte(`{"path":"a"}`)})
+	ev.Session, ev.Seq, ev.Agent, ev.Time = session, seq, event.OrchestratorID, time.Now().UTC()
+	return ev
+}
+
+// testEventsNumberedOnce checks that a sequence number is stored once per
+// session: concurrent appends of the same numbers (two processes) have
+// exactly one winner each, the others get ErrSeqTaken.
+func testEventsNumberedOnce(t *testing.T, s store.Store) {
+	const key = "ava:cli:events"
+	last, err := s.LastSeq(ctx(t), key)
 	must(t, err)
-	if got.LastSeq != 9 {
-		t.Fatalf("LastSeq = %d after 5, 3, 9, 0; want 9", got.LastSeq)
+	if last != 0 {
+		t.Fatalf("LastSeq of a new session = %d", last)
 	}
 	var wg sync.WaitGroup
-	for i := range 100 {
+	var mu sync.Mutex
+	wins := map[uint64]int{}
+	for g := range 4 {
 		wg.Go(func() {
-			if err := s.SetLastSeq(ctx(t), key, uint64(i)); err != nil {
-				t.Error(err)
+			for seq := uint64(1); seq <= 50; seq++ {
+				err := s.AppendEvent(ctx(t), newEvent(key, seq))
+				switch {
+				case err == nil:
+					mu.Lock()
+					wins[seq]++
+					mu.Unlock()
+				case !errors.Is(err, event.ErrSeqTaken):
+					t.Errorf("writer %d, #%d: %v", g, seq, err)
+				}
 			}
 		})
 	}
 	wg.Wait()
-	got, err = s.GetSession(ctx(t), key)
-	must(t, err)
-	if got.LastSeq != 99 {
-		t.Fatalf("LastSeq = %d after concurrent 0..99; want 99", got.LastSeq)
+	for seq := uint64(1); seq <= 50; seq++ {
+		if wins[seq] != 1 {
+			t.Fatalf("#%d stored %d times", seq, wins[seq])
+		}
 	}
-	wantPlainErr(t, s.SetLastSeq(ctx(t), key, math.MaxUint64))
+	if last, err = s.LastSeq(ctx(t), key); err != nil || last != 50 {
+		t.Fatalf("LastSeq = %d, %v; want 50", last, err)
+	}
+	// Another session's numbers are its own.
+	must(t, s.AppendEvent(ctx(t), newEvent("ava:cli:other", 1)))
+	wantPlainErr(t, s.AppendEvent(ctx(t), newEvent(key, 0)))
+	wantPlainErr(t, s.AppendEvent(ctx(t), newEvent(key, math.MaxUint64)))
+}
+
+func testEventsReplay(t *testing.T, s store.Store) {
+	const key = "ava:subagent:S-0a0b0c"
+	for seq := uint64(1); seq <= 10; seq++ {
+		must(t, s.AppendEvent(ctx(t), newEvent(key, seq)))
+	}
+	all, err := s.ReadEvents(ctx(t), key, 0, 0)
+	must(t, err)
+	if len(all) != 10 || all[0].Seq != 1 || all[9].Seq != 10 || all[3].Type != event.ToolCall || all[3].Session != key {
+		t.Fatalf("all events: %+v", all)
+	}
+	some, err := s.ReadEvents(ctx(t), key, 4, 3)
+	must(t, err)
+	if len(some) != 3 || some[0].Seq != 5 || some[2].Seq != 7 {
+		t.Fatalf("after 4, limit 3: %+v", some)
+	}
+	none, err := s.ReadEvents(ctx(t), key, 10, 0)
+	must(t, err)
+	if len(none) != 0 {
+		t.Fatalf("after the last: %+v", none)
+	}
 }
 
 func testMessagesOrderAndLimit(t *testing.T, s store.Store) {

@@ -1,0 +1,104 @@
+package event
+
+import (
+	"context"
+	"fmt"
+)
+
+// replayBatch is how many stored events a subscription reads from the Log
+// at a time.
+const replayBatch = 512
+
+// maxAttachMisses bounds how often a subscription finds the Log behind
+// the journal in memory before it reports the Log broken. (A miss is a
+// race with Publish, which stores before it appends; it resolves at once.)
+const maxAttachMisses = 8
+
+// Subscription reads one session's events from a sequence number on:
+// first the stored ones it has not seen, from the Log, then live ones
+// from the journal in memory. It never skips a kept event and never
+// returns one twice: a subscriber that falls behind the window in memory,
+// or meets a number published by another process, reads the Log until it
+// has caught up. Live-only events are seen only while caught up. It is
+// not safe for concurrent use; each reader takes its own.
+type Subscription struct {
+	j        *Journal
+	after    uint64 // the last kept sequence number returned
+	pos      uint64 // the next journal position to read, when attached
+	attached bool
+}
+
+// Cursor is the sequence number of the last kept event returned.
+func (s *Subscription) Cursor() uint64 { return s.after }
+
+// Next blocks until there are events after the cursor and returns them in
+// order. It returns ctx's error when ctx is done, ErrClosed when the
+// journal is closed and read, and an error when the Log cannot be read.
+func (s *Subscription) Next(ctx context.Context) ([]Event, error) {
+	for {
+		evs, wake, closed, err := s.take(ctx)
+		if err != nil || len(evs) > 0 {
+			return evs, err
+		}
+		if closed {
+			return nil, ErrClosed
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-wake:
+		}
+	}
+}
+
+// Poll returns the events after the cursor without waiting for new ones
+// (nil when there are none).
+func (s *Subscription) Poll(ctx context.Context) ([]Event, error) {
+	evs, _, _, err := s.take(ctx)
+	return evs, err
+}
+
+// take returns what can be read now: stored events while catching up,
+// else the journal's new entries.
+func (s *Subscription) take(ctx context.Context) (evs []Event, wake <-chan struct{}, closed bool, err error) {
+	for misses := 0; !s.attached; misses++ {
+		if misses == maxAttachMisses {
+			return nil, nil, false, fmt.Errorf("replay %s: event #%d is in memory but not in the log", s.j.session, s.after+1)
+		}
+		stored, err := s.j.hub.log.ReadEvents(ctx, s.j.session, s.after, replayBatch)
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("replay %s after #%d: %w", s.j.session, s.after, err)
+		}
+		if len(stored) > 0 {
+			s.after = stored[len(stored)-1].Seq
+			return stored, nil, false, nil
+		}
+		s.pos, s.attached = s.j.attach(s.after)
+	}
+	entries, evicted, wake, closed := s.j.window(s.pos)
+	if evicted {
+		s.attached = false
+		return s.take(ctx)
+	}
+	for _, ev := range entries {
+		switch {
+		case ev.Seq == 0:
+		case ev.Seq <= s.after:
+			s.pos++
+			continue
+		case ev.Seq != s.after+1:
+			// A hole: numbers published by another process, or a
+			// stored event this window never had. Read them first.
+			s.attached = false
+			if len(evs) > 0 {
+				return evs, nil, false, nil
+			}
+			return s.take(ctx)
+		default:
+			s.after = ev.Seq
+		}
+		s.pos++
+		evs = append(evs, ev)
+	}
+	return evs, wake, closed, nil
+}
