@@ -11,6 +11,7 @@ import (
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/instance"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/orchestrator"
 	"github.com/avaagent/ava/store/sqlite"
@@ -37,9 +38,28 @@ type Instance struct {
 	closers []func() error
 }
 
+// Option changes how Open opens an instance.
+type Option func(*openOptions)
+
+type openOptions struct {
+	readOnly bool
+}
+
+// ReadOnly opens an instance for looking only (ava roles): it does not
+// register this process as an owner of runs, recovers no other process's
+// runs and announces nothing.
+func ReadOnly() Option { return func(o *openOptions) { o.readOnly = true } }
+
 // Open builds an Instance from a validated cfg, creating the data root.
-// Every event published to its Hub goes to the audit log.
-func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (in *Instance, err error) {
+// Every event published to its Hub is stored and goes to the audit log.
+// Unless ReadOnly, this process is registered as an owner of runs (see
+// package instance) and the runs of processes that are gone are ended as
+// interrupted.
+func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Option) (in *Instance, err error) {
+	var o openOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if log == nil {
 		log = slog.Default()
 	}
@@ -76,9 +96,18 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (in *Instanc
 	for _, e := range roleErrs {
 		log.Warn("role file skipped", "err", e)
 	}
+	var owner subagent.Owner
+	if !o.readOnly {
+		self, err := instance.Start(ctx, instance.Options{Store: in.Store, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		in.closers = append(in.closers, self.Close)
+		owner = self
+	}
 	in.Subagent = subagent.NewManager(subagent.Options{Catalog: in.Catalog, Tools: in.Tools, Store: in.Store, Hub: in.Hub,
 		Lifecycle: lifecycle, Roles: roles, MaxConcurrent: cfg.MaxConcurrentSubagents, StallAfter: cfg.StallAfter,
-		Workspace: cfg.Workspace, Logger: log})
+		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly})
 	if err := in.Subagent.Start(ctx); err != nil {
 		return nil, err
 	}

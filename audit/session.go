@@ -99,7 +99,7 @@ type lifecycleWire struct {
 	PID         int           `json:"pid,omitempty"`
 	StartedAt   string        `json:"startedAt"`
 	CompletedAt string        `json:"completedAt,omitempty"`
-	DurationMs  int64         `json:"durationMs,omitempty"`
+	DurationMs  *int64        `json:"durationMs,omitempty"`
 	Model       string        `json:"model"`
 	Usage       Usage         `json:"usage"`
 	Status      string        `json:"status,omitempty"`
@@ -114,12 +114,30 @@ func formatTime(t time.Time) string {
 	return t.UTC().Format(event.TimeLayout)
 }
 
-// MarshalJSON writes the session file form.
+// MarshalJSON writes the session file form. An entry with a completion
+// time always has durationMs, also when it is 0.
 func (e LifecycleEntry) MarshalJSON() ([]byte, error) {
+	var dur *int64
+	if !e.CompletedAt.IsZero() || e.DurationMs != 0 {
+		d := e.DurationMs
+		if !e.CompletedAt.IsZero() && !e.StartedAt.IsZero() {
+			// From the two instants as written (ms), so that the three
+			// fields always agree.
+			d = e.CompletedAt.Truncate(time.Millisecond).Sub(e.StartedAt.Truncate(time.Millisecond)).Milliseconds()
+		}
+		dur = &d
+	}
 	return json.Marshal(lifecycleWire{Type: AgentEvent, Timestamp: formatTime(e.Timestamp), EventType: e.EventType,
 		JobID: e.JobID, RequestedBy: e.RequestedBy, AgentName: e.AgentName, Mode: e.Mode, PID: e.PID,
-		StartedAt: formatTime(e.StartedAt), CompletedAt: formatTime(e.CompletedAt), DurationMs: e.DurationMs,
+		StartedAt: formatTime(e.StartedAt), CompletedAt: formatTime(e.CompletedAt), DurationMs: dur,
 		Model: e.Model, Usage: e.Usage, Status: e.Status, Summary: e.Summary, OutputPath: e.OutputPath})
+}
+
+func derefInt64(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 // errNotLifecycle marks a session line of another type.
@@ -147,7 +165,7 @@ func (e *LifecycleEntry) UnmarshalJSON(b []byte) error {
 	}
 	*e = LifecycleEntry{Timestamp: times[0], EventType: w.EventType, JobID: w.JobID, RequestedBy: w.RequestedBy,
 		AgentName: w.AgentName, Mode: w.Mode, PID: w.PID, StartedAt: times[1], CompletedAt: times[2],
-		DurationMs: w.DurationMs, Model: w.Model, Usage: w.Usage, Status: w.Status, Summary: w.Summary,
+		DurationMs: derefInt64(w.DurationMs), Model: w.Model, Usage: w.Usage, Status: w.Status, Summary: w.Summary,
 		OutputPath: w.OutputPath}
 	return nil
 }

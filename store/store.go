@@ -154,6 +154,37 @@ type Run struct {
 	EndedAt *time.Time
 	// Announced is set once the result was delivered to the parent.
 	Announced bool
+	// Owner is the instance (process) running it; "" for runs recorded
+	// before owners were, which no live instance owns.
+	Owner string
+}
+
+// Instance is one process that runs subagents, with the lease it keeps
+// by heartbeat. Another process may end an instance's active runs as
+// interrupted only once the instance is gone (see package instance).
+type Instance struct {
+	ID          string
+	Host        string
+	PID         int
+	StartedAt   time.Time
+	HeartbeatAt time.Time
+}
+
+// OwnerStore records instances and ends the runs of dead ones.
+type OwnerStore interface {
+	// RegisterInstance stores a new instance (or replaces one with its ID).
+	RegisterInstance(ctx context.Context, in Instance) error
+	// Heartbeat moves the instance's heartbeat to at. It returns
+	// ErrNotFound when the instance was removed (declared dead).
+	Heartbeat(ctx context.Context, id string, at time.Time) error
+	// RemoveInstance forgets the instance (at a clean shutdown).
+	RemoveInstance(ctx context.Context, id string) error
+	// Instances returns every registered instance.
+	Instances(ctx context.Context) ([]Instance, error)
+	// InterruptOwner ends every pending or running run owned by owner as
+	// interrupted at at and removes the instance, in one transaction. It
+	// returns the runs it ended, as they are now.
+	InterruptOwner(ctx context.Context, owner string, at time.Time) ([]Run, error)
 }
 
 // RunFilter selects runs for ListRuns. Zero fields select everything.
@@ -270,9 +301,6 @@ type RunStore interface {
 	// from, atomically, recording fin when given. Otherwise it returns
 	// an error wrapping ErrInvalidTransition that names the status.
 	TransitionRun(ctx context.Context, id string, from []string, to string, fin *RunFinish) error
-	// MarkInterrupted ends every pending or running run as interrupted at
-	// time at and returns their IDs. It is called at start-up.
-	MarkInterrupted(ctx context.Context, at time.Time) ([]string, error)
 	// AnnounceResult inserts msg into the run's parent session and marks
 	// the run announced, together. It returns false, storing nothing, if
 	// the run was already announced.
@@ -323,6 +351,7 @@ type Store interface {
 	RunStore
 	PendingStore
 	MemoryStore
+	OwnerStore
 	// Log is every session's numbered events (see package event).
 	event.Log
 	// Close releases the store; calling it again is harmless.

@@ -55,7 +55,7 @@ func (m *Manager) announceStored(ctx context.Context, run store.Run) error {
 	}
 	r.SubagentID, r.Status = run.ShortID, agent.Status(run.Status)
 	if run.Status == store.StatusInterrupted {
-		r.Summary = "interrupted: the process running it stopped before it finished"
+		r.Summary = interruptedSummary
 		r.Output, r.OutputFormat = json.RawMessage("null"), "none"
 	}
 	msg := announcement(run.ParentSession, run.ID, run.Task, r)

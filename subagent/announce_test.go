@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/instance"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/llm/scripted"
 	"github.com/avaagent/ava/orchestrator"
@@ -101,41 +104,92 @@ func countInLastPrompt(r *recorder, s string) int {
 	return n
 }
 
-// A run left running by a dead process is marked interrupted at the next
-// start, and its parent is told.
-func TestInterruptedAtRestart(t *testing.T) {
+// A second process on the same data root leaves a live process's runs
+// alone (issue 10: "ava roles" while "ava run" had subagents running
+// marked them interrupted). Once the first process is gone, the run is
+// ended as interrupted, its end is recorded everywhere a finished run's
+// is, and its parent is told.
+func TestOnlyGoneOwnersRunsAreInterrupted(t *testing.T) {
 	h := newHarness(t, "turns:\n  - text: never\n    delay: 1h\n", nil)
 	ctx := context.Background()
 	hd, err := h.m.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "researcher", Task: "long"}, Parent: parent, Background: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for hd.Status().Status != agent.StatusRunning {
-		time.Sleep(time.Millisecond)
-	}
-	// Simulate the process dying: a second store handle sees the run as
-	// running; a new manager on it marks it interrupted and announces it.
+	waitStored(t, h.store, hd.ID(), "running")
 	st2, err := sqlite.Open(ctx, h.root+"/ava.db", sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st2.Close()
+	second, err := instance.Start(ctx, instance.Options{Store: st2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
 	opts := h.opts
-	opts.Store = st2
+	opts.Store, opts.Hub, opts.Owner = st2, event.NewHub(st2), second
 	m2 := subagent.NewManager(opts)
 	if err := m2.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	m2.Close()
+	defer m2.Close()
+	if run, _ := st2.GetRun(ctx, hd.ID()); run.Status != "running" {
+		t.Fatalf("a live process's run became %s when a second process started", run.Status)
+	}
+	// The first process is gone: its lease is removed, as when its
+	// heartbeat is older than the TTL or its process ID is not alive.
+	first := h.opts.Owner.ID()
+	if err := st2.RemoveInstance(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
 	run, _ := st2.GetRun(ctx, hd.ID())
-	if run.Status != "interrupted" || !run.Announced {
-		t.Fatalf("status %s announced %v", run.Status, run.Announced)
+	if run.Status != "interrupted" || !run.Announced || run.Owner != first {
+		t.Fatalf("status %s announced %v owner %s", run.Status, run.Announced, run.Owner)
 	}
 	msgs, _ := st2.Messages(ctx, parent.SessionKey, 0)
 	if len(msgs) != 1 || !strings.Contains(msgs[0].Text, "interrupted") {
 		t.Fatalf("parent messages %+v", msgs)
 	}
+	// The lifecycle file ends with subagent:aborted, with its duration.
+	var entries []audit.LifecycleEntry
+	if err := audit.ScanLifecycle(sessionFile(t, h.root), func(e audit.LifecycleEntry) error { entries = append(entries, e); return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	last := entries[len(entries)-1]
+	if last.EventType != audit.SubagentAborted || last.Status != "interrupted" || last.JobID != hd.ID() ||
+		last.DurationMs != last.CompletedAt.Sub(last.StartedAt).Milliseconds() {
+		t.Fatalf("last lifecycle entry %+v", last)
+	}
+	// Its own stream ends with how it ended; the parent's has the completion.
+	own, err := st2.ReadEvents(ctx, hd.SessionKey(), 0, 0)
+	if err != nil || len(own) == 0 || own[len(own)-1].Type != event.SessionEnd || !strings.Contains(string(own[len(own)-1].Content), "interrupted") {
+		t.Fatalf("own events end %v %v", own, err)
+	}
+	pevs, _ := st2.ReadEvents(ctx, parent.SessionKey, 0, 0)
+	if pevs[len(pevs)-1].Type != event.SubagentComplete {
+		t.Fatalf("parent's last event %s", pevs[len(pevs)-1].Type)
+	}
 	_ = scripted.Name
+}
+
+// waitStored waits until the run's stored status is status.
+func waitStored(t *testing.T, st *sqlite.Store, id, status string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		run, err := st.GetRun(context.Background(), id)
+		if err == nil && run.Status == status {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s is %q (%v), want %s", id, run.Status, err, status)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // A forked subagent starts from the orchestrator's conversation so far; a

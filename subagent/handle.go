@@ -202,5 +202,5 @@ func (h *Handle) storeRun(start time.Time) store.Run {
 	return store.Run{ID: h.uuid, ShortID: h.id, SessionKey: h.SessionKey(), ParentSession: h.req.Parent.SessionKey,
 		ParentAgent: h.req.Parent.AgentID, GroupID: h.req.groupID, Mode: string(h.req.mode), Role: h.role.Name,
 		Task: h.req.Config.Task, Model: h.model.Name(), Config: cfg, Status: store.StatusRunning,
-		CreatedAt: h.created, StartedAt: &start}
+		CreatedAt: h.created, StartedAt: &start, Owner: h.m.ownerID()}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/instance"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/llm/llmfake"
 	"github.com/avaagent/ava/llm/scripted"
@@ -126,8 +127,12 @@ func newHarness(t *testing.T, script string, adjust func(*subagent.Options), ext
 		t.Fatal(err)
 	}
 	hub := event.NewHub(st)
+	owner, err := instance.Start(context.Background(), instance.Options{Store: st, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := subagent.Options{Catalog: cat, Tools: reg, Store: st, Hub: hub, Lifecycle: logs, MaxConcurrent: 3, StallAfter: -1, Workspace: root,
-		Logger: slog.New(slog.DiscardHandler)}
+		Logger: slog.New(slog.DiscardHandler), Owner: owner}
 	if adjust != nil {
 		adjust(&opts)
 	}
@@ -137,6 +142,7 @@ func newHarness(t *testing.T, script string, adjust func(*subagent.Options), ext
 	}
 	t.Cleanup(func() {
 		m.Close()
+		owner.Close()
 		st.Close()
 	})
 	return &harness{m: m, store: st, hub: hub, model: rec, root: root, opts: opts}

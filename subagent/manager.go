@@ -63,6 +63,26 @@ type Options struct {
 	Workspace  string
 	Logger     *slog.Logger
 	Clock      func() time.Time
+	// Owner is this process's identity in the store (package instance):
+	// runs are recorded as its own, and Start and a periodic sweep end
+	// the runs of owners that are gone. Nil: runs have no owner and no
+	// one else's runs are ever recovered.
+	Owner Owner
+	// RecoverEvery is how often gone owners' runs are looked for
+	// (default 10 s).
+	RecoverEvery time.Duration
+	// ReadOnly opens the manager for looking only (ava roles): Start
+	// recovers nothing, announces nothing and starts no watchdog.
+	ReadOnly bool
+}
+
+// Owner is this process's identity in the store and its view of other
+// processes (*instance.Instance).
+type Owner interface {
+	// ID is recorded as the owner of the runs this process starts.
+	ID() string
+	// Gone returns which of owners are gone.
+	Gone(ctx context.Context, owners []string) ([]string, error)
 }
 
 // Manager spawns and tracks subagents. Start it before use and Close it
@@ -94,6 +114,9 @@ func NewManager(opt Options) *Manager {
 	if opt.StallAfter == 0 {
 		opt.StallAfter = 2 * time.Minute
 	}
+	if opt.RecoverEvery <= 0 {
+		opt.RecoverEvery = 10 * time.Second
+	}
 	if opt.Roles == nil {
 		opt.Roles = map[string]Role{}
 		for _, r := range BuiltinRoles() {
@@ -117,8 +140,10 @@ func NewManager(opt Options) *Manager {
 	return m
 }
 
-// Start marks runs left running by a dead process as interrupted,
-// delivers results that were never announced, and starts the watchdog.
+// Start loads the run IDs in use; unless read-only, it then ends the runs
+// of processes that are gone as interrupted (see Recover), delivers
+// results that were never announced, and starts the watchdog and the
+// periodic recovery.
 func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Lock()
 	err := m.opt.Store.ShortIDs(ctx, m.ids.add)
@@ -126,24 +151,17 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load run IDs: %w", err)
 	}
-	ids, err := m.opt.Store.MarkInterrupted(ctx, m.now())
-	if err != nil {
-		return fmt.Errorf("mark interrupted runs: %w", err)
+	if m.opt.ReadOnly {
+		return nil
 	}
-	if len(ids) > 0 {
-		m.log.Warn("runs interrupted by a previous shutdown", "count", len(ids))
-	}
-	runs, err := m.opt.Store.Unannounced(ctx)
-	if err != nil {
-		return fmt.Errorf("find unannounced results: %w", err)
-	}
-	for _, r := range runs {
-		if err := m.announceStored(ctx, r); err != nil {
-			return err
-		}
+	if err := m.Recover(ctx); err != nil {
+		return err
 	}
 	if m.opt.StallAfter > 0 {
 		m.wg.Go(m.watchdog)
+	}
+	if m.opt.Owner != nil {
+		m.wg.Go(m.recoverLoop)
 	}
 	return nil
 }

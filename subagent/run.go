@@ -63,6 +63,9 @@ func (h *Handle) nextQueued(res agent.Result) (string, bool) {
 	done := h.done
 	h.mu.Unlock()
 	h.m.release(h)
+	// Its events stay in the store; a subscriber or a follow-up opens a
+	// journal again, so a long-running process does not keep one per run.
+	h.m.opt.Hub.Forget(h.SessionKey())
 	close(done)
 	return "", false
 }
@@ -226,6 +229,7 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time, started <-
 		h.messages = res.Messages
 	}
 	h.mu.Unlock()
+	h.publishEnd(res)
 	h.publishParent(completeEvent(h.role.Name, result, res))
 	h.lifecycle(h.endEntry(result, res, start))
 	h.deliver(ctx, result)
@@ -283,7 +287,8 @@ func (h *Handle) endEntry(r Result, res agent.Result, start time.Time) audit.Lif
 	default:
 		typ = audit.SubagentError
 	}
-	e := audit.LifecycleEntry{EventType: typ, StartedAt: start, CompletedAt: h.m.now(), DurationMs: res.Duration.Milliseconds(),
+	end := h.m.now()
+	e := audit.LifecycleEntry{EventType: typ, StartedAt: start, CompletedAt: end, DurationMs: end.Sub(start).Milliseconds(),
 		Status: string(r.Status), Summary: r.Summary,
 		Usage: audit.Usage{Input: res.Usage.InputTokens, Output: res.Usage.OutputTokens, CacheRead: res.Usage.CacheReadTokens,
 			CacheWrite: res.Usage.CacheWriteTokens, Cost: audit.Cost{Total: res.CostCents / 100}}}
@@ -294,6 +299,32 @@ func (h *Handle) endEntry(r Result, res agent.Result, start time.Time) audit.Lif
 		e.Output = string(r.Output)
 	}
 	return e
+}
+
+// publishEnd ends the turn in the subagent's own stream, so that its
+// trace says how it ended: an Error event for every ending but success
+// (the loop already published one for StatusError), then SessionEnd.
+func (h *Handle) publishEnd(res agent.Result) {
+	if res.Status != agent.StatusSuccess && res.Status != agent.StatusError {
+		msg := string(res.Status)
+		if res.Err != nil {
+			msg = fmt.Sprintf("%s: %v", res.Status, res.Err)
+		}
+		h.publishOwn(event.New(event.Error, event.ErrorContent{Error: msg, Fatal: true}))
+	}
+	end := event.New(event.SessionEnd, event.SessionContent{Status: string(res.Status), Model: h.model.Name()})
+	end.Meta = event.Meta{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostCents: res.CostCents,
+		ModelID: h.model.Name(), DurationMs: res.Duration.Milliseconds()}
+	h.publishOwn(end)
+}
+
+// publishOwn publishes ev in the subagent's own session as the subagent.
+func (h *Handle) publishOwn(ev event.Event) {
+	ev.Session, ev.Agent, ev.User, ev.Time = h.SessionKey(), h.id, h.req.User, h.m.now()
+	ev.Meta.ParentAgentID = h.req.Parent.AgentID
+	if _, err := h.m.opt.Hub.Publish(ev); err != nil {
+		h.m.log.Error("publish to own session", "id", h.id, "type", ev.Type, "err", err)
+	}
 }
 
 // lifecycle appends an entry to the parent session's file.

@@ -219,7 +219,7 @@ func TestRunOfflineDelegatesAndLogs(t *testing.T) {
 	}
 	id := strings.TrimSuffix(filepath.Base(traces[0]), ".jsonl")
 	out, errOut, code := ava(t, env, "logs", id)
-	if code != 0 || !strings.Contains(out, "AssistantMessage") || strings.Contains(out, "SessionEnd") {
+	if code != 0 || !strings.Contains(out, "AssistantMessage") || !strings.Contains(lastLine(out), "SessionEnd") || !strings.Contains(lastLine(out), "status=success") {
 		t.Fatalf("logs %s: exit %d\n%s\n%s", id, code, out, errOut)
 	}
 	out, _, _ = ava(t, env, "logs", "--type", "subagentcomplete", "--json")
@@ -228,12 +228,39 @@ func TestRunOfflineDelegatesAndLogs(t *testing.T) {
 	}
 }
 
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// backgroundScript's orchestrator spawns a background subagent and answers
+// before it ends, so the subagent's SubagentComplete reaches the session
+// after the turn's last event (issue 9: it used to reuse a number).
+const backgroundScript = `conversations:
+  - match: "specialized researcher subagent"
+    turns:
+      - text: "late result"
+        delay: 300ms
+  - turns:
+      - text: "delegating"
+        tool_calls:
+          - name: spawn_subagent
+            args: {role: researcher, task: "late task", model: "scripted/demo", background: true, timeout: 30, max_cost_cents: 1}
+      - text: "answered before the subagent ended"
+`
+
 // A session's sequence numbers go on across processes: two runs of one
-// session never reuse a number.
+// session, each leaving a background subagent that ends after its turn,
+// number the session 1, 2, 3, … with no number reused or skipped.
 func TestSessionSequenceAcrossProcesses(t *testing.T) {
-	env := map[string]string{"AVA_DATA_ROOT": t.TempDir()}
+	root := t.TempDir()
+	script := filepath.Join(root, "bg.yaml")
+	if err := os.WriteFile(script, []byte(backgroundScript), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"AVA_DATA_ROOT": root}
 	for i := 0; i < 2; i++ {
-		if _, errOut, code := ava(t, env, "run", "--offline", "--session", "ava:cli:seq", "hi"); code != 0 {
+		if _, errOut, code := ava(t, env, "run", "--model", "scripted/"+script, "--session", "ava:cli:seq", "hi"); code != 0 {
 			t.Fatal(errOut)
 		}
 	}
@@ -243,7 +270,7 @@ func TestSessionSequenceAcrossProcesses(t *testing.T) {
 	}
 	seen := map[uint64]bool{}
 	var last uint64
-	starts := 0
+	starts, completes := 0, 0
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		var ev struct {
 			Seq       uint64 `json:"seq"`
@@ -252,16 +279,19 @@ func TestSessionSequenceAcrossProcesses(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			t.Fatal(err)
 		}
-		if ev.Seq == 0 || seen[ev.Seq] || ev.Seq < last {
-			t.Fatalf("seq %d after %d (seen %v)", ev.Seq, last, seen[ev.Seq])
+		if ev.Seq != last+1 {
+			t.Fatalf("seq %d after %d (seen before: %v)", ev.Seq, last, seen[ev.Seq])
 		}
 		seen[ev.Seq], last = true, ev.Seq
-		if ev.EventType == "SessionStart" {
+		switch ev.EventType {
+		case "SessionStart":
 			starts++
+		case "SubagentComplete":
+			completes++
 		}
 	}
-	if starts != 2 {
-		t.Fatalf("%d session starts in %d entries", starts, len(seen))
+	if starts != 2 || completes != 2 {
+		t.Fatalf("%d session starts and %d subagent completions in %d entries", starts, completes, len(seen))
 	}
 }
 

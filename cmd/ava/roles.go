@@ -24,7 +24,7 @@ cannot be loaded is reported on stderr with its path, line and reason.`,
 			if err != nil {
 				return err
 			}
-			in, err := app.Open(cmd.Context(), cfg, a.Logger())
+			in, err := app.Open(cmd.Context(), cfg, a.Logger(), app.ReadOnly())
 			if err != nil {
 				return err
 			}

@@ -15,7 +15,7 @@ import (
 
 const runColumns = `id, short_id, session_key, parent_session, parent_agent, group_id, mode,
 	role, task, model, config, status, result, error, tokens, cost_cents, iterations,
-	created_at, started_at, ended_at, announced`
+	created_at, started_at, ended_at, announced, owner`
 
 func scanRun(sc rowScanner) (store.Run, error) {
 	var (
@@ -26,7 +26,7 @@ func scanRun(sc rowScanner) (store.Run, error) {
 	)
 	err := sc.Scan(&r.ID, &r.ShortID, &r.SessionKey, &r.ParentSession, &r.ParentAgent, &r.GroupID,
 		&r.Mode, &r.Role, &r.Task, &r.Model, &config, &r.Status, &result, &r.Error, &r.Tokens,
-		&r.CostCents, &r.Iterations, &created, &started, &ended, &r.Announced)
+		&r.CostCents, &r.Iterations, &created, &started, &ended, &r.Announced, &r.Owner)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -121,10 +121,10 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 			return fmt.Errorf("create run session: %w", err)
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.ShortID, r.SessionKey, r.ParentSession, r.ParentAgent, r.GroupID, r.Mode,
 			r.Role, r.Task, r.Model, config, r.Status, result, r.Error, r.Tokens, r.CostCents,
-			r.Iterations, created, nullNS(r.StartedAt), nullNS(r.EndedAt), r.Announced)
+			r.Iterations, created, nullNS(r.StartedAt), nullNS(r.EndedAt), r.Announced, r.Owner)
 		return err
 	})
 	switch {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/avaagent/ava/store"
 )
@@ -164,38 +163,6 @@ func (s *Store) transitionSet(to string, fin *store.RunFinish) ([]string, []any,
 		set = append(set, "announced = 1")
 	}
 	return set, args, nil
-}
-
-// MarkInterrupted ends every pending or running run as interrupted at at
-// (now when zero) and returns their IDs, sorted. A restarted daemon calls
-// it before starting anything: those runs' goroutines died with the old
-// process.
-func (s *Store) MarkInterrupted(ctx context.Context, at time.Time) ([]string, error) {
-	at = s.orNow(at)
-	var ids []string
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `UPDATE runs SET status = ?, ended_at = ?,
-			error = CASE WHEN error = '' THEN ? ELSE error END
-			WHERE status IN (?, ?) RETURNING id`,
-			store.StatusInterrupted, toNS(at), interruptedError, store.StatusPending, store.StatusRunning)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			ids = append(ids, id)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("mark interrupted runs: %w", err)
-	}
-	slices.Sort(ids)
-	return ids, nil
 }
 
 // AnnounceResult delivers a finished run's result into its parent session:

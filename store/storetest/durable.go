@@ -133,15 +133,19 @@ func testInterruptedAfterCrash(t *testing.T, reopen func() store.Store) {
 	var active []string
 	for i, status := range []string{store.StatusRunning, store.StatusPending} {
 		r := newRun(shortID(0xc00+i), "ava:cli:crash")
-		r.Status = status
+		r.Status, r.Owner = status, "crashed"
 		active = append(active, createRun(t, s, r).ID)
 	}
 	closeStore(t, s)
 
 	s = reopen()
 	defer closeStore(t, s)
-	ids, err := s.MarkInterrupted(ctx(t), time.Time{})
+	runs, err := s.InterruptOwner(ctx(t), "crashed", time.Time{})
 	must(t, err)
+	var ids []string
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+	}
 	slices.Sort(ids)
 	slices.Sort(active)
 	if diff := cmp.Diff(active, ids); diff != "" {

@@ -21,6 +21,7 @@ func transitionCases() []testCase {
 		{"TransitionRace", testTransitionRace},
 		{"TransitionResume", testTransitionResume},
 		{"MarkInterrupted", testMarkInterrupted},
+		{"Instances", testInstances},
 		{"AnnounceResultOnce", testAnnounceResultOnce},
 		{"AnnounceConcurrentRuns", testAnnounceConcurrentRuns},
 		{"MarkAnnounced", testMarkAnnounced},
@@ -180,41 +181,69 @@ func testTransitionResume(t *testing.T, s store.Store) {
 	}
 }
 
+// testMarkInterrupted ends the active runs of one owner only: another
+// owner's live runs and finished runs are left alone.
 func testMarkInterrupted(t *testing.T, s store.Store) {
-	var active []string
-	for i, status := range []string{store.StatusPending, store.StatusRunning, store.StatusSuccess, store.StatusRunning} {
+	var dead []string
+	for i, status := range []string{store.StatusPending, store.StatusRunning, store.StatusSuccess, store.StatusRunning, store.StatusRunning} {
 		r := newRun(shortID(0xb00+i), "ava:cli:p")
-		r.Status = status
+		r.Status, r.Owner = status, "dead"
+		if i == 4 {
+			r.Owner = "alive"
+		}
 		r = createRun(t, s, r)
-		if status != store.StatusSuccess {
-			active = append(active, r.ID)
+		if status != store.StatusSuccess && r.Owner == "dead" {
+			dead = append(dead, r.ID)
 		}
 	}
-	slices.Sort(active)
+	must(t, s.RegisterInstance(ctx(t), store.Instance{ID: "dead", Host: "h", PID: 1}))
+	slices.Sort(dead)
 	at := base.Add(2 * time.Hour)
-	ids, err := s.MarkInterrupted(ctx(t), at)
+	runs, err := s.InterruptOwner(ctx(t), "dead", at)
 	must(t, err)
-	slices.Sort(ids)
-	if diff := cmp.Diff(active, ids); diff != "" {
-		t.Fatalf("MarkInterrupted ids (-want +got):\n%s", diff)
-	}
-	for _, id := range active {
-		r, err := s.GetRun(ctx(t), id)
-		must(t, err)
-		if r.Status != store.StatusInterrupted || r.EndedAt == nil || !r.EndedAt.Equal(at) || r.Error == "" {
-			t.Fatalf("interrupted run = status %s ended %v error %q", r.Status, r.EndedAt, r.Error)
+	var ids []string
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+		if r.Status != store.StatusInterrupted || r.EndedAt == nil || !r.EndedAt.Equal(at) || r.Error == "" || r.Owner != "dead" {
+			t.Fatalf("interrupted run = status %s ended %v error %q owner %q", r.Status, r.EndedAt, r.Error, r.Owner)
 		}
 	}
-	done, err := s.ListRuns(ctx(t), store.RunFilter{Status: []string{store.StatusSuccess}})
-	must(t, err)
-	if len(done) != 1 {
-		t.Fatalf("%d successful runs after MarkInterrupted, want the 1 untouched", len(done))
+	slices.Sort(ids)
+	if diff := cmp.Diff(dead, ids); diff != "" {
+		t.Fatalf("InterruptOwner ids (-want +got):\n%s", diff)
 	}
-	ids, err = s.MarkInterrupted(ctx(t), at)
+	alive, err := s.ListRuns(ctx(t), store.RunFilter{Active: true})
 	must(t, err)
-	if len(ids) != 0 {
-		t.Fatalf("second MarkInterrupted returned %v", ids)
+	if len(alive) != 1 || alive[0].Owner != "alive" {
+		t.Fatalf("active runs after InterruptOwner: %+v", alive)
 	}
+	insts, err := s.Instances(ctx(t))
+	must(t, err)
+	if len(insts) != 0 {
+		t.Fatalf("the dead instance is still registered: %+v", insts)
+	}
+	runs, err = s.InterruptOwner(ctx(t), "dead", at)
+	must(t, err)
+	if len(runs) != 0 {
+		t.Fatalf("second InterruptOwner returned %v", runs)
+	}
+}
+
+// testInstances registers, heartbeats and removes instances.
+func testInstances(t *testing.T, s store.Store) {
+	start := base
+	must(t, s.RegisterInstance(ctx(t), store.Instance{ID: "i1", Host: "h1", PID: 42, StartedAt: start, HeartbeatAt: start}))
+	must(t, s.Heartbeat(ctx(t), "i1", start.Add(time.Minute)))
+	must(t, s.Heartbeat(ctx(t), "i1", start.Add(time.Second))) // never moves back
+	insts, err := s.Instances(ctx(t))
+	must(t, err)
+	want := []store.Instance{{ID: "i1", Host: "h1", PID: 42, StartedAt: start, HeartbeatAt: start.Add(time.Minute)}}
+	if diff := cmp.Diff(want, insts); diff != "" {
+		t.Fatalf("instances (-want +got):\n%s", diff)
+	}
+	must(t, s.RemoveInstance(ctx(t), "i1"))
+	wantErr(t, s.Heartbeat(ctx(t), "i1", start), store.ErrNotFound)
+	must(t, s.RemoveInstance(ctx(t), "i1"))
 }
 
 // testAnnounceResultOnce announces one result from 50 goroutines at once:

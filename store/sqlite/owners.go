@@ -1,0 +1,113 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+
+	"fmt"
+	"time"
+
+	"github.com/avaagent/ava/store"
+)
+
+// RegisterInstance stores in, replacing an instance with the same ID.
+func (s *Store) RegisterInstance(ctx context.Context, in store.Instance) error {
+	if err := checkKey("instance ID", in.ID); err != nil {
+		return fmt.Errorf("register instance: %w", err)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO instances (id, host, pid, started_at, heartbeat_at)
+			VALUES (?, ?, ?, ?, ?)`, in.ID, in.Host, in.PID, toNS(s.orNow(in.StartedAt)), toNS(s.orNow(in.HeartbeatAt)))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("register instance %s: %w", in.ID, err)
+	}
+	return nil
+}
+
+// Heartbeat moves the instance's heartbeat to at, or returns an error
+// wrapping store.ErrNotFound when it is no longer registered.
+func (s *Store) Heartbeat(ctx context.Context, id string, at time.Time) error {
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE instances SET heartbeat_at = max(heartbeat_at, ?) WHERE id = ?`, toNS(s.orNow(at)), id)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("heartbeat of instance %s: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("heartbeat of instance %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// RemoveInstance forgets the instance; removing an unknown one is not an
+// error.
+func (s *Store) RemoveInstance(ctx context.Context, id string) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM instances WHERE id = ?`, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("remove instance %s: %w", id, err)
+	}
+	return nil
+}
+
+// Instances returns every registered instance, oldest first.
+func (s *Store) Instances(ctx context.Context) ([]store.Instance, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT id, host, pid, started_at, heartbeat_at FROM instances ORDER BY started_at`)
+	if err != nil {
+		return nil, fmt.Errorf("list instances: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Instance
+	for rows.Next() {
+		var (
+			in            store.Instance
+			started, beat int64
+		)
+		if err := rows.Scan(&in.ID, &in.Host, &in.PID, &started, &beat); err != nil {
+			return nil, fmt.Errorf("list instances: %w", err)
+		}
+		in.StartedAt, in.HeartbeatAt = fromNS(started), fromNS(beat)
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list instances: %w", err)
+	}
+	return out, nil
+}
+
+// InterruptOwner ends the owner's pending and running runs as interrupted
+// at at (now when zero), removes the instance, and returns the runs it
+// ended. Only runs still active are touched, so a run that ended on its
+// own meanwhile keeps its end.
+func (s *Store) InterruptOwner(ctx context.Context, owner string, at time.Time) ([]store.Run, error) {
+	at = s.orNow(at)
+	var runs []store.Run
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `UPDATE runs SET status = ?, ended_at = ?,
+			error = CASE WHEN error = '' THEN ? ELSE error END
+			WHERE owner = ? AND status IN (?, ?) RETURNING `+runColumns,
+			store.StatusInterrupted, toNS(at), interruptedError, owner, store.StatusPending, store.StatusRunning)
+		if err != nil {
+			return err
+		}
+		if runs, err = scanRuns(rows); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM instances WHERE id = ?`, owner)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("interrupt runs of instance %q: %w", owner, err)
+	}
+	return runs, nil
+}

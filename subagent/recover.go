@@ -1,0 +1,143 @@
+package subagent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/store"
+)
+
+// interruptedSummary is the summary of a run whose process died.
+const interruptedSummary = "interrupted: the process running it stopped before it finished"
+
+// ownerID is the owner recorded on this manager's runs.
+func (m *Manager) ownerID() string {
+	if m.opt.Owner == nil {
+		return ""
+	}
+	return m.opt.Owner.ID()
+}
+
+// Recover ends as interrupted every active run whose owner is gone (never
+// this process's own), records each end as a finished run's would be (a
+// subagent:aborted lifecycle entry, Error and SessionEnd in its own
+// trace, SubagentComplete in its parent's session), and then announces
+// every finished result its parent has not had. Runs owned by a live
+// process, in this one or another, are left alone.
+func (m *Manager) Recover(ctx context.Context) error {
+	if m.opt.Owner != nil {
+		if err := m.recoverGone(ctx); err != nil {
+			return err
+		}
+	}
+	runs, err := m.opt.Store.Unannounced(ctx)
+	if err != nil {
+		return fmt.Errorf("find unannounced results: %w", err)
+	}
+	for _, r := range runs {
+		if err := m.announceStored(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Manager) recoverGone(ctx context.Context) error {
+	active, err := m.opt.Store.ListRuns(ctx, store.RunFilter{Active: true})
+	if err != nil {
+		return fmt.Errorf("recover runs: %w", err)
+	}
+	var owners []string
+	for _, r := range active {
+		if r.Owner != m.ownerID() && !slices.Contains(owners, r.Owner) {
+			owners = append(owners, r.Owner)
+		}
+	}
+	if len(owners) == 0 {
+		return nil
+	}
+	gone, err := m.opt.Owner.Gone(ctx, owners)
+	if err != nil {
+		return fmt.Errorf("recover runs: %w", err)
+	}
+	for _, owner := range gone {
+		runs, err := m.opt.Store.InterruptOwner(ctx, owner, m.now())
+		if err != nil {
+			return fmt.Errorf("recover runs: %w", err)
+		}
+		if len(runs) > 0 {
+			m.log.Warn("subagents interrupted: the process running them is gone", "count", len(runs), "owner", owner)
+		}
+		for _, r := range runs {
+			m.recordInterrupted(r)
+		}
+	}
+	return nil
+}
+
+// recoverLoop looks for gone owners' runs until the manager closes, so a
+// long-running process also recovers the runs of one that died after it
+// started.
+func (m *Manager) recoverLoop() {
+	t := time.NewTicker(m.opt.RecoverEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+			if err := m.Recover(m.ctx); err != nil && m.ctx.Err() == nil {
+				m.log.Error("recover runs of gone processes", "err", err)
+			}
+		}
+	}
+}
+
+// recordInterrupted writes the end of a run another process left behind:
+// its trace ends with how it ended, its parent's record shows it.
+func (m *Manager) recordInterrupted(r store.Run) {
+	end := m.now()
+	if r.EndedAt != nil {
+		end = *r.EndedAt
+	}
+	start := r.CreatedAt
+	if r.StartedAt != nil {
+		start = *r.StartedAt
+	}
+	own := func(ev event.Event) {
+		ev.Session, ev.Agent, ev.Time = r.SessionKey, r.ShortID, end
+		ev.Meta.ParentAgentID = r.ParentAgent
+		if _, err := m.opt.Hub.Publish(ev); err != nil {
+			m.log.Error("record interrupted run", "id", r.ShortID, "err", err)
+		}
+	}
+	own(event.New(event.Error, event.ErrorContent{Error: r.Error, Fatal: true}))
+	own(event.New(event.SessionEnd, event.SessionContent{Status: store.StatusInterrupted, Model: r.Model}))
+	res := Result{SubagentID: r.ShortID, Status: agent.StatusInterrupted, TokensUsed: r.Tokens, CostCents: r.CostCents,
+		DurationSeconds: end.Sub(start).Seconds(), Iterations: r.Iterations, Summary: interruptedSummary}
+	if r.ParentSession == "" {
+		return
+	}
+	ev := completeEvent(r.Role, res, agent.Result{CostCents: r.CostCents, Duration: end.Sub(start)})
+	ev.Session, ev.Agent, ev.Time = r.ParentSession, r.ParentAgent, end
+	if ev.Agent == "" {
+		ev.Agent = event.OrchestratorID
+	}
+	if _, err := m.opt.Hub.Publish(ev); err != nil {
+		m.log.Error("record interrupted run in its parent", "id", r.ShortID, "err", err)
+	}
+	if m.opt.Lifecycle == nil {
+		return
+	}
+	entry := audit.LifecycleEntry{EventType: audit.SubagentAborted, JobID: r.ShortID, RequestedBy: "assistant", AgentName: r.Role,
+		Mode: audit.Mode(r.Mode), StartedAt: start, CompletedAt: end, DurationMs: end.Sub(start).Milliseconds(), Model: r.Model,
+		Usage: audit.Usage{Cost: audit.Cost{Total: r.CostCents / 100}}, Status: store.StatusInterrupted, Summary: interruptedSummary}
+	if err := m.opt.Lifecycle.Append(r.ParentSession, entry); err != nil {
+		m.log.Error("lifecycle entry of interrupted run not recorded", "id", r.ShortID, "err", err)
+	}
+}
