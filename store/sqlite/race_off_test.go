@@ -1,0 +1,6 @@
+//go:build !race
+
+package sqlite
+
+// raceEnabled scales the heaviest stress tests down under the race detector.
+const raceEnabled = false
