@@ -14,6 +14,7 @@ import (
 	"github.com/avaagent/ava/instance"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/orchestrator"
+	"github.com/avaagent/ava/session"
 	"github.com/avaagent/ava/store/sqlite"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
@@ -31,6 +32,8 @@ type Instance struct {
 	// Tools are the built-in tools (what roles choose from).
 	Tools    *tool.Registry
 	Subagent *subagent.Manager
+	// Sessions runs every turn of every session (see package session).
+	Sessions *session.Service
 	// RoleErrors are role files that could not be loaded.
 	RoleErrors []error
 	Log        *slog.Logger
@@ -112,6 +115,21 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Opti
 		return nil, err
 	}
 	in.closers = append(in.closers, in.Subagent.Close)
+	orchTools, err := in.OrchestratorTools(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator tools: %w", err)
+	}
+	in.Sessions = session.New(session.Config{Hub: in.Hub, Subagents: in.Subagent, Budgets: in.Store, Offline: IsOffline,
+		CancelSubagentsOnStop: true, Logger: log,
+		Orchestrator: func(model string, limits session.Limits) (*orchestrator.Orchestrator, llm.Model, error) {
+			m, err := OrchestratorModel(cfg, in.Catalog, model)
+			if err != nil {
+				return nil, m, err
+			}
+			return orchestrator.New(orchestrator.Config{Model: m, Tools: orchTools, Hub: in.Hub, Sessions: in.Store,
+				History: in.History(), Workspace: cfg.Workspace, Offline: IsOffline(m), Logger: log, Limits: limits}), m, nil
+		}})
+	in.closers = append(in.closers, in.Sessions.Close)
 	return in, nil
 }
 

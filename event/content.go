@@ -90,3 +90,9 @@ type RetryContent struct {
 	Attempt int    `json:"attempt"`
 	Error   string `json:"error"`
 }
+
+// StateContent is the content of a SessionState event.
+type StateContent struct {
+	// State is idle, running or waiting_for_subagents.
+	State string `json:"state"`
+}

@@ -59,6 +59,10 @@ const (
 	SessionEnd       Type = "SessionEnd"
 )
 
+// SessionState says a main session's state changed (content: state);
+// kept, not written to the audit log.
+const SessionState Type = "SessionState"
+
 // Live-only event types.
 const (
 	// TextDelta is a streamed piece of the assistant's answer.

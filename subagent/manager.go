@@ -104,6 +104,8 @@ type Manager struct {
 	handles map[string]*Handle // every run of this process, by short ID
 	ids     *idSet             // every short ID in use in the data root
 	closed  bool
+	// finished is called with the parent session of each run that ends.
+	finished func(parent string)
 }
 
 // NewManager returns a manager; call Start before spawning.
@@ -354,12 +356,16 @@ func (m *Manager) reserve(hs ...*Handle) error {
 	return nil
 }
 
-// release frees h's slot.
+// release frees h's slot and tells whoever watches the parent session.
 func (m *Manager) release(h *Handle) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.running[h.id] == h {
 		delete(m.running, h.id)
+	}
+	fn := m.finished
+	m.mu.Unlock()
+	if fn != nil && h.req.Parent.SessionKey != "" {
+		fn(h.req.Parent.SessionKey)
 	}
 }
 
@@ -429,19 +435,34 @@ func (m *Manager) Cancel(id string) (*Handle, error) {
 }
 
 // CancelSession stops every running subagent spawned from a session (a
-// new message superseding the request that started them). It returns how
-// many it stopped.
+// new message superseding the request that started them, or a stop). It
+// returns how many it stopped.
 func (m *Manager) CancelSession(session string) int {
+	hs := m.RunningFor(session)
+	for _, h := range hs {
+		h.Cancel()
+	}
+	return len(hs)
+}
+
+// OnFinished sets fn to be called with the parent session of each run
+// that ends (after its slot is freed). Set it before spawning.
+func (m *Manager) OnFinished(fn func(parent string)) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.finished = fn
+}
+
+// RunningFor returns the handles of the running subagents spawned from
+// a session.
+func (m *Manager) RunningFor(session string) []*Handle {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	var hs []*Handle
 	for _, h := range m.running {
 		if h.req.Parent.SessionKey == session {
 			hs = append(hs, h)
 		}
 	}
-	m.mu.Unlock()
-	for _, h := range hs {
-		h.Cancel()
-	}
-	return len(hs)
+	return hs
 }

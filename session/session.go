@@ -1,0 +1,414 @@
+// Package session owns Ava's sessions: it is the one place that runs a
+// turn for a session key, whichever channel the message came from (the
+// command line now; HTTP, chat, Telegram and MCP use the same entry
+// points).
+//
+// For a main session key (anything without ":subagent:") the Service runs
+// orchestrator turns one at a time. A message that arrives while a turn
+// runs is refused with ErrBusy, queued (SendOptions.Queue, run in order
+// when the turn ends), or supersedes it (SendOptions.Supersede: the
+// running turn is cancelled and, if Config.CancelSubagentsOnStop, so are
+// the subagents it started; then the new message runs). Stop cancels the
+// running turn, its queue and (by the same setting) its subagents.
+//
+// A subagent key (ava:subagent:S-xxxxxx) goes to the subagent manager's
+// follow-up path: a finished subagent resumes with its conversation; a
+// running one queues the message or refuses it.
+//
+// A main session's state is idle, running (a turn runs) or
+// waiting_for_subagents (no turn runs but subagents it started do). Every
+// change is published in the session's stream as a SessionState event.
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/orchestrator"
+	"github.com/avaagent/ava/subagent"
+)
+
+// State is a main session's state.
+type State string
+
+// States.
+const (
+	Idle                State = "idle"
+	Running             State = "running"
+	WaitingForSubagents State = "waiting_for_subagents"
+)
+
+// Errors a message can be refused with.
+var (
+	// ErrBusy means a turn runs and the caller asked neither to queue nor
+	// to supersede (HTTP 409).
+	ErrBusy = errors.New("session is busy")
+	// ErrClosed means the service is shut down.
+	ErrClosed = errors.New("session service is closed")
+	// ErrSuperseded is the cause a superseded turn is cancelled with.
+	ErrSuperseded = fmt.Errorf("superseded by a new message: %w", agent.ErrCancelled)
+	// ErrStopped is the cause a stopped turn is cancelled with.
+	ErrStopped = fmt.Errorf("stopped: %w", agent.ErrCancelled)
+)
+
+// Limits bound one turn (agent.Limits).
+type Limits = agent.Limits
+
+// Result is a finished turn, as `ava run --json` prints it.
+type Result = orchestrator.ResultJSON
+
+// StatusSuccess is the status of a turn or run that succeeded.
+const StatusSuccess = string(agent.StatusSuccess)
+
+// Config is what the Service needs.
+type Config struct {
+	Hub       *event.Hub
+	Subagents *subagent.Manager
+	// Orchestrator builds the orchestrator for a turn on the named model
+	// ("" for the configured one) with the given limits; the second
+	// result is the resolved model.
+	Orchestrator func(model string, limits Limits) (*orchestrator.Orchestrator, llm.Model, error)
+	// Offline reports whether a model is the offline scripted one.
+	Offline func(llm.Model) bool
+	// Budgets sets a session's budget (store.Store has it).
+	Budgets interface {
+		SetSessionBudget(ctx context.Context, key string, cents float64) error
+	}
+	// CancelSubagentsOnStop makes Stop and a superseding message also
+	// cancel the subagents the session started.
+	CancelSubagentsOnStop bool
+	Logger                *slog.Logger
+}
+
+// SendOptions say how to deliver one message.
+type SendOptions struct {
+	// User is the human who sent it, when known.
+	User string
+	// Queue waits for the running turn instead of refusing with ErrBusy.
+	Queue bool
+	// Supersede cancels the running turn and runs this message next.
+	Supersede bool
+	// Model overrides the orchestrator's model for this turn.
+	Model string
+	// Limits bound the turn.
+	Limits Limits
+	// Budget, when positive, sets the session's budget first (cents).
+	Budget float64
+}
+
+// Service owns the sessions. Close it to cancel every turn and wait.
+type Service struct {
+	cfg Config
+	log *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	sessions map[string]*main
+	closed   bool
+}
+
+// main is one main session's turn and queue.
+type main struct {
+	current *Turn
+	queue   []*Turn
+	state   State
+}
+
+// New returns a Service.
+func New(cfg Config) *Service {
+	s := &Service{cfg: cfg, log: cfg.Logger, sessions: map[string]*main{}}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.log = s.log.With("component", "session")
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	if cfg.Subagents != nil {
+		cfg.Subagents.OnFinished(s.subagentFinished)
+	}
+	return s
+}
+
+// IsSubagentKey reports whether key is a subagent session's.
+func IsSubagentKey(key string) bool { return strings.Contains(key, ":subagent:") }
+
+// Turn is one message being answered.
+type Turn struct {
+	// Session is the session key.
+	Session string
+	message string
+	opt     SendOptions
+
+	done   chan struct{}
+	cancel context.CancelCauseFunc // set when it starts
+	res    Result
+	err    error
+	model  llm.Model
+}
+
+// Done is closed when the turn has ended.
+func (t *Turn) Done() <-chan struct{} { return t.done }
+
+// Wait returns the turn's result once it ends, or ctx's error.
+func (t *Turn) Wait(ctx context.Context) (Result, error) {
+	select {
+	case <-t.done:
+		return t.res, t.err
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+}
+
+// Send delivers a message to a session: a turn of a main session, or a
+// follow-up to a subagent. It returns at once; Wait on the turn.
+func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions) (*Turn, error) {
+	if strings.TrimSpace(key) == "" {
+		return nil, errors.New("send: no session key")
+	}
+	if strings.TrimSpace(message) == "" {
+		return nil, fmt.Errorf("send to %s: empty message", key)
+	}
+	if IsSubagentKey(key) {
+		return s.sendSubagent(ctx, key, message, opt)
+	}
+	if opt.Budget > 0 && s.cfg.Budgets != nil {
+		if err := s.cfg.Budgets.SetSessionBudget(ctx, key, opt.Budget); err != nil {
+			return nil, fmt.Errorf("send to %s: %w", key, err)
+		}
+	}
+	t := &Turn{Session: key, message: message, opt: opt, done: make(chan struct{})}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	m := s.sessions[key]
+	if m == nil {
+		m = &main{state: Idle}
+		s.sessions[key] = m
+	}
+	if m.current != nil {
+		switch {
+		case opt.Supersede:
+			m.queue = append([]*Turn{t}, m.queue...)
+			s.stopLocked(key, m, ErrSuperseded, false)
+			return t, nil
+		case opt.Queue:
+			m.queue = append(m.queue, t)
+			return t, nil
+		}
+		return nil, fmt.Errorf("send to %s: %w: a turn is running; queue the message, supersede it, or wait", key, ErrBusy)
+	}
+	s.startLocked(key, m, t)
+	return t, nil
+}
+
+// sendSubagent routes a message to a subagent's follow-up path.
+func (s *Service) sendSubagent(ctx context.Context, key, message string, opt SendOptions) (*Turn, error) {
+	id := key[strings.LastIndex(key, ":")+1:]
+	h, err := s.cfg.Subagents.Send(ctx, id, message, opt.Queue)
+	if err != nil {
+		return nil, err
+	}
+	t := &Turn{Session: key, message: message, opt: opt, done: make(chan struct{}), model: h.Model()}
+	s.wg.Go(func() {
+		defer close(t.done)
+		select {
+		case <-h.Done():
+		case <-s.ctx.Done():
+			t.err = ErrClosed
+			return
+		}
+		r, _ := h.Result()
+		t.res = Result{Status: string(r.Status), Text: r.Summary, Session: key, Model: h.Model().Name(),
+			Tokens: orchestrator.Tokens{Total: r.TokensUsed}, CostCents: r.CostCents,
+			DurationMs: int64(r.DurationSeconds * 1000), Iterations: r.Iterations, Error: r.Error}
+	})
+	return t, nil
+}
+
+// startLocked starts t as m's current turn (caller holds s.mu).
+func (s *Service) startLocked(key string, m *main, t *Turn) {
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	t.cancel = cancel
+	m.current = t
+	s.setStateLocked(key, m, Running)
+	s.wg.Go(func() {
+		s.run(ctx, t)
+		cancel(nil)
+		s.turnEnded(key, t)
+	})
+}
+
+// run answers one message.
+func (s *Service) run(ctx context.Context, t *Turn) {
+	defer close(t.done)
+	orch, model, err := s.cfg.Orchestrator(t.opt.Model, t.opt.Limits)
+	if err != nil {
+		t.err = err
+		t.res = Result{Status: string(agent.StatusError), Session: t.Session, Error: err.Error()}
+		return
+	}
+	t.model = model
+	offline := s.cfg.Offline != nil && s.cfg.Offline(model)
+	res, err := orch.Ask(ctx, t.Session, t.opt.User, t.message)
+	t.res, t.err = orchestrator.JSON(res, t.Session, model, offline), err
+}
+
+// turnEnded starts the next queued turn, or settles the state.
+func (s *Service) turnEnded(key string, t *Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.sessions[key]
+	if m == nil || m.current != t {
+		return
+	}
+	m.current = nil
+	if len(m.queue) > 0 && !s.closed {
+		next := m.queue[0]
+		m.queue = m.queue[1:]
+		s.startLocked(key, m, next)
+		return
+	}
+	s.settleLocked(key, m)
+}
+
+// settleLocked sets an idle session's state from its subagents and drops
+// it from memory once idle.
+func (s *Service) settleLocked(key string, m *main) {
+	if m.current != nil {
+		return
+	}
+	if s.cfg.Subagents != nil && len(s.cfg.Subagents.RunningFor(key)) > 0 {
+		s.setStateLocked(key, m, WaitingForSubagents)
+		return
+	}
+	s.setStateLocked(key, m, Idle)
+	delete(s.sessions, key)
+}
+
+// subagentFinished settles the parent session when its last subagent
+// ends.
+func (s *Service) subagentFinished(parent string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m := s.sessions[parent]; m != nil {
+		s.settleLocked(parent, m)
+	}
+}
+
+// setStateLocked records and publishes a state change.
+func (s *Service) setStateLocked(key string, m *main, st State) {
+	if m.state == st && st != Running {
+		return
+	}
+	m.state = st
+	ev := event.New(event.SessionState, event.StateContent{State: string(st)})
+	ev.Session, ev.Agent = key, event.OrchestratorID
+	if _, err := s.cfg.Hub.Publish(ev); err != nil {
+		s.log.Error("publish session state", "session", key, "state", st, "err", err)
+	}
+}
+
+// State returns a main session's state.
+func (s *Service) State(key string) State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m := s.sessions[key]; m != nil {
+		return m.state
+	}
+	if s.cfg.Subagents != nil && len(s.cfg.Subagents.RunningFor(key)) > 0 {
+		return WaitingForSubagents
+	}
+	return Idle
+}
+
+// Stop cancels the session's running turn and its queue (a main
+// session; with CancelSubagentsOnStop, also its subagents) or stops the
+// subagent (a subagent key). It reports whether anything was running.
+func (s *Service) Stop(key string) (bool, error) {
+	if IsSubagentKey(key) {
+		id := key[strings.LastIndex(key, ":")+1:]
+		h, err := s.cfg.Subagents.Cancel(id)
+		if err != nil {
+			return false, err
+		}
+		return !h.Status().Status.Final(), nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.sessions[key]
+	running := m != nil && m.current != nil
+	if m != nil {
+		for _, q := range m.queue {
+			q.err = fmt.Errorf("message to %s: %w", key, ErrStopped)
+			q.res = Result{Status: string(agent.StatusCancelled), Session: key, Error: q.err.Error()}
+			close(q.done)
+		}
+		m.queue = nil
+		s.stopLocked(key, m, ErrStopped, true)
+	} else if s.cfg.CancelSubagentsOnStop && s.cfg.Subagents != nil {
+		running = s.cfg.Subagents.CancelSession(key) > 0
+	}
+	return running, nil
+}
+
+// stopLocked cancels m's current turn with cause and, by configuration,
+// the session's subagents (caller holds s.mu).
+func (s *Service) stopLocked(key string, m *main, cause error, subagents bool) {
+	if m.current != nil && m.current.cancel != nil {
+		m.current.cancel(cause)
+	}
+	if (subagents || errors.Is(cause, ErrSuperseded)) && s.cfg.CancelSubagentsOnStop && s.cfg.Subagents != nil {
+		if n := s.cfg.Subagents.CancelSession(key); n > 0 {
+			s.log.Info("subagents cancelled with their session's turn", "session", key, "count", n, "cause", cause)
+		}
+	}
+}
+
+// Subscribe returns a subscription to the session's events after after.
+func (s *Service) Subscribe(key string, after uint64) *event.Subscription {
+	return s.cfg.Hub.Subscribe(key, after)
+}
+
+// LastSeq is the session's last event number.
+func (s *Service) LastSeq(key string) (uint64, error) {
+	return s.cfg.Hub.Journal(key).LastSeq()
+}
+
+// Forget drops the session's events from memory (they stay stored).
+func (s *Service) Forget(key string) { s.cfg.Hub.Forget(key) }
+
+// Subagents returns the running subagents a session started.
+func (s *Service) Subagents(key string) []*subagent.Handle {
+	if s.cfg.Subagents == nil {
+		return nil
+	}
+	return s.cfg.Subagents.RunningFor(key)
+}
+
+// Close cancels every turn and waits for them to end.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel(fmt.Errorf("%w: %w", ErrClosed, agent.ErrCancelled))
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		return errors.New("close sessions: turns still running after a minute")
+	}
+	return nil
+}

@@ -1,0 +1,161 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/llm/scripted"
+	"github.com/avaagent/ava/orchestrator"
+	"github.com/avaagent/ava/session"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// slowScript answers every message after a delay, so turns overlap.
+const slowScript = `conversations:
+  - turns:
+      - text: "first"
+        delay: 300ms
+      - text: "second"
+        delay: 300ms
+      - text: "third"
+        delay: 300ms
+`
+
+func newService(t *testing.T) (*session.Service, *event.Hub) {
+	t.Helper()
+	s, err := scripted.Parse("t", []byte(slowScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := llm.NewCatalog(nil)
+	cat.Add(scripted.NewWithScript(s), map[string]string{"sonnet": "t"})
+	model, err := cat.Resolve("scripted/t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := event.NewHub(nil)
+	history := &memHistory{msgs: map[string][]llm.Message{}}
+	svc := session.New(session.Config{Hub: hub,
+		Orchestrator: func(string, session.Limits) (*orchestrator.Orchestrator, llm.Model, error) {
+			return orchestrator.New(orchestrator.Config{Model: model, Hub: hub, History: history}), model, nil
+		}})
+	t.Cleanup(func() { svc.Close() })
+	return svc, hub
+}
+
+type memHistory struct{ msgs map[string][]llm.Message }
+
+func (h *memHistory) Load(_ context.Context, s string) ([]llm.Message, error) { return h.msgs[s], nil }
+func (h *memHistory) Save(_ context.Context, s string, m []llm.Message) error {
+	h.msgs[s] = append(h.msgs[s], m...)
+	return nil
+}
+
+func wait(t *testing.T, turn *session.Turn) session.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := turn.Wait(ctx)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return res
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestOneTurnAtATimeBusyOrQueued(t *testing.T) {
+	svc, hub := newService(t)
+	ctx := context.Background()
+	const key = "ava:test:one"
+	first, err := svc.Send(ctx, key, "a", session.SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := svc.State(key); st != session.Running {
+		t.Fatalf("state %s while a turn runs", st)
+	}
+	if _, err := svc.Send(ctx, key, "b", session.SendOptions{}); !errors.Is(err, session.ErrBusy) {
+		t.Fatalf("second message while busy: %v, want ErrBusy", err)
+	}
+	queued, err := svc.Send(ctx, key, "c", session.SendOptions{Queue: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := wait(t, first); r.Text != "first" || r.Status != session.StatusSuccess {
+		t.Fatalf("first turn %+v", r)
+	}
+	if r := wait(t, queued); r.Text != "second" || r.Status != session.StatusSuccess {
+		t.Fatalf("queued turn %+v", r)
+	}
+	waitState(t, svc, key, session.Idle)
+	var states []string
+	evs, _ := hub.Subscribe(key, 0).Poll(ctx)
+	for _, ev := range evs {
+		if ev.Type == event.SessionState {
+			var c event.StateContent
+			_ = ev.Decode(&c)
+			states = append(states, c.State)
+		}
+	}
+	if !slices.Equal(states, []string{"running", "running", "idle"}) {
+		t.Fatalf("state events %v", states)
+	}
+}
+
+func TestSupersedeCancelsTheRunningTurn(t *testing.T) {
+	svc, _ := newService(t)
+	ctx := context.Background()
+	const key = "ava:test:two"
+	first, err := svc.Send(ctx, key, "a", session.SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := svc.Send(ctx, key, "b", session.SendOptions{Supersede: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := wait(t, first); r.Status != "cancelled" {
+		t.Fatalf("superseded turn ended %s", r.Status)
+	}
+	if r := wait(t, next); r.Status != session.StatusSuccess {
+		t.Fatalf("superseding turn %+v", r)
+	}
+}
+
+func TestStopCancelsTurnAndQueue(t *testing.T) {
+	svc, _ := newService(t)
+	ctx := context.Background()
+	const key = "ava:test:three"
+	first, _ := svc.Send(ctx, key, "a", session.SendOptions{})
+	queued, _ := svc.Send(ctx, key, "b", session.SendOptions{Queue: true})
+	if running, err := svc.Stop(key); err != nil || !running {
+		t.Fatalf("stop: %v %v", running, err)
+	}
+	if r := wait(t, first); r.Status != "cancelled" {
+		t.Fatalf("stopped turn ended %s", r.Status)
+	}
+	if r := wait(t, queued); r.Status != "cancelled" {
+		t.Fatalf("queued turn ended %s", r.Status)
+	}
+}
+
+func waitState(t *testing.T, svc *session.Service, key string, want session.State) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for svc.State(key) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("state %s, want %s", svc.State(key), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
