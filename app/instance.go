@@ -38,38 +38,51 @@ type Instance struct {
 }
 
 // Open builds an Instance from a validated cfg, creating the data root.
-// Every event published to its Hub goes to the audit log.
-func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (in *Instance, err error) {
+// Every event published to its Hub goes to the audit log. When a part
+// cannot be opened, the parts already opened are closed again and the
+// error names the path and the cause; Open never returns a partly opened
+// Instance.
+func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Instance, error) {
 	if log == nil {
 		log = slog.Default()
 	}
 	if err := cfg.EnsureDataRoot(); err != nil {
 		return nil, err
 	}
-	in = &Instance{Config: cfg, Log: log}
-	defer func() {
-		if err != nil {
-			in.Close()
+	in := &Instance{Config: cfg, Log: log}
+	if err := in.open(ctx); err != nil {
+		if cerr := in.Close(); cerr != nil {
+			log.Warn("closing after a failed open", "err", cerr)
 		}
-	}()
-	if in.Catalog, err = Catalog(cfg, log); err != nil {
 		return nil, err
 	}
+	return in, nil
+}
+
+// open opens the parts of in one after the other, registering each
+// closer as soon as its part is open, so that Close undoes exactly what
+// was opened.
+func (in *Instance) open(ctx context.Context) error {
+	cfg, log := in.Config, in.Log
+	var err error
+	if in.Catalog, err = Catalog(cfg, log); err != nil {
+		return err
+	}
 	if in.Store, err = sqlite.Open(ctx, filepath.Join(cfg.DataRoot, sqlite.FileName), sqlite.Options{Logger: log}); err != nil {
-		return nil, err
+		return err
 	}
 	in.closers = append(in.closers, in.Store.Close)
 	if in.Audit, err = audit.NewWriter(cfg.DataRoot, audit.Options{Logger: log, Secrets: cfg.Secrets()}); err != nil {
-		return nil, fmt.Errorf("open audit log: %w", err)
+		return fmt.Errorf("open audit log: %w", err)
 	}
 	in.closers = append(in.closers, in.Audit.Close)
 	in.Hub = event.NewHub(in.Audit)
 	lifecycle, err := audit.NewSessionLogs(cfg.DataRoot, audit.SessionOptions{Secrets: cfg.Secrets()})
 	if err != nil {
-		return nil, fmt.Errorf("open session logs: %w", err)
+		return fmt.Errorf("open session logs: %w", err)
 	}
 	if in.Tools, err = tool.NewRegistry(in.builtinTools()...); err != nil {
-		return nil, fmt.Errorf("built-in tools: %w", err)
+		return fmt.Errorf("built-in tools: %w", err)
 	}
 	roles, roleErrs := subagent.LoadRoles(RoleDirs(cfg), func(name string) bool { _, ok := in.Tools.Get(name); return ok })
 	in.RoleErrors = roleErrs
@@ -79,11 +92,13 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (in *Instanc
 	in.Subagent = subagent.NewManager(subagent.Options{Catalog: in.Catalog, Tools: in.Tools, Store: in.Store, Hub: in.Hub,
 		Lifecycle: lifecycle, Roles: roles, MaxConcurrent: cfg.MaxConcurrentSubagents, StallAfter: cfg.StallAfter,
 		Workspace: cfg.Workspace, Logger: log})
-	if err := in.Subagent.Start(ctx); err != nil {
-		return nil, err
-	}
+	// Registered before Start: a Start that fails half way may already
+	// have started work that Close must stop.
 	in.closers = append(in.closers, in.Subagent.Close)
-	return in, nil
+	if err := in.Subagent.Start(ctx); err != nil {
+		return fmt.Errorf("start subagent manager: %w", err)
+	}
+	return nil
 }
 
 // RoleDirs are where custom roles are found: the data root's agents/
@@ -108,8 +123,11 @@ func (in *Instance) History() orchestrator.History {
 }
 
 // Close stops the subagents and flushes and closes everything the
-// instance opened, in reverse order.
+// instance opened, in reverse order. Closing a nil Instance does nothing.
 func (in *Instance) Close() error {
+	if in == nil {
+		return nil
+	}
 	var errs []error
 	for i := len(in.closers) - 1; i >= 0; i-- {
 		if err := in.closers[i](); err != nil {
