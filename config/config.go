@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/avaagent/ava/internal/fserr"
 	"github.com/avaagent/ava/llm"
 )
 
@@ -136,7 +137,7 @@ func (c *Config) loadFile(path string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read config %s: %w", path, err)
+		return fserr.Wrap("read config", path, err)
 	}
 	if err := refuseSecrets(path, data); err != nil {
 		return err
@@ -271,10 +272,12 @@ func ParseConfirm(s string) (ConfirmPolicy, error) {
 }
 
 // EnsureDataRoot creates the data root with private permissions (0700)
-// if it does not exist.
+// if it does not exist. Its error is one line naming the data root and the
+// cause: permission denied, a read-only file system, a full disk, or a
+// file where a directory is needed.
 func (c Config) EnsureDataRoot() error {
 	if err := os.MkdirAll(c.DataRoot, 0o700); err != nil {
-		return fmt.Errorf("create data root %s: %w", c.DataRoot, err)
+		return fserr.Wrap("create data root", c.DataRoot, err)
 	}
 	return nil
 }
