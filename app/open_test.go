@@ -33,7 +33,7 @@ func TestOpenFailureReturnsErrorNotPanic(t *testing.T) {
 				write(t, p, bytes.Repeat([]byte("this is not an SQLite database\n"), 200))
 				return p
 			},
-			want: []string{"ava.db", "not a valid SQLite database"},
+			want: []string{"ava.db", "not a valid SQLite database", "left as it is"},
 		},
 		{
 			name: "logs is a file",
@@ -42,7 +42,7 @@ func TestOpenFailureReturnsErrorNotPanic(t *testing.T) {
 				write(t, p, []byte("my notes\n"))
 				return p
 			},
-			want: []string{"logs", "not a directory"},
+			want: []string{filepath.Join("logs", "ava"), "logs is a file, not a directory"},
 		},
 		{
 			name: "data root is a file",
@@ -50,7 +50,7 @@ func TestOpenFailureReturnsErrorNotPanic(t *testing.T) {
 				write(t, root, []byte("not a directory\n"))
 				return root
 			},
-			want: []string{"create data root", "not a directory"},
+			want: []string{"create data root", "root is a file, not a directory"},
 		},
 	}
 	for _, c := range cases {
