@@ -114,6 +114,9 @@ func Load(getenv func(string) string) (Config, error) {
 		return cfg, fmt.Errorf("data root %q: %w", root, err)
 	}
 	cfg.DataRoot = abs
+	if f := fserr.FileInPath(abs); f != "" {
+		return cfg, fmt.Errorf("data root %s: %s is a file, not a directory; move it or choose another data root (AVA_DATA_ROOT)", abs, f)
+	}
 	if err := cfg.loadFile(filepath.Join(abs, FileName)); err != nil {
 		return cfg, err
 	}

@@ -107,10 +107,10 @@ func TestUnusableDataRootNamesPathAndCause(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("EnsureDataRoot(%s) = %v, want %q…", root, err, want)
 		}
-		// Load reads config.yaml inside the data root first: its error
-		// must say the same.
+		// Load, which reads config.yaml inside the data root, says so
+		// before it tries.
 		_, err = config.Load(env(map[string]string{"AVA_DATA_ROOT": root}))
-		if err == nil || !strings.Contains(err.Error(), file+" is a file, not a directory") {
+		if err == nil || !strings.HasPrefix(err.Error(), "data root "+root+": "+file+" is a file, not a directory") {
 			t.Errorf("Load with data root %s = %v", root, err)
 		}
 	}
