@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Wrap returns err, met doing op on path, as "op path: cause: err", where
@@ -62,6 +64,26 @@ func FileInPath(path string) string {
 		parent := filepath.Dir(p)
 		if parent == p {
 			return ""
+		}
+		p = parent
+	}
+}
+
+// NoSpaceLeft reports whether the file system holding path (or its
+// nearest existing parent) has no blocks left for unprivileged users. It
+// tells a full disk behind an error that does not say so, such as
+// SQLite's generic "disk I/O error" when it cannot grow its -shm file.
+func NoSpaceLeft(path string) bool {
+	p := filepath.Clean(path)
+	for {
+		var st unix.Statfs_t
+		err := unix.Statfs(p, &st)
+		if err == nil {
+			return st.Bavail == 0
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return false
 		}
 		p = parent
 	}

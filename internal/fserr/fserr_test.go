@@ -67,3 +67,12 @@ func TestFileInPath(t *testing.T) {
 		}
 	}
 }
+
+func TestNoSpaceLeftOnAnOrdinaryDirectory(t *testing.T) {
+	// The test's temporary directory has room: a false "full" here would
+	// turn every I/O error into a wrong diagnosis.
+	dir := t.TempDir()
+	if NoSpaceLeft(dir) || NoSpaceLeft(filepath.Join(dir, "missing", "file")) {
+		t.Error("NoSpaceLeft on a file system with room")
+	}
+}

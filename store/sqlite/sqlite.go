@@ -240,6 +240,11 @@ func describeOpenError(path string, err error) error {
 	case sqlite3.SQLITE_FULL:
 		return fmt.Errorf("open store %s: the disk is full; free some space and try again: %w", path, err)
 	case sqlite3.SQLITE_IOERR:
+		// SQLite reports a full disk as an I/O error when it cannot
+		// grow its -shm or -wal file.
+		if fserr.NoSpaceLeft(path) {
+			return fmt.Errorf("open store %s: the disk is full; free some space and try again: %w", path, err)
+		}
 		return fmt.Errorf("open store %s: the file system reported an I/O error reading or writing the file: %w", path, err)
 	}
 	return fmt.Errorf("open store %s: %w", path, err)
@@ -311,10 +316,19 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 }
 
 // describeWriteError names the file and says the disk is full when a
-// write failed for want of space; other errors are returned as they are.
+// write failed for want of space (SQLITE_FULL, or an I/O error on a file
+// system with no space left); other errors are returned as they are.
 func (s *Store) describeWriteError(err error) error {
-	if err != nil && sqliteCode(err)&0xff == sqlite3.SQLITE_FULL {
+	if err == nil {
+		return nil
+	}
+	switch sqliteCode(err) & 0xff {
+	case sqlite3.SQLITE_FULL:
 		return fmt.Errorf("store %s: the disk is full; free some space: %w", s.path, err)
+	case sqlite3.SQLITE_IOERR:
+		if fserr.NoSpaceLeft(s.path) {
+			return fmt.Errorf("store %s: the disk is full; free some space: %w", s.path, err)
+		}
 	}
 	return err
 }
