@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -212,4 +213,118 @@ func tree(t *testing.T, root string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// avaInMountNS runs the binary as ava does, but in a private mount
+// namespace after the shell commands in prepare (which may mount a
+// read-only bind or a small tmpfs, and use $AVA_DATA_ROOT), and then runs
+// check, whose failure (exit 98) the test reports. It skips when no such
+// namespace can be made (not root, no CAP_SYS_ADMIN, no unshare).
+func avaInMountNS(t *testing.T, root, prepare, check string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	if out, err := exec.Command("unshare", "-m", "sh", "-c", "mount -t tmpfs tmpfs /mnt").CombinedOutput(); err != nil {
+		t.Skipf("cannot mount in a private mount namespace (needs root with CAP_SYS_ADMIN): %v %s", err, out)
+	}
+	script := "set -e\n" + prepare + "\nset +e\n\"$0\" \"$@\"\nrc=$?\n" + check + "\nexit $rc\n"
+	cmd := exec.Command("unshare", append([]string{"-m", "sh", "-c", script, avaBin}, args...)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AVA_DATA_ROOT=" + root, "AVA_WORKSPACE=" + t.TempDir()}
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if code == 98 {
+		t.Fatalf("check failed:\n%s", e.String())
+	}
+	return o.String(), e.String(), code
+}
+
+// TestDataRootReadOnlyOrFullDisk covers the cases that need a real
+// read-only mount or a real full disk: a read-only bind of the data root
+// (empty, or holding a store), and a data root on a full tmpfs (fresh, or
+// holding a store). Each must exit 1 with one line naming ava.db and the
+// cause, and leave the files that were there as they were.
+func TestDataRootReadOnlyOrFullDisk(t *testing.T) {
+	good := filepath.Join(t.TempDir(), "good")
+	if _, stderr, code := ava(t, map[string]string{"AVA_DATA_ROOT": good}, "run", "--offline", "hi"); code != 0 {
+		t.Fatalf("making a store: exit %d: %s", code, stderr)
+	}
+	// same fails (exit 98) unless every file of good is in $AVA_DATA_ROOT
+	// with the same bytes and modification time.
+	same := `for f in $(cd ` + good + ` && find . -type f); do
+  cmp -s "` + good + `/$f" "$AVA_DATA_ROOT/$f" || { echo "changed: $f" >&2; exit 98; }
+  [ "$(stat -c %Y "` + good + `/$f")" = "$(stat -c %Y "$AVA_DATA_ROOT/$f")" ] || { echo "mtime changed: $f" >&2; exit 98; }
+done`
+	cases := []struct {
+		name           string
+		root           func(dir string) string
+		prepare, check string
+		want           []string
+	}{
+		{
+			name:    "read-only empty data root",
+			root:    func(dir string) string { return mkdir(t, dir, "root") },
+			prepare: `mount --bind -o ro "$AVA_DATA_ROOT" "$AVA_DATA_ROOT"`,
+			check:   `[ -z "$(ls -A "$AVA_DATA_ROOT")" ] || { echo "created: $(ls -A "$AVA_DATA_ROOT")" >&2; exit 98; }`,
+			want:    []string{"open store {root}/ava.db: ", "the file system is read-only"},
+		},
+		{
+			name: "read-only data root with a store",
+			root: func(dir string) string {
+				root := filepath.Join(dir, "root")
+				if out, err := exec.Command("cp", "-a", good, root).CombinedOutput(); err != nil {
+					t.Fatalf("cp: %v %s", err, out)
+				}
+				return root
+			},
+			prepare: `mount --bind -o ro "$AVA_DATA_ROOT" "$AVA_DATA_ROOT"`,
+			check:   same,
+			want:    []string{"open store {root}/ava.db: ", "the file system is read-only"},
+		},
+		{
+			name: "fresh data root on a full disk",
+			root: func(dir string) string { return filepath.Join(mkdir(t, dir, "disk"), "ava") },
+			prepare: `mount -t tmpfs -o size=64k tmpfs "$(dirname "$AVA_DATA_ROOT")"
+dd if=/dev/zero of="$(dirname "$AVA_DATA_ROOT")/fill" bs=4k count=64 2>/dev/null || true`,
+			want: []string{"open store {root}/ava.db: ", "the disk is full"},
+		},
+		{
+			name: "data root with a store on a full disk",
+			root: func(dir string) string { return filepath.Join(mkdir(t, dir, "disk"), "ava") },
+			prepare: `mount -t tmpfs -o size=1m tmpfs "$(dirname "$AVA_DATA_ROOT")"
+cp -a ` + good + ` "$AVA_DATA_ROOT"
+dd if=/dev/zero of="$(dirname "$AVA_DATA_ROOT")/fill" bs=4k count=256 2>/dev/null || true`,
+			check: same,
+			want:  []string{"open store {root}/ava.db: ", "the disk is full"},
+		},
+	}
+	for _, c := range cases {
+		for _, args := range [][]string{{"roles"}, {"run", "--offline", "hi"}} {
+			t.Run(c.name+"/"+args[0], func(t *testing.T) {
+				root := c.root(t.TempDir())
+				stdout, stderr, code := avaInMountNS(t, root, c.prepare, c.check, args...)
+				if strings.Contains(stdout+stderr, "panic") || strings.Contains(stderr, "goroutine ") {
+					t.Fatalf("panicked:\n%s", stderr)
+				}
+				if code != 1 {
+					t.Errorf("exit %d, want 1", code)
+				}
+				line := strings.TrimSuffix(stderr, "\n")
+				if strings.Contains(line, "\n") || !strings.HasPrefix(line, "ava: ") {
+					t.Errorf("stderr is not one 'ava: ' line:\n%s", stderr)
+				}
+				for _, w := range c.want {
+					if w = strings.ReplaceAll(w, "{root}", root); !strings.Contains(line, w) {
+						t.Errorf("stderr lacks %q:\n%s", w, stderr)
+					}
+				}
+				if stdout != "" {
+					t.Errorf("stdout: %q", stdout)
+				}
+			})
+		}
+	}
 }
