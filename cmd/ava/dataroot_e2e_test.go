@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -30,7 +31,6 @@ func TestDataRootUnusableFailsCleanly(t *testing.T) {
 		want []string
 		// nothingNew: not even a new file may appear in keep.
 		nothingNew bool
-		skipAsRoot bool
 	}{
 		{
 			name: "corrupt ava.db",
@@ -94,27 +94,10 @@ func TestDataRootUnusableFailsCleanly(t *testing.T) {
 			},
 			want: []string{"data root {root}: ", "file is a file, not a directory"},
 		},
-		{
-			name: "data root not writable",
-			setup: func(t *testing.T, dir string) dataRoot {
-				root := mkdir(t, dir, "root")
-				if err := os.Chmod(root, 0o500); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { os.Chmod(root, 0o700) })
-				return dataRoot{root, root}
-			},
-			want:       []string{"{root}/ava.db", "permission denied"},
-			nothingNew: true,
-			skipAsRoot: true,
-		},
 	}
 	for _, c := range cases {
 		for _, args := range [][]string{{"roles"}, {"run", "--offline", "hi"}} {
 			t.Run(c.name+"/"+args[0], func(t *testing.T) {
-				if c.skipAsRoot && os.Geteuid() == 0 {
-					t.Skip("permission bits do not stop root")
-				}
 				dr := c.setup(t, t.TempDir())
 				before := tree(t, dr.keep)
 				stdout, stderr, code := ava(t, map[string]string{"AVA_DATA_ROOT": dr.root}, args...)
@@ -323,6 +306,130 @@ dd if=/dev/zero of="$(dirname "$AVA_DATA_ROOT")/fill" bs=4k count=256 2>/dev/nul
 				}
 				if stdout != "" {
 					t.Errorf("stdout: %q", stdout)
+				}
+			})
+		}
+	}
+}
+
+// TestDataRootPermissionDenied runs the command where it may not write:
+// as root it runs the binary as user nobody (65534) on directories owned
+// by root; as another user it takes the write permission off them. A
+// missing data root that cannot be made, an empty one, and one holding a
+// store must each exit 1 with one line naming the path and "permission
+// denied", and leave the store as it was.
+func TestDataRootPermissionDenied(t *testing.T) {
+	base := t.TempDir()
+	// The test's directories (base and the one testing made for it) must
+	// be reachable by the command's user.
+	for _, d := range []string{filepath.Dir(base), base} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	good := filepath.Join(base, "good")
+	if _, stderr, code := ava(t, map[string]string{"AVA_DATA_ROOT": good}, "run", "--offline", "hi"); code != 0 {
+		t.Fatalf("making a store: exit %d: %s", code, stderr)
+	}
+	bin := filepath.Join(base, "ava")
+	data, err := os.ReadFile(avaBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	asRoot := os.Geteuid() == 0
+	// lock makes dir unwritable for the command.
+	lock := func(dir string) {
+		mode := os.FileMode(0o755) // as root: owned by root, the command runs as nobody
+		if !asRoot {
+			mode = 0o555
+		}
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(dir, 0o700) })
+	}
+	cases := []struct {
+		name string
+		root func(dir string) string
+		want []string
+	}{
+		{"data root cannot be made", func(dir string) string { lock(dir); return filepath.Join(dir, "ava") },
+			[]string{"create data root {root}: mkdir {root}: permission denied"}},
+		{"empty data root", func(dir string) string { r := mkdir(t, dir, "root"); lock(r); return r },
+			[]string{"open store {root}/ava.db: ", "permission denied"}},
+		{"data root with a store", func(dir string) string {
+			r := filepath.Join(dir, "root")
+			if out, err := exec.Command("cp", "-a", good, r).CombinedOutput(); err != nil {
+				t.Fatalf("cp: %v %s", err, out)
+			}
+			if !asRoot {
+				// Another user may read it, but not write it.
+				if err := os.Chmod(filepath.Join(r, "ava.db"), 0o400); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lock(r)
+			return r
+		}, []string{"open store {root}/ava.db: ", "permission denied"}},
+	}
+	for _, c := range cases {
+		for _, args := range [][]string{{"roles"}, {"run", "--offline", "hi"}} {
+			t.Run(c.name+"/"+args[0], func(t *testing.T) {
+				dir := filepath.Join(base, strings.NewReplacer(" ", "_", "/", "_").Replace(t.Name()))
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				root := c.root(dir)
+				var before map[string]string
+				if _, err := os.Stat(root); err == nil {
+					before = tree(t, root)
+				}
+				home := filepath.Join(base, "home")
+				os.MkdirAll(home, 0o777)
+				os.Chmod(home, 0o777)
+				cmd := exec.Command(bin, args...)
+				cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "AVA_DATA_ROOT=" + root, "AVA_WORKSPACE=" + home}
+				if asRoot {
+					cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+				}
+				var o, e bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &o, &e
+				code := 0
+				if err := cmd.Run(); err != nil {
+					ee, ok := err.(*exec.ExitError)
+					if !ok {
+						t.Fatal(err)
+					}
+					code = ee.ExitCode()
+				}
+				stderr := e.String()
+				if strings.Contains(o.String()+stderr, "panic") {
+					t.Fatalf("panicked:\n%s", stderr)
+				}
+				line := strings.TrimSuffix(stderr, "\n")
+				if code != 1 || strings.Contains(line, "\n") || !strings.HasPrefix(line, "ava: ") {
+					t.Errorf("exit %d, want 1 and one 'ava: ' line:\n%s", code, stderr)
+				}
+				for _, w := range c.want {
+					if w = strings.ReplaceAll(w, "{root}", root); !strings.Contains(line, w) {
+						t.Errorf("stderr lacks %q:\n%s", w, stderr)
+					}
+				}
+				if before != nil {
+					after := tree(t, root)
+					for p, b := range before {
+						if after[p] != b {
+							t.Errorf("%s changed:\nbefore %s\nafter  %s", p, b, after[p])
+						}
+					}
+					for p := range after {
+						if _, ok := before[p]; !ok {
+							t.Errorf("%s was created", p)
+						}
+					}
 				}
 			})
 		}
