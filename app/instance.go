@@ -57,8 +57,10 @@ func ReadOnly() Option { return func(o *openOptions) { o.readOnly = true } }
 // Every event published to its Hub is stored and goes to the audit log.
 // Unless ReadOnly, this process is registered as an owner of runs (see
 // package instance) and the runs of processes that are gone are ended as
-// interrupted.
-func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Option) (in *Instance, err error) {
+// interrupted. When a part cannot be opened, the parts already opened are
+// closed again and the error names the path and the cause; Open never
+// returns a partly opened Instance.
+func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Option) (*Instance, error) {
 	var o openOptions
 	for _, opt := range opts {
 		opt(&o)
@@ -69,30 +71,40 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Opti
 	if err := cfg.EnsureDataRoot(); err != nil {
 		return nil, err
 	}
-	in = &Instance{Config: cfg, Log: log}
-	defer func() {
-		if err != nil {
-			in.Close()
+	in := &Instance{Config: cfg, Log: log}
+	if err := in.open(ctx, o); err != nil {
+		if cerr := in.Close(); cerr != nil {
+			log.Warn("closing after a failed open", "err", cerr)
 		}
-	}()
-	if in.Catalog, err = Catalog(cfg, log); err != nil {
 		return nil, err
 	}
+	return in, nil
+}
+
+// open opens the parts of in one after the other, registering each
+// closer as soon as its part is open, so that Close undoes exactly what
+// was opened.
+func (in *Instance) open(ctx context.Context, o openOptions) error {
+	cfg, log := in.Config, in.Log
+	var err error
+	if in.Catalog, err = Catalog(cfg, log); err != nil {
+		return err
+	}
 	if in.Store, err = sqlite.Open(ctx, filepath.Join(cfg.DataRoot, sqlite.FileName), sqlite.Options{Logger: log}); err != nil {
-		return nil, err
+		return err
 	}
 	in.closers = append(in.closers, in.Store.Close)
 	if in.Audit, err = audit.NewWriter(cfg.DataRoot, audit.Options{Logger: log, Secrets: cfg.Secrets()}); err != nil {
-		return nil, fmt.Errorf("open audit log: %w", err)
+		return fmt.Errorf("open audit log: %w", err)
 	}
 	in.closers = append(in.closers, in.Audit.Close)
 	in.Hub = event.NewHub(redactedLog{Log: in.Store, redactor: audit.NewRedactor(cfg.Secrets())}, in.Audit)
 	lifecycle, err := audit.NewSessionLogs(cfg.DataRoot, audit.SessionOptions{Secrets: cfg.Secrets()})
 	if err != nil {
-		return nil, fmt.Errorf("open session logs: %w", err)
+		return fmt.Errorf("open session logs: %w", err)
 	}
 	if in.Tools, err = tool.NewRegistry(in.builtinTools()...); err != nil {
-		return nil, fmt.Errorf("built-in tools: %w", err)
+		return fmt.Errorf("built-in tools: %w", err)
 	}
 	roles, roleErrs := subagent.LoadRoles(RoleDirs(cfg), func(name string) bool { _, ok := in.Tools.Get(name); return ok })
 	in.RoleErrors = roleErrs
@@ -103,7 +115,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Opti
 	if !o.readOnly {
 		self, err := instance.Start(ctx, instance.Options{Store: in.Store, Logger: log})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		in.closers = append(in.closers, self.Close)
 		owner = self
@@ -111,13 +123,15 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Opti
 	in.Subagent = subagent.NewManager(subagent.Options{Catalog: in.Catalog, Tools: in.Tools, Store: in.Store, Hub: in.Hub,
 		Lifecycle: lifecycle, Roles: roles, MaxConcurrent: cfg.MaxConcurrentSubagents, StallAfter: cfg.StallAfter,
 		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly})
-	if err := in.Subagent.Start(ctx); err != nil {
-		return nil, err
-	}
+	// Registered before Start: a Start that fails half way may already
+	// have started work that Close must stop.
 	in.closers = append(in.closers, in.Subagent.Close)
+	if err := in.Subagent.Start(ctx); err != nil {
+		return fmt.Errorf("start subagent manager: %w", err)
+	}
 	orchTools, err := in.OrchestratorTools(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("orchestrator tools: %w", err)
+		return fmt.Errorf("orchestrator tools: %w", err)
 	}
 	in.Sessions = session.New(session.Config{Hub: in.Hub, Subagents: in.Subagent, Budgets: in.Store, Offline: IsOffline,
 		CancelSubagentsOnStop: true, Logger: log,
@@ -130,7 +144,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Opti
 				History: in.History(), Workspace: cfg.Workspace, Offline: IsOffline(m), Logger: log, Limits: limits}), m, nil
 		}})
 	in.closers = append(in.closers, in.Sessions.Close)
-	return in, nil
+	return nil
 }
 
 // RoleDirs are where custom roles are found: the data root's agents/
@@ -155,8 +169,11 @@ func (in *Instance) History() orchestrator.History {
 }
 
 // Close stops the subagents and flushes and closes everything the
-// instance opened, in reverse order.
+// instance opened, in reverse order. Closing a nil Instance does nothing.
 func (in *Instance) Close() error {
+	if in == nil {
+		return nil
+	}
 	var errs []error
 	for i := len(in.closers) - 1; i >= 0; i-- {
 		if err := in.closers[i](); err != nil {

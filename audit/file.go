@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/avaagent/ava/internal/fserr"
 )
 
 // appendFile is an append-only JSONL file owned by a single goroutine.
@@ -35,13 +37,13 @@ type appendFile struct {
 func openAppend(path string) (*appendFile, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create log directory: %w", err)
+		return nil, fserr.Wrap("create log directory", dir, err)
 	}
 	_, statErr := os.Stat(path)
 	created := errors.Is(statErr, fs.ErrNotExist)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("open log file: %w", err)
+		return nil, fserr.Wrap("open log file", path, err)
 	}
 	torn, err := endsTorn(f)
 	if err != nil {
@@ -108,6 +110,9 @@ func (a *appendFile) flush() error {
 		a.torn = buf[n-1] != '\n'
 	}
 	if err != nil {
+		if c := fserr.Cause(a.path, err); c != "" {
+			return fmt.Errorf("write %s (%d of %d bytes written): %s: %w", a.path, n, len(buf), c, err)
+		}
 		return fmt.Errorf("write %s (%d of %d bytes written): %w", a.path, n, len(buf), err)
 	}
 	return nil
@@ -180,7 +185,7 @@ func (a *appendFile) sync() error {
 	// EINVAL and ENOTSUP: a special file (a pipe, a device) that cannot
 	// be synced; there is nothing more to do for it.
 	if err := a.f.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
-		return fmt.Errorf("fsync %s: %w", a.path, err)
+		return fserr.Wrap("fsync", a.path, err)
 	}
 	a.dirty = false
 	return nil

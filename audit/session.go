@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/internal/fserr"
 )
 
 // LifecycleType is the eventType of a session lifecycle entry.
@@ -214,10 +215,17 @@ type SessionLogs struct {
 	logs map[string]*SessionLog
 }
 
-// NewSessionLogs returns the session logs of root.
+// NewSessionLogs returns the session logs of root, creating their
+// directory (0700) so that one that cannot be made (a file in its place,
+// a read-only or full disk) is reported now rather than at the first
+// entry.
 func NewSessionLogs(root string, opts SessionOptions) (*SessionLogs, error) {
 	if root == "" {
 		return nil, errors.New("new session logs: empty data root")
+	}
+	dir := SessionDir(root)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fserr.Wrap("create session log directory", dir, err)
 	}
 	s := &SessionLogs{root: root, clock: opts.Clock, redactor: NewRedactor(opts.Secrets), logs: map[string]*SessionLog{}}
 	if s.clock == nil {
@@ -368,7 +376,7 @@ func (l *SessionLog) spill(e *LifecycleEntry) error {
 func writeFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
+		return fserr.Wrap("create", dir, err)
 	}
 	tmp, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/internal/fserr"
 )
 
 // Defaults of [Options].
@@ -98,7 +99,7 @@ func NewWriter(root string, opts Options) (*Writer, error) {
 	}
 	for _, dir := range []string{LogDir(root), TraceDir(root)} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("new audit writer: %w", err)
+			return nil, fserr.Wrap("create audit log directory", dir, err)
 		}
 	}
 	w := &Writer{

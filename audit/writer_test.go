@@ -281,6 +281,9 @@ func TestWriterDiskFullIsReportedAndExistingContentIntact(t *testing.T) {
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("DeliverSync on a full disk: %v, want ENOSPC", err)
 	}
+	if msg := err.Error(); !strings.Contains(msg, DailyPath(root, day2)) || !strings.Contains(msg, "the disk is full") {
+		t.Errorf("the error does not name the file and say the disk is full: %q", msg)
+	}
 	if err := w.Deliver(text(day2, "ava", "later")); !errors.Is(err, syscall.ENOSPC) {
 		t.Errorf("later Deliver: %v, want the write error", err)
 	}
@@ -387,5 +390,53 @@ func TestWriterRedactsSecrets(t *testing.T) {
 		if _, skips := scanAll(t, p); len(skips) > 0 {
 			t.Errorf("redaction broke a line: %v", skips)
 		}
+	}
+}
+
+// TestOpenersNameTheFileInTheWay: with logs or sessions a regular file,
+// NewWriter and NewSessionLogs fail at once with one line naming the
+// directory they need and the file in its place, which they leave as it
+// was.
+func TestOpenersNameTheFileInTheWay(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		open func(root string) error
+		need func(root string) string
+	}{
+		{"logs", func(root string) error {
+			w, err := NewWriter(root, Options{})
+			if err == nil {
+				w.Close()
+			}
+			return err
+		}, LogDir},
+		{"sessions", func(root string) error {
+			_, err := NewSessionLogs(root, SessionOptions{})
+			return err
+		}, SessionDir},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			file := filepath.Join(root, c.name)
+			if err := os.WriteFile(file, []byte("keep me\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			err := c.open(root)
+			if err == nil {
+				t.Fatal("opened with a file in the way")
+			}
+			msg := err.Error()
+			for _, want := range []string{c.need(root), file + " is a file, not a directory"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error %q lacks %q", msg, want)
+				}
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error is not one line: %q", msg)
+			}
+			if data, _ := os.ReadFile(file); string(data) != "keep me\n" {
+				t.Errorf("the file in the way was changed: %q", data)
+			}
+		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/avaagent/ava/internal/fserr"
 	"github.com/avaagent/ava/llm"
 )
 
@@ -113,6 +114,9 @@ func Load(getenv func(string) string) (Config, error) {
 		return cfg, fmt.Errorf("data root %q: %w", root, err)
 	}
 	cfg.DataRoot = abs
+	if f := fserr.FileInPath(abs); f != "" {
+		return cfg, fmt.Errorf("data root %s: %s is a file, not a directory; move it or choose another data root (AVA_DATA_ROOT)", abs, f)
+	}
 	if err := cfg.loadFile(filepath.Join(abs, FileName)); err != nil {
 		return cfg, err
 	}
@@ -136,7 +140,7 @@ func (c *Config) loadFile(path string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read config %s: %w", path, err)
+		return fserr.Wrap("read config", path, err)
 	}
 	if err := refuseSecrets(path, data); err != nil {
 		return err
@@ -271,10 +275,12 @@ func ParseConfirm(s string) (ConfirmPolicy, error) {
 }
 
 // EnsureDataRoot creates the data root with private permissions (0700)
-// if it does not exist.
+// if it does not exist. Its error is one line naming the data root and the
+// cause: permission denied, a read-only file system, a full disk, or a
+// file where a directory is needed.
 func (c Config) EnsureDataRoot() error {
 	if err := os.MkdirAll(c.DataRoot, 0o700); err != nil {
-		return fmt.Errorf("create data root %s: %w", c.DataRoot, err)
+		return fserr.Wrap("create data root", c.DataRoot, err)
 	}
 	return nil
 }

@@ -90,3 +90,44 @@ func TestParseConfirm(t *testing.T) {
 		t.Fatalf("%+v %v", p, err)
 	}
 }
+
+// TestUnusableDataRootNamesPathAndCause checks the one-line errors for a
+// data root that cannot be made: a file in its place or above it, and (as
+// a user other than root) a parent directory without write permission.
+func TestUnusableDataRootNamesPathAndCause(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("keep me\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, root := range []string{file, filepath.Join(file, "ava")} {
+		cfg := config.Config{DataRoot: root}
+		err := cfg.EnsureDataRoot()
+		want := "create data root " + root + ": " + file + " is a file, not a directory"
+		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("EnsureDataRoot(%s) = %v, want %q…", root, err, want)
+		}
+		// Load, which reads config.yaml inside the data root, says so
+		// before it tries.
+		_, err = config.Load(env(map[string]string{"AVA_DATA_ROOT": root}))
+		if err == nil || !strings.HasPrefix(err.Error(), "data root "+root+": "+file+" is a file, not a directory") {
+			t.Errorf("Load with data root %s = %v", root, err)
+		}
+	}
+	if data, _ := os.ReadFile(file); string(data) != "keep me\n" {
+		t.Errorf("the file in the way was changed: %q", data)
+	}
+
+	if os.Geteuid() == 0 {
+		t.Skip("permission bits do not stop root")
+	}
+	locked := filepath.Join(dir, "locked")
+	if err := os.Mkdir(locked, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(locked, "ava")
+	err := config.Config{DataRoot: root}.EnsureDataRoot()
+	if err == nil || !strings.Contains(err.Error(), "create data root "+root) || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("EnsureDataRoot under a read-only directory = %v", err)
+	}
+}

@@ -32,6 +32,10 @@ type App struct {
 
 	cfg    *config.Config
 	logger *slog.Logger
+	// started is set once cobra has parsed and checked the flags and
+	// arguments and is about to run a command: an error after that is
+	// never a usage error, whatever its text.
+	started bool
 }
 
 // NewApp returns an App over the given streams and environment.
@@ -140,7 +144,7 @@ func Main(ctx context.Context, args []string, app *App) int {
 	code := 1
 	if errors.As(err, &ee) {
 		code = ee.code
-	} else if isUsageError(err) {
+	} else if !app.started && isUsageError(err) {
 		code = 2
 	}
 	if !errors.Is(err, errSilent) {
@@ -181,6 +185,12 @@ OPENROUTER_API_KEY, OPENAI_API_KEY, OPENAI_BASE_URL, AVA_MODEL,
 AVA_DATA_ROOT, …), the optional file $AVA_DATA_ROOT/config.yaml, and flags.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Runs (for every subcommand without a hook of its own) after
+		// the flags and arguments were checked: errors from here on
+		// are failures, exit 1, even when their text looks like
+		// cobra's (an OS error "invalid argument", a path containing
+		// "accepts ").
+		PersistentPreRun: func(*cobra.Command, []string) { app.started = true },
 	}
 	root.PersistentFlags().StringVar(&app.dataRoot, "data-root", "", "data root (default $AVA_DATA_ROOT, else $XDG_DATA_HOME/ava or ~/.local/share/ava)")
 	root.PersistentFlags().StringVar(&app.workspace, "workspace", "", "folder the file and shell tools work in (default $AVA_WORKSPACE, else the current directory)")

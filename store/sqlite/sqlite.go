@@ -36,6 +36,7 @@ import (
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/avaagent/ava/internal/fserr"
 	"github.com/avaagent/ava/store"
 )
 
@@ -112,7 +113,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 // its -wal and -shm files the same mode.
 func prepareFile(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("create data directory: %w", err)
+		return fserr.Wrap("create data directory", filepath.Dir(path), err)
 	}
 	info, err := os.Stat(path)
 	switch {
@@ -121,14 +122,14 @@ func prepareFile(path string) error {
 	case err == nil:
 		return nil
 	case !errors.Is(err, fs.ErrNotExist):
-		return err
+		return fserr.Wrap("stat", path, err)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return nil // created by someone else meanwhile
 	}
 	if err != nil {
-		return fmt.Errorf("create database file: %w", err)
+		return fserr.Wrap("create database file", path, err)
 	}
 	return f.Close()
 }
@@ -220,15 +221,45 @@ func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 }
 
 // describeOpenError turns the driver's terse errors about a damaged or
-// foreign file into one that names the file and says what to do.
+// foreign file, a file it may not write or a full disk into one line that
+// names the file and says what to do. The file is left as it is.
 func describeOpenError(path string, err error) error {
 	switch sqliteCode(err) & 0xff {
 	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
-		return fmt.Errorf("open store %s: the file is not a valid SQLite database (corrupt, or another kind of file); move it aside to start a new store: %w", path, err)
+		return fmt.Errorf("open store %s: the file is not a valid SQLite database (corrupt, or another kind of file); it was left as it is: move it aside to start a new store: %w", path, err)
 	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY:
-		return fmt.Errorf("open store %s: cannot open the file for writing; check its permissions: %w", path, err)
+		// Ask the system why: its answer ("permission denied",
+		// "read-only file system") is clearer than SQLite's. Opening
+		// for writing without O_TRUNC or O_CREATE changes nothing.
+		f, perr := os.OpenFile(path, os.O_WRONLY, 0)
+		if perr != nil {
+			return fmt.Errorf("open store %s: cannot write the file: %s: %w", path, describeCause(path, perr), err)
+		}
+		f.Close()
+		return fmt.Errorf("open store %s: cannot write the file or create its -wal and -shm files next to it; check the permissions of %s and that its file system is writable: %w", path, filepath.Dir(path), err)
+	case sqlite3.SQLITE_FULL:
+		return fmt.Errorf("open store %s: the disk is full; free some space and try again: %w", path, err)
+	case sqlite3.SQLITE_IOERR:
+		// SQLite reports a full disk as an I/O error when it cannot
+		// grow its -shm or -wal file.
+		if fserr.NoSpaceLeft(path) {
+			return fmt.Errorf("open store %s: the disk is full; free some space and try again: %w", path, err)
+		}
+		return fmt.Errorf("open store %s: the file system reported an I/O error reading or writing the file: %w", path, err)
 	}
 	return fmt.Errorf("open store %s: %w", path, err)
+}
+
+// describeCause is fserr's explanation of err, or err's own text.
+func describeCause(path string, err error) string {
+	if c := fserr.Cause(path, err); c != "" {
+		return c
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // Path returns the database file's absolute path.
@@ -281,7 +312,25 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if lead {
 		s.commitQueued()
 	}
-	return <-r.done
+	return s.describeWriteError(<-r.done)
+}
+
+// describeWriteError names the file and says the disk is full when a
+// write failed for want of space (SQLITE_FULL, or an I/O error on a file
+// system with no space left); other errors are returned as they are.
+func (s *Store) describeWriteError(err error) error {
+	if err == nil {
+		return nil
+	}
+	switch sqliteCode(err) & 0xff {
+	case sqlite3.SQLITE_FULL:
+		return fmt.Errorf("store %s: the disk is full; free some space: %w", s.path, err)
+	case sqlite3.SQLITE_IOERR:
+		if fserr.NoSpaceLeft(s.path) {
+			return fmt.Errorf("store %s: the disk is full; free some space: %w", s.path, err)
+		}
+	}
+	return err
 }
 
 // commitQueued commits batches until the queue is empty.
