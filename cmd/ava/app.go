@@ -124,6 +124,9 @@ func withHint(err error, hint string) error {
 // withCode wraps err with an exit code.
 func withCode(code int, err error) error { return &exitError{code: code, err: err} }
 
+// usageError marks err as a usage error: a bad flag value (exit 2).
+func usageError(err error) error { return withCode(2, err) }
+
 // Main runs the command line and returns the exit code: 0 on success, 1
 // on failure, 2 on a usage error.
 func Main(ctx context.Context, args []string, app *App) int {

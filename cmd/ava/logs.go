@@ -147,17 +147,17 @@ func logsQuery(app *App, r *audit.Reader, cmd *cobra.Command, o logsOptions, arg
 		q.Agent = agent
 	}
 	if q.Types, err = audit.ParseTypes(o.types); err != nil {
-		return q, fmt.Errorf("--type: %w", err)
+		return q, usageError(fmt.Errorf("--type: %w", err))
 	}
 	now := app.Now()
 	if o.since != "" {
 		if q.Since, err = audit.ParseTime(o.since, now); err != nil {
-			return q, fmt.Errorf("--since: %w", err)
+			return q, usageError(fmt.Errorf("--since: %w", err))
 		}
 	}
 	if o.until != "" {
 		if q.Until, err = audit.ParseTime(o.until, now); err != nil {
-			return q, fmt.Errorf("--until: %w", err)
+			return q, usageError(fmt.Errorf("--until: %w", err))
 		}
 	}
 	q.Search, q.Session = o.search, o.session
@@ -173,7 +173,7 @@ func logsQuery(app *App, r *audit.Reader, cmd *cobra.Command, o logsOptions, arg
 func logsLimit(cmd *cobra.Command, o logsOptions, q audit.Query) (int, error) {
 	if cmd.Flags().Changed("last") {
 		if o.last < 0 {
-			return 0, fmt.Errorf("--last %d: give a positive number, or 0 for all", o.last)
+			return 0, usageError(fmt.Errorf("--last %d: give a positive number, or 0 for all", o.last))
 		}
 		return o.last, nil
 	}

@@ -48,6 +48,9 @@ such as --timeout or --max-cost being reached).`,
   ava run --offline --json "hello"`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkLimitFlags(cmd); err != nil {
+				return err
+			}
 			return runOnce(cmd.Context(), a, o, strings.Join(args, " "))
 		},
 	}

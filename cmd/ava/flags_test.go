@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+)
+
+// A limit given explicitly as zero or less is a usage error naming the
+// flag, for ava run and ava spawn alike, before anything is opened.
+func TestLimitFlagsMustBePositive(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--offline", "--budget", "0", "hi"}, "--budget 0: must be more than zero"},
+		{[]string{"run", "--offline", "--budget", "-5", "hi"}, "--budget -5: must be more than zero"},
+		{[]string{"run", "--offline", "--max-cost", "-1", "hi"}, "--max-cost -1: must be more than zero"},
+		{[]string{"run", "--offline", "--max-cost", "0", "hi"}, "--max-cost 0"},
+		{[]string{"run", "--offline", "--max-tokens", "0", "hi"}, "--max-tokens 0"},
+		{[]string{"run", "--offline", "--max-iterations", "-2", "hi"}, "--max-iterations -2"},
+		{[]string{"run", "--offline", "--timeout", "-1s", "hi"}, "--timeout -1s"},
+		{[]string{"run", "--offline", "--timeout", "0", "hi"}, "--timeout 0s"},
+		{[]string{"spawn", "--role", "researcher", "--offline", "--wait", "--max-cost", "0", "task"}, "--max-cost 0"},
+		{[]string{"spawn", "--role", "researcher", "--offline", "--wait", "--max-tokens", "-10", "task"}, "--max-tokens -10"},
+		{[]string{"spawn", "--role", "researcher", "--offline", "--wait", "--max-iterations", "0", "task"}, "--max-iterations 0"},
+		{[]string{"spawn", "--role", "researcher", "--offline", "--wait", "--timeout", "-5m", "task"}, "--timeout -5m0s"},
+	}
+	for _, c := range cases {
+		root := t.TempDir() + "/never"
+		app, out, errb := newLogsTestApp(root)
+		code := Main(context.Background(), c.args, app)
+		if code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("ava %v: exit %d, stderr %q; want 2 and %q", c.args, code, errb.String(), c.want)
+		}
+		if out.String() != "" {
+			t.Errorf("ava %v printed %q", c.args, out.String())
+		}
+		if dirExists(root) {
+			t.Errorf("ava %v created the data root before refusing its flags", c.args)
+		}
+	}
+}
+
+// Bad flag values of ava logs are usage errors too.
+func TestLogsBadFlagValuesExit2(t *testing.T) {
+	root, _ := logsFixture(t)
+	for _, args := range [][]string{
+		{"logs", "--type", "bogus"},
+		{"logs", "--last", "-1"},
+		{"logs", "--since", "last tuesday"},
+		{"logs", "--until", "soon"},
+	} {
+		app, _, errb := newLogsTestApp(root)
+		if code := Main(context.Background(), args, app); code != 2 {
+			t.Errorf("ava %v: exit %d, want 2; stderr %q", args, code, errb.String())
+		}
+	}
+}
+
+func dirExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
