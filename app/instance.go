@@ -18,6 +18,11 @@ import (
 	"github.com/avaagent/ava/tool"
 )
 
+// RoleSkippedMessage is the message of the warning Open logs for each
+// role file it could not load (also in Instance.RoleErrors); a caller
+// that reports RoleErrors itself can leave these records out.
+const RoleSkippedMessage = "role file skipped"
+
 // Instance is an opened Ava: configuration, models, the store, the audit
 // log, the event hub, the tools and the subagent manager. Close it to stop
 // the subagents and flush everything.
@@ -71,10 +76,10 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (in *Instanc
 	if in.Tools, err = tool.NewRegistry(in.builtinTools()...); err != nil {
 		return nil, fmt.Errorf("built-in tools: %w", err)
 	}
-	roles, roleErrs := subagent.LoadRoles(RoleDirs(cfg), func(name string) bool { _, ok := in.Tools.Get(name); return ok })
+	roles, roleErrs := subagent.LoadRoles(RoleDirs(cfg), in.roleToolKnown)
 	in.RoleErrors = roleErrs
 	for _, e := range roleErrs {
-		log.Warn("role file skipped", "err", e)
+		log.Warn(RoleSkippedMessage, "err", e)
 	}
 	in.Subagent = subagent.NewManager(subagent.Options{Catalog: in.Catalog, Tools: in.Tools, Store: in.Store, Hub: in.Hub,
 		Lifecycle: lifecycle, Roles: roles, MaxConcurrent: cfg.MaxConcurrentSubagents, StallAfter: cfg.StallAfter,
@@ -84,6 +89,15 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (in *Instanc
 	}
 	in.closers = append(in.closers, in.Subagent.Close)
 	return in, nil
+}
+
+// roleToolKnown reports whether a role file may name the tool: a
+// built-in, or one a subagent never gets (the spawn and subagent tools,
+// which are not built-ins), so that such a role loads with the tool
+// withheld instead of being refused.
+func (in *Instance) roleToolKnown(name string) bool {
+	_, ok := in.Tools.Get(name)
+	return ok || subagent.WithheldReason(name) != ""
 }
 
 // RoleDirs are where custom roles are found: the data root's agents/
