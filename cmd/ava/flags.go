@@ -5,11 +5,40 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/avaagent/ava/llm"
 )
 
 // limitFlags are the limit flags of ava run and ava spawn: given
 // explicitly, each must be more than zero.
 var limitFlags = []string{"budget", "timeout", "max-cost", "max-tokens", "max-iterations"}
+
+// checkFlags refuses the bad flag values of ava run and ava spawn as
+// usage errors (exit 2): see checkLimitFlags and checkModelFlag.
+func checkFlags(a *App, cmd *cobra.Command) error {
+	if err := checkLimitFlags(cmd); err != nil {
+		return err
+	}
+	return checkModelFlag(a, cmd)
+}
+
+// checkModelFlag refuses a --model that is neither provider/model nor an
+// alias (built-in or configured), instead of sending it to the default
+// provider as a model ID.
+func checkModelFlag(a *App, cmd *cobra.Command) error {
+	f := cmd.Flags().Lookup("model")
+	if f == nil || !f.Changed {
+		return nil
+	}
+	cfg, err := a.Config()
+	if err != nil {
+		return err
+	}
+	if err := llm.CheckModelName(f.Value.String(), cfg.Aliases); err != nil {
+		return usageError(fmt.Errorf("--model: %w", err))
+	}
+	return nil
+}
 
 // checkLimitFlags refuses, as a usage error (exit 2), any of limitFlags
 // that cmd has, that was given explicitly, and whose value is zero or

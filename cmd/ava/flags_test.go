@@ -26,6 +26,8 @@ func TestLimitFlagsMustBePositive(t *testing.T) {
 		{[]string{"spawn", "--role", "researcher", "--offline", "--wait", "--max-tokens", "-10", "task"}, "--max-tokens -10"},
 		{[]string{"spawn", "--role", "researcher", "--offline", "--wait", "--max-iterations", "0", "task"}, "--max-iterations 0"},
 		{[]string{"spawn", "--role", "researcher", "--offline", "--wait", "--timeout", "-5m", "task"}, "--timeout -5m0s"},
+		{[]string{"run", "--model", "bogus", "hi"}, "--model: model \"bogus\" is not provider/model"},
+		{[]string{"spawn", "--role", "researcher", "--model", "gpt-5", "--wait", "task"}, "providers: anthropic, openai, openrouter, scripted"},
 	}
 	for _, c := range cases {
 		root := t.TempDir() + "/never"
@@ -62,4 +64,23 @@ func TestLogsBadFlagValuesExit2(t *testing.T) {
 func dirExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// AVA_MODEL that is not a model name is refused with the providers
+// listed, not run on the offline model as scripted/bogus.
+func TestBogusModelIsRefused(t *testing.T) {
+	root := t.TempDir()
+	app, out, errb := newLogsTestApp(root)
+	getenv := app.Getenv
+	app.Getenv = func(k string) string {
+		if k == "AVA_MODEL" {
+			return "bogus"
+		}
+		return getenv(k)
+	}
+	code := Main(context.Background(), []string{"run", "hi"}, app)
+	if code != 1 || out.String() != "" || strings.Contains(errb.String(), "scripted/bogus") ||
+		!strings.Contains(errb.String(), `model "bogus" is not provider/model`) || !strings.Contains(errb.String(), "providers: anthropic, openai, openrouter, scripted") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
 }

@@ -48,7 +48,7 @@ such as --timeout or --max-cost being reached).`,
   ava run --offline --json "hello"`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkLimitFlags(cmd); err != nil {
+			if err := checkFlags(a, cmd); err != nil {
 				return err
 			}
 			return runOnce(cmd.Context(), a, o, strings.Join(args, " "))

@@ -42,7 +42,7 @@ the subagent succeeded and 1 otherwise.`,
   ava spawn --role researcher --model haiku --max-cost 10 --wait --json "what is WAL mode in SQLite?"`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkLimitFlags(cmd); err != nil {
+			if err := checkFlags(a, cmd); err != nil {
 				return err
 			}
 			if !o.wait {
