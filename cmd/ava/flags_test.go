@@ -84,3 +84,20 @@ func TestBogusModelIsRefused(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 	}
 }
+
+// ava run --yes promises nothing that is not built.
+func TestRunYesHelpIsHonest(t *testing.T) {
+	app, out, errb := newLogsTestApp(t.TempDir())
+	if code := Main(context.Background(), []string{"run", "--help"}, app); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var yes string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.Contains(line, "--yes") {
+			yes = line
+		}
+	}
+	if !strings.Contains(yes, "no effect yet") || strings.Contains(yes, "confirm every") {
+		t.Errorf("--yes help: %q", yes)
+	}
+}
