@@ -123,3 +123,17 @@ func TestCheckModelName(t *testing.T) {
 		}
 	}
 }
+
+// A provider without a model for a built-in alias says so, instead of
+// sending the alias to the server as a model ID.
+func TestCatalogAliasWithoutModel(t *testing.T) {
+	cat := llm.NewCatalog(llm.DefaultPrices)
+	cat.Add(&fakeProvider{name: "openai"}, map[string]string{})
+	_, err := cat.Resolve("haiku")
+	if err == nil || !strings.Contains(err.Error(), "provider openai has no model for the alias haiku") {
+		t.Fatalf("Resolve(haiku) = %v", err)
+	}
+	if m, err := cat.Resolve("openai/llama3.2"); err != nil || m.Name() != "openai/llama3.2" {
+		t.Fatalf("Resolve(openai/llama3.2) = %v, %v", m.Name(), err)
+	}
+}

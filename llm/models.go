@@ -109,6 +109,9 @@ func (c *Catalog) Resolve(name string) (Model, error) {
 	}
 	if real, ok := c.aliases[provName][id]; ok {
 		id = real
+	} else if isAlias(id, DefaultAliases) {
+		return Model{}, fmt.Errorf("resolve model %q: provider %s has no model for the alias %s: set AVA_MODEL=%s/<model>, or name one under aliases: %s: in config.yaml",
+			name, provName, id, provName, provName)
 	}
 	if id == "" {
 		return Model{}, fmt.Errorf("resolve model %q: no model ID after the provider", name)

@@ -39,6 +39,9 @@ subagent tools) is shown as withheld, with the reason.`,
 			for _, e := range in.RoleErrors {
 				fmt.Fprintf(a.Stderr, "warning: role skipped: %v\n", e)
 			}
+			if !app.HasRealProvider(in.Catalog) {
+				fmt.Fprintln(a.Stderr, "note: no model provider is configured (set ANTHROPIC_API_KEY, OPENROUTER_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL): until then a role runs only with --offline, on the scripted demo model")
+			}
 			return printRoles(a, in)
 		},
 	}
@@ -49,7 +52,11 @@ func printRoles(a *App, in *app.Instance) error {
 	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROLE\tSOURCE\tMODEL\tTIMEOUT\tMAX COST\tMAX TOKENS\tMAX ITER\tTOOLS")
 	for _, r := range subagent.SortedRoles(in.Subagent.Roles()) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f¢\t%d\t%d\t%s\n", r.Name, r.Source, roleModel(in, r), r.Limits.Timeout,
+		model, err := roleModel(in, r)
+		if err != nil {
+			fmt.Fprintf(a.Stderr, "warning: role %s: %v\n", r.Name, err)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f¢\t%d\t%d\t%s\n", r.Name, r.Source, model, r.Limits.Timeout,
 			r.Limits.MaxCostCents, r.Limits.MaxTokens, r.Limits.MaxIterations, roleTools(r.Tools))
 	}
 	if err := tw.Flush(); err != nil {
@@ -58,17 +65,22 @@ func printRoles(a *App, in *app.Instance) error {
 	return nil
 }
 
-// roleModel is the role's model as named and as resolved.
-func roleModel(in *app.Instance, r subagent.Role) string {
+// roleModel is the role's model as named and as resolved, and why it
+// does not resolve. With no provider configured it says so, as ava spawn
+// refuses to run a role then (unless --offline).
+func roleModel(in *app.Instance, r subagent.Role) (string, error) {
+	if !app.HasRealProvider(in.Catalog) {
+		return r.Model + " → no provider configured", nil
+	}
 	m, err := in.Catalog.Resolve(r.Model)
 	if err != nil {
-		return r.Model
+		return r.Model + " → unresolved", err
 	}
 	model := r.Model + " → " + m.Name()
 	if app.IsOffline(m) {
 		model += " (offline)"
 	}
-	return model
+	return model, nil
 }
 
 // roleTools lists the tools, marking each one a subagent never gets.
