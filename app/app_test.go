@@ -90,3 +90,37 @@ func TestNoProviderMeansNoModel(t *testing.T) {
 		t.Fatalf("%v %v", m, err)
 	}
 }
+
+// Subagents' aliases on a server of your own resolve to the model
+// AVA_MODEL names there, not to OpenAI's model names.
+func TestCustomOpenAIServerAliasesUseConfiguredModel(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  config.Config
+		want string // what "haiku" resolves to; "" for an error
+	}{
+		{"local server with AVA_MODEL", config.Config{Model: "openai/llama3.2", OpenAI: config.Provider{BaseURL: "http://127.0.0.1:11434/v1"}}, "openai/llama3.2"},
+		{"local server, aliases configured", config.Config{Model: "openai/llama3.2", OpenAI: config.Provider{BaseURL: "http://127.0.0.1:11434/v1"},
+			Aliases: map[string]map[string]string{"openai": {"haiku": "qwen2.5"}}}, "openai/qwen2.5"},
+		{"local server, no model named", config.Config{OpenAI: config.Provider{BaseURL: "http://127.0.0.1:11434/v1"}}, ""},
+		{"OpenAI itself", config.Config{Model: "openai/gpt-4o", OpenAI: config.Provider{APIKey: "sk-x"}}, "openai/gpt-5-mini"},
+		{"OpenAI by its URL", config.Config{Model: "openai/gpt-4o", OpenAI: config.Provider{APIKey: "sk-x", BaseURL: "https://api.openai.com/v1"}}, "openai/gpt-5-mini"},
+	}
+	for _, c := range cases {
+		cat, err := app.Catalog(c.cfg, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got := ""
+		m, err := cat.Resolve("haiku")
+		if err == nil {
+			got = m.Name()
+		}
+		switch {
+		case c.want == "" && (err == nil || !strings.Contains(err.Error(), "no model for the alias haiku")):
+			t.Errorf("%s: haiku resolved to %q, %v; want an error", c.name, got, err)
+		case c.want != "" && got != c.want:
+			t.Errorf("%s: haiku resolved to %q, %v; want %s", c.name, got, err, c.want)
+		}
+	}
+}

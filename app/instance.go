@@ -20,6 +20,11 @@ import (
 	"github.com/avaagent/ava/tool"
 )
 
+// RoleSkippedMessage is the message of the warning Open logs for each
+// role file it could not load (also in Instance.RoleErrors); a caller
+// that reports RoleErrors itself can leave these records out.
+const RoleSkippedMessage = "role file skipped"
+
 // Instance is an opened Ava: configuration, models, the store, the audit
 // log, the event hub, the tools and the subagent manager. Close it to stop
 // the subagents and flush everything.
@@ -106,10 +111,10 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	if in.Tools, err = tool.NewRegistry(in.builtinTools()...); err != nil {
 		return fmt.Errorf("built-in tools: %w", err)
 	}
-	roles, roleErrs := subagent.LoadRoles(RoleDirs(cfg), func(name string) bool { _, ok := in.Tools.Get(name); return ok })
+	roles, roleErrs := subagent.LoadRoles(RoleDirs(cfg), in.roleToolKnown)
 	in.RoleErrors = roleErrs
 	for _, e := range roleErrs {
-		log.Warn("role file skipped", "err", e)
+		log.Warn(RoleSkippedMessage, "err", e)
 	}
 	var owner subagent.Owner
 	if !o.readOnly {
@@ -145,6 +150,15 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 		}})
 	in.closers = append(in.closers, in.Sessions.Close)
 	return nil
+}
+
+// roleToolKnown reports whether a role file may name the tool: a
+// built-in, or one a subagent never gets (the spawn and subagent tools,
+// which are not built-ins), so that such a role loads with the tool
+// withheld instead of being refused.
+func (in *Instance) roleToolKnown(name string) bool {
+	_, ok := in.Tools.Get(name)
+	return ok || subagent.WithheldReason(name) != ""
 }
 
 // RoleDirs are where custom roles are found: the data root's agents/

@@ -56,7 +56,7 @@ func Catalog(cfg config.Config, log *slog.Logger) (*llm.Catalog, error) {
 		if err != nil {
 			return nil, fmt.Errorf("openai provider: %w", err)
 		}
-		add(p)
+		cat.Add(llm.WithRetry(p, llm.DefaultRetryPolicy), openAIAliases(cfg))
 	}
 	hasReal := !cat.Empty()
 	cat.Add(scripted.New(), map[string]string{"haiku": "demo", "sonnet": "demo", "opus": "demo"})
@@ -66,6 +66,31 @@ func Catalog(cfg config.Config, log *slog.Logger) (*llm.Catalog, error) {
 		cat.Default = scripted.Name
 	}
 	return cat, nil
+}
+
+// openAIAliases are the aliases of the openai provider: the configured
+// ones; else, for a server of your own (OPENAI_BASE_URL), the model
+// AVA_MODEL names on it for all three, or none, so that a role's "haiku"
+// never asks a local server for OpenAI's model names; else OpenAI's own
+// (nil: llm.DefaultAliases).
+func openAIAliases(cfg config.Config) map[string]string {
+	if a, ok := cfg.Aliases["openai"]; ok {
+		return a
+	}
+	if !customOpenAI(cfg) {
+		return nil
+	}
+	prov, id, ok := strings.Cut(cfg.Model, "/")
+	if !ok || prov != "openai" || id == "" {
+		return map[string]string{}
+	}
+	return map[string]string{"haiku": id, "sonnet": id, "opus": id}
+}
+
+// customOpenAI reports whether the openai provider is a server of the
+// person's own (Ollama, vLLM, …) rather than OpenAI's API.
+func customOpenAI(cfg config.Config) bool {
+	return cfg.OpenAI.BaseURL != "" && !strings.Contains(cfg.OpenAI.BaseURL, "api.openai.com")
 }
 
 func firstOf(have []string, order ...string) string {
@@ -105,7 +130,7 @@ func OrchestratorModel(cfg config.Config, cat *llm.Catalog, name string) (llm.Mo
 		if !HasRealProvider(cat) {
 			return llm.Model{}, ErrNoModel
 		}
-		if cat.Default == "openai" && cfg.OpenAI.BaseURL != "" && !strings.Contains(cfg.OpenAI.BaseURL, "api.openai.com") {
+		if cat.Default == "openai" && customOpenAI(cfg) {
 			return llm.Model{}, fmt.Errorf("OPENAI_BASE_URL is set to %s but no model is named: set AVA_MODEL=openai/<model your server serves> (e.g. openai/llama3.2)", cfg.OpenAI.BaseURL)
 		}
 		name = "sonnet"

@@ -131,8 +131,21 @@ func Load(getenv func(string) string) (Config, error) {
 	return cfg, nil
 }
 
-// secretKeys are YAML keys that must never appear in a config file.
-var secretKeys = []string{"api_key", "apikey", "token", "bot_token", "secret", "password"}
+// secretKeys are YAML keys that must never appear in a config file,
+// alone or as the end of a key after an underscore (ava_token,
+// ANTHROPIC_API_KEY, telegram_bot_token), in any case.
+var secretKeys = []string{"api_key", "apikey", "token", "secret", "password"}
+
+// isSecretKey reports whether a YAML key names a secret.
+func isSecretKey(key string) bool {
+	k := strings.ToLower(strings.TrimSpace(key))
+	for _, s := range secretKeys {
+		if k == s || strings.HasSuffix(k, "_"+s) {
+			return true
+		}
+	}
+	return false
+}
 
 func (c *Config) loadFile(path string) error {
 	data, err := os.ReadFile(path)
@@ -164,12 +177,8 @@ func refuseSecrets(path string, data []byte) error {
 	walk = func(n *yaml.Node) error {
 		for i := 0; i+1 < len(n.Content); i++ {
 			k := n.Content[i]
-			if n.Kind == yaml.MappingNode && i%2 == 0 {
-				for _, s := range secretKeys {
-					if strings.EqualFold(k.Value, s) {
-						return fmt.Errorf("config %s line %d: %q is a secret; put it in the environment (e.g. ANTHROPIC_API_KEY, AVA_TOKEN), not in a file", path, k.Line, k.Value)
-					}
-				}
+			if n.Kind == yaml.MappingNode && i%2 == 0 && isSecretKey(k.Value) {
+				return fmt.Errorf("config %s line %d: %q is a secret; put it in the environment (e.g. ANTHROPIC_API_KEY, AVA_TOKEN), not in a file", path, k.Line, k.Value)
 			}
 		}
 		for _, ch := range n.Content {
@@ -228,6 +237,11 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConcurrentSubagents < 1 {
 		errs = append(errs, fmt.Errorf("max_concurrent_subagents: %d, must be at least 1", c.MaxConcurrentSubagents))
+	}
+	if c.Model != "" {
+		if err := llm.CheckModelName(c.Model, c.Aliases); err != nil {
+			errs = append(errs, fmt.Errorf("model (AVA_MODEL): %w", err))
+		}
 	}
 	if _, err := ParseConfirm(c.Confirm); err != nil {
 		errs = append(errs, err)

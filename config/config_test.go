@@ -58,7 +58,14 @@ func TestBadInputNamesTheProblem(t *testing.T) {
 		want string
 	}{
 		{file: "anthropic:\n  api_key: sk-ant-secret\n", want: "line 2: \"api_key\" is a secret"},
+		{file: "ava_token: abc\n", want: "line 1: \"ava_token\" is a secret"},
+		{file: "model: openai/x\nANTHROPIC_API_KEY: sk-ant-x\n", want: "line 2: \"ANTHROPIC_API_KEY\" is a secret"},
+		{file: "openai:\n  OpenAI_Api_Key: sk-x\n", want: "line 2: \"OpenAI_Api_Key\" is a secret"},
+		{file: "telegram_bot_token: 1:x\n", want: "line 1: \"telegram_bot_token\" is a secret"},
+		{file: "Password: hunter2\n", want: "line 1: \"Password\" is a secret"},
 		{file: "modle: x\n", want: "field modle not found"},
+		{env: map[string]string{"AVA_MODEL": "bogus"}, want: "model \"bogus\" is not provider/model"},
+		{file: "model: bogus\n", want: "providers: anthropic, openai, openrouter, scripted"},
 		{file: "max_concurrent_subagents: [1\n", want: "config.yaml"},
 		{env: map[string]string{"AVA_MAX_CONCURRENT_SUBAGENTS": "three"}, want: "AVA_MAX_CONCURRENT_SUBAGENTS=\"three\""},
 		{env: map[string]string{"AVA_MAX_CONCURRENT_SUBAGENTS": "0"}, want: "max_concurrent_subagents: 0"},
@@ -129,5 +136,29 @@ func TestUnusableDataRootNamesPathAndCause(t *testing.T) {
 	err := config.Config{DataRoot: root}.EnsureDataRoot()
 	if err == nil || !strings.Contains(err.Error(), "create data root "+root) || !strings.Contains(err.Error(), "permission denied") {
 		t.Errorf("EnsureDataRoot under a read-only directory = %v", err)
+	}
+}
+
+// Keys that merely contain a secret word, and model names in prices and
+// aliases, are not secrets.
+func TestNotSecrets(t *testing.T) {
+	root := t.TempDir()
+	file := "model: openai/fast\nprices:\n  token-counter-1: {input: 1, output: 2}\naliases:\n  openai: {fast: llama3.2}\n"
+	os.WriteFile(filepath.Join(root, config.FileName), []byte(file), 0o600)
+	cfg, err := config.Load(env(map[string]string{"AVA_DATA_ROOT": root}))
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Model != "openai/fast" || cfg.Aliases["openai"]["fast"] != "llama3.2" {
+		t.Fatalf("config %+v", cfg)
+	}
+	for _, m := range []string{"sonnet", "fast"} {
+		cfg.Model = m
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("model %q: %v", m, err)
+		}
 	}
 }

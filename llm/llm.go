@@ -52,7 +52,8 @@ type Block struct {
 	// ToolName is the called tool (tool_call blocks).
 	ToolName string `json:"tool_name,omitempty"`
 	// Input is the call's arguments as the model sent them. It may be
-	// invalid JSON: the agent loop reports that back to the model.
+	// invalid JSON: the agent loop reports that back to the model, and the
+	// block's JSON encoding keeps such arguments as a string (input_raw).
 	Input json.RawMessage `json:"input,omitempty"`
 
 	// Content is a tool result's output (tool_result blocks).

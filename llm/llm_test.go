@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,5 +104,36 @@ func TestPriceCost(t *testing.T) {
 	// 1M input + 1M output tokens of Sonnet 4.5 cost $3 + $15.
 	if got := p.Cost(llm.Usage{InputTokens: 1e6, OutputTokens: 1e6}); got != 1800 {
 		t.Fatalf("cost %v cents, want 1800", got)
+	}
+}
+
+func TestCheckModelName(t *testing.T) {
+	custom := map[string]map[string]string{"openai": {"fast": "llama3.2"}}
+	for _, ok := range []string{"anthropic/sonnet", "openai/llama3.2", "openrouter/meta-llama/llama-3.3-70b", "scripted/demo",
+		"scripted/path/to/script.yaml", "haiku", "sonnet", "opus", "fast"} {
+		if err := llm.CheckModelName(ok, custom); err != nil {
+			t.Errorf("CheckModelName(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"bogus", "", "/x", "openai/", "gpt-5", "fast2"} {
+		err := llm.CheckModelName(bad, custom)
+		if err == nil || !strings.Contains(err.Error(), "is not provider/model") ||
+			!strings.Contains(err.Error(), "providers: anthropic, openai, openrouter, scripted") {
+			t.Errorf("CheckModelName(%q) = %v, want a refusal listing the providers", bad, err)
+		}
+	}
+}
+
+// A provider without a model for a built-in alias says so, instead of
+// sending the alias to the server as a model ID.
+func TestCatalogAliasWithoutModel(t *testing.T) {
+	cat := llm.NewCatalog(llm.DefaultPrices)
+	cat.Add(&fakeProvider{name: "openai"}, map[string]string{})
+	_, err := cat.Resolve("haiku")
+	if err == nil || !strings.Contains(err.Error(), "provider openai has no model for the alias haiku") {
+		t.Fatalf("Resolve(haiku) = %v", err)
+	}
+	if m, err := cat.Resolve("openai/llama3.2"); err != nil || m.Name() != "openai/llama3.2" {
+		t.Fatalf("Resolve(openai/llama3.2) = %v, %v", m.Name(), err)
 	}
 }

@@ -3,6 +3,7 @@ package llm
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -108,6 +109,9 @@ func (c *Catalog) Resolve(name string) (Model, error) {
 	}
 	if real, ok := c.aliases[provName][id]; ok {
 		id = real
+	} else if isAlias(id, DefaultAliases) {
+		return Model{}, fmt.Errorf("resolve model %q: provider %s has no model for the alias %s: set AVA_MODEL=%s/<model>, or name one under aliases: %s: in config.yaml",
+			name, provName, id, provName, provName)
 	}
 	if id == "" {
 		return Model{}, fmt.Errorf("resolve model %q: no model ID after the provider", name)
@@ -116,10 +120,36 @@ func (c *Catalog) Resolve(name string) (Model, error) {
 	return Model{Provider: p, ID: id, Price: price, Priced: priced}, nil
 }
 
-func isKnownProvider(name string) bool {
-	switch name {
-	case "anthropic", "openai", "openrouter", "scripted":
-		return true
+// KnownProviders are the providers Ava has backends for, as named in
+// model names.
+var KnownProviders = []string{"anthropic", "openai", "openrouter", "scripted"}
+
+// CheckModelName reports whether name is a model name a person may give:
+// "provider/model" (the model part may hold slashes) or an alias, either
+// a built-in one (haiku, sonnet, opus) or one in custom (provider →
+// alias → model ID). Anything else is refused with an error that lists
+// the providers, instead of being sent to the default provider as a
+// model ID.
+func CheckModelName(name string, custom map[string]map[string]string) error {
+	name = strings.TrimSpace(name)
+	if prov, id, ok := strings.Cut(name, "/"); ok && prov != "" && id != "" {
+		return nil
+	}
+	if isAlias(name, DefaultAliases) || isAlias(name, custom) {
+		return nil
+	}
+	return fmt.Errorf("model %q is not provider/model (e.g. anthropic/sonnet, openai/llama3.2, scripted/demo) or an alias (haiku, sonnet, opus); providers: %s",
+		name, strings.Join(KnownProviders, ", "))
+}
+
+// isAlias reports whether name is an alias of any provider in aliases.
+func isAlias(name string, aliases map[string]map[string]string) bool {
+	for _, m := range aliases {
+		if _, ok := m[name]; ok && name != "" {
+			return true
+		}
 	}
 	return false
 }
+
+func isKnownProvider(name string) bool { return slices.Contains(KnownProviders, name) }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -52,6 +53,19 @@ const (
 	MaxTokensCap     = 100_000_000
 	MaxIterationsCap = 1000
 )
+
+// WithheldReason says why a subagent never gets the tool name even when
+// its role lists it, or "" when a subagent may have it: subagents never
+// write memory, and never spawn or manage subagents.
+func WithheldReason(name string) string {
+	switch {
+	case !slices.Contains(forbiddenTools, name):
+		return ""
+	case name == "memory_write":
+		return "subagents never write memory"
+	}
+	return "subagents never spawn or manage subagents"
+}
 
 // BuiltinRoles are the four roles of seed 001 (sections 2.3, 2.4 and 5).
 // Every role can read memory; none can write it or spawn subagents.

@@ -90,3 +90,20 @@ func TestBadRoleFilesAreRefusedWithPathLineAndReason(t *testing.T) {
 		t.Errorf("unknown key not named: %v", errs[7])
 	}
 }
+
+// A tool the manager withholds has a reason, and only such a tool does.
+func TestWithheldReason(t *testing.T) {
+	for _, name := range []string{"spawn_subagent", "spawn_subagents", "subagent_status", "list_subagents", "cancel_subagent"} {
+		if got := subagent.WithheldReason(name); got != "subagents never spawn or manage subagents" {
+			t.Errorf("%s: %q", name, got)
+		}
+	}
+	if got := subagent.WithheldReason("memory_write"); got != "subagents never write memory" {
+		t.Errorf("memory_write: %q", got)
+	}
+	for _, name := range []string{"memory_read", "web_search", "read_file"} {
+		if got := subagent.WithheldReason(name); got != "" {
+			t.Errorf("%s: %q, want no reason", name, got)
+		}
+	}
+}

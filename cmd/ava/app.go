@@ -77,19 +77,6 @@ func (a *App) Config() (config.Config, error) {
 	return cfg, nil
 }
 
-// DataRoot returns the data root, created with private permissions if
-// it does not exist yet.
-func (a *App) DataRoot() (string, error) {
-	cfg, err := a.Config()
-	if err != nil {
-		return "", err
-	}
-	if err := cfg.EnsureDataRoot(); err != nil {
-		return "", err
-	}
-	return cfg.DataRoot, nil
-}
-
 // Logger is the operational logger: warnings and errors to stderr, debug
 // with --verbose.
 func (a *App) Logger() *slog.Logger {
@@ -127,6 +114,15 @@ func withHint(err error, hint string) error {
 
 // withCode wraps err with an exit code.
 func withCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+// usageError marks err as a usage error: a bad flag value (exit 2).
+func usageError(err error) error { return withCode(2, err) }
+
+// isUsage reports whether err is a usage error (exit 2).
+func isUsage(err error) bool {
+	var ee *exitError
+	return errors.As(err, &ee) && ee.code == 2
+}
 
 // Main runs the command line and returns the exit code: 0 on success, 1
 // on failure, 2 on a usage error.

@@ -355,3 +355,40 @@ func TestRunAgainstAnthropicWithThinkingAndTools(t *testing.T) {
 		t.Fatalf("thinking not logged, or the key leaked:\n%s", logs)
 	}
 }
+
+// With only a server of your own (OPENAI_BASE_URL) and AVA_MODEL, a
+// subagent asks that server for AVA_MODEL's model, not for gpt-5, and
+// ava roles shows it.
+func TestSubagentUsesConfiguredModelOnOwnServer(t *testing.T) {
+	fake := llmfake.NewOpenAI(t, llmfake.Turn{Text: `{"summary":"ok","output":{"a":1},"confidence":0.9}`, Usage: llm.Usage{InputTokens: 5, OutputTokens: 5}})
+	env := map[string]string{"AVA_DATA_ROOT": t.TempDir(), "OPENAI_BASE_URL": fake.URL + "/v1", "AVA_MODEL": "openai/llama3.2"}
+	_, errOut, code := ava(t, env, "spawn", "--role", "researcher", "--wait", "--json", "what is WAL?")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	reqs := fake.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the subagent sent no request")
+	}
+	if got := reqs[0].Body["model"]; got != "llama3.2" {
+		t.Fatalf("the subagent asked for %v, want llama3.2", got)
+	}
+	out, errOut, code := ava(t, env, "roles")
+	if code != 0 || !strings.Contains(out, "sonnet → openai/llama3.2") || !strings.Contains(out, "haiku → openai/llama3.2") || strings.Contains(out, "gpt-5") {
+		t.Fatalf("roles: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// With no provider, ava roles does not claim the roles run on the
+// offline model, as ava spawn refuses to run them without --offline.
+func TestRolesAndSpawnAgreeWithoutProvider(t *testing.T) {
+	_, errOut, code := ava(t, nil, "spawn", "--role", "researcher", "--wait", "task")
+	if code != 1 || !strings.Contains(errOut, "no model provider is configured") {
+		t.Fatalf("spawn: exit %d: %s", code, errOut)
+	}
+	out, errOut, code := ava(t, nil, "roles")
+	if code != 0 || strings.Contains(out, "(offline)") || strings.Contains(out, "scripted/demo") ||
+		strings.Count(out, "no provider configured") != 4 || !strings.Contains(errOut, "runs only with --offline") {
+		t.Fatalf("roles: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

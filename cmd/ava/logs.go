@@ -77,12 +77,19 @@ time) or RFC 3339; both are inclusive.`,
 }
 
 func runLogs(ctx context.Context, app *App, cmd *cobra.Command, o logsOptions, args []string) error {
-	root, err := app.DataRoot()
+	cfg, err := app.Config()
 	if err != nil {
 		return err
 	}
+	root := cfg.DataRoot
 	r := audit.NewReader(root, audit.ReaderOptions{Clock: app.Now, OnSkip: warnSkip(app.Stderr)})
 	q, err := logsQuery(app, r, cmd, o, args)
+	if isUsage(err) {
+		return err
+	}
+	if rootErr := requireDataRoot(root); rootErr != nil {
+		return rootErr
+	}
 	if err != nil {
 		return err
 	}
@@ -90,14 +97,14 @@ func runLogs(ctx context.Context, app *App, cmd *cobra.Command, o logsOptions, a
 	if o.follow {
 		p.showDate = !q.Since.IsZero() && q.Since.In(app.Now().Location()).Format(time.DateOnly) != app.Now().Format(time.DateOnly)
 		err := r.FollowEntries(ctx, q, func(e audit.Entry) error { return p.print(e, true) })
-		return logsError(err)
+		return logsError(err, root)
 	}
 	entries, skips, err := r.QueryEntries(ctx, q)
 	for _, s := range skips {
 		warnSkip(app.Stderr)(s)
 	}
 	if err != nil {
-		return logsError(err)
+		return logsError(err, root)
 	}
 	p.showDate = spansDays(entries, app.Now())
 	for _, e := range entries {
@@ -114,12 +121,29 @@ func runLogs(ctx context.Context, app *App, cmd *cobra.Command, o logsOptions, a
 	return nil
 }
 
-// logsError adds what to do to a reader error.
-func logsError(err error) error {
+// logsError says what a reader error means: a trace that does not exist
+// is a subagent this data root never ran.
+func logsError(err error, root string) error {
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w; `ava ps --all` lists subagents", err)
+		return fmt.Errorf("%w: no such subagent in the logs of the data root %s (one run under another data root needs --data-root or AVA_DATA_ROOT)", err, root)
 	}
 	return err
+}
+
+// requireDataRoot fails, naming root, when the data root does not exist:
+// reading logs never creates one.
+func requireDataRoot(root string) error {
+	st, err := os.Stat(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no data root at %s: nothing has been logged there (it is created by the first ava run or ava spawn; to read another, pass --data-root or set AVA_DATA_ROOT)", root)
+	}
+	if err != nil {
+		return fmt.Errorf("data root %s: %w", root, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("data root %s is not a directory", root)
+	}
+	return nil
 }
 
 // logsQuery turns the flags into a query.
@@ -147,17 +171,17 @@ func logsQuery(app *App, r *audit.Reader, cmd *cobra.Command, o logsOptions, arg
 		q.Agent = agent
 	}
 	if q.Types, err = audit.ParseTypes(o.types); err != nil {
-		return q, fmt.Errorf("--type: %w", err)
+		return q, usageError(fmt.Errorf("--type: %w", err))
 	}
 	now := app.Now()
 	if o.since != "" {
 		if q.Since, err = audit.ParseTime(o.since, now); err != nil {
-			return q, fmt.Errorf("--since: %w", err)
+			return q, usageError(fmt.Errorf("--since: %w", err))
 		}
 	}
 	if o.until != "" {
 		if q.Until, err = audit.ParseTime(o.until, now); err != nil {
-			return q, fmt.Errorf("--until: %w", err)
+			return q, usageError(fmt.Errorf("--until: %w", err))
 		}
 	}
 	q.Search, q.Session = o.search, o.session
@@ -173,7 +197,7 @@ func logsQuery(app *App, r *audit.Reader, cmd *cobra.Command, o logsOptions, arg
 func logsLimit(cmd *cobra.Command, o logsOptions, q audit.Query) (int, error) {
 	if cmd.Flags().Changed("last") {
 		if o.last < 0 {
-			return 0, fmt.Errorf("--last %d: give a positive number, or 0 for all", o.last)
+			return 0, usageError(fmt.Errorf("--last %d: give a positive number, or 0 for all", o.last))
 		}
 		return o.last, nil
 	}

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -185,7 +188,7 @@ func TestLogsCommandErrors(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"S-ffffff"}, "S-ffffff has no trace (looked for " + audit.TracePath(root, "S-ffffff") + "): file does not exist; `ava ps --all` lists subagents"},
+		{[]string{"S-ffffff"}, "S-ffffff has no trace (looked for " + audit.TracePath(root, "S-ffffff") + "): file does not exist: no such subagent in the logs of the data root " + root},
 		{[]string{"S-ff"}, "no subagent trace matches"},
 		{[]string{"S-zz"}, "not a subagent ID"},
 		{[]string{"--type", "bogus"}, "--type: unknown event type \"bogus\""},
@@ -271,5 +274,34 @@ func TestLogsCommandFollow(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "\n"); n != 2 || strings.Contains(out.String(), "filtered out") {
 		t.Errorf("follow output %q: want the last entry then the live one", out.String())
+	}
+}
+
+// The error for an unknown subagent promises no command that does not
+// exist.
+func TestLogsUnknownSubagentSaysSomethingTrue(t *testing.T) {
+	root, _ := logsFixture(t)
+	app, _, errb := newLogsTestApp(root)
+	if code := Main(context.Background(), []string{"logs", "S-ffffff"}, app); code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	if strings.Contains(errb.String(), "ava ps") || !strings.Contains(errb.String(), "no such subagent in the logs of the data root "+root) {
+		t.Errorf("stderr %q", errb.String())
+	}
+}
+
+// ava logs on a data root that does not exist says so, exits 1, and
+// creates nothing.
+func TestLogsMissingDataRootCreatesNothing(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "nowhere", "ava")
+	for _, args := range [][]string{{"logs"}, {"logs", "S-7f3a2b"}, {"logs", "-f"}} {
+		app, out, errb := newLogsTestApp(root)
+		code := Main(context.Background(), args, app)
+		if code != 1 || !strings.Contains(errb.String(), "no data root at "+root) || out.String() != "" {
+			t.Errorf("ava %v: exit %d, stdout %q, stderr %q", args, code, out.String(), errb.String())
+		}
+		if _, err := os.Stat(filepath.Dir(root)); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("ava %v created %s (stat: %v)", args, filepath.Dir(root), err)
+		}
 	}
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"text/tabwriter"
 
@@ -17,14 +19,19 @@ func newRolesCmd(a *App) *cobra.Command {
 		Short: "List built-in and custom subagent roles",
 		Long: `List every subagent role: built-in ones and custom ones from Markdown files
 in $AVA_DATA_ROOT/agents/ and the workspace's .ava/agents/. A role file that
-cannot be loaded is reported on stderr with its path, line and reason.`,
+cannot be loaded is reported on stderr with its path, line and reason.
+
+A tool a role lists but no subagent ever gets (memory_write, the spawn and
+subagent tools) is shown as withheld, with the reason.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.Config()
 			if err != nil {
 				return err
 			}
-			in, err := app.Open(cmd.Context(), cfg, a.Logger(), app.ReadOnly())
+			// The role files Open cannot load are reported once, below.
+			log := slog.New(dropMessage{Handler: a.Logger().Handler(), msg: app.RoleSkippedMessage})
+			in, err := app.Open(cmd.Context(), cfg, log, app.ReadOnly())
 			if err != nil {
 				return err
 			}
@@ -32,20 +39,83 @@ cannot be loaded is reported on stderr with its path, line and reason.`,
 			for _, e := range in.RoleErrors {
 				fmt.Fprintf(a.Stderr, "warning: role skipped: %v\n", e)
 			}
-			tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ROLE\tSOURCE\tMODEL\tTIMEOUT\tMAX COST\tMAX TOKENS\tMAX ITER\tTOOLS")
-			for _, r := range subagent.SortedRoles(in.Subagent.Roles()) {
-				model := r.Model
-				if m, err := in.Catalog.Resolve(r.Model); err == nil {
-					model = r.Model + " → " + m.Name()
-					if app.IsOffline(m) {
-						model += " (offline)"
-					}
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f¢\t%d\t%d\t%s\n", r.Name, r.Source, model, r.Limits.Timeout,
-					r.Limits.MaxCostCents, r.Limits.MaxTokens, r.Limits.MaxIterations, strings.Join(r.Tools, ","))
+			if !app.HasRealProvider(in.Catalog) {
+				fmt.Fprintln(a.Stderr, "note: no model provider is configured (set ANTHROPIC_API_KEY, OPENROUTER_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL): until then a role runs only with --offline, on the scripted demo model")
 			}
-			return tw.Flush()
+			return printRoles(a, in)
 		},
 	}
+}
+
+// printRoles writes the roles table.
+func printRoles(a *App, in *app.Instance) error {
+	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROLE\tSOURCE\tMODEL\tTIMEOUT\tMAX COST\tMAX TOKENS\tMAX ITER\tTOOLS")
+	for _, r := range subagent.SortedRoles(in.Subagent.Roles()) {
+		model, err := roleModel(in, r)
+		if err != nil {
+			fmt.Fprintf(a.Stderr, "warning: role %s: %v\n", r.Name, err)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f¢\t%d\t%d\t%s\n", r.Name, r.Source, model, r.Limits.Timeout,
+			r.Limits.MaxCostCents, r.Limits.MaxTokens, r.Limits.MaxIterations, roleTools(r.Tools))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write roles: %w", err)
+	}
+	return nil
+}
+
+// roleModel is the role's model as named and as resolved, and why it
+// does not resolve. With no provider configured it says so, as ava spawn
+// refuses to run a role then (unless --offline).
+func roleModel(in *app.Instance, r subagent.Role) (string, error) {
+	if !app.HasRealProvider(in.Catalog) {
+		return r.Model + " → no provider configured", nil
+	}
+	m, err := in.Catalog.Resolve(r.Model)
+	if err != nil {
+		return r.Model + " → unresolved", err
+	}
+	model := r.Model + " → " + m.Name()
+	if app.IsOffline(m) {
+		model += " (offline)"
+	}
+	return model, nil
+}
+
+// roleTools lists the tools, marking each one a subagent never gets.
+func roleTools(tools []string) string {
+	out := make([]string, len(tools))
+	for i, t := range tools {
+		out[i] = t
+		if why := subagent.WithheldReason(t); why != "" {
+			out[i] = t + " (withheld: " + why + ")"
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// dropMessage is a log handler that leaves out the records whose message
+// is msg.
+type dropMessage struct {
+	slog.Handler
+	msg string
+}
+
+// Handle passes r on unless its message is the dropped one.
+func (d dropMessage) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == d.msg {
+		return nil
+	}
+	return d.Handler.Handle(ctx, r)
+}
+
+// WithAttrs keeps dropping in the derived handler.
+func (d dropMessage) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return dropMessage{Handler: d.Handler.WithAttrs(attrs), msg: d.msg}
+}
+
+// WithGroup keeps dropping in the derived handler.
+func (d dropMessage) WithGroup(name string) slog.Handler {
+	return dropMessage{Handler: d.Handler.WithGroup(name), msg: d.msg}
 }

@@ -48,12 +48,15 @@ such as --timeout or --max-cost being reached).`,
   ava run --offline --json "hello"`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFlags(a, cmd); err != nil {
+				return err
+			}
 			return runOnce(cmd.Context(), a, o, strings.Join(args, " "))
 		},
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.json, "json", false, "print a machine-readable result")
-	f.BoolVar(&o.yes, "yes", false, "confirm every subagent spawn the orchestrator proposes")
+	f.BoolVar(&o.yes, "yes", false, "no effect yet: accepted for forward compatibility (spawn confirmation is not built, so spawns are not confirmed)")
 	f.BoolVar(&o.offline, "offline", false, "use the offline scripted demo model (no network, no key)")
 	f.StringVar(&o.model, "model", "", "model as provider/model or an alias: haiku, sonnet, opus (default $AVA_MODEL)")
 	f.StringVar(&o.session, "session", "", "continue this session key (default: a new ava:cli:… session)")

@@ -42,6 +42,9 @@ the subagent succeeded and 1 otherwise.`,
   ava spawn --role researcher --model haiku --max-cost 10 --wait --json "what is WAL mode in SQLite?"`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFlags(a, cmd); err != nil {
+				return err
+			}
 			if !o.wait {
 				return withHint(errors.New("a background spawn needs the daemon (ava serve), which is not part of this version"),
 					"add --wait to run the subagent in this process")

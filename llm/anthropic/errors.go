@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -89,7 +88,7 @@ func toAPIError(e *anthropic.Error) *llm.APIError {
 		}
 	}
 	if e.Response != nil {
-		out.RetryAfter = parseRetryAfter(e.Response.Header, time.Now())
+		out.RetryAfter = llm.ParseRetryAfter(e.Response.Header, time.Now())
 	}
 	return out
 }
@@ -117,31 +116,4 @@ func errorMessage(e *anthropic.Error) string {
 		return msg
 	}
 	return http.StatusText(e.StatusCode)
-}
-
-// parseRetryAfter reads the wait a server asked for: retry-after-ms
-// (milliseconds), else Retry-After in seconds or as an HTTP date. Zero
-// means none, or none that parses.
-func parseRetryAfter(h http.Header, now time.Time) time.Duration {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs <= 0 {
-			return 0
-		}
-		return time.Duration(secs * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
-	}
-	return 0
 }

@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -180,7 +178,7 @@ func (p *Provider) apiError(status int, h http.Header, msg string, body []byte) 
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
-	return &llm.APIError{Provider: p.name, StatusCode: status, RetryAfter: parseRetryAfter(h, time.Now()), Message: msg}
+	return &llm.APIError{Provider: p.name, StatusCode: status, RetryAfter: llm.ParseRetryAfter(h, time.Now()), Message: msg}
 }
 
 // wireError is the error object OpenAI-compatible servers send, in an
@@ -243,45 +241,4 @@ func inferStatus(typ string, code json.RawMessage) int {
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError
-}
-
-// maxRetryAfter caps a server's requested wait; llm.RetryPolicy caps it
-// further.
-const maxRetryAfter = 24 * time.Hour
-
-// parseRetryAfter reads retry-after-ms (milliseconds, as OpenAI sends it)
-// or Retry-After (seconds or an HTTP date); zero when absent or invalid.
-func parseRetryAfter(h http.Header, now time.Time) time.Duration {
-	if h == nil {
-		return 0
-	}
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if d, ok := scaled(v, time.Millisecond); ok {
-			return d
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if d, ok := scaled(v, time.Second); ok {
-		return d
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return min(t.Sub(now), maxRetryAfter)
-	}
-	return 0
-}
-
-// scaled parses a non-negative decimal count of unit.
-func scaled(v string, unit time.Duration) (time.Duration, bool) {
-	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-	if err != nil || math.IsNaN(f) || f < 0 {
-		return 0, false
-	}
-	d := f * float64(unit)
-	if d > float64(maxRetryAfter) {
-		return maxRetryAfter, true
-	}
-	return time.Duration(d), true
 }

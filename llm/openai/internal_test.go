@@ -2,43 +2,10 @@ package openai
 
 import (
 	"encoding/json"
-	"net/http"
 	"testing"
-	"time"
 
 	"github.com/avaagent/ava/llm"
 )
-
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	cases := []struct {
-		name   string
-		header map[string]string
-		want   time.Duration
-	}{
-		{"absent", nil, 0},
-		{"seconds", map[string]string{"Retry-After": "3"}, 3 * time.Second},
-		{"fractional seconds", map[string]string{"Retry-After": "1.5"}, 1500 * time.Millisecond},
-		{"http date", map[string]string{"Retry-After": now.Add(10 * time.Second).Format(http.TimeFormat)}, 10 * time.Second},
-		{"date in the past", map[string]string{"Retry-After": now.Add(-time.Minute).Format(http.TimeFormat)}, 0},
-		{"milliseconds win", map[string]string{"Retry-After-Ms": "250", "Retry-After": "3"}, 250 * time.Millisecond},
-		{"bad ms falls back", map[string]string{"Retry-After-Ms": "soon", "Retry-After": "2"}, 2 * time.Second},
-		{"garbage", map[string]string{"Retry-After": "later"}, 0},
-		{"negative", map[string]string{"Retry-After": "-4"}, 0},
-		{"huge is capped", map[string]string{"Retry-After": "1e300"}, maxRetryAfter},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			h := http.Header{}
-			for k, v := range c.header {
-				h.Set(k, v)
-			}
-			if got := parseRetryAfter(h, now); got != c.want {
-				t.Errorf("parseRetryAfter(%v) = %v, want %v", c.header, got, c.want)
-			}
-		})
-	}
-}
 
 func TestInferStatus(t *testing.T) {
 	cases := []struct {

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// rolesFixture is a data root with one custom role listing tools no
+// subagent gets and one role file that does not load.
+func rolesFixture(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "agents")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"keeper.md": "---\nname: keeper\ntools: [memory_read, memory_write, spawn_subagent]\nmodel: haiku\n---\nkeep notes\n",
+		"broken.md": "---\nname: broken\ntools: [teleport]\n---\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func TestRolesShowsWithheldToolsAndReportsBadFilesOnce(t *testing.T) {
+	app, out, errb := newLogsTestApp(rolesFixture(t))
+	if code := Main(context.Background(), []string{"roles"}, app); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var keeper string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, "keeper ") {
+			keeper = line
+		}
+	}
+	for _, want := range []string{"memory_read,", "memory_write (withheld: subagents never write memory)", "spawn_subagent (withheld: subagents never spawn or manage subagents)"} {
+		if !strings.Contains(keeper, want) {
+			t.Errorf("keeper line lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(keeper, "memory_read (withheld") {
+		t.Errorf("memory_read marked withheld: %q", keeper)
+	}
+	if n := strings.Count(errb.String(), "broken.md"); n != 1 {
+		t.Errorf("broken.md reported %d times, want once:\n%s", n, errb.String())
+	}
+}
