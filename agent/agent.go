@@ -17,14 +17,15 @@
 // such as a parallel group's) bound each model call before it is made:
 //
 //   - The call's input cost is estimated (the provider's count is only
-//     known after the call). The first request counts its UTF-8 bytes
-//     (system prompt, message text, tool input and output, tool
-//     definitions) at 4 per token, plus 4 tokens per message and 400 when
-//     tools are offered, priced at the model's highest input rate (its
-//     cache-write rate where it has one). A later request is the previous
-//     request as the provider counted and charged it, plus the bytes added
-//     since at the tokens per byte the provider reported for the previous
-//     request, priced at the highest input rate.
+//     known after the call). What the provider counted for the previous
+//     request of the run is taken at its count and the rate it was
+//     charged; what was added since (all of it on the first call: system
+//     prompt, messages, tool definitions) is estimated by character class,
+//     meant to be at or above what byte-pair tokenizers count: a token per
+//     4 ASCII letters of a word, per 3 digits of a number, per symbol, per
+//     2 non-ASCII bytes and per run of line breaks, plus 4 tokens a message
+//     and 400 when tools are offered; it is priced at the model's highest
+//     input rate (its cache-write rate where it has one).
 //   - Its output is bounded by setting the request's output limit
 //     (llm.Request.MaxTokens) to what the rest buys at the model's output
 //     price, never above the configured limit (8192 when none is
@@ -37,8 +38,10 @@
 //     settled with what it did cost, so that runs sharing it never
 //     together exceed it.
 //
-// A run can therefore end above its cap only by the estimate's error on
-// input tokens (see docs/caps.md). A run whose recorded cost ends above
+// Provided the provider honours the output limit, a run can therefore end
+// above its cap only by the estimate's shortfall on the input tokens added
+// since the previous call, or on the rate of a prefix the provider charged
+// as a cache read last time and not this time (see docs/caps.md). A run whose recorded cost ends above
 // its cap, or whose final answer was cut by the cost bound, ends
 // cost_exceeded with the text it got; a response that asks for tools is
 // checked against the cap before the tools run. Models with no known
