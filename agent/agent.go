@@ -6,14 +6,51 @@
 //
 // Limits each end the run with their own status (see Status): the
 // wall-clock timeout, the cost cap, the token cap and the iteration cap.
-// A limit is checked at the point where it can be known: the timeout
-// cancels the run's context (aborting the model stream and every running
-// tool); the cost and token caps are checked after every model response
-// that asks for more work (a final answer that crosses a cap is kept: it
-// is already paid for), and each response's output is capped at what is
-// left of the token cap; the iteration cap counts model calls. A tool that fails, an unknown
-// tool name, or arguments that are not valid JSON go back to the model as
-// an error result; they never end the run.
+// The timeout cancels the run's context (aborting the model stream and
+// every running tool); the iteration cap counts model calls; the token
+// cap is checked after every response that asks for more work, and each
+// response's output is capped at what is left of it.
+//
+// # Cost
+//
+// The cost cap (Limits.MaxCostCents) and a shared Budget (Config.Budget,
+// such as a parallel group's) bound each model call before it is made:
+//
+//   - The call's input cost is estimated (the provider's count is only
+//     known after the call). What the provider counted for the previous
+//     request of the run is taken at its count and the rate it was
+//     charged; what was added since (all of it on the first call: system
+//     prompt, messages, tool definitions) is estimated by character class,
+//     meant to be at or above what byte-pair tokenizers count: a token per
+//     4 ASCII letters of a word, per 3 digits of a number, per symbol, per
+//     2 non-ASCII bytes and per run of line breaks, plus 4 tokens a message
+//     and 400 when tools are offered; it is priced at the model's highest
+//     input rate (its cache-write rate where it has one).
+//   - Its output is bounded by setting the request's output limit
+//     (llm.Request.MaxTokens) to what the rest buys at the model's output
+//     price, never above the configured limit (8192 when none is
+//     configured). Under a cost bound the limit is always sent, since some
+//     providers have none by default; thinking is turned off for a call
+//     whose limit leaves no room for its thinking budget.
+//   - A call that cannot fit (its estimated input plus 16 output tokens
+//     is more than is left) is not made: the run ends cost_exceeded.
+//   - The shared Budget reserves what the call may cost at most and is
+//     settled with what it did cost, so that runs sharing it never
+//     together exceed it.
+//
+// Provided the provider honours the output limit, a run can therefore end
+// above its cap only by the estimate's shortfall on the input tokens added
+// since the previous call, or on the rate of a prefix the provider charged
+// as a cache read last time and not this time (see docs/caps.md). A run whose recorded cost ends above
+// its cap, or whose final answer was cut by the cost bound, ends
+// cost_exceeded with the text it got; a response that asks for tools is
+// checked against the cap before the tools run. Models with no known
+// price (llm.Model.Priced false, or all prices zero) are not bounded by
+// cost: their calls are counted as free.
+//
+// A tool that fails, an unknown tool name, or arguments that are not
+// valid JSON go back to the model as an error result; they never end the
+// run.
 package agent
 
 import (
@@ -57,6 +94,9 @@ type Config struct {
 	User string
 	// ParentAgent is the agent that started this one, for event metadata.
 	ParentAgent string
+	// Budget is a cost budget shared with other runs (a parallel group's);
+	// nil means only Limits.MaxCostCents bounds the run's cost.
+	Budget Budget
 	// Publisher receives every event; nil publishes nowhere.
 	Publisher event.Publisher
 	// Clock is the time source (tests); nil is time.Now.
@@ -217,6 +257,7 @@ type run struct {
 	cost  float64
 	iter  int
 	text  string
+	seen  inputSeen // the previous request's input, as the provider counted it
 }
 
 // loop iterates until an answer (nil) or an ending error.
@@ -228,7 +269,7 @@ func (r *run) loop() error {
 		}
 		r.iter++
 		r.a.update(func(s *Snapshot) { s.Iteration = r.iter })
-		resp, err := r.callModel()
+		resp, plan, err := r.callModel()
 		if err != nil {
 			return err
 		}
@@ -238,7 +279,10 @@ func (r *run) loop() error {
 		}
 		calls := resp.Message.ToolCalls()
 		if len(calls) == 0 {
-			return r.a.publishErr()
+			if err := r.a.publishErr(); err != nil {
+				return err
+			}
+			return r.overCapAtEnd(plan, resp)
 		}
 		if err := r.overBudget(); err != nil {
 			return err
@@ -271,21 +315,30 @@ func (r *run) overBudget() error {
 	return nil
 }
 
-// callModel streams one model turn, publishing deltas, thinking, the
-// answer's text and the cost.
-func (r *run) callModel() (*llm.Response, error) {
+// callModel bounds one model turn by what is left (see plan), streams it,
+// and publishes deltas, thinking, the answer's text and the cost.
+func (r *run) callModel() (*llm.Response, *callPlan, error) {
 	a := r.a
-	a.activity(fmt.Sprintf("calling %s (iteration %d)", a.cfg.Model.Name(), r.iter))
 	req := &llm.Request{Model: a.cfg.Model.ID, System: a.cfg.System, Messages: r.msgs,
-		Tools: r.defs, MaxTokens: r.outputCap(), ThinkingBudget: a.cfg.ThinkingBudget}
-	resp, err := a.cfg.Model.Provider.Stream(r.ctx, req, r.onDelta)
+		Tools: r.defs, ThinkingBudget: a.cfg.ThinkingBudget}
+	plan, err := r.plan(req)
 	if err != nil {
 		if r.ctx.Err() != nil {
-			return nil, context.Cause(r.ctx)
+			return nil, nil, context.Cause(r.ctx)
 		}
-		return nil, fmt.Errorf("model %s: %w", a.cfg.Model.Name(), err)
+		return nil, nil, err
 	}
-	r.account(resp)
+	a.activity(fmt.Sprintf("calling %s (iteration %d)", a.cfg.Model.Name(), r.iter))
+	resp, err := a.cfg.Model.Provider.Stream(r.ctx, req, r.onDelta)
+	if err != nil {
+		plan.settle(0)
+		if r.ctx.Err() != nil {
+			return nil, nil, context.Cause(r.ctx)
+		}
+		return nil, nil, fmt.Errorf("model %s: %w", a.cfg.Model.Name(), err)
+	}
+	plan.settle(r.account(resp))
+	r.observe(plan, resp.Usage)
 	for _, b := range resp.Message.Content {
 		if b.Type == llm.BlockThinking && b.Text != "" {
 			a.emit(event.New(event.ExtendedThinking, event.ThinkingContent{Thinking: b.Text}))
@@ -296,13 +349,8 @@ func (r *run) callModel() (*llm.Response, error) {
 		ev.Meta = event.Meta{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, ModelID: a.cfg.Model.Name()}
 		a.emit(ev)
 	}
-	return resp, nil
+	return resp, plan, nil
 }
-
-// assumedOutputLimit is taken as the provider's own output limit when none
-// is configured: the token cap lowers a response's limit only below it, so
-// a large cap never asks a model for more output than it allows.
-const assumedOutputLimit = 4096
 
 // outputCap is the response's output limit: the configured one (0: the
 // provider's default), lowered to what is left of the token cap.
@@ -312,7 +360,7 @@ func (r *run) outputCap() int {
 		left := max(capTokens-r.usage.Total(), 1)
 		limit := out
 		if limit == 0 {
-			limit = assumedOutputLimit
+			limit = defaultOutputLimit
 		}
 		if left < limit {
 			out = left
@@ -321,8 +369,9 @@ func (r *run) outputCap() int {
 	return out
 }
 
-// account adds a response's usage and cost and publishes a CostUpdate.
-func (r *run) account(resp *llm.Response) {
+// account adds a response's usage and cost, publishes a CostUpdate and
+// returns the response's cost.
+func (r *run) account(resp *llm.Response) float64 {
 	a := r.a
 	cost := a.cfg.Model.Price.Cost(resp.Usage)
 	r.usage = r.usage.Add(resp.Usage)
@@ -338,6 +387,7 @@ func (r *run) account(resp *llm.Response) {
 	ev.Meta = event.Meta{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
 		CostCents: cost, ModelID: a.cfg.Model.Name()}
 	a.emit(ev)
+	return cost
 }
 
 // onDelta publishes a streamed piece of the turn.

@@ -174,7 +174,6 @@ func TestParallelToolCallsRunConcurrently(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
-	price := llm.Price{Input: 100_000, Output: 100_000} // 0.1¢ a token
 	slow := providerFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -186,7 +185,7 @@ func TestLimits(t *testing.T) {
 		want   agent.Status
 	}{
 		{"timeout", llm.Model{Provider: slow, ID: "m"}, agent.Limits{Timeout: 50 * time.Millisecond}, agent.StatusTimeout},
-		{"cost", llm.Model{Provider: alwaysTools(llm.Usage{InputTokens: 100}), ID: "m", Price: price, Priced: true}, agent.Limits{MaxCostCents: 25}, agent.StatusCostExceeded},
+		{"cost", llm.Model{Provider: alwaysTools(llm.Usage{InputTokens: 1000}), ID: "m", Price: llm.Price{Input: 1000, Output: 1000}, Priced: true}, agent.Limits{MaxCostCents: 2.5}, agent.StatusCostExceeded},
 		{"tokens", llm.Model{Provider: alwaysTools(llm.Usage{InputTokens: 100, OutputTokens: 10}), ID: "m"}, agent.Limits{MaxTokens: 500}, agent.StatusTokensExceeded},
 		{"iterations", llm.Model{Provider: alwaysTools(llm.Usage{}), ID: "m"}, agent.Limits{MaxIterations: 4}, agent.StatusIterationsExceeded},
 	}
@@ -199,8 +198,8 @@ func TestLimits(t *testing.T) {
 			if c.name == "iterations" && res.Iterations != 4 {
 				t.Fatalf("iterations %d, want 4", res.Iterations)
 			}
-			if c.name == "cost" && (res.CostCents < 25 || res.CostCents > 35) {
-				t.Fatalf("cost %.1f: the cap must stop the run at the first response over it", res.CostCents)
+			if c.name == "cost" && res.CostCents != 2 {
+				t.Fatalf("cost %.2f¢: the cap must stop the run before the call that would cross it (1¢ a call, 2.5¢ cap)", res.CostCents)
 			}
 		})
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/avaagent/ava/agent"
-	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/tool"
 )
@@ -24,9 +23,11 @@ type GroupRequest struct {
 	Parent     tool.Caller
 	User       string
 	Background bool
-	// BudgetCents is the group's aggregate cost cap: when the members
-	// together reach it, every member still running ends with
-	// cost_exceeded. Zero means only each member's own cap.
+	// BudgetCents is the group's aggregate cost cap: each member's model
+	// call reserves what it may cost from it first (see Group.Reserve), so
+	// the members together never spend more; a member whose next call
+	// cannot fit ends with cost_exceeded. Zero means only each member's
+	// own cap.
 	BudgetCents float64
 	// Timeout is the group's combined wall-clock limit; zero means only
 	// each member's own.
@@ -43,10 +44,12 @@ type Group struct {
 	budget float64
 	done   chan struct{}
 
-	mu      sync.Mutex
-	spent   float64
-	handles []*Handle
-	results []Result
+	mu       sync.Mutex
+	spent    float64
+	reserved float64       // set aside by members' calls in flight
+	freed    chan struct{} // closed and replaced when a reservation settles
+	handles  []*Handle
+	results  []Result
 }
 
 // MaxGroupSize bounds one group.
@@ -65,7 +68,8 @@ func (m *Manager) SpawnGroup(ctx context.Context, req GroupRequest) (*Group, err
 	if req.BudgetCents < 0 || req.Timeout < 0 {
 		return nil, fmt.Errorf("spawn group: budget and timeout must not be negative")
 	}
-	g := &Group{ID: uuid.NewString(), Mode: req.Mode, budget: req.BudgetCents, done: make(chan struct{})}
+	g := &Group{ID: uuid.NewString(), Mode: req.Mode, budget: req.BudgetCents, done: make(chan struct{}),
+		freed: make(chan struct{})}
 	g.ctx, g.cancel = context.WithCancelCause(m.ctx)
 	if req.Timeout > 0 {
 		var stop context.CancelFunc
@@ -222,35 +226,62 @@ func (g *Group) SpentCents() float64 {
 	return g.spent
 }
 
-// watch returns a publisher that counts members' costs against the
-// group's budget on their way to p.
-func (g *Group) watch(p event.Publisher) event.Publisher {
-	return groupPublisher{g: g, next: p}
+// sharedBudget is the shared budget a member's agent loop reserves from
+// before each model call: the group itself when it has a budget, else nil.
+func (g *Group) sharedBudget() agent.Budget {
+	if g == nil || g.budget <= 0 {
+		return nil
+	}
+	return g
 }
 
-type groupPublisher struct {
-	g    *Group
-	next event.Publisher
-}
-
-func (gp groupPublisher) Publish(ev event.Event) (event.Event, error) {
-	if ev.Type == event.CostUpdate {
-		var c event.CostContent
-		if ev.Decode(&c) == nil {
-			gp.g.charge(c.CostCents)
+// Reserve implements agent.Budget: a member's call sets aside what it may
+// cost at most, so that the members together never spend more than the
+// group's budget. A call gets all it wants when that is left. When less
+// is left and other calls hold reservations, it waits for them to settle
+// (they usually give most of theirs back) rather than be cut short; when
+// nothing is held, it gets what is left if that is at least least, and is
+// refused with agent.ErrCostExceeded otherwise. So when the budget is
+// tight, members' calls go one at a time.
+func (g *Group) Reserve(ctx context.Context, want, least float64) (float64, func(float64), error) {
+	for {
+		g.mu.Lock()
+		left := g.budget - g.spent - g.reserved
+		if left >= want || g.reserved <= 0 && left >= least {
+			granted := min(want, left)
+			g.reserved += granted
+			g.mu.Unlock()
+			return granted, g.settler(granted), nil
+		}
+		if g.reserved <= 0 {
+			spent := g.spent
+			g.mu.Unlock()
+			return 0, nil, fmt.Errorf("%w: the group spent %.4f¢ of its %.2f¢ budget; the next call needs at least %.4f¢",
+				agent.ErrCostExceeded, spent, g.budget, least)
+		}
+		freed := g.freed
+		g.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return 0, nil, context.Cause(ctx)
 		}
 	}
-	return gp.next.Publish(ev)
 }
 
-// charge adds a member's cost and stops the group at its budget.
-func (g *Group) charge(cents float64) {
-	g.mu.Lock()
-	g.spent += cents
-	over := g.budget > 0 && g.spent >= g.budget
-	spent := g.spent
-	g.mu.Unlock()
-	if over {
-		g.cancel(fmt.Errorf("%w: the group spent %.2f¢ of its %.2f¢ budget", agent.ErrCostExceeded, spent, g.budget))
+// settler returns the settle function of a reservation of granted cents:
+// it releases the reservation, adds what was spent and wakes the calls
+// waiting for budget. Calls after the first do nothing.
+func (g *Group) settler(granted float64) func(float64) {
+	var once sync.Once
+	return func(spent float64) {
+		once.Do(func() {
+			g.mu.Lock()
+			g.reserved -= granted
+			g.spent += spent
+			close(g.freed)
+			g.freed = make(chan struct{})
+			g.mu.Unlock()
+		})
 	}
 }

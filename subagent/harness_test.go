@@ -105,7 +105,10 @@ func newHarness(t *testing.T, script string, adjust func(*subagent.Options), ext
 		t.Fatal(err)
 	}
 	rec := &recorder{Provider: scripted.NewWithScript(s)}
-	cat := llm.NewCatalog(llm.Prices{"t": {Input: 100_000, Output: 100_000}})
+	// 0.01¢ a token: a scripted call of 100 input and 10 output tokens
+	// costs 1.1¢, and a first request (~750 tokens by the loop's
+	// estimate) fits a 50¢ cap.
+	cat := llm.NewCatalog(llm.Prices{"t": {Input: 10_000, Output: 10_000}})
 	cat.Add(rec, map[string]string{"haiku": "t", "sonnet": "t", "opus": "t"})
 	var tools []tool.Tool
 	have := map[string]bool{}

@@ -89,7 +89,8 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		Caller:         tool.Caller{AgentID: h.id, SessionKey: h.SessionKey(), Subagent: true, Workspace: m.opt.Workspace, User: h.req.User},
 		User:           h.req.User,
 		ParentAgent:    h.req.Parent.AgentID,
-		Publisher:      h.publisher(),
+		Budget:         h.req.group.sharedBudget(),
+		Publisher:      h.m.opt.Hub,
 		Clock:          m.now,
 		Logger:         m.log.With("subagent", h.id),
 	})
@@ -341,15 +342,6 @@ func (h *Handle) lifecycle(e audit.LifecycleEntry) {
 	if err := h.m.opt.Lifecycle.Append(h.req.Parent.SessionKey, e); err != nil {
 		h.m.log.Error("lifecycle entry not recorded", "id", h.id, "type", e.EventType, "err", err)
 	}
-}
-
-// publisher is where the subagent's own events go: the hub, through the
-// group's budget watch for a group member.
-func (h *Handle) publisher() event.Publisher {
-	if h.req.group != nil {
-		return h.req.group.watch(h.m.opt.Hub)
-	}
-	return h.m.opt.Hub
 }
 
 // publishParent publishes ev in the parent's session as the parent agent.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -168,7 +169,7 @@ func TestEachLimitEndsWithItsOwnStatus(t *testing.T) {
 		want   agent.Status
 	}{
 		{"timeout", slow, subagent.Config{Timeout: 0.05}, agent.StatusTimeout},
-		{"cost", loopScript, subagent.Config{MaxCostCents: 25}, agent.StatusCostExceeded},
+		{"cost", loopScript, subagent.Config{MaxCostCents: 5}, agent.StatusCostExceeded},
 		{"tokens", loopScript, subagent.Config{MaxTokens: 300}, agent.StatusTokensExceeded},
 		{"iterations", loopScript, subagent.Config{MaxIterations: 3}, agent.StatusIterationsExceeded},
 	}
@@ -259,7 +260,7 @@ func mustJSON(v any) json.RawMessage {
 func TestParallelGroupWithAggregateBudget(t *testing.T) {
 	h := newHarness(t, loopScript, nil)
 	cfgs := []subagent.Config{{Role: "web_crawler", Task: "a"}, {Role: "web_crawler", Task: "b"}, {Role: "web_crawler", Task: "c"}}
-	g, err := h.m.SpawnGroup(context.Background(), subagent.GroupRequest{Configs: cfgs, Mode: subagent.ModeParallel, Parent: parent, BudgetCents: 60})
+	g, err := h.m.SpawnGroup(context.Background(), subagent.GroupRequest{Configs: cfgs, Mode: subagent.ModeParallel, Parent: parent, BudgetCents: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,10 +275,14 @@ func TestParallelGroupWithAggregateBudget(t *testing.T) {
 			t.Errorf("member %s: %s (%s), want cost_exceeded", r.SubagentID, r.Status, r.Error)
 		}
 	}
-	// Each response costs 11¢; the group stops at its 60¢ budget, well
-	// before the members' own 50¢ caps would (150¢ together).
-	if spent := g.SpentCents(); spent < 60 || spent > 100 {
-		t.Fatalf("group spent %.1f¢", spent)
+	// Each response costs 1.1¢; the group stops at its 20¢ budget, well
+	// before the members' own 50¢ caps would, and never above it.
+	var sum float64
+	for _, r := range rs {
+		sum += r.CostCents
+	}
+	if spent := g.SpentCents(); spent > 20 || spent < 15 || math.Abs(spent-sum) > 1e-9 {
+		t.Fatalf("group spent %.4f¢ (members %.4f¢) of 20¢", spent, sum)
 	}
 	runs, _ := h.store.ListRuns(context.Background(), store.RunFilter{ParentSession: parent.SessionKey})
 	for _, r := range runs {
@@ -386,13 +391,19 @@ func TestStalledIsFlaggedNotKilled(t *testing.T) {
 func TestSessionBudgetCapsCost(t *testing.T) {
 	h := newHarness(t, loopScript, nil)
 	ctx := context.Background()
-	h.store.SetSessionBudget(ctx, parent.SessionKey, 30)
+	h.store.SetSessionBudget(ctx, parent.SessionKey, 3)
 	hd := h.spawn(t, subagent.Config{Role: "web_crawler", Task: "x", MaxCostCents: 500})
-	if l := hd.Limits(); l.MaxCostCents != 30 {
-		t.Fatalf("cost cap %.1f, want the session's 30¢ left", l.MaxCostCents)
+	if l := hd.Limits(); l.MaxCostCents != 3 {
+		t.Fatalf("cost cap %.1f, want the session's 3¢ left", l.MaxCostCents)
 	}
-	if r := wait(t, hd); r.Status != agent.StatusCostExceeded {
-		t.Fatalf("status %s", r.Status)
+	if r := wait(t, hd); r.Status != agent.StatusCostExceeded || r.CostCents > 3 {
+		t.Fatalf("status %s, cost %.4f¢ of the session's 3¢", r.Status, r.CostCents)
+	}
+	// The run stopped before the call that would cross the budget; spend
+	// the rest, and the next spawn is refused.
+	s, _ := h.store.GetSession(ctx, parent.SessionKey)
+	if err := h.store.AddSessionSpend(ctx, parent.SessionKey, s.BudgetCents-s.SpentCents); err != nil {
+		t.Fatal(err)
 	}
 	_, err := h.m.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "web_crawler", Task: "y"}, Parent: parent})
 	if !errors.Is(err, subagent.ErrBudget) {

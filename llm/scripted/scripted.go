@@ -31,6 +31,13 @@
 // `error: "message"` to fail that call (for tests of error handling). When a
 // conversation runs out of turns the model answers that its script has
 // ended.
+//
+// Like a real provider, the model honours the request's output limit
+// (llm.Request.MaxTokens): a turn whose output tokens (scripted, or
+// estimated) exceed it is cut there, its text shortened to about four
+// characters a token, its tool calls dropped, with stop reason
+// max_tokens. Scripted input usage is reported as written, whatever the
+// request holds.
 package scripted
 
 import (
@@ -44,6 +51,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -281,12 +289,20 @@ func (p *Provider) play(ctx context.Context, req *llm.Request, turn Turn, onDelt
 			onDelta(d)
 		}
 	}
+	text := strings.NewReplacer("{{last_result}}", lastResult(req.Messages), "{{input}}", firstUserText(req.Messages)).Replace(turn.Text)
+	u := usage(req, turn, text)
+	stop := llm.StopEndTurn
+	if len(turn.ToolCalls) > 0 {
+		stop = llm.StopToolUse
+	}
+	if req.MaxTokens > 0 && u.OutputTokens > req.MaxTokens {
+		text, turn.ToolCalls, u.OutputTokens, stop = cut(text, req.MaxTokens), nil, req.MaxTokens, llm.StopMaxTokens
+	}
 	msg := llm.Message{Role: llm.RoleAssistant}
 	if turn.Thinking != "" {
 		emit(llm.Delta{Type: llm.DeltaThinking, Text: turn.Thinking})
 		msg.Content = append(msg.Content, llm.Block{Type: llm.BlockThinking, Text: turn.Thinking, Signature: "scripted"})
 	}
-	text := strings.NewReplacer("{{last_result}}", lastResult(req.Messages), "{{input}}", firstUserText(req.Messages)).Replace(turn.Text)
 	if text != "" {
 		for i := 0; i < len(text); i += p.ChunkSize {
 			if err := ctx.Err(); err != nil {
@@ -304,11 +320,20 @@ func (p *Provider) play(ctx context.Context, req *llm.Request, turn Turn, onDelt
 		emit(llm.Delta{Type: llm.DeltaToolCall, ToolName: tc.Name})
 		msg.Content = append(msg.Content, llm.Block{Type: llm.BlockToolCall, ToolCallID: fmt.Sprintf("call_%d_%d", len(req.Messages), i+1), ToolName: tc.Name, Input: args})
 	}
-	stop := llm.StopEndTurn
-	if len(turn.ToolCalls) > 0 {
-		stop = llm.StopToolUse
+	return &llm.Response{Message: msg, Usage: u, StopReason: stop, Model: req.Model}, nil
+}
+
+// cut shortens text to what maxTokens output tokens hold at about four
+// characters a token, on a character boundary.
+func cut(text string, maxTokens int) string {
+	n := maxTokens * 4
+	if len(text) <= n {
+		return text
 	}
-	return &llm.Response{Message: msg, Usage: usage(req, turn, text), StopReason: stop, Model: req.Model}, nil
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return text[:n]
 }
 
 func (tc ToolCall) json() (json.RawMessage, error) {

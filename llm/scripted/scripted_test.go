@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/llm/scripted"
@@ -81,5 +82,27 @@ func TestBadScriptsNameTheProblem(t *testing.T) {
 	}
 	if _, err := scripted.Load("demo"); err != nil {
 		t.Errorf("built-in demo: %v", err)
+	}
+}
+
+// A turn longer than the request's output limit is cut there, as a real
+// provider cuts it.
+func TestOutputLimitCutsTheTurn(t *testing.T) {
+	s, err := scripted.Parse("t", []byte("turns:\n  - text: \""+strings.Repeat("é", 50)+"\"\n    tool_calls: [{name: x}]\n    usage: {input: 10, output: 5000}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := scripted.NewWithScript(s).Stream(context.Background(), &llm.Request{MaxTokens: 7, Messages: []llm.Message{llm.UserText("go")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := resp.Message.TextContent()
+	if resp.StopReason != llm.StopMaxTokens || resp.Usage.OutputTokens != 7 || len(resp.Message.ToolCalls()) != 0 ||
+		len(text) > 28 || !utf8.ValidString(text) || text == "" {
+		t.Fatalf("stop %s usage %+v text %q (%d bytes)", resp.StopReason, resp.Usage, text, len(text))
+	}
+	resp, _ = scripted.NewWithScript(s).Stream(context.Background(), &llm.Request{Messages: []llm.Message{llm.UserText("go")}}, nil)
+	if resp.StopReason != llm.StopToolUse || resp.Usage.OutputTokens != 5000 {
+		t.Fatalf("no limit: stop %s usage %+v", resp.StopReason, resp.Usage)
 	}
 }
