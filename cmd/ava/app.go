@@ -140,7 +140,7 @@ func Main(ctx context.Context, args []string, app *App) int {
 	code := 1
 	if errors.As(err, &ee) {
 		code = ee.code
-	} else if !app.started && isUsageError(err) {
+	} else if (!app.started || isRequiredFlagError(err)) && isUsageError(err) {
 		code = 2
 	}
 	if !errors.Is(err, errSilent) {
@@ -198,4 +198,10 @@ AVA_DATA_ROOT, …), the optional file $AVA_DATA_ROOT/config.yaml, and flags.`,
 		newRolesCmd(app),
 	)
 	return root
+}
+
+// isRequiredFlagError reports cobra's missing required flag error, which
+// it checks after the pre-run hooks have marked the command started.
+func isRequiredFlagError(err error) bool {
+	return strings.HasPrefix(err.Error(), "required flag(s)")
 }

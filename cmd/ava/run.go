@@ -5,18 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
-	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/app"
-	"github.com/avaagent/ava/event"
-	"github.com/avaagent/ava/orchestrator"
-	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava/channel/terminal"
+	"github.com/avaagent/ava/session"
 )
 
 type runOptions struct {
@@ -93,48 +90,47 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 	if offline && !o.json {
 		fmt.Fprintf(a.Stderr, "[offline] answering with the scripted model %s: no network, not a real model\n", model.Name())
 	}
-	tools, err := in.OrchestratorTools(ctx)
-	if err != nil {
-		return err
+	key := o.session
+	if key == "" {
+		key = "ava:cli:" + uuid.NewString()[:8]
 	}
-	session := o.session
-	if session == "" {
-		session = "ava:cli:" + uuid.NewString()[:8]
-	}
-	orch := orchestrator.New(orchestrator.Config{
-		Model: model, Tools: tools, Hub: in.Hub, Sessions: in.Store, History: in.History(), Workspace: cfg.Workspace, Offline: offline, Logger: a.Logger(),
-		Limits: agent.Limits{Timeout: o.timeout, MaxCostCents: o.maxCost, MaxTokens: o.maxToken, MaxIterations: o.maxIter},
-	})
-	if o.budget > 0 {
-		if err := in.Store.SetSessionBudget(ctx, session, o.budget); err != nil {
-			return err
-		}
-	}
-	last, err := in.Hub.Journal(session).LastSeq()
+	last, err := in.Sessions.LastSeq(key)
 	if err != nil {
 		return err
 	}
 	printed := make(chan struct{})
-	sub := in.Hub.Subscribe(session, last)
+	sub := in.Sessions.Subscribe(key, last)
 	pctx, stopPrint := context.WithCancel(ctx)
 	go func() {
 		defer close(printed)
-		printLive(pctx, sub, a, o.json)
+		terminal.PrintTurn(pctx, sub, a.Stdout, a.Stderr, o.json)
 	}()
-	res, askErr := orch.Ask(ctx, session, a.Getenv("USER"), message)
-	waitBackground(ctx, a, in, session, o.json)
-	in.Hub.Forget(session)
+	turn, err := in.Sessions.Send(ctx, key, message, session.SendOptions{User: a.Getenv("USER"), Model: model.Name(), Budget: o.budget,
+		Limits: session.Limits{Timeout: o.timeout, MaxCostCents: o.maxCost, MaxTokens: o.maxToken, MaxIterations: o.maxIter}})
+	if err != nil {
+		stopPrint()
+		<-printed
+		return err
+	}
+	res, askErr := turn.Wait(ctx)
+	if ctx.Err() != nil {
+		// Ctrl-C: stop the turn and its subagents, and record how they ended.
+		_, _ = in.Sessions.Stop(key)
+		res, askErr = turn.Wait(context.Background())
+	}
+	waitBackground(ctx, a, in, key, o.json)
+	in.Sessions.Forget(key)
 	<-printed
 	stopPrint()
 	if o.json {
-		b, _ := json.MarshalIndent(orchestrator.JSON(res, session, model, offline), "", "  ")
+		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintln(a.Stdout, string(b))
 	}
 	if askErr != nil {
 		return askErr
 	}
-	if res.Status != agent.StatusSuccess {
-		return withHint(fmt.Errorf("run ended with status %s: %v", res.Status, res.Err), statusHint(res.Status))
+	if res.Status != session.StatusSuccess {
+		return withHint(fmt.Errorf("run ended with status %s: %s", res.Status, res.Error), statusHint(res.Status))
 	}
 	return nil
 }
@@ -143,24 +139,23 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 // this process is their only home, so it must not exit under them. Their
 // results are stored in the session for its next message.
 func waitBackground(ctx context.Context, a *App, in *app.Instance, session string, quiet bool) {
-	var waiting []*subagent.Handle
-	for _, h := range in.Subagent.List(false) {
-		if h.Parent() == session {
-			waiting = append(waiting, h)
-		}
-	}
+	waiting := in.Sessions.Subagents(session)
 	if len(waiting) == 0 {
 		return
 	}
 	if !quiet {
 		fmt.Fprintf(a.Stderr, "[waiting for %d background subagent(s); Ctrl-C stops them]\n", len(waiting))
 	}
+	if ctx.Err() != nil {
+		// Interrupted already: they are being stopped with the turn.
+		ctx = context.Background()
+	}
 	for _, h := range waiting {
 		if _, err := h.Wait(ctx); err != nil {
 			h.Cancel()
 		}
 		if !quiet {
-			fmt.Fprintln(a.Stderr, subagent.StatusLine(h.Status()))
+			fmt.Fprintln(a.Stderr, terminal.SubagentLine(h))
 		}
 	}
 	if !quiet {
@@ -168,73 +163,17 @@ func waitBackground(ctx context.Context, a *App, in *app.Instance, session strin
 	}
 }
 
-func statusHint(s agent.Status) string {
+func statusHint(s string) string {
 	switch s {
-	case agent.StatusTimeout:
+	case "timeout":
 		return "raise the limit with --timeout"
-	case agent.StatusCostExceeded:
+	case "cost_exceeded":
 		return "raise the cap with --max-cost (cents)"
-	case agent.StatusTokensExceeded:
+	case "tokens_exceeded":
 		return "raise the cap with --max-tokens"
-	case agent.StatusIterationsExceeded:
+	case "iterations_exceeded":
 		return "raise the cap with --max-iterations"
 	}
 	return ""
 }
 
-// printLive streams the session's answer to stdout (unless quiet) and its
-// tool activity to stderr, until the session's journal closes.
-func printLive(ctx context.Context, sub *event.Subscription, a *App, quiet bool) {
-	wroteText, endsWithNewline := false, true
-	for {
-		evs, err := sub.Next(ctx)
-		if err != nil {
-			if wroteText && !endsWithNewline && !quiet {
-				io.WriteString(a.Stdout, "\n")
-			}
-			return
-		}
-		for _, ev := range evs {
-			if quiet {
-				continue
-			}
-			switch ev.Type {
-			case event.TextDelta:
-				var c event.TextContent
-				if ev.Decode(&c) == nil && c.Text != "" {
-					io.WriteString(a.Stdout, c.Text)
-					wroteText, endsWithNewline = true, strings.HasSuffix(c.Text, "\n")
-				}
-			case event.Retry:
-				var c event.RetryContent
-				_ = ev.Decode(&c)
-				fmt.Fprintf(a.Stderr, "\n[retrying model call, attempt %d: %s]\n", c.Attempt, c.Error)
-			case event.ToolCall:
-				var c event.ToolCallContent
-				_ = ev.Decode(&c)
-				fmt.Fprintf(a.Stderr, "[tool] %s %s\n", c.Name, shorten(string(c.Args), 120))
-			case event.SubagentSpawn, event.SubagentComplete:
-				var c struct {
-					Role       string `json:"role"`
-					SubagentID string `json:"subagentId"`
-				}
-				_ = ev.Decode(&c)
-				if line := subagent.EventLine(c.Role, ev); line != "" {
-					fmt.Fprintf(a.Stderr, "%s [%s]\n", line, c.SubagentID)
-				}
-			case event.AssistantMessage:
-				if wroteText && !endsWithNewline {
-					io.WriteString(a.Stdout, "\n")
-					endsWithNewline = true
-				}
-			}
-		}
-	}
-}
-
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}

@@ -1,0 +1,74 @@
+// Package terminal renders a session's events for a terminal: the
+// answer as it streams, tool and subagent activity as status lines.
+package terminal
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/subagent"
+)
+
+// PrintTurn streams the session's answer to stdout (unless quiet) and its
+// tool and subagent activity to stderr, until ctx is done or the
+// session's stream closes.
+func PrintTurn(ctx context.Context, sub *event.Subscription, stdout, stderr io.Writer, quiet bool) {
+	wroteText, endsWithNewline := false, true
+	for {
+		evs, err := sub.Next(ctx)
+		if err != nil {
+			if wroteText && !endsWithNewline && !quiet {
+				io.WriteString(stdout, "\n")
+			}
+			return
+		}
+		for _, ev := range evs {
+			if quiet {
+				continue
+			}
+			switch ev.Type {
+			case event.TextDelta:
+				var c event.TextContent
+				if ev.Decode(&c) == nil && c.Text != "" {
+					io.WriteString(stdout, c.Text)
+					wroteText, endsWithNewline = true, strings.HasSuffix(c.Text, "\n")
+				}
+			case event.Retry:
+				var c event.RetryContent
+				_ = ev.Decode(&c)
+				fmt.Fprintf(stderr, "\n[retrying model call, attempt %d: %s]\n", c.Attempt, c.Error)
+			case event.ToolCall:
+				var c event.ToolCallContent
+				_ = ev.Decode(&c)
+				fmt.Fprintf(stderr, "[tool] %s %s\n", c.Name, shorten(string(c.Args), 120))
+			case event.SubagentSpawn, event.SubagentComplete:
+				var c struct {
+					Role       string `json:"role"`
+					SubagentID string `json:"subagentId"`
+				}
+				_ = ev.Decode(&c)
+				if line := subagent.EventLine(c.Role, ev); line != "" {
+					fmt.Fprintf(stderr, "%s [%s]\n", line, c.SubagentID)
+				}
+			case event.AssistantMessage:
+				if wroteText && !endsWithNewline {
+					io.WriteString(stdout, "\n")
+					endsWithNewline = true
+				}
+			}
+		}
+	}
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// SubagentLine is a subagent's one-line status for the person.
+func SubagentLine(h *subagent.Handle) string { return subagent.StatusLine(h.Status()) }
