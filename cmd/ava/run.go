@@ -176,4 +176,3 @@ func statusHint(s string) string {
 	}
 	return ""
 }
-
