@@ -171,10 +171,9 @@ func messagesTokens(msgs []llm.Message) int {
 func estimateTokens(s string) int {
 	n := 0
 	for i := 0; i < len(s); {
-		c, j := s[i], i+1
-		class := charClass(c)
+		class, j := classOf[s[i]], i+1
 		if class != classSymbol {
-			for j < len(s) && charClass(s[j]) == class {
+			for j < len(s) && classOf[s[j]] == class {
 				j++
 			}
 		}
@@ -195,7 +194,7 @@ func estimateTokens(s string) int {
 
 // Character classes of estimateTokens.
 const (
-	classSpace = iota
+	classSpace uint8 = iota
 	classLetter
 	classDigit
 	classSymbol
@@ -203,21 +202,26 @@ const (
 	classOther
 )
 
-func charClass(c byte) int {
-	switch {
-	case c == ' ' || c == '\t':
-		return classSpace
-	case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-		return classLetter
-	case c >= '0' && c <= '9':
-		return classDigit
-	case c == '\n' || c == '\r':
-		return classBreak
-	case c >= 0x80:
-		return classOther
+// classOf maps each byte to its class.
+var classOf = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c == ' ' || c == '\t':
+			t[c] = classSpace
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			t[c] = classLetter
+		case c >= '0' && c <= '9':
+			t[c] = classDigit
+		case c == '\n' || c == '\r':
+			t[c] = classBreak
+		case c >= 0x80:
+			t[c] = classOther
+		default:
+			t[c] = classSymbol
+		}
 	}
-	return classSymbol
-}
+	return t
+}()
 
 // overCapAtEnd reports a final answer that may not count as success: one
 // whose run ended above its cost cap, or one the cost bound cut short.
