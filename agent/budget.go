@@ -102,6 +102,10 @@ func (r *run) plan(req *llm.Request) (*callPlan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reserve %.4f¢ for a call: %w", least, err)
 		}
+		if granted < least {
+			settle(0)
+			return nil, fmt.Errorf("%w: the shared budget granted %.4f¢ of the %.4f¢ the call needs at least", ErrCostExceeded, granted, least)
+		}
 		allowed, p.settle = granted, settle
 	}
 	req.MaxTokens = ceiling
