@@ -267,8 +267,6 @@ func (r *run) loop() error {
 		if err := r.stopped(); err != nil {
 			return err
 		}
-		r.iter++
-		r.a.update(func(s *Snapshot) { s.Iteration = r.iter })
 		resp, plan, err := r.callModel()
 		if err != nil {
 			return err
@@ -328,6 +326,8 @@ func (r *run) callModel() (*llm.Response, *callPlan, error) {
 		}
 		return nil, nil, err
 	}
+	r.iter++
+	a.update(func(s *Snapshot) { s.Iteration = r.iter })
 	a.activity(fmt.Sprintf("calling %s (iteration %d)", a.cfg.Model.Name(), r.iter))
 	resp, err := a.cfg.Model.Provider.Stream(r.ctx, req, r.onDelta)
 	if err != nil {

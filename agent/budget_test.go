@@ -73,8 +73,8 @@ func TestCallThatCannotFitIsNotMade(t *testing.T) {
 	history := []llm.Message{llm.UserText(strings.Repeat("x", 400_000)), {Role: llm.RoleAssistant, Content: []llm.Block{llm.Text("ok")}}}
 	a := agent.New(agent.Config{Model: llm.Model{Provider: m, ID: "m", Price: haiku, Priced: true}, Limits: agent.Limits{MaxCostCents: 5}})
 	res := a.Run(context.Background(), history, llm.UserText("go"))
-	if res.Status != agent.StatusCostExceeded || len(m.requests()) != 0 || res.CostCents != 0 {
-		t.Fatalf("status %s (%v), %d calls, %.4f¢: 100k input tokens (10¢) must not be sent on a 5¢ cap", res.Status, res.Err, len(m.requests()), res.CostCents)
+	if res.Status != agent.StatusCostExceeded || len(m.requests()) != 0 || res.CostCents != 0 || res.Iterations != 0 {
+		t.Fatalf("status %s (%v), %d calls, %d iterations, %.4f¢: 100k input tokens (10¢) must not be sent on a 5¢ cap", res.Status, res.Err, len(m.requests()), res.Iterations, res.CostCents)
 	}
 	if !strings.Contains(res.Err.Error(), "input tokens") {
 		t.Fatalf("error %q should say what the call needed", res.Err)
@@ -172,5 +172,17 @@ func TestSharedBudgetRefusalEndsTheRunBeforeTheCall(t *testing.T) {
 		Limits: agent.Limits{MaxCostCents: 50}}, context.Background())
 	if res.Status != agent.StatusCostExceeded || len(m.requests()) != 0 || !strings.Contains(res.Err.Error(), "group's 5¢") {
 		t.Fatalf("status %s (%v), %d calls", res.Status, res.Err, len(m.requests()))
+	}
+}
+
+// A budget that grants less than the least a call needs is a refusal: the
+// call is not made and the reservation is released.
+func TestSharedBudgetGrantBelowTheLeastIsARefusal(t *testing.T) {
+	m := &honest{want: 10}
+	b := &fakeBudget{limit: 1e-6}
+	res := run(t, agent.Config{Model: llm.Model{Provider: m, ID: "m", Price: haiku, Priced: true}, Budget: b,
+		Limits: agent.Limits{MaxCostCents: 50}}, context.Background())
+	if res.Status != agent.StatusCostExceeded || len(m.requests()) != 0 || len(b.settled) != 1 || b.settled[0] != 0 {
+		t.Fatalf("status %s (%v), %d calls, settled %v", res.Status, res.Err, len(m.requests()), b.settled)
 	}
 }

@@ -1,6 +1,12 @@
 package agent
 
-import "testing"
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/avaagent/ava/llm"
+)
 
 func TestEstimateTokensByCharacterClass(t *testing.T) {
 	for _, c := range []struct {
@@ -18,5 +24,20 @@ func TestEstimateTokensByCharacterClass(t *testing.T) {
 		if got := estimateTokens(c.in); got != c.want {
 			t.Errorf("estimateTokens(%q) = %d, want %d", c.in, got, c.want)
 		}
+	}
+}
+
+// BenchmarkEstimateFirstRequest is what the cost bound adds before a
+// priced run's first call: a subagent-sized system prompt (~3 KB), task
+// and five tool definitions.
+func BenchmarkEstimateFirstRequest(b *testing.B) {
+	def := llm.ToolDef{Name: "web_search", Description: strings.Repeat("Search the web for a query. ", 5),
+		Schema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"what to search for"}},"required":["query"]}`)}
+	req := &llm.Request{System: strings.Repeat("You are a specialized researcher subagent. Be precise.\n", 55),
+		Messages: []llm.Message{llm.UserText("Begin the task: find five competitors and their prices")},
+		Tools:    []llm.ToolDef{def, def, def, def, def}}
+	r := &run{a: New(Config{Model: llm.Model{Price: llm.Price{Input: 300, Output: 1500}, Priced: true}})}
+	for b.Loop() {
+		r.estimateInput(req)
 	}
 }

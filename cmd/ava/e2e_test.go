@@ -320,7 +320,8 @@ func TestSessionBudget(t *testing.T) {
 	fake := llmfake.NewOpenAI(t, llmfake.Turn{Text: "pricey", Usage: llm.Usage{InputTokens: 1_000_000}})
 	env := map[string]string{"AVA_DATA_ROOT": t.TempDir(), "OPENAI_BASE_URL": fake.URL, "AVA_MODEL": "openai/gpt-4o-mini"}
 	// 1M input tokens of gpt-4o-mini cost 15¢, over a 10¢ budget: the
-	// answer is kept but the run is not a success.
+	// request was tiny, so the loop could not foresee the fake's count,
+	// but a run that ends above its cap is not a success.
 	if _, errOut, code := ava(t, env, "run", "--session", "ava:cli:b", "--budget", "10", "hi"); code != 1 || !strings.Contains(errOut, "cost_exceeded") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
