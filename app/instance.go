@@ -37,7 +37,8 @@ type Instance struct {
 	// Tools are the built-in tools (what roles choose from).
 	Tools    *tool.Registry
 	Subagent *subagent.Manager
-	// Sessions runs every turn of every session (see package session).
+	// Sessions runs every turn of every session (see package session);
+	// nil when opened ReadOnly.
 	Sessions *session.Service
 	// RoleErrors are role files that could not be loaded.
 	RoleErrors []error
@@ -134,6 +135,15 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	if err := in.Subagent.Start(ctx); err != nil {
 		return fmt.Errorf("start subagent manager: %w", err)
 	}
+	if o.readOnly {
+		return nil
+	}
+	return in.openSessions(ctx)
+}
+
+// openSessions starts the session service over the opened parts.
+func (in *Instance) openSessions(ctx context.Context) error {
+	cfg, log := in.Config, in.Log
 	orchTools, err := in.OrchestratorTools(ctx)
 	if err != nil {
 		return fmt.Errorf("orchestrator tools: %w", err)

@@ -63,9 +63,6 @@ func NewHub(log Log, sinks ...Sink) *Hub {
 // (tests).
 func (h *Hub) SetRetain(n int) { h.retain = n }
 
-// Log is the hub's durable record.
-func (h *Hub) Log() Log { return h.log }
-
 // Journal returns the session's in-memory journal, creating it if
 // needed. Its numbering continues from the Log's last number.
 func (h *Hub) Journal(session string) *Journal {
@@ -84,13 +81,6 @@ func (h *Hub) Journal(session string) *Journal {
 // live.
 func (h *Hub) Subscribe(session string, after uint64) *Subscription {
 	return h.Journal(session).Subscribe(after)
-}
-
-// Journals is how many sessions have a journal in memory.
-func (h *Hub) Journals() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.journals)
 }
 
 // Forget drops a session's journal from memory, waking its subscribers

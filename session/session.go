@@ -201,7 +201,7 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 		switch {
 		case opt.Supersede:
 			m.queue = append([]*Turn{t}, m.queue...)
-			s.stopLocked(key, m, ErrSuperseded, false)
+			s.stopLocked(key, m, ErrSuperseded)
 			return t, nil
 		case opt.Queue:
 			m.queue = append(m.queue, t)
@@ -356,24 +356,28 @@ func (s *Service) Stop(key string) (bool, error) {
 			close(q.done)
 		}
 		m.queue = nil
-		s.stopLocked(key, m, ErrStopped, true)
-	} else if s.cfg.CancelSubagentsOnStop && s.cfg.Subagents != nil {
-		running = s.cfg.Subagents.CancelSession(key) > 0
+	}
+	if s.stopLocked(key, m, ErrStopped) > 0 {
+		running = true
 	}
 	return running, nil
 }
 
-// stopLocked cancels m's current turn with cause and, by configuration,
-// the session's subagents (caller holds s.mu).
-func (s *Service) stopLocked(key string, m *main, cause error, subagents bool) {
-	if m.current != nil && m.current.cancel != nil {
+// stopLocked cancels m's current turn (m may be nil) with cause and, by
+// configuration, the session's subagents, and returns how many subagents
+// it cancelled (caller holds s.mu).
+func (s *Service) stopLocked(key string, m *main, cause error) int {
+	if m != nil && m.current != nil && m.current.cancel != nil {
 		m.current.cancel(cause)
 	}
-	if (subagents || errors.Is(cause, ErrSuperseded)) && s.cfg.CancelSubagentsOnStop && s.cfg.Subagents != nil {
-		if n := s.cfg.Subagents.CancelSession(key); n > 0 {
-			s.log.Info("subagents cancelled with their session's turn", "session", key, "count", n, "cause", cause)
-		}
+	if !s.cfg.CancelSubagentsOnStop || s.cfg.Subagents == nil {
+		return 0
 	}
+	n := s.cfg.Subagents.CancelSession(key)
+	if n > 0 {
+		s.log.Info("subagents cancelled with their session's turn", "session", key, "count", n, "cause", cause)
+	}
+	return n
 }
 
 // Subscribe returns a subscription to the session's events after after.

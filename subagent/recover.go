@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/audit"
@@ -84,18 +83,11 @@ func (m *Manager) recoverGone(ctx context.Context) error {
 // long-running process also recovers the runs of one that died after it
 // started.
 func (m *Manager) recoverLoop() {
-	t := time.NewTicker(m.opt.RecoverEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-m.ctx.Done():
-			return
-		case <-t.C:
-			if err := m.Recover(m.ctx); err != nil && m.ctx.Err() == nil {
-				m.log.Error("recover runs of gone processes", "err", err)
-			}
+	m.every(m.opt.RecoverEvery, func() {
+		if err := m.Recover(m.ctx); err != nil && m.ctx.Err() == nil {
+			m.log.Error("recover runs of gone processes", "err", err)
 		}
-	}
+	})
 }
 
 // recordInterrupted writes the end of a run another process left behind:
@@ -109,15 +101,13 @@ func (m *Manager) recordInterrupted(r store.Run) {
 	if r.StartedAt != nil {
 		start = *r.StartedAt
 	}
-	own := func(ev event.Event) {
+	for _, ev := range endEvents(agent.StatusInterrupted, r.Error, r.Model, event.Meta{}) {
 		ev.Session, ev.Agent, ev.Time = r.SessionKey, r.ShortID, end
 		ev.Meta.ParentAgentID = r.ParentAgent
 		if _, err := m.opt.Hub.Publish(ev); err != nil {
 			m.log.Error("record interrupted run", "id", r.ShortID, "err", err)
 		}
 	}
-	own(event.New(event.Error, event.ErrorContent{Error: r.Error, Fatal: true}))
-	own(event.New(event.SessionEnd, event.SessionContent{Status: store.StatusInterrupted, Model: r.Model}))
 	res := Result{SubagentID: r.ShortID, Status: agent.StatusInterrupted, TokensUsed: r.Tokens, CostCents: r.CostCents,
 		DurationSeconds: end.Sub(start).Seconds(), Iterations: r.Iterations, Summary: interruptedSummary}
 	if r.ParentSession == "" {

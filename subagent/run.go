@@ -302,21 +302,34 @@ func (h *Handle) endEntry(r Result, res agent.Result, start time.Time) audit.Lif
 	return e
 }
 
-// publishEnd ends the turn in the subagent's own stream, so that its
-// trace says how it ended: an Error event for every ending but success
-// (the loop already published one for StatusError), then SessionEnd.
+// publishEnd ends the turn in the subagent's own stream (see endEvents).
+// The loop already published the Error event of StatusError.
 func (h *Handle) publishEnd(res agent.Result) {
-	if res.Status != agent.StatusSuccess && res.Status != agent.StatusError {
-		msg := string(res.Status)
+	msg := ""
+	if res.Status != agent.StatusError {
+		msg = string(res.Status)
 		if res.Err != nil {
 			msg = fmt.Sprintf("%s: %v", res.Status, res.Err)
 		}
-		h.publishOwn(event.New(event.Error, event.ErrorContent{Error: msg, Fatal: true}))
 	}
-	end := event.New(event.SessionEnd, event.SessionContent{Status: string(res.Status), Model: h.model.Name()})
-	end.Meta = event.Meta{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostCents: res.CostCents,
+	meta := event.Meta{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostCents: res.CostCents,
 		ModelID: h.model.Name(), DurationMs: res.Duration.Milliseconds()}
-	h.publishOwn(end)
+	for _, ev := range endEvents(res.Status, msg, h.model.Name(), meta) {
+		h.publishOwn(ev)
+	}
+}
+
+// endEvents are the last events of a subagent's own stream, so that its
+// trace says how it ended: an Error event (when errMsg is set) for every
+// ending but success, then SessionEnd with the status and meta.
+func endEvents(status agent.Status, errMsg, model string, meta event.Meta) []event.Event {
+	var evs []event.Event
+	if status != agent.StatusSuccess && errMsg != "" {
+		evs = append(evs, event.New(event.Error, event.ErrorContent{Error: errMsg, Fatal: true}))
+	}
+	end := event.New(event.SessionEnd, event.SessionContent{Status: string(status), Model: model})
+	end.Meta = meta
+	return append(evs, end)
 }
 
 // publishOwn publishes ev in the subagent's own session as the subagent.

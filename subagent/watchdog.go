@@ -10,15 +10,19 @@ import (
 // no tool progress) for StallAfter: slow is fine, stuck is flagged. A
 // flagged subagent is not killed; the flag clears when it moves again.
 func (m *Manager) watchdog() {
-	every := max(m.opt.StallAfter/4, 10*time.Millisecond)
-	t := time.NewTicker(every)
+	m.every(max(m.opt.StallAfter/4, 10*time.Millisecond), m.checkStalls)
+}
+
+// every calls fn every d until the manager closes.
+func (m *Manager) every(d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-m.ctx.Done():
 			return
 		case <-t.C:
-			m.checkStalls()
+			fn()
 		}
 	}
 }

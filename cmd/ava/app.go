@@ -32,9 +32,9 @@ type App struct {
 
 	cfg    *config.Config
 	logger *slog.Logger
-	// started is set once cobra has parsed and checked the flags and
-	// arguments and is about to run a command: an error after that is
-	// never a usage error, whatever its text.
+	// started is set when a command's RunE begins, after cobra has
+	// parsed and checked the flags, arguments and required flags: an
+	// error after that is never a usage error, whatever its text.
 	started bool
 }
 
@@ -140,7 +140,7 @@ func Main(ctx context.Context, args []string, app *App) int {
 	code := 1
 	if errors.As(err, &ee) {
 		code = ee.code
-	} else if (!app.started || isRequiredFlagError(err)) && isUsageError(err) {
+	} else if !app.started && isUsageError(err) {
 		code = 2
 	}
 	if !errors.Is(err, errSilent) {
@@ -181,12 +181,6 @@ OPENROUTER_API_KEY, OPENAI_API_KEY, OPENAI_BASE_URL, AVA_MODEL,
 AVA_DATA_ROOT, …), the optional file $AVA_DATA_ROOT/config.yaml, and flags.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		// Runs (for every subcommand without a hook of its own) after
-		// the flags and arguments were checked: errors from here on
-		// are failures, exit 1, even when their text looks like
-		// cobra's (an OS error "invalid argument", a path containing
-		// "accepts ").
-		PersistentPreRun: func(*cobra.Command, []string) { app.started = true },
 	}
 	root.PersistentFlags().StringVar(&app.dataRoot, "data-root", "", "data root (default $AVA_DATA_ROOT, else $XDG_DATA_HOME/ava or ~/.local/share/ava)")
 	root.PersistentFlags().StringVar(&app.workspace, "workspace", "", "folder the file and shell tools work in (default $AVA_WORKSPACE, else the current directory)")
@@ -197,11 +191,23 @@ AVA_DATA_ROOT, …), the optional file $AVA_DATA_ROOT/config.yaml, and flags.`,
 		newSpawnCmd(app),
 		newRolesCmd(app),
 	)
+	markStarted(app, root)
 	return root
 }
 
-// isRequiredFlagError reports cobra's missing required flag error, which
-// it checks after the pre-run hooks have marked the command started.
-func isRequiredFlagError(err error) bool {
-	return strings.HasPrefix(err.Error(), "required flag(s)")
+// markStarted wraps every command's RunE so that it first marks the app
+// started: cobra calls RunE only after checking flags, arguments and
+// required flags, so errors from there on are failures (exit 1) even
+// when their text looks like cobra's (an OS error "invalid argument", a
+// path containing "accepts ").
+func markStarted(app *App, cmd *cobra.Command) {
+	if run := cmd.RunE; run != nil {
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			app.started = true
+			return run(c, args)
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		markStarted(app, sub)
+	}
 }

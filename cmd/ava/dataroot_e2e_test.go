@@ -211,18 +211,11 @@ func avaInMountNS(t *testing.T, root, prepare, check string, args ...string) (st
 	script := "set -e\n" + prepare + "\nset +e\n\"$0\" \"$@\"\nrc=$?\n" + check + "\nexit $rc\n"
 	cmd := exec.Command("unshare", append([]string{"-m", "sh", "-c", script, avaBin}, args...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AVA_DATA_ROOT=" + root, "AVA_WORKSPACE=" + t.TempDir()}
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	stdout, stderr, code = runCmd(t, cmd)
 	if code == 98 {
-		t.Fatalf("check failed:\n%s", e.String())
+		t.Fatalf("check failed:\n%s", stderr)
 	}
-	return o.String(), e.String(), code
+	return stdout, stderr, code
 }
 
 // TestDataRootReadOnlyOrFullDisk covers the cases that need a real

@@ -40,6 +40,12 @@ func ava(t *testing.T, env map[string]string, args ...string) (stdout, stderr st
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd and returns what it printed and its exit code.
+func runCmd(t *testing.T, cmd *exec.Cmd) (stdout, stderr string, code int) {
+	t.Helper()
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()

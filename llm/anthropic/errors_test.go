@@ -276,16 +276,9 @@ func TestConnectionRefused(t *testing.T) {
 // The provider reads Retry-After by the shared rule of llm.ParseRetryAfter:
 // an absurd wait is capped, not overflowed into a negative duration.
 func TestRetryAfterUsesSharedRule(t *testing.T) {
-	for _, v := range []string{"2.5", "-3", "1e300", "Inf"} {
+	llmfake.CheckRetryAfter(t, func(v string) error {
 		srv := llmfake.NewAnthropic(t, llmfake.Turn{Status: http.StatusTooManyRequests, RetryAfter: v})
 		_, err := newProvider(t, srv).Stream(context.Background(), userRequest("hi"), nil)
-		var apiErr *llm.APIError
-		if !errors.As(err, &apiErr) {
-			t.Fatalf("Retry-After %q: err = %v, want *llm.APIError", v, err)
-		}
-		want := llm.ParseRetryAfter(http.Header{"Retry-After": {v}}, time.Now())
-		if apiErr.RetryAfter != want || apiErr.RetryAfter < 0 {
-			t.Errorf("Retry-After %q: got %v, want %v", v, apiErr.RetryAfter, want)
-		}
-	}
+		return err
+	})
 }
