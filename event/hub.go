@@ -76,6 +76,20 @@ func (h *Hub) Journal(session string) *Journal {
 	return j
 }
 
+// Fresh declares a session its caller knows has no stored events yet (a
+// subagent whose ID was just drawn free): its first number is 1, without
+// reading the Log on the way to the first event. Should the Log hold
+// events after all, the first publish meets ErrSeqTaken and numbers on
+// from the Log, so a wrong guess costs a retry, never a reused number.
+func (h *Hub) Fresh(session string) {
+	j := h.Journal(session)
+	j.pub.Lock()
+	defer j.pub.Unlock()
+	if !j.loaded {
+		j.next, j.loaded = 1, true
+	}
+}
+
 // Subscribe returns a subscription to the session's events after
 // sequence number after (0: from the first), replayed from the Log, then
 // live.

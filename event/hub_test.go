@@ -268,3 +268,20 @@ func TestAuditJSONShape(t *testing.T) {
 		t.Fatalf("round trip: %+v %v", back, err)
 	}
 }
+
+// Fresh skips the Log read for a session believed new; a wrong belief
+// costs a retry, never a reused number.
+func TestFreshSessionThatIsNotNew(t *testing.T) {
+	log := event.NewMemoryLog()
+	pub(t, event.NewHub(log), "s", 3)
+	h := event.NewHub(log)
+	h.Fresh("s")
+	ev, err := h.Publish(event.Event{Session: "s", Type: event.UserMessage})
+	if err != nil || ev.Seq != 4 {
+		t.Fatalf("#%d %v, want #4", ev.Seq, err)
+	}
+	h.Fresh("new")
+	if ev, err := h.Publish(event.Event{Session: "new", Type: event.UserMessage}); err != nil || ev.Seq != 1 {
+		t.Fatalf("new session: #%d %v", ev.Seq, err)
+	}
+}

@@ -379,6 +379,7 @@ func (m *Manager) drawID() string { return m.ids.draw() }
 // the path to the subagent's first request.
 func (m *Manager) register(h *Handle) {
 	h.uuid = uuid.NewString()
+	m.opt.Hub.Fresh(h.SessionKey())
 }
 
 // Get returns the handle of a run of this process by short ID or unique

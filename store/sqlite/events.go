@@ -37,9 +37,12 @@ func (s *Store) AppendEvent(ctx context.Context, ev event.Event) error {
 	if err != nil {
 		return fmt.Errorf("append event to %s: %w", ev.Session, err)
 	}
+	stmt, err := s.eventInsert(ctx)
+	if err != nil {
+		return fmt.Errorf("append event to %s: %w", ev.Session, err)
+	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO events (session_key, seq, type, agent, time, line) VALUES (?, ?, ?, ?, ?, ?)`,
-			ev.Session, int64(ev.Seq), string(ev.Type), ev.Agent, toNS(ev.Time), string(line))
+		_, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, ev.Session, int64(ev.Seq), string(ev.Type), ev.Agent, toNS(ev.Time), string(line))
 		return err
 	})
 	if isUniqueViolation(err) {
@@ -49,6 +52,18 @@ func (s *Store) AppendEvent(ctx context.Context, ev event.Event) error {
 		return fmt.Errorf("append event #%d to %s: %w", ev.Seq, ev.Session, err)
 	}
 	return nil
+}
+
+// eventInsert returns the prepared insert of AppendEvent.
+func (s *Store) eventInsert(ctx context.Context) (*sql.Stmt, error) {
+	s.insertEventOnce.Do(func() {
+		s.insertEvent, s.insertEventErr = s.writer.PrepareContext(ctx,
+			`INSERT INTO events (session_key, seq, type, agent, time, line) VALUES (?, ?, ?, ?, ?, ?)`)
+	})
+	if s.insertEventErr != nil {
+		return nil, fmt.Errorf("prepare event insert: %w", s.insertEventErr)
+	}
+	return s.insertEvent, nil
 }
 
 // ReadEvents returns up to limit (0: all) of the session's events

@@ -72,6 +72,12 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	// insertEvent is AppendEvent's statement, prepared once on the
+	// writer (it runs for every kept event).
+	insertEventOnce sync.Once
+	insertEvent     *sql.Stmt
+	insertEventErr  error
+
 	// Group commit for write: see write.
 	wmu     sync.Mutex
 	wqueue  []*writeReq
@@ -277,6 +283,9 @@ func (s *Store) closePools() error {
 		if err := s.reader.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store readers %s: %w", s.path, err))
 		}
+	}
+	if s.insertEvent != nil {
+		_ = s.insertEvent.Close()
 	}
 	if s.writer != nil {
 		if err := s.writer.Close(); err != nil {
