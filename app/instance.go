@@ -218,8 +218,12 @@ type redactedLog struct {
 	redactor *audit.Redactor
 }
 
-// AppendEvent implements event.Log.
-func (l redactedLog) AppendEvent(ctx context.Context, ev event.Event) error {
-	ev.Content = l.redactor.Redact(ev.Content)
-	return l.Log.AppendEvent(ctx, ev)
+// AppendEvents implements event.Log.
+func (l redactedLog) AppendEvents(ctx context.Context, evs []event.Event) error {
+	out := make([]event.Event, len(evs))
+	for i, ev := range evs {
+		ev.Content = l.redactor.Redact(ev.Content)
+		out[i] = ev
+	}
+	return l.Log.AppendEvents(ctx, out)
 }

@@ -131,26 +131,78 @@ func (h *Hub) Publish(ev Event) (Event, error) {
 	ev.Time = ev.Time.UTC()
 	ev.Seq = 0
 	j := h.Journal(ev.Session)
-	j.pub.Lock()
-	defer j.pub.Unlock()
 	if !ev.Type.Kept() {
 		j.append(ev)
 		return ev, nil
 	}
-	if err := j.store(&ev); err != nil {
-		return ev, fmt.Errorf("publish %s to %s: %w", ev.Type, ev.Session, err)
+	p := &pending{ev: ev, done: make(chan error, 1)}
+	j.qmu.Lock()
+	j.queue = append(j.queue, p)
+	lead := !j.leading
+	j.leading = true
+	j.qmu.Unlock()
+	if lead {
+		j.commitQueued()
 	}
-	var errs []error
-	for _, s := range h.sinks {
-		if err := s.Deliver(ev); err != nil {
-			errs = append(errs, err)
+	err := <-p.done
+	return p.ev, err
+}
+
+// pending is one kept event waiting to be numbered, stored and
+// delivered.
+type pending struct {
+	ev   Event
+	done chan error
+}
+
+// commitQueued is run by the publisher that found no leader: it numbers,
+// stores and delivers the session's queued events, a batch at a time, in
+// order, until the queue is empty. Concurrent publishers to one session
+// so share one store write (group commit) instead of taking turns.
+func (j *Journal) commitQueued() {
+	for {
+		j.qmu.Lock()
+		batch := j.queue
+		j.queue = nil
+		if len(batch) == 0 {
+			j.leading = false
+			j.qmu.Unlock()
+			return
 		}
+		j.qmu.Unlock()
+		j.commit(batch)
 	}
-	j.append(ev)
-	if err := errors.Join(errs...); err != nil {
-		return ev, fmt.Errorf("publish %s #%d to %s: %w", ev.Type, ev.Seq, ev.Session, err)
+}
+
+// commit numbers and stores a batch in one Log write, then hands each
+// event to the sinks and the journal in order and releases its
+// publisher.
+func (j *Journal) commit(batch []*pending) {
+	evs := make([]Event, len(batch))
+	for i, p := range batch {
+		evs[i] = p.ev
 	}
-	return ev, nil
+	if err := j.store(evs); err != nil {
+		for _, p := range batch {
+			p.done <- fmt.Errorf("publish %s to %s: %w", p.ev.Type, j.session, err)
+		}
+		return
+	}
+	for i, p := range batch {
+		p.ev = evs[i]
+		var errs []error
+		for _, s := range j.hub.sinks {
+			if err := s.Deliver(p.ev); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		j.append(p.ev)
+		if err := errors.Join(errs...); err != nil {
+			p.done <- fmt.Errorf("publish %s #%d to %s: %w", p.ev.Type, p.ev.Seq, j.session, err)
+			continue
+		}
+		p.done <- nil
+	}
 }
 
 // ErrClosed is returned by Subscription.Next once a closed journal has
@@ -163,7 +215,11 @@ type Journal struct {
 	hub     *Hub
 	session string
 
-	pub    sync.Mutex // serialises Publish for this session
+	qmu     sync.Mutex // guards queue and leading
+	queue   []*pending // kept events waiting for the leader
+	leading bool       // a publisher is committing the queue
+
+	pub    sync.Mutex // held while numbering and storing
 	loaded bool       // next is known (guarded by pub)
 	next   uint64     // the next number to try (guarded by pub)
 
@@ -183,10 +239,13 @@ func newJournal(h *Hub, session string, retain int) *Journal {
 	return &Journal{hub: h, session: session, retain: retain, wake: make(chan struct{})}
 }
 
-// store numbers ev and writes it to the Log (caller holds j.pub). When
-// another process took the number first, it reloads the last number and
-// tries the next one, so numbers are never reused whoever publishes.
-func (j *Journal) store(ev *Event) error {
+// store numbers evs consecutively and writes them to the Log in one
+// write. When another process took a number first, it reloads the last
+// number and numbers the batch again after it (none of it was delivered
+// yet), so numbers are never reused whoever publishes.
+func (j *Journal) store(evs []Event) error {
+	j.pub.Lock()
+	defer j.pub.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), logTimeout)
 	defer cancel()
 	for attempt := 0; attempt < maxSeqAttempts; attempt++ {
@@ -197,19 +256,20 @@ func (j *Journal) store(ev *Event) error {
 			}
 			j.next, j.loaded = last+1, true
 		}
-		ev.Seq = j.next
-		err := j.hub.log.AppendEvent(ctx, *ev)
+		for i := range evs {
+			evs[i].Seq = j.next + uint64(i)
+		}
+		err := j.hub.log.AppendEvents(ctx, evs)
 		if err == nil {
-			j.next++
+			j.next += uint64(len(evs))
 			return nil
 		}
-		ev.Seq = 0
 		if !errors.Is(err, ErrSeqTaken) {
-			return fmt.Errorf("store event: %w", err)
+			return fmt.Errorf("store events: %w", err)
 		}
 		j.loaded = false
 	}
-	return fmt.Errorf("store event: %w %d times in a row", ErrSeqTaken, maxSeqAttempts)
+	return fmt.Errorf("store events: %w %d times in a row", ErrSeqTaken, maxSeqAttempts)
 }
 
 // append adds ev to the window and wakes subscribers. Appending to a

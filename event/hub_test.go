@@ -204,7 +204,7 @@ func TestTwoHubsOnOneLogNeverReuseNumbers(t *testing.T) {
 
 type failingLog struct{ event.Log }
 
-func (failingLog) AppendEvent(context.Context, event.Event) error { return errors.New("disk full") }
+func (failingLog) AppendEvents(context.Context, []event.Event) error { return errors.New("disk full") }
 
 func TestUnstorableEventIsNotDelivered(t *testing.T) {
 	delivered := 0

@@ -18,10 +18,10 @@ type Log interface {
 	// LastSeq returns the highest sequence number stored for session, 0
 	// if none.
 	LastSeq(ctx context.Context, session string) (uint64, error)
-	// AppendEvent stores ev under ev.Seq. If the session already has an
-	// event with that number it stores nothing and returns an error
-	// wrapping ErrSeqTaken.
-	AppendEvent(ctx context.Context, ev Event) error
+	// AppendEvents stores evs (of one session, numbered in increasing
+	// order) in one write: all of them, or none and an error (wrapping
+	// ErrSeqTaken when a number is taken).
+	AppendEvents(ctx context.Context, evs []Event) error
 	// ReadEvents returns up to limit of the session's events numbered
 	// after after, in order.
 	ReadEvents(ctx context.Context, session string, after uint64, limit int) ([]Event, error)
@@ -48,16 +48,24 @@ func (l *MemoryLog) LastSeq(_ context.Context, session string) (uint64, error) {
 	return evs[len(evs)-1].Seq, nil
 }
 
-// AppendEvent implements Log. Numbers must be appended in increasing
-// order.
-func (l *MemoryLog) AppendEvent(_ context.Context, ev Event) error {
+// AppendEvents implements Log.
+func (l *MemoryLog) AppendEvents(_ context.Context, evs []Event) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	evs := l.sessions[ev.Session]
-	if len(evs) > 0 && evs[len(evs)-1].Seq >= ev.Seq {
-		return ErrSeqTaken
+	for i, ev := range evs {
+		prev := uint64(0)
+		if i > 0 {
+			prev = evs[i-1].Seq
+		} else if have := l.sessions[ev.Session]; len(have) > 0 {
+			prev = have[len(have)-1].Seq
+		}
+		if ev.Seq <= prev {
+			return ErrSeqTaken
+		}
 	}
-	l.sessions[ev.Session] = append(evs, ev)
+	for _, ev := range evs {
+		l.sessions[ev.Session] = append(l.sessions[ev.Session], ev)
+	}
 	return nil
 }
 

@@ -226,7 +226,6 @@ func (m *Manager) spawn(ctx context.Context, req Request) (*Handle, error) {
 // start opens a reserved handle's stream and starts its run.
 func (m *Manager) start(h *Handle) {
 	m.register(h)
-	h.announceSpawn()
 	m.wg.Go(h.run)
 }
 

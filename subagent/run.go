@@ -96,9 +96,10 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	})
 	start := m.now()
 	first := h.begin(a, cancel, start)
-	// Recording the start (store, lifecycle entry, parent event) runs
-	// beside the model call, off the path to the first request; finish
-	// waits for it, so the end is always recorded after the start.
+	// Recording the start (the parent's SubagentSpawn, the run record,
+	// the lifecycle entry) runs beside the model call, off the path to
+	// the first request (and off the spawning caller's loop); finish waits
+	// for it, so the end is always recorded after the start.
 	started := make(chan struct{})
 	m.wg.Go(func() {
 		defer close(started)
@@ -107,6 +108,9 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 			time.Sleep(recordDelay)
 		case <-ctx.Done():
 		case <-time.After(recordDelay):
+		}
+		if first {
+			h.announceSpawn()
 		}
 		h.recordStart(first, start)
 	})
@@ -192,9 +196,8 @@ func (h *Handle) recordStart(first bool, start time.Time) {
 	h.lifecycle(audit.LifecycleEntry{EventType: audit.SubagentStart, StartedAt: start})
 }
 
-// announceSpawn publishes SubagentSpawn in the parent's session, at spawn
-// time so that the parent's record shows it before anything the subagent
-// does.
+// announceSpawn publishes SubagentSpawn in the parent's session when the
+// run starts, before its start is recorded and so before its end.
 func (h *Handle) announceSpawn() {
 	h.publishParent(event.New(event.SubagentSpawn, event.SubagentSpawnContent{SubagentID: h.id, Role: h.role.Name,
 		Task: h.req.Config.Task, Model: h.model.Name(), Mode: string(h.req.mode)}))

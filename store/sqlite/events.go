@@ -24,46 +24,51 @@ func (s *Store) LastSeq(ctx context.Context, session string) (uint64, error) {
 	return uint64(last), nil
 }
 
-// AppendEvent stores ev under its sequence number, or returns an error
-// wrapping event.ErrSeqTaken when the session already has that number.
-func (s *Store) AppendEvent(ctx context.Context, ev event.Event) error {
-	if err := checkKey("event session", ev.Session); err != nil {
-		return fmt.Errorf("append event: %w", err)
+// insertEventSQL stores one event (AppendEvents).
+const insertEventSQL = `INSERT INTO events (session_key, seq, type, agent, time, line) VALUES (?, ?, ?, ?, ?, ?)`
+
+// AppendEvents stores evs under their sequence numbers in one write: all
+// of them, or none and an error, wrapping event.ErrSeqTaken when a number
+// is already taken in its session.
+func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
+	if len(evs) == 0 {
+		return nil
 	}
-	if ev.Seq == 0 || ev.Seq > math.MaxInt64 {
-		return fmt.Errorf("append event to %s: sequence number %d is out of range", ev.Session, ev.Seq)
+	lines := make([]string, len(evs))
+	for i, ev := range evs {
+		if err := checkKey("event session", ev.Session); err != nil {
+			return fmt.Errorf("append event: %w", err)
+		}
+		if ev.Seq == 0 || ev.Seq > math.MaxInt64 {
+			return fmt.Errorf("append event to %s: sequence number %d is out of range", ev.Session, ev.Seq)
+		}
+		line, err := json.Marshal(ev)
+		if err != nil {
+			return fmt.Errorf("append event to %s: %w", ev.Session, err)
+		}
+		lines[i] = string(line)
 	}
-	line, err := json.Marshal(ev)
+	stmt, err := s.prepared(insertEventSQL)
 	if err != nil {
-		return fmt.Errorf("append event to %s: %w", ev.Session, err)
-	}
-	stmt, err := s.eventInsert(ctx)
-	if err != nil {
-		return fmt.Errorf("append event to %s: %w", ev.Session, err)
+		return fmt.Errorf("append events to %s: %w", evs[0].Session, err)
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, ev.Session, int64(ev.Seq), string(ev.Type), ev.Agent, toNS(ev.Time), string(line))
-		return err
+		insert := tx.StmtContext(ctx, stmt)
+		for i, ev := range evs {
+			if _, err := insert.ExecContext(ctx, ev.Session, int64(ev.Seq), string(ev.Type), ev.Agent, toNS(ev.Time), lines[i]); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
+	first, last := evs[0], evs[len(evs)-1]
 	if isUniqueViolation(err) {
-		return fmt.Errorf("append event #%d to %s: %w", ev.Seq, ev.Session, event.ErrSeqTaken)
+		return fmt.Errorf("append events #%d–#%d to %s: %w", first.Seq, last.Seq, first.Session, event.ErrSeqTaken)
 	}
 	if err != nil {
-		return fmt.Errorf("append event #%d to %s: %w", ev.Seq, ev.Session, err)
+		return fmt.Errorf("append events #%d–#%d to %s: %w", first.Seq, last.Seq, first.Session, err)
 	}
 	return nil
-}
-
-// eventInsert returns the prepared insert of AppendEvent.
-func (s *Store) eventInsert(ctx context.Context) (*sql.Stmt, error) {
-	s.insertEventOnce.Do(func() {
-		s.insertEvent, s.insertEventErr = s.writer.PrepareContext(ctx,
-			`INSERT INTO events (session_key, seq, type, agent, time, line) VALUES (?, ?, ?, ?, ?, ?)`)
-	})
-	if s.insertEventErr != nil {
-		return nil, fmt.Errorf("prepare event insert: %w", s.insertEventErr)
-	}
-	return s.insertEvent, nil
 }
 
 // ReadEvents returns up to limit (0: all) of the session's events

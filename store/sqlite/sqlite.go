@@ -72,11 +72,10 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	// insertEvent is AppendEvent's statement, prepared once on the
-	// writer (it runs for every kept event).
-	insertEventOnce sync.Once
-	insertEvent     *sql.Stmt
-	insertEventErr  error
+	// stmts are the statements of every grouped write and every kept
+	// event (hotStatements), prepared on the writer at Open: they are
+	// parsed once instead of per call. Read-only after Open.
+	stmts map[string]*sql.Stmt
 
 	// Group commit for write: see write.
 	wmu     sync.Mutex
@@ -158,6 +157,9 @@ func (s *Store) openPools(ctx context.Context, readConns int) error {
 	}
 	if err := migrate(ctx, w, s.log); err != nil {
 		return describeOpenError(s.path, err)
+	}
+	if err := s.prepareHot(ctx); err != nil {
+		return fmt.Errorf("open store %s: %w", s.path, err)
 	}
 
 	r, err := sql.Open("sqlite", dsn(s.path, true))
@@ -284,8 +286,8 @@ func (s *Store) closePools() error {
 			errs = append(errs, fmt.Errorf("close store readers %s: %w", s.path, err))
 		}
 	}
-	if s.insertEvent != nil {
-		_ = s.insertEvent.Close()
+	for _, st := range s.stmts {
+		_ = st.Close()
 	}
 	if s.writer != nil {
 		if err := s.writer.Close(); err != nil {
@@ -411,20 +413,57 @@ func (s *Store) inSavepoint(tx *sql.Tx, r *writeReq) error {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
-	if _, err := tx.Exec("SAVEPOINT write_call"); err != nil {
+	if err := s.execPrepared(tx, "SAVEPOINT write_call"); err != nil {
 		return fmt.Errorf("savepoint: %w", err)
 	}
 	if err := r.fn(tx); err != nil {
-		if _, rerr := tx.Exec("ROLLBACK TO write_call"); rerr != nil {
+		if rerr := s.execPrepared(tx, "ROLLBACK TO write_call"); rerr != nil {
 			return errors.Join(err, fmt.Errorf("roll back to savepoint: %w", rerr))
 		}
-		_, _ = tx.Exec("RELEASE write_call")
+		_ = s.execPrepared(tx, "RELEASE write_call")
 		return err
 	}
-	if _, err := tx.Exec("RELEASE write_call"); err != nil {
+	if err := s.execPrepared(tx, "RELEASE write_call"); err != nil {
 		return fmt.Errorf("release savepoint: %w", err)
 	}
 	return nil
+}
+
+// hotStatements are prepared at Open (see Store.stmts).
+var hotStatements = []string{"SAVEPOINT write_call", "RELEASE write_call", "ROLLBACK TO write_call", insertEventSQL}
+
+// prepareHot prepares hotStatements on the writer. It runs before any
+// transaction: preparing on the writer inside one would wait for its
+// only connection forever.
+func (s *Store) prepareHot(ctx context.Context) error {
+	s.stmts = make(map[string]*sql.Stmt, len(hotStatements))
+	for _, q := range hotStatements {
+		st, err := s.writer.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", q, err)
+		}
+		s.stmts[q] = st
+	}
+	return nil
+}
+
+// prepared returns one of hotStatements.
+func (s *Store) prepared(query string) (*sql.Stmt, error) {
+	st, ok := s.stmts[query]
+	if !ok {
+		return nil, fmt.Errorf("statement %q is not prepared", query)
+	}
+	return st, nil
+}
+
+// execPrepared runs one of hotStatements, without arguments, in tx.
+func (s *Store) execPrepared(tx *sql.Tx, query string) error {
+	st, err := s.prepared(query)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Stmt(st).Exec()
+	return err
 }
 
 // sqliteCode returns the extended SQLite result code carried by err, or 0.

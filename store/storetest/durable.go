@@ -26,7 +26,7 @@ func testReopenKeepsEverything(t *testing.T, reopen func() store.Store) {
 	must(t, s.AddSessionSpend(ctx(t), key, 2.5))
 	ev := event.New(event.UserMessage, event.TextContent{Text: "hello"})
 	ev.Session, ev.Seq, ev.Agent, ev.Time = key, 1, event.OrchestratorID, time.Now().UTC()
-	must(t, s.AppendEvent(ctx(t), ev))
+	must(t, s.AppendEvents(ctx(t), []event.Event{ev}))
 	msg, err := s.AppendMessage(ctx(t), store.Message{SessionKey: key, Role: store.RoleUser, Text: "hello",
 		Blocks: []byte(`{"role":"user","content":[{"type":"text","text":"hello"}]}`)})
 	must(t, err)

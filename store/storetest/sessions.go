@@ -22,6 +22,7 @@ func sessionCases() []testCase {
 		{"SessionSpendBudget", testSessionSpendBudget},
 		{"EventsNumberedOnce", testEventsNumberedOnce},
 		{"EventsReplay", testEventsReplay},
+		{"EventsBatchAllOrNone", testEventsBatchAllOrNone},
 		{"MessagesOrderAndLimit", testMessagesOrderAndLimit},
 		{"MessagesValidation", testMessagesValidation},
 		{"ConcurrentWriters", testConcurrentWriters},
@@ -96,7 +97,7 @@ func testEventsNumberedOnce(t *testing.T, s store.Store) {
 	for g := range 4 {
 		wg.Go(func() {
 			for seq := uint64(1); seq <= 50; seq++ {
-				err := s.AppendEvent(ctx(t), newEvent(key, seq))
+				err := s.AppendEvents(ctx(t), []event.Event{newEvent(key, seq)})
 				switch {
 				case err == nil:
 					mu.Lock()
@@ -118,15 +119,15 @@ func testEventsNumberedOnce(t *testing.T, s store.Store) {
 		t.Fatalf("LastSeq = %d, %v; want 50", last, err)
 	}
 	// Another session's numbers are its own.
-	must(t, s.AppendEvent(ctx(t), newEvent("ava:cli:other", 1)))
-	wantPlainErr(t, s.AppendEvent(ctx(t), newEvent(key, 0)))
-	wantPlainErr(t, s.AppendEvent(ctx(t), newEvent(key, math.MaxUint64)))
+	must(t, s.AppendEvents(ctx(t), []event.Event{newEvent("ava:cli:other", 1)}))
+	wantPlainErr(t, s.AppendEvents(ctx(t), []event.Event{newEvent(key, 0)}))
+	wantPlainErr(t, s.AppendEvents(ctx(t), []event.Event{newEvent(key, math.MaxUint64)}))
 }
 
 func testEventsReplay(t *testing.T, s store.Store) {
 	const key = "ava:subagent:S-0a0b0c"
 	for seq := uint64(1); seq <= 10; seq++ {
-		must(t, s.AppendEvent(ctx(t), newEvent(key, seq)))
+		must(t, s.AppendEvents(ctx(t), []event.Event{newEvent(key, seq)}))
 	}
 	all, err := s.ReadEvents(ctx(t), key, 0, 0)
 	must(t, err)
@@ -246,5 +247,22 @@ func testConcurrentWriters(t *testing.T, s store.Store) {
 	must(t, err)
 	if sess.SpentCents != n {
 		t.Fatalf("spent %v after %d concurrent 1-cent spends", sess.SpentCents, n)
+	}
+}
+
+// testEventsBatchAllOrNone stores a batch whole or not at all: one taken
+// number refuses the batch with ErrSeqTaken and stores none of it.
+func testEventsBatchAllOrNone(t *testing.T, s store.Store) {
+	const key = "ava:cli:batch"
+	must(t, s.AppendEvents(ctx(t), []event.Event{newEvent(key, 1), newEvent(key, 2)}))
+	err := s.AppendEvents(ctx(t), []event.Event{newEvent(key, 3), newEvent(key, 2)})
+	wantErr(t, err, event.ErrSeqTaken)
+	if last, err := s.LastSeq(ctx(t), key); err != nil || last != 2 {
+		t.Fatalf("LastSeq after a refused batch = %d, %v; want 2", last, err)
+	}
+	must(t, s.AppendEvents(ctx(t), []event.Event{newEvent(key, 3), newEvent(key, 4), newEvent(key, 5)}))
+	evs, err := s.ReadEvents(ctx(t), key, 0, 0)
+	if err != nil || len(evs) != 5 || evs[4].Seq != 5 {
+		t.Fatalf("events %v %v", evs, err)
 	}
 }
