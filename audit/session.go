@@ -11,6 +11,7 @@ import (
 
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/internal/fserr"
+	"github.com/avaagent/ava/internal/groupcommit"
 )
 
 // LifecycleType is the eventType of a session lifecycle entry.
@@ -267,10 +268,13 @@ type SessionLog struct {
 	// Group commit: appenders queue their lines; one of them (the
 	// leader) writes everything queued with one write and one fsync, then
 	// tells each waiter. No entry is reported done before it is synced.
-	mu       sync.Mutex
-	pending  []byte
-	waiters  []chan error
-	flushing bool
+	appends groupcommit.Queue[lineAppend]
+}
+
+// lineAppend is one queued line and where its outcome goes.
+type lineAppend struct {
+	line []byte
+	done chan error
 }
 
 // Path is the session file (sessions/<SanitizeName(key)>.jsonl).
@@ -300,34 +304,20 @@ func (l *SessionLog) Append(e LifecycleEntry) error {
 	}
 	line = append(l.parent.redactor.Redact(line), '\n')
 	done := make(chan error, 1)
-	l.mu.Lock()
-	l.pending = append(l.pending, line...)
-	l.waiters = append(l.waiters, done)
-	lead := !l.flushing
-	l.flushing = true
-	l.mu.Unlock()
-	if lead {
-		l.flushQueued()
-	}
+	l.appends.Add(lineAppend{line: line, done: done}, l.flush)
 	return <-done
 }
 
-// flushQueued writes and syncs batches until the queue is empty.
-func (l *SessionLog) flushQueued() {
-	for {
-		l.mu.Lock()
-		batch, waiters := l.pending, l.waiters
-		l.pending, l.waiters = nil, nil
-		if len(waiters) == 0 {
-			l.flushing = false
-			l.mu.Unlock()
-			return
-		}
-		l.mu.Unlock()
-		err := l.writeSynced(batch)
-		for _, w := range waiters {
-			w <- err
-		}
+// flush writes a batch of lines with one write and one fsync, then
+// tells each appender.
+func (l *SessionLog) flush(batch []lineAppend) {
+	var buf []byte
+	for _, a := range batch {
+		buf = append(buf, a.line...)
+	}
+	err := l.writeSynced(buf)
+	for _, a := range batch {
+		a.done <- err
 	}
 }
 

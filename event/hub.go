@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/avaagent/ava/internal/groupcommit"
 )
 
 // Sink receives every kept event, in sequence order per session, after
@@ -136,14 +138,7 @@ func (h *Hub) Publish(ev Event) (Event, error) {
 		return ev, nil
 	}
 	p := &pending{ev: ev, done: make(chan error, 1)}
-	j.qmu.Lock()
-	j.queue = append(j.queue, p)
-	lead := !j.leading
-	j.leading = true
-	j.qmu.Unlock()
-	if lead {
-		j.commitQueued()
-	}
+	j.queue.Add(p, j.commit)
 	err := <-p.done
 	return p.ev, err
 }
@@ -155,28 +150,10 @@ type pending struct {
 	done chan error
 }
 
-// commitQueued is run by the publisher that found no leader: it numbers,
-// stores and delivers the session's queued events, a batch at a time, in
-// order, until the queue is empty. Concurrent publishers to one session
-// so share one store write (group commit) instead of taking turns.
-func (j *Journal) commitQueued() {
-	for {
-		j.qmu.Lock()
-		batch := j.queue
-		j.queue = nil
-		if len(batch) == 0 {
-			j.leading = false
-			j.qmu.Unlock()
-			return
-		}
-		j.qmu.Unlock()
-		j.commit(batch)
-	}
-}
-
 // commit numbers and stores a batch in one Log write, then hands each
 // event to the sinks and the journal in order and releases its
-// publisher.
+// publisher. Concurrent publishers to one session so share one store
+// write (group commit) instead of taking turns.
 func (j *Journal) commit(batch []*pending) {
 	evs := make([]Event, len(batch))
 	for i, p := range batch {
@@ -215,9 +192,7 @@ type Journal struct {
 	hub     *Hub
 	session string
 
-	qmu     sync.Mutex // guards queue and leading
-	queue   []*pending // kept events waiting for the leader
-	leading bool       // a publisher is committing the queue
+	queue groupcommit.Queue[*pending] // kept events waiting to be stored
 
 	pub    sync.Mutex // held while numbering and storing
 	loaded bool       // next is known (guarded by pub)

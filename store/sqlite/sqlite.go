@@ -37,6 +37,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/avaagent/ava/internal/fserr"
+	"github.com/avaagent/ava/internal/groupcommit"
 	"github.com/avaagent/ava/store"
 )
 
@@ -77,10 +78,8 @@ type Store struct {
 	// parsed once instead of per call. Read-only after Open.
 	stmts map[string]*sql.Stmt
 
-	// Group commit for write: see write.
-	wmu     sync.Mutex
-	wqueue  []*writeReq
-	leading bool
+	// writes is the group commit of write.
+	writes groupcommit.Queue[*writeReq]
 }
 
 var _ store.Store = (*Store)(nil)
@@ -315,14 +314,7 @@ type writeReq struct {
 // returns once the transaction holding its changes has committed.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	s.wmu.Lock()
-	s.wqueue = append(s.wqueue, r)
-	lead := !s.leading
-	s.leading = true
-	s.wmu.Unlock()
-	if lead {
-		s.commitQueued()
-	}
+	s.writes.Add(r, s.commitWrites)
 	return s.describeWriteError(<-r.done)
 }
 
@@ -344,24 +336,13 @@ func (s *Store) describeWriteError(err error) error {
 	return err
 }
 
-// commitQueued commits batches until the queue is empty.
-func (s *Store) commitQueued() {
-	for {
-		s.wmu.Lock()
-		batch := s.wqueue
-		s.wqueue = nil
-		if len(batch) == 0 {
-			s.leading = false
-			s.wmu.Unlock()
-			return
-		}
-		s.wmu.Unlock()
-		if len(batch) == 1 {
-			batch[0].done <- s.writeOne(batch[0].ctx, batch[0].fn)
-			continue
-		}
-		s.commitBatch(batch)
+// commitWrites commits one batch of queued writes.
+func (s *Store) commitWrites(batch []*writeReq) {
+	if len(batch) == 1 {
+		batch[0].done <- s.writeOne(batch[0].ctx, batch[0].fn)
+		return
 	}
+	s.commitBatch(batch)
 }
 
 // writeOne runs one fn in its own transaction.
