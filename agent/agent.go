@@ -62,6 +62,7 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/tool"
 )
@@ -107,7 +108,7 @@ type Config struct {
 
 // Result is how a run ended.
 type Result struct {
-	Status Status
+	Status lifecycle.Status
 	// Text is the final answer, or the last text the model gave.
 	Text string
 	// Messages is the whole conversation: history, input and every turn.
@@ -136,7 +137,7 @@ type Agent struct {
 
 // Snapshot is a run's live status, cheap to read at any time.
 type Snapshot struct {
-	Status     Status
+	Status     lifecycle.Status
 	Iteration  int
 	Usage      llm.Usage
 	Tokens     int
@@ -159,7 +160,7 @@ func New(cfg Config) *Agent {
 	if a.log == nil {
 		a.log = slog.Default()
 	}
-	a.snap.Status = StatusPending
+	a.snap.Status = lifecycle.Pending
 	return a
 }
 
@@ -184,7 +185,7 @@ func (a *Agent) touch() {
 
 // emit publishes ev stamped with this agent's identity. The first
 // publishing error is kept: a run whose events cannot be recorded ends
-// with StatusError rather than go on unrecorded.
+// with lifecycle.Error rather than go on unrecorded.
 func (a *Agent) emit(ev event.Event) {
 	if a.cfg.Publisher == nil {
 		return
@@ -225,7 +226,7 @@ func (a *Agent) activity(text string) {
 func (a *Agent) Run(ctx context.Context, history []llm.Message, input llm.Message) Result {
 	start := a.now()
 	a.update(func(s *Snapshot) {
-		s.Status, s.StartedAt, s.LastProgress = StatusRunning, start, start
+		s.Status, s.StartedAt, s.LastProgress = lifecycle.Running, start, start
 	})
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -240,7 +241,7 @@ func (a *Agent) Run(ctx context.Context, history []llm.Message, input llm.Messag
 	err := r.loop()
 	res := Result{Status: StatusOf(err), Text: r.text, Messages: r.msgs, Usage: r.usage,
 		CostCents: r.cost, Duration: a.now().Sub(start), Iterations: r.iter, Err: err}
-	if res.Status == StatusError {
+	if res.Status == lifecycle.Error {
 		a.emit(event.New(event.Error, event.ErrorContent{Error: err.Error(), Fatal: true}))
 	}
 	a.update(func(s *Snapshot) { s.Status = res.Status })

@@ -14,6 +14,7 @@ import (
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/llm/scripted"
 	"github.com/avaagent/ava/tool"
@@ -102,7 +103,7 @@ turns:
 	}
 	rec := &recorder{}
 	res := run(t, agent.Config{Model: llm.Model{Provider: scripted.NewWithScript(s), ID: "x"}, Tools: registry(t, echoTool()), Publisher: rec}, context.Background())
-	if res.Status != agent.StatusSuccess || res.Text != "done: echo: hi" || res.Iterations != 2 {
+	if res.Status != lifecycle.Success || res.Text != "done: echo: hi" || res.Iterations != 2 {
 		t.Fatalf("got %+v", res)
 	}
 	want := []event.Type{event.UserMessage, event.CostUpdate, event.AssistantMessage, event.ToolCall, event.ToolResult, event.CostUpdate, event.AssistantMessage}
@@ -138,7 +139,7 @@ turns:
 	}
 	boom := tool.NewFunc("boom", "Panics.", func(ctx context.Context, a struct{}) (tool.Result, error) { panic("kaboom") })
 	res := run(t, agent.Config{Model: llm.Model{Provider: scripted.NewWithScript(s), ID: "x"}, Tools: registry(t, echoTool(), boom)}, context.Background())
-	if res.Status != agent.StatusSuccess {
+	if res.Status != lifecycle.Success {
 		t.Fatalf("status %s (%v)", res.Status, res.Err)
 	}
 	results := res.Messages[2].Content
@@ -182,12 +183,12 @@ func TestLimits(t *testing.T) {
 		name   string
 		model  llm.Model
 		limits agent.Limits
-		want   agent.Status
+		want   lifecycle.Status
 	}{
-		{"timeout", llm.Model{Provider: slow, ID: "m"}, agent.Limits{Timeout: 50 * time.Millisecond}, agent.StatusTimeout},
-		{"cost", llm.Model{Provider: alwaysTools(llm.Usage{InputTokens: 1000}), ID: "m", Price: llm.Price{Input: 1000, Output: 1000}, Priced: true}, agent.Limits{MaxCostCents: 2.5}, agent.StatusCostExceeded},
-		{"tokens", llm.Model{Provider: alwaysTools(llm.Usage{InputTokens: 100, OutputTokens: 10}), ID: "m"}, agent.Limits{MaxTokens: 500}, agent.StatusTokensExceeded},
-		{"iterations", llm.Model{Provider: alwaysTools(llm.Usage{}), ID: "m"}, agent.Limits{MaxIterations: 4}, agent.StatusIterationsExceeded},
+		{"timeout", llm.Model{Provider: slow, ID: "m"}, agent.Limits{Timeout: 50 * time.Millisecond}, lifecycle.Timeout},
+		{"cost", llm.Model{Provider: alwaysTools(llm.Usage{InputTokens: 1000}), ID: "m", Price: llm.Price{Input: 1000, Output: 1000}, Priced: true}, agent.Limits{MaxCostCents: 2.5}, lifecycle.CostExceeded},
+		{"tokens", llm.Model{Provider: alwaysTools(llm.Usage{InputTokens: 100, OutputTokens: 10}), ID: "m"}, agent.Limits{MaxTokens: 500}, lifecycle.TokensExceeded},
+		{"iterations", llm.Model{Provider: alwaysTools(llm.Usage{}), ID: "m"}, agent.Limits{MaxIterations: 4}, lifecycle.IterationsExceeded},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -218,7 +219,7 @@ func TestCancelStopsModelAndTools(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	go func() { <-started; cancel(agent.ErrCancelled) }()
 	res := run(t, agent.Config{Model: llm.Model{Provider: scripted.NewWithScript(s), ID: "x"}, Tools: registry(t, hang)}, ctx)
-	if res.Status != agent.StatusCancelled || !stopped.Load() {
+	if res.Status != lifecycle.Cancelled || !stopped.Load() {
 		t.Fatalf("status %s, tool stopped %v", res.Status, stopped.Load())
 	}
 }
@@ -227,7 +228,7 @@ func TestPublishFailureEndsRun(t *testing.T) {
 	rec := &recorder{err: errors.New("disk full")}
 	s, _ := scripted.Parse("t", []byte("turns:\n  - text: hi\n"))
 	res := run(t, agent.Config{Model: llm.Model{Provider: scripted.NewWithScript(s), ID: "x"}, Publisher: rec}, context.Background())
-	if res.Status != agent.StatusError || !strings.Contains(res.Err.Error(), "disk full") {
+	if res.Status != lifecycle.Error || !strings.Contains(res.Err.Error(), "disk full") {
 		t.Fatalf("status %s err %v", res.Status, res.Err)
 	}
 }
@@ -235,7 +236,7 @@ func TestPublishFailureEndsRun(t *testing.T) {
 func TestModelErrorIsStatusError(t *testing.T) {
 	s, _ := scripted.Parse("t", []byte("turns:\n  - error: overloaded\n"))
 	res := run(t, agent.Config{Model: llm.Model{Provider: scripted.NewWithScript(s), ID: "x"}}, context.Background())
-	if res.Status != agent.StatusError || !errors.Is(res.Err, scripted.ErrScripted) {
+	if res.Status != lifecycle.Error || !errors.Is(res.Err, scripted.ErrScripted) {
 		t.Fatalf("status %s err %v", res.Status, res.Err)
 	}
 }
@@ -245,7 +246,7 @@ func TestSnapshotTracksProgress(t *testing.T) {
 	a := agent.New(agent.Config{Model: llm.Model{Provider: scripted.NewWithScript(s), ID: "x"}, Tools: registry(t, echoTool()), Caller: tool.Caller{SessionKey: "k", AgentID: "ava"}})
 	a.Run(context.Background(), nil, llm.UserText("go"))
 	snap := a.Snapshot()
-	if snap.Tokens != 40 || snap.Iteration != 2 || snap.LastTool != "echo" || snap.Status != agent.StatusSuccess {
+	if snap.Tokens != 40 || snap.Iteration != 2 || snap.LastTool != "echo" || snap.Status != lifecycle.Success {
 		t.Fatalf("snapshot %+v", snap)
 	}
 }
@@ -258,7 +259,7 @@ func TestOutputCappedAtWhatIsLeftOfTheTokenCap(t *testing.T) {
 	})
 	res := run(t, agent.Config{Model: llm.Model{Provider: p, ID: "m"}, Tools: registry(t, echoTool()), MaxOutputTokens: 4096,
 		Limits: agent.Limits{MaxTokens: 1000}}, context.Background())
-	if res.Status != agent.StatusTokensExceeded || len(caps) != 3 || caps[0] != 1000 || caps[1] != 600 || caps[2] != 200 {
+	if res.Status != lifecycle.TokensExceeded || len(caps) != 3 || caps[0] != 1000 || caps[1] != 600 || caps[2] != 200 {
 		t.Fatalf("status %s caps %v", res.Status, caps)
 	}
 }

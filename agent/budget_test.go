@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 )
 
@@ -53,7 +54,7 @@ func (h *honest) requests() []llm.Request {
 func TestCostCapBoundsTheAnswersOutput(t *testing.T) {
 	m := &honest{want: 20_000}
 	res := run(t, agent.Config{Model: llm.Model{Provider: m, ID: "m", Price: haiku, Priced: true}, Limits: agent.Limits{MaxCostCents: 3}}, context.Background())
-	if res.Status != agent.StatusCostExceeded || !errors.Is(res.Err, agent.ErrCostExceeded) {
+	if res.Status != lifecycle.CostExceeded || !errors.Is(res.Err, agent.ErrCostExceeded) {
 		t.Fatalf("status %s (%v), want cost_exceeded: the answer was cut by the cap", res.Status, res.Err)
 	}
 	if res.CostCents > 3 || res.CostCents < 2.9 {
@@ -73,7 +74,7 @@ func TestCallThatCannotFitIsNotMade(t *testing.T) {
 	history := []llm.Message{llm.UserText(strings.Repeat("x", 400_000)), {Role: llm.RoleAssistant, Content: []llm.Block{llm.Text("ok")}}}
 	a := agent.New(agent.Config{Model: llm.Model{Provider: m, ID: "m", Price: haiku, Priced: true}, Limits: agent.Limits{MaxCostCents: 5}})
 	res := a.Run(context.Background(), history, llm.UserText("go"))
-	if res.Status != agent.StatusCostExceeded || len(m.requests()) != 0 || res.CostCents != 0 || res.Iterations != 0 {
+	if res.Status != lifecycle.CostExceeded || len(m.requests()) != 0 || res.CostCents != 0 || res.Iterations != 0 {
 		t.Fatalf("status %s (%v), %d calls, %d iterations, %.4f¢: 100k input tokens (10¢) must not be sent on a 5¢ cap", res.Status, res.Err, len(m.requests()), res.Iterations, res.CostCents)
 	}
 	if !strings.Contains(res.Err.Error(), "input tokens") {
@@ -89,7 +90,7 @@ func TestFinalAnswerAboveTheCapIsNotSuccess(t *testing.T) {
 			Message: llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text("answer")}}}, nil
 	})
 	res := run(t, agent.Config{Model: llm.Model{Provider: liar, ID: "m", Price: haiku, Priced: true}, Limits: agent.Limits{MaxCostCents: 3}}, context.Background())
-	if res.Status != agent.StatusCostExceeded || res.Text != "answer" || res.CostCents <= 3 {
+	if res.Status != lifecycle.CostExceeded || res.Text != "answer" || res.CostCents <= 3 {
 		t.Fatalf("status %s text %q cost %.4f¢ (%v)", res.Status, res.Text, res.CostCents, res.Err)
 	}
 }
@@ -98,7 +99,7 @@ func TestFinalAnswerAboveTheCapIsNotSuccess(t *testing.T) {
 func TestUnpricedModelIsNotBoundedByCost(t *testing.T) {
 	m := &honest{want: 20_000}
 	res := run(t, agent.Config{Model: llm.Model{Provider: m, ID: "m"}, Limits: agent.Limits{MaxCostCents: 0.01}}, context.Background())
-	if res.Status != agent.StatusSuccess || m.requests()[0].MaxTokens != 0 {
+	if res.Status != lifecycle.Success || m.requests()[0].MaxTokens != 0 {
 		t.Fatalf("status %s, output limit %d: want success with the provider's default", res.Status, m.requests()[0].MaxTokens)
 	}
 }
@@ -153,7 +154,7 @@ func TestSharedBudgetBoundsEachCallAndIsToldTheCost(t *testing.T) {
 	b := &fakeBudget{limit: 1}
 	res := run(t, agent.Config{Model: llm.Model{Provider: m, ID: "m", Price: haiku, Priced: true}, Budget: b,
 		Limits: agent.Limits{MaxCostCents: 50}}, context.Background())
-	if res.Status != agent.StatusCostExceeded {
+	if res.Status != lifecycle.CostExceeded {
 		t.Fatalf("status %s (%v): the answer was cut by the shared budget", res.Status, res.Err)
 	}
 	if len(b.asked) != 1 || len(b.settled) != 1 || b.settled[0] != res.CostCents || res.CostCents > 1 {
@@ -170,7 +171,7 @@ func TestSharedBudgetRefusalEndsTheRunBeforeTheCall(t *testing.T) {
 	b.err = errors.Join(agent.ErrCostExceeded, errors.New("the group's 5¢ are spent"))
 	res := run(t, agent.Config{Model: llm.Model{Provider: m, ID: "m", Price: haiku, Priced: true}, Budget: b,
 		Limits: agent.Limits{MaxCostCents: 50}}, context.Background())
-	if res.Status != agent.StatusCostExceeded || len(m.requests()) != 0 || !strings.Contains(res.Err.Error(), "group's 5¢") {
+	if res.Status != lifecycle.CostExceeded || len(m.requests()) != 0 || !strings.Contains(res.Err.Error(), "group's 5¢") {
 		t.Fatalf("status %s (%v), %d calls", res.Status, res.Err, len(m.requests()))
 	}
 }
@@ -182,7 +183,7 @@ func TestSharedBudgetGrantBelowTheLeastIsARefusal(t *testing.T) {
 	b := &fakeBudget{limit: 1e-6}
 	res := run(t, agent.Config{Model: llm.Model{Provider: m, ID: "m", Price: haiku, Priced: true}, Budget: b,
 		Limits: agent.Limits{MaxCostCents: 50}}, context.Background())
-	if res.Status != agent.StatusCostExceeded || len(m.requests()) != 0 || len(b.settled) != 1 || b.settled[0] != 0 {
+	if res.Status != lifecycle.CostExceeded || len(m.requests()) != 0 || len(b.settled) != 1 || b.settled[0] != 0 {
 		t.Fatalf("status %s (%v), %d calls, settled %v", res.Status, res.Err, len(m.requests()), b.settled)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/llm/llmfake"
 	"github.com/avaagent/ava/llm/openai"
@@ -105,9 +106,9 @@ type overshoot struct {
 func (o *overshoot) add(res agent.Result, capCents float64) {
 	o.runs++
 	switch res.Status {
-	case agent.StatusSuccess:
+	case lifecycle.Success:
 		o.success++
-	case agent.StatusCostExceeded:
+	case lifecycle.CostExceeded:
 		o.capped++
 	}
 	if d := res.CostCents - capCents; d > 0 {
@@ -180,7 +181,7 @@ func TestCapOvershootOpenAIFake(t *testing.T) {
 			}
 			res := run(t, agent.Config{Model: llm.Model{Provider: p, ID: "gpt-4.1", Price: gpt41, Priced: true},
 				Tools: registry(t, fetchTool()), Limits: agent.Limits{MaxCostCents: sc.capCents}}, context.Background())
-			if res.Status == agent.StatusError {
+			if res.Status == lifecycle.Error {
 				t.Fatal(res.Err)
 			}
 			o.add(res, sc.capCents)

@@ -3,28 +3,9 @@ package agent
 import (
 	"context"
 	"errors"
+
+	"github.com/avaagent/ava/lifecycle"
 )
-
-// Status is how a run stands or how it ended.
-type Status string
-
-// Statuses. Running and Pending are live; the others are final.
-const (
-	StatusPending            Status = "pending"
-	StatusRunning            Status = "running"
-	StatusSuccess            Status = "success"
-	StatusTimeout            Status = "timeout"
-	StatusCostExceeded       Status = "cost_exceeded"
-	StatusTokensExceeded     Status = "tokens_exceeded"
-	StatusIterationsExceeded Status = "iterations_exceeded"
-	StatusCancelled          Status = "cancelled"
-	StatusError              Status = "error"
-	// StatusInterrupted marks a run that was running when its process died.
-	StatusInterrupted Status = "interrupted"
-)
-
-// Final reports whether s is a final status.
-func (s Status) Final() bool { return s != StatusPending && s != StatusRunning && s != "" }
 
 // Cancellation causes. A run's context is cancelled with one of these as
 // its cause (context.WithCancelCause); StatusOf maps them to statuses.
@@ -38,22 +19,22 @@ var (
 
 // StatusOf maps a run's ending error (or its context's cause) to a final
 // status: the one place where causes become statuses. nil is success; an
-// unrecognised error is StatusError; a bare context.Canceled is
-// StatusCancelled and a bare DeadlineExceeded is StatusTimeout.
-func StatusOf(err error) Status {
+// unrecognised error is lifecycle.Error; a bare context.Canceled is
+// lifecycle.Cancelled and a bare DeadlineExceeded is lifecycle.Timeout.
+func StatusOf(err error) lifecycle.Status {
 	switch {
 	case err == nil:
-		return StatusSuccess
+		return lifecycle.Success
 	case errors.Is(err, ErrTimeout), errors.Is(err, context.DeadlineExceeded):
-		return StatusTimeout
+		return lifecycle.Timeout
 	case errors.Is(err, ErrCostExceeded):
-		return StatusCostExceeded
+		return lifecycle.CostExceeded
 	case errors.Is(err, ErrTokensExceeded):
-		return StatusTokensExceeded
+		return lifecycle.TokensExceeded
 	case errors.Is(err, ErrIterationsExceeded):
-		return StatusIterationsExceeded
+		return lifecycle.IterationsExceeded
 	case errors.Is(err, ErrCancelled), errors.Is(err, context.Canceled):
-		return StatusCancelled
+		return lifecycle.Cancelled
 	}
-	return StatusError
+	return lifecycle.Error
 }

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 )
 
 // DefaultMaxContent is how many characters of text FormatLine shows.
@@ -136,7 +137,7 @@ func (f formatter) describe(ev event.Event) (string, string, bool) {
 			if c.Summary != "" {
 				body += " " + f.text(c.Summary)
 			}
-			return name, body, c.Status != "" && c.Status != "success"
+			return name, body, c.Status != "" && c.Status != lifecycle.Success
 		}
 	case event.CostUpdate:
 		var c event.CostContent
@@ -182,9 +183,9 @@ func (f formatter) session(ev event.Event) (string, string, bool) {
 		parts = append(parts, "(offline scripted model)")
 	}
 	if c.Status != "" {
-		parts = append(parts, "status="+c.Status)
+		parts = append(parts, "status="+string(c.Status))
 	}
-	failed := ev.Type == event.SessionEnd && c.Status != "" && c.Status != "success"
+	failed := ev.Type == event.SessionEnd && c.Status != "" && c.Status != lifecycle.Success
 	return string(ev.Type), strings.Join(parts, " "), failed
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/internal/fserr"
 	"github.com/avaagent/ava/internal/groupcommit"
+	"github.com/avaagent/ava/lifecycle"
 )
 
 // LifecycleType is the eventType of a session lifecycle entry.
@@ -79,7 +80,7 @@ type LifecycleEntry struct {
 	DurationMs  int64
 	Model       string
 	Usage       Usage
-	Status      string
+	Status      lifecycle.Status
 	Summary     string
 	// OutputPath is the absolute path of the file holding the job's
 	// output or full summary, set by Append when it moves them there.
@@ -91,22 +92,22 @@ type LifecycleEntry struct {
 }
 
 type lifecycleWire struct {
-	Type        string        `json:"type"`
-	Timestamp   string        `json:"timestamp"`
-	EventType   LifecycleType `json:"eventType"`
-	JobID       string        `json:"jobId"`
-	RequestedBy string        `json:"requestedBy"`
-	AgentName   string        `json:"agentName"`
-	Mode        Mode          `json:"mode"`
-	PID         int           `json:"pid,omitempty"`
-	StartedAt   string        `json:"startedAt"`
-	CompletedAt string        `json:"completedAt,omitempty"`
-	DurationMs  *int64        `json:"durationMs,omitempty"`
-	Model       string        `json:"model"`
-	Usage       Usage         `json:"usage"`
-	Status      string        `json:"status,omitempty"`
-	Summary     string        `json:"summary,omitempty"`
-	OutputPath  string        `json:"outputPath,omitempty"`
+	Type        string           `json:"type"`
+	Timestamp   string           `json:"timestamp"`
+	EventType   LifecycleType    `json:"eventType"`
+	JobID       string           `json:"jobId"`
+	RequestedBy string           `json:"requestedBy"`
+	AgentName   string           `json:"agentName"`
+	Mode        Mode             `json:"mode"`
+	PID         int              `json:"pid,omitempty"`
+	StartedAt   string           `json:"startedAt"`
+	CompletedAt string           `json:"completedAt,omitempty"`
+	DurationMs  *int64           `json:"durationMs,omitempty"`
+	Model       string           `json:"model"`
+	Usage       Usage            `json:"usage"`
+	Status      lifecycle.Status `json:"status,omitempty"`
+	Summary     string           `json:"summary,omitempty"`
+	OutputPath  string           `json:"outputPath,omitempty"`
 }
 
 func formatTime(t time.Time) string {

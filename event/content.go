@@ -1,6 +1,10 @@
 package event
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/avaagent/ava/lifecycle"
+)
 
 // TextContent is the content of UserMessage, AssistantMessage, TextDelta,
 // ThinkingDelta and Activity events.
@@ -52,7 +56,7 @@ type ErrorContent struct {
 // SessionContent is the content of SessionStart and SessionEnd events.
 type SessionContent struct {
 	// Status is the run's final status (SessionEnd).
-	Status string `json:"status,omitempty"`
+	Status lifecycle.Status `json:"status,omitempty"`
 	// Model is the model the session runs on.
 	Model string `json:"model,omitempty"`
 	// Offline is set when the model is the offline scripted one.
@@ -70,14 +74,14 @@ type SubagentSpawnContent struct {
 
 // SubagentCompleteContent is the content of a SubagentComplete event.
 type SubagentCompleteContent struct {
-	SubagentID string  `json:"subagentId"`
-	Role       string  `json:"role"`
-	Status     string  `json:"status"`
-	Summary    string  `json:"summary"`
-	Tokens     int     `json:"tokens"`
-	CostCents  float64 `json:"costCents"`
-	DurationMs int64   `json:"durationMs"`
-	Iterations int     `json:"iterations"`
+	SubagentID string           `json:"subagentId"`
+	Role       string           `json:"role"`
+	Status     lifecycle.Status `json:"status"`
+	Summary    string           `json:"summary"`
+	Tokens     int              `json:"tokens"`
+	CostCents  float64          `json:"costCents"`
+	DurationMs int64            `json:"durationMs"`
+	Iterations int              `json:"iterations"`
 }
 
 // StalledContent is the content of a Stalled event.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/tool"
@@ -80,13 +81,13 @@ func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (
 	if o.cfg.History != nil {
 		h, err := o.cfg.History.Load(ctx, session)
 		if err != nil {
-			return agent.Result{Status: agent.StatusError, Err: err}, fmt.Errorf("load session %s: %w", session, err)
+			return agent.Result{Status: lifecycle.Error, Err: err}, fmt.Errorf("load session %s: %w", session, err)
 		}
 		history = h
 	}
 	limits, err := o.limits(ctx, session)
 	if err != nil {
-		return agent.Result{Status: agent.StatusError, Err: err}, err
+		return agent.Result{Status: lifecycle.Error, Err: err}, err
 	}
 	o.publish(session, user, event.New(event.SessionStart, event.SessionContent{Model: o.cfg.Model.Name(), Offline: o.cfg.Offline}))
 	a := agent.New(agent.Config{
@@ -101,7 +102,7 @@ func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (
 		Clock:     o.cfg.Clock,
 	})
 	res := a.Run(ctx, history, llm.UserText(message))
-	end := event.New(event.SessionEnd, event.SessionContent{Status: string(res.Status), Model: o.cfg.Model.Name(), Offline: o.cfg.Offline})
+	end := event.New(event.SessionEnd, event.SessionContent{Status: res.Status, Model: o.cfg.Model.Name(), Offline: o.cfg.Offline})
 	end.Meta = event.Meta{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostCents: res.CostCents,
 		ModelID: o.cfg.Model.Name(), DurationMs: res.Duration.Milliseconds()}
 	o.publish(session, user, end)
@@ -170,7 +171,7 @@ func (o *Orchestrator) publish(session, user string, ev event.Event) {
 // ResultJSON is the machine-readable form of a turn's result (ava run
 // --json).
 type ResultJSON struct {
-	Status     string  `json:"status"`
+	Status     lifecycle.Status  `json:"status"`
 	Text       string  `json:"text"`
 	Session    string  `json:"session"`
 	Model      string  `json:"model"`
@@ -193,11 +194,11 @@ type Tokens struct {
 
 // JSON returns the result's machine-readable form.
 func JSON(res agent.Result, session string, model llm.Model, offline bool) ResultJSON {
-	out := ResultJSON{Status: string(res.Status), Text: res.Text, Session: session, Model: model.Name(), Offline: offline,
+	out := ResultJSON{Status: res.Status, Text: res.Text, Session: session, Model: model.Name(), Offline: offline,
 		Tokens: Tokens{Input: res.Usage.InputTokens, Output: res.Usage.OutputTokens, CacheRead: res.Usage.CacheReadTokens,
 			CacheWrite: res.Usage.CacheWriteTokens, Total: res.Usage.Total()},
 		CostCents: res.CostCents, DurationMs: res.Duration.Milliseconds(), Iterations: res.Iterations}
-	if res.Err != nil && res.Status != agent.StatusSuccess {
+	if res.Err != nil && res.Status != lifecycle.Success {
 		out.Error = res.Err.Error()
 	}
 	return out

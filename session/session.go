@@ -31,6 +31,7 @@ import (
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/orchestrator"
 	"github.com/avaagent/ava/subagent"
@@ -66,7 +67,7 @@ type Limits = agent.Limits
 type Result = orchestrator.ResultJSON
 
 // StatusSuccess is the status of a turn or run that succeeded.
-const StatusSuccess = string(agent.StatusSuccess)
+const StatusSuccess = lifecycle.Success
 
 // Config is what the Service needs.
 type Config struct {
@@ -230,7 +231,7 @@ func (s *Service) sendSubagent(ctx context.Context, key, message string, opt Sen
 			return
 		}
 		r, _ := h.Result()
-		t.res = Result{Status: string(r.Status), Text: r.Summary, Session: key, Model: h.Model().Name(),
+		t.res = Result{Status: r.Status, Text: r.Summary, Session: key, Model: h.Model().Name(),
 			Tokens: orchestrator.Tokens{Total: r.TokensUsed}, CostCents: r.CostCents,
 			DurationMs: int64(r.DurationSeconds * 1000), Iterations: r.Iterations, Error: r.Error}
 	})
@@ -256,7 +257,7 @@ func (s *Service) run(ctx context.Context, t *Turn) {
 	orch, model, err := s.cfg.Orchestrator(t.opt.Model, t.opt.Limits)
 	if err != nil {
 		t.err = err
-		t.res = Result{Status: string(agent.StatusError), Session: t.Session, Error: err.Error()}
+		t.res = Result{Status: lifecycle.Error, Session: t.Session, Error: err.Error()}
 		return
 	}
 	t.model = model
@@ -352,7 +353,7 @@ func (s *Service) Stop(key string) (bool, error) {
 	if m != nil {
 		for _, q := range m.queue {
 			q.err = fmt.Errorf("message to %s: %w", key, ErrStopped)
-			q.res = Result{Status: string(agent.StatusCancelled), Session: key, Error: q.err.Error()}
+			q.res = Result{Status: lifecycle.Cancelled, Session: key, Error: q.err.Error()}
 			close(q.done)
 		}
 		m.queue = nil

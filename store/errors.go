@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/avaagent/ava/lifecycle"
 )
 
 // Sentinel errors. Backends wrap them with context; test with errors.Is.
@@ -15,7 +17,7 @@ var (
 	ErrDuplicate = errors.New("already exists")
 	// ErrInvalidTransition means a record is not in a status the change
 	// is allowed from; the wrapping error names the current status.
-	ErrInvalidTransition = errors.New("invalid status transition")
+	ErrInvalidTransition = lifecycle.ErrInvalidTransition
 	// ErrExpired means a pending spawn's decision came after its
 	// ExpiresAt.
 	ErrExpired = errors.New("pending spawn expired")

@@ -22,10 +22,10 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
-	"slices"
 	"time"
 
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 )
 
 // Session is one conversation: a main session (ava:cli:<id>, ava:web:<id>,
@@ -73,36 +73,6 @@ type Message struct {
 	CreatedAt time.Time
 }
 
-// Run statuses. Pending and running are active; the rest are final.
-const (
-	StatusPending            = "pending"
-	StatusRunning            = "running"
-	StatusSuccess            = "success"
-	StatusTimeout            = "timeout"
-	StatusCostExceeded       = "cost_exceeded"
-	StatusTokensExceeded     = "tokens_exceeded"
-	StatusIterationsExceeded = "iterations_exceeded"
-	StatusCancelled          = "cancelled"
-	StatusError              = "error"
-	StatusInterrupted        = "interrupted"
-)
-
-// Statuses lists every run status.
-var Statuses = []string{
-	StatusPending, StatusRunning, StatusSuccess, StatusTimeout,
-	StatusCostExceeded, StatusTokensExceeded, StatusIterationsExceeded,
-	StatusCancelled, StatusError, StatusInterrupted,
-}
-
-// ActiveStatuses are the statuses of a run that has not ended.
-var ActiveStatuses = []string{StatusPending, StatusRunning}
-
-// ValidStatus reports whether s is a run status.
-func ValidStatus(s string) bool { return slices.Contains(Statuses, s) }
-
-// IsFinal reports whether s is a status a run ends in.
-func IsFinal(s string) bool { return ValidStatus(s) && !slices.Contains(ActiveStatuses, s) }
-
 // Spawn modes of a run.
 const (
 	ModeSingle   = "single"
@@ -141,7 +111,7 @@ type Run struct {
 	Task       string
 	Model      string
 	Config     json.RawMessage
-	Status     string
+	Status     lifecycle.Status
 	Result     json.RawMessage
 	Error      string
 	Tokens     int
@@ -192,7 +162,7 @@ type RunFilter struct {
 	// ParentSession keeps runs spawned from this session.
 	ParentSession string
 	// Status keeps runs in any of these statuses.
-	Status []string
+	Status []lifecycle.Status
 	// Limit caps the number of runs returned (newest first); 0 means all.
 	Limit int
 	// Active keeps only pending and running runs.
@@ -299,8 +269,9 @@ type RunStore interface {
 	UpdateRunProgress(ctx context.Context, id string, tokens int, costCents float64, iterations int) error
 	// TransitionRun moves the run to status to if its status is one of
 	// from, atomically, recording fin when given. Otherwise it returns
-	// an error wrapping ErrInvalidTransition that names the status.
-	TransitionRun(ctx context.Context, id string, from []string, to string, fin *RunFinish) error
+	// an error wrapping ErrInvalidTransition that names the status. An
+	// edge lifecycle.CanMove does not allow is refused before any write.
+	TransitionRun(ctx context.Context, id string, from []lifecycle.Status, to lifecycle.Status, fin *RunFinish) error
 	// AnnounceResult inserts msg into the run's parent session and marks
 	// the run announced, together. It returns false, storing nothing, if
 	// the run was already announced.

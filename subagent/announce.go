@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
 )
@@ -23,7 +23,7 @@ const maxAnnouncedOutput = 8000
 // is left undelivered: the next Start announces it.
 func (h *Handle) deliver(ctx context.Context, r Result) {
 	m := h.m
-	if r.Status == agent.StatusInterrupted || h.req.Parent.SessionKey == "" || h.deliveredOnFinish(r.Status) {
+	if r.Status == lifecycle.Interrupted || h.req.Parent.SessionKey == "" || h.deliveredOnFinish(r.Status) {
 		return
 	}
 	msg := announcement(h.req.Parent.SessionKey, h.uuid, h.req.Config.Task, r)
@@ -36,25 +36,25 @@ func (h *Handle) deliver(ctx context.Context, r Result) {
 // announcement message, so that the run is marked delivered in the same
 // write that records its end: a waited-for result went back to the waiting
 // call, and a cancelled one must never reach the parent.
-func (h *Handle) deliveredOnFinish(status agent.Status) bool {
-	if h.req.Parent.SessionKey == "" || status == agent.StatusInterrupted {
+func (h *Handle) deliveredOnFinish(status lifecycle.Status) bool {
+	if h.req.Parent.SessionKey == "" || status == lifecycle.Interrupted {
 		return false
 	}
-	return status == agent.StatusCancelled || !h.req.Background
+	return status == lifecycle.Cancelled || !h.req.Background
 }
 
 // announceStored delivers a run that ended without being announced
 // (found at start-up).
 func (m *Manager) announceStored(ctx context.Context, run store.Run) error {
-	if run.Status == store.StatusCancelled {
+	if run.Status == lifecycle.Cancelled {
 		return m.opt.Store.MarkAnnounced(ctx, run.ID)
 	}
 	var r Result
 	if len(run.Result) > 0 {
 		_ = json.Unmarshal(run.Result, &r)
 	}
-	r.SubagentID, r.Status = run.ShortID, agent.Status(run.Status)
-	if run.Status == store.StatusInterrupted {
+	r.SubagentID, r.Status = run.ShortID, lifecycle.Status(run.Status)
+	if run.Status == lifecycle.Interrupted {
 		r.Summary = interruptedSummary
 		r.Output, r.OutputFormat = json.RawMessage("null"), "none"
 	}

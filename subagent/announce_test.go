@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/instance"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/llm/scripted"
 	"github.com/avaagent/ava/orchestrator"
@@ -43,7 +43,7 @@ conversations:
 	o := orch(h.m)
 	ctx := context.Background()
 	res, err := o.Ask(ctx, orchestrator1, "", "please research")
-	if err != nil || res.Status != agent.StatusSuccess || res.Text != "started it" {
+	if err != nil || res.Status != lifecycle.Success || res.Text != "started it" {
 		t.Fatalf("%+v %v", res, err)
 	}
 	hs := h.m.List(true)
@@ -177,7 +177,7 @@ func TestOnlyGoneOwnersRunsAreInterrupted(t *testing.T) {
 }
 
 // waitStored waits until the run's stored status is status.
-func waitStored(t *testing.T, st *sqlite.Store, id, status string) {
+func waitStored(t *testing.T, st *sqlite.Store, id string, status lifecycle.Status) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -245,7 +245,7 @@ func TestCloseInterruptsAndNextStartAnnounces(t *testing.T) {
 	}
 	waitIterationT(t, hd)
 	h.m.Close()
-	if st := hd.Status().Status; st != agent.StatusInterrupted {
+	if st := hd.Status().Status; st != lifecycle.Interrupted {
 		t.Fatalf("status after Close: %s", st)
 	}
 	run, _ := h.store.GetRun(ctx, hd.ID())

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/llm/llmfake"
 	"github.com/avaagent/ava/llm/openai"
@@ -181,7 +181,7 @@ func BenchmarkThousandAtOnce(b *testing.B) {
 
 		start = time.Now()
 		var wg sync.WaitGroup
-		results := make([]agent.Status, n)
+		results := make([]lifecycle.Status, n)
 		durations := make([]float64, n)
 		ends := make([]time.Duration, n)
 		for i := range n {
@@ -202,7 +202,7 @@ func BenchmarkThousandAtOnce(b *testing.B) {
 		b.ReportMetric(spawned.Seconds(), "spawn-loop-s")
 		ok := 0
 		for _, s := range results {
-			if s == agent.StatusSuccess {
+			if s == lifecycle.Success {
 				ok++
 			}
 		}

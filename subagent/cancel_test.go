@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/llm/llmfake"
 	"github.com/avaagent/ava/llm/openai"
@@ -43,7 +43,7 @@ func TestCancelClosesModelStream(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the model connection stayed open after cancel")
 	}
-	if r := wait(t, hd); r.Status != agent.StatusCancelled || string(r.Output) != "null" {
+	if r := wait(t, hd); r.Status != lifecycle.Cancelled || string(r.Output) != "null" {
 		t.Fatalf("status %s output %s", r.Status, r.Output)
 	}
 	if d := time.Since(start); d > 2*time.Second {
@@ -74,7 +74,7 @@ func TestCancelKillsToolProcesses(t *testing.T) {
 		}
 	}
 	hd.Cancel()
-	if r := wait(t, hd); r.Status != agent.StatusCancelled {
+	if r := wait(t, hd); r.Status != lifecycle.Cancelled {
 		t.Fatalf("status %s", r.Status)
 	}
 	for _, pid := range ids {

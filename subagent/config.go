@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/lifecycle"
 )
 
 // Mode is how a subagent was started.
@@ -96,17 +97,17 @@ func (c Config) limits(r Role) agent.Limits {
 // subagent returned ("json") or its answer's text because it returned
 // none ("text").
 type Result struct {
-	SubagentID      string          `json:"subagent_id"`
-	Status          agent.Status    `json:"status"`
-	Summary         string          `json:"summary"`
-	Output          json.RawMessage `json:"output"`
-	OutputFormat    string          `json:"output_format"`
-	Confidence      float64         `json:"confidence"`
-	TokensUsed      int             `json:"tokens_used"`
-	CostCents       float64         `json:"cost_cents"`
-	DurationSeconds float64         `json:"duration_seconds"`
-	Iterations      int             `json:"iterations"`
-	Error           string          `json:"error,omitempty"`
+	SubagentID      string           `json:"subagent_id"`
+	Status          lifecycle.Status `json:"status"`
+	Summary         string           `json:"summary"`
+	Output          json.RawMessage  `json:"output"`
+	OutputFormat    string           `json:"output_format"`
+	Confidence      float64          `json:"confidence"`
+	TokensUsed      int              `json:"tokens_used"`
+	CostCents       float64          `json:"cost_cents"`
+	DurationSeconds float64          `json:"duration_seconds"`
+	Iterations      int              `json:"iterations"`
+	Error           string           `json:"error,omitempty"`
 }
 
 var fenced = regexp.MustCompile("(?s)```(?:json)?\\s*(\\{.*?\\})\\s*```")

@@ -4,16 +4,18 @@
 //
 // # Lifecycle
 //
-// A run moves pending → running → one final status (success, timeout,
-// cost_exceeded, tokens_exceeded, iterations_exceeded, cancelled, error),
-// or to interrupted when the process died while it ran (set at the next
-// start by Manager.Start). Every change is a compare-and-set in the store
-// (store.TransitionRun), so when Cancel races completion exactly one wins:
-// if the loop finished first the run keeps its result; if the cancel came
-// first the run is cancelled and whatever the loop would still have
-// produced is discarded: it never reaches the parent. A finished run can
-// be resumed with a follow-up message (Manager.Send), which moves it back
-// to running with its conversation intact.
+// A run's statuses and the moves between them are package lifecycle's
+// table; the store refuses any other write. A run is created running
+// (queued first when it waits for a slot), and its end is one
+// compare-and-set from running to a final status (store.TransitionRun).
+// Cancel does not write the store: it cancels the run's context with
+// agent.ErrCancelled as the cause, and the loop's own end records
+// cancelled. So a run ends exactly once, in the process that owns it, and
+// what a cancelled loop would still have produced never reaches the
+// parent. A run whose process died is moved to interrupted by the next
+// process that finds its owner gone (Manager.Recover). A finished run can
+// be resumed with a follow-up (Manager.Send), which moves it back to
+// running with its conversation intact.
 //
 // # Events
 //

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/tool"
 )
@@ -147,9 +148,9 @@ func (m *Manager) runChain(g *Group, req GroupRequest, h *Handle) {
 		<-h.Done()
 		r, _ := h.Result()
 		g.addResult(r)
-		if r.Status != agent.StatusSuccess || i+1 == len(req.Configs) {
+		if r.Status != lifecycle.Success || i+1 == len(req.Configs) {
 			for j := i + 1; j < len(req.Configs); j++ {
-				g.addResult(Result{Status: agent.StatusCancelled, OutputFormat: "none", Output: json.RawMessage("null"),
+				g.addResult(Result{Status: lifecycle.Cancelled, OutputFormat: "none", Output: json.RawMessage("null"),
 					Summary: fmt.Sprintf("not started: step %d ended with %s", i+1, r.Status)})
 			}
 			return
@@ -158,10 +159,10 @@ func (m *Manager) runChain(g *Group, req GroupRequest, h *Handle) {
 		cfg.Context = chainContext(cfg.Context, i+1, r)
 		next, err := m.spawn(g.ctx, g.member(req, cfg))
 		if err != nil {
-			g.addResult(Result{Status: agent.StatusError, Error: err.Error(), OutputFormat: "none", Output: json.RawMessage("null"),
+			g.addResult(Result{Status: lifecycle.Error, Error: err.Error(), OutputFormat: "none", Output: json.RawMessage("null"),
 				Summary: fmt.Sprintf("step %d could not start", i+2)})
 			for j := i + 2; j < len(req.Configs); j++ {
-				g.addResult(Result{Status: agent.StatusCancelled, OutputFormat: "none", Output: json.RawMessage("null"),
+				g.addResult(Result{Status: lifecycle.Cancelled, OutputFormat: "none", Output: json.RawMessage("null"),
 					Summary: fmt.Sprintf("not started: step %d could not start", i+2)})
 			}
 			return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/tool"
@@ -34,8 +35,8 @@ type Handle struct {
 	drain   *event.Subscription // Events' cursor, opened on first use
 
 	mu        sync.Mutex
-	status    agent.Status
-	stored    agent.Status // the status last written to the store
+	status    lifecycle.Status
+	stored    lifecycle.Status // the status last written to the store
 	current   *agent.Agent
 	cancel    context.CancelCauseFunc
 	cancelled bool
@@ -50,7 +51,7 @@ type Handle struct {
 
 func newHandle(m *Manager, req Request, role Role, model llm.Model, tools *tool.Registry, limits agent.Limits, thinking bool) *Handle {
 	return &Handle{m: m, req: req, role: role, model: model, tools: tools, limits: limits, thinking: thinking,
-		created: m.now(), status: agent.StatusPending, stored: agent.StatusPending, done: make(chan struct{})}
+		created: m.now(), status: lifecycle.Pending, stored: lifecycle.Pending, done: make(chan struct{})}
 }
 
 // ID is the short ID, S-xxxxxx.
@@ -82,22 +83,22 @@ func (h *Handle) Limits() agent.Limits { return h.limits }
 
 // RunStatus is a non-blocking view of a subagent (seed 000 section 1.1).
 type RunStatus struct {
-	ID         string        `json:"id"`
-	Role       string        `json:"role"`
-	Task       string        `json:"task"`
-	Model      string        `json:"model"`
-	Mode       Mode          `json:"mode"`
-	Parent     string        `json:"parent,omitempty"`
-	Status     agent.Status  `json:"status"`
-	Stalled    bool          `json:"stalled,omitempty"`
-	Iteration  int           `json:"iteration"`
-	Tokens     int           `json:"tokens"`
-	CostCents  float64       `json:"cost_cents"`
-	Elapsed    time.Duration `json:"elapsed_ns"`
-	Activity   string        `json:"activity,omitempty"`
-	LastTool   string        `json:"last_tool,omitempty"`
-	LastToolAt time.Time     `json:"last_tool_at,omitzero"`
-	StartedAt  time.Time     `json:"started_at,omitzero"`
+	ID         string           `json:"id"`
+	Role       string           `json:"role"`
+	Task       string           `json:"task"`
+	Model      string           `json:"model"`
+	Mode       Mode             `json:"mode"`
+	Parent     string           `json:"parent,omitempty"`
+	Status     lifecycle.Status `json:"status"`
+	Stalled    bool             `json:"stalled,omitempty"`
+	Iteration  int              `json:"iteration"`
+	Tokens     int              `json:"tokens"`
+	CostCents  float64          `json:"cost_cents"`
+	Elapsed    time.Duration    `json:"elapsed_ns"`
+	Activity   string           `json:"activity,omitempty"`
+	LastTool   string           `json:"last_tool,omitempty"`
+	LastToolAt time.Time        `json:"last_tool_at,omitzero"`
+	StartedAt  time.Time        `json:"started_at,omitzero"`
 }
 
 // Status returns the live status without blocking on the run.
@@ -201,6 +202,6 @@ func (h *Handle) storeRun(start time.Time) store.Run {
 	cfg, _ := json.Marshal(h.req.Config)
 	return store.Run{ID: h.uuid, ShortID: h.id, SessionKey: h.SessionKey(), ParentSession: h.req.Parent.SessionKey,
 		ParentAgent: h.req.Parent.AgentID, GroupID: h.req.groupID, Mode: string(h.req.mode), Role: h.role.Name,
-		Task: h.req.Config.Task, Model: h.model.Name(), Config: cfg, Status: store.StatusRunning,
+		Task: h.req.Config.Task, Model: h.model.Name(), Config: cfg, Status: lifecycle.Running,
 		CreatedAt: h.created, StartedAt: &start, Owner: h.m.ownerID()}
 }

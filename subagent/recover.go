@@ -8,6 +8,7 @@ import (
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 )
 
@@ -101,14 +102,14 @@ func (m *Manager) recordInterrupted(r store.Run) {
 	if r.StartedAt != nil {
 		start = *r.StartedAt
 	}
-	for _, ev := range endEvents(agent.StatusInterrupted, r.Error, r.Model, event.Meta{}) {
+	for _, ev := range endEvents(lifecycle.Interrupted, r.Error, r.Model, event.Meta{}) {
 		ev.Session, ev.Agent, ev.Time = r.SessionKey, r.ShortID, end
 		ev.Meta.ParentAgentID = r.ParentAgent
 		if _, err := m.opt.Hub.Publish(ev); err != nil {
 			m.log.Error("record interrupted run", "id", r.ShortID, "err", err)
 		}
 	}
-	res := Result{SubagentID: r.ShortID, Status: agent.StatusInterrupted, TokensUsed: r.Tokens, CostCents: r.CostCents,
+	res := Result{SubagentID: r.ShortID, Status: lifecycle.Interrupted, TokensUsed: r.Tokens, CostCents: r.CostCents,
 		DurationSeconds: end.Sub(start).Seconds(), Iterations: r.Iterations, Summary: interruptedSummary}
 	if r.ParentSession == "" {
 		return
@@ -126,7 +127,7 @@ func (m *Manager) recordInterrupted(r store.Run) {
 	}
 	entry := audit.LifecycleEntry{EventType: audit.SubagentAborted, JobID: r.ShortID, RequestedBy: "assistant", AgentName: r.Role,
 		Mode: audit.Mode(r.Mode), StartedAt: start, CompletedAt: end, DurationMs: end.Sub(start).Milliseconds(), Model: r.Model,
-		Usage: audit.Usage{Cost: audit.Cost{Total: r.CostCents / 100}}, Status: store.StatusInterrupted, Summary: interruptedSummary}
+		Usage: audit.Usage{Cost: audit.Cost{Total: r.CostCents / 100}}, Status: lifecycle.Interrupted, Summary: interruptedSummary}
 	if err := m.opt.Lifecycle.Append(r.ParentSession, entry); err != nil {
 		m.log.Error("lifecycle entry of interrupted run not recorded", "id", r.ShortID, "err", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/tool"
@@ -53,7 +54,7 @@ func taskPrompt(c Config) string {
 func (h *Handle) nextQueued(res agent.Result) (string, bool) {
 	closed := h.m.isClosed()
 	h.mu.Lock()
-	if len(h.queue) > 0 && res.Status != agent.StatusCancelled && !closed {
+	if len(h.queue) > 0 && res.Status != lifecycle.Cancelled && !closed {
 		next := h.queue[0]
 		h.queue = h.queue[1:]
 		h.mu.Unlock()
@@ -155,7 +156,7 @@ func thinkingBudget(on bool) int {
 func (h *Handle) begin(a *agent.Agent, cancel context.CancelCauseFunc, start time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.current, h.cancel, h.status, h.stalled = a, cancel, agent.StatusRunning, false
+	h.current, h.cancel, h.status, h.stalled = a, cancel, lifecycle.Running, false
 	h.startedAt = start
 	h.turns++
 	if h.cancelled {
@@ -180,7 +181,7 @@ func (h *Handle) recordStart(first bool, start time.Time) {
 	if first {
 		err = h.m.opt.Store.CreateRun(ctx, h.storeRun(start))
 	} else {
-		err = h.m.opt.Store.TransitionRun(ctx, h.uuid, []string{string(from)}, store.StatusRunning, nil)
+		err = h.m.opt.Store.TransitionRun(ctx, h.uuid, []lifecycle.Status{from}, lifecycle.Running, nil)
 	}
 	if err != nil {
 		h.m.log.Error("record subagent start; stopping it", "id", h.id, "err", err)
@@ -188,7 +189,7 @@ func (h *Handle) recordStart(first bool, start time.Time) {
 		return
 	}
 	h.mu.Lock()
-	h.stored = agent.StatusRunning
+	h.stored = lifecycle.Running
 	h.mu.Unlock()
 	if !first {
 		return
@@ -211,20 +212,20 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time, started <-
 	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
 	defer cancel()
 	if errors.Is(res.Err, ErrClosed) {
-		res.Status = agent.StatusInterrupted
+		res.Status = lifecycle.Interrupted
 	}
 	result := h.buildResult(res)
 	raw, _ := json.Marshal(result)
 	fin := &store.RunFinish{Result: raw, Tokens: res.Usage.Total(), CostCents: res.CostCents, Iterations: res.Iterations,
 		EndedAt: m.now(), SpendSession: h.req.Parent.SessionKey, Delivered: h.deliveredOnFinish(res.Status),
 		Messages: h.conversation(res.Messages, prior)}
-	if res.Err != nil && res.Status != agent.StatusSuccess {
+	if res.Err != nil && res.Status != lifecycle.Success {
 		fin.Error = res.Err.Error()
 	}
 	h.mu.Lock()
 	from := h.stored
 	h.mu.Unlock()
-	if err := m.opt.Store.TransitionRun(ctx, h.uuid, []string{string(from)}, string(res.Status), fin); err != nil {
+	if err := m.opt.Store.TransitionRun(ctx, h.uuid, []lifecycle.Status{from}, res.Status, fin); err != nil {
 		m.log.Error("record subagent end", "id", h.id, "status", res.Status, "err", err)
 	}
 	h.mu.Lock()
@@ -259,22 +260,22 @@ func (h *Handle) conversation(msgs []llm.Message, prior int) []store.Message {
 func (h *Handle) buildResult(res agent.Result) Result {
 	r := Result{SubagentID: h.id, Status: res.Status, TokensUsed: res.Usage.Total(), CostCents: res.CostCents,
 		DurationSeconds: res.Duration.Seconds(), Iterations: res.Iterations}
-	if res.Err != nil && res.Status != agent.StatusSuccess {
+	if res.Err != nil && res.Status != lifecycle.Success {
 		r.Error = res.Err.Error()
 	}
-	if res.Status == agent.StatusCancelled || res.Status == agent.StatusInterrupted {
+	if res.Status == lifecycle.Cancelled || res.Status == lifecycle.Interrupted {
 		r.Output, r.OutputFormat, r.Summary = json.RawMessage("null"), "none", "stopped before finishing"
 		return r
 	}
 	r.Output, r.Summary, r.Confidence, r.OutputFormat = parseAnswer(res.Text)
-	if res.Status != agent.StatusSuccess && r.Summary == "" {
+	if res.Status != lifecycle.Success && r.Summary == "" {
 		r.Summary = fmt.Sprintf("ended with %s before a final answer", res.Status)
 	}
 	return r
 }
 
 func completeEvent(role string, r Result, res agent.Result) event.Event {
-	ev := event.New(event.SubagentComplete, event.SubagentCompleteContent{SubagentID: r.SubagentID, Role: role, Status: string(r.Status),
+	ev := event.New(event.SubagentComplete, event.SubagentCompleteContent{SubagentID: r.SubagentID, Role: role, Status: r.Status,
 		Summary: r.Summary, Tokens: r.TokensUsed, CostCents: r.CostCents, DurationMs: res.Duration.Milliseconds(), Iterations: r.Iterations})
 	ev.Meta = event.Meta{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostCents: res.CostCents,
 		DurationMs: res.Duration.Milliseconds()}
@@ -285,15 +286,15 @@ func completeEvent(role string, r Result, res agent.Result) event.Event {
 func (h *Handle) endEntry(r Result, res agent.Result, start time.Time) audit.LifecycleEntry {
 	typ := audit.SubagentComplete
 	switch r.Status {
-	case agent.StatusCancelled, agent.StatusInterrupted:
+	case lifecycle.Cancelled, lifecycle.Interrupted:
 		typ = audit.SubagentAborted
-	case agent.StatusSuccess:
+	case lifecycle.Success:
 	default:
 		typ = audit.SubagentError
 	}
 	end := h.m.now()
 	e := audit.LifecycleEntry{EventType: typ, StartedAt: start, CompletedAt: end, DurationMs: end.Sub(start).Milliseconds(),
-		Status: string(r.Status), Summary: r.Summary,
+		Status: r.Status, Summary: r.Summary,
 		Usage: audit.Usage{Input: res.Usage.InputTokens, Output: res.Usage.OutputTokens, CacheRead: res.Usage.CacheReadTokens,
 			CacheWrite: res.Usage.CacheWriteTokens, Cost: audit.Cost{Total: res.CostCents / 100}}}
 	// Only a large output goes to a file with a pointer in the entry
@@ -309,7 +310,7 @@ func (h *Handle) endEntry(r Result, res agent.Result, start time.Time) audit.Lif
 // The loop already published the Error event of StatusError.
 func (h *Handle) publishEnd(res agent.Result) {
 	msg := ""
-	if res.Status != agent.StatusError {
+	if res.Status != lifecycle.Error {
 		msg = string(res.Status)
 		if res.Err != nil {
 			msg = fmt.Sprintf("%s: %v", res.Status, res.Err)
@@ -325,12 +326,12 @@ func (h *Handle) publishEnd(res agent.Result) {
 // endEvents are the last events of a subagent's own stream, so that its
 // trace says how it ended: an Error event (when errMsg is set) for every
 // ending but success, then SessionEnd with the status and meta.
-func endEvents(status agent.Status, errMsg, model string, meta event.Meta) []event.Event {
+func endEvents(status lifecycle.Status, errMsg, model string, meta event.Meta) []event.Event {
 	var evs []event.Event
-	if status != agent.StatusSuccess && errMsg != "" {
+	if status != lifecycle.Success && errMsg != "" {
 		evs = append(evs, event.New(event.Error, event.ErrorContent{Error: errMsg, Fatal: true}))
 	}
-	end := event.New(event.SessionEnd, event.SessionContent{Status: string(status), Model: model})
+	end := event.New(event.SessionEnd, event.SessionContent{Status: status, Model: model})
 	end.Meta = meta
 	return append(evs, end)
 }

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/tool"
@@ -46,7 +46,7 @@ func (m *Manager) Send(ctx context.Context, id, message string, queue bool) (*Ha
 		return nil, err
 	}
 	h.mu.Lock()
-	h.done, h.cancelled, h.status = make(chan struct{}), false, "pending"
+	h.done, h.cancelled, h.status = make(chan struct{}), false, lifecycle.Pending
 	h.mu.Unlock()
 	m.wg.Go(func() { h.runFrom(history, llm.UserText(message)) })
 	return h, nil
@@ -77,7 +77,7 @@ func (m *Manager) restore(ctx context.Context, id string) (*Handle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("send to %s: %w", id, err)
 	}
-	if !store.IsFinal(run.Status) {
+	if !run.Status.Final() {
 		return nil, fmt.Errorf("send to %s: it is %s in another process: %w", run.ShortID, run.Status, ErrBusy)
 	}
 	var cfg Config
@@ -98,7 +98,7 @@ func (m *Manager) restore(ctx context.Context, id string) (*Handle, error) {
 		return nil, fmt.Errorf("send to %s: %w", run.ShortID, err)
 	}
 	h.id, h.uuid, h.created, h.turns = run.ShortID, run.ID, run.CreatedAt, 1
-	h.status, h.stored = agent.Status(run.Status), agent.Status(run.Status)
+	h.status, h.stored = run.Status, run.Status
 	if len(run.Result) > 0 {
 		var r Result
 		if json.Unmarshal(run.Result, &r) == nil {

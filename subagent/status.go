@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 )
 
 // displayName turns a role name into the seeds' display form
@@ -22,8 +22,8 @@ func displayName(role string) string {
 // StatusLine is a one-line status for people (seed 000 section 1.3):
 // "🔍 S-7f3a2b WebCrawler running (45s, 12k tokens, 3.1¢): reading …".
 func StatusLine(st RunStatus) string {
-	icon := map[agent.Status]string{agent.StatusPending: "⏳", agent.StatusRunning: "🔍", agent.StatusSuccess: "✅",
-		agent.StatusCancelled: "🛑", agent.StatusInterrupted: "⚠️"}[st.Status]
+	icon := map[lifecycle.Status]string{lifecycle.Pending: "⏳", lifecycle.Running: "🔍", lifecycle.Success: "✅",
+		lifecycle.Cancelled: "🛑", lifecycle.Interrupted: "⚠️"}[st.Status]
 	if icon == "" {
 		icon = "❌"
 	}
@@ -75,7 +75,7 @@ func EventLine(role string, ev event.Event) string {
 	case event.SubagentComplete:
 		var c event.SubagentCompleteContent
 		_ = ev.Decode(&c)
-		if c.Status == string(agent.StatusSuccess) {
+		if c.Status == lifecycle.Success {
 			return fmt.Sprintf("✅ %s: Complete (%ds, $%.2f)", name, c.DurationMs/1000, c.CostCents/100)
 		}
 		return fmt.Sprintf("❌ %s: %s (%ds, $%.2f)", name, c.Status, c.DurationMs/1000, c.CostCents/100)

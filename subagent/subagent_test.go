@@ -14,9 +14,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
@@ -46,7 +46,7 @@ func TestConfigAndResultJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil || !cmp.Equal(back, cfg) {
 		t.Fatalf("round trip: %v %s", err, cmp.Diff(cfg, back))
 	}
-	res := subagent.Result{SubagentID: "S-7f3a2b", Status: agent.StatusSuccess, Summary: "s", Output: json.RawMessage(`{"a":1}`),
+	res := subagent.Result{SubagentID: "S-7f3a2b", Status: lifecycle.Success, Summary: "s", Output: json.RawMessage(`{"a":1}`),
 		OutputFormat: "json", Confidence: 0.85, TokensUsed: 45000, CostCents: 23.5, DurationSeconds: 180, Iterations: 8}
 	b, _ = json.Marshal(res)
 	for _, k := range []string{`"status":"success"`, `"summary":"s"`, `"output":{"a":1}`, `"confidence":0.85`, `"tokens_used":45000`,
@@ -68,7 +68,7 @@ func TestSpawnRunsAndRecordsEverywhere(t *testing.T) {
 		t.Fatalf("id %q", hd.ID())
 	}
 	r := wait(t, hd)
-	if r.Status != agent.StatusSuccess || r.Summary != "five competitors" || r.Confidence != 0.85 || r.OutputFormat != "json" ||
+	if r.Status != lifecycle.Success || r.Summary != "five competitors" || r.Confidence != 0.85 || r.OutputFormat != "json" ||
 		string(r.Output) != `{"competitors": 5}` || r.TokensUsed != 120 || r.SubagentID != hd.ID() {
 		t.Fatalf("result %+v output %s", r, r.Output)
 	}
@@ -166,12 +166,12 @@ func TestEachLimitEndsWithItsOwnStatus(t *testing.T) {
 		name   string
 		script string
 		cfg    subagent.Config
-		want   agent.Status
+		want   lifecycle.Status
 	}{
-		{"timeout", slow, subagent.Config{Timeout: 0.05}, agent.StatusTimeout},
-		{"cost", loopScript, subagent.Config{MaxCostCents: 5}, agent.StatusCostExceeded},
-		{"tokens", loopScript, subagent.Config{MaxTokens: 300}, agent.StatusTokensExceeded},
-		{"iterations", loopScript, subagent.Config{MaxIterations: 3}, agent.StatusIterationsExceeded},
+		{"timeout", slow, subagent.Config{Timeout: 0.05}, lifecycle.Timeout},
+		{"cost", loopScript, subagent.Config{MaxCostCents: 5}, lifecycle.CostExceeded},
+		{"tokens", loopScript, subagent.Config{MaxTokens: 300}, lifecycle.TokensExceeded},
+		{"iterations", loopScript, subagent.Config{MaxIterations: 3}, lifecycle.IterationsExceeded},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -183,7 +183,7 @@ func TestEachLimitEndsWithItsOwnStatus(t *testing.T) {
 				t.Fatalf("status %s (%s), want %s", r.Status, r.Error, c.want)
 			}
 			run, _ := h.store.GetRun(context.Background(), hd.ID())
-			if run.Status != string(c.want) {
+			if run.Status != c.want {
 				t.Fatalf("stored status %s", run.Status)
 			}
 		})
@@ -201,7 +201,7 @@ func TestConcurrencyLimitRefusesTheFourth(t *testing.T) {
 		t.Fatalf("4th spawn: %v", err)
 	}
 	hs[0].Cancel()
-	if r := wait(t, hs[0]); r.Status != agent.StatusCancelled {
+	if r := wait(t, hs[0]); r.Status != lifecycle.Cancelled {
 		t.Fatalf("cancelled status %s", r.Status)
 	}
 	// A slot is free again.
@@ -271,7 +271,7 @@ func TestParallelGroupWithAggregateBudget(t *testing.T) {
 		t.Fatal(rs, err)
 	}
 	for _, r := range rs {
-		if r.Status != agent.StatusCostExceeded {
+		if r.Status != lifecycle.CostExceeded {
 			t.Errorf("member %s: %s (%s), want cost_exceeded", r.SubagentID, r.Status, r.Error)
 		}
 	}
@@ -312,7 +312,7 @@ conversations:
 		t.Fatal(err)
 	}
 	rs, err := g.Wait(context.Background())
-	if err != nil || len(rs) != 2 || rs[0].Status != agent.StatusSuccess || rs[1].Status != agent.StatusSuccess {
+	if err != nil || len(rs) != 2 || rs[0].Status != lifecycle.Success || rs[1].Status != lifecycle.Success {
 		t.Fatalf("%+v %v", rs, err)
 	}
 	var second string
@@ -338,7 +338,7 @@ func TestFollowUpResumesWithConversation(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := wait(t, hd)
-	if r.Status != agent.StatusSuccess || !strings.Contains(string(r.Output), "second answer") {
+	if r.Status != lifecycle.Success || !strings.Contains(string(r.Output), "second answer") {
 		t.Fatalf("%+v %s", r, r.Output)
 	}
 	last := h.model.requests()[1]
@@ -383,7 +383,7 @@ func TestStalledIsFlaggedNotKilled(t *testing.T) {
 			}
 		}
 	}
-	if r := wait(t, hd); r.Status != agent.StatusSuccess {
+	if r := wait(t, hd); r.Status != lifecycle.Success {
 		t.Fatalf("a stalled subagent was stopped: %s", r.Status)
 	}
 }
@@ -396,7 +396,7 @@ func TestSessionBudgetCapsCost(t *testing.T) {
 	if l := hd.Limits(); l.MaxCostCents != 3 {
 		t.Fatalf("cost cap %.1f, want the session's 3¢ left", l.MaxCostCents)
 	}
-	if r := wait(t, hd); r.Status != agent.StatusCostExceeded || r.CostCents > 3 {
+	if r := wait(t, hd); r.Status != lifecycle.CostExceeded || r.CostCents > 3 {
 		t.Fatalf("status %s, cost %.4f¢ of the session's 3¢", r.Status, r.CostCents)
 	}
 	// The run stopped before the call that would cross the budget; spend
@@ -456,7 +456,7 @@ func TestFollowUpAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := wait(t, restored)
-	if r.Status != agent.StatusSuccess || !strings.Contains(string(r.Output), "second answer") {
+	if r.Status != lifecycle.Success || !strings.Contains(string(r.Output), "second answer") {
 		t.Fatalf("%+v %s", r, r.Output)
 	}
 	last := h.model.requests()[1]

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/tool"
 )
@@ -100,7 +101,7 @@ func (m *Manager) spawnTool(ctx context.Context, a SpawnArgs) (tool.Result, erro
 		return refusal(err)
 	}
 	if a.Background {
-		return jsonResult(map[string]any{"subagent_id": h.ID(), "status": "running", "role": h.Role().Name, "model": h.Model().Name(),
+		return jsonResult(map[string]any{"subagent_id": h.ID(), "status": lifecycle.Running, "role": h.Role().Name, "model": h.Model().Name(),
 			"note": "running in the background; its result will appear as a [Subagent] message before your next turn"})
 	}
 	r, err := h.Wait(ctx)
@@ -130,7 +131,7 @@ func (m *Manager) groupTool(ctx context.Context, a GroupArgs) (tool.Result, erro
 		for _, h := range g.Handles() {
 			ids = append(ids, h.ID())
 		}
-		return jsonResult(map[string]any{"group_id": g.ID, "mode": a.Mode, "subagent_ids": ids, "status": "running",
+		return jsonResult(map[string]any{"group_id": g.ID, "mode": a.Mode, "subagent_ids": ids, "status": lifecycle.Running,
 			"note": "results will appear as [Subagent] messages before your next turn"})
 	}
 	rs, err := g.Wait(ctx)
@@ -191,7 +192,7 @@ func (m *Manager) cancelTool(ctx context.Context, a IDArgs) (tool.Result, error)
 
 func resultOf(r Result) (tool.Result, error) {
 	res, err := jsonResult(r)
-	res.IsError = r.Status != agent.StatusSuccess
+	res.IsError = r.Status != lifecycle.Success
 	return res, err
 }
 

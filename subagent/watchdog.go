@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 )
 
 // watchdog flags subagents that show no sign of life (no model output and
@@ -42,7 +43,7 @@ func (m *Manager) checkStalls() {
 		}
 		idle := now.Sub(snap.LastProgress)
 		h.mu.Lock()
-		running := h.status == "running"
+		running := h.status == lifecycle.Running
 		was := h.stalled
 		h.stalled = running && idle >= m.opt.StallAfter
 		flagged := h.stalled && !was

@@ -13,6 +13,7 @@ import (
 
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/channel/terminal"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/session"
 )
 
@@ -163,15 +164,15 @@ func waitBackground(ctx context.Context, a *App, in *app.Instance, session strin
 	}
 }
 
-func statusHint(s string) string {
+func statusHint(s lifecycle.Status) string {
 	switch s {
-	case "timeout":
+	case lifecycle.Timeout:
 		return "raise the limit with --timeout"
-	case "cost_exceeded":
+	case lifecycle.CostExceeded:
 		return "raise the cap with --max-cost (cents)"
-	case "tokens_exceeded":
+	case lifecycle.TokensExceeded:
 		return "raise the cap with --max-tokens"
-	case "iterations_exceeded":
+	case lifecycle.IterationsExceeded:
 		return "raise the cap with --max-iterations"
 	}
 	return ""

@@ -11,9 +11,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
-	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
 )
@@ -119,7 +119,7 @@ func spawnOnce(ctx context.Context, a *App, o spawnOptions) error {
 		return werr
 	}
 	printResult(a, r, o.json)
-	if r.Status != agent.StatusSuccess {
+	if r.Status != lifecycle.Success {
 		return withCode(1, fmt.Errorf("subagent %s ended with status %s%s", h.ID(), r.Status, errSuffix(r.Error)))
 	}
 	return nil

@@ -18,8 +18,8 @@ func (s *Store) MarkAnnounced(ctx context.Context, runID string) error {
 		return fmt.Errorf("mark announced: %w", err)
 	}
 	res, err := s.writer.ExecContext(ctx, `UPDATE runs SET announced = 1
-		WHERE (id = ? OR short_id = ?) AND status NOT IN (?, ?)`,
-		ref, ref, store.StatusPending, store.StatusRunning)
+		WHERE (id = ? OR short_id = ?) AND status NOT IN `+activeStatuses,
+		ref, ref)
 	if err != nil {
 		return fmt.Errorf("mark run %s announced: %w", runID, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 )
 
@@ -95,8 +96,8 @@ func (s *Store) InterruptOwner(ctx context.Context, owner string, at time.Time) 
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `UPDATE runs SET status = ?, ended_at = ?,
 			error = CASE WHEN error = '' THEN ? ELSE error END
-			WHERE owner = ? AND status IN (?, ?) RETURNING `+runColumns,
-			store.StatusInterrupted, toNS(at), interruptedError, owner, store.StatusPending, store.StatusRunning)
+			WHERE owner = ? AND status IN `+activeStatuses+` RETURNING `+runColumns,
+			lifecycle.Interrupted, toNS(at), interruptedError, owner)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 )
 
@@ -78,10 +79,10 @@ func (s *Store) checkRun(r *store.Run) error {
 		return fmt.Errorf("run mode %q is not one of single, parallel, chain", r.Mode)
 	}
 	if r.Status == "" {
-		r.Status = store.StatusPending
+		r.Status = lifecycle.Pending
 	}
-	if !store.ValidStatus(r.Status) {
-		return fmt.Errorf("run status %q is not one of %s", r.Status, strings.Join(store.Statuses, ", "))
+	if !r.Status.IsActive() {
+		return fmt.Errorf("a new run starts queued, pending or running, not %q", r.Status)
 	}
 	if strings.TrimSpace(r.Role) == "" {
 		return errors.New("run role is empty")
@@ -230,11 +231,11 @@ func (s *Store) runsWithPrefix(ctx context.Context, prefix string) (ids, shorts 
 	return ids, shorts, rows.Err()
 }
 
-// checkStatuses refuses any string in ss that is not a run status.
-func checkStatuses(ss []string) error {
+// checkStatuses refuses any value in ss that is not a run status.
+func checkStatuses(ss []lifecycle.Status) error {
 	for _, st := range ss {
-		if !store.ValidStatus(st) {
-			return fmt.Errorf("status %q is not one of %s", st, strings.Join(store.Statuses, ", "))
+		if _, err := lifecycle.Parse(string(st)); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -260,8 +261,8 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, e
 		args = append(args, stringArgs(f.Status)...)
 	}
 	if f.Active {
-		where = append(where, "status IN ("+placeholders(len(store.ActiveStatuses))+")")
-		args = append(args, stringArgs(store.ActiveStatuses)...)
+		where = append(where, "status IN ("+placeholders(len(lifecycle.Active))+")")
+		args = append(args, stringArgs(lifecycle.Active)...)
 	}
 	query := `SELECT ` + runColumns + ` FROM runs`
 	if len(where) > 0 {
@@ -306,8 +307,8 @@ func (s *Store) UpdateRunProgress(ctx context.Context, id string, tokens int, co
 		return fmt.Errorf("update run progress: %w", err)
 	}
 	res, err := s.writer.ExecContext(ctx, `UPDATE runs SET tokens = ?, cost_cents = ?, iterations = ?
-		WHERE (id = ? OR short_id = ?) AND status IN (?, ?)`,
-		tokens, costCents, iterations, ref, ref, store.StatusPending, store.StatusRunning)
+		WHERE (id = ? OR short_id = ?) AND status IN `+activeStatuses,
+		tokens, costCents, iterations, ref, ref)
 	if err != nil {
 		return fmt.Errorf("update run progress %s: %w", ref, err)
 	}

@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 )
 
@@ -25,7 +25,7 @@ const interruptedError = "the process stopped while the run was active"
 // clears Announced, so a resumed run's next result is announced in turn.
 // Moving to a final status sets EndedAt (fin.EndedAt, or now) and records
 // fin when given; fin is refused for an active status.
-func (s *Store) TransitionRun(ctx context.Context, id string, from []string, to string, fin *store.RunFinish) error {
+func (s *Store) TransitionRun(ctx context.Context, id string, from []lifecycle.Status, to lifecycle.Status, fin *store.RunFinish) error {
 	ref := normalizeRunRef(id)
 	if err := checkTransition(ref, from, to, fin); err != nil {
 		return fmt.Errorf("transition run %s: %w", id, err)
@@ -80,7 +80,7 @@ func (s *Store) TransitionRun(ctx context.Context, id string, from []string, to 
 		return fmt.Errorf("transition run to %s: %w", to, err)
 	}
 	return fmt.Errorf("transition run %s to %s: it is %s, not %s: %w",
-		short, to, status, strings.Join(from, " or "), store.ErrInvalidTransition)
+		short, to, status, joinStatuses(from, " or "), store.ErrInvalidTransition)
 }
 
 // finishConversation records a finish's messages in the run's own
@@ -115,34 +115,36 @@ func (s *Store) finishConversation(ctx context.Context, tx *sql.Tx, ref string, 
 	return nil
 }
 
-func checkTransition(ref string, from []string, to string, fin *store.RunFinish) error {
+func checkTransition(ref string, from []lifecycle.Status, to lifecycle.Status, fin *store.RunFinish) error {
 	if err := checkKey("run ID", ref); err != nil {
 		return err
 	}
 	if len(from) == 0 {
 		return errors.New("no status to move from")
 	}
-	if err := checkStatuses(append(slices.Clip(from), to)); err != nil {
-		return err
+	for _, f := range from {
+		if err := lifecycle.Check(f, to); err != nil {
+			return err
+		}
 	}
 	if fin == nil {
 		return nil
 	}
-	if !store.IsFinal(to) {
+	if !to.Final() {
 		return fmt.Errorf("a finish record needs a final status, not %s", to)
 	}
 	return checkCounters(fin.Tokens, fin.CostCents, fin.Iterations)
 }
 
 // transitionSet builds the SET clause of TransitionRun's UPDATE.
-func (s *Store) transitionSet(to string, fin *store.RunFinish) ([]string, []any, error) {
+func (s *Store) transitionSet(to lifecycle.Status, fin *store.RunFinish) ([]string, []any, error) {
 	set, args := []string{"status = ?"}, []any{to}
 	now := s.now()
-	if to == store.StatusRunning {
+	if to == lifecycle.Running {
 		set = append(set, "started_at = coalesce(started_at, ?)", "ended_at = NULL", "announced = 0")
 		args = append(args, toNS(now))
 	}
-	if !store.IsFinal(to) {
+	if !to.Final() {
 		return set, args, nil
 	}
 	ended := now
@@ -207,7 +209,7 @@ func (s *Store) announce(ctx context.Context, tx *sql.Tx, ref string, msg store.
 	if done {
 		return false, nil
 	}
-	if !store.IsFinal(status) {
+	if !lifecycle.Status(status).Final() {
 		return false, fmt.Errorf("run %s is %s; only a finished run's result is announced: %w",
 			short, status, store.ErrInvalidTransition)
 	}
@@ -251,8 +253,8 @@ func (s *Store) fillAnnouncement(msg *store.Message, runID, parent string) error
 // the orchestrators.
 func (s *Store) Unannounced(ctx context.Context) ([]store.Run, error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT `+runColumns+` FROM runs
-		WHERE announced = 0 AND parent_session != '' AND status NOT IN (?, ?)
-		ORDER BY ended_at, created_at, rowid`, store.StatusPending, store.StatusRunning)
+		WHERE announced = 0 AND parent_session != '' AND status NOT IN `+activeStatuses+`
+		ORDER BY ended_at, created_at, rowid`)
 	if err != nil {
 		return nil, fmt.Errorf("list unannounced runs: %w", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/avaagent/ava/lifecycle"
 )
 
 // maxKeyLen bounds session keys and other caller-chosen identifiers.
@@ -93,10 +95,29 @@ func placeholders(n int) string {
 }
 
 // stringArgs converts strings to query arguments.
-func stringArgs(ss []string) []any {
+func stringArgs[S ~string](ss []S) []any {
 	args := make([]any, len(ss))
 	for i, s := range ss {
 		args[i] = s
 	}
 	return args
 }
+
+// joinStatuses joins statuses with sep, for messages.
+func joinStatuses(ss []lifecycle.Status, sep string) string {
+	names := make([]string, len(ss))
+	for i, s := range ss {
+		names[i] = string(s)
+	}
+	return strings.Join(names, sep)
+}
+
+// activeStatuses is the SQL list of the active statuses, ('queued', …),
+// built from lifecycle.Active (constants, never input).
+var activeStatuses = func() string {
+	quoted := make([]string, len(lifecycle.Active))
+	for i, s := range lifecycle.Active {
+		quoted[i] = "'" + string(s) + "'"
+	}
+	return "(" + strings.Join(quoted, ", ") + ")"
+}()

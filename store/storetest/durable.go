@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 )
 
@@ -89,8 +90,8 @@ func testAnnounceAfterReopen(t *testing.T, reopen func() store.Store) {
 	s := reopen()
 	told := createRun(t, s, newRun("S-e0e0e1", parent))
 	owed := createRun(t, s, newRun("S-e0e0e2", parent))
-	finish(t, s, told.ID, store.StatusSuccess)
-	finish(t, s, owed.ID, store.StatusError)
+	finish(t, s, told.ID, lifecycle.Success)
+	finish(t, s, owed.ID, lifecycle.Error)
 	ok, err := s.AnnounceResult(ctx(t), told.ID, store.Message{Text: "[Task: a] done"})
 	must(t, err)
 	if !ok {
@@ -131,7 +132,7 @@ func testAnnounceAfterReopen(t *testing.T, reopen func() store.Store) {
 func testInterruptedAfterCrash(t *testing.T, reopen func() store.Store) {
 	s := reopen()
 	var active []string
-	for i, status := range []string{store.StatusRunning, store.StatusPending} {
+	for i, status := range []lifecycle.Status{lifecycle.Running, lifecycle.Pending} {
 		r := newRun(shortID(0xc00+i), "ava:cli:crash")
 		r.Status, r.Owner = status, "crashed"
 		active = append(active, createRun(t, s, r).ID)

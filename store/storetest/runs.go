@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 )
 
@@ -30,7 +31,7 @@ func testRunCreateGet(t *testing.T, s store.Store) {
 		ID: uuid.NewString(), ShortID: "S-7f3a2b", SessionKey: "ava:subagent:S-7f3a2b",
 		ParentSession: "ava:cli:main", ParentAgent: "ava", GroupID: "g-1", Mode: store.ModeParallel,
 		Role: "web_crawler", Task: "crawl the docs", Model: "openai/gpt-x",
-		Config: []byte(`{"timeout":"600s","maxCostCents":50}`), Status: store.StatusRunning,
+		Config: []byte(`{"timeout":"600s","maxCostCents":50}`), Status: lifecycle.Running,
 		Tokens: 7, CostCents: 0.25, Iterations: 2, CreatedAt: base, StartedAt: &started,
 	}
 	must(t, s.CreateRun(ctx(t), want))
@@ -158,12 +159,15 @@ func testRunPrefixLookup(t *testing.T, s store.Store) {
 }
 
 func testListRuns(t *testing.T, s store.Store) {
-	specs := []struct{ parent, status string }{
-		{"ava:cli:p1", store.StatusSuccess},
-		{"ava:cli:p1", store.StatusRunning},
-		{"ava:cli:p2", store.StatusPending},
-		{"ava:cli:p1", store.StatusCancelled},
-		{"ava:cli:p2", store.StatusRunning},
+	specs := []struct {
+		parent string
+		status lifecycle.Status
+	}{
+		{"ava:cli:p1", lifecycle.Success},
+		{"ava:cli:p1", lifecycle.Running},
+		{"ava:cli:p2", lifecycle.Pending},
+		{"ava:cli:p1", lifecycle.Cancelled},
+		{"ava:cli:p2", lifecycle.Running},
 	}
 	var all []store.Run // oldest first
 	for i, sp := range specs {
@@ -185,11 +189,11 @@ func testListRuns(t *testing.T, s store.Store) {
 	}{
 		"all":             {store.RunFilter{}, newest(0, 1, 2, 3, 4)},
 		"parent":          {store.RunFilter{ParentSession: "ava:cli:p1"}, newest(0, 1, 3)},
-		"status":          {store.RunFilter{Status: []string{store.StatusRunning, store.StatusSuccess}}, newest(0, 1, 4)},
+		"status":          {store.RunFilter{Status: []lifecycle.Status{lifecycle.Running, lifecycle.Success}}, newest(0, 1, 4)},
 		"active":          {store.RunFilter{Active: true}, newest(1, 2, 4)},
 		"active parent":   {store.RunFilter{Active: true, ParentSession: "ava:cli:p2"}, newest(2, 4)},
 		"limit":           {store.RunFilter{Limit: 2}, newest(3, 4)},
-		"status disjoint": {store.RunFilter{Active: true, Status: []string{store.StatusSuccess}}, nil},
+		"status disjoint": {store.RunFilter{Active: true, Status: []lifecycle.Status{lifecycle.Success}}, nil},
 	} {
 		got, err := s.ListRuns(ctx(t), tc.f)
 		must(t, err)
@@ -197,7 +201,7 @@ func testListRuns(t *testing.T, s store.Store) {
 			t.Fatalf("ListRuns %s (-want +got):\n%s", name, diff)
 		}
 	}
-	_, err := s.ListRuns(ctx(t), store.RunFilter{Status: []string{"finished"}})
+	_, err := s.ListRuns(ctx(t), store.RunFilter{Status: []lifecycle.Status{"finished"}})
 	wantPlainErr(t, err)
 	_, err = s.ListRuns(ctx(t), store.RunFilter{Limit: -1})
 	wantPlainErr(t, err)
@@ -205,7 +209,7 @@ func testListRuns(t *testing.T, s store.Store) {
 
 func testUpdateRunProgress(t *testing.T, s store.Store) {
 	r := createRun(t, s, newRun("S-0b0b0b", "ava:cli:p"))
-	must(t, s.TransitionRun(ctx(t), r.ID, []string{store.StatusPending}, store.StatusRunning, nil))
+	must(t, s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Pending}, lifecycle.Running, nil))
 	must(t, s.UpdateRunProgress(ctx(t), r.ID, 1200, 3.5, 4))
 	must(t, s.UpdateRunProgress(ctx(t), r.ShortID, 1500, 4.25, 5))
 	got, err := s.GetRun(ctx(t), r.ID)
@@ -213,10 +217,10 @@ func testUpdateRunProgress(t *testing.T, s store.Store) {
 	if got.Tokens != 1500 || got.CostCents != 4.25 || got.Iterations != 5 {
 		t.Fatalf("progress = %d tokens %v cents %d iterations, want 1500, 4.25, 5", got.Tokens, got.CostCents, got.Iterations)
 	}
-	finish(t, s, r.ID, store.StatusSuccess)
+	finish(t, s, r.ID, lifecycle.Success)
 	err = s.UpdateRunProgress(ctx(t), r.ID, 9999, 99, 99)
 	wantErr(t, err, store.ErrInvalidTransition)
-	if !strings.Contains(err.Error(), store.StatusSuccess) {
+	if !strings.Contains(err.Error(), string(lifecycle.Success)) {
 		t.Fatalf("late progress error %q does not name the status", err)
 	}
 	got, err = s.GetRun(ctx(t), r.ID)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 )
 
@@ -122,7 +123,7 @@ func newRun(short, parent string) store.Run {
 		Role:          "researcher",
 		Task:          "find the answer",
 		Model:         "anthropic/claude-haiku",
-		Status:        store.StatusPending,
+		Status:        lifecycle.Pending,
 		CreatedAt:     base,
 	}
 }
@@ -131,18 +132,27 @@ func newRun(short, parent string) store.Run {
 func shortID(i int) string { return fmt.Sprintf("S-%06x", i) }
 
 // createRun stores r and returns it as the store holds it.
+// A run asked for in a final status is created running and then moved
+// there, as a new run always starts active.
 func createRun(t *testing.T, s store.Store, r store.Run) store.Run {
 	t.Helper()
+	final := r.Status
+	if final.Final() {
+		r.Status = lifecycle.Running
+	}
 	must(t, s.CreateRun(ctx(t), r))
+	if final.Final() {
+		must(t, s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Running}, final, nil))
+	}
 	got, err := s.GetRun(ctx(t), r.ID)
 	must(t, err)
 	return got
 }
 
 // finish moves r from running (or pending) to status with a result.
-func finish(t *testing.T, s store.Store, id, status string) {
+func finish(t *testing.T, s store.Store, id string, status lifecycle.Status) {
 	t.Helper()
-	must(t, s.TransitionRun(ctx(t), id, store.ActiveStatuses, status, &store.RunFinish{
+	must(t, s.TransitionRun(ctx(t), id, lifecycle.Active, status, &store.RunFinish{
 		Result: []byte(`{"summary":"done"}`), Tokens: 10, CostCents: 0.5, Iterations: 1,
 	}))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 )
 
@@ -39,7 +40,7 @@ func testFinishWithSpendAndDelivery(t *testing.T, s store.Store) {
 	r := createRun(t, s, newRun("S-0e0e0e", "ava:cli:spend"))
 	fin := &store.RunFinish{CostCents: 7.5, Tokens: 10, Delivered: true, SpendSession: "ava:cli:spend",
 		Messages: []store.Message{{SessionKey: r.SessionKey, Role: store.RoleAssistant, Sender: r.ShortID, Text: "done"}}}
-	must(t, s.TransitionRun(ctx(t), r.ID, store.ActiveStatuses, store.StatusSuccess, fin))
+	must(t, s.TransitionRun(ctx(t), r.ID, lifecycle.Active, lifecycle.Success, fin))
 	got, err := s.GetRun(ctx(t), r.ID)
 	must(t, err)
 	if !got.Announced {
@@ -55,7 +56,7 @@ func testFinishWithSpendAndDelivery(t *testing.T, s store.Store) {
 	if len(msgs) != 1 || msgs[0].Text != "done" {
 		t.Fatalf("finish messages %+v", msgs)
 	}
-	err = s.TransitionRun(ctx(t), r.ID, store.ActiveStatuses, store.StatusError, fin)
+	err = s.TransitionRun(ctx(t), r.ID, lifecycle.Active, lifecycle.Error, fin)
 	if !errors.Is(err, store.ErrInvalidTransition) {
 		t.Fatalf("second finish: %v", err)
 	}
@@ -73,35 +74,50 @@ func testTransitionRun(t *testing.T, s store.Store) {
 	if r.StartedAt != nil || r.EndedAt != nil {
 		t.Fatalf("new run has times set: %+v", r)
 	}
-	must(t, s.TransitionRun(ctx(t), r.ID, []string{store.StatusPending}, store.StatusRunning, nil))
+	must(t, s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Pending}, lifecycle.Running, nil))
 	got, err := s.GetRun(ctx(t), r.ID)
 	must(t, err)
-	if got.Status != store.StatusRunning || got.StartedAt == nil || got.EndedAt != nil {
+	if got.Status != lifecycle.Running || got.StartedAt == nil || got.EndedAt != nil {
 		t.Fatalf("after start: status %s started %v ended %v", got.Status, got.StartedAt, got.EndedAt)
 	}
 
 	ended := base.Add(time.Hour)
 	fin := &store.RunFinish{Result: []byte(`{"summary":"ok","confidence":0.9}`), Error: "",
 		Tokens: 321, CostCents: 1.75, Iterations: 3, EndedAt: ended}
-	must(t, s.TransitionRun(ctx(t), r.ShortID, []string{store.StatusRunning}, store.StatusSuccess, fin))
+	must(t, s.TransitionRun(ctx(t), r.ShortID, []lifecycle.Status{lifecycle.Running}, lifecycle.Success, fin))
 	got, err = s.GetRun(ctx(t), r.ID)
 	must(t, err)
 	want := r
-	want.Status, want.Result, want.Tokens, want.CostCents, want.Iterations = store.StatusSuccess, fin.Result, 321, 1.75, 3
+	want.Status, want.Result, want.Tokens, want.CostCents, want.Iterations = lifecycle.Success, fin.Result, 321, 1.75, 3
 	want.StartedAt, want.EndedAt = got.StartedAt, &ended
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("after finish (-want +got):\n%s", diff)
 	}
 
-	err = s.TransitionRun(ctx(t), r.ID, []string{store.StatusRunning}, store.StatusCancelled, nil)
+	err = s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Running}, lifecycle.Cancelled, nil)
 	wantErr(t, err, store.ErrInvalidTransition)
-	if !strings.Contains(err.Error(), store.StatusSuccess) {
+	if !strings.Contains(err.Error(), string(lifecycle.Success)) {
 		t.Fatalf("refused transition error %q does not name the current status", err)
 	}
-	wantErr(t, s.TransitionRun(ctx(t), uuid.NewString(), []string{store.StatusRunning}, store.StatusError, nil), store.ErrNotFound)
-	wantPlainErr(t, s.TransitionRun(ctx(t), r.ID, []string{store.StatusSuccess}, "finished", nil))
-	wantPlainErr(t, s.TransitionRun(ctx(t), r.ID, nil, store.StatusError, nil))
-	wantPlainErr(t, s.TransitionRun(ctx(t), r.ID, []string{store.StatusSuccess}, store.StatusRunning, &store.RunFinish{}))
+	wantErr(t, s.TransitionRun(ctx(t), uuid.NewString(), []lifecycle.Status{lifecycle.Running}, lifecycle.Error, nil), store.ErrNotFound)
+	wantPlainErr(t, s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Success}, "finished", nil))
+	wantPlainErr(t, s.TransitionRun(ctx(t), r.ID, nil, lifecycle.Error, nil))
+	wantPlainErr(t, s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Success}, lifecycle.Running, &store.RunFinish{}))
+
+	// The lifecycle table is the store's too: a finished run never goes
+	// back to pending, and a run never moves to its own status.
+	for _, edge := range [][2]lifecycle.Status{{lifecycle.Success, lifecycle.Pending},
+		{lifecycle.Success, lifecycle.Success}, {lifecycle.Success, lifecycle.Cancelled}} {
+		err = s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{edge[0]}, edge[1], nil)
+		wantErr(t, err, store.ErrInvalidTransition)
+	}
+	if got, _ := s.GetRun(ctx(t), r.ID); got.Status != lifecycle.Success {
+		t.Fatalf("after refused transitions the run is %s", got.Status)
+	}
+	// A new run starts active.
+	done := newRun("S-0c0c0d", "ava:cli:p")
+	done.Status = lifecycle.Success
+	wantPlainErr(t, s.CreateRun(ctx(t), done))
 }
 
 // testTransitionRace races completion against cancellation: 100
@@ -111,7 +127,7 @@ func testTransitionRun(t *testing.T, s store.Store) {
 func testTransitionRace(t *testing.T, s store.Store) {
 	for round := range 3 {
 		r := newRun(shortID(0xa00+round), "ava:cli:race")
-		r.Status = store.StatusRunning
+		r.Status = lifecycle.Running
 		r = createRun(t, s, r)
 		var (
 			wins   atomic.Int32
@@ -120,13 +136,13 @@ func testTransitionRace(t *testing.T, s store.Store) {
 			wg     sync.WaitGroup
 		)
 		for i := range 100 {
-			to := store.StatusSuccess
+			to := lifecycle.Success
 			if i%2 == 1 {
-				to = store.StatusCancelled
+				to = lifecycle.Cancelled
 			}
 			wg.Go(func() {
 				<-start
-				err := s.TransitionRun(ctx(t), r.ID, []string{store.StatusRunning}, to,
+				err := s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Running}, to,
 					&store.RunFinish{Result: []byte(`"` + to + `"`), Tokens: i})
 				switch {
 				case err == nil:
@@ -144,8 +160,8 @@ func testTransitionRace(t *testing.T, s store.Store) {
 		}
 		got, err := s.GetRun(ctx(t), r.ID)
 		must(t, err)
-		w := winner.Load().(string)
-		if got.Status != w || string(got.Result) != `"`+w+`"` {
+		w := winner.Load().(lifecycle.Status)
+		if got.Status != w || string(got.Result) != `"`+string(w)+`"` {
 			t.Fatalf("round %d: stored status %s result %s, but %s won", round, got.Status, got.Result, w)
 		}
 	}
@@ -156,19 +172,19 @@ func testTransitionRace(t *testing.T, s store.Store) {
 func testTransitionResume(t *testing.T, s store.Store) {
 	const parent = "ava:cli:resume"
 	r := createRun(t, s, newRun("S-0d0d0d", parent))
-	finish(t, s, r.ID, store.StatusSuccess)
+	finish(t, s, r.ID, lifecycle.Success)
 	ok, err := s.AnnounceResult(ctx(t), r.ID, store.Message{Text: "[Task: find] first"})
 	must(t, err)
 	if !ok {
 		t.Fatal("first announcement refused")
 	}
-	must(t, s.TransitionRun(ctx(t), r.ID, []string{store.StatusSuccess}, store.StatusRunning, nil))
+	must(t, s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Success}, lifecycle.Running, nil))
 	got, err := s.GetRun(ctx(t), r.ID)
 	must(t, err)
 	if got.Announced || got.EndedAt != nil || got.StartedAt == nil {
 		t.Fatalf("resumed run: announced %v ended %v started %v", got.Announced, got.EndedAt, got.StartedAt)
 	}
-	finish(t, s, r.ID, store.StatusSuccess)
+	finish(t, s, r.ID, lifecycle.Success)
 	ok, err = s.AnnounceResult(ctx(t), r.ID, store.Message{Text: "[Task: find] second"})
 	must(t, err)
 	if !ok {
@@ -185,14 +201,14 @@ func testTransitionResume(t *testing.T, s store.Store) {
 // owner's live runs and finished runs are left alone.
 func testMarkInterrupted(t *testing.T, s store.Store) {
 	var dead []string
-	for i, status := range []string{store.StatusPending, store.StatusRunning, store.StatusSuccess, store.StatusRunning, store.StatusRunning} {
+	for i, status := range []lifecycle.Status{lifecycle.Pending, lifecycle.Running, lifecycle.Success, lifecycle.Running, lifecycle.Running} {
 		r := newRun(shortID(0xb00+i), "ava:cli:p")
 		r.Status, r.Owner = status, "dead"
 		if i == 4 {
 			r.Owner = "alive"
 		}
 		r = createRun(t, s, r)
-		if status != store.StatusSuccess && r.Owner == "dead" {
+		if status != lifecycle.Success && r.Owner == "dead" {
 			dead = append(dead, r.ID)
 		}
 	}
@@ -204,7 +220,7 @@ func testMarkInterrupted(t *testing.T, s store.Store) {
 	var ids []string
 	for _, r := range runs {
 		ids = append(ids, r.ID)
-		if r.Status != store.StatusInterrupted || r.EndedAt == nil || !r.EndedAt.Equal(at) || r.Error == "" || r.Owner != "dead" {
+		if r.Status != lifecycle.Interrupted || r.EndedAt == nil || !r.EndedAt.Equal(at) || r.Error == "" || r.Owner != "dead" {
 			t.Fatalf("interrupted run = status %s ended %v error %q owner %q", r.Status, r.EndedAt, r.Error, r.Owner)
 		}
 	}
@@ -251,11 +267,11 @@ func testInstances(t *testing.T, s store.Store) {
 func testAnnounceResultOnce(t *testing.T, s store.Store) {
 	const parent = "ava:cli:orchestrator"
 	r := newRun("S-0e0e0e", parent)
-	r.Status = store.StatusRunning
+	r.Status = lifecycle.Running
 	r = createRun(t, s, r)
 	_, err := s.AnnounceResult(ctx(t), r.ID, store.Message{Text: "too early"})
 	wantErr(t, err, store.ErrInvalidTransition)
-	finish(t, s, r.ID, store.StatusSuccess)
+	finish(t, s, r.ID, lifecycle.Success)
 
 	var (
 		delivered atomic.Int32
@@ -294,7 +310,7 @@ func testAnnounceResultOnce(t *testing.T, s store.Store) {
 	}
 
 	other := newRun("S-0e0e0f", parent)
-	other.Status = store.StatusError
+	other.Status = lifecycle.Error
 	other = createRun(t, s, other)
 	_, err = s.AnnounceResult(ctx(t), other.ID, store.Message{SessionKey: "ava:cli:elsewhere", Text: "x"})
 	wantPlainErr(t, err)
@@ -313,7 +329,7 @@ func testAnnounceConcurrentRuns(t *testing.T, s store.Store) {
 	ids := make([]string, n)
 	for i := range n {
 		r := newRun(shortID(0xd00+i), parent)
-		r.Status = store.StatusSuccess
+		r.Status = lifecycle.Success
 		ids[i] = createRun(t, s, r).ID
 	}
 	var (
@@ -348,10 +364,10 @@ func testAnnounceConcurrentRuns(t *testing.T, s store.Store) {
 func testMarkAnnounced(t *testing.T, s store.Store) {
 	const parent = "ava:cli:marked"
 	r := newRun("S-0e1e1e", parent)
-	r.Status = store.StatusRunning
+	r.Status = lifecycle.Running
 	r = createRun(t, s, r)
 	wantErr(t, s.MarkAnnounced(ctx(t), r.ID), store.ErrInvalidTransition)
-	finish(t, s, r.ID, store.StatusCancelled)
+	finish(t, s, r.ID, lifecycle.Cancelled)
 	must(t, s.MarkAnnounced(ctx(t), r.ShortID))
 	must(t, s.MarkAnnounced(ctx(t), r.ID)) // twice is fine
 	got, err := s.GetRun(ctx(t), r.ID)
@@ -375,23 +391,23 @@ func testMarkAnnounced(t *testing.T, s store.Store) {
 }
 
 func testUnannounced(t *testing.T, s store.Store) {
-	mk := func(short, parent, status string, at time.Time) store.Run {
+	mk := func(short, parent string, status lifecycle.Status, at time.Time) store.Run {
 		r := newRun(short, parent)
-		r.Status, r.CreatedAt = store.StatusRunning, at
+		r.Status, r.CreatedAt = lifecycle.Running, at
 		r = createRun(t, s, r)
-		if status != store.StatusRunning {
-			must(t, s.TransitionRun(ctx(t), r.ID, []string{store.StatusRunning}, status,
+		if status != lifecycle.Running {
+			must(t, s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Running}, status,
 				&store.RunFinish{EndedAt: at.Add(time.Minute)}))
 		}
 		r, err := s.GetRun(ctx(t), r.ID)
 		must(t, err)
 		return r
 	}
-	owedLater := mk("S-0f0001", "ava:cli:p", store.StatusTimeout, base.Add(time.Hour))
-	owed := mk("S-0f0002", "ava:cli:p", store.StatusSuccess, base)
-	mk("S-0f0003", "", store.StatusSuccess, base)          // no parent
-	mk("S-0f0004", "ava:cli:p", store.StatusRunning, base) // not finished
-	told := mk("S-0f0005", "ava:cli:p", store.StatusCancelled, base)
+	owedLater := mk("S-0f0001", "ava:cli:p", lifecycle.Timeout, base.Add(time.Hour))
+	owed := mk("S-0f0002", "ava:cli:p", lifecycle.Success, base)
+	mk("S-0f0003", "", lifecycle.Success, base)          // no parent
+	mk("S-0f0004", "ava:cli:p", lifecycle.Running, base) // not finished
+	told := mk("S-0f0005", "ava:cli:p", lifecycle.Cancelled, base)
 	ok, err := s.AnnounceResult(ctx(t), told.ID, store.Message{Text: "cancelled"})
 	must(t, err)
 	if !ok {
