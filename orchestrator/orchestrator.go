@@ -171,16 +171,16 @@ func (o *Orchestrator) publish(session, user string, ev event.Event) {
 // ResultJSON is the machine-readable form of a turn's result (ava run
 // --json).
 type ResultJSON struct {
-	Status     lifecycle.Status  `json:"status"`
-	Text       string  `json:"text"`
-	Session    string  `json:"session"`
-	Model      string  `json:"model"`
-	Offline    bool    `json:"offline"`
-	Tokens     Tokens  `json:"tokens"`
-	CostCents  float64 `json:"cost_cents"`
-	DurationMs int64   `json:"duration_ms"`
-	Iterations int     `json:"iterations"`
-	Error      string  `json:"error,omitempty"`
+	Status     lifecycle.Status `json:"status"`
+	Text       string           `json:"text"`
+	Session    string           `json:"session"`
+	Model      string           `json:"model"`
+	Offline    bool             `json:"offline"`
+	Tokens     Tokens           `json:"tokens"`
+	CostCents  float64          `json:"cost_cents"`
+	DurationMs int64            `json:"duration_ms"`
+	Iterations int              `json:"iterations"`
+	Error      string           `json:"error,omitempty"`
 }
 
 // Tokens is a token breakdown.
