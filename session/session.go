@@ -66,9 +66,6 @@ type Limits = agent.Limits
 // Result is a finished turn, as `ava run --json` prints it.
 type Result = orchestrator.ResultJSON
 
-// StatusSuccess is the status of a turn or run that succeeded.
-const StatusSuccess = lifecycle.Success
-
 // Config is what the Service needs.
 type Config struct {
 	Hub       *event.Hub

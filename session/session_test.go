@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/llm/scripted"
 	"github.com/avaagent/ava/orchestrator"
@@ -91,10 +92,10 @@ func TestOneTurnAtATimeBusyOrQueued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := wait(t, first); r.Text != "first" || r.Status != session.StatusSuccess {
+	if r := wait(t, first); r.Text != "first" || r.Status != lifecycle.Success {
 		t.Fatalf("first turn %+v", r)
 	}
-	if r := wait(t, queued); r.Text != "second" || r.Status != session.StatusSuccess {
+	if r := wait(t, queued); r.Text != "second" || r.Status != lifecycle.Success {
 		t.Fatalf("queued turn %+v", r)
 	}
 	waitState(t, svc, key, session.Idle)
@@ -127,7 +128,7 @@ func TestSupersedeCancelsTheRunningTurn(t *testing.T) {
 	if r := wait(t, first); r.Status != "cancelled" {
 		t.Fatalf("superseded turn ended %s", r.Status)
 	}
-	if r := wait(t, next); r.Status != session.StatusSuccess {
+	if r := wait(t, next); r.Status != lifecycle.Success {
 		t.Fatalf("superseding turn %+v", r)
 	}
 }

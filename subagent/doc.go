@@ -22,7 +22,8 @@
 // Each subagent publishes to its own session, "ava:subagent:S-xxxxxx",
 // whose event stream exists from the moment the run is registered and is
 // independent of its parent's. The parent's session receives only
-// SubagentSpawn (published when Spawn returns) and SubagentComplete.
+// SubagentSpawn (published beside the run's first model call, with its
+// start record) and SubagentComplete.
 // Lifecycle entries (start, complete, error, aborted) go to the parent
 // session's file, synced: the start entry is written beside the first
 // model call and always before the end entry, and the end entry before

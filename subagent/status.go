@@ -2,83 +2,21 @@ package subagent
 
 import (
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/avaagent/ava/event"
-	"github.com/avaagent/ava/lifecycle"
 )
 
-// displayName turns a role name into the seeds' display form
-// (web_crawler → WebCrawler).
-func displayName(role string) string {
-	var b strings.Builder
-	for _, part := range strings.FieldsFunc(role, func(r rune) bool { return r == '_' || r == '-' }) {
-		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
-	}
-	return b.String()
-}
-
-// StatusLine is a one-line status for people (seed 000 section 1.3):
-// "🔍 S-7f3a2b WebCrawler running (45s, 12k tokens, 3.1¢): reading …".
-func StatusLine(st RunStatus) string {
-	icon := map[lifecycle.Status]string{lifecycle.Pending: "⏳", lifecycle.Running: "🔍", lifecycle.Success: "✅",
-		lifecycle.Cancelled: "🛑", lifecycle.Interrupted: "⚠️"}[st.Status]
-	if icon == "" {
-		icon = "❌"
-	}
+// String is the status in one plain line, for the orchestrator's tools
+// (what people see is rendered by the channels):
+// "S-7f3a2b web_crawler running 45s, 12034 tokens, 3.1¢: reading …".
+func (st RunStatus) String() string {
 	status := string(st.Status)
 	if st.Stalled {
-		icon, status = "⏸", "stalled"
+		status += " (stalled)"
 	}
-	line := fmt.Sprintf("%s %s %s %s (%s, %s tokens, %.1f¢)", icon, st.ID, displayName(st.Role), status,
-		st.Elapsed.Round(time.Second), compact(st.Tokens), st.CostCents)
+	line := fmt.Sprintf("%s %s %s %s, %d tokens, %.1f¢", st.ID, st.Role, status,
+		st.Elapsed.Round(time.Second), st.Tokens, st.CostCents)
 	if st.Activity != "" && !st.Status.Final() {
 		line += ": " + st.Activity
 	}
 	return line
-}
-
-func compact(n int) string {
-	switch {
-	case n >= 1_000_000:
-		return fmt.Sprintf("%.1fM", float64(n)/1e6)
-	case n >= 1000:
-		return fmt.Sprintf("%dk", n/1000)
-	}
-	return fmt.Sprint(n)
-}
-
-// EventLine renders a subagent's event as a channel status line (seed 001
-// section 10), or "" for events channels do not show.
-func EventLine(role string, ev event.Event) string {
-	name := "Subagent [" + displayName(role) + "]"
-	switch ev.Type {
-	case event.SubagentSpawn:
-		return "🔍 " + name + ": Starting..."
-	case event.Activity:
-		var c event.TextContent
-		_ = ev.Decode(&c)
-		return "🔍 " + name + ": " + c.Text + "..."
-	case event.ToolCall:
-		var c event.ToolCallContent
-		_ = ev.Decode(&c)
-		args := string(c.Args)
-		if len(args) > 80 {
-			args = args[:80] + "…"
-		}
-		return fmt.Sprintf("🔍 %s: %s %s", name, c.Name, args)
-	case event.Stalled:
-		var c event.StalledContent
-		_ = ev.Decode(&c)
-		return fmt.Sprintf("⏸ %s: no progress for %s", name, (time.Duration(c.IdleMs) * time.Millisecond).Round(time.Second))
-	case event.SubagentComplete:
-		var c event.SubagentCompleteContent
-		_ = ev.Decode(&c)
-		if c.Status == lifecycle.Success {
-			return fmt.Sprintf("✅ %s: Complete (%ds, $%.2f)", name, c.DurationMs/1000, c.CostCents/100)
-		}
-		return fmt.Sprintf("❌ %s: %s (%ds, $%.2f)", name, c.Status, c.DurationMs/1000, c.CostCents/100)
-	}
-	return ""
 }

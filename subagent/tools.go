@@ -145,7 +145,7 @@ func (m *Manager) groupTool(ctx context.Context, a GroupArgs) (tool.Result, erro
 func (m *Manager) statusTool(ctx context.Context, a IDArgs) (tool.Result, error) {
 	if h, err := m.Get(a.SubagentID); err == nil {
 		st := h.Status()
-		out := map[string]any{"status": st, "line": StatusLine(st)}
+		out := map[string]any{"status": st, "line": st.String()}
 		if r, ok := h.Result(); ok {
 			out["result"] = r
 		}
@@ -173,7 +173,7 @@ func (m *Manager) listTool(ctx context.Context, a ListArgs) (tool.Result, error)
 	}
 	var b strings.Builder
 	for _, h := range hs {
-		b.WriteString(StatusLine(h.Status()))
+		b.WriteString(h.Status().String())
 		b.WriteByte('\n')
 	}
 	return tool.Result{Output: b.String()}, nil

@@ -50,7 +50,7 @@ func PrintTurn(ctx context.Context, sub *event.Subscription, stdout, stderr io.W
 					SubagentID string `json:"subagentId"`
 				}
 				_ = ev.Decode(&c)
-				if line := subagent.EventLine(c.Role, ev); line != "" {
+				if line := EventLine(c.Role, ev); line != "" {
 					fmt.Fprintf(stderr, "%s [%s]\n", line, c.SubagentID)
 				}
 			case event.AssistantMessage:
@@ -71,4 +71,25 @@ func shorten(s string, n int) string {
 }
 
 // SubagentLine is a subagent's one-line status for the person.
-func SubagentLine(h *subagent.Handle) string { return subagent.StatusLine(h.Status()) }
+func SubagentLine(h *subagent.Handle) string { return StatusLine(h.Status()) }
+
+// FollowSubagent prints a subagent's tool calls, stalls and retries to w
+// as status lines, until ctx is done or its stream closes.
+func FollowSubagent(ctx context.Context, sub *event.Subscription, role string, w io.Writer) {
+	for {
+		evs, err := sub.Next(ctx)
+		if err != nil {
+			return
+		}
+		for _, ev := range evs {
+			if ev.Type != event.ToolCall && ev.Type != event.Stalled && ev.Type != event.Retry {
+				continue
+			}
+			if line := EventLine(role, ev); line != "" {
+				fmt.Fprintln(w, line)
+			} else if ev.Type == event.Retry {
+				fmt.Fprintln(w, "[retrying a model call]")
+			}
+		}
+	}
+}

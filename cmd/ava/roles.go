@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/avaagent/ava/app"
-	"github.com/avaagent/ava/subagent"
 )
 
 func newRolesCmd(a *App) *cobra.Command {
@@ -51,7 +50,7 @@ subagent tools) is shown as withheld, with the reason.`,
 func printRoles(a *App, in *app.Instance) error {
 	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROLE\tSOURCE\tMODEL\tTIMEOUT\tMAX COST\tMAX TOKENS\tMAX ITER\tTOOLS")
-	for _, r := range subagent.SortedRoles(in.Subagent.Roles()) {
+	for _, r := range in.Roles() {
 		model, err := roleModel(in, r)
 		if err != nil {
 			fmt.Fprintf(a.Stderr, "warning: role %s: %v\n", r.Name, err)
@@ -68,7 +67,7 @@ func printRoles(a *App, in *app.Instance) error {
 // roleModel is the role's model as named and as resolved, and why it
 // does not resolve. With no provider configured it says so, as ava spawn
 // refuses to run a role then (unless --offline).
-func roleModel(in *app.Instance, r subagent.Role) (string, error) {
+func roleModel(in *app.Instance, r app.Role) (string, error) {
 	if !app.HasRealProvider(in.Catalog) {
 		return r.Model + " → no provider configured", nil
 	}
@@ -88,7 +87,7 @@ func roleTools(tools []string) string {
 	out := make([]string, len(tools))
 	for i, t := range tools {
 		out[i] = t
-		if why := subagent.WithheldReason(t); why != "" {
+		if why := app.WithheldReason(t); why != "" {
 			out[i] = t + " (withheld: " + why + ")"
 		}
 	}

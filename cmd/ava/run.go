@@ -130,7 +130,7 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 	if askErr != nil {
 		return askErr
 	}
-	if res.Status != session.StatusSuccess {
+	if res.Status != lifecycle.Success {
 		return withHint(fmt.Errorf("run ended with status %s: %s", res.Status, res.Error), statusHint(res.Status))
 	}
 	return nil

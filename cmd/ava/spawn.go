@@ -12,14 +12,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/avaagent/ava/app"
-	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/channel/terminal"
 	"github.com/avaagent/ava/lifecycle"
-	"github.com/avaagent/ava/subagent"
-	"github.com/avaagent/ava/tool"
+	"github.com/avaagent/ava/session"
 )
 
 type spawnOptions struct {
-	cfg     subagent.Config
+	cfg     session.SubagentConfig
 	timeout time.Duration
 	wait    bool
 	json    bool
@@ -67,11 +66,7 @@ the subagent succeeded and 1 otherwise.`,
 	f.BoolVar(&o.offline, "offline", false, "use the offline scripted demo model")
 	_ = cmd.MarkFlagRequired("role")
 	_ = cmd.RegisterFlagCompletionFunc("role", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		var names []string
-		for _, r := range subagent.BuiltinRoles() {
-			names = append(names, r.Name)
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
+		return app.BuiltinRoleNames(), cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
 }
@@ -91,8 +86,7 @@ func spawnOnce(ctx context.Context, a *App, o spawnOptions) error {
 		return err
 	}
 	defer in.Close()
-	parent := tool.Caller{AgentID: event.OrchestratorID, SessionKey: "ava:cli:" + uuid.NewString()[:8], Workspace: cfg.Workspace}
-	h, err := in.Subagent.Spawn(ctx, subagent.Request{Config: o.cfg, Parent: parent, User: a.Getenv("USER")})
+	h, err := in.Sessions.Spawn(ctx, "ava:cli:"+uuid.NewString()[:8], o.cfg, a.Getenv("USER"))
 	if err != nil {
 		return err
 	}
@@ -106,7 +100,7 @@ func spawnOnce(ctx context.Context, a *App, o spawnOptions) error {
 	fctx, stopFollow := context.WithCancel(ctx)
 	go func() {
 		defer close(followDone)
-		followSubagent(fctx, a, h)
+		terminal.FollowSubagent(fctx, h.Subscribe(0), h.Role().Name, a.Stderr)
 	}()
 	r, werr := h.Wait(ctx)
 	if werr != nil {
@@ -132,27 +126,7 @@ func errSuffix(s string) string {
 	return ": " + s
 }
 
-// followSubagent prints the subagent's status lines to stderr.
-func followSubagent(ctx context.Context, a *App, h *subagent.Handle) {
-	sub := h.Subscribe(0)
-	for {
-		evs, err := sub.Next(ctx)
-		if err != nil {
-			return
-		}
-		for _, ev := range evs {
-			if ev.Type == event.ToolCall || ev.Type == event.Stalled || ev.Type == event.Retry {
-				if line := subagent.EventLine(h.Role().Name, ev); line != "" {
-					fmt.Fprintln(a.Stderr, line)
-				} else if ev.Type == event.Retry {
-					fmt.Fprintln(a.Stderr, "[retrying a model call]")
-				}
-			}
-		}
-	}
-}
-
-func printResult(a *App, r subagent.Result, asJSON bool) {
+func printResult(a *App, r session.SubagentResult, asJSON bool) {
 	if asJSON {
 		b, _ := json.MarshalIndent(r, "", "  ")
 		fmt.Fprintln(a.Stdout, string(b))

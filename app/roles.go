@@ -1,0 +1,23 @@
+package app
+
+import "github.com/avaagent/ava/subagent"
+
+// Role is a subagent role as the instance loaded it (subagent.Role).
+type Role = subagent.Role
+
+// Roles returns the instance's subagent roles, built-in and custom,
+// sorted by name.
+func (in *Instance) Roles() []Role { return subagent.SortedRoles(in.Subagent.Roles()) }
+
+// BuiltinRoleNames lists the built-in roles' names (shell completion).
+func BuiltinRoleNames() []string {
+	var names []string
+	for _, r := range subagent.BuiltinRoles() {
+		names = append(names, r.Name)
+	}
+	return names
+}
+
+// WithheldReason says why no subagent ever gets the named tool, or ""
+// when a role may give it to its subagents.
+func WithheldReason(toolName string) string { return subagent.WithheldReason(toolName) }

@@ -1,0 +1,46 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava/tool"
+)
+
+// SubagentConfig is what a direct spawn asks for: role, task, context,
+// model and limits (subagent.Config).
+type SubagentConfig = subagent.Config
+
+// SubagentResult is a finished subagent's structured result
+// (subagent.Result).
+type SubagentResult = subagent.Result
+
+// Subagent is a running or finished subagent (subagent.Handle): its ID,
+// status, event stream, result and cancel.
+type Subagent = subagent.Handle
+
+// ErrNoSubagents means the service runs without a subagent manager
+// (a read-only instance).
+var ErrNoSubagents = errors.New("this instance runs no subagents")
+
+// Spawn starts one subagent on behalf of the main session parent, as the
+// person (not the orchestrator) asked for it: `ava spawn` and the API use
+// it. The subagent's result is delivered to parent like any other.
+func (s *Service) Spawn(ctx context.Context, parent string, cfg SubagentConfig, user string) (*Subagent, error) {
+	if s.cfg.Subagents == nil {
+		return nil, ErrNoSubagents
+	}
+	if IsSubagentKey(parent) {
+		return nil, fmt.Errorf("spawn from %s: a subagent cannot spawn subagents", parent)
+	}
+	caller := tool.Caller{AgentID: event.OrchestratorID, SessionKey: parent, User: user}
+	h, err := s.cfg.Subagents.Spawn(ctx, subagent.Request{Config: cfg, Parent: caller, User: user})
+	if err != nil {
+		return nil, fmt.Errorf("spawn %s: %w", cfg.Role, err)
+	}
+	return h, nil
+}
+
