@@ -133,6 +133,9 @@ type Agent struct {
 
 	emitMu  sync.Mutex
 	emitErr error
+	// emitting counts events handed to an AsyncPublisher and not yet
+	// stored and delivered; Run waits for them before it returns.
+	emitting sync.WaitGroup
 }
 
 // Snapshot is a run's live status, cheap to read at any time.
@@ -183,9 +186,12 @@ func (a *Agent) touch() {
 	a.update(func(s *Snapshot) { s.LastProgress = t })
 }
 
-// emit publishes ev stamped with this agent's identity. The first
-// publishing error is kept: a run whose events cannot be recorded ends
-// with lifecycle.Error rather than go on unrecorded.
+// emit publishes ev stamped with this agent's identity. With an
+// AsyncPublisher the loop does not wait for the store: the events keep
+// their order, each is stored before anyone sees it, and Run waits for
+// them all before it returns. The first publishing error is kept: a run
+// whose events cannot be recorded ends with lifecycle.Error rather than
+// go on unrecorded.
 func (a *Agent) emit(ev event.Event) {
 	if a.cfg.Publisher == nil {
 		return
@@ -197,13 +203,28 @@ func (a *Agent) emit(ev event.Event) {
 	if ev.Time.IsZero() {
 		ev.Time = a.now()
 	}
-	if _, err := a.cfg.Publisher.Publish(ev); err != nil {
-		a.emitMu.Lock()
-		if a.emitErr == nil {
-			a.emitErr = err
-			a.log.Error("event publishing failed; ending the run", "agent", a.cfg.Caller.AgentID, "err", err)
-		}
-		a.emitMu.Unlock()
+	if ap, ok := a.cfg.Publisher.(event.AsyncPublisher); ok {
+		a.emitting.Add(1)
+		ap.PublishAsync(ev, func(_ event.Event, err error) {
+			a.emitFailed(err)
+			a.emitting.Done()
+		})
+		return
+	}
+	_, err := a.cfg.Publisher.Publish(ev)
+	a.emitFailed(err)
+}
+
+// emitFailed keeps the first publishing error.
+func (a *Agent) emitFailed(err error) {
+	if err == nil {
+		return
+	}
+	a.emitMu.Lock()
+	defer a.emitMu.Unlock()
+	if a.emitErr == nil {
+		a.emitErr = err
+		a.log.Error("event publishing failed; ending the run", "agent", a.cfg.Caller.AgentID, "err", err)
 	}
 }
 
@@ -239,10 +260,15 @@ func (a *Agent) Run(ctx context.Context, history []llm.Message, input llm.Messag
 		defs: toolDefs(a.cfg.Tools)}
 	a.emit(event.New(event.UserMessage, event.TextContent{Text: input.TextContent()}))
 	err := r.loop()
+	a.emitting.Wait()
+	if err == nil {
+		err = a.publishErr()
+	}
 	res := Result{Status: StatusOf(err), Text: r.text, Messages: r.msgs, Usage: r.usage,
 		CostCents: r.cost, Duration: a.now().Sub(start), Iterations: r.iter, Err: err}
 	if res.Status == lifecycle.Error {
 		a.emit(event.New(event.Error, event.ErrorContent{Error: err.Error(), Fatal: true}))
+		a.emitting.Wait()
 	}
 	a.update(func(s *Snapshot) { s.Status = res.Status })
 	return res

@@ -143,30 +143,86 @@ func (h *Hub) Publish(ev Event) (Event, error) {
 	return p.ev, err
 }
 
-// pending is one kept event waiting to be numbered, stored and
-// delivered.
-type pending struct {
-	ev   Event
-	done chan error
-}
-
-// commit numbers and stores a batch in one Log write, then hands each
-// event to the sinks and the journal in order and releases its
-// publisher. Concurrent publishers to one session so share one store
-// write (group commit) instead of taking turns.
-func (j *Journal) commit(batch []*pending) {
-	evs := make([]Event, len(batch))
-	for i, p := range batch {
-		evs[i] = p.ev
-	}
-	if err := j.store(evs); err != nil {
-		for _, p := range batch {
-			p.done <- fmt.Errorf("publish %s to %s: %w", p.ev.Type, j.session, err)
+// PublishAsync publishes ev like Publish without waiting for it: the
+// events a caller publishes to a session with PublishAsync keep their
+// order (live-only ones included) relative to each other and to the
+// session's Publish calls, and a kept event is still stored before it is
+// delivered. done, if not nil, is called with the stamped event and
+// Publish's error once ev has been stored and delivered; it runs on the
+// goroutine committing the session's events and must not block.
+func (h *Hub) PublishAsync(ev Event, done func(Event, error)) {
+	if ev.Session == "" {
+		if done != nil {
+			done(ev, errors.New("publish: event has no session"))
 		}
 		return
 	}
-	for i, p := range batch {
-		p.ev = evs[i]
+	if ev.Time.IsZero() {
+		ev.Time = h.now()
+	}
+	ev.Time = ev.Time.UTC()
+	ev.Seq = 0
+	j := h.Journal(ev.Session)
+	j.queue.Go(&pending{ev: ev, then: done}, j.commit)
+}
+
+// AsyncPublisher is a Publisher that can also publish without waiting
+// (Hub.PublishAsync); the agent loop uses it when its publisher has it.
+type AsyncPublisher interface {
+	Publisher
+	PublishAsync(ev Event, done func(Event, error))
+}
+
+var _ AsyncPublisher = (*Hub)(nil)
+
+// pending is one event waiting to be numbered (when kept), stored and
+// delivered; done or then hears how it went.
+type pending struct {
+	ev   Event
+	done chan error
+	then func(Event, error)
+}
+
+// settle reports the outcome to the publisher.
+func (p *pending) settle(err error) {
+	if p.then != nil {
+		p.then(p.ev, err)
+		return
+	}
+	if p.done != nil {
+		p.done <- err
+	}
+}
+
+// commit numbers and stores a batch's kept events in one Log write, then
+// hands each event to the sinks (kept ones) and the journal, in order,
+// and releases its publisher. Concurrent publishers to one session so
+// share one store write (group commit) instead of taking turns. Live-only
+// events in the batch (queued by PublishAsync) are not stored.
+func (j *Journal) commit(batch []*pending) {
+	var kept []Event
+	for _, p := range batch {
+		if p.ev.Type.Kept() {
+			kept = append(kept, p.ev)
+		}
+	}
+	var err error
+	if len(kept) > 0 {
+		err = j.store(kept)
+	}
+	k := 0
+	for _, p := range batch {
+		if !p.ev.Type.Kept() {
+			j.append(p.ev)
+			p.settle(nil)
+			continue
+		}
+		if err != nil {
+			p.settle(fmt.Errorf("publish %s to %s: %w", p.ev.Type, j.session, err))
+			continue
+		}
+		p.ev = kept[k]
+		k++
 		var errs []error
 		for _, s := range j.hub.sinks {
 			if err := s.Deliver(p.ev); err != nil {
@@ -175,10 +231,10 @@ func (j *Journal) commit(batch []*pending) {
 		}
 		j.append(p.ev)
 		if err := errors.Join(errs...); err != nil {
-			p.done <- fmt.Errorf("publish %s #%d to %s: %w", p.ev.Type, p.ev.Seq, j.session, err)
+			p.settle(fmt.Errorf("publish %s #%d to %s: %w", p.ev.Type, p.ev.Seq, j.session, err))
 			continue
 		}
-		p.done <- nil
+		p.settle(nil)
 	}
 }
 

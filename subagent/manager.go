@@ -373,9 +373,9 @@ func (m *Manager) drawID() string { return m.ids.draw() }
 
 // register gives the run its full ID; its event stream (the hub's,
 // under its session key) exists from now on. The drawn ID is already
-// known to be free (idSet); the run record itself is written beside the
-// first model call (Handle.recordStart), to keep the store's write off
-// the path to the subagent's first request.
+// known to be free (idSet); the run record itself is written when its
+// loop starts, beside the loop's setup and before its first model call
+// (Handle.recordRun).
 func (m *Manager) register(h *Handle) {
 	h.uuid = uuid.NewString()
 	m.opt.Hub.Fresh(h.SessionKey())

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http/httptrace"
 	"os"
 	"sync"
 	"time"
@@ -76,11 +77,11 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	m := h.m
 	ctx, cancel := context.WithCancelCause(h.parentContext())
 	defer cancel(nil)
-	// sent is closed when the first model call of the turn starts, so that
-	// recording the start overlaps the model's latency, not the request.
-	sent := make(chan struct{})
+	// onItsWay tells when the first request has left, so that the start's
+	// other writes do not compete with sending it.
 	model := h.model
-	model.Provider = &firstCall{Provider: model.Provider, sent: sent}
+	way := &onItsWay{Provider: model.Provider, sent: make(chan struct{})}
+	model.Provider = way
 	a := agent.New(agent.Config{
 		Model:          model,
 		System:         SystemPrompt(h.role, h.req.Config, h.tools),
@@ -97,42 +98,57 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	})
 	start := m.now()
 	first := h.begin(a, cancel, start)
-	// Recording the start (the parent's SubagentSpawn, the run record,
-	// the lifecycle entry) runs beside the model call, off the path to
-	// the first request (and off the spawning caller's loop); finish waits
-	// for it, so the end is always recorded after the start.
+	// The run record is written before the loop starts, so no model call
+	// is ever made by an unrecorded run (a failed write cancels the run
+	// before its first call). The loop's own events are stored while its
+	// first request is on its way (agent: asynchronous publishing). The
+	// parent's SubagentSpawn and the synced lifecycle entry are written
+	// once that request has left, off the spawning caller's loop; finish
+	// waits for them, so the end is always recorded after the start.
+	recorded := h.recordRun(first, start)
 	started := make(chan struct{})
 	m.wg.Go(func() {
 		defer close(started)
+		if !first {
+			return
+		}
 		select {
-		case <-sent:
-			time.Sleep(recordDelay)
+		case <-way.sent:
 		case <-ctx.Done():
-		case <-time.After(recordDelay):
 		}
-		if first {
-			h.announceSpawn()
+		h.announceSpawn()
+		if recorded {
+			h.lifecycle(audit.LifecycleEntry{EventType: audit.SubagentStart, StartedAt: start})
 		}
-		h.recordStart(first, start)
 	})
 	res := a.Run(ctx, history, input)
+	way.signal() // a loop that made no call has nothing left to wait for
 	return h.finish(res, len(history), start, started)
 }
 
-// recordDelay is how long recording a start may wait for the first model
-// request to be on its way.
-const recordDelay = time.Millisecond
-
-// firstCall signals when its first Stream call begins.
-type firstCall struct {
+// onItsWay signals sent once the first model request is on its way:
+// written to the network (an HTTP provider, seen through httptrace), or
+// for any provider once its first call produced a delta or returned, or
+// once the loop ended without a call.
+type onItsWay struct {
 	llm.Provider
 	sent chan struct{}
 	once sync.Once
 }
 
-func (f *firstCall) Stream(ctx context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
-	f.once.Do(func() { close(f.sent) })
-	return f.Provider.Stream(ctx, req, onDelta)
+// signal closes sent, once.
+func (p *onItsWay) signal() { p.once.Do(func() { close(p.sent) }) }
+
+// Stream calls the model, watching for the request to leave.
+func (p *onItsWay) Stream(ctx context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
+	defer p.signal()
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { p.signal() }})
+	return p.Provider.Stream(ctx, req, func(d llm.Delta) {
+		p.signal()
+		if onDelta != nil {
+			onDelta(d)
+		}
+	})
 }
 
 // parentContext is the group's context for a group member, else the
@@ -165,13 +181,13 @@ func (h *Handle) begin(a *agent.Agent, cancel context.CancelCauseFunc, start tim
 	return h.turns == 1
 }
 
-// recordStart records the run as running (its first turn creates the
-// record) and, on the first turn, writes the start lifecycle entry
-// (synced; the end entry is written only after it). The
-// writes happen even if the run was already cancelled, so that its end can
-// be recorded from running. A run that cannot be recorded is stopped with
-// the error: it never runs unrecorded.
-func (h *Handle) recordStart(first bool, start time.Time) {
+// recordRun records the run as running: its first turn creates the
+// record, a follow-up moves it back to running. The write happens even if
+// the run was already cancelled, so that its end can be recorded from
+// running. A run that cannot be recorded is cancelled with the error
+// (its loop then ends before any model call) and recordRun reports
+// false: it never runs unrecorded.
+func (h *Handle) recordRun(first bool, start time.Time) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
 	defer cancel()
 	h.mu.Lock()
@@ -186,19 +202,16 @@ func (h *Handle) recordStart(first bool, start time.Time) {
 	if err != nil {
 		h.m.log.Error("record subagent start; stopping it", "id", h.id, "err", err)
 		stop(fmt.Errorf("record run %s: %w", h.id, err))
-		return
+		return false
 	}
 	h.mu.Lock()
 	h.stored = lifecycle.Running
 	h.mu.Unlock()
-	if !first {
-		return
-	}
-	h.lifecycle(audit.LifecycleEntry{EventType: audit.SubagentStart, StartedAt: start})
+	return true
 }
 
 // announceSpawn publishes SubagentSpawn in the parent's session when the
-// run starts, before its start is recorded and so before its end.
+// run starts, after its record and before its end.
 func (h *Handle) announceSpawn() {
 	h.publishParent(event.New(event.SubagentSpawn, event.SubagentSpawnContent{SubagentID: h.id, Role: h.role.Name,
 		Task: h.req.Config.Task, Model: h.model.Name(), Mode: string(h.req.mode)}))

@@ -19,14 +19,34 @@ type Queue[T any] struct {
 // with every queued batch until none is left. commit must settle each
 // item of its batch; it is never called for two batches at once.
 func (q *Queue[T]) Add(item T, commit func(batch []T)) {
+	if q.queue(item) {
+		q.lead(commit)
+	}
+}
+
+// Go queues item like Add but never commits on the caller's goroutine:
+// if no commit is under way, a new goroutine leads. Items are committed
+// in the order of their Add and Go calls.
+func (q *Queue[T]) Go(item T, commit func(batch []T)) {
+	if q.queue(item) {
+		go q.lead(commit)
+	}
+}
+
+// queue appends item and reports whether the caller must lead.
+func (q *Queue[T]) queue(item T) bool {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	q.items = append(q.items, item)
 	if q.leading {
-		q.mu.Unlock()
-		return
+		return false
 	}
 	q.leading = true
-	q.mu.Unlock()
+	return true
+}
+
+// lead commits batches until the queue is empty.
+func (q *Queue[T]) lead(commit func(batch []T)) {
 	for {
 		q.mu.Lock()
 		batch := q.items

@@ -101,6 +101,14 @@ func checkCounters(tokens int, cost float64, iterations int) error {
 	return errors.Join(checkCount("tokens", tokens), checkAmount("cost", cost), checkCount("iterations", iterations))
 }
 
+// The statements of CreateRun, prepared at Open: a spawn writes its run
+// record before its first model call.
+const (
+	insertRunSessionSQL = `INSERT INTO sessions (key, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING`
+	insertRunSQL        = `INSERT INTO runs (` + runColumns + `)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+)
+
 // CreateRun stores a new run and creates its session. A short ID or ID
 // already in use gives an error wrapping store.ErrDuplicate.
 func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
@@ -116,13 +124,19 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 		return fmt.Errorf("create run %s: %w", r.ShortID, err)
 	}
 	created := toNS(r.CreatedAt)
+	insertSession, err := s.prepared(insertRunSessionSQL)
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ShortID, err)
+	}
+	insertRun, err := s.prepared(insertRunSQL)
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ShortID, err)
+	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (key, created_at, updated_at)
-			VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING`, r.SessionKey, created, created); err != nil {
+		if _, err := tx.StmtContext(ctx, insertSession).ExecContext(ctx, r.SessionKey, created, created); err != nil {
 			return fmt.Errorf("create run session: %w", err)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := tx.StmtContext(ctx, insertRun).ExecContext(ctx,
 			r.ID, r.ShortID, r.SessionKey, r.ParentSession, r.ParentAgent, r.GroupID, r.Mode,
 			r.Role, r.Task, r.Model, config, r.Status, result, r.Error, r.Tokens, r.CostCents,
 			r.Iterations, created, nullNS(r.StartedAt), nullNS(r.EndedAt), r.Announced, r.Owner)

@@ -411,7 +411,8 @@ func (s *Store) inSavepoint(tx *sql.Tx, r *writeReq) error {
 }
 
 // hotStatements are prepared at Open (see Store.stmts).
-var hotStatements = []string{"SAVEPOINT write_call", "RELEASE write_call", "ROLLBACK TO write_call", insertEventSQL}
+var hotStatements = []string{"SAVEPOINT write_call", "RELEASE write_call", "ROLLBACK TO write_call", insertEventSQL,
+	insertRunSessionSQL, insertRunSQL}
 
 // prepareHot prepares hotStatements on the writer. It runs before any
 // transaction: preparing on the writer inside one would wait for its
