@@ -43,4 +43,3 @@ func (s *Service) Spawn(ctx context.Context, parent string, cfg SubagentConfig, 
 	}
 	return h, nil
 }
-
