@@ -23,10 +23,11 @@ import (
 // run even when the run's context is cancelled.
 const finalWriteTimeout = 10 * time.Second
 
-// run executes the first turn and then any queued follow-ups, holding
-// the concurrency slot throughout.
+// run waits for a slot if the run is queued, then executes the first
+// turn and any queued follow-ups, holding the concurrency slot
+// throughout.
 func (h *Handle) run() {
-	h.runFrom(h.req.Fork, llm.UserText(taskPrompt(h.req.Config)))
+	h.afterSlot(func() { h.runFrom(h.req.Fork, llm.UserText(taskPrompt(h.req.Config))) })
 }
 
 // runFrom runs a turn from history and input, then the queued ones.
@@ -61,6 +62,15 @@ func (h *Handle) nextQueued(res agent.Result) (string, bool) {
 		return next, true
 	}
 	h.queue = nil
+	h.mu.Unlock()
+	h.end()
+	return "", false
+}
+
+// end frees the run's slot (or its place in the queue) and retires its
+// handle, forgets its journal and then closes the run's done channel.
+func (h *Handle) end() {
+	h.mu.Lock()
 	done := h.done
 	h.mu.Unlock()
 	h.m.release(h)
@@ -68,7 +78,6 @@ func (h *Handle) nextQueued(res agent.Result) (string, bool) {
 	// journal again, so a long-running process does not keep one per run.
 	h.m.opt.Hub.Forget(h.SessionKey())
 	close(done)
-	return "", false
 }
 
 // turn runs the agent once and records how it ended.
@@ -166,7 +175,7 @@ func (h *Handle) begin(a *agent.Agent, cancel context.CancelCauseFunc, start tim
 }
 
 // recordStart records the run as running (its first turn creates the
-// record) and, on the first turn, writes the start lifecycle entry
+// record, unless it was queued and so has one) and, on the first turn, writes the start lifecycle entry
 // (synced; the end entry is written only after it). The
 // writes happen even if the run was already cancelled, so that its end can
 // be recorded from running. A run that cannot be recorded is stopped with
@@ -178,8 +187,8 @@ func (h *Handle) recordStart(first bool, start time.Time) {
 	from, stop := h.stored, h.cancel
 	h.mu.Unlock()
 	var err error
-	if first {
-		err = h.m.opt.Store.CreateRun(ctx, h.storeRun(start))
+	if first && from != lifecycle.Queued { // a queued run's record exists
+		err = h.m.opt.Store.CreateRun(ctx, h.storeRun(lifecycle.Running, &start))
 	} else {
 		err = h.m.opt.Store.TransitionRun(ctx, h.uuid, []lifecycle.Status{from}, lifecycle.Running, nil)
 	}
@@ -215,6 +224,10 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time, started <-
 		res.Status = lifecycle.Interrupted
 	}
 	result := h.buildResult(res)
+	if h.isQueued() {
+		result.Output, result.OutputFormat = json.RawMessage("null"), "none"
+		result.Summary = fmt.Sprintf("%s (%s)", queuedSummary, res.Status)
+	}
 	raw, _ := json.Marshal(result)
 	fin := &store.RunFinish{Result: raw, Tokens: res.Usage.Total(), CostCents: res.CostCents, Iterations: res.Iterations,
 		EndedAt: m.now(), SpendSession: h.req.Parent.SessionKey, Delivered: h.deliveredOnFinish(res.Status),
