@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/llm/scripted"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
 )
@@ -105,7 +107,10 @@ func BenchmarkHeapAfterFinished(b *testing.B) {
 	for _, n := range []int{100, 10_000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for b.Loop() {
-				h := newHarness(b, "turns:\n  - text: done\n", func(o *subagent.Options) { o.MaxConcurrent = 8 })
+				h := newHarness(b, "turns:\n  - text: done\n", func(o *subagent.Options) {
+					o.MaxConcurrent = 8
+					o.Catalog = unrecordedCatalog(b) // the harness's recorder keeps every request
+				})
 				spawnAndFinish(b, h.m, 10) // warm up lazily built state
 				waitCollected(b, h.m)
 				before := heapInuse()
@@ -129,4 +134,16 @@ func heapInuse() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapInuse
+}
+
+// unrecordedCatalog serves a scripted "done" as every alias, keeping
+// nothing per call.
+func unrecordedCatalog(b *testing.B) *llm.Catalog {
+	s, err := scripted.Parse("test", []byte("turns:\n  - text: done\n"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cat := llm.NewCatalog(llm.Prices{"t": {Input: 10_000, Output: 10_000}})
+	cat.Add(scripted.NewWithScript(s), map[string]string{"haiku": "t", "sonnet": "t", "opus": "t"})
+	return cat
 }
