@@ -128,6 +128,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	}
 	in.Subagent = subagent.NewManager(subagent.Options{Catalog: in.Catalog, Tools: in.Tools, Store: in.Store, Hub: in.Hub,
 		Lifecycle: lifecycle, Roles: roles, MaxConcurrent: cfg.MaxConcurrentSubagents, StallAfter: cfg.StallAfter,
+		Overflow: subagent.Overflow(cfg.SpawnOverflow), MaxQueued: cfg.MaxQueuedSubagents,
 		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly})
 	// Registered before Start: a Start that fails half way may already
 	// have started work that Close must stop.

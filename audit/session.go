@@ -18,8 +18,11 @@ import (
 // LifecycleType is the eventType of a session lifecycle entry.
 type LifecycleType string
 
-// Lifecycle entry types (seed 002).
+// Lifecycle entry types (seed 002, plus subagent:queued: a run that
+// waits for a concurrency slot; its subagent:start follows when it gets
+// one, or its end entry when it ends waiting).
 const (
+	SubagentQueued   LifecycleType = "subagent:queued"
 	SubagentStart    LifecycleType = "subagent:start"
 	SubagentComplete LifecycleType = "subagent:complete"
 	SubagentError    LifecycleType = "subagent:error"
@@ -176,9 +179,9 @@ func (e *LifecycleEntry) UnmarshalJSON(b []byte) error {
 // Validate reports a missing or invalid required field.
 func (e LifecycleEntry) Validate() error {
 	switch e.EventType {
-	case SubagentStart, SubagentComplete, SubagentError, SubagentAborted:
+	case SubagentQueued, SubagentStart, SubagentComplete, SubagentError, SubagentAborted:
 	default:
-		return fmt.Errorf("lifecycle entry: eventType %q is not one of subagent:start, subagent:complete, subagent:error, subagent:aborted", e.EventType)
+		return fmt.Errorf("lifecycle entry: eventType %q is not one of subagent:queued, subagent:start, subagent:complete, subagent:error, subagent:aborted", e.EventType)
 	}
 	switch e.Mode {
 	case ModeSingle, ModeParallel, ModeChain:
@@ -191,7 +194,7 @@ func (e LifecycleEntry) Validate() error {
 	if e.StartedAt.IsZero() {
 		return fmt.Errorf("lifecycle entry %s: startedAt is required", e.JobID)
 	}
-	if e.EventType != SubagentStart && e.CompletedAt.IsZero() {
+	if e.EventType != SubagentStart && e.EventType != SubagentQueued && e.CompletedAt.IsZero() {
 		return fmt.Errorf("lifecycle entry %s: completedAt is required for %s", e.JobID, e.EventType)
 	}
 	return nil

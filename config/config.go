@@ -37,6 +37,12 @@ type Config struct {
 	Model string `yaml:"model"`
 	// MaxConcurrentSubagents limits running subagents (AVA_MAX_CONCURRENT_SUBAGENTS).
 	MaxConcurrentSubagents int `yaml:"max_concurrent_subagents"`
+	// SpawnOverflow is what a single spawn does when every slot is taken:
+	// refuse or queue (AVA_SPAWN_OVERFLOW). Group members always queue.
+	SpawnOverflow string `yaml:"spawn_overflow"`
+	// MaxQueuedSubagents bounds the runs waiting for a slot
+	// (AVA_MAX_QUEUED_SUBAGENTS).
+	MaxQueuedSubagents int `yaml:"max_queued_subagents"`
 	// Confirm is the spawn confirmation policy: always, never, above:<cents> (AVA_CONFIRM).
 	Confirm string `yaml:"confirm"`
 	// Workspace is the folder file and shell tools work in (AVA_WORKSPACE).
@@ -76,6 +82,8 @@ func Default() Config {
 	return Config{
 		Addr:                   "127.0.0.1:7777",
 		MaxConcurrentSubagents: 3,
+		SpawnOverflow:          OverflowRefuse,
+		MaxQueuedSubagents:     32,
 		Confirm:                "always",
 		StallAfter:             2 * time.Minute,
 	}
@@ -201,6 +209,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str(&c.Token, "AVA_TOKEN")
 	str(&c.Model, "AVA_MODEL")
 	str(&c.Confirm, "AVA_CONFIRM")
+	str(&c.SpawnOverflow, "AVA_SPAWN_OVERFLOW")
 	str(&c.Workspace, "AVA_WORKSPACE")
 	str(&c.Anthropic.APIKey, "ANTHROPIC_API_KEY")
 	str(&c.Anthropic.BaseURL, "ANTHROPIC_BASE_URL")
@@ -218,6 +227,13 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 			return fmt.Errorf("AVA_MAX_CONCURRENT_SUBAGENTS=%q: not a whole number", v)
 		}
 		c.MaxConcurrentSubagents = n
+	}
+	if v := getenv("AVA_MAX_QUEUED_SUBAGENTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("AVA_MAX_QUEUED_SUBAGENTS=%q: not a whole number", v)
+		}
+		c.MaxQueuedSubagents = n
 	}
 	if v := getenv("AVA_STALL_AFTER"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -243,6 +259,13 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("model (AVA_MODEL): %w", err))
 		}
 	}
+	if c.SpawnOverflow != OverflowRefuse && c.SpawnOverflow != OverflowQueue {
+		errs = append(errs, fmt.Errorf("spawn_overflow (AVA_SPAWN_OVERFLOW): %q: use %s (refuse a spawn when every slot is taken) or %s (let it wait)",
+			c.SpawnOverflow, OverflowRefuse, OverflowQueue))
+	}
+	if c.MaxQueuedSubagents < 1 {
+		errs = append(errs, fmt.Errorf("max_queued_subagents (AVA_MAX_QUEUED_SUBAGENTS): %d, must be at least 1", c.MaxQueuedSubagents))
+	}
 	if _, err := ParseConfirm(c.Confirm); err != nil {
 		errs = append(errs, err)
 	}
@@ -262,6 +285,12 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// Spawn overflow policies (SpawnOverflow).
+const (
+	OverflowRefuse = "refuse"
+	OverflowQueue  = "queue"
+)
 
 // ConfirmPolicy says when a spawn needs the person's confirmation.
 type ConfirmPolicy struct {

@@ -28,6 +28,23 @@ func TestPrecedenceDefaultsFileEnv(t *testing.T) {
 	}
 }
 
+func TestSpawnOverflowFromFileAndEnv(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, config.FileName), []byte("spawn_overflow: queue\nmax_queued_subagents: 5\n"), 0o600)
+	cfg, err := config.Load(env(map[string]string{"AVA_DATA_ROOT": root}))
+	if err != nil || cfg.Validate() != nil || cfg.SpawnOverflow != "queue" || cfg.MaxQueuedSubagents != 5 {
+		t.Fatalf("file: %+v %v", cfg, err)
+	}
+	cfg, err = config.Load(env(map[string]string{"AVA_DATA_ROOT": root, "AVA_SPAWN_OVERFLOW": "refuse", "AVA_MAX_QUEUED_SUBAGENTS": "7"}))
+	if err != nil || cfg.Validate() != nil || cfg.SpawnOverflow != "refuse" || cfg.MaxQueuedSubagents != 7 {
+		t.Fatalf("env over file: %+v %v", cfg, err)
+	}
+	def := config.Default()
+	if def.SpawnOverflow != "refuse" || def.MaxQueuedSubagents != 32 {
+		t.Fatalf("defaults %+v", def)
+	}
+}
+
 func TestDefaultDataRoot(t *testing.T) {
 	cfg, err := config.Load(env(map[string]string{"XDG_DATA_HOME": "/x/data"}))
 	if err != nil || cfg.DataRoot != "/x/data/ava" {
@@ -71,6 +88,10 @@ func TestBadInputNamesTheProblem(t *testing.T) {
 		{env: map[string]string{"AVA_MAX_CONCURRENT_SUBAGENTS": "0"}, want: "max_concurrent_subagents: 0"},
 		{env: map[string]string{"AVA_CONFIRM": "sometimes"}, want: "confirm: \"sometimes\""},
 		{env: map[string]string{"AVA_CONFIRM": "above:x"}, want: "above:"},
+		{env: map[string]string{"AVA_SPAWN_OVERFLOW": "wait"}, want: "spawn_overflow (AVA_SPAWN_OVERFLOW): \"wait\": use refuse"},
+		{file: "spawn_overflow: Queue\n", want: "spawn_overflow (AVA_SPAWN_OVERFLOW): \"Queue\""},
+		{env: map[string]string{"AVA_MAX_QUEUED_SUBAGENTS": "many"}, want: "AVA_MAX_QUEUED_SUBAGENTS=\"many\""},
+		{env: map[string]string{"AVA_MAX_QUEUED_SUBAGENTS": "0"}, want: "max_queued_subagents (AVA_MAX_QUEUED_SUBAGENTS): 0"},
 	}
 	for _, c := range cases {
 		root := t.TempDir()

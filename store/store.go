@@ -151,7 +151,7 @@ type OwnerStore interface {
 	RemoveInstance(ctx context.Context, id string) error
 	// Instances returns every registered instance.
 	Instances(ctx context.Context) ([]Instance, error)
-	// InterruptOwner ends every pending or running run owned by owner as
+	// InterruptOwner ends every active (queued, pending or running) run owned by owner as
 	// interrupted at at and removes the instance, in one transaction. It
 	// returns the runs it ended, as they are now.
 	InterruptOwner(ctx context.Context, owner string, at time.Time) ([]Run, error)
@@ -165,7 +165,7 @@ type RunFilter struct {
 	Status []lifecycle.Status
 	// Limit caps the number of runs returned (newest first); 0 means all.
 	Limit int
-	// Active keeps only pending and running runs.
+	// Active keeps only active runs: queued, pending and running.
 	Active bool
 }
 

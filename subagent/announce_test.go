@@ -46,12 +46,16 @@ conversations:
 	if err != nil || res.Status != lifecycle.Success || res.Text != "started it" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	hs := h.m.List(true)
-	if len(hs) != 1 {
-		t.Fatalf("%d subagents", len(hs))
+	runs, err := h.m.Runs(ctx, orchestrator1, true)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("%d subagents (%v)", len(runs), err)
 	}
-	wait(t, hs[0])
-	waitAnnounced(t, h.store, hs[0].ID())
+	sub, err := h.m.Get(runs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, sub)
+	waitAnnounced(t, h.store, sub.ID())
 	if _, err := o.Ask(ctx, orchestrator1, "", "what did it find?"); err != nil {
 		t.Fatal(err)
 	}

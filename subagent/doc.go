@@ -17,14 +17,41 @@
 // be resumed with a follow-up (Manager.Send), which moves it back to
 // running with its conversation intact.
 //
+// # Slots and the queue
+//
+// At most Options.MaxConcurrent runs hold a slot. Members of a group that
+// find no free slot wait for one; so do single spawns and follow-ups when
+// Options.Overflow is OverflowQueue (otherwise they are refused with
+// ErrLimit). Waiting runs are queued: recorded in the store with status
+// queued and a subagent:queued lifecycle entry before the spawn returns,
+// and given slots first come first served as slots free (admitWaiting
+// runs whenever one does, so no run waits while a slot is free). A run
+// waits in its own goroutine on a channel and its context (no polling);
+// cancelling it, its group's timeout or the manager closing ends it as
+// cancelled, timeout or interrupted without calling the model, and a slot
+// granted in the same instant is given back. The queue holds at most
+// Options.MaxQueued runs; beyond that a spawn is refused with
+// ErrQueueFull. Every run's end goes through release, which frees its
+// slot or place and admits the next.
+//
+// # Memory
+//
+// Only active runs' handles are held (Manager.handles); a finished run's
+// handle moves to a weak index, so it lives while a caller holds it, and
+// its event journal is dropped (event.Hub.Forget). Every lookup by ID
+// that misses memory rebuilds the handle from the store (restore), the
+// same way for Get, Send, the status tools and Cancel; Runs lists
+// finished runs from the store.
+//
 // # Events
 //
 // Each subagent publishes to its own session, "ava:subagent:S-xxxxxx",
 // whose event stream exists from the moment the run is registered and is
 // independent of its parent's. The parent's session receives only
-// SubagentSpawn (published beside the run's first model call, with its
-// start record) and SubagentComplete.
-// Lifecycle entries (start, complete, error, aborted) go to the parent
+// SubagentSpawn (published once the run's first model request has left,
+// so for a queued run after it leaves the queue) and SubagentComplete
+// (also for a run that ended while queued, which has no SubagentSpawn).
+// Lifecycle entries (queued, start, complete, error, aborted) go to the parent
 // session's file, synced: the start entry is written beside the first
 // model call and always before the end entry, and the end entry before
 // the result is delivered to the parent.

@@ -56,9 +56,14 @@ type Group struct {
 // MaxGroupSize bounds one group.
 const MaxGroupSize = 20
 
-// SpawnGroup starts a parallel group (admitted whole or refused) or a
-// chain (its first member starts now, the others in turn). It returns at
-// once; Wait for the results.
+// SpawnGroup starts a parallel group or a chain (its first member starts
+// now, the others in turn). It returns at once; Wait for the results.
+// Members that find no free slot wait for one, first come first served,
+// whatever the overflow policy: a parallel group of 8 under a limit of 4
+// runs 4 at once. The group's combined timeout and budget cover the wait;
+// a member whose group times out while it waits ends timeout without
+// having started. A parallel group is admitted or queued whole, or, when
+// the queue (Options.MaxQueued) cannot hold its overflow, refused whole.
 func (m *Manager) SpawnGroup(ctx context.Context, req GroupRequest) (*Group, error) {
 	if n := len(req.Configs); n == 0 || n > MaxGroupSize {
 		return nil, fmt.Errorf("spawn group: %d tasks, want 1 to %d", n, MaxGroupSize)
@@ -105,11 +110,18 @@ func (m *Manager) startParallel(ctx context.Context, g *Group, req GroupRequest)
 		}
 		hs[i] = h
 	}
-	if err := m.reserve(hs...); err != nil {
+	if err := m.admit(true, hs...); err != nil {
 		return err
 	}
-	for _, h := range hs {
-		m.start(h)
+	for i, h := range hs {
+		if err := m.start(ctx, h); err != nil {
+			// The members started so far end with the group's context
+			// (SpawnGroup cancels it); the others never start.
+			for _, rest := range hs[i+1:] {
+				m.abandon(rest, true)
+			}
+			return fmt.Errorf("task %d: %w", i+1, err)
+		}
 	}
 	g.handles = hs
 	m.wg.Go(func() {

@@ -45,8 +45,13 @@ type Handle struct {
 	messages  []llm.Message // the conversation so far
 	queue     []string      // follow-ups waiting for the current run
 	done      chan struct{} // closed when the current run (and queue) ends
+	slot      chan struct{} // closed when a queued run gets its slot
+	queuedAt  time.Time     // when the run last joined the queue
 	turns     int           // runs started, including follow-ups
 	startedAt time.Time
+	restored  bool // rebuilt from the store; its conversation is not loaded yet
+
+	watched bool // a cleanup drops its weak index entry (guarded by m.mu)
 }
 
 func newHandle(m *Manager, req Request, role Role, model llm.Model, tools *tool.Registry, limits agent.Limits, thinking bool) *Handle {
@@ -99,6 +104,11 @@ type RunStatus struct {
 	LastTool   string           `json:"last_tool,omitempty"`
 	LastToolAt time.Time        `json:"last_tool_at,omitzero"`
 	StartedAt  time.Time        `json:"started_at,omitzero"`
+	// QueuePosition is a queued run's place in the queue, 1 for the next
+	// to start; 0 when it does not wait.
+	QueuePosition int `json:"queue_position,omitempty"`
+	// QueuedAt is when a queued run joined the queue.
+	QueuedAt time.Time `json:"queued_at,omitzero"`
 }
 
 // Status returns the live status without blocking on the run.
@@ -107,11 +117,20 @@ func (h *Handle) Status() RunStatus {
 	st := RunStatus{ID: h.id, Role: h.role.Name, Task: h.req.Config.Task, Model: h.model.Name(), Mode: h.req.mode,
 		Parent: h.req.Parent.SessionKey, Status: h.status, Stalled: h.stalled, StartedAt: h.startedAt}
 	a, res := h.current, h.result
+	if h.status == lifecycle.Queued {
+		st.QueuedAt = h.queuedAt
+	}
 	h.mu.Unlock()
-	if a != nil {
+	switch {
+	case a != nil:
 		s := a.Snapshot()
 		st.Iteration, st.Tokens, st.CostCents, st.Activity = s.Iteration, s.Tokens, s.CostCents, s.Activity
 		st.LastTool, st.LastToolAt = s.LastTool, s.LastToolAt
+	case res != nil: // restored from the store
+		st.Iteration, st.Tokens, st.CostCents = res.Iterations, res.TokensUsed, res.CostCents
+	}
+	if st.Status == lifecycle.Queued {
+		st.QueuePosition = h.m.queuePosition(h)
 	}
 	switch {
 	case st.Status.Final() && res != nil:
@@ -164,7 +183,8 @@ func (h *Handle) Wait(ctx context.Context) (Result, error) {
 
 // Cancel stops the subagent: its model stream and its tools' processes
 // are stopped, queued follow-ups are dropped, and its result does not
-// reach the parent. Cancelling a finished subagent does nothing.
+// reach the parent. A queued run leaves the queue and ends cancelled
+// without calling the model. Cancelling a finished subagent does nothing.
 func (h *Handle) Cancel() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -197,11 +217,12 @@ func (h *Handle) Subscribe(after uint64) *event.Subscription {
 	return h.m.opt.Hub.Subscribe(h.SessionKey(), after)
 }
 
-// storeRun is the run's record as it starts running at start.
-func (h *Handle) storeRun(start time.Time) store.Run {
+// storeRun is the run's record as it is created: running since start,
+// or queued (start nil).
+func (h *Handle) storeRun(status lifecycle.Status, start *time.Time) store.Run {
 	cfg, _ := json.Marshal(h.req.Config)
 	return store.Run{ID: h.uuid, ShortID: h.id, SessionKey: h.SessionKey(), ParentSession: h.req.Parent.SessionKey,
 		ParentAgent: h.req.Parent.AgentID, GroupID: h.req.groupID, Mode: string(h.req.mode), Role: h.role.Name,
-		Task: h.req.Config.Task, Model: h.model.Name(), Config: cfg, Status: lifecycle.Running,
-		CreatedAt: h.created, StartedAt: &start, Owner: h.m.ownerID()}
+		Task: h.req.Config.Task, Model: h.model.Name(), Config: cfg, Status: status,
+		CreatedAt: h.created, StartedAt: start, Owner: h.m.ownerID()}
 }

@@ -93,7 +93,7 @@ type harness struct {
 
 // newHarness builds a manager on real SQLite with the given script as
 // every alias's model. Extra tools are added to the test tools.
-func newHarness(t *testing.T, script string, adjust func(*subagent.Options), extra ...tool.Tool) *harness {
+func newHarness(t testing.TB, script string, adjust func(*subagent.Options), extra ...tool.Tool) *harness {
 	t.Helper()
 	s, err := scripted.Parse("test", []byte(script))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/google/uuid"
 
@@ -57,6 +58,13 @@ type Options struct {
 	Roles map[string]Role
 	// MaxConcurrent limits running subagents (default 3).
 	MaxConcurrent int
+	// Overflow says whether a single spawn or follow-up that finds every
+	// slot taken is refused (OverflowRefuse, the default) or waits
+	// (OverflowQueue). Group members always wait.
+	Overflow Overflow
+	// MaxQueued bounds the runs waiting for a slot (default
+	// DefaultMaxQueued); beyond it a spawn is refused with ErrQueueFull.
+	MaxQueued int
 	// StallAfter flags a subagent showing no sign of life for this long
 	// (default 2 minutes; negative disables the watchdog).
 	StallAfter time.Duration
@@ -100,9 +108,11 @@ type Manager struct {
 	roleTools map[string]roleToolSet
 
 	mu      sync.Mutex
-	running map[string]*Handle // by short ID, runs holding a slot
-	handles map[string]*Handle // every run of this process, by short ID
-	ids     *idSet             // every short ID in use in the data root
+	running map[string]*Handle              // by short ID, runs holding a slot
+	queue   []*Handle                       // runs waiting for a slot, first come first
+	handles map[string]*Handle              // active runs (queued or holding a slot), by short ID
+	idle    map[string]weak.Pointer[Handle] // finished runs still held by someone (index.go)
+	ids     *idSet                          // every short ID in use in the data root
 	closed  bool
 	// finished is called with the parent session of each run that ends.
 	finished func(parent string)
@@ -116,6 +126,12 @@ func NewManager(opt Options) *Manager {
 	if opt.StallAfter == 0 {
 		opt.StallAfter = 2 * time.Minute
 	}
+	if opt.Overflow == "" {
+		opt.Overflow = OverflowRefuse
+	}
+	if opt.MaxQueued <= 0 {
+		opt.MaxQueued = DefaultMaxQueued
+	}
 	if opt.RecoverEvery <= 0 {
 		opt.RecoverEvery = 10 * time.Second
 	}
@@ -125,7 +141,8 @@ func NewManager(opt Options) *Manager {
 			opt.Roles[r.Name] = r
 		}
 	}
-	m := &Manager{opt: opt, log: opt.Logger, now: opt.Clock, running: map[string]*Handle{}, handles: map[string]*Handle{}, ids: newIDSet()}
+	m := &Manager{opt: opt, log: opt.Logger, now: opt.Clock, running: map[string]*Handle{}, handles: map[string]*Handle{},
+		idle: map[string]weak.Pointer[Handle]{}, ids: newIDSet()}
 	if m.log == nil {
 		m.log = slog.Default()
 	}
@@ -147,6 +164,9 @@ func NewManager(opt Options) *Manager {
 // results that were never announced, and starts the watchdog and the
 // periodic recovery.
 func (m *Manager) Start(ctx context.Context) error {
+	if m.opt.Overflow != OverflowRefuse && m.opt.Overflow != OverflowQueue {
+		return fmt.Errorf("start subagent manager: overflow policy %q: use %s or %s", m.opt.Overflow, OverflowRefuse, OverflowQueue)
+	}
 	m.mu.Lock()
 	err := m.opt.Store.ShortIDs(ctx, m.ids.add)
 	m.mu.Unlock()
@@ -187,6 +207,13 @@ func (m *Manager) Roles() map[string]Role { return m.opt.Roles }
 // MaxConcurrent is the limit on running subagents.
 func (m *Manager) MaxConcurrent() int { return m.opt.MaxConcurrent }
 
+// Queued is how many runs wait for a slot.
+func (m *Manager) Queued() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.queue)
+}
+
 // Request is one spawn.
 type Request struct {
 	Config Config
@@ -205,28 +232,44 @@ type Request struct {
 	group   *Group
 }
 
-// Spawn starts a subagent and returns its handle at once.
+// Spawn starts a subagent and returns its handle at once. When every
+// slot is taken it is refused with ErrLimit, or with the queue policy
+// (Options.Overflow) it is queued: its status is queued, with its
+// position, until a slot frees.
 func (m *Manager) Spawn(ctx context.Context, req Request) (*Handle, error) {
 	req.mode = ModeSingle
 	return m.spawn(ctx, req)
 }
 
+// spawn admits one run; a group member may always wait for a slot.
 func (m *Manager) spawn(ctx context.Context, req Request) (*Handle, error) {
 	h, err := m.prepare(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.reserve(h); err != nil {
+	if err := m.admit(req.group != nil || m.opt.Overflow == OverflowQueue, h); err != nil {
 		return nil, err
 	}
-	m.start(h)
+	if err := m.start(ctx, h); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
-// start opens a reserved handle's stream and starts its run.
-func (m *Manager) start(h *Handle) {
+// start opens an admitted handle's stream and starts its run; a queued
+// run's record is written first, so it is in the store as queued when
+// the spawn returns.
+func (m *Manager) start(ctx context.Context, h *Handle) error {
 	m.register(h)
+	if h.isQueued() {
+		if err := h.recordQueued(context.WithoutCancel(ctx), true); err != nil {
+			m.abandon(h, true)
+			m.opt.Hub.Forget(h.SessionKey())
+			return fmt.Errorf("spawn: %w", err)
+		}
+	}
 	m.wg.Go(h.run)
+	return nil
 }
 
 // prepare checks a request and builds its handle.
@@ -318,13 +361,13 @@ func (m *Manager) applyBudget(ctx context.Context, session string, l *agent.Limi
 	return nil
 }
 
-// reservedCents is the cost still committable by running subagents of a
-// session: their caps minus what they spent.
+// reservedCents is the cost still committable by active (running or
+// queued) subagents of a session: their caps minus what they spent.
 func (m *Manager) reservedCents(session string) float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var sum float64
-	for _, h := range m.running {
+	for _, h := range m.handles {
 		if h.req.Parent.SessionKey == session {
 			sum += max(h.limits.MaxCostCents-h.agentSnapshot().CostCents, 0)
 		}
@@ -332,35 +375,19 @@ func (m *Manager) reservedCents(session string) float64 {
 	return sum
 }
 
-// reserve takes a slot for each of hs at once (a parallel group is
-// admitted whole or not at all) or refuses with ErrLimit.
-func (m *Manager) reserve(hs ...*Handle) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return ErrClosed
-	}
-	if len(m.running)+len(hs) > m.opt.MaxConcurrent {
-		return fmt.Errorf("spawn: %w: %d of %d running, %d more asked (the limit is AVA_MAX_CONCURRENT_SUBAGENTS=%d); wait for one to finish or stop one",
-			ErrLimit, len(m.running), m.opt.MaxConcurrent, len(hs), m.opt.MaxConcurrent)
-	}
-	// IDs are drawn here, under the lock, so two spawns in this process
-	// never draw the same one; the store's unique index catches clashes
-	// with earlier processes' runs.
-	for _, h := range hs {
-		h.id = m.drawID()
-		m.running[h.id] = h
-		m.handles[h.id] = h
-	}
-	return nil
-}
-
-// release frees h's slot and tells whoever watches the parent session.
+// release frees h's slot (or its place in the queue), gives it to the
+// run waiting longest, retires h from the active index (index.go) and
+// tells whoever watches the parent session.
 func (m *Manager) release(h *Handle) {
 	m.mu.Lock()
 	if m.running[h.id] == h {
 		delete(m.running, h.id)
 	}
+	if i := slices.Index(m.queue, h); i >= 0 {
+		m.queue = slices.Delete(m.queue, i, i+1)
+	}
+	m.retire(h)
+	m.admitWaiting()
 	fn := m.finished
 	m.mu.Unlock()
 	if fn != nil && h.req.Parent.SessionKey != "" {
@@ -381,45 +408,39 @@ func (m *Manager) register(h *Handle) {
 	m.opt.Hub.Fresh(h.SessionKey())
 }
 
-// Get returns the handle of a run of this process by short ID or unique
-// prefix.
+// lookupTimeout bounds the store read of a Get that misses memory.
+const lookupTimeout = 10 * time.Second
+
+// Get returns a run's handle by short ID, UUID or unique prefix: the one
+// in memory while the run is active or someone holds it, else rebuilt
+// from the store (a finished run, also of an earlier process). An active
+// run of another process gives an error wrapping ErrBusy.
 func (m *Manager) Get(id string) (*Handle, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if h, ok := m.handles[id]; ok {
-		return h, nil
-	}
-	var found []*Handle
-	for k, h := range m.handles {
-		if strings.HasPrefix(k, id) || strings.HasPrefix(h.uuid, id) {
-			found = append(found, h)
-		}
-	}
-	switch len(found) {
-	case 1:
-		return found[0], nil
-	case 0:
-		return nil, fmt.Errorf("subagent %s: %w", id, store.ErrNotFound)
-	}
-	var ids []string
-	for _, h := range found {
-		ids = append(ids, h.id)
-	}
-	slices.Sort(ids)
-	return nil, &store.AmbiguousError{Prefix: id, Candidates: ids}
+	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+	defer cancel()
+	return m.lookup(ctx, id)
 }
 
-// List returns this process's handles, newest first; running only
-// unless all.
+// List returns the handles in memory, newest first: this process's
+// active (queued or running) runs, and with all also finished ones some
+// caller still holds. Finished runs leave memory; Runs lists them from the
+// store.
 func (m *Manager) List(all bool) []*Handle {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	var out []*Handle
 	for _, h := range m.handles {
-		if all || !h.Status().Status.Final() {
-			out = append(out, h)
+		out = append(out, h)
+	}
+	if all {
+		for k, wp := range m.idle {
+			if _, active := m.handles[k]; !active {
+				if h := wp.Value(); h != nil {
+					out = append(out, h)
+				}
+			}
 		}
 	}
+	m.mu.Unlock()
 	slices.SortFunc(out, func(a, b *Handle) int { return b.created.Compare(a.created) })
 	return out
 }
@@ -434,7 +455,8 @@ func (m *Manager) Cancel(id string) (*Handle, error) {
 	return h, nil
 }
 
-// CancelSession stops every running subagent spawned from a session (a
+// CancelSession stops every active (running or queued) subagent spawned
+// from a session (a
 // new message superseding the request that started them, or a stop). It
 // returns how many it stopped.
 func (m *Manager) CancelSession(session string) int {
@@ -453,13 +475,13 @@ func (m *Manager) OnFinished(fn func(parent string)) {
 	m.finished = fn
 }
 
-// RunningFor returns the handles of the running subagents spawned from
-// a session.
+// RunningFor returns the handles of the active subagents spawned from a
+// session: running, and queued (they will run).
 func (m *Manager) RunningFor(session string) []*Handle {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var hs []*Handle
-	for _, h := range m.running {
+	for _, h := range m.handles {
 		if h.req.Parent.SessionKey == session {
 			hs = append(hs, h)
 		}

@@ -24,10 +24,11 @@ import (
 // run even when the run's context is cancelled.
 const finalWriteTimeout = 10 * time.Second
 
-// run executes the first turn and then any queued follow-ups, holding
-// the concurrency slot throughout.
+// run waits for a slot if the run is queued, then executes the first
+// turn and any queued follow-ups, holding the concurrency slot
+// throughout.
 func (h *Handle) run() {
-	h.runFrom(h.req.Fork, llm.UserText(taskPrompt(h.req.Config)))
+	h.afterSlot(func() { h.runFrom(h.req.Fork, llm.UserText(taskPrompt(h.req.Config))) })
 }
 
 // runFrom runs a turn from history and input, then the queued ones.
@@ -62,6 +63,15 @@ func (h *Handle) nextQueued(res agent.Result) (string, bool) {
 		return next, true
 	}
 	h.queue = nil
+	h.mu.Unlock()
+	h.end()
+	return "", false
+}
+
+// end frees the run's slot (or its place in the queue) and retires its
+// handle, forgets its journal and then closes the run's done channel.
+func (h *Handle) end() {
+	h.mu.Lock()
 	done := h.done
 	h.mu.Unlock()
 	h.m.release(h)
@@ -69,7 +79,6 @@ func (h *Handle) nextQueued(res agent.Result) (string, bool) {
 	// journal again, so a long-running process does not keep one per run.
 	h.m.opt.Hub.Forget(h.SessionKey())
 	close(done)
-	return "", false
 }
 
 // turn runs the agent once and records how it ended.
@@ -182,7 +191,8 @@ func (h *Handle) begin(a *agent.Agent, cancel context.CancelCauseFunc, start tim
 }
 
 // recordRun records the run as running: its first turn creates the
-// record, a follow-up moves it back to running. The write happens even if
+// record (a queued run's exists and moves from queued), a follow-up
+// moves it back to running. The write happens even if
 // the run was already cancelled, so that its end can be recorded from
 // running. A run that cannot be recorded is cancelled with the error
 // (its loop then ends before any model call) and recordRun reports
@@ -194,8 +204,8 @@ func (h *Handle) recordRun(first bool, start time.Time) bool {
 	from, stop := h.stored, h.cancel
 	h.mu.Unlock()
 	var err error
-	if first {
-		err = h.m.opt.Store.CreateRun(ctx, h.storeRun(start))
+	if first && from != lifecycle.Queued { // a queued run's record exists
+		err = h.m.opt.Store.CreateRun(ctx, h.storeRun(lifecycle.Running, &start))
 	} else {
 		err = h.m.opt.Store.TransitionRun(ctx, h.uuid, []lifecycle.Status{from}, lifecycle.Running, nil)
 	}
@@ -228,6 +238,10 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time, started <-
 		res.Status = lifecycle.Interrupted
 	}
 	result := h.buildResult(res)
+	if h.isQueued() {
+		result.Output, result.OutputFormat = json.RawMessage("null"), "none"
+		result.Summary = fmt.Sprintf("%s (%s)", queuedSummary, res.Status)
+	}
 	raw, _ := json.Marshal(result)
 	fin := &store.RunFinish{Result: raw, Tokens: res.Usage.Total(), CostCents: res.CostCents, Iterations: res.Iterations,
 		EndedAt: m.now(), SpendSession: h.req.Parent.SessionKey, Delivered: h.deliveredOnFinish(res.Status),

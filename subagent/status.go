@@ -3,6 +3,8 @@ package subagent
 import (
 	"fmt"
 	"time"
+
+	"github.com/avaagent/ava/lifecycle"
 )
 
 // String is the status in one plain line, for the orchestrator's tools
@@ -10,8 +12,11 @@ import (
 // "S-7f3a2b web_crawler running 45s, 12034 tokens, 3.1¢: reading …".
 func (st RunStatus) String() string {
 	status := string(st.Status)
-	if st.Stalled {
+	switch {
+	case st.Stalled:
 		status += " (stalled)"
+	case st.Status == lifecycle.Queued && st.QueuePosition > 0:
+		status += fmt.Sprintf(" (#%d in line for a slot)", st.QueuePosition)
 	}
 	line := fmt.Sprintf("%s %s %s %s, %d tokens, %.1f¢", st.ID, st.Role, status,
 		st.Elapsed.Round(time.Second), st.Tokens, st.CostCents)

@@ -290,10 +290,16 @@ func TestParallelGroupWithAggregateBudget(t *testing.T) {
 			t.Fatalf("run %s mode %s group %s", r.ShortID, r.Mode, r.GroupID)
 		}
 	}
-	// A group larger than the free slots is refused whole.
-	cfgs = append(cfgs, subagent.Config{Role: "web_crawler", Task: "d"})
-	if _, err := h.m.SpawnGroup(context.Background(), subagent.GroupRequest{Configs: cfgs, Mode: subagent.ModeParallel, Parent: parent}); !errors.Is(err, subagent.ErrLimit) {
-		t.Fatalf("4-member group under a limit of 3: %v", err)
+	// A group larger than the free slots waits for them (queue_test.go);
+	// one whose overflow the queue cannot hold is refused whole.
+	h2 := newHarness(t, loopScript, func(o *subagent.Options) { o.MaxQueued = 1 })
+	cfgs = append(cfgs, subagent.Config{Role: "web_crawler", Task: "d"}, subagent.Config{Role: "web_crawler", Task: "e"})
+	_, err = h2.m.SpawnGroup(context.Background(), subagent.GroupRequest{Configs: cfgs, Mode: subagent.ModeParallel, Parent: parent})
+	if !errors.Is(err, subagent.ErrQueueFull) || !errors.Is(err, subagent.ErrLimit) || !strings.Contains(err.Error(), "AVA_MAX_QUEUED_SUBAGENTS=1") {
+		t.Fatalf("5-member group under a limit of 3 and a queue of 1: %v", err)
+	}
+	if len(h2.m.List(true)) != 0 || h2.m.Queued() != 0 {
+		t.Fatal("a refused group left runs behind")
 	}
 }
 

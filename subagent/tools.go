@@ -58,10 +58,10 @@ type ListArgs struct {
 func (m *Manager) Tools() []tool.Tool {
 	return []tool.Tool{
 		tool.NewFunc("spawn_subagent", "Spawn a specialized subagent for a focused task. Use for tasks that benefit from deep exploration, parallel execution, or specialized tools; not for simple queries you can answer yourself, and never for memory writes. The subagent iterates until it completes the task or reaches a resource limit. Roles: "+m.roleSummary(), m.spawnTool),
-		tool.NewFunc("spawn_subagents", "Spawn several subagents as a group: parallel (all at once, admitted together or refused) or chain (each step gets the previous step's result as context), with an optional aggregate budget and combined timeout.", m.groupTool),
+		tool.NewFunc("spawn_subagents", "Spawn several subagents as a group: parallel (all at once; tasks beyond the free slots wait in line and start as slots free up, within the group's timeout) or chain (each step gets the previous step's result as context), with an optional aggregate budget and combined timeout.", m.groupTool),
 		tool.NewFunc("subagent_status", "Show a subagent's live status (iteration, tokens, cost, elapsed, current activity, last tool call) or its result if it finished.", m.statusTool),
-		tool.NewFunc("list_subagents", "List subagents: running ones, or all with all=true.", m.listTool),
-		tool.NewFunc("cancel_subagent", "Stop a running subagent. Its model call and tool processes are stopped and its result is discarded.", m.cancelTool),
+		tool.NewFunc("list_subagents", "List this session's subagents: running and queued ones (with their place in the queue), or with all=true also the finished ones.", m.listTool),
+		tool.NewFunc("cancel_subagent", "Stop a running or queued subagent. Its model call and tool processes are stopped and its result is discarded; a queued one leaves the queue without starting.", m.cancelTool),
 	}
 }
 
@@ -101,8 +101,7 @@ func (m *Manager) spawnTool(ctx context.Context, a SpawnArgs) (tool.Result, erro
 		return refusal(err)
 	}
 	if a.Background {
-		return jsonResult(map[string]any{"subagent_id": h.ID(), "status": lifecycle.Running, "role": h.Role().Name, "model": h.Model().Name(),
-			"note": "running in the background; its result will appear as a [Subagent] message before your next turn"})
+		return backgroundResult(h)
 	}
 	r, err := h.Wait(ctx)
 	if err != nil {
@@ -110,6 +109,19 @@ func (m *Manager) spawnTool(ctx context.Context, a SpawnArgs) (tool.Result, erro
 		return tool.Result{}, err
 	}
 	return resultOf(r)
+}
+
+// backgroundResult tells the model a background spawn's ID and whether
+// it runs or waits for a slot.
+func backgroundResult(h *Handle) (tool.Result, error) {
+	st := h.Status()
+	out := map[string]any{"subagent_id": h.ID(), "status": lifecycle.Running, "role": h.Role().Name, "model": h.Model().Name(),
+		"note": "running in the background; its result will appear as a [Subagent] message before your next turn"}
+	if st.Status == lifecycle.Queued {
+		out["status"], out["queue_position"] = lifecycle.Queued, st.QueuePosition
+		out["note"] = fmt.Sprintf("queued (#%d in line): every slot is taken; it starts when one frees, and its result will appear as a [Subagent] message; cancel_subagent removes it from the queue", st.QueuePosition)
+	}
+	return jsonResult(out)
 }
 
 func (m *Manager) groupTool(ctx context.Context, a GroupArgs) (tool.Result, error) {
@@ -131,8 +143,13 @@ func (m *Manager) groupTool(ctx context.Context, a GroupArgs) (tool.Result, erro
 		for _, h := range g.Handles() {
 			ids = append(ids, h.ID())
 		}
-		return jsonResult(map[string]any{"group_id": g.ID, "mode": a.Mode, "subagent_ids": ids, "status": lifecycle.Running,
-			"note": "results will appear as [Subagent] messages before your next turn"})
+		out := map[string]any{"group_id": g.ID, "mode": a.Mode, "subagent_ids": ids, "status": lifecycle.Running,
+			"note": "results will appear as [Subagent] messages before your next turn"}
+		if q := queuedIDs(g.Handles()); len(q) > 0 {
+			out["queued_ids"] = q
+			out["note"] = fmt.Sprintf("%d run at once; the %d queued start as slots free up. Results will appear as [Subagent] messages before your next turn", len(ids)-len(q), len(q))
+		}
+		return jsonResult(out)
 	}
 	rs, err := g.Wait(ctx)
 	if err != nil {
@@ -143,7 +160,12 @@ func (m *Manager) groupTool(ctx context.Context, a GroupArgs) (tool.Result, erro
 }
 
 func (m *Manager) statusTool(ctx context.Context, a IDArgs) (tool.Result, error) {
-	if h, err := m.Get(a.SubagentID); err == nil {
+	h, err := m.lookup(ctx, a.SubagentID)
+	var amb *store.AmbiguousError
+	if errors.As(err, &amb) {
+		return tool.Errorf("subagent_status: %v", err), nil
+	}
+	if err == nil {
 		st := h.Status()
 		out := map[string]any{"status": st, "line": st.String()}
 		if r, ok := h.Result(); ok {
@@ -167,13 +189,16 @@ func orNull(b []byte) []byte {
 }
 
 func (m *Manager) listTool(ctx context.Context, a ListArgs) (tool.Result, error) {
-	hs := m.List(a.All)
-	if len(hs) == 0 {
-		return tool.Result{Output: "no subagents" + map[bool]string{true: "", false: " running"}[a.All]}, nil
+	sts, err := m.Runs(ctx, caller(ctx).SessionKey, a.All)
+	if err != nil {
+		return tool.Errorf("list_subagents: %v", err), nil
+	}
+	if len(sts) == 0 {
+		return tool.Result{Output: "no subagents" + map[bool]string{true: "", false: " running or queued"}[a.All]}, nil
 	}
 	var b strings.Builder
-	for _, h := range hs {
-		b.WriteString(h.Status().String())
+	for _, st := range sts {
+		b.WriteString(st.String())
 		b.WriteByte('\n')
 	}
 	return tool.Result{Output: b.String()}, nil
@@ -183,7 +208,10 @@ func (m *Manager) cancelTool(ctx context.Context, a IDArgs) (tool.Result, error)
 	h, err := m.Cancel(a.SubagentID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return tool.Errorf("cancel_subagent: no running subagent %s in this process", a.SubagentID), nil
+			return tool.Errorf("cancel_subagent: no subagent %s", a.SubagentID), nil
+		}
+		if errors.Is(err, ErrBusy) {
+			return tool.Errorf("cancel_subagent: %v; stop it from that process (ava stop talks to the daemon)", err), nil
 		}
 		return tool.Errorf("cancel_subagent: %v", err), nil
 	}

@@ -29,8 +29,11 @@ func StatusLine(st subagent.RunStatus) string {
 		icon = "❌"
 	}
 	status := string(st.Status)
-	if st.Stalled {
+	switch {
+	case st.Stalled:
 		icon, status = "⏸", "stalled"
+	case st.Status == lifecycle.Queued && st.QueuePosition > 0:
+		status = fmt.Sprintf("queued #%d", st.QueuePosition)
 	}
 	line := fmt.Sprintf("%s %s %s %s (%s, %s tokens, %.1f¢)", icon, st.ID, displayName(st.Role), status,
 		st.Elapsed.Round(time.Second), compact(st.Tokens), st.CostCents)

@@ -86,7 +86,7 @@ func (s *Store) Instances(ctx context.Context) ([]store.Instance, error) {
 	return out, nil
 }
 
-// InterruptOwner ends the owner's pending and running runs as interrupted
+// InterruptOwner ends the owner's active (queued, pending, running) runs as interrupted
 // at at (now when zero), removes the instance, and returns the runs it
 // ended. Only runs still active are touched, so a run that ended on its
 // own meanwhile keeps its end.
