@@ -201,7 +201,7 @@ func TestQueuePolicyQueuesSingleSpawns(t *testing.T) {
 		t.Fatalf("subagent_status of a queued run:\n%s", res.Output)
 	}
 	res, _ = tools[3].Run(ctx, mustJSON(subagent.ListArgs{}))
-	if !strings.Contains(res.Output, b.ID()+" Researcher queued (#1") {
+	if !strings.Contains(res.Output, b.ID()+" researcher queued (#1") {
 		t.Fatalf("list_subagents:\n%s", res.Output)
 	}
 	if res, _ := tools[4].Run(ctx, mustJSON(subagent.IDArgs{SubagentID: b.ID()})); res.IsError {
