@@ -52,7 +52,13 @@ type Option func(*openOptions)
 
 type openOptions struct {
 	readOnly bool
+	sinks    []event.Sink
 }
+
+// WithSink adds a sink that receives every kept event after the audit
+// log has (the daemon's metrics). A sink is on the publishing path: it
+// must be quick and must not publish.
+func WithSink(s event.Sink) Option { return func(o *openOptions) { o.sinks = append(o.sinks, s) } }
 
 // ReadOnly opens an instance for looking only (ava roles): it does not
 // register this process as an owner of runs, recovers no other process's
@@ -104,7 +110,8 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 		return fmt.Errorf("open audit log: %w", err)
 	}
 	in.closers = append(in.closers, in.Audit.Close)
-	in.Hub = event.NewHub(redactedLog{Log: in.Store, redactor: audit.NewRedactor(cfg.Secrets())}, in.Audit)
+	sinks := append([]event.Sink{in.Audit}, o.sinks...)
+	in.Hub = event.NewHub(redactedLog{Log: in.Store, redactor: audit.NewRedactor(cfg.Secrets())}, sinks...)
 	lifecycle, err := audit.NewSessionLogs(cfg.DataRoot, audit.SessionOptions{Secrets: cfg.Secrets()})
 	if err != nil {
 		return fmt.Errorf("open session logs: %w", err)

@@ -247,6 +247,18 @@ type SessionStore interface {
 	// Messages returns the session's messages oldest first; with limit > 0
 	// only the last limit of them.
 	Messages(ctx context.Context, sessionKey string, limit int) ([]Message, error)
+	// ListSessions returns the sessions f selects, most recently updated
+	// first.
+	ListSessions(ctx context.Context, f SessionFilter) ([]Session, error)
+}
+
+// SessionFilter selects sessions for ListSessions. Zero fields select
+// everything.
+type SessionFilter struct {
+	// Main keeps main sessions only (no subagent sessions).
+	Main bool
+	// Limit caps the number returned; 0 means all.
+	Limit int
 }
 
 // RunStore records subagent runs.

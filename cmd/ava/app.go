@@ -190,6 +190,11 @@ AVA_DATA_ROOT, …), the optional file $AVA_DATA_ROOT/config.yaml, and flags.`,
 		newLogsCmd(app),
 		newSpawnCmd(app),
 		newRolesCmd(app),
+		newServeCmd(app),
+		newPsCmd(app),
+		newStatusCmd(app),
+		newStopCmd(app),
+		newSendCmd(app),
 	)
 	markStarted(app, root)
 	return root

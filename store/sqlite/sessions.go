@@ -251,3 +251,39 @@ func (s *Store) Messages(ctx context.Context, sessionKey string, limit int) ([]s
 	}
 	return out, nil
 }
+
+// ListSessions returns the sessions f selects, most recently updated
+// first.
+func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]store.Session, error) {
+	if f.Limit < 0 {
+		return nil, fmt.Errorf("list sessions: negative limit %d", f.Limit)
+	}
+	q := `SELECT ` + sessionColumns + ` FROM sessions`
+	var args []any
+	if f.Main {
+		q += ` WHERE substr(key, 1, ?) <> ?`
+		args = append(args, len(store.SubagentSessionPrefix), store.SubagentSessionPrefix)
+	}
+	q += ` ORDER BY updated_at DESC, key`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	rows, err := s.reader.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Session
+	for rows.Next() {
+		sess, err := scanSession(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		out = append(out, sess)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	return out, nil
+}

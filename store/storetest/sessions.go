@@ -20,6 +20,7 @@ func sessionCases() []testCase {
 	return []testCase{
 		{"SessionEnsureGet", testSessionEnsureGet},
 		{"SessionSpendBudget", testSessionSpendBudget},
+		{"SessionList", testSessionList},
 		{"EventsNumberedOnce", testEventsNumberedOnce},
 		{"EventsReplay", testEventsReplay},
 		{"EventsBatchAllOrNone", testEventsBatchAllOrNone},
@@ -73,6 +74,38 @@ func testSessionSpendBudget(t *testing.T, s store.Store) {
 	wantPlainErr(t, s.AddSessionSpend(ctx(t), key, -1))
 	wantPlainErr(t, s.AddSessionSpend(ctx(t), key, math.NaN()))
 	wantPlainErr(t, s.SetSessionBudget(ctx(t), key, math.Inf(1)))
+}
+
+func testSessionList(t *testing.T, s store.Store) {
+	for _, k := range []string{"ava:web:a", "ava:cli:b", store.SubagentSessionPrefix + "S-0000aa"} {
+		_, err := s.EnsureSession(ctx(t), k)
+		must(t, err)
+	}
+	keys := func(ss []store.Session) []string {
+		var out []string
+		for _, x := range ss {
+			out = append(out, x.Key)
+		}
+		slices.Sort(out)
+		return out
+	}
+	all, err := s.ListSessions(ctx(t), store.SessionFilter{})
+	must(t, err)
+	if got := keys(all); !slices.Equal(got, []string{"ava:cli:b", "ava:subagent:S-0000aa", "ava:web:a"}) {
+		t.Fatalf("all sessions %v", got)
+	}
+	main, err := s.ListSessions(ctx(t), store.SessionFilter{Main: true})
+	must(t, err)
+	if got := keys(main); !slices.Equal(got, []string{"ava:cli:b", "ava:web:a"}) {
+		t.Fatalf("main sessions %v", got)
+	}
+	one, err := s.ListSessions(ctx(t), store.SessionFilter{Limit: 1})
+	must(t, err)
+	if len(one) != 1 {
+		t.Fatalf("limit 1 gave %d", len(one))
+	}
+	_, err = s.ListSessions(ctx(t), store.SessionFilter{Limit: -1})
+	wantPlainErr(t, err)
 }
 
 func newEvent(session string, seq uint64) event.Event {

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/avaagent/ava/gateway/client"
+)
+
+// daemon returns a client of the daemon at AVA_ADDR (or the config
+// file's addr), with AVA_TOKEN when set.
+func (a *App) daemon() (*client.Client, error) {
+	cfg, err := a.Config()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg.Addr, cfg.Token), nil
+}
+
+// daemonError explains a failed call to the daemon.
+func daemonError(c *client.Client, err error) error {
+	switch {
+	case errors.Is(err, client.ErrNoDaemon):
+		return withHint(fmt.Errorf("no Ava daemon is running at %s", c.Addr()),
+			"start one with: ava serve (or point AVA_ADDR at the one you run)")
+	case client.IsStatus(err, http.StatusUnauthorized):
+		return withHint(err, "set AVA_TOKEN to the daemon's token")
+	case client.IsStatus(err, http.StatusConflict):
+		return withHint(err, "add --queue to deliver the message when the running turn ends, or stop it with ava stop")
+	}
+	return err
+}
+
+// sessionKeyOf turns a subagent ID into its session key; a session key
+// is kept as is.
+func sessionKeyOf(id string) string {
+	if strings.Contains(id, ":") {
+		return id
+	}
+	return "ava:subagent:" + id
+}
+
+func newPsCmd(a *App) *cobra.Command {
+	var all, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ps [--all] [--json]",
+		Short: "List subagents (from the daemon)",
+		Long: `List the daemon's subagents: ID, role, status, elapsed time, tokens, cost and
+current activity (a stalled subagent shows "stalled"). Running ones only,
+unless --all. Talks to the daemon at AVA_ADDR.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.daemon()
+			if err != nil {
+				return err
+			}
+			f := client.SubagentFilter{Status: []string{"active"}}
+			if all {
+				f.Status = nil
+			}
+			list, err := c.Subagents(cmd.Context(), f)
+			if err != nil {
+				return daemonError(c, err)
+			}
+			if asJSON {
+				return printJSON(a.Stdout, list)
+			}
+			printPs(a.Stdout, list)
+			if len(list) == 0 && !all {
+				fmt.Fprintln(a.Stderr, "no subagent is running (ava ps --all lists finished ones)")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "also list finished subagents")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printPs(w io.Writer, list []client.Subagent) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tROLE\tSTATUS\tELAPSED\tTOKENS\tCOST\tACTIVITY")
+	for _, s := range list {
+		status := s.Status
+		if s.Stalled {
+			status += " (stalled)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.2f¢\t%s\n", s.ID, s.Role, status,
+			(time.Duration(s.ElapsedMs) * time.Millisecond).Round(time.Second), s.Tokens, s.CostCents, oneLine(s.Activity, 60))
+	}
+	tw.Flush()
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode JSON: %w", err)
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
+}
+
+func newStatusCmd(a *App) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status S-xxxxxx",
+		Short: "Show one subagent (from the daemon)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.daemon()
+			if err != nil {
+				return err
+			}
+			s, err := c.Subagent(cmd.Context(), args[0])
+			if err != nil {
+				return daemonError(c, err)
+			}
+			if asJSON {
+				return printJSON(a.Stdout, s)
+			}
+			printStatus(a.Stdout, s)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printStatus(w io.Writer, s client.Subagent) {
+	status := s.Status
+	if s.Stalled {
+		status += " (stalled)"
+	}
+	fmt.Fprintf(w, "%s  %s  %s\n", s.ID, s.Role, status)
+	fmt.Fprintf(w, "task:     %s\n", oneLine(s.Task, 200))
+	fmt.Fprintf(w, "model:    %s\n", s.Model)
+	if s.Parent != "" {
+		fmt.Fprintf(w, "parent:   %s\n", s.Parent)
+	}
+	fmt.Fprintf(w, "elapsed:  %s · %d tokens · %.2f¢ · %d iterations\n",
+		(time.Duration(s.ElapsedMs) * time.Millisecond).Round(time.Second), s.Tokens, s.CostCents, s.Iteration)
+	if s.Activity != "" {
+		fmt.Fprintf(w, "activity: %s\n", oneLine(s.Activity, 200))
+	}
+	var r struct {
+		Summary string `json:"summary"`
+	}
+	if len(s.Result) > 0 && json.Unmarshal(s.Result, &r) == nil && r.Summary != "" {
+		fmt.Fprintf(w, "summary:  %s\n", r.Summary)
+	}
+	if s.Error != "" {
+		fmt.Fprintf(w, "error:    %s\n", s.Error)
+	}
+}
+
+func newStopCmd(a *App) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop S-xxxxxx|SESSION_KEY",
+		Short: "Stop a subagent or a session's turn (through the daemon)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.daemon()
+			if err != nil {
+				return err
+			}
+			r, err := c.Stop(cmd.Context(), sessionKeyOf(args[0]))
+			if err != nil {
+				return daemonError(c, err)
+			}
+			if r.Stopped {
+				fmt.Fprintf(a.Stdout, "stopped %s\n", r.SessionKey)
+			} else {
+				fmt.Fprintf(a.Stdout, "%s was not running\n", r.SessionKey)
+			}
+			return nil
+		},
+	}
+}
+
+func newSendCmd(a *App) *cobra.Command {
+	var queue, asJSON bool
+	cmd := &cobra.Command{
+		Use:   `send S-xxxxxx|SESSION_KEY [--queue] "message"`,
+		Short: "Send a message to a subagent or a session (through the daemon)",
+		Long: `Send a follow-up message to a subagent (it resumes with its conversation) or
+to a main session, and print the answer when the turn ends. While it runs,
+the message is refused unless --queue, which delivers it when the running
+turn ends. Ctrl-C stops waiting; the turn goes on in the daemon.`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.daemon()
+			if err != nil {
+				return err
+			}
+			return send(cmd.Context(), a, c, client.ChatRequest{SessionKey: sessionKeyOf(args[0]),
+				Message: strings.Join(args[1:], " "), Queue: queue}, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&queue, "queue", false, "deliver the message when the running turn ends instead of refusing it")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the turn's result as JSON")
+	return cmd
+}
+
+// send posts a message and waits for its turn's result.
+func send(ctx context.Context, a *App, c *client.Client, req client.ChatRequest, asJSON bool) error {
+	st, err := c.Chat(ctx, req)
+	if err != nil {
+		return daemonError(c, err)
+	}
+	defer st.Close()
+	for {
+		ev, err := st.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				fmt.Fprintf(a.Stderr, "stopped waiting; the message goes on in the daemon (ava logs --session %s)\n", req.SessionKey)
+				return withCode(1, ctx.Err())
+			}
+			return fmt.Errorf("stream of %s ended before the turn did: %w", req.SessionKey, err)
+		}
+		switch ev.Type {
+		case client.EventSession:
+			var s client.ChatStart
+			if json.Unmarshal(ev.Data, &s) == nil && s.Queued && !asJSON {
+				fmt.Fprintf(a.Stderr, "[queued: %s is busy; the message runs when its turn ends]\n", s.SessionKey)
+			}
+		case client.EventDone:
+			var r client.TurnResult
+			if err := json.Unmarshal(ev.Data, &r); err != nil {
+				return fmt.Errorf("decode the result: %w", err)
+			}
+			return printTurn(a, r, asJSON)
+		}
+	}
+}
+
+func printTurn(a *App, r client.TurnResult, asJSON bool) error {
+	if asJSON {
+		if err := printJSON(a.Stdout, r); err != nil {
+			return err
+		}
+	} else if r.Text != "" {
+		fmt.Fprintln(a.Stdout, r.Text)
+	}
+	if r.Status != "success" {
+		return withCode(1, fmt.Errorf("turn ended with status %s%s", r.Status, colonSuffix(r.Error)))
+	}
+	return nil
+}
+
+// colonSuffix is ": s", or "" for an empty s.
+func colonSuffix(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}

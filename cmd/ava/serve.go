@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/avaagent/ava/gateway"
+)
+
+type serveOptions struct {
+	addr      string
+	grace     time.Duration
+	heartbeat time.Duration
+}
+
+func newServeCmd(a *App) *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve [--addr 127.0.0.1:7777]",
+		Short: "Run the daemon: HTTP API and live event streams",
+		Long: `Run Ava as a daemon: the HTTP API and Server-Sent Event streams (see the
+README), which ava ps, status, stop and send talk to. The web panel is not
+served yet.
+
+It binds 127.0.0.1:7777 unless --addr or AVA_ADDR says otherwise; on any
+address that is not loopback it refuses to start without AVA_TOKEN, and then
+every route but /healthz needs it as a bearer token. With no model provider
+configured it answers with the offline scripted model, and says so.
+
+SIGINT or SIGTERM stops it: it stops accepting, lets running turns and
+subagents finish within the grace period (--grace, AVA_SHUTDOWN_GRACE), stops
+and records as interrupted what still runs, flushes the logs and exits 0.`,
+		Example: `  ava serve
+  AVA_TOKEN=$(openssl rand -hex 16) ava serve --addr 0.0.0.0:7777`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.fromEnv(a, cmd); err != nil {
+				return err
+			}
+			return serve(cmd, a, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", "", "listen address (default $AVA_ADDR, else 127.0.0.1:7777)")
+	f.DurationVar(&o.grace, "grace", gateway.DefaultGrace, "how long a shutdown lets running turns finish (default $AVA_SHUTDOWN_GRACE, else 30s)")
+	f.DurationVar(&o.heartbeat, "heartbeat", gateway.DefaultHeartbeat, "interval of the streams' heartbeat comments")
+	_ = f.MarkHidden("heartbeat")
+	return cmd
+}
+
+// fromEnv applies AVA_SHUTDOWN_GRACE unless --grace is given, and checks
+// the durations.
+func (o *serveOptions) fromEnv(a *App, cmd *cobra.Command) error {
+	if v := a.Getenv("AVA_SHUTDOWN_GRACE"); v != "" && !cmd.Flags().Changed("grace") {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return usageError(fmt.Errorf("AVA_SHUTDOWN_GRACE=%q: want a positive duration such as 30s", v))
+		}
+		o.grace = d
+	}
+	if o.grace <= 0 {
+		return usageError(fmt.Errorf("--grace %s: want a positive duration", o.grace))
+	}
+	if o.heartbeat <= 0 {
+		return usageError(fmt.Errorf("--heartbeat %s: want a positive duration", o.heartbeat))
+	}
+	return nil
+}
+
+func serve(cmd *cobra.Command, a *App, o serveOptions) error {
+	cfg, err := a.Config()
+	if err != nil {
+		return err
+	}
+	if o.addr != "" {
+		cfg.Addr = o.addr
+	}
+	cfg, offline := gateway.Offline(cfg)
+	if offline {
+		fmt.Fprintf(a.Stderr, "[offline] no model provider is configured: Ava answers with the offline scripted model %s (no network, not a real model).\n"+
+			"To use a real model, set ANTHROPIC_API_KEY, OPENROUTER_API_KEY or OPENAI_API_KEY (or OPENAI_BASE_URL) and AVA_MODEL, then restart.\n", gateway.OfflineModel)
+	}
+	err = gateway.Run(cmd.Context(), gateway.DaemonOptions{Config: cfg, Grace: o.grace, Heartbeat: o.heartbeat, Logger: a.Logger(),
+		Ready: func(addr string) {
+			fmt.Fprintf(a.Stdout, "ava serve: listening on http://%s (API and event streams; no web panel yet)\n", addr)
+		},
+		Draining: func(running int) {
+			fmt.Fprintf(a.Stderr, "ava serve: shutting down; waiting up to %s for %d running turn(s) and subagent(s)\n", o.grace, running)
+		}})
+	if err != nil {
+		return withHint(err, "see ava serve --help")
+	}
+	fmt.Fprintln(a.Stderr, "ava serve: stopped")
+	return nil
+}

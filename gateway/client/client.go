@@ -1,0 +1,233 @@
+// Package client is the typed client of Ava's daemon (ava serve): the
+// command-line clients (ava ps, status, stop, send, a background spawn)
+// and any Go program talk to the daemon through it. It holds the wire
+// types of the HTTP API and depends on nothing else of Ava's.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// DefaultAddr is the daemon's default address (AVA_ADDR).
+const DefaultAddr = "127.0.0.1:7777"
+
+// ErrNoDaemon means nothing answers at the daemon's address.
+var ErrNoDaemon = errors.New("no Ava daemon is running")
+
+// APIError is an error response of the daemon.
+type APIError struct {
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// Message is the daemon's {"error": …}.
+	Message string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("%s (HTTP %d)", e.Message, e.StatusCode)
+}
+
+// Client talks to one daemon. It is safe for concurrent use.
+type Client struct {
+	base  string
+	token string
+	hc    *http.Client
+}
+
+// New returns a client of the daemon at addr ("host:port" or a URL; ""
+// is DefaultAddr), sending token as a bearer token when it is set.
+func New(addr, token string) *Client {
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	return &Client{base: strings.TrimRight(addr, "/"), token: token, hc: &http.Client{}}
+}
+
+// Addr is the daemon's base URL.
+func (c *Client) Addr() string { return c.base }
+
+// Health asks GET /healthz.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	var h Health
+	return h, c.do(ctx, http.MethodGet, "/healthz", nil, &h)
+}
+
+// SubagentFilter selects subagents; zero fields select all.
+type SubagentFilter struct {
+	Parent string
+	// Status lists statuses; "active" stands for queued, pending and
+	// running.
+	Status []string
+}
+
+// Subagents lists subagents, newest first.
+func (c *Client) Subagents(ctx context.Context, f SubagentFilter) ([]Subagent, error) {
+	q := url.Values{}
+	if f.Parent != "" {
+		q.Set("parent", f.Parent)
+	}
+	if len(f.Status) > 0 {
+		q.Set("status", strings.Join(f.Status, ","))
+	}
+	var l SubagentList
+	err := c.do(ctx, http.MethodGet, "/api/subagents?"+q.Encode(), nil, &l)
+	return l.Subagents, err
+}
+
+// Subagent returns one subagent by ID or unique prefix.
+func (c *Client) Subagent(ctx context.Context, id string) (Subagent, error) {
+	var s Subagent
+	return s, c.do(ctx, http.MethodGet, "/api/subagents/"+url.PathEscape(id), nil, &s)
+}
+
+// Spawn starts a background subagent and returns it at once.
+func (c *Client) Spawn(ctx context.Context, r SpawnRequest) (Subagent, error) {
+	var s Subagent
+	return s, c.do(ctx, http.MethodPost, "/api/subagents", r, &s)
+}
+
+// Sessions lists the main sessions with their state.
+func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
+	var l SessionList
+	err := c.do(ctx, http.MethodGet, "/api/sessions", nil, &l)
+	return l.Sessions, err
+}
+
+// Stop stops a session's run (a subagent's: its key
+// ava:subagent:S-xxxxxx).
+func (c *Client) Stop(ctx context.Context, sessionKey string) (StopResponse, error) {
+	var r StopResponse
+	return r, c.do(ctx, http.MethodPost, "/api/chat/stop", StopRequest{SessionKey: sessionKey}, &r)
+}
+
+// Logs queries the audit log; q holds the GET /api/logs parameters
+// (agent, last, type, since, until, search, session).
+func (c *Client) Logs(ctx context.Context, q url.Values) (LogList, error) {
+	var l LogList
+	return l, c.do(ctx, http.MethodGet, "/api/logs?"+q.Encode(), nil, &l)
+}
+
+// Chat sends a message and returns the stream of its turn, which ends
+// with an EventDone event. Close the stream when done with it; closing
+// it early does not stop the turn.
+func (c *Client) Chat(ctx context.Context, r ChatRequest) (*Stream, error) {
+	body, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode chat request: %w", err)
+	}
+	req, err := c.newRequest(ctx, http.MethodPost, "/api/chat", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return c.openStream(req)
+}
+
+// Stream follows a session's events after sequence number after (0:
+// from the first), replayed then live, until ctx is done or Close.
+func (c *Client) Stream(ctx context.Context, sessionKey string, after uint64) (*Stream, error) {
+	q := url.Values{"sessionKey": {sessionKey}}
+	req, err := c.newRequest(ctx, http.MethodGet, "/api/chat/stream?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if after > 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatUint(after, 10))
+	}
+	return c.openStream(req)
+}
+
+func (c *Client) openStream(req *http.Request) (*Stream, error) {
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, c.transportError(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, readAPIError(resp)
+	}
+	return newStream(resp), nil
+}
+
+func (c *Client) newRequest(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return req, nil
+}
+
+// do sends in (JSON, when not nil) and decodes the answer into out.
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encode %s %s: %w", method, path, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := c.newRequest(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return c.transportError(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return readAPIError(resp)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decode the answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// transportError names a refused connection as ErrNoDaemon.
+func (c *Client) transportError(err error) error {
+	var op *net.OpError
+	if errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &op) && op.Op == "dial") {
+		return fmt.Errorf("%w at %s: %w", ErrNoDaemon, c.base, err)
+	}
+	return fmt.Errorf("daemon at %s: %w", c.base, err)
+}
+
+func readAPIError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var eb ErrorBody
+	if json.Unmarshal(b, &eb) != nil || eb.Error == "" {
+		eb.Error = strings.TrimSpace(string(b))
+		if eb.Error == "" {
+			eb.Error = http.StatusText(resp.StatusCode)
+		}
+	}
+	return &APIError{StatusCode: resp.StatusCode, Message: eb.Error}
+}
+
+// IsStatus reports whether err is an APIError with HTTP status code.
+func IsStatus(err error, code int) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.StatusCode == code
+}

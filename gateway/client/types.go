@@ -1,0 +1,162 @@
+package client
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// SessionKeyHeader carries the session key of a POST /api/chat stream,
+// also given in its first event (EventSession).
+const SessionKeyHeader = "X-Ava-Session-Key"
+
+// Names of the events the daemon adds to a turn's stream. They carry no
+// id: they are not events of the session, so resuming stays exact.
+const (
+	// EventSession opens a POST /api/chat stream: data is a ChatStart.
+	EventSession = "session"
+	// EventDone closes a POST /api/chat stream: data is a TurnResult.
+	EventDone = "done"
+)
+
+// ChatRequest is the body of POST /api/chat.
+type ChatRequest struct {
+	// SessionKey is the session to send to; empty starts a new main
+	// session ava:web:<id>.
+	SessionKey string `json:"sessionKey,omitempty"`
+	Message    string `json:"message"`
+	// Queue delivers the message when the running turn ends instead of
+	// refusing it with 409.
+	Queue bool `json:"queue,omitempty"`
+}
+
+// ChatStart is the data of a turn stream's first event.
+type ChatStart struct {
+	SessionKey string `json:"sessionKey"`
+	// Queued is set when the message waits for a running turn.
+	Queued bool `json:"queued"`
+}
+
+// TurnResult is how a turn ended (data of EventDone).
+type TurnResult struct {
+	Status     string  `json:"status"`
+	Text       string  `json:"text"`
+	Session    string  `json:"session"`
+	Model      string  `json:"model,omitempty"`
+	Tokens     Tokens  `json:"tokens"`
+	CostCents  float64 `json:"cost_cents"`
+	DurationMs int64   `json:"duration_ms"`
+	Iterations int     `json:"iterations"`
+	Offline    bool    `json:"offline,omitempty"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// Tokens is a turn's token breakdown.
+type Tokens struct {
+	Input  int `json:"input"`
+	Output int `json:"output"`
+	Total  int `json:"total"`
+}
+
+// StopRequest is the body of POST /api/chat/stop.
+type StopRequest struct {
+	SessionKey string `json:"sessionKey"`
+}
+
+// StopResponse says what a stop did.
+type StopResponse struct {
+	SessionKey string `json:"sessionKey"`
+	// Stopped is set when something was running and was stopped.
+	Stopped bool `json:"stopped"`
+}
+
+// Subagent is one subagent run as the daemon reports it: the live status
+// of a run this daemon holds, else its stored record.
+type Subagent struct {
+	ID         string    `json:"id"`
+	SessionKey string    `json:"sessionKey"`
+	Role       string    `json:"role"`
+	Task       string    `json:"task"`
+	Model      string    `json:"model"`
+	Mode       string    `json:"mode,omitempty"`
+	Parent     string    `json:"parent,omitempty"`
+	Status     string    `json:"status"`
+	Stalled    bool      `json:"stalled,omitempty"`
+	Iteration  int       `json:"iteration"`
+	Tokens     int       `json:"tokens"`
+	CostCents  float64   `json:"costCents"`
+	ElapsedMs  int64     `json:"elapsedMs"`
+	Activity   string    `json:"activity,omitempty"`
+	LastTool   string    `json:"lastTool,omitempty"`
+	CreatedAt  time.Time `json:"createdAt,omitzero"`
+	StartedAt  time.Time `json:"startedAt,omitzero"`
+	EndedAt    time.Time `json:"endedAt,omitzero"`
+	// Result is the subagent's structured result once it ended.
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
+	// Live is set when this daemon runs or holds the subagent.
+	Live bool `json:"live"`
+}
+
+// SubagentList is the body of GET /api/subagents.
+type SubagentList struct {
+	Subagents []Subagent `json:"subagents"`
+}
+
+// SpawnRequest is the body of POST /api/subagents: one background
+// subagent. Zero limits take the role's.
+type SpawnRequest struct {
+	Role    string `json:"role"`
+	Task    string `json:"task"`
+	Context string `json:"context,omitempty"`
+	Model   string `json:"model,omitempty"`
+	// TimeoutSeconds is the wall-clock limit.
+	TimeoutSeconds float64 `json:"timeoutSeconds,omitempty"`
+	MaxCostCents   float64 `json:"maxCostCents,omitempty"`
+	MaxTokens      int     `json:"maxTokens,omitempty"`
+	MaxIterations  int     `json:"maxIterations,omitempty"`
+	// Parent is the main session the result is announced to (its next
+	// prompt holds it); empty: none.
+	Parent string `json:"parent,omitempty"`
+	// User is who asked, when known.
+	User string `json:"user,omitempty"`
+}
+
+// Session is one main session and its state.
+type Session struct {
+	Key string `json:"key"`
+	// State is idle, running or waiting_for_subagents.
+	State       string    `json:"state"`
+	CreatedAt   time.Time `json:"createdAt"`
+	UpdatedAt   time.Time `json:"updatedAt"`
+	SpentCents  float64   `json:"spentCents"`
+	BudgetCents float64   `json:"budgetCents,omitempty"`
+	// RunningSubagents counts the subagents it started that still run.
+	RunningSubagents int `json:"runningSubagents"`
+}
+
+// SessionList is the body of GET /api/sessions.
+type SessionList struct {
+	Sessions []Session `json:"sessions"`
+}
+
+// LogList is the body of GET /api/logs: the matching audit lines as
+// stored, oldest first, and the lines the reader skipped.
+type LogList struct {
+	Entries []json.RawMessage `json:"entries"`
+	Skipped []string          `json:"skipped,omitempty"`
+}
+
+// Health is the body of GET /healthz.
+type Health struct {
+	Status string `json:"status"`
+	// Offline is set when the orchestrator's model is the offline
+	// scripted one.
+	Offline  bool   `json:"offline"`
+	Model    string `json:"model,omitempty"`
+	Draining bool   `json:"draining,omitempty"`
+}
+
+// ErrorBody is every error response's body.
+type ErrorBody struct {
+	Error string `json:"error"`
+}

@@ -1,0 +1,257 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/gateway"
+	"github.com/avaagent/ava/gateway/client"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// script drives the orchestrator and the subagents of the tests. The
+// first user message (or the system prompt) picks the conversation.
+const script = `conversations:
+  - match: "BLOCKTASK"
+    turns:
+      - text: "never"
+        delay: 1h
+      - text: "follow-up answered"
+  - match: "SLOW"
+    turns:
+      - text: "slow done"
+        delay: 700ms
+      - text: "queued answered"
+  - match: "SPAWNBG"
+    turns:
+      - text: "starting a background subagent"
+        tool_calls:
+          - name: spawn_subagent
+            args: {role: researcher, task: "BLOCKTASK child", model: "MODEL", background: true}
+      - text: "parent done"
+  - match: "specialized .* subagent"
+    turns:
+      - text: "subagent answer"
+  - turns:
+      - text: "hello back"
+      - text: "second answer"
+      - text: "third answer"
+`
+
+// env is a server over a real instance (SQLite in a temp dir, the
+// scripted model) on a real loopback listener.
+type env struct {
+	t      *testing.T
+	in     *app.Instance
+	srv    *gateway.Server
+	ts     *httptest.Server
+	c      *client.Client
+	model  string
+	cancel context.CancelFunc
+}
+
+type envOptions struct {
+	token     string
+	heartbeat time.Duration
+}
+
+func newEnv(t *testing.T, o envOptions) *env {
+	t.Helper()
+	root := t.TempDir()
+	path := filepath.Join(root, "script.yaml")
+	model := "scripted/" + path
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(script, "MODEL", model)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root, "AVA_MODEL": model,
+			"AVA_MAX_CONCURRENT_SUBAGENTS": "10"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	metrics := gateway.NewMetrics()
+	in, err := app.Open(context.Background(), cfg, log, app.WithSink(metrics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(nil)
+	srv, err := gateway.New(gateway.Options{Instance: in, Addr: ts.Listener.Addr().String(), Token: o.token,
+		Heartbeat: o.heartbeat, Metrics: metrics, Logger: log})
+	if err != nil {
+		in.Close()
+		t.Fatal(err)
+	}
+	ts.Config.Handler = srv.Handler()
+	ts.Start()
+	e := &env{t: t, in: in, srv: srv, ts: ts, c: client.New(ts.URL, o.token), model: model}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+		srv.Drain(ctx) // ends the open streams at once
+		cancel()
+		ts.CloseClientConnections()
+		ts.Close()
+		if err := in.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return e
+}
+
+// do sends a request and returns the status and body.
+func (e *env) do(method, path, body string, hdr map[string]string) (int, string) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.ts.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// wantError checks an error response: its status and a JSON error
+// mentioning want.
+func wantError(t *testing.T, code int, body string, wantCode int, want string) {
+	t.Helper()
+	var eb client.ErrorBody
+	if code != wantCode || json.Unmarshal([]byte(body), &eb) != nil || !strings.Contains(eb.Error, want) {
+		t.Fatalf("got %d %s, want %d with an error mentioning %q", code, body, wantCode, want)
+	}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// chat sends a message and reads its stream to the done event.
+func (e *env) chat(req client.ChatRequest) (client.ChatStart, []client.Event, client.TurnResult) {
+	e.t.Helper()
+	st, err := e.c.Chat(ctx(e.t), req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer st.Close()
+	var start client.ChatStart
+	var evs []client.Event
+	for {
+		ev, err := st.Next()
+		if err != nil {
+			e.t.Fatalf("stream of %s: %v after %d events", req.SessionKey, err, len(evs))
+		}
+		switch ev.Type {
+		case client.EventSession:
+			must(e.t, json.Unmarshal(ev.Data, &start))
+		case client.EventDone:
+			var r client.TurnResult
+			must(e.t, json.Unmarshal(ev.Data, &r))
+			return start, evs, r
+		default:
+			evs = append(evs, ev)
+		}
+	}
+}
+
+// spawnBlocking starts a subagent that blocks until stopped.
+func (e *env) spawnBlocking(parent string) client.Subagent {
+	e.t.Helper()
+	sa, err := e.c.Spawn(ctx(e.t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: e.model, Parent: parent})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return sa
+}
+
+// until reads st until an event satisfies stop, returning every kept
+// event read (in order).
+func until(t *testing.T, st *client.Stream, stop func(client.Event) bool) []client.Event {
+	t.Helper()
+	var kept []client.Event
+	for {
+		ev, err := st.Next()
+		if err != nil {
+			t.Fatalf("stream: %v after %d kept events", err, len(kept))
+		}
+		if ev.ID > 0 {
+			kept = append(kept, ev)
+		}
+		if stop(ev) {
+			return kept
+		}
+	}
+}
+
+func isType(typ string) func(client.Event) bool {
+	return func(ev client.Event) bool { return ev.Type == typ }
+}
+
+// checkSeqs fails unless evs are numbered from first with no hole and
+// no repeat.
+func checkSeqs(t *testing.T, evs []client.Event, first uint64) {
+	t.Helper()
+	for i, ev := range evs {
+		if ev.ID != first+uint64(i) {
+			t.Fatalf("event %d has id %d, want %d (ids %v)", i, ev.ID, first+uint64(i), ids(evs))
+		}
+	}
+}
+
+func ids(evs []client.Event) []uint64 {
+	out := make([]uint64, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.ID
+	}
+	return out
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func jsonBody(v any) string {
+	var b bytes.Buffer
+	if err := json.NewEncoder(&b).Encode(v); err != nil {
+		panic(fmt.Sprint(err))
+	}
+	return b.String()
+}

@@ -1,0 +1,95 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+
+	"github.com/avaagent/ava/gateway/client"
+	"github.com/avaagent/ava/session"
+	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava/tool"
+)
+
+// writeJSON writes v as the response with status code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code, b = http.StatusInternalServerError, []byte(`{"error":"encode the answer"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
+}
+
+// writeError writes {"error": msg} with status code.
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, client.ErrorBody{Error: msg})
+}
+
+// fail writes err with the status it maps to.
+func fail(w http.ResponseWriter, err error) {
+	writeError(w, statusOf(err), err.Error())
+}
+
+// badRequest is an error in what the client sent (400).
+type badRequest struct{ msg string }
+
+func (e badRequest) Error() string { return e.msg }
+
+func badRequestf(format string, a ...any) error { return badRequest{fmt.Sprintf(format, a...)} }
+
+// errDraining refuses new work while the daemon shuts down.
+var errDraining = errors.New("the daemon is shutting down: no new work is taken")
+
+// statusOf maps an error to its HTTP status, in one place.
+func statusOf(err error) int {
+	var br badRequest
+	var amb *store.AmbiguousError
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &br), errors.As(err, &amb), errors.Is(err, store.ErrAmbiguous), errors.Is(err, subagent.ErrUnknownRole):
+		return http.StatusBadRequest
+	case errors.As(err, &tooBig):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		return http.StatusNotFound
+	case errors.Is(err, session.ErrBusy), errors.Is(err, subagent.ErrBusy):
+		return http.StatusConflict
+	case errors.Is(err, subagent.ErrLimit):
+		return http.StatusTooManyRequests
+	case errors.Is(err, subagent.ErrBudget):
+		return http.StatusPaymentRequired
+	case errors.Is(err, tool.ErrForbidden):
+		return http.StatusForbidden
+	case errors.Is(err, errDraining), errors.Is(err, session.ErrClosed), errors.Is(err, subagent.ErrClosed):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// decode reads a JSON body of at most max bytes into v, refusing
+// unknown fields and trailing data.
+func decode(w http.ResponseWriter, r *http.Request, max int64, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, max))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return fmt.Errorf("body over %d bytes: %w", max, err)
+		}
+		if errors.Is(err, io.EOF) {
+			return badRequestf("empty body: a JSON object is required")
+		}
+		return badRequestf("bad JSON body: %v", err)
+	}
+	if dec.More() {
+		return badRequestf("bad JSON body: data after the object")
+	}
+	return nil
+}

@@ -1,0 +1,242 @@
+// Package gateway is Ava's daemon surface: the HTTP API and the
+// Server-Sent Event streams of DESIGN.md "HTTP", over the session
+// service and the subagent manager of an app.Instance, with a typed
+// client in gateway/client. It serves no web panel yet.
+//
+// Streams. GET /api/chat/stream replays a session's kept events after a
+// sequence number (the after parameter, or Last-Event-ID, which wins)
+// from the store, then follows them live. Every SSE message carries
+// "event:" (the event type); kept events also carry "id:" (their
+// per-session sequence number), live-only ones (text deltas, activity,
+// stalls, retries) and the daemon's own session and done events carry
+// none, so a client's Last-Event-ID is always the last kept event it got
+// and a reconnect with it loses nothing and repeats nothing, also after
+// the events left memory or the daemon restarted. A comment line is
+// sent every Options.Heartbeat (15 s) so proxies keep the connection.
+// A slow client never slows a publisher: each stream reads the session's
+// journal at its own pace and catches up from the store.
+//
+// Safety. The server refuses to start on a non-loopback address without
+// a token; with a token, every route but /healthz needs it as a bearer
+// token (compared in constant time). Every route refuses a Host that is
+// not the bound address or localhost (DNS rebinding), and state-changing
+// routes refuse a foreign Origin and any body that is not JSON. Bodies
+// are size-limited; every error is {"error": "..."} with its status code.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/avaagent/ava/app"
+)
+
+// DefaultHeartbeat is how often an idle stream gets a comment line.
+const DefaultHeartbeat = 15 * time.Second
+
+// DefaultMaxBody bounds a request body.
+const DefaultMaxBody = 1 << 20
+
+// maxMessage bounds one chat message.
+const maxMessage = 256 << 10
+
+// Options configure a Server.
+type Options struct {
+	// Instance is the opened Ava the API serves (its Sessions must be
+	// set: not opened read-only).
+	Instance *app.Instance
+	// Addr is the address the server is bound to (host:port), for the
+	// Host and Origin checks and the token rule.
+	Addr string
+	// Token, when set, is required as a bearer token on every route but
+	// /healthz. It must be set when Addr is not a loopback address.
+	Token string
+	// AllowedHosts are extra host names a request's Host may name.
+	AllowedHosts []string
+	// Heartbeat is the interval of comment lines on idle streams
+	// (default DefaultHeartbeat).
+	Heartbeat time.Duration
+	// MaxBody bounds request bodies (default DefaultMaxBody).
+	MaxBody int64
+	// Metrics collects the daemon's metrics (nil: a new one, not fed
+	// by events).
+	Metrics *Metrics
+	Logger  *slog.Logger
+}
+
+// Server is the HTTP API. Create it with New, serve its Handler, and
+// Drain it before closing the instance.
+type Server struct {
+	opt     Options
+	in      *app.Instance
+	log     *slog.Logger
+	metrics *Metrics
+	guard   guard
+	handler http.Handler
+
+	// draining is closed when the server stops taking work: open
+	// streams end, new messages are refused with 503.
+	draining  chan struct{}
+	drainOnce sync.Once
+
+	turnsMu sync.Mutex
+	turns   map[*turnRef]struct{} // turns started through the API
+
+	framesMu    sync.Mutex
+	frameCaches map[string]*frameCache // by session key, while streamed
+}
+
+// ErrTokenRequired is returned by New for a non-loopback address
+// without a token.
+var ErrTokenRequired = errors.New("AVA_TOKEN is required to listen on a non-loopback address")
+
+// New returns a server over opt.Instance.
+func New(opt Options) (*Server, error) {
+	if opt.Instance == nil || opt.Instance.Sessions == nil {
+		return nil, errors.New("gateway: an instance opened for work (with sessions) is required")
+	}
+	if opt.Heartbeat <= 0 {
+		opt.Heartbeat = DefaultHeartbeat
+	}
+	if opt.MaxBody <= 0 {
+		opt.MaxBody = DefaultMaxBody
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	if opt.Metrics == nil {
+		opt.Metrics = NewMetrics()
+	}
+	g, err := newGuard(opt.Addr, opt.Token, opt.AllowedHosts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opt: opt, in: opt.Instance, log: opt.Logger.With("component", "gateway"), metrics: opt.Metrics,
+		guard: g, draining: make(chan struct{}), turns: map[*turnRef]struct{}{},
+		frameCaches: map[string]*frameCache{}}
+	s.metrics.watch(s.in.Subagent)
+	s.handler = s.metrics.instrument(s.guard.wrap(s.routes()))
+	return s, nil
+}
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Metrics is the server's metrics.
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+func (s *Server) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/chat", s.chat)
+	mux.HandleFunc("POST /api/chat/stop", s.stop)
+	mux.HandleFunc("GET /api/chat/stream", s.stream)
+	mux.HandleFunc("GET /api/subagents", s.listSubagents)
+	mux.HandleFunc("POST /api/subagents", s.spawn)
+	mux.HandleFunc("GET /api/subagents/{id}", s.getSubagent)
+	mux.HandleFunc("GET /api/sessions", s.listSessions)
+	mux.HandleFunc("GET /api/logs", s.logs)
+	mux.HandleFunc("GET /healthz", s.health)
+	mux.Handle("GET /metrics", s.metrics.Handler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s (the web panel is not served yet; see the API in the README)", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+// health answers GET /healthz.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	h := healthBody(s.in)
+	h.Draining = s.isDraining()
+	writeJSON(w, http.StatusOK, h)
+}
+
+// Drain stops taking work: open GET streams end, new messages and
+// spawns are refused with 503, and it waits until the turns started
+// through the API and the running subagents end, or ctx is done. It
+// reports how many were still running when it returned.
+func (s *Server) Drain(ctx context.Context) int {
+	s.drainOnce.Do(func() { close(s.draining) })
+	waiting := s.running()
+	for _, done := range waiting {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return s.countRunning()
+		}
+	}
+	return s.countRunning()
+}
+
+func (s *Server) isDraining() bool {
+	select {
+	case <-s.draining:
+		return true
+	default:
+		return false
+	}
+}
+
+// running returns the done channels of the API's turns and of the
+// running subagents.
+func (s *Server) running() []<-chan struct{} {
+	s.turnsMu.Lock()
+	var out []<-chan struct{}
+	for t := range s.turns {
+		select {
+		case <-t.done:
+			delete(s.turns, t) // ended: forget it
+		default:
+			out = append(out, t.done)
+		}
+	}
+	s.turnsMu.Unlock()
+	for _, h := range s.in.Subagent.List(false) {
+		out = append(out, h.Done())
+	}
+	return out
+}
+
+func (s *Server) countRunning() int {
+	n := 0
+	for _, done := range s.running() {
+		select {
+		case <-done:
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// turnRef is a turn started through the API, tracked for Drain.
+type turnRef struct{ done <-chan struct{} }
+
+// track records a turn for Drain; ended turns are dropped as Drain
+// looks.
+func (s *Server) track(done <-chan struct{}) {
+	s.turnsMu.Lock()
+	defer s.turnsMu.Unlock()
+	for t := range s.turns {
+		select {
+		case <-t.done:
+			delete(s.turns, t)
+		default:
+		}
+	}
+	s.turns[&turnRef{done: done}] = struct{}{}
+}
+
+// isLoopback reports whether host (a name or an IP) is loopback.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,267 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/gateway/client"
+)
+
+// sseWriter writes Server-Sent Events to one response.
+type sseWriter struct {
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	frames *frameCache
+}
+
+// startStream sends the headers of an event stream for key.
+func (s *Server) startStream(w http.ResponseWriter, key string) *sseWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set(client.SessionKeyHeader, key)
+	w.WriteHeader(http.StatusOK)
+	sw := &sseWriter{w: w, rc: http.NewResponseController(w), frames: s.frames(key)}
+	_ = sw.rc.Flush()
+	return sw
+}
+
+// named writes one of the daemon's own events (no id).
+func (sw *sseWriter) named(name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s event: %w", name, err)
+	}
+	frame := make([]byte, 0, len(b)+len(name)+16)
+	frame = append(append(append(frame, "event: "...), name...), "\ndata: "...)
+	frame = append(append(frame, b...), "\n\n"...)
+	if _, err := sw.w.Write(frame); err != nil {
+		return err
+	}
+	return sw.rc.Flush()
+}
+
+// events writes session events and flushes once.
+func (sw *sseWriter) events(evs []event.Event) error {
+	for _, ev := range evs {
+		if _, err := sw.w.Write(sw.frames.frame(ev)); err != nil {
+			return err
+		}
+	}
+	return sw.rc.Flush()
+}
+
+// heartbeat writes a comment line.
+func (sw *sseWriter) heartbeat() error {
+	if _, err := sw.w.Write([]byte(": heartbeat\n\n")); err != nil {
+		return err
+	}
+	return sw.rc.Flush()
+}
+
+// encodeFrame is one event as an SSE message: id (kept events only),
+// event type, and the event's JSON (audit form) as data.
+func encodeFrame(ev event.Event) []byte {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		b = []byte(`{"error":"event not encodable"}`)
+	}
+	frame := make([]byte, 0, len(b)+64)
+	if ev.Seq > 0 {
+		frame = append(strconv.AppendUint(append(frame, "id: "...), ev.Seq, 10), '\n')
+	}
+	frame = append(append(append(frame, "event: "...), ev.Type...), "\ndata: "...)
+	return append(append(frame, b...), "\n\n"...)
+}
+
+// frameRing is how many encoded kept events a session's cache holds.
+const frameRing = 1024
+
+// frameCache holds the encoded frames of a session's recent kept events,
+// so that many streams of one session encode each event once.
+type frameCache struct {
+	mu   sync.Mutex
+	refs int
+	seqs [frameRing]uint64
+	bufs [frameRing][]byte
+}
+
+func (c *frameCache) frame(ev event.Event) []byte {
+	if ev.Seq == 0 {
+		return encodeFrame(ev)
+	}
+	i := ev.Seq % frameRing
+	c.mu.Lock()
+	if c.seqs[i] == ev.Seq {
+		b := c.bufs[i]
+		c.mu.Unlock()
+		return b
+	}
+	c.mu.Unlock()
+	b := encodeFrame(ev)
+	c.mu.Lock()
+	c.seqs[i], c.bufs[i] = ev.Seq, b
+	c.mu.Unlock()
+	return b
+}
+
+// frames returns key's shared frame cache; release it with
+// releaseFrames.
+func (s *Server) frames(key string) *frameCache {
+	s.framesMu.Lock()
+	defer s.framesMu.Unlock()
+	c := s.frameCaches[key]
+	if c == nil {
+		c = &frameCache{}
+		s.frameCaches[key] = c
+	}
+	c.refs++
+	return c
+}
+
+func (s *Server) releaseFrames(key string) {
+	s.framesMu.Lock()
+	defer s.framesMu.Unlock()
+	if c := s.frameCaches[key]; c != nil {
+		if c.refs--; c.refs <= 0 {
+			delete(s.frameCaches, key)
+		}
+	}
+}
+
+// batch is what a subscription's reader hands the writer.
+type batch struct {
+	evs []event.Event
+	err error
+}
+
+// follow writes key's events from sub until ctx is done, the stream
+// breaks, or, when turnDone is given, the turn has ended and every event
+// stored by then is written. A GET stream (turnDone nil) also ends when
+// the server drains. It returns the last kept number written.
+func (s *Server) follow(ctx context.Context, sw *sseWriter, key string, sub *event.Subscription, turnDone <-chan struct{}) (uint64, error) {
+	defer s.releaseFrames(key)
+	s.metrics.subscribers.Inc()
+	defer s.metrics.subscribers.Dec()
+	cursor, target, finishing := sub.Cursor(), uint64(0), false
+	pctx, cancel := context.WithCancel(ctx)
+	ch := make(chan batch, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.pump(pctx, key, sub, ch) })
+	defer func() { cancel(); wg.Wait() }()
+
+	draining := s.draining
+	if turnDone != nil {
+		draining = nil // a turn's stream runs until the turn ends
+	}
+	hb := time.NewTicker(s.opt.Heartbeat)
+	defer hb.Stop()
+	for {
+		select {
+		case b := <-ch:
+			if b.err != nil {
+				return cursor, b.err
+			}
+			if err := sw.events(b.evs); err != nil {
+				return cursor, err
+			}
+			for _, ev := range b.evs {
+				cursor = max(cursor, ev.Seq)
+			}
+			if finishing && cursor >= target {
+				return cursor, nil
+			}
+		case <-turnDone:
+			turnDone, finishing = nil, true
+			last, err := s.in.Store.LastSeq(ctx, key)
+			if err != nil {
+				return cursor, fmt.Errorf("stream %s: %w", key, err)
+			}
+			if target = last; cursor >= target {
+				return cursor, nil
+			}
+		case <-hb.C:
+			if err := sw.heartbeat(); err != nil {
+				return cursor, err
+			}
+		case <-draining:
+			return cursor, errDraining
+		case <-ctx.Done():
+			return cursor, ctx.Err()
+		}
+	}
+}
+
+// pump reads sub into ch until ctx is done or the Log fails. When the
+// session's journal is dropped from memory (Hub.Forget) it subscribes
+// again from where it stopped, so nothing is lost.
+func (s *Server) pump(ctx context.Context, key string, sub *event.Subscription, ch chan<- batch) {
+	for {
+		evs, err := sub.Next(ctx)
+		if errors.Is(err, event.ErrClosed) {
+			sub = s.in.Hub.Subscribe(key, sub.Cursor())
+			continue
+		}
+		if err != nil && ctx.Err() != nil {
+			return
+		}
+		select {
+		case ch <- batch{evs: evs, err: err}:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stream answers GET /api/chat/stream?sessionKey=K[&after=SEQ]; a
+// Last-Event-ID header wins over after.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
+	if s.isDraining() {
+		fail(w, errDraining)
+		return
+	}
+	after, err := streamAfter(r)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	t, err := s.resolve(r.Context(), r.URL.Query().Get("sessionKey"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	sub := s.in.Hub.Subscribe(t.key, after)
+	sw := s.startStream(w, t.key)
+	if _, err := s.follow(r.Context(), sw, t.key, sub, nil); err != nil && r.Context().Err() == nil && !errors.Is(err, errDraining) {
+		s.log.Warn("stream ended", "session", t.key, "err", err)
+	}
+}
+
+// streamAfter is the number a stream resumes after: Last-Event-ID, else
+// the after parameter, else 0.
+func streamAfter(r *http.Request) (uint64, error) {
+	v, name := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
+	if v == "" {
+		v, name = r.URL.Query().Get("after"), "after"
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return 0, badRequestf("%s %q: want a sequence number (0 or more)", name, v)
+	}
+	return n, nil
+}
