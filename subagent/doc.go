@@ -48,12 +48,13 @@
 // Each subagent publishes to its own session, "ava:subagent:S-xxxxxx",
 // whose event stream exists from the moment the run is registered and is
 // independent of its parent's. The parent's session receives only
-// SubagentSpawn (published once the run's first model request has left,
-// so for a queued run after it leaves the queue) and SubagentComplete
+// SubagentSpawn (published as the run starts, so for a queued run when
+// it leaves the queue; a background spawn tool returns once it is in the
+// parent's stream) and SubagentComplete
 // (also for a run that ended while queued, which has no SubagentSpawn).
 // Lifecycle entries (queued, start, complete, error, aborted) go to the parent
-// session's file, synced: the start entry is written beside the first
-// model call and always before the end entry, and the end entry before
+// session's file, synced: the start entry is written once the first
+// model request has left and always before the end entry, and the end entry before
 // the result is delivered to the parent.
 //
 // # Hierarchy

@@ -45,6 +45,8 @@ type Handle struct {
 	messages  []llm.Message // the conversation so far
 	queue     []string      // follow-ups waiting for the current run
 	done      chan struct{} // closed when the current run (and queue) ends
+	spawned   chan struct{} // closed once SubagentSpawn is in the parent's stream, or the run ended without one
+	spawnOnce sync.Once
 	slot      chan struct{} // closed when a queued run gets its slot
 	queuedAt  time.Time     // when the run last joined the queue
 	turns     int           // runs started, including follow-ups
@@ -56,8 +58,29 @@ type Handle struct {
 
 func newHandle(m *Manager, req Request, role Role, model llm.Model, tools *tool.Registry, limits agent.Limits, thinking bool) *Handle {
 	return &Handle{m: m, req: req, role: role, model: model, tools: tools, limits: limits, thinking: thinking,
-		created: m.now(), status: lifecycle.Pending, stored: lifecycle.Pending, done: make(chan struct{})}
+		created: m.now(), status: lifecycle.Pending, stored: lifecycle.Pending, done: make(chan struct{}),
+		spawned: make(chan struct{})}
 }
+
+// Spawned is closed once the run's SubagentSpawn is in its parent's
+// stream, or once the run ended without one (it never left the queue).
+// A background spawn tool waits for it, so that the parent's turn shows
+// its spawns before it ends.
+func (h *Handle) Spawned() <-chan struct{} {
+	if h.spawned == nil { // restored from the store: long since spawned
+		return closedChan
+	}
+	return h.spawned
+}
+
+// markSpawned closes spawned, once.
+func (h *Handle) markSpawned() {
+	if h.spawned != nil {
+		h.spawnOnce.Do(func() { close(h.spawned) })
+	}
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // ID is the short ID, S-xxxxxx.
 func (h *Handle) ID() string { return h.id }

@@ -78,6 +78,7 @@ func (h *Handle) end() {
 	// Its events stay in the store; a subscriber or a follow-up opens a
 	// journal again, so a long-running process does not keep one per run.
 	h.m.opt.Hub.Forget(h.SessionKey())
+	h.markSpawned()
 	close(done)
 }
 
@@ -107,28 +108,29 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	})
 	start := m.now()
 	first := h.begin(a, cancel, start)
-	// The run record is written before the loop starts, so no model call
-	// is ever made by an unrecorded run (a failed write cancels the run
-	// before its first call). The loop's own events are stored while its
-	// first request is on its way (agent: asynchronous publishing). The
-	// parent's SubagentSpawn and the synced lifecycle entry are written
-	// once that request has left, off the spawning caller's loop; finish
-	// waits for them, so the end is always recorded after the start.
+	// The parent hears of the spawn at once (SubagentSpawn, stored while
+	// the run starts). The run record is written before the loop starts,
+	// so no model call is ever made by an unrecorded run (a failed write
+	// cancels the run before its first call). The loop's own events are
+	// stored while its first request is on its way (agent: asynchronous
+	// publishing), and the synced lifecycle start entry once that request
+	// has left; finish waits for it, so the end is always recorded after
+	// the start.
+	if first {
+		h.announceSpawn()
+	}
 	recorded := h.recordRun(first, start)
 	started := make(chan struct{})
 	m.wg.Go(func() {
 		defer close(started)
-		if !first {
+		if !first || !recorded {
 			return
 		}
 		select {
 		case <-way.sent:
 		case <-ctx.Done():
 		}
-		h.announceSpawn()
-		if recorded {
-			h.lifecycle(audit.LifecycleEntry{EventType: audit.SubagentStart, StartedAt: start})
-		}
+		h.lifecycle(audit.LifecycleEntry{EventType: audit.SubagentStart, StartedAt: start})
 	})
 	res := a.Run(ctx, history, input)
 	way.signal() // a loop that made no call has nothing left to wait for
@@ -220,11 +222,23 @@ func (h *Handle) recordRun(first bool, start time.Time) bool {
 	return true
 }
 
-// announceSpawn publishes SubagentSpawn in the parent's session when the
-// run starts, after its record and before its end.
+// announceSpawn publishes SubagentSpawn in the parent's session without
+// waiting for it: it is stored, delivered and marks the handle spawned
+// while the run starts, and it comes before the run's SubagentComplete,
+// which is published to the same session later.
 func (h *Handle) announceSpawn() {
-	h.publishParent(event.New(event.SubagentSpawn, event.SubagentSpawnContent{SubagentID: h.id, Role: h.role.Name,
+	ev := h.parentEvent(event.New(event.SubagentSpawn, event.SubagentSpawnContent{SubagentID: h.id, Role: h.role.Name,
 		Task: h.req.Config.Task, Model: h.model.Name(), Mode: string(h.req.mode)}))
+	if ev.Session == "" {
+		h.markSpawned()
+		return
+	}
+	h.m.opt.Hub.PublishAsync(ev, func(_ event.Event, err error) {
+		if err != nil {
+			h.m.log.Error("publish to parent session", "id", h.id, "type", ev.Type, "err", err)
+		}
+		h.markSpawned()
+	})
 }
 
 // finish records a turn's end: result, store, events, lifecycle entry,
@@ -390,14 +404,24 @@ func (h *Handle) lifecycle(e audit.LifecycleEntry) {
 
 // publishParent publishes ev in the parent's session as the parent agent.
 func (h *Handle) publishParent(ev event.Event) {
-	if h.req.Parent.SessionKey == "" {
+	ev = h.parentEvent(ev)
+	if ev.Session == "" {
 		return
+	}
+	if _, err := h.m.opt.Hub.Publish(ev); err != nil {
+		h.m.log.Error("publish to parent session", "id", h.id, "type", ev.Type, "err", err)
+	}
+}
+
+// parentEvent addresses ev to the parent's session (none when the run
+// has no parent session).
+func (h *Handle) parentEvent(ev event.Event) event.Event {
+	if h.req.Parent.SessionKey == "" {
+		return ev
 	}
 	ev.Session, ev.Agent, ev.User, ev.Time = h.req.Parent.SessionKey, h.req.Parent.AgentID, h.req.User, h.m.now()
 	if ev.Agent == "" {
 		ev.Agent = event.OrchestratorID
 	}
-	if _, err := h.m.opt.Hub.Publish(ev); err != nil {
-		h.m.log.Error("publish to parent session", "id", h.id, "type", ev.Type, "err", err)
-	}
+	return ev
 }

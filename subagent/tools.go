@@ -101,6 +101,7 @@ func (m *Manager) spawnTool(ctx context.Context, a SpawnArgs) (tool.Result, erro
 		return refusal(err)
 	}
 	if a.Background {
+		awaitSpawned(ctx, h)
 		return backgroundResult(h)
 	}
 	r, err := h.Wait(ctx)
@@ -109,6 +110,23 @@ func (m *Manager) spawnTool(ctx context.Context, a SpawnArgs) (tool.Result, erro
 		return tool.Result{}, err
 	}
 	return resultOf(r)
+}
+
+// awaitSpawned waits until each started run's SubagentSpawn is in its
+// parent's stream (about one model request's sending time), so that the
+// turn that spawned them in the background shows them before it ends.
+// Queued runs are not waited for.
+func awaitSpawned(ctx context.Context, hs ...*Handle) {
+	for _, h := range hs {
+		if h.isQueued() {
+			continue
+		}
+		select {
+		case <-h.Spawned():
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // backgroundResult tells the model a background spawn's ID and whether
@@ -139,6 +157,7 @@ func (m *Manager) groupTool(ctx context.Context, a GroupArgs) (tool.Result, erro
 		return refusal(err)
 	}
 	if a.Background {
+		awaitSpawned(ctx, g.Handles()...)
 		var ids []string
 		for _, h := range g.Handles() {
 			ids = append(ids, h.ID())
