@@ -180,8 +180,9 @@ func TestSpawnOffline(t *testing.T) {
 }
 
 func TestSpawnRefusals(t *testing.T) {
-	_, errOut, code := ava(t, nil, "spawn", "--role", "researcher", "--offline", "task")
-	if code != 1 || !strings.Contains(errOut, "needs the daemon") || !strings.Contains(errOut, "--wait") {
+	// A background spawn goes to the daemon; none listens on this port.
+	_, errOut, code := ava(t, map[string]string{"AVA_ADDR": "127.0.0.1:1"}, "spawn", "--role", "researcher", "--offline", "task")
+	if code != 1 || !strings.Contains(errOut, "no Ava daemon is running at http://127.0.0.1:1") || !strings.Contains(errOut, "ava serve") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	_, errOut, code = ava(t, nil, "spawn", "--role", "astronaut", "--offline", "--wait", "task")

@@ -275,12 +275,15 @@ func TestDaemonClients(t *testing.T) {
 		t.Fatalf("ps with no daemon: exit %d\n%s", code, errOut)
 	}
 	d := startDaemon(t, env)
-	sa, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: model})
-	if err != nil {
-		t.Fatal(err)
+	// A background ava spawn hands the subagent to the daemon.
+	out, errOut, code := cli(d.addr, "spawn", "--role", "researcher", "--model", model, "BLOCKTASK")
+	id := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(id, "S-") || !strings.Contains(errOut, "ava status "+id) {
+		t.Fatalf("background spawn: exit %d\n%s\n%s", code, out, errOut)
 	}
+	sa := client.Subagent{ID: id}
 	recorded(t, d.c, sa.ID)
-	out, errOut, code := cli(d.addr, "ps")
+	out, errOut, code = cli(d.addr, "ps")
 	if code != 0 || !strings.Contains(out, sa.ID) || !strings.Contains(out, "researcher") || !strings.Contains(out, "running") {
 		t.Fatalf("ps: exit %d\n%s\n%s", code, out, errOut)
 	}

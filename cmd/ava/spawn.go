@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/channel/terminal"
+	"github.com/avaagent/ava/gateway/client"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/session"
 )
@@ -34,9 +34,11 @@ func newSpawnCmd(a *App) *cobra.Command {
 progress goes to stderr, and its result (summary, output, confidence, tokens,
 cost, duration, iterations, status) is printed when it ends.
 
-Until the daemon (ava serve) exists, a spawned subagent lives in this
-process, so --wait is required; Ctrl-C cancels it. The exit code is 0 when
-the subagent succeeded and 1 otherwise.`,
+With --wait the subagent runs in this process and the command waits for
+it; Ctrl-C cancels it, and the exit code is 0 when it succeeded and 1
+otherwise. Without --wait it is handed to the daemon (ava serve, at
+AVA_ADDR) to run in the background: its ID is printed at once; follow it
+with ava status, ava logs or the daemon's stream.`,
 		Example: `  ava spawn --role code_reviewer --wait "review the error handling in cmd/"
   ava spawn --role researcher --model haiku --max-cost 10 --wait --json "what is WAL mode in SQLite?"`,
 		Args: cobra.MinimumNArgs(1),
@@ -44,12 +46,11 @@ the subagent succeeded and 1 otherwise.`,
 			if err := checkFlags(a, cmd); err != nil {
 				return err
 			}
-			if !o.wait {
-				return withHint(errors.New("a background spawn needs the daemon (ava serve), which is not part of this version"),
-					"add --wait to run the subagent in this process")
-			}
 			o.cfg.Task = strings.Join(args, " ")
 			o.cfg.Timeout = o.timeout.Seconds()
+			if !o.wait {
+				return spawnOnDaemon(cmd.Context(), a, o)
+			}
 			return spawnOnce(cmd.Context(), a, o)
 		},
 	}
@@ -61,7 +62,7 @@ the subagent succeeded and 1 otherwise.`,
 	f.IntVar(&o.cfg.MaxTokens, "max-tokens", 0, "token cap (default: the role's)")
 	f.IntVar(&o.cfg.MaxIterations, "max-iterations", 0, "cap on model calls (default: the role's)")
 	f.StringVar(&o.cfg.Context, "context", "", "background for the subagent")
-	f.BoolVar(&o.wait, "wait", false, "run in this process and wait for the result (required until the daemon exists)")
+	f.BoolVar(&o.wait, "wait", false, "run in this process and wait for the result (without it, the daemon runs it in the background)")
 	f.BoolVar(&o.json, "json", false, "print the result as JSON")
 	f.BoolVar(&o.offline, "offline", false, "use the offline scripted demo model")
 	_ = cmd.MarkFlagRequired("role")
@@ -116,6 +117,33 @@ func spawnOnce(ctx context.Context, a *App, o spawnOptions) error {
 	if r.Status != lifecycle.Success {
 		return withCode(1, fmt.Errorf("subagent %s ended with status %s%s", h.ID(), r.Status, errSuffix(r.Error)))
 	}
+	return nil
+}
+
+// spawnOnDaemon hands the spawn to the daemon and prints the new
+// subagent's ID (or its record, with --json).
+func spawnOnDaemon(ctx context.Context, a *App, o spawnOptions) error {
+	c, err := a.daemon()
+	if err != nil {
+		return err
+	}
+	if o.offline {
+		o.cfg.Model = "scripted/demo"
+	}
+	sa, err := c.Spawn(ctx, client.SpawnRequest{Role: o.cfg.Role, Task: o.cfg.Task, Context: o.cfg.Context, Model: o.cfg.Model,
+		TimeoutSeconds: o.cfg.Timeout, MaxCostCents: o.cfg.MaxCostCents, MaxTokens: o.cfg.MaxTokens,
+		MaxIterations: o.cfg.MaxIterations, User: a.Getenv("USER")})
+	if err != nil {
+		return daemonError(c, err)
+	}
+	if o.json {
+		b, _ := json.MarshalIndent(sa, "", "  ")
+		fmt.Fprintln(a.Stdout, string(b))
+		return nil
+	}
+	fmt.Fprintln(a.Stdout, sa.ID)
+	fmt.Fprintf(a.Stderr, "%s %s is %s on the daemon; follow it with: ava status %s (or ava logs %s)\n",
+		sa.ID, sa.Role, sa.Status, sa.ID, sa.ID)
 	return nil
 }
 
