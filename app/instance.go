@@ -110,12 +110,14 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 		return fmt.Errorf("open audit log: %w", err)
 	}
 	in.closers = append(in.closers, in.Audit.Close)
-	sinks := append([]event.Sink{in.Audit}, o.sinks...)
-	in.Hub = event.NewHub(redactedLog{Log: in.Store, redactor: audit.NewRedactor(cfg.Secrets())}, sinks...)
-	lifecycle, err := audit.NewSessionLogs(cfg.DataRoot, audit.SessionOptions{Secrets: cfg.Secrets()})
+	// The audit log and the session files are the hub's sinks, their
+	// only writers: every kept event reaches them after it is stored.
+	sessionFiles, err := audit.NewSessionLogs(cfg.DataRoot, audit.SessionOptions{Secrets: cfg.Secrets()})
 	if err != nil {
 		return fmt.Errorf("open session logs: %w", err)
 	}
+	sinks := append([]event.Sink{in.Audit, sessionFiles}, o.sinks...)
+	in.Hub = event.NewHub(redactedLog{Log: in.Store, redactor: audit.NewRedactor(cfg.Secrets())}, sinks...)
 	if in.Tools, err = tool.NewRegistry(in.builtinTools()...); err != nil {
 		return fmt.Errorf("built-in tools: %w", err)
 	}
@@ -134,7 +136,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 		owner = self
 	}
 	in.Subagent = subagent.NewManager(subagent.Options{Catalog: in.Catalog, Tools: in.Tools, Store: in.Store, Hub: in.Hub,
-		Lifecycle: lifecycle, Roles: roles, MaxConcurrent: cfg.MaxConcurrentSubagents, StallAfter: cfg.StallAfter,
+		Roles: roles, MaxConcurrent: cfg.MaxConcurrentSubagents, StallAfter: cfg.StallAfter,
 		Overflow: subagent.Overflow(cfg.SpawnOverflow), MaxQueued: cfg.MaxQueuedSubagents,
 		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly})
 	// Registered before Start: a Start that fails half way may already

@@ -2,6 +2,7 @@ package event
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/avaagent/ava/lifecycle"
 )
@@ -63,13 +64,17 @@ type SessionContent struct {
 	Offline bool `json:"offline,omitempty"`
 }
 
-// SubagentSpawnContent is the content of a SubagentSpawn event.
+// SubagentSpawnContent is the content of a SubagentSpawn or
+// SubagentQueued event. The event's time is when the run started (or
+// joined the queue).
 type SubagentSpawnContent struct {
 	SubagentID string `json:"subagentId"`
 	Role       string `json:"role"`
 	Task       string `json:"task"`
 	Model      string `json:"model"`
 	Mode       string `json:"mode"`
+	// QueuePosition is the run's place in the queue (SubagentQueued).
+	QueuePosition int `json:"queuePosition,omitempty"`
 }
 
 // SubagentCompleteContent is the content of a SubagentComplete event.
@@ -82,6 +87,21 @@ type SubagentCompleteContent struct {
 	CostCents  float64          `json:"costCents"`
 	DurationMs int64            `json:"durationMs"`
 	Iterations int              `json:"iterations"`
+	// StartedAt is when the run (or the follow-up turn) started; the
+	// event's time is when it ended.
+	StartedAt time.Time `json:"startedAt,omitzero"`
+	// Model is the model the run used.
+	Model string `json:"model,omitempty"`
+	// Mode is single, parallel or chain.
+	Mode             string `json:"mode,omitempty"`
+	InputTokens      int    `json:"inputTokens,omitempty"`
+	OutputTokens     int    `json:"outputTokens,omitempty"`
+	CacheReadTokens  int    `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens int    `json:"cacheWriteTokens,omitempty"`
+	// Output is the run's output (JSON, or a JSON string for text), as
+	// its result carries it; OutputFormat is json, text or none.
+	Output       json.RawMessage `json:"output,omitempty"`
+	OutputFormat string          `json:"outputFormat,omitempty"`
 }
 
 // StalledContent is the content of a Stalled event.

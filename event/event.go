@@ -59,9 +59,15 @@ const (
 	SessionEnd       Type = "SessionEnd"
 )
 
-// SessionState says a main session's state changed (content: state);
-// kept, not written to the audit log.
-const SessionState Type = "SessionState"
+// Kept types that are not written to the audit log.
+const (
+	// SessionState says a main session's state changed (content: state).
+	SessionState Type = "SessionState"
+	// SubagentQueued says a subagent waits for a concurrency slot
+	// (content: SubagentSpawnContent with its queue position); its
+	// SubagentSpawn follows when it starts.
+	SubagentQueued Type = "SubagentQueued"
+)
 
 // Live-only event types.
 const (

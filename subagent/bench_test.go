@@ -62,7 +62,7 @@ func managerFor(b *testing.B, url string, limit int) *subagent.Manager {
 		tools = append(tools, named(n))
 	}
 	reg, _ := tool.NewRegistry(tools...)
-	m := subagent.NewManager(subagent.Options{Catalog: cat, Tools: reg, Store: st, Hub: event.NewHub(st, w), Lifecycle: logs,
+	m := subagent.NewManager(subagent.Options{Catalog: cat, Tools: reg, Store: st, Hub: event.NewHub(st, w, logs),
 		MaxConcurrent: limit, StallAfter: -1, Workspace: root})
 	if err := m.Start(context.Background()); err != nil {
 		b.Fatal(err)

@@ -129,12 +129,12 @@ func newHarness(t testing.TB, script string, adjust func(*subagent.Options), ext
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub := event.NewHub(st)
+	hub := event.NewHub(st, logs)
 	owner, err := instance.Start(context.Background(), instance.Options{Store: st, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := subagent.Options{Catalog: cat, Tools: reg, Store: st, Hub: hub, Lifecycle: logs, MaxConcurrent: 3, StallAfter: -1, Workspace: root,
+	opts := subagent.Options{Catalog: cat, Tools: reg, Store: st, Hub: hub, MaxConcurrent: 3, StallAfter: -1, Workspace: root,
 		Logger: slog.New(slog.DiscardHandler), Owner: owner}
 	if adjust != nil {
 		adjust(&opts)
@@ -171,4 +171,15 @@ func wait(t *testing.T, hd *subagent.Handle) subagent.Result {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// sessionFiles opens the data root's session files, the hub sink that
+// writes lifecycle entries (what a second process's hub has).
+func sessionFiles(t *testing.T, root string) *audit.SessionLogs {
+	t.Helper()
+	logs, err := audit.NewSessionLogs(root, audit.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return logs
 }

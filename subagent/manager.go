@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/avaagent/ava/agent"
-	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
@@ -39,12 +38,6 @@ var (
 // forbiddenTools are never given to a subagent, whatever its role says.
 var forbiddenTools = []string{"spawn_subagent", "spawn_subagents", "subagent_status", "list_subagents", "cancel_subagent", "memory_write"}
 
-// LifecycleLog records lifecycle entries in a session's file, synced
-// before Append returns (*audit.SessionLogs).
-type LifecycleLog interface {
-	Append(session string, e audit.LifecycleEntry) error
-}
-
 // Options configure a Manager.
 type Options struct {
 	Catalog *llm.Catalog
@@ -52,8 +45,6 @@ type Options struct {
 	Tools *tool.Registry
 	Store store.Store
 	Hub   *event.Hub
-	// Lifecycle receives lifecycle entries; nil records none.
-	Lifecycle LifecycleLog
 	// Roles are the known roles (LoadRoles); nil means the built-ins.
 	Roles map[string]Role
 	// MaxConcurrent limits running subagents (default 3).

@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/avaagent/ava/agent"
-	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 )
 
@@ -193,9 +193,7 @@ func (h *Handle) endQueued(cause error) {
 	h.queue = nil
 	from := h.queuedAt
 	h.mu.Unlock()
-	started := make(chan struct{})
-	close(started)
-	h.finish(res, 0, from, started)
+	h.finish(res, 0, from)
 	h.end()
 }
 
@@ -219,7 +217,14 @@ func (h *Handle) recordQueued(ctx context.Context, isNew bool) error {
 	h.stored = lifecycle.Queued
 	h.mu.Unlock()
 	if isNew {
-		h.lifecycle(audit.LifecycleEntry{EventType: audit.SubagentQueued, StartedAt: at})
+		ev := h.spawnEvent(event.SubagentQueued, h.m.queuePosition(h))
+		ev = h.parentEvent(ev)
+		ev.Time = at
+		if ev.Session != "" {
+			if _, err := h.m.opt.Hub.Publish(ev); err != nil {
+				h.m.log.Error("publish to parent session", "id", h.id, "type", ev.Type, "err", err)
+			}
+		}
 	}
 	return nil
 }

@@ -346,7 +346,7 @@ func TestRecoverInterruptsQueuedRuns(t *testing.T) {
 	}
 	defer second.Close()
 	opts := h.opts
-	opts.Hub, opts.Owner = event.NewHub(h.store), second
+	opts.Hub, opts.Owner = event.NewHub(h.store, sessionFiles(t, h.root)), second
 	m2 := subagent.NewManager(opts)
 	defer m2.Close()
 	if err := h.store.RemoveInstance(ctx, h.opts.Owner.ID()); err != nil {

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/avaagent/ava/agent"
-	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
@@ -114,21 +113,12 @@ func (m *Manager) recordInterrupted(r store.Run) {
 	if r.ParentSession == "" {
 		return
 	}
-	ev := completeEvent(r.Role, res, agent.Result{CostCents: r.CostCents, Duration: end.Sub(start)})
+	ev := completeEvent(r.Role, r.Mode, r.Model, res, agent.Result{CostCents: r.CostCents, Duration: end.Sub(start)}, start)
 	ev.Session, ev.Agent, ev.Time = r.ParentSession, r.ParentAgent, end
 	if ev.Agent == "" {
 		ev.Agent = event.OrchestratorID
 	}
 	if _, err := m.opt.Hub.Publish(ev); err != nil {
 		m.log.Error("record interrupted run in its parent", "id", r.ShortID, "err", err)
-	}
-	if m.opt.Lifecycle == nil {
-		return
-	}
-	entry := audit.LifecycleEntry{EventType: audit.SubagentAborted, JobID: r.ShortID, RequestedBy: "assistant", AgentName: r.Role,
-		Mode: audit.Mode(r.Mode), StartedAt: start, CompletedAt: end, DurationMs: end.Sub(start).Milliseconds(), Model: r.Model,
-		Usage: audit.Usage{Cost: audit.Cost{Total: r.CostCents / 100}}, Status: lifecycle.Interrupted, Summary: interruptedSummary}
-	if err := m.opt.Lifecycle.Append(r.ParentSession, entry); err != nil {
-		m.log.Error("lifecycle entry of interrupted run not recorded", "id", r.ShortID, "err", err)
 	}
 }

@@ -5,13 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http/httptrace"
-	"os"
-	"sync"
 	"time"
 
 	"github.com/avaagent/ava/agent"
-	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
@@ -87,13 +83,8 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	m := h.m
 	ctx, cancel := context.WithCancelCause(h.parentContext())
 	defer cancel(nil)
-	// onItsWay tells when the first request has left, so that the start's
-	// other writes do not compete with sending it.
-	model := h.model
-	way := &onItsWay{Provider: model.Provider, sent: make(chan struct{})}
-	model.Provider = way
 	a := agent.New(agent.Config{
-		Model:          model,
+		Model:          h.model,
 		System:         SystemPrompt(h.role, h.req.Config, h.tools),
 		Tools:          h.tools,
 		Limits:         h.limits,
@@ -108,58 +99,20 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	})
 	start := m.now()
 	first := h.begin(a, cancel, start)
-	// The parent hears of the spawn at once (SubagentSpawn, stored while
-	// the run starts). The run record is written before the loop starts,
+	// The parent hears of the spawn at once: SubagentSpawn is stored (and
+	// its synced lifecycle entry written, by the session files' sink)
+	// while the run starts, always before the run's SubagentComplete in
+	// the same session. The run record is written before the loop starts,
 	// so no model call is ever made by an unrecorded run (a failed write
 	// cancels the run before its first call). The loop's own events are
 	// stored while its first request is on its way (agent: asynchronous
-	// publishing), and the synced lifecycle start entry once that request
-	// has left; finish waits for it, so the end is always recorded after
-	// the start.
+	// publishing).
 	if first {
-		h.announceSpawn()
+		h.announceSpawn(start)
 	}
-	recorded := h.recordRun(first, start)
-	started := make(chan struct{})
-	m.wg.Go(func() {
-		defer close(started)
-		if !first || !recorded {
-			return
-		}
-		select {
-		case <-way.sent:
-		case <-ctx.Done():
-		}
-		h.lifecycle(audit.LifecycleEntry{EventType: audit.SubagentStart, StartedAt: start})
-	})
+	h.recordRun(first, start)
 	res := a.Run(ctx, history, input)
-	way.signal() // a loop that made no call has nothing left to wait for
-	return h.finish(res, len(history), start, started)
-}
-
-// onItsWay signals sent once the first model request is on its way:
-// written to the network (an HTTP provider, seen through httptrace), or
-// for any provider once its first call produced a delta or returned, or
-// once the loop ended without a call.
-type onItsWay struct {
-	llm.Provider
-	sent chan struct{}
-	once sync.Once
-}
-
-// signal closes sent, once.
-func (p *onItsWay) signal() { p.once.Do(func() { close(p.sent) }) }
-
-// Stream calls the model, watching for the request to leave.
-func (p *onItsWay) Stream(ctx context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
-	defer p.signal()
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { p.signal() }})
-	return p.Provider.Stream(ctx, req, func(d llm.Delta) {
-		p.signal()
-		if onDelta != nil {
-			onDelta(d)
-		}
-	})
+	return h.finish(res, len(history), start)
 }
 
 // parentContext is the group's context for a group member, else the
@@ -197,9 +150,8 @@ func (h *Handle) begin(a *agent.Agent, cancel context.CancelCauseFunc, start tim
 // moves it back to running. The write happens even if
 // the run was already cancelled, so that its end can be recorded from
 // running. A run that cannot be recorded is cancelled with the error
-// (its loop then ends before any model call) and recordRun reports
-// false: it never runs unrecorded.
-func (h *Handle) recordRun(first bool, start time.Time) bool {
+// (its loop then ends before any model call): it never runs unrecorded.
+func (h *Handle) recordRun(first bool, start time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
 	defer cancel()
 	h.mu.Lock()
@@ -214,25 +166,25 @@ func (h *Handle) recordRun(first bool, start time.Time) bool {
 	if err != nil {
 		h.m.log.Error("record subagent start; stopping it", "id", h.id, "err", err)
 		stop(fmt.Errorf("record run %s: %w", h.id, err))
-		return false
+		return
 	}
 	h.mu.Lock()
 	h.stored = lifecycle.Running
 	h.mu.Unlock()
-	return true
 }
 
-// announceSpawn publishes SubagentSpawn in the parent's session without
-// waiting for it: it is stored, delivered and marks the handle spawned
-// while the run starts, and it comes before the run's SubagentComplete,
-// which is published to the same session later.
-func (h *Handle) announceSpawn() {
-	ev := h.parentEvent(event.New(event.SubagentSpawn, event.SubagentSpawnContent{SubagentID: h.id, Role: h.role.Name,
-		Task: h.req.Config.Task, Model: h.model.Name(), Mode: string(h.req.mode)}))
+// announceSpawn publishes SubagentSpawn (at start) in the parent's
+// session without waiting for it: it is stored, its lifecycle entry
+// written and the handle marked spawned while the run starts, and it
+// comes before the run's SubagentComplete, published to the same session
+// later.
+func (h *Handle) announceSpawn(start time.Time) {
+	ev := h.parentEvent(h.spawnEvent(event.SubagentSpawn, 0))
 	if ev.Session == "" {
 		h.markSpawned()
 		return
 	}
+	ev.Time = start
 	h.m.opt.Hub.PublishAsync(ev, func(_ event.Event, err error) {
 		if err != nil {
 			h.m.log.Error("publish to parent session", "id", h.id, "type", ev.Type, "err", err)
@@ -241,11 +193,16 @@ func (h *Handle) announceSpawn() {
 	})
 }
 
+// spawnEvent is the run's SubagentSpawn or SubagentQueued event.
+func (h *Handle) spawnEvent(t event.Type, position int) event.Event {
+	return event.New(t, event.SubagentSpawnContent{SubagentID: h.id, Role: h.role.Name,
+		Task: h.req.Config.Task, Model: h.model.Name(), Mode: string(h.req.mode), QueuePosition: position})
+}
+
 // finish records a turn's end: result, store, events, lifecycle entry,
 // announcement. It runs even when the run was cancelled.
-func (h *Handle) finish(res agent.Result, prior int, start time.Time, started <-chan struct{}) agent.Result {
+func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Result {
 	m := h.m
-	<-started
 	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
 	defer cancel()
 	if errors.Is(res.Err, ErrClosed) {
@@ -276,8 +233,7 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time, started <-
 	}
 	h.mu.Unlock()
 	h.publishEnd(res)
-	h.publishParent(completeEvent(h.role.Name, result, res))
-	h.lifecycle(h.endEntry(result, res, start))
+	h.publishParent(h.completeEvent(result, res, start))
 	h.deliver(ctx, result)
 	return res
 }
@@ -315,36 +271,21 @@ func (h *Handle) buildResult(res agent.Result) Result {
 	return r
 }
 
-func completeEvent(role string, r Result, res agent.Result) event.Event {
+// completeEvent is the parent's SubagentComplete for a turn that started
+// at start: what its lifecycle entry and its readers need.
+func (h *Handle) completeEvent(r Result, res agent.Result, start time.Time) event.Event {
+	return completeEvent(h.role.Name, string(h.req.mode), h.model.Name(), r, res, start)
+}
+
+func completeEvent(role, mode, model string, r Result, res agent.Result, start time.Time) event.Event {
 	ev := event.New(event.SubagentComplete, event.SubagentCompleteContent{SubagentID: r.SubagentID, Role: role, Status: r.Status,
-		Summary: r.Summary, Tokens: r.TokensUsed, CostCents: r.CostCents, DurationMs: res.Duration.Milliseconds(), Iterations: r.Iterations})
+		Summary: r.Summary, Tokens: r.TokensUsed, CostCents: r.CostCents, DurationMs: res.Duration.Milliseconds(),
+		Iterations: r.Iterations, StartedAt: start, Model: model, Mode: mode,
+		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens,
+		CacheWriteTokens: res.Usage.CacheWriteTokens, Output: r.Output, OutputFormat: r.OutputFormat})
 	ev.Meta = event.Meta{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostCents: res.CostCents,
 		DurationMs: res.Duration.Milliseconds()}
 	return ev
-}
-
-// endEntry is the lifecycle entry for a turn's end.
-func (h *Handle) endEntry(r Result, res agent.Result, start time.Time) audit.LifecycleEntry {
-	typ := audit.SubagentComplete
-	switch r.Status {
-	case lifecycle.Cancelled, lifecycle.Interrupted:
-		typ = audit.SubagentAborted
-	case lifecycle.Success:
-	default:
-		typ = audit.SubagentError
-	}
-	end := h.m.now()
-	e := audit.LifecycleEntry{EventType: typ, StartedAt: start, CompletedAt: end, DurationMs: end.Sub(start).Milliseconds(),
-		Status: r.Status, Summary: r.Summary,
-		Usage: audit.Usage{Input: res.Usage.InputTokens, Output: res.Usage.OutputTokens, CacheRead: res.Usage.CacheReadTokens,
-			CacheWrite: res.Usage.CacheWriteTokens, Cost: audit.Cost{Total: res.CostCents / 100}}}
-	// Only a large output goes to a file with a pointer in the entry
-	// (seed 002: keep entries small); a small one is in the run record
-	// and the subagent's trace.
-	if r.OutputFormat != "none" && len(r.Output) > audit.MaxInlineSummary {
-		e.Output = string(r.Output)
-	}
-	return e
 }
 
 // publishEnd ends the turn in the subagent's own stream (see endEvents).
@@ -383,22 +324,6 @@ func (h *Handle) publishOwn(ev event.Event) {
 	ev.Meta.ParentAgentID = h.req.Parent.AgentID
 	if _, err := h.m.opt.Hub.Publish(ev); err != nil {
 		h.m.log.Error("publish to own session", "id", h.id, "type", ev.Type, "err", err)
-	}
-}
-
-// lifecycle appends an entry to the parent session's file.
-func (h *Handle) lifecycle(e audit.LifecycleEntry) {
-	if h.m.opt.Lifecycle == nil || h.req.Parent.SessionKey == "" {
-		return
-	}
-	e.JobID, e.AgentName, e.Mode, e.Model = h.id, h.role.Name, audit.Mode(h.req.mode), h.model.Name()
-	e.RequestedBy = h.req.User
-	if e.RequestedBy == "" {
-		e.RequestedBy = "assistant"
-	}
-	e.PID = os.Getpid()
-	if err := h.m.opt.Lifecycle.Append(h.req.Parent.SessionKey, e); err != nil {
-		h.m.log.Error("lifecycle entry not recorded", "id", h.id, "type", e.EventType, "err", err)
 	}
 }
 
