@@ -99,6 +99,14 @@ func (h *Hub) Subscribe(session string, after uint64) *Subscription {
 	return h.Journal(session).Subscribe(after)
 }
 
+// InMemory is how many sessions' journals the hub holds: what a
+// long-running process keeps in memory for live streams.
+func (h *Hub) InMemory() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.journals)
+}
+
 // Forget drops a session's journal from memory, waking its subscribers
 // with ErrClosed once they have read everything. Nothing is lost: a later
 // event gets a new journal numbered on from the Log, and a new

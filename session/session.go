@@ -282,7 +282,9 @@ func (s *Service) turnEnded(key string, t *Turn) {
 }
 
 // settleLocked sets an idle session's state from its subagents and drops
-// it from memory once idle.
+// it from memory once idle: its entry here and its event journal (the
+// events stay in the store; a stream that was following it reads on from
+// there, and the next turn numbers on from the store).
 func (s *Service) settleLocked(key string, m *main) {
 	if m.current != nil {
 		return
@@ -293,6 +295,7 @@ func (s *Service) settleLocked(key string, m *main) {
 	}
 	s.setStateLocked(key, m, Idle)
 	delete(s.sessions, key)
+	s.cfg.Hub.Forget(key)
 }
 
 // subagentFinished settles the parent session when its last subagent

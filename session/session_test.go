@@ -160,3 +160,31 @@ func waitState(t *testing.T, svc *session.Service, key string, want session.Stat
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// An idle session leaves memory: its journal too (its events stay in the
+// log, and the next turn numbers on from there).
+func TestIdleSessionLeavesMemory(t *testing.T) {
+	svc, hub := newService(t)
+	ctx := context.Background()
+	const key = "ava:test:idle"
+	for i := range 2 {
+		turn, err := svc.Send(ctx, key, "a", session.SendOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wait(t, turn)
+		waitState(t, svc, key, session.Idle)
+		if n := hub.InMemory(); n != 0 {
+			t.Fatalf("turn %d: %d journals in memory after the session went idle", i+1, n)
+		}
+	}
+	evs, err := hub.Subscribe(key, 0).Poll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ev := range evs {
+		if ev.Seq != uint64(i+1) {
+			t.Fatalf("event %d numbered %d across the two turns", i+1, ev.Seq)
+		}
+	}
+}
