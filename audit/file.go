@@ -23,6 +23,9 @@ type appendFile struct {
 	torn    bool
 	dirty   bool // written since the last fsync
 	lastUse time.Time
+	// ended is set when the trace's run wrote its SessionEnd: the file is
+	// closed at the next periodic sync instead of after an idle minute.
+	ended bool
 
 	pending []byte // the current batch's bytes for this file
 	err     error  // the current batch's write or fsync error

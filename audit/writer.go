@@ -50,6 +50,7 @@ type Options struct {
 type request struct {
 	day   string // UTC date of the daily file
 	trace string // subagent ID, or "" for no trace
+	ends  bool   // the trace's run ended (SessionEnd): its file may close
 	line  []byte // redacted JSON line ending in '\n'
 	done  chan error
 	// set by the writer goroutine
@@ -209,7 +210,7 @@ func (w *Writer) prepare(ev event.Event) (request, error) {
 	line = append(w.redactor.Redact(line), '\n')
 	req := request{day: ev.Time.UTC().Format(dayLayout), line: line}
 	if IsSubagentID(ev.Agent) {
-		req.trace = ev.Agent
+		req.trace, req.ends = ev.Agent, ev.Type == event.SessionEnd
 	}
 	return req, nil
 }

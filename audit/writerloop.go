@@ -110,6 +110,7 @@ func (w *Writer) route(r *request, now time.Time) {
 	}
 	r.files[1] = f
 	f.add(r.line)
+	f.ended = r.ends // a follow-up's events reopen it
 }
 
 func dailyPathForDay(root, day string) string { return filepath.Join(LogDir(root), day+".jsonl") }
@@ -222,8 +223,10 @@ func (w *Writer) syncEach(all []*appendFile) error {
 	return errors.Join(errs...)
 }
 
-// closeIdle closes daily files of past days (rotation at UTC midnight) and
-// traces unused for a minute.
+// closeIdle closes daily files of past days (rotation at UTC midnight),
+// traces whose run ended (just synced, so closing costs no fsync) and
+// traces unused for a minute: a long-running daemon keeps open only the
+// traces of runs that are going.
 func (w *Writer) closeIdle() {
 	now := w.clock()
 	today := now.UTC().Format(dayLayout)
@@ -233,7 +236,7 @@ func (w *Writer) closeIdle() {
 		}
 	}
 	for id, f := range w.traces {
-		if now.Sub(f.lastUse) > traceIdleClose {
+		if f.ended || now.Sub(f.lastUse) > traceIdleClose {
 			w.closeFile(w.traces, id, f)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -312,8 +313,36 @@ func TestDaemonClients(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "follow-up answer") {
 		t.Fatalf("send --queue: exit %d\n%s\n%s", code, out, errOut)
 	}
+	// A finished run's trace file does not stay open in the daemon.
+	if path, open := openTrace(t, d.cmd.Process.Pid, quick.ID); open {
+		t.Fatalf("%s still open after its run ended", path)
+	}
 	_, errOut, code = cli(d.addr, "status", "S-ffffff")
 	if code != 1 || !strings.Contains(errOut, "404") {
 		t.Fatalf("status of an unknown subagent: exit %d\n%s", code, errOut)
+	}
+}
+
+// openTrace reports whether the process still has the subagent's trace
+// file open a few audit sync intervals after its run ended.
+func openTrace(t *testing.T, pid int, id string) (string, bool) {
+	t.Helper()
+	name := id + ".jsonl"
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		if err != nil {
+			t.Skipf("no /proc: %v", err)
+		}
+		open := ""
+		for _, fd := range fds {
+			if target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); strings.HasSuffix(target, name) {
+				open = target
+			}
+		}
+		if open == "" || time.Now().After(deadline) {
+			return open, open != ""
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
