@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 
@@ -14,7 +15,12 @@ import (
 	"github.com/avaagent/ava/tool"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(turnProcessEnv) != "" {
+		os.Exit(turnProcess())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func open(t *testing.T) *app.Instance {
 	t.Helper()

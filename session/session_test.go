@@ -150,14 +150,18 @@ func TestStopCancelsTurnAndQueue(t *testing.T) {
 	}
 }
 
+// waitState waits for the session to reach a state: each change is
+// published (SessionState) after it is recorded, so the state is looked
+// at again as each event of the session arrives.
 func waitState(t *testing.T, svc *session.Service, key string, want session.State) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sub := svc.Subscribe(key, 0)
 	for svc.State(key) != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("state %s, want %s", svc.State(key), want)
+		if _, err := sub.Next(ctx); err != nil {
+			t.Fatalf("state %s, want %s: %v", svc.State(key), want, err)
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

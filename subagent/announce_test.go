@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/event"
@@ -55,7 +54,10 @@ conversations:
 		t.Fatal(err)
 	}
 	wait(t, sub)
-	waitAnnounced(t, h.store, sub.ID())
+	// A run's result is announced before its Wait returns (Handle.finish).
+	if r, err := h.store.GetRun(ctx, sub.ID()); err != nil || !r.Announced {
+		t.Fatalf("result not announced when the run ended: %+v %v", r, err)
+	}
 	if _, err := o.Ask(ctx, orchestrator1, "", "what did it find?"); err != nil {
 		t.Fatal(err)
 	}
@@ -80,16 +82,6 @@ conversations:
 }
 
 const orchestrator1 = "ava:cli:bg"
-
-func waitAnnounced(t *testing.T, st *sqlite.Store, id string) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if r, err := st.GetRun(context.Background(), id); err == nil && r.Announced {
-			return
-		}
-	}
-	t.Fatal("result never announced")
-}
 
 func countInLastPrompt(r *recorder, s string) int {
 	reqs := r.requests()
@@ -120,7 +112,7 @@ func TestOnlyGoneOwnersRunsAreInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitStored(t, h.store, hd.ID(), "running")
+	h.model.waitCall(t) // so it is stored as running
 	st2, err := sqlite.Open(ctx, h.root+"/ava.db", sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -180,22 +172,6 @@ func TestOnlyGoneOwnersRunsAreInterrupted(t *testing.T) {
 	_ = scripted.Name
 }
 
-// waitStored waits until the run's stored status is status.
-func waitStored(t *testing.T, st *sqlite.Store, id string, status lifecycle.Status) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		run, err := st.GetRun(context.Background(), id)
-		if err == nil && run.Status == status {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s is %q (%v), want %s", id, run.Status, err, status)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // A forked subagent starts from the orchestrator's conversation so far; a
 // fresh one sees only its task.
 func TestForkStartsFromTheConversation(t *testing.T) {
@@ -247,7 +223,7 @@ func TestCloseInterruptsAndNextStartAnnounces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitIterationT(t, hd)
+	h.model.waitCall(t)
 	h.m.Close()
 	if st := hd.Status().Status; st != lifecycle.Interrupted {
 		t.Fatalf("status after Close: %s", st)
@@ -264,14 +240,5 @@ func TestCloseInterruptsAndNextStartAnnounces(t *testing.T) {
 	msgs, _ := h.store.Messages(ctx, parent.SessionKey, 0)
 	if len(msgs) != 1 || !strings.Contains(msgs[0].Text, "interrupted") || !strings.Contains(msgs[0].Text, "[Task: long]") {
 		t.Fatalf("parent messages %+v", msgs)
-	}
-}
-
-func waitIterationT(t *testing.T, h *subagent.Handle) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); h.Status().Iteration < 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("subagent never called its model")
-		}
 	}
 }

@@ -32,10 +32,11 @@ func TestCancelClosesModelStream(t *testing.T) {
 		o.Catalog = cat
 	})
 	hd := h.spawn(t, subagent.Config{Role: "researcher", Task: "x"})
-	for len(fake.Requests()) == 0 {
-		time.Sleep(time.Millisecond)
+	select {
+	case <-fake.Hanging(): // the stream is open and its first chunks sent
+	case <-time.After(10 * time.Second):
+		t.Fatal("the model stream never started")
 	}
-	time.Sleep(20 * time.Millisecond) // let the stream start
 	start := time.Now()
 	hd.Cancel()
 	select {

@@ -110,7 +110,11 @@ func (m *Manager) startParallel(ctx context.Context, g *Group, req GroupRequest)
 		}
 		hs[i] = h
 	}
+	if err := m.assignIDs(ctx, hs...); err != nil {
+		return err
+	}
 	if err := m.admit(true, hs...); err != nil {
+		m.dropIDs(hs...)
 		return err
 	}
 	for i, h := range hs {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/avaagent/ava/agent"
@@ -45,43 +46,48 @@ func TestGroupReserveNeverExceedsTheBudget(t *testing.T) {
 // A call that wants more than is left waits while others hold
 // reservations, and gets all it wants once they settle cheaply.
 func TestGroupReserveWaitsForReservationsToSettle(t *testing.T) {
-	g := budgetGroup(10)
-	_, settleA, err := g.Reserve(context.Background(), 8, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan float64)
-	go func() {
-		granted, settle, err := g.Reserve(context.Background(), 8, 1)
+	synctest.Test(t, func(t *testing.T) {
+		g := budgetGroup(10)
+		_, settleA, err := g.Reserve(context.Background(), 8, 1)
 		if err != nil {
-			t.Error(err)
+			t.Fatal(err)
 		}
-		settle(0)
-		got <- granted
-	}()
-	select {
-	case g := <-got:
-		t.Fatalf("granted %.1f¢ while 8¢ of 10¢ were reserved: it must wait", g)
-	case <-time.After(20 * time.Millisecond):
-	}
-	settleA(1)
-	settleA(5) // a second settle does nothing
-	if granted := <-got; granted != 8 {
-		t.Fatalf("granted %.1f¢ after A settled at 1¢, want 8", granted)
-	}
-	if g.spent != 1 {
-		t.Fatalf("spent %.1f¢, want 1 (settle counts once)", g.spent)
-	}
+		got := make(chan float64)
+		go func() {
+			granted, settle, err := g.Reserve(context.Background(), 8, 1)
+			if err != nil {
+				t.Error(err)
+			}
+			settle(0)
+			got <- granted
+		}()
+		synctest.Wait() // the second call is blocked: granted, or waiting
+		select {
+		case g := <-got:
+			t.Fatalf("granted %.1f¢ while 8¢ of 10¢ were reserved: it must wait", g)
+		default:
+		}
+		settleA(1)
+		settleA(5) // a second settle does nothing
+		if granted := <-got; granted != 8 {
+			t.Fatalf("granted %.1f¢ after A settled at 1¢, want 8", granted)
+		}
+		if g.spent != 1 {
+			t.Fatalf("spent %.1f¢, want 1 (settle counts once)", g.spent)
+		}
+	})
 }
 
 func TestGroupReserveWaitEndsWithTheContext(t *testing.T) {
-	g := budgetGroup(10)
-	_, settle, _ := g.Reserve(context.Background(), 10, 1)
-	defer settle(0)
-	ctx, cancel := context.WithCancelCause(context.Background())
-	cause := errors.New("member cancelled")
-	time.AfterFunc(10*time.Millisecond, func() { cancel(cause) })
-	if _, _, err := g.Reserve(ctx, 5, 1); !errors.Is(err, cause) {
-		t.Fatalf("err %v, want the context's cause", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		g := budgetGroup(10)
+		_, settle, _ := g.Reserve(context.Background(), 10, 1)
+		defer settle(0)
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cause := errors.New("member cancelled")
+		time.AfterFunc(10*time.Millisecond, func() { cancel(cause) })
+		if _, _, err := g.Reserve(ctx, 5, 1); !errors.Is(err, cause) {
+			t.Fatalf("err %v, want the context's cause", err)
+		}
+	})
 }

@@ -62,18 +62,36 @@ func (n named) Run(ctx context.Context, _ json.RawMessage) (tool.Result, error) 
 	return tool.Result{Output: "ran " + string(n)}, nil
 }
 
-// recorder wraps a provider and records every request.
+// recorder wraps a provider and records every request; called receives
+// a value as each call starts.
 type recorder struct {
 	llm.Provider
-	mu   sync.Mutex
-	reqs []*llm.Request
+	mu     sync.Mutex
+	reqs   []*llm.Request
+	called chan struct{}
 }
 
 func (r *recorder) Stream(ctx context.Context, req *llm.Request, on func(llm.Delta)) (*llm.Response, error) {
 	r.mu.Lock()
 	r.reqs = append(r.reqs, req)
 	r.mu.Unlock()
+	select {
+	case r.called <- struct{}{}:
+	default:
+	}
 	return r.Provider.Stream(ctx, req, on)
+}
+
+// waitCall waits for the next model call to start. A run's record is
+// written before its first call (Handle.recordRun), so after a run's
+// first call it is stored as running.
+func (r *recorder) waitCall(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.called:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no model call started")
+	}
 }
 
 func (r *recorder) requests() []*llm.Request {
@@ -104,7 +122,7 @@ func newHarness(t testing.TB, script string, adjust func(*subagent.Options), ext
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recorder{Provider: scripted.NewWithScript(s)}
+	rec := &recorder{Provider: scripted.NewWithScript(s), called: make(chan struct{}, 1024)}
 	// 0.01¢ a token: a scripted call of 100 input and 10 output tokens
 	// costs 1.1¢, and a first request (~750 tokens by the loop's
 	// estimate) fits a 50¢ cap.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -61,7 +62,13 @@ type Options struct {
 	StallAfter time.Duration
 	Workspace  string
 	Logger     *slog.Logger
-	Clock      func() time.Time
+	// Clock is the time source of the manager and its runs (default
+	// time.Now); tests give a fixed or stepped one.
+	Clock func() time.Time
+	// Rand is the randomness short IDs are drawn from, three bytes a
+	// draw (default crypto/rand.Reader). Tests give two managers the
+	// same stream to force a clash between processes (see assignIDs).
+	Rand io.Reader
 	// Owner is this process's identity in the store (package instance):
 	// runs are recorded as its own, and Start and a periodic sweep end
 	// the runs of owners that are gone. Nil: runs have no owner and no
@@ -133,7 +140,7 @@ func NewManager(opt Options) *Manager {
 		}
 	}
 	m := &Manager{opt: opt, log: opt.Logger, now: opt.Clock, running: map[string]*Handle{}, handles: map[string]*Handle{},
-		idle: map[string]weak.Pointer[Handle]{}, ids: newIDSet()}
+		idle: map[string]weak.Pointer[Handle]{}, ids: newIDSet(opt.Rand)}
 	if m.log == nil {
 		m.log = slog.Default()
 	}
@@ -238,7 +245,11 @@ func (m *Manager) spawn(ctx context.Context, req Request) (*Handle, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := m.assignIDs(ctx, h); err != nil {
+		return nil, err
+	}
 	if err := m.admit(req.group != nil || m.opt.Overflow == OverflowQueue, h); err != nil {
+		m.dropIDs(h)
 		return nil, err
 	}
 	if err := m.start(ctx, h); err != nil {
@@ -386,12 +397,10 @@ func (m *Manager) release(h *Handle) {
 	}
 }
 
-// drawID draws an ID no run of the data root has (caller holds m.mu).
-func (m *Manager) drawID() string { return m.ids.draw() }
-
 // register gives the run its full ID; its event stream (the hub's,
 // under its session key) exists from now on. The drawn ID is already
-// known to be free (idSet); the run record itself is written when its
+// known to be free in this process and the store (assignIDs), so the
+// stream starts fresh; the run record itself is written when its
 // loop starts, beside the loop's setup and before its first model call
 // (Handle.recordRun).
 func (m *Manager) register(h *Handle) {

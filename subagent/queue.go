@@ -42,11 +42,9 @@ const queuedSummary = "never started: it ended while waiting for a free slot"
 // no earlier run waits (FIFO), and queues the rest when mayQueue. It
 // takes nothing and refuses when the rest may not queue (ErrLimit) or the
 // queue cannot hold them all (ErrQueueFull): a group is admitted or
-// queued whole, or refused whole. New handles get their IDs here, under
-// the lock, so two spawns in this process never draw the same one (the
-// store's unique index catches clashes with earlier processes' runs). A
-// handle that already has an ID is a follow-up; it is refused with
-// ErrBusy while its run is active.
+// queued whole, or refused whole. Every handle has its ID already (new
+// ones from assignIDs); a follow-up is refused with ErrBusy while its run
+// is active.
 func (m *Manager) admit(mayQueue bool, hs ...*Handle) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -69,9 +67,6 @@ func (m *Manager) admit(mayQueue bool, hs ...*Handle) error {
 		}
 	}
 	for i, h := range hs {
-		if h.id == "" {
-			h.id = m.drawID()
-		}
 		m.handles[h.id] = h
 		if i < fit {
 			m.running[h.id] = h

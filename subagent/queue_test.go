@@ -339,7 +339,10 @@ func TestRecoverInterruptsQueuedRuns(t *testing.T) {
 	a := h.spawn(t, subagent.Config{Role: "researcher", Task: "a"})
 	g.next(t)
 	b := h.spawn(t, subagent.Config{Role: "researcher", Task: "b"})
-	waitStored(t, h.store, a.ID(), lifecycle.Running)
+	// a called its model, so its record says running (Handle.recordRun).
+	if run, err := h.store.GetRun(ctx, a.ID()); err != nil || run.Status != lifecycle.Running {
+		t.Fatalf("a: %s %v", run.Status, err)
+	}
 	second, err := instance.Start(ctx, instance.Options{Store: h.store})
 	if err != nil {
 		t.Fatal(err)

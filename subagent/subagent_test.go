@@ -1,9 +1,11 @@
 package subagent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -417,31 +419,67 @@ func TestSessionBudgetCapsCost(t *testing.T) {
 	}
 }
 
-// IDs are unique in the data root: a new manager on the same store never
-// draws an ID an earlier run has.
+// IDs are unique in the data root, also between two processes on one
+// store: both managers start (and load the IDs in use) before either
+// spawns, and draw from the same stream, so the second draws the ID the
+// first has just recorded. It must see the clash in the store and draw
+// the next one, leaving the first run's record and stream alone.
 func TestIDsUniqueAcrossManagers(t *testing.T) {
-	h := newHarness(t, answerScript, func(o *subagent.Options) { o.MaxConcurrent = 50 })
-	seen := map[string]bool{}
-	for i := 0; i < 40; i++ {
-		hd := h.spawn(t, subagent.Config{Role: "researcher", Task: "x"})
-		wait(t, hd)
-		seen[hd.ID()] = true
-	}
-	m2 := subagent.NewManager(h.opts)
+	draws := []byte{0xab, 0xcd, 0xef, 0x12, 0x34, 0x56}
+	h := newHarness(t, answerScript, func(o *subagent.Options) { o.Rand = bytes.NewReader(draws) })
+	opts2 := h.opts
+	opts2.Rand = bytes.NewReader(draws)
+	opts2.Hub = event.NewHub(h.store) // another process has its own hub
+	m2 := subagent.NewManager(opts2)
 	if err := m2.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	defer m2.Close()
-	for i := 0; i < 40; i++ {
-		hd, err := m2.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "y"}, Parent: parent})
-		if err != nil {
-			t.Fatal(err)
+
+	first := h.spawn(t, subagent.Config{Role: "researcher", Task: "first process"})
+	if r := wait(t, first); first.ID() != "S-abcdef" || r.Status != lifecycle.Success {
+		t.Fatalf("first run %s: %s (%s)", first.ID(), r.Status, r.Error)
+	}
+	second, err := m2.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "second process"}, Parent: parent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := wait(t, second); second.ID() != "S-123456" || r.Status != lifecycle.Success {
+		t.Fatalf("second run %s: %s (%s); want S-123456, drawn after S-abcdef was found taken", second.ID(), r.Status, r.Error)
+	}
+	for id, task := range map[string]string{"S-abcdef": "first process", "S-123456": "second process"} {
+		run, err := h.store.GetRun(context.Background(), id)
+		if err != nil || !strings.Contains(string(run.Config), task) || run.Status != lifecycle.Success {
+			t.Errorf("run %s: %+v %v, want %q succeeded", id, run, err, task)
 		}
-		if seen[hd.ID()] {
-			t.Fatalf("ID %s drawn twice", hd.ID())
+	}
+	// The first run's stream is its own: one SessionEnd, no second run's.
+	evs, err := event.NewHub(h.store).Subscribe(first.SessionKey(), 0).Poll(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := 0
+	for i, ev := range evs {
+		if ev.Seq != uint64(i+1) {
+			t.Fatalf("first run's stream: event %d has seq %d", i, ev.Seq)
 		}
-		seen[hd.ID()] = true
-		wait(t, hd)
+		if ev.Type == event.SessionEnd {
+			ends++
+		}
+	}
+	if ends != 1 {
+		t.Fatalf("first run's stream has %d SessionEnd events", ends)
+	}
+}
+
+// A draw that cannot be made (the randomness runs dry) refuses the spawn
+// with the cause, rather than looping or reusing an ID.
+func TestIDDrawFailureRefusesSpawn(t *testing.T) {
+	h := newHarness(t, answerScript, func(o *subagent.Options) { o.Rand = bytes.NewReader([]byte{1, 2, 3}) })
+	wait(t, h.spawn(t, subagent.Config{Role: "researcher", Task: "x"}))
+	_, err := h.m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "y"}, Parent: parent})
+	if !errors.Is(err, io.EOF) || !strings.Contains(err.Error(), "draw subagent ID") {
+		t.Fatalf("spawn with no randomness left: %v", err)
 	}
 }
 

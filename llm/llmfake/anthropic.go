@@ -186,10 +186,7 @@ func (s *Server) answerAnthropic(w http.ResponseWriter, r *http.Request, m anthr
 }
 
 // anthropicHang blocks until the client goes away.
-func (s *Server) anthropicHang(r *http.Request) {
-	<-r.Context().Done()
-	s.noteDisconnect()
-}
+func (s *Server) anthropicHang(r *http.Request) { s.waitForClient(r) }
 
 // anthropicCut flushes what was written and closes the connection without
 // ending the response, so the client sees a truncated body.

@@ -78,10 +78,11 @@ type Server struct {
 
 	disconnects atomic.Int64
 	discCh      chan struct{}
+	hangCh      chan struct{}
 }
 
 func newServer(tb testing.TB, handler func(s *Server) http.Handler, turns []Turn) *Server {
-	s := &Server{turns: turns, discCh: make(chan struct{}, 1024)}
+	s := &Server{turns: turns, discCh: make(chan struct{}, 1024), hangCh: make(chan struct{}, 1024)}
 	s.Server = httptest.NewServer(handler(s))
 	if tb != nil {
 		tb.Cleanup(s.Close)
@@ -126,6 +127,22 @@ func (s *Server) next(req Request) (Turn, bool) {
 	}
 	s.mu.Unlock()
 	return respond(req), true
+}
+
+// Hanging receives a value each time a Hang turn has sent what it sends
+// (and flushed it) and starts waiting for the client to leave, so a test
+// can act on a stream that is known to be open.
+func (s *Server) Hanging() <-chan struct{} { return s.hangCh }
+
+// waitForClient notes a Hang turn waiting, then blocks until the client
+// leaves and records that.
+func (s *Server) waitForClient(r *http.Request) {
+	select {
+	case s.hangCh <- struct{}{}:
+	default:
+	}
+	<-r.Context().Done()
+	s.noteDisconnect()
 }
 
 // noteDisconnect records that the client went away mid-response.

@@ -86,8 +86,7 @@ func (s *Server) streamOpenAI(w http.ResponseWriter, r *http.Request, p openAIPl
 	_ = rc.Flush()
 	for i, ev := range events {
 		if p.Hang && i == finishAt {
-			<-r.Context().Done()
-			s.noteDisconnect()
+			s.waitForClient(r)
 			return
 		}
 		if p.CutAfter > 0 && i == p.CutAfter {
@@ -203,8 +202,7 @@ func (p openAIPlay) finishReason() string {
 // completeOpenAI plays a turn as one chat.completion object.
 func (s *Server) completeOpenAI(w http.ResponseWriter, r *http.Request, p openAIPlay) {
 	if p.Hang {
-		<-r.Context().Done()
-		s.noteDisconnect()
+		s.waitForClient(r)
 		return
 	}
 	msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
