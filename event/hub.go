@@ -70,12 +70,57 @@ func (h *Hub) SetRetain(n int) { h.retain = n }
 func (h *Hub) Journal(session string) *Journal {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.journalLocked(session, true)
+}
+
+// journalLocked returns the session's journal, creating it if needed.
+// A journal created for subscribers only (publishing false) is dropped
+// again when its last subscription closes, unless something was
+// published to it meanwhile: reading an idle session's stream does not
+// keep its journal in memory for ever.
+func (h *Hub) journalLocked(session string, publishing bool) *Journal {
 	j, ok := h.journals[session]
 	if !ok {
 		j = newJournal(h, session, h.retain)
+		j.transient = !publishing
 		h.journals[session] = j
+	} else if publishing {
+		j.transient = false
 	}
 	return j
+}
+
+// LastSeq is the session's highest stored sequence number, without
+// bringing its journal into memory.
+func (h *Hub) LastSeq(session string) (uint64, error) {
+	h.mu.Lock()
+	j, ok := h.journals[session]
+	h.mu.Unlock()
+	if ok {
+		return j.LastSeq()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), logTimeout)
+	defer cancel()
+	last, err := h.log.LastSeq(ctx, session)
+	if err != nil {
+		return 0, fmt.Errorf("last sequence number of %s: %w", session, err)
+	}
+	return last, nil
+}
+
+// unsubscribe counts a closed subscription of j and drops j when it was
+// created for subscribers only and the last one has closed.
+func (h *Hub) unsubscribe(j *Journal) {
+	h.mu.Lock()
+	j.subs--
+	drop := j.subs <= 0 && j.transient && h.journals[j.session] == j
+	if drop {
+		delete(h.journals, j.session)
+	}
+	h.mu.Unlock()
+	if drop {
+		j.Close()
+	}
 }
 
 // Fresh declares a session its caller knows has no stored events yet (a
@@ -95,8 +140,17 @@ func (h *Hub) Fresh(session string) {
 // Subscribe returns a subscription to the session's events after
 // sequence number after (0: from the first), replayed from the Log, then
 // live.
+//
+// Close the subscription when done with it: a session's journal that
+// was opened only to be read leaves memory with its last subscription.
 func (h *Hub) Subscribe(session string, after uint64) *Subscription {
-	return h.Journal(session).Subscribe(after)
+	h.mu.Lock()
+	j := h.journalLocked(session, false)
+	j.subs++
+	h.mu.Unlock()
+	s := j.Subscribe(after)
+	s.counted = true
+	return s
 }
 
 // InMemory is how many sessions' journals the hub holds: what a
@@ -257,6 +311,9 @@ type Journal struct {
 	session string
 
 	queue groupcommit.Queue[*pending] // kept events waiting to be stored
+
+	subs      int  // open counted subscriptions (guarded by hub.mu)
+	transient bool // opened for subscribers only (guarded by hub.mu)
 
 	pub    sync.Mutex // held while numbering and storing
 	loaded bool       // next is known (guarded by pub)

@@ -26,6 +26,20 @@ type Subscription struct {
 	after    uint64 // the last kept sequence number returned
 	pos      uint64 // the next journal position to read, when attached
 	attached bool
+	counted  bool // made by Hub.Subscribe: Close releases the journal
+	closed   bool
+}
+
+// Close ends the subscription. A journal opened only for reading leaves
+// memory when its last subscription is closed. Closing twice is a no-op.
+func (s *Subscription) Close() {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	if s.counted {
+		s.j.hub.unsubscribe(s.j)
+	}
 }
 
 // Cursor is the sequence number of the last kept event returned.

@@ -126,6 +126,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	sub := s.in.Sessions.Subscribe(t.key, last)
 	turn, err := s.in.Sessions.Send(ctx, t.key, req.Message, session.SendOptions{Queue: req.Queue})
 	if err != nil {
+		sub.Close()
 		fail(w, err)
 		return
 	}

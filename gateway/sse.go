@@ -204,10 +204,14 @@ func (s *Server) follow(ctx context.Context, sw *sseWriter, key string, sub *eve
 // pump reads sub into ch until ctx is done or the Log fails. When the
 // session's journal is dropped from memory (Hub.Forget) it subscribes
 // again from where it stopped, so nothing is lost.
+//
+// pump owns sub and closes it (and any it opens again) when it returns.
 func (s *Server) pump(ctx context.Context, key string, sub *event.Subscription, ch chan<- batch) {
+	defer func() { sub.Close() }()
 	for {
 		evs, err := sub.Next(ctx)
 		if errors.Is(err, event.ErrClosed) {
+			sub.Close()
 			sub = s.in.Hub.Subscribe(key, sub.Cursor())
 			continue
 		}

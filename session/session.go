@@ -388,7 +388,7 @@ func (s *Service) Subscribe(key string, after uint64) *event.Subscription {
 
 // LastSeq is the session's last event number.
 func (s *Service) LastSeq(key string) (uint64, error) {
-	return s.cfg.Hub.Journal(key).LastSeq()
+	return s.cfg.Hub.LastSeq(key)
 }
 
 // Forget drops the session's events from memory (they stay stored).

@@ -169,15 +169,20 @@ func waitState(t *testing.T, svc *session.Service, key string, want session.Stat
 // log, and the next turn numbers on from there).
 func TestIdleSessionLeavesMemory(t *testing.T) {
 	svc, hub := newService(t)
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	const key = "ava:test:idle"
 	for i := range 2 {
-		turn, err := svc.Send(ctx, key, "a", session.SendOptions{})
+		last, err := svc.LastSeq(key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wait(t, turn)
-		waitState(t, svc, key, session.Idle)
+		sub := svc.Subscribe(key, last)
+		if _, err := svc.Send(ctx, key, "a", session.SendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitIdleEvent(t, ctx, sub)
+		svc.State(key) // the state and the journal change under one lock
 		if n := hub.InMemory(); n != 0 {
 			t.Fatalf("turn %d: %d journals in memory after the session went idle", i+1, n)
 		}
@@ -189,6 +194,23 @@ func TestIdleSessionLeavesMemory(t *testing.T) {
 	for i, ev := range evs {
 		if ev.Seq != uint64(i+1) {
 			t.Fatalf("event %d numbered %d across the two turns", i+1, ev.Seq)
+		}
+	}
+}
+
+// waitIdleEvent reads sub until a SessionState idle event.
+func waitIdleEvent(t *testing.T, ctx context.Context, sub *event.Subscription) {
+	t.Helper()
+	for {
+		evs, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatalf("no idle state: %v", err)
+		}
+		for _, ev := range evs {
+			var c event.StateContent
+			if ev.Type == event.SessionState && ev.Decode(&c) == nil && c.State == string(session.Idle) {
+				return
+			}
 		}
 	}
 }
