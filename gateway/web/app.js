@@ -61,7 +61,7 @@ function App() {
       <nav class="tabs">
         <button class=${tab === 'chat' ? 'on' : ''} onClick=${() => setTab('chat')}>Chat</button>
         <button class=${tab === 'side' ? 'on' : ''} onClick=${() => setTab('side')}>
-          Subagents${list.length > 0 && ` (${running}/${list.length})`}</button>
+          Subagents${list.length > 0 && ` (${list.length})`}${running > 0 && ` · ${running} running`}</button>
       </nav>
       <main class="panes">
         ${route.open

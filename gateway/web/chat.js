@@ -86,12 +86,14 @@ export function reduce(s, ev) {
  */
 export function Chat({ sessionKey, title, subagent, onStarted, onOpen, onBack }) {
   const [s, dispatch] = useReducer(reduce, empty);
-  const [pending, setPending] = useState([]); // sent, not in the stream yet
+  // Messages sent and not yet in the stream, shown dimmed until their
+  // UserMessage arrives (at once, or when a queued one is delivered).
+  const [pending, setPending] = useState([]);
   useEffect(() => {
     if (!sessionKey) return undefined;
     return follow(sessionKey, {
       onEvent: (ev) => {
-        if (ev.eventType === 'UserMessage') setPending((p) => p.slice(1));
+        if (ev.eventType === 'UserMessage') setPending((p) => arrived(p, ev.content?.text || ''));
         dispatch(ev);
       },
       onStatus: (st) => dispatch({ eventType: 'conn', conn: st.error ? `error: ${st.error}` : st }),
@@ -100,9 +102,16 @@ export function Chat({ sessionKey, title, subagent, onStarted, onOpen, onBack })
 
   const running = subagent?.status ? !isFinal(subagent.status) : s.state ? s.state !== 'idle' : s.running;
   const send = async (text, queue) => {
-    const res = await sendMessage(sessionKey || undefined, text, queue);
-    setPending((p) => [...p, { text, queued: res.queued }]);
-    if (!sessionKey) onStarted(res.sessionKey);
+    const mine = { text, queued: false };
+    setPending((p) => [...p, mine]);
+    try {
+      const res = await sendMessage(sessionKey || undefined, text, queue);
+      if (res.queued) setPending((p) => p.map((m) => (m === mine ? { ...m, queued: true } : m)));
+      if (!sessionKey) onStarted(res.sessionKey);
+    } catch (err) {
+      setPending((p) => p.filter((m) => m !== mine));
+      throw err;
+    }
   };
   return html`
     <section class="chat" data-session=${sessionKey} data-conn=${s.conn}>
@@ -110,6 +119,13 @@ export function Chat({ sessionKey, title, subagent, onStarted, onOpen, onBack })
       <${Messages} s=${s} pending=${pending} onOpen=${onOpen} />
       <${Composer} send=${send} placeholder=${subagent ? `Message ${subagent.role} ${subagent.id}` : 'Message Ava'} />
     </section>`;
+}
+
+// arrived drops the pending message a UserMessage of text delivers (the
+// daemon may wrap it, so the first one the text contains).
+function arrived(pending, text) {
+  const i = pending.findIndex((m) => text.includes(m.text));
+  return i < 0 ? pending : [...pending.slice(0, i), ...pending.slice(i + 1)];
 }
 
 function isFinal(status) {
@@ -134,8 +150,8 @@ function ChatHeader({ title, s, subagent, sessionKey, running, onBack }) {
         <strong>${title}</strong>
         ${subagent && html`<span class=${`pill st-${subagent.status}`}>${subagent.status}</span>`}
         <small class="muted">
-          ${s.model}${s.offline && html` <span class="pill offline">offline</span>`}
-          ${s.tokens > 0 && ` · ${s.tokens} tokens · ${cents(s.cost)}`}
+          ${[s.model || subagent?.model, s.tokens > 0 && `${s.tokens} tokens · ${cents(s.cost)}`].filter(Boolean).join(' · ')}
+          ${(s.offline || (s.model || subagent?.model || '').startsWith('scripted/')) && html` <span class="pill offline">offline</span>`}
         </small>
       </div>
       ${conn && html`<span class="conn" role="status">${conn === 'reconnecting' ? 'reconnecting…' : conn}</span>`}

@@ -56,7 +56,7 @@ export function SubagentList({ list, open, onOpen }) {
               <b>${sa.role}</b> <code>${sa.id}</code>
               <span class=${`pill st-${sa.stalled ? 'stalled' : sa.status}`}>${statusText(sa)}</span>
             </span>
-            <span class="row2 muted">${duration(sa.elapsedMs)} · ${tokens(sa.tokens)} tokens · ${cents(sa.costCents)}</span>
+            <span class="row2 muted">${duration(elapsed(sa))} · ${tokens(sa.tokens)} tokens · ${cents(sa.costCents)}</span>
             <span class="row3">${sa.activity || sa.error || sa.task}</span>
           </button>
         </li>`)}
@@ -64,13 +64,22 @@ export function SubagentList({ list, open, onOpen }) {
 }
 
 const ms = (t) => (t ? Date.parse(t) : NaN);
+const active = (sa) => ['queued', 'pending', 'running'].includes(sa.status);
 
-// span is a subagent's [start, end] in ms: queued ones from their
-// creation, running ones up to now.
+// span is a subagent's [start, end] in ms: from its creation (its first
+// turn, when it was sent follow-ups since) to its end, or now.
 function span(sa, now) {
-  const start = ms(sa.startedAt) || ms(sa.createdAt) || now - (sa.elapsedMs || 0);
-  const end = ms(sa.endedAt) || (['queued', 'pending', 'running'].includes(sa.status) ? now : start + (sa.elapsedMs || 0));
+  const start = ms(sa.createdAt) || ms(sa.startedAt) || now - (sa.elapsedMs || 0);
+  const end = ms(sa.endedAt) || (active(sa) ? now : start + (sa.elapsedMs || 0));
   return [start, Math.max(end, start)];
+}
+
+// elapsed is the running turn's time (as ava ps shows it), or once it
+// ended the time from its creation to its end.
+function elapsed(sa) {
+  if (active(sa) || !sa.endedAt) return sa.elapsedMs;
+  const [start, end] = span(sa, Date.now());
+  return end - start;
 }
 
 /** The timeline: a bar per subagent from its start to its end, coloured by status, with its cost. */
