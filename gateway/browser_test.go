@@ -42,6 +42,8 @@ const browserScript = `conversations:
             args: {role: code_reviewer, task: "BLOCKTASK child", model: "MODEL", background: true}
       - text: "parent done"
       - text: "welcome back"
+  - turns:
+      - text: "quick answer"
 `
 
 // TestPanelInBrowser drives the web panel in Chromium against a real
@@ -128,15 +130,43 @@ func TestPanelInBrowser(t *testing.T) {
 	b.checkRendered(e, key)
 	b.shot(shots, "desktop-after-reload.png")
 
+	// A subagent started from elsewhere joins the list and the timeline.
+	if _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "researcher", Task: "quick look", Model: e.model, Parent: key}); err != nil {
+		t.Fatal(err)
+	}
+	b.wait(`document.querySelectorAll('.tl-bar').length === 2 && document.querySelectorAll('.subagent[data-status="success"]').length === 2`, "a second subagent on the timeline")
+
 	b.run(chromedp.EmulateViewport(390, 844))
 	b.shot(shots, "phone-chat.png")
 	b.run(chromedp.Click(chromedp.CSS(`nav.tabs button:nth-child(2)`)))
 	b.wait(`document.querySelector('.tl-bar') && getComputedStyle(document.querySelector('.side')).display !== 'none'`, "the subagents tab")
 	b.shot(shots, "phone-subagents.png")
-	b.run(chromedp.Click(chromedp.CSS(`.subagent`)))
+	b.run(chromedp.Click(chromedp.CSS(`.subagent:not([data-status="running"])[data-id="` + subID(subKey) + `"]`)))
 	b.waitText(`.msg.assistant`, "queued answered")
 	b.shot(shots, "phone-subagent.png")
 }
+
+// TestPanelAsksForTheTokenOnce: with AVA_TOKEN set, the panel asks for
+// the token on the first 401, keeps it, and a reload does not ask again.
+func TestPanelAsksForTheTokenOnce(t *testing.T) {
+	chrome := findChromium(t)
+	e := newEnv(t, envOptions{script: browserScript, token: "s3cret"})
+	b := newBrowser(t, chrome)
+	b.run(chromedp.EmulateViewport(1280, 800), chromedp.Navigate(e.ts.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`textarea`)))
+	b.run(chromedp.SendKeys(chromedp.CSS(`textarea`), "hello"), chromedp.KeyEvent(kb.Enter))
+	b.wait(`document.querySelector('.modal input[type=password]')`, "the token dialog")
+	b.run(chromedp.SendKeys(chromedp.CSS(`.modal input`), "s3cret"), chromedp.Click(chromedp.CSS(`.modal button[type=submit]`)))
+	b.waitText(`.msg.assistant`, "quick answer")
+	if got := b.eval(`localStorage.getItem('ava.token')`); got != "s3cret" {
+		t.Fatalf("kept token %q", got)
+	}
+	b.run(chromedp.Reload())
+	b.waitText(`.msg.assistant`, "quick answer")
+	b.wait(`document.querySelector('.chat').dataset.conn === 'live' && !document.querySelector('.modal')`, "the stream live without asking again")
+}
+
+// subID is a subagent session key's ID.
+func subID(key string) string { return key[strings.LastIndex(key, ":")+1:] }
 
 // findChromium finds Debian's Chromium. Without it the test fails when
 // AVA_REQUIRE_BROWSER=1 (as in CI), else skips.
