@@ -54,8 +54,8 @@ function App() {
     <div class=${`app tab-${tab}`}>
       <header class="top">
         <h1>Ava</h1>
-        ${health?.offline && html`<span class="pill offline" title=${health.model}>offline scripted model</span>`}
-        <span class="muted key">${route.session || 'new conversation'}</span>
+        ${health?.offline && html`<span class="pill offline" title=${health.model}>offline model</span>`}
+        <${SessionPicker} current=${route.session} onPick=${(key) => go({ session: key, open: '' })} />
         <button class="ghost" onClick=${() => go({ session: '', open: '' })}>New chat</button>
       </header>
       <nav class="tabs">
@@ -80,6 +80,22 @@ function App() {
       </main>
       ${asking && html`<${TokenDialog} done=${(t) => { asking.resolve(t); setAsking(null); }} />`}
     </div>`;
+}
+
+/** Lists the daemon's main sessions, most recent first, to go back to one. */
+function SessionPicker({ current, onPick }) {
+  const [sessions, setSessions] = useState([]);
+  useEffect(() => {
+    getJSON('/api/sessions?limit=50').then((b) => setSessions(b.sessions || []), () => {});
+  }, [current]);
+  const keys = sessions.map((ss) => ss.key);
+  if (current && !keys.includes(current)) keys.unshift(current);
+  const state = Object.fromEntries(sessions.map((ss) => [ss.key, ss.state]));
+  return html`
+    <select class="key" aria-label="Session" value=${current} onChange=${(e) => onPick(e.currentTarget.value)}>
+      <option value="">new conversation</option>
+      ${keys.map((k) => html`<option value=${k}>${k}${state[k] && state[k] !== 'idle' ? ` (${state[k].replaceAll('_', ' ')})` : ''}</option>`)}
+    </select>`;
 }
 
 /** Asks for the daemon's token (AVA_TOKEN) once; the browser keeps it. */
