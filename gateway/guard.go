@@ -21,6 +21,9 @@ type guard struct {
 	// tokenSum is the SHA-256 of the token (nil: none required), so
 	// the constant-time compare does not leak the token's length.
 	tokenSum []byte
+	// public reports the paths a GET may fetch without the token (the
+	// web panel's static files, which hold no data); nil: none.
+	public func(path string) bool
 }
 
 func newGuard(addr, token string, extra []string) (guard, error) {
@@ -51,7 +54,7 @@ func (g guard) wrap(next http.Handler) http.Handler {
 			writeError(w, http.StatusForbidden, fmt.Sprintf("host %q is not this daemon's address (DNS rebinding protection)", r.Host))
 			return
 		}
-		if r.URL.Path != "/healthz" && !g.authorized(r) {
+		if !g.open(r) && !g.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ava"`)
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token (AVA_TOKEN)")
 			return
@@ -68,6 +71,15 @@ func (g guard) wrap(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// open reports whether r needs no token: /healthz, and GETs of the web
+// panel's files.
+func (g guard) open(r *http.Request) bool {
+	if r.URL.Path == "/healthz" {
+		return true
+	}
+	return g.public != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) && g.public(r.URL.Path)
 }
 
 func changesState(method string) bool {

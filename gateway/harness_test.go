@@ -69,6 +69,10 @@ type env struct {
 type envOptions struct {
 	token     string
 	heartbeat time.Duration
+	// script replaces the default script (MODEL stands for the model).
+	script string
+	// wrap, when set, wraps the server's handler (to break connections).
+	wrap func(http.Handler) http.Handler
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -76,7 +80,11 @@ func newEnv(t *testing.T, o envOptions) *env {
 	root := t.TempDir()
 	path := filepath.Join(root, "script.yaml")
 	model := "scripted/" + path
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(script, "MODEL", model)), 0o600); err != nil {
+	text := script
+	if o.script != "" {
+		text = o.script
+	}
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(text, "MODEL", model)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := config.Load(func(k string) string {
@@ -100,6 +108,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	ts.Config.Handler = srv.Handler()
+	if o.wrap != nil {
+		ts.Config.Handler = o.wrap(srv.Handler())
+	}
 	ts.Start()
 	e := &env{t: t, in: in, srv: srv, ts: ts, c: client.New(ts.URL, o.token), model: model}
 	t.Cleanup(func() {

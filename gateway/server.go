@@ -1,7 +1,8 @@
 // Package gateway is Ava's daemon surface: the HTTP API and the
 // Server-Sent Event streams of DESIGN.md "HTTP", over the session
 // service and the subagent manager of an app.Instance, with a typed
-// client in gateway/client. It serves no web panel yet.
+// client in gateway/client, and the web panel at / (files embedded in
+// the binary, see panel.go and docs/panel.md).
 //
 // Streams. GET /api/chat/stream replays a session's kept events after a
 // sequence number (the after parameter, or Last-Event-ID, which wins)
@@ -17,11 +18,12 @@
 // journal at its own pace and catches up from the store.
 //
 // Safety. The server refuses to start on a non-loopback address without
-// a token; with a token, every route but /healthz needs it as a bearer
-// token (compared in constant time). Every route refuses a Host that is
-// not the bound address or localhost (DNS rebinding), and state-changing
-// routes refuse a foreign Origin and any body that is not JSON. Bodies
-// are size-limited; every error is {"error": "..."} with its status code.
+// a token; with a token, every route but /healthz and the web panel's
+// static files needs it as a bearer token (compared in constant time).
+// Every route refuses a Host that is not the bound address or localhost
+// (DNS rebinding), and state-changing routes refuse a foreign Origin
+// and any body that is not JSON. Bodies are size-limited; every error
+// is {"error": "..."} with its status code.
 package gateway
 
 import (
@@ -55,7 +57,7 @@ type Options struct {
 	// Host and Origin checks and the token rule.
 	Addr string
 	// Token, when set, is required as a bearer token on every route but
-	// /healthz. It must be set when Addr is not a loopback address.
+	// /healthz and the web panel's static files. It must be set when Addr is not a loopback address.
 	Token string
 	// AllowedHosts are extra host names a request's Host may name.
 	AllowedHosts []string
@@ -78,6 +80,7 @@ type Server struct {
 	log     *slog.Logger
 	metrics *Metrics
 	guard   guard
+	panel   *panel
 	handler http.Handler
 
 	// draining is closed when the server stops taking work: open
@@ -113,12 +116,17 @@ func New(opt Options) (*Server, error) {
 	if opt.Metrics == nil {
 		opt.Metrics = NewMetrics()
 	}
+	p, err := newPanel()
+	if err != nil {
+		return nil, err
+	}
 	g, err := newGuard(opt.Addr, opt.Token, opt.AllowedHosts)
 	if err != nil {
 		return nil, err
 	}
+	g.public = p.public
 	s := &Server{opt: opt, in: opt.Instance, log: opt.Logger.With("component", "gateway"), metrics: opt.Metrics,
-		guard: g, draining: make(chan struct{}), turns: map[*turnRef]struct{}{},
+		guard: g, panel: p, draining: make(chan struct{}), turns: map[*turnRef]struct{}{},
 		frameCaches: map[string]*frameCache{}}
 	s.metrics.watch(s.in.Subagent)
 	s.handler = s.metrics.instrument(s.guard.wrap(s.routes()))
@@ -143,8 +151,9 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /api/logs", s.logs)
 	mux.HandleFunc("GET /healthz", s.health)
 	mux.Handle("GET /metrics", s.metrics.Handler())
+	mux.Handle("GET /", s.panel)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s (the web panel is not served yet; see the API in the README)", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s (see the API in the README)", r.Method, r.URL.Path))
 	})
 	return mux
 }

@@ -19,15 +19,16 @@ func newServeCmd(a *App) *cobra.Command {
 	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:7777]",
-		Short: "Run the daemon: HTTP API and live event streams",
-		Long: `Run Ava as a daemon: the HTTP API and Server-Sent Event streams (see the
-README), which ava ps, status, stop and send talk to. The web panel is not
-served yet.
+		Short: "Run the daemon: web panel, HTTP API and live event streams",
+		Long: `Run Ava as a daemon: the web panel (open http://127.0.0.1:7777/ in a
+browser), the HTTP API and Server-Sent Event streams (see the README),
+which ava ps, status, stop and send talk to.
 
 It binds 127.0.0.1:7777 unless --addr or AVA_ADDR says otherwise; on any
 address that is not loopback it refuses to start without AVA_TOKEN, and then
-every route but /healthz needs it as a bearer token. With no model provider
-configured it answers with the offline scripted model, and says so.
+every route but /healthz and the panel's static files needs it as a bearer
+token (the panel asks for it once). With no model provider configured it
+answers with the offline scripted model, and says so.
 
 SIGINT or SIGTERM stops it: it stops accepting, lets running turns and
 subagents finish within the grace period (--grace, AVA_SHUTDOWN_GRACE), stops
@@ -84,7 +85,7 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 	}
 	err = gateway.Run(cmd.Context(), gateway.DaemonOptions{Config: cfg, Grace: o.grace, Heartbeat: o.heartbeat, Logger: a.Logger(),
 		Ready: func(addr string) {
-			fmt.Fprintf(a.Stdout, "ava serve: listening on http://%s (API and event streams; no web panel yet)\n", addr)
+			fmt.Fprintf(a.Stdout, "ava serve: listening on http://%s/ (open it in a browser for the web panel; the API is under /api)\n", addr)
 		},
 		Draining: func(running int) {
 			fmt.Fprintf(a.Stderr, "ava serve: shutting down; waiting up to %s for %d running turn(s) and subagent(s)\n", o.grace, running)

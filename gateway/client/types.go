@@ -72,24 +72,27 @@ type StopResponse struct {
 // Subagent is one subagent run as the daemon reports it: the live status
 // of a run this daemon holds, else its stored record.
 type Subagent struct {
-	ID         string    `json:"id"`
-	SessionKey string    `json:"sessionKey"`
-	Role       string    `json:"role"`
-	Task       string    `json:"task"`
-	Model      string    `json:"model"`
-	Mode       string    `json:"mode,omitempty"`
-	Parent     string    `json:"parent,omitempty"`
-	Status     string    `json:"status"`
-	Stalled    bool      `json:"stalled,omitempty"`
-	Iteration  int       `json:"iteration"`
-	Tokens     int       `json:"tokens"`
-	CostCents  float64   `json:"costCents"`
-	ElapsedMs  int64     `json:"elapsedMs"`
-	Activity   string    `json:"activity,omitempty"`
-	LastTool   string    `json:"lastTool,omitempty"`
-	CreatedAt  time.Time `json:"createdAt,omitzero"`
-	StartedAt  time.Time `json:"startedAt,omitzero"`
-	EndedAt    time.Time `json:"endedAt,omitzero"`
+	ID         string `json:"id"`
+	SessionKey string `json:"sessionKey"`
+	Role       string `json:"role"`
+	Task       string `json:"task"`
+	Model      string `json:"model"`
+	Mode       string `json:"mode,omitempty"`
+	Parent     string `json:"parent,omitempty"`
+	Status     string `json:"status"`
+	// QueuePosition is a queued run's place in line for a slot (1 for
+	// the next to start); 0 when it is not queued here.
+	QueuePosition int       `json:"queuePosition,omitempty"`
+	Stalled       bool      `json:"stalled,omitempty"`
+	Iteration     int       `json:"iteration"`
+	Tokens        int       `json:"tokens"`
+	CostCents     float64   `json:"costCents"`
+	ElapsedMs     int64     `json:"elapsedMs"`
+	Activity      string    `json:"activity,omitempty"`
+	LastTool      string    `json:"lastTool,omitempty"`
+	CreatedAt     time.Time `json:"createdAt,omitzero"`
+	StartedAt     time.Time `json:"startedAt,omitzero"`
+	EndedAt       time.Time `json:"endedAt,omitzero"`
 	// Result is the subagent's structured result once it ended.
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  string          `json:"error,omitempty"`

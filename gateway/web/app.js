@@ -1,0 +1,119 @@
+// app.js: the Ava web panel. The session being shown (and the subagent
+// opened in it) live in the URL's hash, so a reload or a shared link
+// comes back to the same conversation, replayed from the daemon.
+import { h, render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import htm from 'htm';
+import { getJSON, onTokenNeeded } from './api.js';
+import { Chat } from './chat.js';
+import { SubagentList, Timeline, useSubagents } from './subagents.js';
+
+const html = htm.bind(h);
+
+/** Reads {session, open} from the hash: #s=<session key>&a=<subagent ID>. */
+function readHash() {
+  const q = new URLSearchParams(location.hash.slice(1));
+  return { session: q.get('s') || '', open: q.get('a') || '' };
+}
+
+function writeHash({ session, open }) {
+  const q = new URLSearchParams();
+  if (session) q.set('s', session);
+  if (open) q.set('a', open);
+  const next = q.toString();
+  if (location.hash.slice(1) !== next) location.hash = next;
+}
+
+function useHash() {
+  const [route, setRoute] = useState(readHash);
+  useEffect(() => {
+    const on = () => setRoute(readHash());
+    window.addEventListener('hashchange', on);
+    return () => window.removeEventListener('hashchange', on);
+  }, []);
+  return [route, (r) => writeHash({ ...route, ...r })];
+}
+
+function App() {
+  const [route, go] = useHash();
+  const [tab, setTab] = useState('chat'); // phone only: chat or subagents
+  const [health, setHealth] = useState(null);
+  const [asking, setAsking] = useState(null);
+  const list = useSubagents(route.session);
+  useEffect(() => {
+    onTokenNeeded(() => new Promise((resolve) => setAsking({ resolve })));
+    getJSON('/healthz').then(setHealth, () => {});
+  }, []);
+  const openSub = (id) => {
+    go({ open: id });
+    setTab('chat');
+  };
+  const sub = route.open ? list.find((sa) => sa.id === route.open) : null;
+  const running = list.filter((sa) => sa.status === 'running' || sa.status === 'queued').length;
+  return html`
+    <div class=${`app tab-${tab}`}>
+      <header class="top">
+        <h1>Ava</h1>
+        ${health?.offline && html`<span class="pill offline" title=${health.model}>offline model</span>`}
+        <${SessionPicker} current=${route.session} onPick=${(key) => go({ session: key, open: '' })} />
+        <button class="ghost" onClick=${() => go({ session: '', open: '' })}>New chat</button>
+      </header>
+      <nav class="tabs">
+        <button class=${tab === 'chat' ? 'on' : ''} onClick=${() => setTab('chat')}>Chat</button>
+        <button class=${tab === 'side' ? 'on' : ''} onClick=${() => setTab('side')}>
+          Subagents${list.length > 0 && ` (${list.length})`}${running > 0 && ` · ${running} running`}</button>
+      </nav>
+      <main class="panes">
+        ${route.open
+          ? html`<${Chat} key=${`sub:${route.open}`} sessionKey=${`ava:subagent:${route.open}`}
+              title=${sub ? `${sub.role} ${sub.id}` : route.open}
+              subagent=${sub || { id: route.open, role: 'subagent', status: '' }}
+              onOpen=${openSub} onBack=${() => go({ open: '' })} />`
+          : html`<${Chat} key=${`main:${route.session}`} sessionKey=${route.session} title="Ava"
+              onStarted=${(key) => go({ session: key, open: '' })} onOpen=${openSub} />`}
+        <aside class="side">
+          <h2>Subagents</h2>
+          <${SubagentList} list=${list} open=${route.open} onOpen=${openSub} />
+          <h2>Timeline</h2>
+          ${list.length > 0 ? html`<${Timeline} list=${list} open=${route.open} onOpen=${openSub} />` : html`<p class="muted hint">Bars appear as subagents run.</p>`}
+        </aside>
+      </main>
+      ${asking && html`<${TokenDialog} done=${(t) => { asking.resolve(t); setAsking(null); }} />`}
+    </div>`;
+}
+
+/** Lists the daemon's main sessions, most recent first, to go back to one. */
+function SessionPicker({ current, onPick }) {
+  const [sessions, setSessions] = useState([]);
+  useEffect(() => {
+    getJSON('/api/sessions?limit=50').then((b) => setSessions(b.sessions || []), () => {});
+  }, [current]);
+  const keys = sessions.map((ss) => ss.key);
+  if (current && !keys.includes(current)) keys.unshift(current);
+  const state = Object.fromEntries(sessions.map((ss) => [ss.key, ss.state]));
+  return html`
+    <select class="key" aria-label="Session" value=${current} onChange=${(e) => onPick(e.currentTarget.value)}>
+      <option value="">new conversation</option>
+      ${keys.map((k) => html`<option value=${k}>${k}${state[k] && state[k] !== 'idle' ? ` (${state[k].replaceAll('_', ' ')})` : ''}</option>`)}
+    </select>`;
+}
+
+/** Asks for the daemon's token (AVA_TOKEN) once; the browser keeps it. */
+function TokenDialog({ done }) {
+  const [value, setValue] = useState('');
+  return html`
+    <div class="modal" role="dialog" aria-modal="true" aria-labelledby="token-title">
+      <form onSubmit=${(e) => { e.preventDefault(); done(value.trim() || null); }}>
+        <h2 id="token-title">Token needed</h2>
+        <p>This daemon requires its token (<code>AVA_TOKEN</code>). It is kept in this browser.</p>
+        <input type="password" autocomplete="current-password" autofocus value=${value}
+          onInput=${(e) => setValue(e.currentTarget.value)} aria-label="Token" />
+        <div class="actions">
+          <button type="button" class="ghost" onClick=${() => done(null)}>Cancel</button>
+          <button type="submit">Save</button>
+        </div>
+      </form>
+    </div>`;
+}
+
+render(html`<${App} />`, document.getElementById('app'));

@@ -1,0 +1,261 @@
+// chat.js: one session as a chat — Ava's main session or a subagent's —
+// built from the session's event stream, with a composer that sends,
+// queues and stops.
+import { h } from 'preact';
+import { useEffect, useReducer, useRef, useState } from 'preact/hooks';
+import htm from 'htm';
+import { follow, sendMessage, stopSession, HTTPError } from './api.js';
+import { cents, duration, shortJSON } from './format.js';
+
+const html = htm.bind(h);
+
+/** The state of a chat before its first event. */
+export const empty = {
+  items: [], // what is shown, one per kept event worth showing, in order
+  draft: null, // the answer streaming now (TextDelta), until its AssistantMessage
+  thinking: '', // thinking streaming now (ThinkingDelta)
+  model: '',
+  offline: false,
+  running: false, // a run started and has not ended
+  state: '', // a main session's state: idle, running, waiting_for_subagents
+  activity: '',
+  stalled: false,
+  tokens: 0,
+  cost: 0,
+  conn: 'connecting',
+};
+
+const add = (s, item) => ({ ...s, items: [...s.items, item] });
+
+/** Folds one event (or a connection change) into a chat's state. */
+export function reduce(s, ev) {
+  const c = ev.content || {};
+  const seq = ev.seq;
+  switch (ev.eventType) {
+    case 'UserMessage':
+      return add(s, { kind: 'user', seq, text: c.text });
+    case 'TextDelta':
+      return { ...s, draft: (s.draft ?? '') + c.text, stalled: false };
+    case 'ThinkingDelta':
+      return { ...s, thinking: s.thinking + c.text, stalled: false };
+    case 'Retry':
+      return { ...s, draft: null, thinking: '' };
+    case 'ExtendedThinking':
+      return add({ ...s, thinking: '' }, { kind: 'thinking', seq, text: c.thinking });
+    case 'AssistantMessage':
+      return add({ ...s, draft: null, thinking: '' }, { kind: 'assistant', seq, text: c.text });
+    case 'ToolCall':
+      return add(s, { kind: 'tool', seq, id: c.id, name: c.name, args: c.args });
+    case 'ToolResult':
+      return {
+        ...s,
+        items: s.items.map((it) => (it.kind === 'tool' && it.id === c.id ? { ...it, result: c } : it)),
+      };
+    case 'SubagentSpawn':
+      return add(s, { kind: 'spawn', seq, id: c.subagentId, role: c.role, task: c.task });
+    case 'SubagentComplete':
+      return add(s, { kind: 'complete', seq, ...c, id: c.subagentId });
+    case 'Error':
+      return add(s, { kind: 'error', seq, text: c.error, fatal: c.fatal });
+    case 'SessionStart':
+      return { ...s, running: true, model: c.model || s.model, offline: s.offline || !!c.offline };
+    case 'SessionEnd': {
+      const ended = { ...s, running: false, draft: null, thinking: '', activity: '', stalled: false };
+      return c.status && c.status !== 'success' ? add(ended, { kind: 'end', seq, status: c.status }) : ended;
+    }
+    case 'SessionState':
+      return { ...s, state: c.state };
+    case 'CostUpdate':
+      return { ...s, tokens: s.tokens + (c.inputTokens || 0) + (c.outputTokens || 0), cost: s.cost + (c.costCents || 0) };
+    case 'Activity':
+      return { ...s, activity: c.text };
+    case 'Stalled':
+      return { ...s, stalled: true };
+    case 'conn': // the stream's connection changed; a gap's deltas are gone
+      return ev.conn === 'reconnecting' ? { ...s, conn: ev.conn, draft: null, thinking: '' } : { ...s, conn: ev.conn };
+    default:
+      return s;
+  }
+}
+
+/**
+ * A session as a chat: its whole stream from the start, live. props:
+ * sessionKey (empty for a chat not started yet), title, subagent (the
+ * list's record when this is a subagent), onStarted(key) when the first
+ * message makes a new session, onOpen(id) to open a subagent, onModel.
+ */
+export function Chat({ sessionKey, title, subagent, onStarted, onOpen, onBack }) {
+  const [s, dispatch] = useReducer(reduce, empty);
+  // Messages sent and not yet in the stream, shown dimmed until their
+  // UserMessage arrives (at once, or when a queued one is delivered).
+  const [pending, setPending] = useState([]);
+  useEffect(() => {
+    if (!sessionKey) return undefined;
+    return follow(sessionKey, {
+      onEvent: (ev) => {
+        if (ev.eventType === 'UserMessage') setPending((p) => arrived(p, ev.content?.text || ''));
+        dispatch(ev);
+      },
+      onStatus: (st) => dispatch({ eventType: 'conn', conn: st.error ? `error: ${st.error}` : st }),
+    });
+  }, [sessionKey]);
+
+  const running = subagent?.status ? !isFinal(subagent.status) : s.state ? s.state !== 'idle' : s.running;
+  const send = async (text, queue) => {
+    const mine = { text, queued: false };
+    setPending((p) => [...p, mine]);
+    try {
+      const res = await sendMessage(sessionKey || undefined, text, queue);
+      if (res.queued) setPending((p) => p.map((m) => (m === mine ? { ...m, queued: true } : m)));
+      if (!sessionKey) onStarted(res.sessionKey);
+    } catch (err) {
+      setPending((p) => p.filter((m) => m !== mine));
+      throw err;
+    }
+  };
+  return html`
+    <section class="chat" data-session=${sessionKey} data-conn=${s.conn}>
+      <${ChatHeader} ...${{ title, s, subagent, sessionKey, running, onBack }} />
+      <${Messages} s=${s} pending=${pending} onOpen=${onOpen} />
+      <${Composer} send=${send} placeholder=${subagent ? `Message ${subagent.role} ${subagent.id}` : 'Message Ava'} />
+    </section>`;
+}
+
+// arrived drops the pending message a UserMessage of text delivers (the
+// daemon may wrap it, so the first one the text contains).
+function arrived(pending, text) {
+  const i = pending.findIndex((m) => text.includes(m.text));
+  return i < 0 ? pending : [...pending.slice(0, i), ...pending.slice(i + 1)];
+}
+
+function isFinal(status) {
+  return !['queued', 'pending', 'running', ''].includes(status || '');
+}
+
+function ChatHeader({ title, s, subagent, sessionKey, running, onBack }) {
+  const [stopping, setStopping] = useState(false);
+  const stop = async () => {
+    setStopping(true);
+    try {
+      await stopSession(sessionKey);
+    } finally {
+      setStopping(false);
+    }
+  };
+  const conn = s.conn === 'live' ? '' : s.conn;
+  return html`
+    <header class="chat-head">
+      ${onBack && html`<button class="back" onClick=${onBack} title="Back to Ava">←</button>`}
+      <div class="chat-title">
+        <strong>${title}</strong>
+        ${subagent && html`<span class=${`pill st-${subagent.status}`}>${subagent.status}</span>`}
+        <small class="muted">
+          ${[s.model || subagent?.model, s.tokens > 0 && `${s.tokens} tokens · ${cents(s.cost)}`].filter(Boolean).join(' · ')}
+          ${(s.offline || (s.model || subagent?.model || '').startsWith('scripted/')) && html` <span class="pill offline">offline</span>`}
+        </small>
+      </div>
+      ${conn && html`<span class="conn" role="status">${conn === 'reconnecting' ? 'reconnecting…' : conn}</span>`}
+      ${sessionKey && running && html`<button class="stop" onClick=${stop} disabled=${stopping}>Stop</button>`}
+    </header>`;
+}
+
+function Messages({ s, pending, onOpen }) {
+  const ref = useRef(null);
+  const stick = useRef(true); // follow the bottom unless the person scrolled up
+  const onScroll = () => {
+    const el = ref.current;
+    stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+  };
+  useEffect(() => {
+    if (stick.current && ref.current) ref.current.scrollTop = ref.current.scrollHeight;
+  });
+  const live = s.activity || (s.stalled && 'stalled: no output for a while');
+  return html`
+    <div class="messages" ref=${ref} onScroll=${onScroll}>
+      ${s.items.length === 0 && !s.draft && pending.length === 0 && html`<p class="muted hint">Nothing here yet.</p>`}
+      ${s.items.map((it) => html`<${Item} key=${it.seq} it=${it} onOpen=${onOpen} />`)}
+      ${s.thinking && html`<details class="thinking live"><summary>Thinking…</summary><pre>${s.thinking}</pre></details>`}
+      ${s.draft != null && html`<div class="msg assistant draft">${s.draft}<span class="caret" /></div>`}
+      ${pending.map((p) => html`<div class="msg user pending">${p.text}<small>${p.queued ? 'queued' : 'sending…'}</small></div>`)}
+      ${live && html`<p class=${`activity${s.stalled ? ' stalled' : ''}`}>${live}</p>`}
+    </div>`;
+}
+
+function Item({ it, onOpen }) {
+  const seq = it.seq;
+  switch (it.kind) {
+    case 'user':
+    case 'assistant':
+      return html`<div class=${`msg ${it.kind}`} data-seq=${seq} data-kind=${it.kind}>${it.text}</div>`;
+    case 'thinking':
+      return html`<details class="thinking" data-seq=${seq} data-kind="thinking"><summary>Thinking</summary><pre>${it.text}</pre></details>`;
+    case 'tool':
+      return html`<${ToolLine} it=${it} />`;
+    case 'spawn':
+      return html`<button class="line spawn" data-seq=${seq} data-kind="spawn" onClick=${() => onOpen(it.id)}>
+        ↳ started <b>${it.role}</b> ${it.id}<span class="muted"> — ${it.task}</span></button>`;
+    case 'complete':
+      return html`<button class=${`line complete st-${it.status}`} data-seq=${seq} data-kind="complete" onClick=${() => onOpen(it.id)}>
+        ${it.status === 'success' ? '✓' : '✗'} ${it.role} ${it.id} ${it.status} · ${duration(it.durationMs)} · ${cents(it.costCents)}
+        ${it.summary && html`<span class="muted"> — ${it.summary}</span>`}</button>`;
+    case 'error':
+      return html`<div class="line error" data-seq=${seq} data-kind="error">⚠ ${it.text}</div>`;
+    case 'end':
+      return html`<div class=${`line end st-${it.status}`} data-seq=${seq} data-kind="end">— ${it.status} —</div>`;
+    default:
+      return null;
+  }
+}
+
+function ToolLine({ it }) {
+  const r = it.result;
+  const mark = !r ? '…' : r.success ? '✓' : '✗';
+  return html`
+    <details class=${`line tool${r && !r.success ? ' failed' : ''}`} data-seq=${it.seq} data-kind="tool">
+      <summary><span class="mark">${mark}</span> <code>${it.name}</code> <span class="muted">${shortJSON(it.args, 80)}</span></summary>
+      <pre>${JSON.stringify(it.args, null, 2)}</pre>
+      ${r && html`<pre class="output">${r.output}</pre>`}
+    </details>`;
+}
+
+/**
+ * The message box: Enter sends, Shift+Enter starts a new line. A busy
+ * session's 409 offers to queue the message instead.
+ */
+function Composer({ send, placeholder }) {
+  const [text, setText] = useState('');
+  const [busy, setBusy] = useState(null); // the text a 409 refused
+  const [error, setError] = useState('');
+  const submit = async (queue = false) => {
+    const msg = (busy ?? text).trim();
+    if (!msg) return;
+    setError('');
+    try {
+      await send(msg, queue);
+      setText('');
+      setBusy(null);
+    } catch (err) {
+      if (err instanceof HTTPError && err.status === 409) setBusy(msg);
+      else setError(err.message);
+    }
+  };
+  const onKeyDown = (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      submit(false);
+    }
+  };
+  return html`
+    <form class="composer" onSubmit=${(e) => { e.preventDefault(); submit(false); }}>
+      ${busy != null && html`
+        <div class="offer" role="alert">
+          <span>Still running. Queue this message for when the current turn ends?</span>
+          <button type="button" class="queue" onClick=${() => submit(true)}>Queue</button>
+          <button type="button" class="ghost" onClick=${() => setBusy(null)}>Cancel</button>
+        </div>`}
+      ${error && html`<div class="offer error" role="alert">${error}</div>`}
+      <textarea rows="1" value=${text} placeholder=${placeholder} aria-label=${placeholder}
+        onInput=${(e) => setText(e.currentTarget.value)} onKeyDown=${onKeyDown} />
+      <button type="submit" disabled=${!text.trim()}>Send</button>
+    </form>`;
+}

@@ -1,0 +1,32 @@
+// format.js: numbers for people.
+
+/** A cost in cents: "0.42¢", or "$1.23" from a dollar up. */
+export function cents(c) {
+  const v = c || 0;
+  if (v >= 100) return `$${(v / 100).toFixed(2)}`;
+  return `${v < 10 ? v.toFixed(2) : v.toFixed(1)}¢`;
+}
+
+/** A duration in milliseconds: "850 ms", "12.3 s", "2 m 05 s", "1 h 02 m". */
+export function duration(ms) {
+  const v = Math.max(0, ms || 0);
+  if (v < 1000) return `${Math.round(v)} ms`;
+  if (v < 60_000) return `${(v / 1000).toFixed(1)} s`;
+  const s = Math.floor(v / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)} m ${String(s % 60).padStart(2, '0')} s`;
+  return `${Math.floor(s / 3600)} h ${String(Math.floor(s / 60) % 60).padStart(2, '0')} m`;
+}
+
+/** A token count: "950", "12.4k", "1.2M". */
+export function tokens(n) {
+  const v = n || 0;
+  if (v < 1000) return String(v);
+  if (v < 1_000_000) return `${(v / 1000).toFixed(1)}k`;
+  return `${(v / 1_000_000).toFixed(1)}M`;
+}
+
+/** A JSON value on one line, cut to max characters. */
+export function shortJSON(v, max) {
+  const s = typeof v === 'string' ? v : JSON.stringify(v ?? {});
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}

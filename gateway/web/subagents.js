@@ -1,0 +1,107 @@
+// subagents.js: a session's subagents, as a live list and as a timeline.
+import { h } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import htm from 'htm';
+import { getJSON } from './api.js';
+import { cents, duration, tokens } from './format.js';
+
+const html = htm.bind(h);
+
+/** How often the list is read again while the page is open. */
+const POLL_MS = 1000;
+
+/**
+ * Polls the subagents of the main session key (newest first). The list
+ * carries what the stream does not: elapsed time, activity, stalls and
+ * queue positions as they change.
+ */
+export function useSubagents(key) {
+  const [list, setList] = useState([]);
+  useEffect(() => {
+    setList([]);
+    if (!key) return undefined;
+    let stopped = false;
+    let timer;
+    const load = async () => {
+      try {
+        const body = await getJSON(`/api/subagents?parent=${encodeURIComponent(key)}`);
+        if (!stopped) setList(body.subagents || []);
+      } catch { /* the next poll tries again; the chat shows the connection */ }
+      if (!stopped) timer = setTimeout(load, POLL_MS);
+    };
+    load();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
+  }, [key]);
+  return list;
+}
+
+function statusText(sa) {
+  if (sa.status === 'queued' && sa.queuePosition) return `queued #${sa.queuePosition}`;
+  if (sa.status === 'running' && sa.stalled) return 'stalled';
+  return sa.status;
+}
+
+/** The list: one row per subagent; a row opens its chat. */
+export function SubagentList({ list, open, onOpen }) {
+  if (list.length === 0) return html`<p class="muted hint">No subagents in this session yet.</p>`;
+  return html`
+    <ul class="subagents">
+      ${list.map((sa) => html`
+        <li key=${sa.id}>
+          <button class=${`subagent${sa.id === open ? ' open' : ''}`} data-id=${sa.id} data-status=${sa.status} onClick=${() => onOpen(sa.id)}>
+            <span class="row1">
+              <b>${sa.role}</b> <code>${sa.id}</code>
+              <span class=${`pill st-${sa.stalled ? 'stalled' : sa.status}`}>${statusText(sa)}</span>
+            </span>
+            <span class="row2 muted">${duration(elapsed(sa))} · ${tokens(sa.tokens)} tokens · ${cents(sa.costCents)}</span>
+            <span class="row3">${sa.activity || sa.error || sa.task}</span>
+          </button>
+        </li>`)}
+    </ul>`;
+}
+
+const ms = (t) => (t ? Date.parse(t) : NaN);
+const active = (sa) => ['queued', 'pending', 'running'].includes(sa.status);
+
+// span is a subagent's [start, end] in ms: from its creation (its first
+// turn, when it was sent follow-ups since) to its end, or now.
+function span(sa, now) {
+  const start = ms(sa.createdAt) || ms(sa.startedAt) || now - (sa.elapsedMs || 0);
+  const end = ms(sa.endedAt) || (active(sa) ? now : start + (sa.elapsedMs || 0));
+  return [start, Math.max(end, start)];
+}
+
+// elapsed is the running turn's time (as ava ps shows it), or once it
+// ended the time from its creation to its end.
+function elapsed(sa) {
+  if (active(sa) || !sa.endedAt) return sa.elapsedMs;
+  const [start, end] = span(sa, Date.now());
+  return end - start;
+}
+
+/** The timeline: a bar per subagent from its start to its end, coloured by status, with its cost. */
+export function Timeline({ list, open, onOpen }) {
+  if (list.length === 0) return null;
+  const now = Date.now();
+  const rows = list.map((sa) => ({ sa, at: span(sa, now) })).sort((a, b) => a.at[0] - b.at[0]);
+  const t0 = Math.min(...rows.map((r) => r.at[0]));
+  const t1 = Math.max(...rows.map((r) => r.at[1]), t0 + 1000);
+  const pct = (t) => `${((100 * (t - t0)) / (t1 - t0)).toFixed(2)}%`;
+  return html`
+    <div class="timeline" role="list">
+      ${rows.map(({ sa, at }) => html`
+        <button key=${sa.id} role="listitem" class=${`tl-row${sa.id === open ? ' open' : ''}`} data-id=${sa.id}
+          onClick=${() => onOpen(sa.id)} title=${`${sa.role} ${sa.id}: ${sa.status}, ${duration(at[1] - at[0])}, ${cents(sa.costCents)}`}>
+          <span class="tl-label">${sa.role} <code>${sa.id}</code></span>
+          <span class="tl-track">
+            <span class=${`tl-bar st-${sa.status}`} data-status=${sa.status}
+              style=${{ left: pct(at[0]), width: `max(${pct(at[1])} - ${pct(at[0])}, 3px)` }} />
+          </span>
+          <span class="tl-cost">${cents(sa.costCents)}</span>
+        </button>`)}
+      <div class="tl-axis muted"><span>0 s</span><span>${duration(t1 - t0)}</span></div>
+    </div>`;
+}
