@@ -244,13 +244,15 @@ func (s *Service) startLocked(key string, m *main, t *Turn) {
 	s.wg.Go(func() {
 		s.run(ctx, t)
 		cancel(nil)
+		// The session's state has moved on (idle, waiting for subagents
+		// or the next queued turn) before anyone hears the turn is done.
 		s.turnEnded(key, t)
+		close(t.done)
 	})
 }
 
 // run answers one message.
 func (s *Service) run(ctx context.Context, t *Turn) {
-	defer close(t.done)
 	orch, model, err := s.cfg.Orchestrator(t.opt.Model, t.opt.Limits)
 	if err != nil {
 		t.err = err
