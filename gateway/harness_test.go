@@ -193,6 +193,11 @@ func (e *env) chat(req client.ChatRequest) (client.ChatStart, []client.Event, cl
 		case client.EventDone:
 			var r client.TurnResult
 			must(e.t, json.Unmarshal(ev.Data, &r))
+			// The stream ends after done: read to its end, so that the
+			// request is over (and counted in the metrics) on return.
+			if _, err := st.Next(); err == nil {
+				e.t.Fatalf("an event after done in %s", req.SessionKey)
+			}
 			return start, evs, r
 		default:
 			evs = append(evs, ev)
