@@ -102,15 +102,15 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	// The parent hears of the spawn at once: SubagentSpawn is stored (and
 	// its synced lifecycle entry written, by the session files' sink)
 	// while the run starts, always before the run's SubagentComplete in
-	// the same session. The run record is written before the loop starts,
-	// so no model call is ever made by an unrecorded run (a failed write
-	// cancels the run before its first call). The loop's own events are
-	// stored while its first request is on its way (agent: asynchronous
-	// publishing).
+	// the same session. The run is recorded running before the loop
+	// starts (at spawn for a new run), so no model call is ever made by an
+	// unrecorded run (a failed write cancels the run before its first
+	// call). The loop's own events are stored while its first request is
+	// on its way (agent: asynchronous publishing).
 	if first {
 		h.announceSpawn(start)
 	}
-	h.recordRun(first, start)
+	h.recordRun()
 	res := a.Run(ctx, history, input)
 	return h.finish(res, len(history), start)
 }
@@ -145,25 +145,22 @@ func (h *Handle) begin(a *agent.Agent, cancel context.CancelCauseFunc, start tim
 	return h.turns == 1
 }
 
-// recordRun records the run as running: its first turn creates the
-// record (a queued run's exists and moves from queued), a follow-up
-// moves it back to running. The write happens even if
-// the run was already cancelled, so that its end can be recorded from
-// running. A run that cannot be recorded is cancelled with the error
+// recordRun records the run as running when its turn starts: a new run
+// was recorded running at spawn (Manager.claim) and has nothing to
+// write; a queued run moves from queued, a follow-up from its end. The
+// write happens even if the run was already cancelled, so that its end
+// can be recorded from running. A run that cannot be recorded is cancelled with the error
 // (its loop then ends before any model call): it never runs unrecorded.
-func (h *Handle) recordRun(first bool, start time.Time) {
-	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
-	defer cancel()
+func (h *Handle) recordRun() {
 	h.mu.Lock()
 	from, stop := h.stored, h.cancel
 	h.mu.Unlock()
-	var err error
-	if first && from != lifecycle.Queued { // a queued run's record exists
-		err = h.m.opt.Store.CreateRun(ctx, h.storeRun(lifecycle.Running, &start))
-	} else {
-		err = h.m.opt.Store.TransitionRun(ctx, h.uuid, []lifecycle.Status{from}, lifecycle.Running, nil)
+	if from == lifecycle.Running { // a new run, recorded running at spawn
+		return
 	}
-	if err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
+	defer cancel()
+	if err := h.m.opt.Store.TransitionRun(ctx, h.uuid, []lifecycle.Status{from}, lifecycle.Running, nil); err != nil {
 		h.m.log.Error("record subagent start; stopping it", "id", h.id, "err", err)
 		stop(fmt.Errorf("record run %s: %w", h.id, err))
 		return
