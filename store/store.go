@@ -268,6 +268,8 @@ type RunStore interface {
 	CreateRun(ctx context.Context, r Run) error
 	// ShortIDs calls fn with every run's short ID, in no order.
 	ShortIDs(ctx context.Context, fn func(short string)) error
+	// ShortIDExists reports whether a run has this short ID.
+	ShortIDExists(ctx context.Context, short string) (bool, error)
 	// GetRun finds a run by full ID, short ID, or a unique prefix of
 	// either. It returns ErrNotFound, or an *AmbiguousError listing the
 	// candidates.

@@ -52,6 +52,7 @@ type Handle struct {
 	turns     int           // runs started, including follow-ups
 	startedAt time.Time
 	restored  bool // rebuilt from the store; its conversation is not loaded yet
+	foreign   bool // its ID turned out to be another process's run: nothing of it is recorded
 
 	watched bool // a cleanup drops its weak index entry (guarded by m.mu)
 }

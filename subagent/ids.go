@@ -17,8 +17,8 @@ const maxIDDraws = 1 << 26
 // idSet holds every short ID in use. Short IDs are "S-" and six hex
 // digits, 24 bits, so a 2 MiB bitset covers them all: a spawn checks and
 // takes an ID without a store read. It is filled from the store at Start;
-// a run recorded by another process since is caught when the run's
-// record is refused (Manager.claim).
+// a run recorded by another process since is caught when the drawn ID is
+// checked against the store (Manager.assignIDs).
 type idSet struct {
 	bits []uint64
 	rand io.Reader
@@ -77,31 +77,56 @@ func (s *idSet) draw() (string, error) {
 }
 
 // assignIDs gives each new handle of hs (one without an ID; a follow-up
-// keeps its own) a short ID this process knows to be free (idSet, filled
-// from the store at Start and kept by every spawn). Another process may
-// have recorded a run under it since: the run's record, written before
-// the spawn returns and before the ID is used anywhere, is refused then,
-// and claim draws again (Manager.claim).
-func (m *Manager) assignIDs(_ context.Context, hs ...*Handle) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+// keeps its own) a short ID that no run of the data root has. The draw
+// avoids every ID this process knows (idSet); the store is then asked
+// about the drawn one, because another process on the same store may
+// have recorded a run under it since Start. A taken ID is kept out of
+// later draws and another is drawn. This happens before the ID is used
+// anywhere (event stream, parent's SubagentSpawn, run record), so a
+// clash never reaches a stream or record of the other run.
+//
+// Two processes can still draw the same ID between this check and
+// writing the run record (a window of a fraction of a millisecond in a
+// space of 16.7 million IDs); the record's unique index then refuses the
+// second with store.ErrDuplicate, and that run ends with the error
+// (Handle.recordRun) before its loop starts, writing nothing to the
+// store or the ID's stream (both the other run's); only its parent is
+// told.
+func (m *Manager) assignIDs(ctx context.Context, hs ...*Handle) error {
 	for i, h := range hs {
 		if h.id != "" {
 			continue
 		}
-		id, err := m.ids.draw()
+		id, err := m.freeID(ctx)
 		if err != nil {
-			for _, d := range hs[:i] {
-				if d.uuid == "" {
-					m.ids.remove(d.id)
-					d.id = ""
-				}
-			}
+			m.dropIDs(hs[:i]...)
 			return fmt.Errorf("spawn: %w", err)
 		}
 		h.id = id
 	}
 	return nil
+}
+
+// freeID draws IDs until one is unknown to the store too.
+func (m *Manager) freeID(ctx context.Context) (string, error) {
+	for range maxIDDraws {
+		m.mu.Lock()
+		id, err := m.ids.draw()
+		m.mu.Unlock()
+		if err != nil {
+			return "", err
+		}
+		taken, err := m.opt.Store.ShortIDExists(ctx, id)
+		if err != nil {
+			m.dropIDs(&Handle{id: id})
+			return "", fmt.Errorf("check subagent ID %s: %w", id, err)
+		}
+		if !taken {
+			return id, nil
+		}
+		m.log.Info("subagent ID taken by another process; drawing again", "id", id)
+	}
+	return "", fmt.Errorf("draw subagent ID: every draw was taken")
 }
 
 // dropIDs frees the IDs assigned to new handles that will not start

@@ -16,7 +16,6 @@ import (
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
-	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/tool"
@@ -263,76 +262,15 @@ func (m *Manager) spawn(ctx context.Context, req Request) (*Handle, error) {
 // run's record is written first, so it is in the store as queued when
 // the spawn returns.
 func (m *Manager) start(ctx context.Context, h *Handle) error {
-	if err := m.claim(context.WithoutCancel(ctx), h); err != nil {
-		m.abandon(h, true)
-		return fmt.Errorf("spawn: %w", err)
-	}
 	m.register(h)
 	if h.isQueued() {
-		h.announceQueued()
+		if err := h.recordQueued(context.WithoutCancel(ctx), true); err != nil {
+			m.abandon(h, true)
+			m.opt.Hub.Forget(h.SessionKey())
+			return fmt.Errorf("spawn: %w", err)
+		}
 	}
 	m.wg.Go(h.run)
-	return nil
-}
-
-// maxClaims bounds the short IDs one spawn tries: each clash means
-// another process recorded a run under the ID just drawn, in a space of
-// 16.7 million.
-const maxClaims = 8
-
-// claim writes a new run's record before the spawn returns: running, or
-// queued when it waits for a slot. The record's unique short ID is what
-// makes an ID the run's own across every process on the data root: when
-// another process took the drawn ID, the store refuses the record
-// (store.ErrDuplicate) and another ID is drawn, before the ID is used
-// anywhere (event stream, parent's SubagentSpawn). So no model call is
-// ever made by an unrecorded run, and the run's first turn has nothing
-// left to write before its first request.
-func (m *Manager) claim(ctx context.Context, h *Handle) error {
-	status, start := lifecycle.Running, new(time.Time)
-	*start = m.now()
-	if h.isQueued() {
-		status, start = lifecycle.Queued, nil
-	}
-	for range maxClaims {
-		h.uuid = uuid.NewString()
-		err := m.opt.Store.CreateRun(ctx, h.storeRun(status, start))
-		if err == nil {
-			h.mu.Lock()
-			h.stored = status
-			h.mu.Unlock()
-			return nil
-		}
-		if !errors.Is(err, store.ErrDuplicate) {
-			return fmt.Errorf("record run %s: %w", h.id, err)
-		}
-		m.log.Info("subagent ID taken by another process; drawing again", "id", h.id)
-		if err := m.redraw(h); err != nil {
-			return err
-		}
-	}
-	return fmt.Errorf("record run: %d drawn IDs were all taken by other processes", maxClaims)
-}
-
-// redraw gives an admitted handle a new short ID, moving its entries in
-// the manager's maps; the old ID stays marked taken.
-func (m *Manager) redraw(h *Handle) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	id, err := m.ids.draw()
-	if err != nil {
-		return err
-	}
-	old := h.id
-	if m.handles[old] == h {
-		delete(m.handles, old)
-		m.handles[id] = h
-	}
-	if m.running[old] == h {
-		delete(m.running, old)
-		m.running[id] = h
-	}
-	h.id = id
 	return nil
 }
 
@@ -459,11 +397,14 @@ func (m *Manager) release(h *Handle) {
 	}
 }
 
-// register opens the run's event stream (the hub's, under its session
-// key): it exists from now on. The run's record is in the store under
-// its short ID (claim), so no other run has the ID and the stream starts
-// fresh.
+// register gives the run its full ID; its event stream (the hub's,
+// under its session key) exists from now on. The drawn ID is already
+// known to be free in this process and the store (assignIDs), so the
+// stream starts fresh; the run record itself is written when its
+// loop starts, beside the loop's setup and before its first model call
+// (Handle.recordRun).
 func (m *Manager) register(h *Handle) {
+	h.uuid = uuid.NewString()
 	m.opt.Hub.Fresh(h.SessionKey())
 }
 

@@ -192,35 +192,36 @@ func (h *Handle) endQueued(cause error) {
 	h.end()
 }
 
-// recordQueued moves a finished run back to queued (a follow-up that
-// waits for a slot), synced, before the send returns.
-func (h *Handle) recordQueued(ctx context.Context) error {
+// recordQueued writes a queued run's record (a new run) or moves a
+// finished run back to queued (a follow-up), synced, before the spawn
+// returns; a new run's queueing is also a subagent:queued lifecycle entry.
+func (h *Handle) recordQueued(ctx context.Context, isNew bool) error {
 	h.mu.Lock()
-	from := h.stored
+	from, at := h.stored, h.queuedAt
 	h.mu.Unlock()
-	if err := h.m.opt.Store.TransitionRun(ctx, h.uuid, []lifecycle.Status{from}, lifecycle.Queued, nil); err != nil {
+	var err error
+	if isNew {
+		err = h.m.opt.Store.CreateRun(ctx, h.storeRun(lifecycle.Queued, nil))
+	} else {
+		err = h.m.opt.Store.TransitionRun(ctx, h.uuid, []lifecycle.Status{from}, lifecycle.Queued, nil)
+	}
+	if err != nil {
 		return fmt.Errorf("record queued run %s: %w", h.id, err)
 	}
 	h.mu.Lock()
 	h.stored = lifecycle.Queued
 	h.mu.Unlock()
+	if isNew {
+		ev := h.spawnEvent(event.SubagentQueued, h.m.queuePosition(h))
+		ev = h.parentEvent(ev)
+		ev.Time = at
+		if ev.Session != "" {
+			if _, err := h.m.opt.Hub.Publish(ev); err != nil {
+				h.m.log.Error("publish to parent session", "id", h.id, "type", ev.Type, "err", err)
+			}
+		}
+	}
 	return nil
-}
-
-// announceQueued publishes a new queued run's SubagentQueued in its
-// parent's session (its subagent:queued lifecycle entry).
-func (h *Handle) announceQueued() {
-	h.mu.Lock()
-	at := h.queuedAt
-	h.mu.Unlock()
-	ev := h.parentEvent(h.spawnEvent(event.SubagentQueued, h.m.queuePosition(h)))
-	if ev.Session == "" {
-		return
-	}
-	ev.Time = at
-	if _, err := h.m.opt.Hub.Publish(ev); err != nil {
-		h.m.log.Error("publish to parent session", "id", h.id, "type", ev.Type, "err", err)
-	}
 }
 
 // abandon undoes admit for a run that will not start (its queued record

@@ -102,15 +102,22 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	// The parent hears of the spawn at once: SubagentSpawn is stored (and
 	// its synced lifecycle entry written, by the session files' sink)
 	// while the run starts, always before the run's SubagentComplete in
-	// the same session. The run is recorded running before the loop
-	// starts (at spawn for a new run), so no model call is ever made by an
-	// unrecorded run (a failed write cancels the run before its first
-	// call). The loop's own events are stored while its first request is
-	// on its way (agent: asynchronous publishing).
+	// the same session. The run record is written before the loop starts,
+	// so no model call is ever made by an unrecorded run (a failed write
+	// cancels the run before its first call). The loop's own events are
+	// stored while its first request is on its way (agent: asynchronous
+	// publishing).
+	if err := h.recordRun(first, start); err != nil {
+		// Never run unrecorded: the turn ends before its loop starts,
+		// and the parent is told.
+		if first {
+			h.announceSpawn(start)
+		}
+		return h.finish(agent.Result{Status: lifecycle.Error, Err: err}, len(history), start)
+	}
 	if first {
 		h.announceSpawn(start)
 	}
-	h.recordRun()
 	res := a.Run(ctx, history, input)
 	return h.finish(res, len(history), start)
 }
@@ -145,29 +152,39 @@ func (h *Handle) begin(a *agent.Agent, cancel context.CancelCauseFunc, start tim
 	return h.turns == 1
 }
 
-// recordRun records the run as running when its turn starts: a new run
-// was recorded running at spawn (Manager.claim) and has nothing to
-// write; a queued run moves from queued, a follow-up from its end. The
-// write happens even if the run was already cancelled, so that its end
-// can be recorded from running. A run that cannot be recorded is cancelled with the error
-// (its loop then ends before any model call): it never runs unrecorded.
-func (h *Handle) recordRun() {
-	h.mu.Lock()
-	from, stop := h.stored, h.cancel
-	h.mu.Unlock()
-	if from == lifecycle.Running { // a new run, recorded running at spawn
-		return
-	}
+// recordRun records the run as running: its first turn creates the
+// record (a queued run's exists and moves from queued), a follow-up
+// moves it back to running. The write happens even if
+// the run was already cancelled, so that its end can be recorded from
+// running. A run that cannot be recorded gets the error and its turn
+// ends before its loop starts: it never runs unrecorded.
+func (h *Handle) recordRun(first bool, start time.Time) error {
 	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
 	defer cancel()
-	if err := h.m.opt.Store.TransitionRun(ctx, h.uuid, []lifecycle.Status{from}, lifecycle.Running, nil); err != nil {
-		h.m.log.Error("record subagent start; stopping it", "id", h.id, "err", err)
-		stop(fmt.Errorf("record run %s: %w", h.id, err))
-		return
+	h.mu.Lock()
+	from := h.stored
+	h.mu.Unlock()
+	var err error
+	if first && from != lifecycle.Queued { // a queued run's record exists
+		err = h.m.opt.Store.CreateRun(ctx, h.storeRun(lifecycle.Running, &start))
+		if errors.Is(err, store.ErrDuplicate) {
+			// Another process recorded a run under this ID after it was
+			// checked: the ID and its stream are that run's.
+			h.mu.Lock()
+			h.foreign = true
+			h.mu.Unlock()
+		}
+	} else {
+		err = h.m.opt.Store.TransitionRun(ctx, h.uuid, []lifecycle.Status{from}, lifecycle.Running, nil)
+	}
+	if err != nil {
+		h.m.log.Error("record subagent start; not running it", "id", h.id, "err", err)
+		return fmt.Errorf("record run %s: %w", h.id, err)
 	}
 	h.mu.Lock()
 	h.stored = lifecycle.Running
 	h.mu.Unlock()
+	return nil
 }
 
 // announceSpawn publishes SubagentSpawn (at start) in the parent's
@@ -218,8 +235,17 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 		fin.Error = res.Err.Error()
 	}
 	h.mu.Lock()
-	from := h.stored
+	from, foreign := h.stored, h.foreign
 	h.mu.Unlock()
+	if foreign {
+		// Nothing of this run is in the store or in the ID's stream,
+		// which belong to another process's run; only its parent hears.
+		h.mu.Lock()
+		h.status, h.result, h.stalled = res.Status, &result, false
+		h.mu.Unlock()
+		h.publishParent(h.completeEvent(result, res, start))
+		return res
+	}
 	if err := m.opt.Store.TransitionRun(ctx, h.uuid, []lifecycle.Status{from}, res.Status, fin); err != nil {
 		m.log.Error("record subagent end", "id", h.id, "status", res.Status, "err", err)
 	}

@@ -42,7 +42,7 @@ func (m *Manager) Send(ctx context.Context, id, message string, queue bool) (*Ha
 		return nil, fmt.Errorf("send to %s: %w", h.id, err)
 	}
 	if h.isQueued() {
-		if err := h.recordQueued(context.WithoutCancel(ctx)); err != nil {
+		if err := h.recordQueued(context.WithoutCancel(ctx), false); err != nil {
 			m.abandon(h, false)
 			return nil, fmt.Errorf("send to %s: %w", h.id, err)
 		}

@@ -173,6 +173,19 @@ func (s *Store) ShortIDs(ctx context.Context, fn func(short string)) error {
 	return nil
 }
 
+// ShortIDExists reports whether a run has the short ID short.
+func (s *Store) ShortIDExists(ctx context.Context, short string) (bool, error) {
+	if !store.ValidShortID(short) {
+		return false, fmt.Errorf("short ID %q is not S- and six lowercase hex characters", short)
+	}
+	var exists bool
+	err := s.reader.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE short_id = ?)`, short).Scan(&exists)
+	if err != nil {
+		return false, fmt.Errorf("look up short ID %s: %w", short, err)
+	}
+	return exists, nil
+}
+
 // GetRun finds a run by full ID, short ID, or a unique prefix of either
 // (case-insensitive). It returns an error wrapping store.ErrNotFound, or an
 // *store.AmbiguousError listing the candidates.

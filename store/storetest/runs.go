@@ -47,6 +47,18 @@ func testRunCreateGet(t *testing.T, s store.Store) {
 	if _, err := s.GetSession(ctx(t), want.SessionKey); err != nil {
 		t.Fatalf("run session: %v", err)
 	}
+	ok, err := s.ShortIDExists(ctx(t), "S-7f3a2b")
+	must(t, err)
+	if !ok {
+		t.Fatal("ShortIDExists = false for a stored run")
+	}
+	ok, err = s.ShortIDExists(ctx(t), "S-000000")
+	must(t, err)
+	if ok {
+		t.Fatal("ShortIDExists = true for an unused short ID")
+	}
+	_, err = s.ShortIDExists(ctx(t), "7f3a2b")
+	wantPlainErr(t, err)
 }
 
 func testRunCreateValidation(t *testing.T, s store.Store) {
@@ -70,8 +82,8 @@ func testRunCreateValidation(t *testing.T, s store.Store) {
 		}
 		wantPlainErr(t, err)
 	}
-	if _, err := s.GetRun(ctx(t), "S-00aa00"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("a refused run was stored (get: %v)", err)
+	if ok, err := s.ShortIDExists(ctx(t), "S-00aa00"); err != nil || ok {
+		t.Fatalf("a refused run was stored (exists %v, err %v)", ok, err)
 	}
 }
 
