@@ -233,6 +233,33 @@ func TestPublishFailureEndsRun(t *testing.T) {
 	}
 }
 
+// failingLog is an event log whose disk is full.
+type failingLog struct{ *event.MemoryLog }
+
+func (failingLog) AppendEvents(context.Context, []event.Event) error { return errors.New("disk full") }
+
+// Through the hub the loop publishes without waiting; a store that
+// refuses its events still ends the run with an error, and the events
+// reach no subscriber.
+func TestAsyncPublishFailureEndsRun(t *testing.T) {
+	hub := event.NewHub(failingLog{event.NewMemoryLog()})
+	sub := hub.Subscribe("ava:test:async", 0)
+	defer sub.Close()
+	s, _ := scripted.Parse("t", []byte("turns:\n  - text: hi\n"))
+	res := run(t, agent.Config{Model: llm.Model{Provider: scripted.NewWithScript(s), ID: "x"}, Publisher: hub,
+		Caller: tool.Caller{AgentID: "ava", SessionKey: "ava:test:async"}}, context.Background())
+	if res.Status != lifecycle.Error || !strings.Contains(res.Err.Error(), "disk full") {
+		t.Fatalf("status %s err %v", res.Status, res.Err)
+	}
+	if evs, _ := sub.Poll(context.Background()); len(evs) != 0 {
+		for _, ev := range evs {
+			if ev.Type.Kept() {
+				t.Fatalf("an unstored event was delivered: %v", ev)
+			}
+		}
+	}
+}
+
 func TestModelErrorIsStatusError(t *testing.T) {
 	s, _ := scripted.Parse("t", []byte("turns:\n  - error: overloaded\n"))
 	res := run(t, agent.Config{Model: llm.Model{Provider: scripted.NewWithScript(s), ID: "x"}}, context.Background())

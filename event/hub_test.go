@@ -285,3 +285,58 @@ func TestFreshSessionThatIsNotNew(t *testing.T) {
 		t.Fatalf("new session: #%d %v", ev.Seq, err)
 	}
 }
+
+// Events published without waiting keep their order, live-only ones
+// included, and each kept one is stored before it is seen.
+func TestPublishAsyncKeepsOrder(t *testing.T) {
+	log := event.NewMemoryLog()
+	hub := event.NewHub(log)
+	const key = "ava:test:order"
+	sub := hub.Subscribe(key, 0)
+	defer sub.Close()
+	var wg sync.WaitGroup
+	const n = 500
+	for i := range n {
+		typ := event.ToolCall
+		if i%3 == 0 {
+			typ = event.TextDelta
+		}
+		ev := event.New(typ, event.TextContent{Text: fmt.Sprint(i)})
+		ev.Session = key
+		wg.Add(1)
+		hub.PublishAsync(ev, func(got event.Event, err error) {
+			defer wg.Done()
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	var got []event.Event
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for len(got) < n {
+		evs, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatalf("after %d events: %v", len(got), err)
+		}
+		got = append(got, evs...)
+	}
+	var seq uint64
+	for i, ev := range got {
+		var c event.TextContent
+		_ = ev.Decode(&c)
+		if c.Text != fmt.Sprint(i) {
+			t.Fatalf("event %d is %q", i, c.Text)
+		}
+		if ev.Type.Kept() {
+			if seq++; ev.Seq != seq {
+				t.Fatalf("event %d numbered %d, want %d", i, ev.Seq, seq)
+			}
+		}
+	}
+	stored, err := log.ReadEvents(ctx, key, 0, 0)
+	if err != nil || uint64(len(stored)) != seq {
+		t.Fatalf("%d stored (%v), want %d", len(stored), err, seq)
+	}
+}
