@@ -140,6 +140,32 @@ type Instance struct {
 	HeartbeatAt time.Time
 }
 
+// ChannelUpdate is one update a chat channel received (a Telegram
+// update), kept until it is handled.
+type ChannelUpdate struct {
+	ID      int64
+	ChatID  int64
+	Payload json.RawMessage
+}
+
+// ChannelStore keeps what a chat channel received, so that a restart
+// neither loses an update nor handles one twice.
+type ChannelStore interface {
+	// SaveUpdates stores updates not stored before (the others are
+	// ignored) in one transaction and returns the ones that were new.
+	SaveUpdates(ctx context.Context, channel string, ups []ChannelUpdate) ([]ChannelUpdate, error)
+	// PendingUpdates returns the stored updates not yet handled, in order.
+	PendingUpdates(ctx context.Context, channel string) ([]ChannelUpdate, error)
+	// UpdateHandled marks an update handled.
+	UpdateHandled(ctx context.Context, channel string, id int64) error
+	// NextUpdate is one past the highest update ID stored (0 if none):
+	// where the channel resumes.
+	NextUpdate(ctx context.Context, channel string) (int64, error)
+	// FirstRefusal records that chat was refused on day (YYYY-MM-DD) and
+	// reports whether this is the first time that day.
+	FirstRefusal(ctx context.Context, channel string, chat int64, day string) (bool, error)
+}
+
 // OwnerStore records instances and ends the runs of dead ones.
 type OwnerStore interface {
 	// RegisterInstance stores a new instance (or replaces one with its ID).
@@ -335,6 +361,7 @@ type Store interface {
 	PendingStore
 	MemoryStore
 	OwnerStore
+	ChannelStore
 	// Log is every session's numbered events (see package event).
 	event.Log
 	// Close releases the store; calling it again is harmless.

@@ -1,0 +1,110 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/avaagent/ava/store"
+)
+
+// SaveUpdates stores the updates not stored before, in one transaction,
+// and returns the ones that were new.
+func (s *Store) SaveUpdates(ctx context.Context, channel string, ups []store.ChannelUpdate) ([]store.ChannelUpdate, error) {
+	if err := checkKey("channel", channel); err != nil {
+		return nil, fmt.Errorf("save updates: %w", err)
+	}
+	var fresh []store.ChannelUpdate
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		fresh = fresh[:0]
+		now := toNS(s.now())
+		for _, u := range ups {
+			res, err := tx.ExecContext(ctx, `INSERT INTO channel_updates (channel, update_id, chat_id, payload, received_at)
+				VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, channel, u.ID, u.ChatID, string(u.Payload), now)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				fresh = append(fresh, u)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("save %s updates: %w", channel, err)
+	}
+	return fresh, nil
+}
+
+// PendingUpdates returns the stored updates not yet handled, in order.
+func (s *Store) PendingUpdates(ctx context.Context, channel string) ([]store.ChannelUpdate, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT update_id, chat_id, payload FROM channel_updates
+		WHERE channel = ? AND done = 0 ORDER BY update_id`, channel)
+	if err != nil {
+		return nil, fmt.Errorf("pending %s updates: %w", channel, err)
+	}
+	defer rows.Close()
+	var out []store.ChannelUpdate
+	for rows.Next() {
+		var u store.ChannelUpdate
+		var payload string
+		if err := rows.Scan(&u.ID, &u.ChatID, &payload); err != nil {
+			return nil, fmt.Errorf("pending %s updates: %w", channel, err)
+		}
+		u.Payload = []byte(payload)
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// UpdateHandled marks an update handled.
+func (s *Store) UpdateHandled(ctx context.Context, channel string, id int64) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE channel_updates SET done = 1 WHERE channel = ? AND update_id = ?`, channel, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return fmt.Errorf("update %d: %w", id, store.ErrNotFound)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("mark %s update handled: %w", channel, err)
+	}
+	return nil
+}
+
+// NextUpdate is one past the highest update ID stored, 0 if none.
+func (s *Store) NextUpdate(ctx context.Context, channel string) (int64, error) {
+	var last sql.NullInt64
+	err := s.reader.QueryRowContext(ctx, `SELECT max(update_id) FROM channel_updates WHERE channel = ?`, channel).Scan(&last)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("next %s update: %w", channel, err)
+	}
+	if !last.Valid {
+		return 0, nil
+	}
+	return last.Int64 + 1, nil
+}
+
+// FirstRefusal records a refusal of chat on day and reports whether it
+// is that day's first.
+func (s *Store) FirstRefusal(ctx context.Context, channel string, chat int64, day string) (bool, error) {
+	var first bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO channel_refusals (channel, chat_id, day) VALUES (?, ?, ?)
+			ON CONFLICT DO NOTHING`, channel, chat, day)
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		first = n == 1
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("record %s refusal: %w", channel, err)
+	}
+	return first, nil
+}
