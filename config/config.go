@@ -65,6 +65,13 @@ type Config struct {
 	// the Telegram channel.
 	TelegramBotToken string   `yaml:"-"`
 	TelegramAllowed  []string `yaml:"telegram_allowed"`
+	// TelegramAPIURL is the Bot API's base URL (AVA_TELEGRAM_API_URL;
+	// default the public one).
+	TelegramAPIURL string `yaml:"telegram_api_url"`
+	// TelegramWebhookSecret switches the channel to webhook mode
+	// (AVA_TELEGRAM_WEBHOOK_SECRET, environment only): updates come to
+	// POST /telegram/webhook with this secret token header.
+	TelegramWebhookSecret string `yaml:"-"`
 
 	// Source lists where settings came from, for error messages.
 	Source string `yaml:"-"`
@@ -218,6 +225,8 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str(&c.OpenRouter.APIKey, "OPENROUTER_API_KEY")
 	str(&c.OpenRouter.BaseURL, "OPENROUTER_BASE_URL")
 	str(&c.TelegramBotToken, "TELEGRAM_BOT_TOKEN")
+	str(&c.TelegramAPIURL, "AVA_TELEGRAM_API_URL")
+	str(&c.TelegramWebhookSecret, "AVA_TELEGRAM_WEBHOOK_SECRET")
 	if v := getenv("AVA_TELEGRAM_ALLOWED"); v != "" {
 		c.TelegramAllowed = strings.Split(v, ",")
 	}
@@ -331,7 +340,8 @@ func (c Config) EnsureDataRoot() error {
 // Secrets returns the secret values in use, for redaction from logs.
 func (c Config) Secrets() []string {
 	var out []string
-	for _, s := range []string{c.Token, c.Anthropic.APIKey, c.OpenAI.APIKey, c.OpenRouter.APIKey, c.TelegramBotToken} {
+	for _, s := range []string{c.Token, c.Anthropic.APIKey, c.OpenAI.APIKey, c.OpenRouter.APIKey, c.TelegramBotToken,
+		c.TelegramWebhookSecret} {
 		if s != "" {
 			out = append(out, s)
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/avaagent/ava/app"
@@ -37,6 +38,26 @@ type DaemonOptions struct {
 	// Draining, when set, is called when the shutdown starts, with how
 	// many turns and subagents it waits for.
 	Draining func(running int)
+	// Channels, when set, builds the chat channels the daemon runs beside
+	// the API (Telegram) over the opened instance.
+	Channels func(in *app.Instance) ([]Channel, error)
+}
+
+// Channel is a chat channel the daemon runs beside the API: Run serves it
+// until its context is done.
+type Channel interface {
+	Run(ctx context.Context) error
+}
+
+// WebhookChannel is a Channel that also takes updates over HTTP on the
+// daemon's listener, at a pattern outside the API's token and Host rules
+// (the channel authenticates its callers itself, e.g. Telegram's secret
+// token header).
+type WebhookChannel interface {
+	Channel
+	// Webhook returns the route pattern and handler, or ok false when the
+	// channel does not take updates over HTTP.
+	Webhook() (pattern string, h http.Handler, ok bool)
 }
 
 // Offline returns cfg set to answer with the offline scripted model when
@@ -76,18 +97,64 @@ func Run(ctx context.Context, opt DaemonOptions) error {
 	if err != nil {
 		return errors.Join(err, ln.Close(), in.Close())
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	chans, handler, err := channels(in, srv.Handler(), opt)
+	if err != nil {
+		return errors.Join(err, ln.Close(), in.Close())
+	}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
+	stopChannels := runChannels(chans, log)
 	if opt.Ready != nil {
 		opt.Ready(ln.Addr().String())
 	}
 	select {
 	case <-ctx.Done():
 	case err := <-served:
+		stopChannels()
 		return errors.Join(fmt.Errorf("serve: %w", err), in.Close())
 	}
+	stopChannels()
 	return shutdown(srv, hs, in, served, opt, log)
+}
+
+// channels builds the chat channels and the handler that serves their
+// webhooks beside the API.
+func channels(in *app.Instance, api http.Handler, opt DaemonOptions) ([]Channel, http.Handler, error) {
+	if opt.Channels == nil {
+		return nil, api, nil
+	}
+	chans, err := opt.Channels(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", api)
+	for _, c := range chans {
+		if wc, ok := c.(WebhookChannel); ok {
+			if pattern, h, ok := wc.Webhook(); ok {
+				mux.Handle(pattern, h)
+			}
+		}
+	}
+	return chans, mux, nil
+}
+
+// runChannels runs each channel until the returned stop is called; a
+// channel's failure is logged and never stops the daemon or the others.
+// stop cancels them and waits: a chat's unfinished update stays stored
+// and is handled again at the next start.
+func runChannels(chans []Channel, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, c := range chans {
+		wg.Go(func() {
+			if err := c.Run(ctx); err != nil {
+				log.Error("a chat channel stopped", "err", err)
+			}
+		})
+	}
+	return func() { cancel(); wg.Wait() }
 }
 
 // shutdown stops accepting, drains within the grace period, closes the

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
@@ -80,6 +81,8 @@ type Config struct {
 	Budgets interface {
 		SetSessionBudget(ctx context.Context, key string, cents float64) error
 	}
+	// Traces reads subagents' traces (Trace); nil: none.
+	Traces *audit.Reader
 	// CancelSubagentsOnStop makes Stop and a superseding message also
 	// cancel the subagents the session started.
 	CancelSubagentsOnStop bool

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
@@ -42,4 +43,26 @@ func (s *Service) Spawn(ctx context.Context, parent string, cfg SubagentConfig, 
 		return nil, fmt.Errorf("spawn %s: %w", cfg.Role, err)
 	}
 	return h, nil
+}
+
+// Trace returns the last n steps of a subagent that parent started, one
+// formatted line each (`ava logs` form); another session's subagent is
+// refused as unknown.
+func (s *Service) Trace(ctx context.Context, parent, id string, n int) ([]string, error) {
+	if s.cfg.Subagents == nil || s.cfg.Traces == nil {
+		return nil, ErrNoSubagents
+	}
+	h, err := s.cfg.Subagents.Get(id)
+	if err != nil || h.Status().Parent != parent {
+		return nil, fmt.Errorf("no subagent %s in session %s", id, parent)
+	}
+	evs, _, err := s.cfg.Traces.Recent(ctx, h.ID(), n)
+	if err != nil {
+		return nil, fmt.Errorf("trace of %s: %w", h.ID(), err)
+	}
+	lines := make([]string, 0, len(evs))
+	for _, ev := range evs {
+		lines = append(lines, audit.FormatLine(ev, audit.FormatOptions{}))
+	}
+	return lines, nil
 }

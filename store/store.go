@@ -164,6 +164,10 @@ type ChannelStore interface {
 	// FirstRefusal records that chat was refused on day (YYYY-MM-DD) and
 	// reports whether this is the first time that day.
 	FirstRefusal(ctx context.Context, channel string, chat int64, day string) (bool, error)
+	// ChatSession is the session key a chat was moved to ("" if none).
+	ChatSession(ctx context.Context, channel string, chat int64) (string, error)
+	// SetChatSession moves a chat to another session key.
+	SetChatSession(ctx context.Context, channel string, chat int64, key string) error
 }
 
 // OwnerStore records instances and ends the runs of dead ones.

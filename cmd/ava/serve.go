@@ -6,6 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava/channel/telegram"
+	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/gateway"
 )
 
@@ -87,6 +90,7 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 		Ready: func(addr string) {
 			fmt.Fprintf(a.Stdout, "ava serve: listening on http://%s/ (open it in a browser for the web panel; the API is under /api)\n", addr)
 		},
+		Channels: func(in *app.Instance) ([]gateway.Channel, error) { return chatChannels(a, cfg, in) },
 		Draining: func(running int) {
 			fmt.Fprintf(a.Stderr, "ava serve: shutting down; waiting up to %s for %d running turn(s) and subagent(s)\n", o.grace, running)
 		}})
@@ -95,4 +99,23 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 	}
 	fmt.Fprintln(a.Stderr, "ava serve: stopped")
 	return nil
+}
+
+// chatChannels builds the chat channels the configuration asks for: the
+// Telegram channel when TELEGRAM_BOT_TOKEN is set.
+func chatChannels(a *App, cfg config.Config, in *app.Instance) ([]gateway.Channel, error) {
+	if cfg.TelegramBotToken == "" {
+		return nil, nil
+	}
+	allowed, err := telegram.ParseAllowed(cfg.TelegramAllowed)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	ch, err := telegram.New(telegram.Config{Token: cfg.TelegramBotToken, APIURL: cfg.TelegramAPIURL, Allowed: allowed,
+		WebhookSecret: cfg.TelegramWebhookSecret, Sessions: in.Sessions, Store: in.Store, Logger: a.Logger()})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(a.Stderr, "ava serve: "+ch.Describe())
+	return []gateway.Channel{ch}, nil
 }

@@ -108,3 +108,33 @@ func (s *Store) FirstRefusal(ctx context.Context, channel string, chat int64, da
 	}
 	return first, nil
 }
+
+// ChatSession is the session key a chat was moved to, "" if none.
+func (s *Store) ChatSession(ctx context.Context, channel string, chat int64) (string, error) {
+	var key string
+	err := s.reader.QueryRowContext(ctx, `SELECT session_key FROM channel_sessions WHERE channel = ? AND chat_id = ?`,
+		channel, chat).Scan(&key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("chat session: %w", err)
+	}
+	return key, nil
+}
+
+// SetChatSession moves a chat to another session key.
+func (s *Store) SetChatSession(ctx context.Context, channel string, chat int64, key string) error {
+	if err := checkKey("session key", key); err != nil {
+		return fmt.Errorf("set chat session: %w", err)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO channel_sessions (channel, chat_id, session_key) VALUES (?, ?, ?)
+			ON CONFLICT (channel, chat_id) DO UPDATE SET session_key = excluded.session_key`, channel, chat, key)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set chat session: %w", err)
+	}
+	return nil
+}

@@ -57,4 +57,15 @@ func testChannelRefusals(t *testing.T, s store.Store) {
 	if first, _ := s.FirstRefusal(ctx(t), "telegram", 42, "2026-11-24"); !first {
 		t.Fatal("the next day's refusal is not the first")
 	}
+	key, err := s.ChatSession(ctx(t), "telegram", 42)
+	must(t, err)
+	if key != "" {
+		t.Fatalf("a chat never moved has session %q", key)
+	}
+	for _, want := range []string{"ava:telegram:42:1", "ava:telegram:42:2"} {
+		must(t, s.SetChatSession(ctx(t), "telegram", 42, want))
+		if key, _ = s.ChatSession(ctx(t), "telegram", 42); key != want {
+			t.Fatalf("chat session %q, want %q", key, want)
+		}
+	}
 }

@@ -21,7 +21,16 @@ CREATE TABLE channel_refusals (
     PRIMARY KEY (channel, chat_id, day)
 ) STRICT, WITHOUT ROWID;
 
+-- The session a chat talks to, once it started a fresh one (/new).
+CREATE TABLE channel_sessions (
+    channel     TEXT    NOT NULL,
+    chat_id     INTEGER NOT NULL,
+    session_key TEXT    NOT NULL,
+    PRIMARY KEY (channel, chat_id)
+) STRICT, WITHOUT ROWID;
+
 -- +goose Down
+DROP TABLE channel_sessions;
 DROP TABLE channel_refusals;
 DROP INDEX channel_updates_pending;
 DROP TABLE channel_updates;

@@ -1,0 +1,317 @@
+package telegram_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava/channel/telegram"
+	"github.com/avaagent/ava/config"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const chatID, userID = 4242, 77
+
+// long is an answer longer than one Telegram message.
+var long = strings.Repeat("A paragraph of the long answer, with words in it.\n\n", 200)
+
+const script = `conversations:
+  - match: "LONG"
+    turns:
+      - text: LONGTEXT
+  - match: "MARKDOWN"
+    turns:
+      - text: "*unclosed _bold [link]( <b>not html</b> & \u00a0"
+  - turns:
+      - text: "hello from ava, streamed in several small pieces so that the answer is edited as it grows"
+      - text: "second answer"
+      - text: "third answer"
+`
+
+// env is a channel over a real instance (SQLite, the scripted model)
+// talking to a fake Bot API.
+type env struct {
+	t   *testing.T
+	api *fakeBotAPI
+	in  *app.Instance
+	cfg telegram.Config
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	root := t.TempDir()
+	path := filepath.Join(root, "script.yaml")
+	text := strings.Replace(script, "LONGTEXT", strings.ReplaceAll(fmtYAML(long), "\n", "\\n"), 1)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root, "AVA_MODEL": "scripted/" + path}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := app.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	api := newFakeBotAPI(t)
+	return &env{t: t, api: api, in: in, cfg: telegram.Config{Token: fakeToken, APIURL: api.srv.URL,
+		Allowed: []int64{chatID}, Sessions: in.Sessions, Store: in.Store, Logger: testLogger(),
+		PollTimeout: time.Second, EditInterval: 20 * time.Millisecond, TypingInterval: 50 * time.Millisecond,
+		ChatInterval: time.Millisecond}}
+}
+
+func fmtYAML(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
+
+// run starts a channel and returns its stop function.
+func (e *env) run(cfg telegram.Config) (*telegram.Channel, func()) {
+	e.t.Helper()
+	ch, err := telegram.New(cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = ch.Run(ctx) }()
+	return ch, func() { cancel(); <-done }
+}
+
+func TestRoundTripStreamsByEdits(t *testing.T) {
+	e := newEnv(t)
+	_, stop := e.run(e.cfg)
+	defer stop()
+	e.api.push(message(1, chatID, userID, "hi"))
+	want := "hello from ava, streamed in several small pieces so that the answer is edited as it grows"
+	calls := e.api.waitFor("the final answer", func(cs []call) bool {
+		all := append(texts(cs, "sendMessage", chatID), texts(cs, "editMessageText", chatID)...)
+		for _, s := range all {
+			if s == want {
+				return true
+			}
+		}
+		return false
+	})
+	if count(calls, "editMessageText") == 0 {
+		t.Fatalf("the answer was not streamed by edits: %+v", calls)
+	}
+	if count(calls, "sendChatAction") == 0 {
+		t.Fatal("no typing action while the answer was written")
+	}
+	for _, c := range calls {
+		if c.Params["parse_mode"] != nil {
+			t.Fatalf("a send with parse_mode: %+v", c)
+		}
+	}
+	waitHandled(t, e, 1)
+}
+
+func TestLongAnswerIsSplitAndMarkdownSentAsIs(t *testing.T) {
+	e := newEnv(t)
+	_, stop := e.run(e.cfg)
+	defer stop()
+	e.api.push(message(1, chatID, userID, "LONG please"))
+	calls := e.api.waitFor("the long answer's parts", func(cs []call) bool {
+		sent := texts(cs, "sendMessage", chatID)
+		if len(sent) < 3 {
+			return false
+		}
+		return strings.Count(strings.Join(sent[1:], ""), "paragraph") >= 200-strings.Count(lastEdit(cs), "paragraph")
+	})
+	parts := append([]string{lastEdit(calls)}, texts(calls, "sendMessage", chatID)[1:]...)
+	total := 0
+	for _, p := range parts {
+		if n := len([]rune(p)); n > telegram.MaxMessage {
+			t.Fatalf("a part of %d characters", n)
+		}
+		if !strings.HasSuffix(p, "in it.") {
+			t.Fatalf("a part not cut at a paragraph: ...%q", p[max(0, len(p)-30):])
+		}
+		total += strings.Count(p, "paragraph")
+	}
+	if total != 200 {
+		t.Fatalf("%d paragraphs across the parts, want 200", total)
+	}
+	// A fresh session (/new) starts the script's Markdown conversation.
+	e.api.push(message(2, chatID, userID, "/new"))
+	e.api.push(message(3, chatID, userID, "MARKDOWN now"))
+	e.api.waitFor("the markdown answer", func(cs []call) bool {
+		for _, s := range append(texts(cs, "sendMessage", chatID), texts(cs, "editMessageText", chatID)...) {
+			if strings.HasPrefix(s, "*unclosed _bold [link](") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// lastEdit is the last edited text (the first part of the final answer).
+func lastEdit(calls []call) string {
+	edits := texts(calls, "editMessageText", chatID)
+	if len(edits) == 0 {
+		return texts(calls, "sendMessage", chatID)[0]
+	}
+	return edits[len(edits)-1]
+}
+
+func TestChatNotAllowedIsRefusedOnceAndNeverReachesTheModel(t *testing.T) {
+	e := newEnv(t)
+	_, stop := e.run(e.cfg)
+	defer stop()
+	const stranger = 999
+	e.api.push(message(1, stranger, 555, "let me in"))
+	e.api.push(message(2, stranger, 555, "please"))
+	e.api.push(message(3, chatID, userID, "hi"))
+	calls := e.api.waitFor("the allowed chat's answer", func(cs []call) bool { return len(texts(cs, "sendMessage", chatID)) > 0 })
+	waitHandled(t, e, 3)
+	calls = e.api.waitFor("everything", func(cs []call) bool { return true })
+	refusals := texts(calls, "sendMessage", stranger)
+	if len(refusals) != 1 || !strings.Contains(refusals[0], "999") {
+		t.Fatalf("refusals %q", refusals)
+	}
+	msgs, err := e.in.Store.Messages(context.Background(), "ava:telegram:999", 0)
+	if err != nil || len(msgs) != 0 {
+		t.Fatalf("the stranger's text reached a session: %v %v", msgs, err)
+	}
+}
+
+func TestTooManyRequestsIsWaitedOut(t *testing.T) {
+	e := newEnv(t)
+	e.api.mu.Lock()
+	e.api.tooMany["sendMessage"] = 1
+	e.api.mu.Unlock()
+	_, stop := e.run(e.cfg)
+	defer stop()
+	e.api.push(message(1, chatID, userID, "/help"))
+	start := time.Now()
+	calls := e.api.waitFor("the help text after a 429", func(cs []call) bool {
+		return len(texts(cs, "sendMessage", chatID)) == 2
+	})
+	if n := len(texts(calls, "sendMessage", chatID)); n != 2 || time.Since(start) < time.Second {
+		t.Fatalf("%d sends in %s: the 429's retry_after was not honoured", n, time.Since(start))
+	}
+}
+
+func TestRestartNeitherLosesNorRepeatsAnUpdate(t *testing.T) {
+	e := newEnv(t)
+	_, stop := e.run(e.cfg)
+	e.api.push(message(1, chatID, userID, "hi"))
+	waitHandled(t, e, 1)
+	stop()
+	e.api.push(message(2, chatID, userID, "again"))
+	_, stop = e.run(e.cfg)
+	defer stop()
+	defer func() {
+		e.api.mu.Lock()
+		t.Logf("offsets %v", e.api.offsets)
+		e.api.mu.Unlock()
+	}()
+	calls := e.api.waitFor("the second answer", func(cs []call) bool {
+		for _, s := range append(texts(cs, "sendMessage", chatID), texts(cs, "editMessageText", chatID)...) {
+			if s == "second answer" {
+				return true
+			}
+		}
+		return false
+	})
+	waitHandled(t, e, 2)
+	first := 0
+	for _, s := range texts(calls, "sendMessage", chatID) {
+		if strings.HasPrefix(s, "hello from ava") {
+			first++
+		}
+	}
+	if first != 1 {
+		t.Fatalf("the first update was answered %d times", first)
+	}
+	e.api.mu.Lock()
+	offsets := append([]int64(nil), e.api.offsets...)
+	e.api.mu.Unlock()
+	if offsets[0] != 0 || !containsOffset(offsets, 2) {
+		t.Fatalf("getUpdates offsets %v: the restart did not resume after the stored update", offsets)
+	}
+}
+
+func containsOffset(offsets []int64, want int64) bool {
+	for _, o := range offsets {
+		if o == want {
+			return true
+		}
+	}
+	return false
+}
+
+func TestWebhookChecksTheSecret(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.cfg
+	cfg.WebhookSecret = "s3cret"
+	ch, stop := e.run(cfg)
+	defer stop()
+	srv := httptest.NewServer(ch.WebhookHandler())
+	defer srv.Close()
+	post := func(secret string, id int64) int {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(jsonString(message(id, chatID, userID, "/help"))))
+		req.Header.Set("Content-Type", "application/json")
+		if secret != "" {
+			req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post("wrong", 1); code != http.StatusUnauthorized {
+		t.Fatalf("wrong secret: %d", code)
+	}
+	if code := post("", 2); code != http.StatusUnauthorized {
+		t.Fatalf("no secret: %d", code)
+	}
+	if code := post("s3cret", 3); code != http.StatusOK {
+		t.Fatalf("right secret: %d", code)
+	}
+	e.api.waitFor("the help text", func(cs []call) bool { return len(texts(cs, "sendMessage", chatID)) == 1 })
+	waitHandled(t, e, 3)
+	if pending, _ := e.in.Store.PendingUpdates(context.Background(), telegram.ChannelName); len(pending) != 0 {
+		t.Fatalf("pending %+v", pending)
+	}
+}
+
+// waitHandled waits until no stored update up to id is pending.
+func waitHandled(t *testing.T, e *env, id int64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		pending, err := e.in.Store.PendingUpdates(context.Background(), telegram.ChannelName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, _ := e.in.Store.NextUpdate(context.Background(), telegram.ChannelName)
+		if len(pending) == 0 && next > id {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("updates pending %+v (next %d)", pending, next)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("AVA_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
