@@ -19,14 +19,14 @@ type fakeBotAPI struct {
 	t   *testing.T
 	srv *httptest.Server
 
-	mu       sync.Mutex
-	cond     *sync.Cond
-	updates  []map[string]any // queued updates, by update_id
-	calls    []call
-	nextMsg  int
-	tooMany  map[string]int // method → how many 429s to answer first
-	offsets  []int64        // the offsets getUpdates was called with
-	changed  chan struct{}  // closed and replaced on every recorded call
+	mu      sync.Mutex
+	cond    *sync.Cond
+	updates []map[string]any // queued updates, by update_id
+	calls   []call
+	nextMsg int
+	tooMany map[string]int // method → how many 429s to answer first
+	offsets []int64        // the offsets getUpdates was called with
+	changed chan struct{}  // closed and replaced on every recorded call
 }
 
 // call is one recorded Bot API call.
