@@ -133,6 +133,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	s.track(turn.Done())
 	sw := s.startStream(w, t.key)
 	if err := sw.named(client.EventSession, client.ChatStart{SessionKey: t.key, Queued: queued}); err != nil {
+		sub.Close() // follow would have
+		s.releaseFrames(t.key)
 		return
 	}
 	if _, err := s.follow(r.Context(), sw, t.key, sub, turn.Done()); err != nil {

@@ -179,11 +179,14 @@ func shutdown(srv *Server, hs *http.Server, in *app.Instance, served <-chan erro
 	if left > 0 {
 		log.Warn("grace period over: stopping what still runs (recorded as interrupted)", "running", left)
 	}
-	closeErr := in.Close()
+	// Cancel the turns first, so that the handlers waiting on them end;
+	// close the instance (the store last of all) only once no handler
+	// runs.
+	sessErr := in.Sessions.Close()
 	if err := <-stopped; err != nil {
 		log.Warn("connections still open at shutdown", "err", err)
 		_ = hs.Close()
 	}
 	<-served
-	return closeErr
+	return errors.Join(sessErr, in.Close())
 }

@@ -104,8 +104,8 @@ func (g guard) authorized(r *http.Request) bool {
 	if g.tokenSum == nil {
 		return true
 	}
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") { // the scheme is case-insensitive (RFC 7235)
 		return false
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))

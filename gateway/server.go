@@ -169,17 +169,23 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 // spawns are refused with 503, and it waits until the turns started
 // through the API and the running subagents end, or ctx is done. It
 // reports how many were still running when it returned.
+//
+// It looks again after each end, so work that starts meanwhile (a
+// subagent a running turn spawns, a queued turn, a chat channel's turn)
+// is waited for too.
 func (s *Server) Drain(ctx context.Context) int {
 	s.drainOnce.Do(func() { close(s.draining) })
-	waiting := s.running()
-	for _, done := range waiting {
+	for {
+		waiting := s.running()
+		if len(waiting) == 0 {
+			return 0
+		}
 		select {
-		case <-done:
+		case <-waiting[0]:
 		case <-ctx.Done():
 			return s.countRunning()
 		}
 	}
-	return s.countRunning()
 }
 
 func (s *Server) isDraining() bool {
@@ -205,6 +211,7 @@ func (s *Server) running() []<-chan struct{} {
 		}
 	}
 	s.turnsMu.Unlock()
+	out = append(out, s.in.Sessions.Turns()...)
 	for _, h := range s.in.Subagent.List(false) {
 		out = append(out, h.Done())
 	}

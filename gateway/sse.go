@@ -35,8 +35,16 @@ func (s *Server) startStream(w http.ResponseWriter, key string) *sseWriter {
 	return sw
 }
 
+// writeTimeout bounds one write to a stream: a client that stops reading
+// without hanging up is dropped instead of holding its handler.
+const writeTimeout = 30 * time.Second
+
+// deadline arms the write deadline of the next write.
+func (sw *sseWriter) deadline() { _ = sw.rc.SetWriteDeadline(time.Now().Add(writeTimeout)) }
+
 // named writes one of the daemon's own events (no id).
 func (sw *sseWriter) named(name string, v any) error {
+	sw.deadline()
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", name, err)
@@ -52,6 +60,7 @@ func (sw *sseWriter) named(name string, v any) error {
 
 // events writes session events and flushes once.
 func (sw *sseWriter) events(evs []event.Event) error {
+	sw.deadline()
 	for _, ev := range evs {
 		if _, err := sw.w.Write(sw.frames.frame(ev)); err != nil {
 			return err
@@ -62,6 +71,7 @@ func (sw *sseWriter) events(evs []event.Event) error {
 
 // heartbeat writes a comment line.
 func (sw *sseWriter) heartbeat() error {
+	sw.deadline()
 	if _, err := sw.w.Write([]byte(": heartbeat\n\n")); err != nil {
 		return err
 	}
@@ -244,6 +254,17 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	t, err := s.resolve(r.Context(), r.URL.Query().Get("sessionKey"))
 	if err != nil {
 		fail(w, err)
+		return
+	}
+	last, err := s.in.Hub.LastSeq(t.key)
+	if err != nil {
+		fail(w, fmt.Errorf("session %s: %w", t.key, err))
+		return
+	}
+	if after > last {
+		// Resuming after a number the session never had (another data
+		// root, a mistyped id) would wait for ever in silence.
+		fail(w, badRequestf("the stream resumes after %d, but session %s has %d events so far", after, t.key, last))
 		return
 	}
 	sub := s.in.Hub.Subscribe(t.key, after)

@@ -169,8 +169,14 @@ func Test200StreamsOnOneSubagentEachGetEverything(t *testing.T) {
 func TestHeartbeatOnAnIdleStream(t *testing.T) {
 	e := newEnv(t, envOptions{heartbeat: 10 * time.Millisecond})
 	_, _, res := e.chat(client.ChatRequest{Message: "hello"})
+	// Beyond the session's last event: a client from another data root
+	// is told, not left waiting.
+	code, body := e.do("GET", "/api/chat/stream?sessionKey="+res.Session+"&after=999", "", nil)
+	wantError(t, code, body, 400, "999")
+	last, err := e.in.Hub.LastSeq(res.Session)
+	must(t, err)
 	req, _ := http.NewRequestWithContext(ctx(t), "GET", e.ts.URL+"/api/chat/stream?sessionKey="+res.Session, nil)
-	req.Header.Set("Last-Event-ID", "999")
+	req.Header.Set("Last-Event-ID", fmt.Sprint(last))
 	resp, err := http.DefaultClient.Do(req)
 	must(t, err)
 	defer resp.Body.Close()

@@ -326,6 +326,23 @@ func (s *Service) setStateLocked(key string, m *main, st State) {
 	}
 }
 
+// Turns returns the done channels of every turn running or queued, on
+// any session and from any channel (a daemon's drain waits for them).
+func (s *Service) Turns() []<-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []<-chan struct{}
+	for _, m := range s.sessions {
+		if m.current != nil {
+			out = append(out, m.current.done)
+		}
+		for _, t := range m.queue {
+			out = append(out, t.done)
+		}
+	}
+	return out
+}
+
 // State returns a main session's state.
 func (s *Service) State(key string) State {
 	s.mu.Lock()

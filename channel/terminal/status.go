@@ -86,3 +86,32 @@ func EventLine(role string, ev event.Event) string {
 	}
 	return ""
 }
+
+// Printable drops the control characters of model- and tool-controlled
+// text (escape sequences could rewrite the screen, set the window title or
+// the clipboard), keeping newlines and tabs.
+func Printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if isControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !isControl(r) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// isControl reports a C0 or C1 control character other than newline and
+// tab, or DEL.
+func isControl(r rune) bool {
+	return (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r <= 0x9f)
+}

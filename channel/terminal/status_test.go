@@ -68,3 +68,13 @@ func TestFollowSubagent(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+func TestPrintableDropsEscapes(t *testing.T) {
+	in := "ok\x1b]52;c;ZXZpbA==\x07 and \x1b[2J clear\u009b1m\tend\nline\x7f"
+	if got, want := terminal.Printable(in), "ok]52;c;ZXZpbA== and [2J clear1m\tend\nline"; got != want {
+		t.Fatalf("Printable = %q, want %q", got, want)
+	}
+	if s := "plain ünïcode\n"; terminal.Printable(s) != s {
+		t.Fatal("clean text changed")
+	}
+}

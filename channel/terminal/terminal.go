@@ -33,7 +33,7 @@ func PrintTurn(ctx context.Context, sub *event.Subscription, stdout, stderr io.W
 			case event.TextDelta:
 				var c event.TextContent
 				if ev.Decode(&c) == nil && c.Text != "" {
-					io.WriteString(stdout, c.Text)
+					io.WriteString(stdout, Printable(c.Text))
 					wroteText, endsWithNewline = true, strings.HasSuffix(c.Text, "\n")
 				}
 			case event.Retry:

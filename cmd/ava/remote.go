@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/avaagent/ava/channel/terminal"
 	"github.com/avaagent/ava/gateway/client"
 )
 
@@ -101,7 +102,7 @@ func printPs(w io.Writer, list []client.Subagent) {
 }
 
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(terminal.Printable(s)), " ")
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
 	}
@@ -163,10 +164,10 @@ func printStatus(w io.Writer, s client.Subagent) {
 		Summary string `json:"summary"`
 	}
 	if len(s.Result) > 0 && json.Unmarshal(s.Result, &r) == nil && r.Summary != "" {
-		fmt.Fprintf(w, "summary:  %s\n", r.Summary)
+		fmt.Fprintf(w, "summary:  %s\n", terminal.Printable(r.Summary))
 	}
 	if s.Error != "" {
-		fmt.Fprintf(w, "error:    %s\n", s.Error)
+		fmt.Fprintf(w, "error:    %s\n", terminal.Printable(s.Error))
 	}
 }
 
@@ -256,7 +257,7 @@ func printTurn(a *App, r client.TurnResult, asJSON bool) error {
 			return err
 		}
 	} else if r.Text != "" {
-		fmt.Fprintln(a.Stdout, r.Text)
+		fmt.Fprintln(a.Stdout, terminal.Printable(r.Text))
 	}
 	if r.Status != "success" {
 		return withCode(1, fmt.Errorf("turn ended with status %s%s", r.Status, colonSuffix(r.Error)))
