@@ -43,10 +43,11 @@ const maxSeqAttempts = 64
 // Hub numbers, stores and routes events: it is the only place where a
 // session's sequence numbers are assigned. It is safe for concurrent use.
 type Hub struct {
-	log    Log
-	sinks  []Sink
-	retain int
-	now    func() time.Time
+	log      Log
+	sinks    []Sink
+	redactor Redactor // nil: events are kept as published
+	retain   int
+	now      func() time.Time
 
 	mu       sync.Mutex
 	journals map[string]*Journal
@@ -59,6 +60,28 @@ func NewHub(log Log, sinks ...Sink) *Hub {
 		log = NewMemoryLog()
 	}
 	return &Hub{log: log, sinks: sinks, retain: DefaultRetain, now: time.Now, journals: map[string]*Journal{}}
+}
+
+// Redactor masks secrets in an event's content; redact.Redactor is one.
+// Redact must not modify its argument in place and must be safe for
+// concurrent use.
+type Redactor interface {
+	Redact(content []byte) []byte
+}
+
+// SetRedactor makes the hub mask every event's content with r as it is
+// published, before it is numbered: the Log, every sink and every
+// subscriber then see the same masked event, and nothing unmasked is
+// stored. Live-only events are masked too, piece by piece (a secret split
+// across two text deltas is masked in neither; the kept message that
+// follows them is). Call it before the first Publish.
+func (h *Hub) SetRedactor(r Redactor) { h.redactor = r }
+
+// redact masks ev's content when the hub has a redactor.
+func (h *Hub) redact(ev *Event) {
+	if h.redactor != nil && len(ev.Content) > 0 {
+		ev.Content = h.redactor.Redact(ev.Content)
+	}
 }
 
 // SetRetain sets how many events each new journal keeps in memory
@@ -194,6 +217,7 @@ func (h *Hub) Publish(ev Event) (Event, error) {
 	}
 	ev.Time = ev.Time.UTC()
 	ev.Seq = 0
+	h.redact(&ev)
 	j := h.Journal(ev.Session)
 	if !ev.Type.Kept() {
 		j.append(ev)
@@ -224,6 +248,7 @@ func (h *Hub) PublishAsync(ev Event, done func(Event, error)) {
 	}
 	ev.Time = ev.Time.UTC()
 	ev.Seq = 0
+	h.redact(&ev)
 	j := h.Journal(ev.Session)
 	j.queue.Go(&pending{ev: ev, then: done}, j.commit)
 }
