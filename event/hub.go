@@ -72,14 +72,16 @@ type Redactor interface {
 // SetRedactor makes the hub mask every event's content with r as it is
 // published, before it is numbered: the Log, every sink and every
 // subscriber then see the same masked event, and nothing unmasked is
-// stored. Live-only events are masked too, piece by piece (a secret split
-// across two text deltas is masked in neither; the kept message that
-// follows them is). Call it before the first Publish.
+// stored. Streamed text (TextDelta, ThinkingDelta) is masked too: each
+// journal holds back what could be the start of a secret until the
+// following pieces show where it ends (see holdDelta). Call it before the
+// first Publish.
 func (h *Hub) SetRedactor(r Redactor) { h.redactor = r }
 
-// redact masks ev's content when the hub has a redactor.
+// redact masks ev's content when the hub has a redactor. Streamed text
+// is masked later, by the journal, once it is known where its words end.
 func (h *Hub) redact(ev *Event) {
-	if h.redactor != nil && len(ev.Content) > 0 {
+	if h.redactor != nil && len(ev.Content) > 0 && !isDelta(ev.Type) {
 		ev.Content = h.redactor.Redact(ev.Content)
 	}
 }
@@ -351,6 +353,7 @@ type Journal struct {
 	retain  int
 	wake    chan struct{} // closed and replaced on every append
 	closed  bool
+	held    map[Type]*heldText // streamed text not yet released (with a redactor)
 }
 
 func newJournal(h *Hub, session string, retain int) *Journal {
@@ -394,10 +397,28 @@ func (j *Journal) store(evs []Event) error {
 }
 
 // append adds ev to the window and wakes subscribers. Appending to a
-// closed journal keeps the event for subscribers still draining it.
+// closed journal keeps the event for subscribers still draining it. With
+// a redactor, streamed text is held back and released masked (see
+// holdDelta).
 func (j *Journal) append(ev Event) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if r := j.hub.redactor; r != nil {
+		if isDelta(ev.Type) {
+			var ok bool
+			if ev, ok = j.holdDelta(ev, r); !ok {
+				return
+			}
+		} else {
+			j.releaseHeld(r)
+		}
+	}
+	j.appendLocked(ev)
+}
+
+// appendLocked adds ev to the window and wakes subscribers; j.mu is
+// held.
+func (j *Journal) appendLocked(ev Event) {
 	j.entries = append(j.entries, ev)
 	if ev.Seq > j.last {
 		j.last = ev.Seq
@@ -435,6 +456,9 @@ func (j *Journal) LastSeq() (uint64, error) {
 func (j *Journal) Close() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if r := j.hub.redactor; r != nil && !j.closed {
+		j.releaseHeld(r)
+	}
 	if !j.closed {
 		j.closed = true
 		close(j.wake)
