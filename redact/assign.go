@@ -58,11 +58,11 @@ func assignmentsAt(b []byte, sign byte) [][]int {
 // any quotes, backslashes and spaces, ends like a secret's name.
 func secretNameBefore(b []byte, i int) bool {
 	k := i
-	for k > 0 && bytes.IndexByte([]byte(" \t\"'\\"), b[k-1]) >= 0 {
+	for k > 0 && isNameGap(b[k-1]) {
 		k--
 	}
-	if k == 0 || bytes.IndexByte([]byte("yYnNtTsSdDeE"), b[k-1]) < 0 {
-		return false // no name ending ends with this letter
+	if k == 0 || !endsLikeSecretName(b[k-1]) {
+		return false // the common case: no name ending ends with this letter
 	}
 	var buf [longestNameEnd]byte
 	n := min(k, longestNameEnd)
@@ -73,10 +73,30 @@ func secretNameBefore(b []byte, i int) bool {
 		}
 		low[j] = c
 	}
+	last := low[n-1]
 	for _, end := range secretNameEnds {
-		if bytes.HasSuffix(low, end) {
+		if end[len(end)-1] == last && bytes.HasSuffix(low, end) {
 			return true
 		}
+	}
+	return false
+}
+
+// isNameGap reports whether c may stand between a name and its sign.
+func isNameGap(c byte) bool {
+	switch c {
+	case ' ', '\t', '"', '\'', '\\':
+		return true
+	}
+	return false
+}
+
+// endsLikeSecretName reports whether c, ignoring case, is the last letter
+// of one of secretNameEnds.
+func endsLikeSecretName(c byte) bool {
+	switch c | 0x20 {
+	case 'y', 'n', 't', 's', 'd', 'e':
+		return true
 	}
 	return false
 }
