@@ -60,7 +60,56 @@ type Options struct {
 // masks the patterns only; a nil *Redactor masks nothing. A Redactor is
 // safe for concurrent use.
 type Redactor struct {
-	secrets [][]byte // longest first, so a secret containing another goes first
+	secrets []needle // longest first, so a secret containing another goes first
+}
+
+// needle is a secret value with the index of its rarest byte: searching
+// for that byte first finds the few places worth comparing, where
+// searching for a common first letter would stop at every word.
+type needle struct {
+	text []byte
+	at   int
+}
+
+// newNeedle returns the needle of s.
+func newNeedle(s string) needle {
+	n := needle{text: []byte(s)}
+	for i := range len(s) {
+		if commonness(s[i]) < commonness(s[n.at]) {
+			n.at = i
+		}
+	}
+	return n
+}
+
+// commonness ranks how often a byte appears in ordinary text and JSON:
+// higher is more often.
+func commonness(c byte) int {
+	switch {
+	case c == ' ' || c == '"' || c == 'e' || c == 't' || c == 'a' || c == 'o' || c == 'i' || c == 'n' || c == 's':
+		return 3
+	case 'a' <= c && c <= 'z', c == ':' || c == ',' || c == '.':
+		return 2
+	case '0' <= c && c <= '9', c == '-' || c == '_' || c == '/':
+		return 1
+	}
+	return 0
+}
+
+// in reports whether the needle occurs in b.
+func (n needle) in(b []byte) bool {
+	rare, tail := n.text[n.at], len(n.text)-n.at
+	for i := n.at; i+tail <= len(b); i++ {
+		j := bytes.IndexByte(b[i:len(b)-tail+1], rare)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if bytes.Equal(b[i-n.at:i-n.at+len(n.text)], n.text) {
+			return true
+		}
+	}
+	return false
 }
 
 // New returns a redactor for the given secret values and environment.
@@ -73,7 +122,7 @@ func New(opts Options) *Redactor {
 	for _, s := range EnvSecrets(opts.Environ) {
 		r.add(s, minEnvSecretLen, seen)
 	}
-	slices.SortFunc(r.secrets, func(a, b []byte) int { return len(b) - len(a) })
+	slices.SortFunc(r.secrets, func(a, b needle) int { return len(b.text) - len(a.text) })
 	return r
 }
 
@@ -87,7 +136,7 @@ func (r *Redactor) add(s string, minLen int, seen map[string]bool) {
 	for _, f := range forms {
 		if len(f) >= minLen && !seen[f] {
 			seen[f] = true
-			r.secrets = append(r.secrets, []byte(f))
+			r.secrets = append(r.secrets, newNeedle(f))
 		}
 	}
 }
@@ -100,8 +149,8 @@ func (r *Redactor) Redact(text []byte) []byte {
 		return text
 	}
 	for _, s := range r.secrets {
-		if bytes.Contains(text, s) {
-			text = bytes.ReplaceAll(text, s, []byte(Redacted))
+		if s.in(text) {
+			text = bytes.ReplaceAll(text, s.text, []byte(Redacted))
 		}
 	}
 	for _, p := range patterns {

@@ -149,3 +149,18 @@ func TestNilRedactor(t *testing.T) {
 		t.Errorf("nil redactor changed the text: %s", got)
 	}
 }
+
+// TestNeedleMatchesContains compares the rare-byte search with
+// bytes.Contains on needles whose rarest byte is first, last and inside,
+// at every position of a text.
+func TestNeedleMatchesContains(t *testing.T) {
+	for _, s := range []string{"Xsecret", "secretX", "secXret", "seeeeet", "AKIA", "a"} {
+		n := newNeedle(s)
+		for _, text := range []string{"", s, "the " + s, s + " end", "x" + s[:len(s)-1], s[1:] + "x", "the secret is here",
+			strings.Repeat("e", 40) + s, s[:len(s)/2]} {
+			if got, want := n.in([]byte(text)), strings.Contains(text, s); got != want {
+				t.Errorf("needle %q (rare at %d) in %q = %v, want %v", s, n.at, text, got, want)
+			}
+		}
+	}
+}
