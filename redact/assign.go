@@ -61,8 +61,8 @@ func secretNameBefore(b []byte, i int) bool {
 	for k > 0 && isNameGap(b[k-1]) {
 		k--
 	}
-	if k == 0 || !endsLikeSecretName(b[k-1]) {
-		return false // the common case: no name ending ends with this letter
+	if k < 3 || !endsLikeSecretName(b[k-3:k]) {
+		return false // the common case: no name ending ends with these letters
 	}
 	var buf [longestNameEnd]byte
 	n := min(k, longestNameEnd)
@@ -91,11 +91,16 @@ func isNameGap(c byte) bool {
 	return false
 }
 
-// endsLikeSecretName reports whether c, ignoring case, is the last letter
-// of one of secretNameEnds.
-func endsLikeSecretName(c byte) bool {
-	switch c | 0x20 {
-	case 'y', 'n', 't', 's', 'd', 'e':
+// endsLikeSecretName reports whether the three bytes tail, ignoring
+// case, end one of secretNameEnds: a quick test that rules out almost
+// every name (JSON keys such as "type" and "inputTokens" included).
+func endsLikeSecretName(tail []byte) bool {
+	var low [3]byte
+	for i, c := range tail[:3] {
+		low[i] = c | 0x20
+	}
+	switch string(low[:]) {
+	case "key", "ken", "ret", "ass", "swd", "pwd", "ord", "ase":
 		return true
 	}
 	return false

@@ -47,6 +47,15 @@ func BenchmarkRedact(b *testing.B) {
 			}
 		}
 	})
+	// audit-300B is the audit benchmark's entry (audit.BenchmarkAppend).
+	entry := []byte(auditEntry)
+	b.Run("audit-300B", func(b *testing.B) {
+		b.SetBytes(int64(len(entry)))
+		b.ReportAllocs()
+		for b.Loop() {
+			r.Redact(entry)
+		}
+	})
 	dirty := []byte(strings.Replace(string(clean), "a key point", "a key ghp_16C7e42F292c6912E7710c838347Ae178B4a point", 1))
 	b.Run("one-token-2KB", func(b *testing.B) {
 		b.SetBytes(int64(len(dirty)))
@@ -56,3 +65,8 @@ func BenchmarkRedact(b *testing.B) {
 		}
 	})
 }
+
+// auditEntry is the line of audit.BenchmarkAppend's entry.
+const auditEntry = `{"ts":"2026-01-01T00:00:00Z","user":"ben","agent":"S-7f3a2b","session":"ava:subagent:S-7f3a2b","seq":42,` +
+	`"type":"ToolCall","content":{"id":"toolu_01ABCDEF","name":"web_search","args":{"query":"podcast transcription pricing 2026 otter.ai descript rev"}},` +
+	`"meta":{"inputTokens":1200,"outputTokens":80,"costCents":0.31,"modelId":"anthropic/claude-haiku-4-5"}}`
