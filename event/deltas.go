@@ -63,12 +63,13 @@ func (j *Journal) holdDelta(ev Event, r Redactor) (Event, bool) {
 	return out, true
 }
 
-// releaseHeld appends every held text to the window, masked, as one
-// delta per type. Called with j.mu held.
-func (j *Journal) releaseHeld(r Redactor) {
+// releaseHeld appends every held text but that of type except to the
+// window, masked, as one delta per type: before an event of another
+// type, so that the order of events is kept. Called with j.mu held.
+func (j *Journal) releaseHeld(r Redactor, except Type) {
 	for _, t := range deltaTypes {
 		h := j.held[t]
-		if h == nil || len(h.text) == 0 {
+		if t == except || h == nil || len(h.text) == 0 {
 			continue
 		}
 		j.appendLocked(releasedDelta(h.last, r.Redact(h.text)))

@@ -404,13 +404,12 @@ func (j *Journal) append(ev Event) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if r := j.hub.redactor; r != nil {
+		j.releaseHeld(r, ev.Type)
 		if isDelta(ev.Type) {
 			var ok bool
 			if ev, ok = j.holdDelta(ev, r); !ok {
 				return
 			}
-		} else {
-			j.releaseHeld(r)
 		}
 	}
 	j.appendLocked(ev)
@@ -457,7 +456,7 @@ func (j *Journal) Close() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if r := j.hub.redactor; r != nil && !j.closed {
-		j.releaseHeld(r)
+		j.releaseHeld(r, "")
 	}
 	if !j.closed {
 		j.closed = true

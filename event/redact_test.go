@@ -85,3 +85,40 @@ func TestHubMasksWhatItStoresDeliversAndStreams(t *testing.T) {
 		t.Errorf("stored %+v", stored)
 	}
 }
+
+// TestHeldThinkingComesBeforeTheAnswer checks that text held back from
+// one stream (thinking) is released before the next stream (the answer)
+// starts, and the answer before the kept event that follows.
+func TestHeldThinkingComesBeforeTheAnswer(t *testing.T) {
+	h := event.NewHub(nil)
+	h.SetRedactor(redact.New(redact.Options{}))
+	const session = "ava:cli:order"
+	sub := h.Subscribe(session, 0)
+	defer sub.Close()
+	publish := func(typ event.Type, text string) event.Event {
+		t.Helper()
+		ev, err := h.Publish(event.Event{Session: session, Agent: "ava", Type: typ,
+			Content: event.New(typ, event.TextContent{Text: text}).Content})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	publish(event.ThinkingDelta, "I think ab")
+	publish(event.ThinkingDelta, "out it")
+	publish(event.TextDelta, "The answer")
+	publish(event.TextDelta, " is 42")
+	kept := publish(event.AssistantMessage, "The answer is 42")
+	var got []string
+	for _, ev := range readAll(t, sub, kept.Seq) {
+		var c event.TextContent
+		if err := ev.Decode(&c); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(ev.Type)+":"+c.Text)
+	}
+	want := "ThinkingDelta:I think |ThinkingDelta:about |ThinkingDelta:it|TextDelta:The |TextDelta:answer is |TextDelta:42|AssistantMessage:The answer is 42"
+	if strings.Join(got, "|") != want {
+		t.Errorf("got  %s\nwant %s", strings.Join(got, "|"), want)
+	}
+}
