@@ -14,6 +14,7 @@ import (
 	"github.com/avaagent/ava/instance"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/orchestrator"
+	"github.com/avaagent/ava/redact"
 	"github.com/avaagent/ava/session"
 	"github.com/avaagent/ava/store/sqlite"
 	"github.com/avaagent/ava/subagent"
@@ -34,6 +35,9 @@ type Instance struct {
 	Store   *sqlite.Store
 	Audit   *audit.Writer
 	Hub     *event.Hub
+	// Redactor is the one redactor of the instance: the hub masks every
+	// event with it and the store every text it writes.
+	Redactor *redact.Redactor
 	// Tools are the built-in tools (what roles choose from).
 	Tools    *tool.Registry
 	Subagent *subagent.Manager
@@ -102,22 +106,26 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	if in.Catalog, err = Catalog(cfg, log); err != nil {
 		return err
 	}
-	if in.Store, err = sqlite.Open(ctx, filepath.Join(cfg.DataRoot, sqlite.FileName), sqlite.Options{Logger: log}); err != nil {
+	in.Redactor = NewRedactor(cfg, os.Environ())
+	if in.Store, err = sqlite.Open(ctx, filepath.Join(cfg.DataRoot, sqlite.FileName), sqlite.Options{Logger: log, Redactor: in.Redactor}); err != nil {
 		return err
 	}
 	in.closers = append(in.closers, in.Store.Close)
-	if in.Audit, err = audit.NewWriter(cfg.DataRoot, audit.Options{Logger: log, Secrets: cfg.Secrets()}); err != nil {
+	// The hub masks every event before its sinks see it, so the audit log
+	// and the session files need no redactor of their own.
+	if in.Audit, err = audit.NewWriter(cfg.DataRoot, audit.Options{Logger: log}); err != nil {
 		return fmt.Errorf("open audit log: %w", err)
 	}
 	in.closers = append(in.closers, in.Audit.Close)
 	// The audit log and the session files are the hub's sinks, their
 	// only writers: every kept event reaches them after it is stored.
-	sessionFiles, err := audit.NewSessionLogs(cfg.DataRoot, audit.SessionOptions{Secrets: cfg.Secrets()})
+	sessionFiles, err := audit.NewSessionLogs(cfg.DataRoot, audit.SessionOptions{})
 	if err != nil {
 		return fmt.Errorf("open session logs: %w", err)
 	}
 	sinks := append([]event.Sink{in.Audit, sessionFiles}, o.sinks...)
-	in.Hub = event.NewHub(redactedLog{Log: in.Store, redactor: audit.NewRedactor(cfg.Secrets())}, sinks...)
+	in.Hub = event.NewHub(in.Store, sinks...)
+	in.Hub.SetRedactor(in.Redactor)
 	if in.Tools, err = tool.NewRegistry(in.builtinTools()...); err != nil {
 		return fmt.Errorf("built-in tools: %w", err)
 	}
@@ -221,19 +229,11 @@ func (in *Instance) Close() error {
 	return nil
 }
 
-// redactedLog masks secrets in events before the store keeps them, as
-// the audit log masks them in its lines.
-type redactedLog struct {
-	event.Log
-	redactor *audit.Redactor
-}
-
-// AppendEvents implements event.Log.
-func (l redactedLog) AppendEvents(ctx context.Context, evs []event.Event) error {
-	out := make([]event.Event, len(evs))
-	for i, ev := range evs {
-		ev.Content = l.redactor.Redact(ev.Content)
-		out[i] = ev
-	}
-	return l.Log.AppendEvents(ctx, out)
+// NewRedactor returns the redactor of an instance with configuration cfg
+// in the environment environ (os.Environ's form): it masks the
+// configured keys and tokens, the values of secret-looking variables and
+// the passwords of URLs in environ, and every credential format the
+// redact package knows.
+func NewRedactor(cfg config.Config, environ []string) *redact.Redactor {
+	return redact.New(redact.Options{Secrets: cfg.Secrets(), Environ: environ})
 }

@@ -11,7 +11,8 @@
 //
 // A [Writer] is an [event.Sink]. It keeps only audit events
 // ([event.Type.IsAudit]); each becomes one line, the JSON form of
-// [event.Event], passed through a [Redactor] that masks API keys and tokens.
+// [event.Event], masked by the writer's [redact.Redactor] when it has one
+// (Ava's event hub masks every event before its sinks see it).
 // Delivery rules:
 //   - One goroutine owns every open file, so two entries never share a
 //     line however many goroutines deliver at once.

@@ -13,6 +13,7 @@ import (
 	"github.com/avaagent/ava/internal/fserr"
 	"github.com/avaagent/ava/internal/groupcommit"
 	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/redact"
 )
 
 // LifecycleType is the eventType of a session lifecycle entry.
@@ -204,7 +205,10 @@ func (e LifecycleEntry) Validate() error {
 type SessionOptions struct {
 	// Clock stamps entries without a Timestamp (default time.Now).
 	Clock func() time.Time
-	// Secrets are masked in entries and output files, as in the audit log.
+	// Redactor masks secrets in entries and output files, as in the
+	// audit log (see [Options.Redactor]).
+	Redactor *redact.Redactor
+	// Secrets, when Redactor is nil, are values to mask.
 	Secrets []string
 }
 
@@ -214,7 +218,7 @@ type SessionOptions struct {
 type SessionLogs struct {
 	root     string
 	clock    func() time.Time
-	redactor *Redactor
+	redactor *redact.Redactor
 
 	mu   sync.Mutex
 	logs map[string]*SessionLog
@@ -232,7 +236,7 @@ func NewSessionLogs(root string, opts SessionOptions) (*SessionLogs, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fserr.Wrap("create session log directory", dir, err)
 	}
-	s := &SessionLogs{root: root, clock: opts.Clock, redactor: NewRedactor(opts.Secrets), logs: map[string]*SessionLog{}}
+	s := &SessionLogs{root: root, clock: opts.Clock, redactor: redactorOf(opts.Redactor, opts.Secrets), logs: map[string]*SessionLog{}}
 	if s.clock == nil {
 		s.clock = time.Now
 	}

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"github.com/avaagent/ava/redact"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,7 +114,7 @@ func TestSessionLogMovesLargeOutputToAFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(data), "s3cr3t-value") || !strings.Contains(string(data), "finding "+Redacted) {
+	if strings.Contains(string(data), "s3cr3t-value") || !strings.Contains(string(data), "finding "+redact.Redacted) {
 		t.Errorf("output file not redacted: %.60s", data)
 	}
 	if got[1].OutputPath != filepath.Join(OutputDir(root), "job-2.json") || got[1].Summary != "short" {

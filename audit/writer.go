@@ -10,6 +10,7 @@ import (
 
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/internal/fserr"
+	"github.com/avaagent/ava/redact"
 )
 
 // Defaults of [Options].
@@ -41,9 +42,21 @@ type Options struct {
 	// Clock decides when a day is over, to close the past day's file, and
 	// stamps events without a time (default time.Now).
 	Clock func() time.Time
-	// Secrets are values masked in every line (the values of the
-	// variables in [SecretEnvVars]); see [Redactor].
+	// Redactor masks secrets in every line. Events published through an
+	// [event.Hub] with a redactor arrive masked already, so Ava's own
+	// writer has none; a writer fed some other way should have one.
+	Redactor *redact.Redactor
+	// Secrets, when Redactor is nil, are values to mask: the writer then
+	// builds its own [redact.Redactor] from them.
 	Secrets []string
+}
+
+// redactorOf returns the redactor options ask for; nil when none.
+func redactorOf(r *redact.Redactor, secrets []string) *redact.Redactor {
+	if r == nil && len(secrets) > 0 {
+		return redact.New(redact.Options{Secrets: secrets})
+	}
+	return r
 }
 
 // request is one queued entry, or a barrier (Sync) when line is nil.
@@ -68,7 +81,7 @@ type Writer struct {
 	syncInterval time.Duration
 	log          *slog.Logger
 	clock        func() time.Time
-	redactor     *Redactor
+	redactor     *redact.Redactor
 
 	mu      sync.RWMutex // guards closed and sending on queue
 	closed  bool
@@ -108,7 +121,7 @@ func NewWriter(root string, opts Options) (*Writer, error) {
 		syncInterval: cmpOr(opts.SyncInterval, DefaultSyncInterval),
 		log:          cmpOrPtr(opts.Logger, slog.Default()).With("component", "audit"),
 		clock:        opts.Clock,
-		redactor:     NewRedactor(opts.Secrets),
+		redactor:     redactorOf(opts.Redactor, opts.Secrets),
 		queue:        make(chan request, cmpOr(opts.QueueSize, DefaultQueueSize)),
 		stopped:      make(chan struct{}),
 		daily:        map[string]*appendFile{},

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/redact"
 )
 
 func TestWriterConcurrentDeliveriesNeverInterleave(t *testing.T) {
@@ -384,8 +385,8 @@ func TestWriterRedactsSecrets(t *testing.T) {
 				t.Errorf("%s contains the secret %q", filepath.Base(p), s)
 			}
 		}
-		if !bytes.Contains(data, []byte("Bearer "+Redacted)) {
-			t.Errorf("%s: bearer credential not masked as %q", p, "Bearer "+Redacted)
+		if !bytes.Contains(data, []byte("Bearer "+redact.Redacted)) {
+			t.Errorf("%s: bearer credential not masked as %q", p, "Bearer "+redact.Redacted)
 		}
 		if _, skips := scanAll(t, p); len(skips) > 0 {
 			t.Errorf("redaction broke a line: %v", skips)

@@ -337,7 +337,8 @@ func (c Config) EnsureDataRoot() error {
 	return nil
 }
 
-// Secrets returns the secret values in use, for redaction from logs.
+// Secrets returns the secret values in use, which the redactor masks
+// wherever Ava keeps or shows text (see package redact).
 func (c Config) Secrets() []string {
 	var out []string
 	for _, s := range []string{c.Token, c.Anthropic.APIKey, c.OpenAI.APIKey, c.OpenRouter.APIKey, c.TelegramBotToken,

@@ -30,6 +30,12 @@
 //     behind the journal's window, or meets numbers published by another
 //     process, catches up from the Log by itself: it never sees a hole
 //     and never sees an event twice.
+//   - With a redactor (Hub.SetRedactor) every event's content is masked
+//     as it is published, before it is numbered, so the Log, the sinks and
+//     the subscribers all see the same masked event. Streamed text is held
+//     back where it could still be the start of a secret and released
+//     masked (see Journal.append); subscribers then get the same text in
+//     different pieces.
 //   - A journal in memory can be dropped (Hub.Forget) at any time; its
 //     subscribers get ErrClosed after reading what it held, and the next
 //     event or subscription opens a new one from the Log.

@@ -43,10 +43,11 @@ const maxSeqAttempts = 64
 // Hub numbers, stores and routes events: it is the only place where a
 // session's sequence numbers are assigned. It is safe for concurrent use.
 type Hub struct {
-	log    Log
-	sinks  []Sink
-	retain int
-	now    func() time.Time
+	log      Log
+	sinks    []Sink
+	redactor Redactor // nil: events are kept as published
+	retain   int
+	now      func() time.Time
 
 	mu       sync.Mutex
 	journals map[string]*Journal
@@ -59,6 +60,30 @@ func NewHub(log Log, sinks ...Sink) *Hub {
 		log = NewMemoryLog()
 	}
 	return &Hub{log: log, sinks: sinks, retain: DefaultRetain, now: time.Now, journals: map[string]*Journal{}}
+}
+
+// Redactor masks secrets in an event's content; redact.Redactor is one.
+// Redact must not modify its argument in place and must be safe for
+// concurrent use.
+type Redactor interface {
+	Redact(content []byte) []byte
+}
+
+// SetRedactor makes the hub mask every event's content with r as it is
+// published, before it is numbered: the Log, every sink and every
+// subscriber then see the same masked event, and nothing unmasked is
+// stored. Streamed text (TextDelta, ThinkingDelta) is masked too: each
+// journal holds back what could be the start of a secret until the
+// following pieces show where it ends (see holdDelta). Call it before the
+// first Publish.
+func (h *Hub) SetRedactor(r Redactor) { h.redactor = r }
+
+// redact masks ev's content when the hub has a redactor. Streamed text
+// is masked later, by the journal, once it is known where its words end.
+func (h *Hub) redact(ev *Event) {
+	if h.redactor != nil && len(ev.Content) > 0 && !isDelta(ev.Type) {
+		ev.Content = h.redactor.Redact(ev.Content)
+	}
 }
 
 // SetRetain sets how many events each new journal keeps in memory
@@ -194,6 +219,7 @@ func (h *Hub) Publish(ev Event) (Event, error) {
 	}
 	ev.Time = ev.Time.UTC()
 	ev.Seq = 0
+	h.redact(&ev)
 	j := h.Journal(ev.Session)
 	if !ev.Type.Kept() {
 		j.append(ev)
@@ -224,6 +250,7 @@ func (h *Hub) PublishAsync(ev Event, done func(Event, error)) {
 	}
 	ev.Time = ev.Time.UTC()
 	ev.Seq = 0
+	h.redact(&ev)
 	j := h.Journal(ev.Session)
 	j.queue.Go(&pending{ev: ev, then: done}, j.commit)
 }
@@ -326,6 +353,7 @@ type Journal struct {
 	retain  int
 	wake    chan struct{} // closed and replaced on every append
 	closed  bool
+	held    map[Type]*heldText // streamed text not yet released (with a redactor)
 }
 
 func newJournal(h *Hub, session string, retain int) *Journal {
@@ -369,10 +397,27 @@ func (j *Journal) store(evs []Event) error {
 }
 
 // append adds ev to the window and wakes subscribers. Appending to a
-// closed journal keeps the event for subscribers still draining it.
+// closed journal keeps the event for subscribers still draining it. With
+// a redactor, streamed text is held back and released masked (see
+// holdDelta).
 func (j *Journal) append(ev Event) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if r := j.hub.redactor; r != nil {
+		j.releaseHeld(r, ev.Type)
+		if isDelta(ev.Type) {
+			var ok bool
+			if ev, ok = j.holdDelta(ev, r); !ok {
+				return
+			}
+		}
+	}
+	j.appendLocked(ev)
+}
+
+// appendLocked adds ev to the window and wakes subscribers; j.mu is
+// held.
+func (j *Journal) appendLocked(ev Event) {
 	j.entries = append(j.entries, ev)
 	if ev.Seq > j.last {
 		j.last = ev.Seq
@@ -410,6 +455,9 @@ func (j *Journal) LastSeq() (uint64, error) {
 func (j *Journal) Close() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if r := j.hub.redactor; r != nil && !j.closed {
+		j.releaseHeld(r, "")
+	}
 	if !j.closed {
 		j.closed = true
 		close(j.wake)

@@ -67,6 +67,7 @@ func (s *Store) WriteMemory(ctx context.Context, m store.Memory) (store.Memory, 
 	if strings.TrimSpace(m.Content) == "" {
 		return store.Memory{}, errors.New("write memory: content is empty")
 	}
+	s.maskMemory(&m)
 	m.Tags = normalizeTags(m.Tags)
 	m.CreatedAt = s.orNow(m.CreatedAt).UTC()
 	tags, err := json.Marshal(m.Tags)

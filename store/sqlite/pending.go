@@ -76,6 +76,7 @@ func (s *Store) CreatePending(ctx context.Context, p store.PendingSpawn) error {
 	if err := s.checkPending(&p); err != nil {
 		return fmt.Errorf("create pending spawn: %w", err)
 	}
+	s.maskPending(&p)
 	config, err := jsonArg("pending spawn config", p.Config)
 	if err != nil {
 		return fmt.Errorf("create pending spawn %s: %w", p.ID, err)
@@ -155,7 +156,7 @@ func (s *Store) DecidePending(ctx context.Context, id, decision string, config j
 	if decision != store.SpawnConfirmed && decision != store.SpawnRejected {
 		return fmt.Errorf("decide pending spawn %s: decision %q is not confirmed or rejected", id, decision)
 	}
-	cfg, err := jsonArg("pending spawn config", config)
+	cfg, err := jsonArg("pending spawn config", s.redactor.JSON(config))
 	if err != nil {
 		return fmt.Errorf("decide pending spawn %s: %w", id, err)
 	}

@@ -115,6 +115,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	if err := s.checkRun(&r); err != nil {
 		return fmt.Errorf("create run: %w", err)
 	}
+	s.maskRun(&r)
 	config, err := jsonArg("run config", r.Config)
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ShortID, err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/avaagent/ava/store"
@@ -113,7 +114,8 @@ func defaultSender(role string) string {
 	}
 }
 
-// checkMessage validates m and fills in its defaults.
+// checkMessage validates m, fills in its defaults and masks its secrets:
+// every message stored passes here.
 func (s *Store) checkMessage(m *store.Message) error {
 	if err := checkKey("message session key", m.SessionKey); err != nil {
 		return err
@@ -127,6 +129,7 @@ func (s *Store) checkMessage(m *store.Message) error {
 		m.Sender = defaultSender(m.Role)
 	}
 	m.CreatedAt = s.orNow(m.CreatedAt).UTC()
+	s.maskMessage(m)
 	return nil
 }
 
@@ -149,6 +152,7 @@ func (s *Store) AppendMessage(ctx context.Context, m store.Message) (store.Messa
 
 // AppendMessages implements store.Store.
 func (s *Store) AppendMessages(ctx context.Context, msgs []store.Message) error {
+	msgs = slices.Clone(msgs) // checked and masked here, not in the caller's slice
 	for i := range msgs {
 		if err := s.checkMessage(&msgs[i]); err != nil {
 			return fmt.Errorf("append message %d of %d: %w", i+1, len(msgs), err)

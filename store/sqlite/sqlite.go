@@ -38,6 +38,7 @@ import (
 
 	"github.com/avaagent/ava/internal/fserr"
 	"github.com/avaagent/ava/internal/groupcommit"
+	"github.com/avaagent/ava/redact"
 	"github.com/avaagent/ava/store"
 )
 
@@ -60,6 +61,10 @@ type Options struct {
 	Now func() time.Time
 	// ReadConns caps the reader pool; 0 means max(4, GOMAXPROCS).
 	ReadConns int
+	// Redactor masks secrets in the free text the store writes (see
+	// redact.go); nil means a zero redact.Redactor, which masks the
+	// credential formats it knows but no configured value.
+	Redactor *redact.Redactor
 }
 
 // Store is a store.Store on one SQLite file.
@@ -69,6 +74,8 @@ type Store struct {
 	reader *sql.DB
 	log    *slog.Logger
 	now    func() time.Time
+	// redactor masks secrets in every free text written.
+	redactor *redact.Redactor
 
 	closeOnce sync.Once
 	closeErr  error
@@ -98,7 +105,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := prepareFile(abs); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
-	s := &Store{path: abs, log: opts.Logger, now: opts.Now}
+	s := &Store{path: abs, log: opts.Logger, now: opts.Now, redactor: opts.Redactor}
+	if s.redactor == nil {
+		s.redactor = &redact.Redactor{}
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -30,6 +30,7 @@ func (s *Store) TransitionRun(ctx context.Context, id string, from []lifecycle.S
 	if err := checkTransition(ref, from, to, fin); err != nil {
 		return fmt.Errorf("transition run %s: %w", id, err)
 	}
+	fin = s.maskFinish(fin)
 	set, args, err := s.transitionSet(to, fin)
 	if err != nil {
 		return fmt.Errorf("transition run %s: %w", id, err)
