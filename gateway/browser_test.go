@@ -131,7 +131,7 @@ func TestPanelInBrowser(t *testing.T) {
 	b.shot(shots, "desktop-after-reload.png")
 
 	// A subagent started from elsewhere joins the list and the timeline.
-	if _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "researcher", Task: "quick look", Model: e.model, Parent: key}); err != nil {
+	if _, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "researcher", Task: "quick look", Model: e.model, Parent: key}); err != nil {
 		t.Fatal(err)
 	}
 	b.wait(`document.querySelectorAll('.tl-bar').length === 2 && document.querySelectorAll('.subagent[data-status="success"]').length === 2`, "a second subagent on the timeline")
