@@ -110,3 +110,44 @@ func TestAPISpawnIsProposed(t *testing.T) {
 		t.Fatalf("a 5¢ spawn under above:10: %d %s", code, body)
 	}
 }
+
+// TestChatAnswersAProposal: while proposals await the person, a chat
+// message is the answer: with two pending the person is asked which; an
+// unclear answer is asked again; "P-… yes but use …" confirms with the
+// change; "no thanks" rejects the last one.
+func TestChatAnswersAProposal(t *testing.T) {
+	e := newEnv(t, envOptions{script: confirmScript, confirm: "always"})
+	start, _, _ := e.chat(client.ChatRequest{Message: "research this"})
+	key := start.SessionKey
+	ps := pendingOf(t, e, key)
+	if len(ps) != 2 {
+		t.Fatalf("%d proposals", len(ps))
+	}
+	say := func(msg string) string {
+		t.Helper()
+		_, _, res := e.chat(client.ChatRequest{SessionKey: key, Message: msg})
+		if res.Status != "success" {
+			t.Fatalf("%q: %+v", msg, res)
+		}
+		return res.Text
+	}
+	if got := say("sure"); !strings.Contains(got, "2 spawns await your answer") || !strings.Contains(got, ps[1].ID) {
+		t.Fatalf("with two pending: %q", got)
+	}
+	if got := say(ps[0].ID + " hmm"); !strings.Contains(got, "could not tell") {
+		t.Fatalf("unclear: %q", got)
+	}
+	if len(pendingOf(t, e, key)) != 2 {
+		t.Fatal("an unclear answer decided something")
+	}
+	got := say(ps[0].ID + " yes but max $0.20")
+	if !strings.HasPrefix(got, "🚀 Spawning researcher subagent (S-") || !strings.Contains(got, "with max cost $0.20") {
+		t.Fatalf("confirmed: %q", got)
+	}
+	if got := say("no thanks"); got != "OK, not spawning researcher ("+ps[1].ID+")." {
+		t.Fatalf("rejected: %q", got)
+	}
+	if n := len(pendingOf(t, e, key)); n != 0 {
+		t.Fatalf("%d still pending", n)
+	}
+}
