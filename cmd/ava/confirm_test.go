@@ -21,25 +21,41 @@ conversations:
 `
 
 // TestRunYesSkipsConfirmation: under AVA_CONFIRM=always a spawn from
-// `ava run` becomes a proposal and nothing runs; with --yes it runs, and
-// `ava roles --stats` then counts it.
+// `ava run` becomes a proposal shown on stderr and nothing runs; the
+// person's "yes" in the same session starts it; with --yes a spawn runs
+// at once; `ava roles --stats` then counts both.
 func TestRunYesSkipsConfirmation(t *testing.T) {
 	root := t.TempDir()
 	script := filepath.Join(t.TempDir(), "spawn.yaml")
 	must(t, os.WriteFile(script, []byte(strings.ReplaceAll(spawnOnceScript, "SCRIPT", script)), 0o600))
 	env := map[string]string{"AVA_DATA_ROOT": root, "AVA_CONFIRM": "always"}
-	if _, errOut, code := ava(t, env, "run", "--model", "scripted/"+script, "go"); code != 0 {
+	_, errOut, code := ava(t, env, "run", "--session", "ava:cli:asked", "--model", "scripted/"+script, "go")
+	if code != 0 || !strings.Contains(errOut, "awaits your confirmation") || !strings.Contains(errOut, "Proceed? [Yes/No]") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if out, _, _ := ava(t, env, "logs", "--type", "SubagentSpawn", "--json"); strings.TrimSpace(out) != "" {
-		t.Fatalf("a spawn started without confirmation:\n%s", out)
+	spawns := func() int {
+		out, _, _ := ava(t, env, "logs", "--type", "SubagentSpawn", "--json")
+		if strings.TrimSpace(out) == "" {
+			return 0
+		}
+		return len(strings.Split(strings.TrimSpace(out), "\n"))
+	}
+	if n := spawns(); n != 0 {
+		t.Fatalf("%d spawns started without confirmation", n)
+	}
+	// The person's answer in the same session starts it.
+	out, errOut, code := ava(t, env, "run", "--session", "ava:cli:asked", "--model", "scripted/"+script, "yes")
+	if code != 0 || !strings.HasPrefix(out, "🚀 Spawning researcher subagent (S-") {
+		t.Fatalf("answer: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if n := spawns(); n != 1 {
+		t.Fatalf("after yes: %d spawns, want 1", n)
 	}
 	if _, errOut, code := ava(t, env, "run", "--yes", "--model", "scripted/"+script, "go"); code != 0 {
 		t.Fatalf("--yes: exit %d: %s", code, errOut)
 	}
-	out, _, _ := ava(t, env, "logs", "--type", "SubagentSpawn", "--json")
-	if n := len(strings.Split(strings.TrimSpace(out), "\n")); strings.TrimSpace(out) == "" || n != 1 {
-		t.Fatalf("--yes: %d spawns, want 1:\n%s", n, out)
+	if n := spawns(); n != 2 {
+		t.Fatalf("--yes: %d spawns, want 2", n)
 	}
 	stats, errOut, code := ava(t, env, "roles", "--stats")
 	if code != 0 {
@@ -51,7 +67,7 @@ func TestRunYesSkipsConfirmation(t *testing.T) {
 			line = l
 		}
 	}
-	if f := strings.Fields(line); len(f) < 5 || f[1] != "1" || !strings.Contains(line, "% of 1") {
+	if f := strings.Fields(line); len(f) < 5 || f[1] != "2" || !strings.Contains(line, "% of 2") {
 		t.Fatalf("roles --stats:\n%s", stats)
 	}
 }
