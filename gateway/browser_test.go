@@ -369,3 +369,26 @@ func containsInOrder(got, want []string) bool {
 	}
 	return i == len(want)
 }
+
+// TestPanelShowsProposals: a spawn awaiting confirmation is a card with
+// the proposal and Yes / No; Yes starts it, No drops it, and each card
+// then says how it was decided.
+func TestPanelShowsProposals(t *testing.T) {
+	chrome := findChromium(t)
+	e := newEnv(t, envOptions{script: confirmScript, confirm: "always"})
+	b := newBrowser(t, chrome)
+	b.run(chromedp.EmulateViewport(1280, 800), chromedp.Navigate(e.ts.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`textarea`)))
+	b.run(chromedp.SendKeys(chromedp.CSS(`textarea`), "research this"), chromedp.KeyEvent(kb.Enter))
+	b.waitText(`.msg.assistant`, "waiting for you")
+	b.wait(`document.querySelectorAll('.proposal[data-decision=""]').length === 2`, "two proposals awaiting an answer")
+	b.waitText(`.proposal pre`, "Proceed? [Yes/No]")
+	b.run(chromedp.Click(chromedp.CSS(`.proposal:nth-of-type(1) button.yes, .proposal button.yes`)))
+	b.wait(`document.querySelector('.proposal[data-decision="confirmed"]')?.textContent.includes('started S-')`, "the first proposal confirmed")
+	b.wait(`document.querySelector('.subagent')`, "the confirmed subagent in the list")
+	b.run(chromedp.Click(chromedp.CSS(`.proposal[data-decision=""] button.no`)))
+	b.wait(`document.querySelector('.proposal[data-decision="rejected"]')`, "the second proposal rejected")
+	b.shot(shotDir(t), "desktop-proposals.png")
+	if ps := pendingOf(t, e, ""); len(ps) != 0 {
+		t.Fatalf("%d proposals still pending", len(ps))
+	}
+}
