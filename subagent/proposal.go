@@ -156,7 +156,8 @@ func (m *Manager) SpawnOrPropose(ctx context.Context, req Request, rationale str
 func (m *Manager) SpawnGroupOrPropose(ctx context.Context, req GroupRequest, rationale string) (*Group, *Proposal, error) {
 	ps := ProposedSpawn{Configs: req.Configs, Mode: req.Mode, BudgetCents: req.BudgetCents,
 		TimeoutSeconds: req.Timeout.Seconds(), Fork: req.Fork}
-	if n := len(req.Configs); n == 0 || n > MaxGroupSize || req.Mode != ModeParallel && req.Mode != ModeChain {
+	if n := len(req.Configs); n == 0 || n > MaxGroupSize || req.Mode != ModeParallel && req.Mode != ModeChain ||
+		req.BudgetCents < 0 || req.Timeout < 0 {
 		g, err := m.SpawnGroup(ctx, req) // refuses it with the reason
 		return g, nil, err
 	}
