@@ -26,7 +26,7 @@ func open(t *testing.T) *app.Instance {
 	t.Helper()
 	root := t.TempDir()
 	cfg, err := config.Load(func(k string) string {
-		return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root}[k]
+		return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root, "AVA_CONFIRM": "never"}[k]
 	})
 	if err != nil {
 		t.Fatal(err)

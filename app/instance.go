@@ -10,6 +10,7 @@ import (
 
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/instance"
 	"github.com/avaagent/ava/llm"
@@ -143,10 +144,15 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 		in.closers = append(in.closers, self.Close)
 		owner = self
 	}
+	policy, err := confirm.ParsePolicy(cfg.Confirm)
+	if err != nil {
+		return err
+	}
 	in.Subagent = subagent.NewManager(subagent.Options{Catalog: in.Catalog, Tools: in.Tools, Store: in.Store, Hub: in.Hub,
 		Roles: roles, MaxConcurrent: cfg.MaxConcurrentSubagents, StallAfter: cfg.StallAfter,
 		Overflow: subagent.Overflow(cfg.SpawnOverflow), MaxQueued: cfg.MaxQueuedSubagents,
-		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly})
+		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly,
+		Confirm: policy, ConfirmTimeout: cfg.ConfirmTimeout})
 	// Registered before Start: a Start that fails half way may already
 	// have started work that Close must stop.
 	in.closers = append(in.closers, in.Subagent.Close)

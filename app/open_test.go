@@ -61,7 +61,7 @@ func TestOpenFailureReturnsErrorNotPanic(t *testing.T) {
 			}
 			ws := t.TempDir()
 			cfg, err := config.Load(func(k string) string {
-				return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": ws}[k]
+				return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": ws, "AVA_CONFIRM": "never"}[k]
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -1,6 +1,10 @@
 package app
 
-import "github.com/avaagent/ava/subagent"
+import (
+	"context"
+
+	"github.com/avaagent/ava/subagent"
+)
 
 // Role is a subagent role as the instance loaded it (subagent.Role).
 type Role = subagent.Role
@@ -21,3 +25,14 @@ func BuiltinRoleNames() []string {
 // WithheldReason says why no subagent ever gets the named tool, or ""
 // when a role may give it to its subagents.
 func WithheldReason(toolName string) string { return subagent.WithheldReason(toolName) }
+
+// RoleStats is one role's past runs (count, median time and cost) and
+// how often the estimates made before they were spawned held
+// (subagent.RoleStats).
+type RoleStats = subagent.RoleStats
+
+// RoleStats returns every role's statistics from the runs in the store,
+// in role order (`ava roles --stats`).
+func (in *Instance) RoleStats(ctx context.Context) ([]RoleStats, error) {
+	return in.Subagent.Stats(ctx)
+}

@@ -91,7 +91,7 @@ func runTurn(root string, turn int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cfg, err := config.Load(func(k string) string {
-		return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root}[k]
+		return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root, "AVA_CONFIRM": "never"}[k]
 	})
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/internal/fserr"
 	"github.com/avaagent/ava/llm"
 )
@@ -45,6 +46,9 @@ type Config struct {
 	MaxQueuedSubagents int `yaml:"max_queued_subagents"`
 	// Confirm is the spawn confirmation policy: always, never, above:<cents> (AVA_CONFIRM).
 	Confirm string `yaml:"confirm"`
+	// ConfirmTimeout is how long a spawn proposal waits for the person's
+	// answer before it expires (AVA_CONFIRM_TIMEOUT).
+	ConfirmTimeout time.Duration `yaml:"confirm_timeout"`
 	// Workspace is the folder file and shell tools work in (AVA_WORKSPACE).
 	Workspace string `yaml:"workspace"`
 	// StallAfter is how long a subagent may show no sign of life before it
@@ -93,6 +97,7 @@ func Default() Config {
 		MaxQueuedSubagents:     32,
 		Confirm:                "always",
 		StallAfter:             2 * time.Minute,
+		ConfirmTimeout:         10 * time.Minute,
 	}
 }
 
@@ -244,6 +249,13 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		}
 		c.MaxQueuedSubagents = n
 	}
+	if v := getenv("AVA_CONFIRM_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("AVA_CONFIRM_TIMEOUT=%q: not a duration like 90s or 10m", v)
+		}
+		c.ConfirmTimeout = d
+	}
 	if v := getenv("AVA_STALL_AFTER"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -278,6 +290,9 @@ func (c Config) Validate() error {
 	if _, err := ParseConfirm(c.Confirm); err != nil {
 		errs = append(errs, err)
 	}
+	if c.ConfirmTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("confirm_timeout (AVA_CONFIRM_TIMEOUT): %s, must be positive", c.ConfirmTimeout))
+	}
 	if c.StallAfter < 0 {
 		errs = append(errs, fmt.Errorf("stall_after: %s, must not be negative", c.StallAfter))
 	}
@@ -309,21 +324,14 @@ type ConfirmPolicy struct {
 	AboveCents    float64
 }
 
-// ParseConfirm parses "always", "never" or "above:<cents>".
+// ParseConfirm parses "always", "never" or "above:<cents>" (with
+// confirm.ParsePolicy, the one parser of the policy).
 func ParseConfirm(s string) (ConfirmPolicy, error) {
-	switch {
-	case s == "always" || s == "":
-		return ConfirmPolicy{Always: true}, nil
-	case s == "never":
-		return ConfirmPolicy{Never: true}, nil
-	case strings.HasPrefix(s, "above:"):
-		v, err := strconv.ParseFloat(strings.TrimPrefix(s, "above:"), 64)
-		if err != nil || v < 0 {
-			return ConfirmPolicy{}, fmt.Errorf("confirm: %q: the cents after above: must be a non-negative number", s)
-		}
-		return ConfirmPolicy{AboveCents: v}, nil
+	p, err := confirm.ParsePolicy(s)
+	if err != nil {
+		return ConfirmPolicy{}, err
 	}
-	return ConfirmPolicy{}, fmt.Errorf("confirm: %q: use always, never or above:<cents>", s)
+	return ConfirmPolicy{Always: p.Ask == confirm.Always, Never: p.Ask == confirm.Never, AboveCents: p.AboveCents}, nil
 }
 
 // EnsureDataRoot creates the data root with private permissions (0700)

@@ -120,3 +120,44 @@ type StateContent struct {
 	// State is idle, running or waiting_for_subagents.
 	State string `json:"state"`
 }
+
+// SpawnEstimate is a proposed spawn's estimate: a time range in seconds,
+// a maximum cost, the model and tools, and what it was learned from
+// (basis "limits", or "history" of Runs past runs).
+type SpawnEstimate struct {
+	MinSeconds       int      `json:"minSeconds"`
+	MaxSeconds       int      `json:"maxSeconds"`
+	TypicalSeconds   int      `json:"typicalSeconds,omitempty"`
+	MaxCostCents     float64  `json:"maxCostCents"`
+	TypicalCostCents float64  `json:"typicalCostCents,omitempty"`
+	Model            string   `json:"model"`
+	Tools            []string `json:"tools"`
+	Basis            string   `json:"basis"`
+	Runs             int      `json:"runs,omitempty"`
+}
+
+// SpawnProposedContent is the content of a SpawnProposed event. A group
+// is one proposal: Role and Task join its members', Tasks lists them,
+// and the estimate is the group's total.
+type SpawnProposedContent struct {
+	PendingID string        `json:"pendingId"`
+	Role      string        `json:"role"`
+	Task      string        `json:"task"`
+	Mode      string        `json:"mode"`
+	Tasks     []string      `json:"tasks,omitempty"`
+	Estimate  SpawnEstimate `json:"estimate"`
+	Rationale string        `json:"rationale,omitempty"`
+	ExpiresAt time.Time     `json:"expiresAt"`
+	// Text is the proposal as shown to the person.
+	Text string `json:"text"`
+}
+
+// SpawnDecidedContent is the content of a SpawnDecided event.
+type SpawnDecidedContent struct {
+	PendingID string `json:"pendingId"`
+	// Decision is confirmed, rejected or expired.
+	Decision string `json:"decision"`
+	// Change is the person's modification, as shown ("model haiku").
+	Change      string   `json:"change,omitempty"`
+	SubagentIDs []string `json:"subagentIds,omitempty"`
+}

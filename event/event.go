@@ -73,6 +73,16 @@ const (
 	// (content: SubagentSpawnContent with its queue position); its
 	// SubagentSpawn follows when it starts.
 	SubagentQueued Type = "SubagentQueued"
+	// SpawnProposed says a spawn awaits the person's confirmation
+	// (content: SpawnProposedContent). It is kept, so a panel or chat
+	// that connects later still shows the question, but it is not an
+	// audit type: DESIGN.md's audit types are fixed, and the spawn that
+	// follows a yes is audited as SubagentSpawn.
+	SpawnProposed Type = "SpawnProposed"
+	// SpawnDecided says a proposal was confirmed, rejected or expired
+	// (content: SpawnDecidedContent); kept, not audited, like
+	// SpawnProposed.
+	SpawnDecided Type = "SpawnDecided"
 )
 
 // Live-only event types.

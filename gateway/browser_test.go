@@ -131,7 +131,7 @@ func TestPanelInBrowser(t *testing.T) {
 	b.shot(shots, "desktop-after-reload.png")
 
 	// A subagent started from elsewhere joins the list and the timeline.
-	if _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "researcher", Task: "quick look", Model: e.model, Parent: key}); err != nil {
+	if _, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "researcher", Task: "quick look", Model: e.model, Parent: key}); err != nil {
 		t.Fatal(err)
 	}
 	b.wait(`document.querySelectorAll('.tl-bar').length === 2 && document.querySelectorAll('.subagent[data-status="success"]').length === 2`, "a second subagent on the timeline")
@@ -368,4 +368,27 @@ func containsInOrder(got, want []string) bool {
 		}
 	}
 	return i == len(want)
+}
+
+// TestPanelShowsProposals: a spawn awaiting confirmation is a card with
+// the proposal and Yes / No; Yes starts it, No drops it, and each card
+// then says how it was decided.
+func TestPanelShowsProposals(t *testing.T) {
+	chrome := findChromium(t)
+	e := newEnv(t, envOptions{script: confirmScript, confirm: "always"})
+	b := newBrowser(t, chrome)
+	b.run(chromedp.EmulateViewport(1280, 800), chromedp.Navigate(e.ts.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`textarea`)))
+	b.run(chromedp.SendKeys(chromedp.CSS(`textarea`), "research this"), chromedp.KeyEvent(kb.Enter))
+	b.waitText(`.msg.assistant`, "waiting for you")
+	b.wait(`document.querySelectorAll('.proposal[data-decision=""]').length === 2`, "two proposals awaiting an answer")
+	b.waitText(`.proposal pre`, "Proceed? [Yes/No]")
+	b.run(chromedp.Click(chromedp.CSS(`.proposal:nth-of-type(1) button.yes, .proposal button.yes`)))
+	b.wait(`document.querySelector('.proposal[data-decision="confirmed"]')?.textContent.includes('started S-')`, "the first proposal confirmed")
+	b.wait(`document.querySelector('.subagent')`, "the confirmed subagent in the list")
+	b.run(chromedp.Click(chromedp.CSS(`.proposal[data-decision=""] button.no`)))
+	b.wait(`document.querySelector('.proposal[data-decision="rejected"]')`, "the second proposal rejected")
+	b.shot(shotDir(t), "desktop-proposals.png")
+	if ps := pendingOf(t, e, ""); len(ps) != 0 {
+		t.Fatalf("%d proposals still pending", len(ps))
+	}
 }

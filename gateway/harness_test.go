@@ -73,6 +73,8 @@ type envOptions struct {
 	script string
 	// wrap, when set, wraps the server's handler (to break connections).
 	wrap func(http.Handler) http.Handler
+	// confirm is AVA_CONFIRM (default never: most tests spawn directly).
+	confirm string
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -89,7 +91,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	cfg, err := config.Load(func(k string) string {
 		return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root, "AVA_MODEL": model,
-			"AVA_MAX_CONCURRENT_SUBAGENTS": "10"}[k]
+			"AVA_MAX_CONCURRENT_SUBAGENTS": "10", "AVA_CONFIRM": orNever(o.confirm)}[k]
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +210,7 @@ func (e *env) chat(req client.ChatRequest) (client.ChatStart, []client.Event, cl
 // spawnBlocking starts a subagent that blocks until stopped.
 func (e *env) spawnBlocking(parent string) client.Subagent {
 	e.t.Helper()
-	sa, err := e.c.Spawn(ctx(e.t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: e.model, Parent: parent})
+	sa, _, err := e.c.Spawn(ctx(e.t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: e.model, Parent: parent})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -270,4 +272,12 @@ func jsonBody(v any) string {
 		panic(fmt.Sprint(err))
 	}
 	return b.String()
+}
+
+// orNever is the AVA_CONFIRM a test runs with: never unless it says.
+func orNever(policy string) string {
+	if policy == "" {
+		return "never"
+	}
+	return policy
 }

@@ -53,8 +53,13 @@ func statusOf(err error) int {
 	var amb *store.AmbiguousError
 	var tooBig *http.MaxBytesError
 	switch {
-	case errors.As(err, &br), errors.As(err, &amb), errors.Is(err, store.ErrAmbiguous), errors.Is(err, subagent.ErrUnknownRole):
+	case errors.As(err, &br), errors.As(err, &amb), errors.Is(err, store.ErrAmbiguous), errors.Is(err, subagent.ErrUnknownRole),
+		errors.Is(err, subagent.ErrBadDecision):
 		return http.StatusBadRequest
+	case isUnclear(err):
+		return http.StatusUnprocessableEntity
+	case errors.Is(err, subagent.ErrDecided), errors.Is(err, store.ErrExpired):
+		return http.StatusConflict
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, fs.ErrNotExist):

@@ -166,7 +166,8 @@ func (s *Server) subagent(ctx context.Context, id string) (client.Subagent, erro
 	return fromRun(run, time.Now()), nil
 }
 
-// spawn answers POST /api/subagents: a background subagent.
+// spawn answers POST /api/subagents: a background subagent (201), or,
+// when the confirmation policy asks for it, a proposal (202).
 func (s *Server) spawn(w http.ResponseWriter, r *http.Request) {
 	if s.isDraining() {
 		fail(w, errDraining)
@@ -201,9 +202,14 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) {
 		parent = t.key
 	}
 	caller := tool.Caller{AgentID: event.OrchestratorID, SessionKey: parent, Workspace: s.in.Config.Workspace}
-	h, err := s.in.Subagent.Spawn(context.WithoutCancel(r.Context()), subagent.Request{Config: cfg, Parent: caller, User: req.User, Background: parent != ""})
+	h, p, err := s.in.Subagent.SpawnOrPropose(context.WithoutCancel(r.Context()),
+		subagent.Request{Config: cfg, Parent: caller, User: req.User, Background: parent != ""}, req.Rationale)
 	if err != nil {
 		fail(w, err)
+		return
+	}
+	if p != nil {
+		writeJSON(w, http.StatusAccepted, map[string]client.Proposal{"pending": toClientProposal(*p)})
 		return
 	}
 	writeJSON(w, http.StatusCreated, fromHandle(h))

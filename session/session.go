@@ -254,8 +254,12 @@ func (s *Service) startLocked(key string, m *main, t *Turn) {
 	})
 }
 
-// run answers one message.
+// run answers one message: a person's answer to a pending spawn
+// proposal (answer.go), or an orchestrator turn.
 func (s *Service) run(ctx context.Context, t *Turn) {
+	if s.answerProposal(ctx, t) {
+		return
+	}
 	orch, model, err := s.cfg.Orchestrator(t.opt.Model, t.opt.Limits)
 	if err != nil {
 		t.err = err

@@ -23,26 +23,33 @@ type SubagentResult = subagent.Result
 // status, event stream, result and cancel.
 type Subagent = subagent.Handle
 
+// Proposal is a spawn awaiting the person's confirmation
+// (subagent.Proposal).
+type Proposal = subagent.Proposal
+
 // ErrNoSubagents means the service runs without a subagent manager
 // (a read-only instance).
 var ErrNoSubagents = errors.New("this instance runs no subagents")
 
 // Spawn starts one subagent on behalf of the main session parent, as the
-// person (not the orchestrator) asked for it: `ava spawn` and the API use
-// it. The subagent's result is delivered to parent like any other.
-func (s *Service) Spawn(ctx context.Context, parent string, cfg SubagentConfig, user string) (*Subagent, error) {
+// person (not the orchestrator) asked for it: `ava spawn` uses it. The
+// subagent's result is delivered to parent like any other. When the
+// confirmation policy asks for it, nothing starts: the spawn becomes a
+// proposal (the second result) that the person confirms through the
+// API; exactly one of the two results is set on success.
+func (s *Service) Spawn(ctx context.Context, parent string, cfg SubagentConfig, user string) (*Subagent, *Proposal, error) {
 	if s.cfg.Subagents == nil {
-		return nil, ErrNoSubagents
+		return nil, nil, ErrNoSubagents
 	}
 	if IsSubagentKey(parent) {
-		return nil, fmt.Errorf("spawn from %s: a subagent cannot spawn subagents", parent)
+		return nil, nil, fmt.Errorf("spawn from %s: a subagent cannot spawn subagents", parent)
 	}
 	caller := tool.Caller{AgentID: event.OrchestratorID, SessionKey: parent, User: user}
-	h, err := s.cfg.Subagents.Spawn(ctx, subagent.Request{Config: cfg, Parent: caller, User: user})
+	h, p, err := s.cfg.Subagents.SpawnOrPropose(ctx, subagent.Request{Config: cfg, Parent: caller, User: user}, "")
 	if err != nil {
-		return nil, fmt.Errorf("spawn %s: %w", cfg.Role, err)
+		return nil, nil, fmt.Errorf("spawn %s: %w", cfg.Role, err)
 	}
-	return h, nil
+	return h, p, nil
 }
 
 // Trace returns the last n steps of a subagent that parent started, one

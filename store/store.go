@@ -197,6 +197,8 @@ type RunFilter struct {
 	Limit int
 	// Active keeps only active runs: queued, pending and running.
 	Active bool
+	// Role keeps runs of this role (the estimates learn from them).
+	Role string
 }
 
 // RunFinish is how a run ended, recorded by TransitionRun.
@@ -343,8 +345,9 @@ type PendingStore interface {
 	// and with ErrInvalidTransition when already decided.
 	DecidePending(ctx context.Context, id, decision string, config json.RawMessage, runID string) error
 	// ExpirePending marks every pending spawn whose ExpiresAt is not after
-	// now as expired and returns how many.
-	ExpirePending(ctx context.Context, now time.Time) (int, error)
+	// now as expired and returns those it marked (as they are now), so
+	// that each expiry is reported by exactly one caller.
+	ExpirePending(ctx context.Context, now time.Time) ([]PendingSpawn, error)
 }
 
 // MemoryStore records long-term memory.

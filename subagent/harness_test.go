@@ -118,7 +118,15 @@ func newHarness(t testing.TB, script string, adjust func(*subagent.Options), ext
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	st, err := sqlite.Open(context.Background(), root+"/ava.db", sqlite.Options{})
+	// The store shares the manager's clock when a test gives one, so
+	// that expiry is checked against the same time.
+	var clock func() time.Time
+	st, err := sqlite.Open(context.Background(), root+"/ava.db", sqlite.Options{Now: func() time.Time {
+		if clock != nil {
+			return clock()
+		}
+		return time.Now()
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,6 +165,7 @@ func newHarness(t testing.TB, script string, adjust func(*subagent.Options), ext
 	if adjust != nil {
 		adjust(&opts)
 	}
+	clock = opts.Clock
 	m := subagent.NewManager(opts)
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)

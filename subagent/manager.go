@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
@@ -77,6 +78,15 @@ type Options struct {
 	// RecoverEvery is how often gone owners' runs are looked for
 	// (default 10 s).
 	RecoverEvery time.Duration
+	// Confirm is the confirmation policy of SpawnOrPropose and
+	// SpawnGroupOrPropose (the spawn tools, `ava spawn`, the API); the
+	// zero value never asks. Spawn and SpawnGroup never ask.
+	Confirm confirm.Policy
+	// ConfirmTimeout is how long a proposal waits for the person
+	// (default DefaultConfirmTimeout); ExpireEvery how often expired
+	// ones are looked for (default 5 s).
+	ConfirmTimeout time.Duration
+	ExpireEvery    time.Duration
 	// ReadOnly opens the manager for looking only (ava roles): Start
 	// recovers nothing, announces nothing and starts no watchdog.
 	ReadOnly bool
@@ -112,6 +122,8 @@ type Manager struct {
 	idle    map[string]weak.Pointer[Handle] // finished runs still held by someone (index.go)
 	ids     *idSet                          // every short ID in use in the data root
 	closed  bool
+	// deciding are the proposals being decided in this process.
+	deciding map[string]bool
 	// finished is called with the parent session of each run that ends.
 	finished func(parent string)
 }
@@ -183,6 +195,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	if m.opt.Owner != nil {
 		m.wg.Go(m.recoverLoop)
 	}
+	m.wg.Go(m.expireLoop)
 	return nil
 }
 
@@ -274,17 +287,28 @@ func (m *Manager) start(ctx context.Context, h *Handle) error {
 	return nil
 }
 
-// prepare checks a request and builds its handle.
-func (m *Manager) prepare(ctx context.Context, req Request) (*Handle, error) {
+// plan is a checked spawn request: its role, model, tools and limits.
+type plan struct {
+	role     Role
+	model    llm.Model
+	tools    []string
+	reg      *tool.Registry
+	limits   agent.Limits
+	thinking bool
+}
+
+// plan checks a request and resolves what it would run with, without
+// starting anything (a proposal is estimated from it).
+func (m *Manager) plan(ctx context.Context, req Request) (plan, error) {
 	if req.Parent.Subagent {
-		return nil, fmt.Errorf("spawn: %w: subagents cannot spawn subagents", tool.ErrForbidden)
+		return plan{}, fmt.Errorf("spawn: %w: subagents cannot spawn subagents", tool.ErrForbidden)
 	}
 	if err := req.Config.Validate(); err != nil {
-		return nil, fmt.Errorf("spawn: %w", err)
+		return plan{}, fmt.Errorf("spawn: %w", err)
 	}
 	role, ok := m.opt.Roles[req.Config.Role]
 	if !ok {
-		return nil, fmt.Errorf("spawn: %w %q (known: %s)", ErrUnknownRole, req.Config.Role, strings.Join(m.roleNames(), ", "))
+		return plan{}, fmt.Errorf("spawn: %w %q (known: %s)", ErrUnknownRole, req.Config.Role, strings.Join(m.roleNames(), ", "))
 	}
 	modelName := req.Config.Model
 	if modelName == "" {
@@ -292,22 +316,30 @@ func (m *Manager) prepare(ctx context.Context, req Request) (*Handle, error) {
 	}
 	model, err := m.opt.Catalog.Resolve(modelName)
 	if err != nil {
-		return nil, fmt.Errorf("spawn %s: %w", role.Name, err)
+		return plan{}, fmt.Errorf("spawn %s: %w", role.Name, err)
 	}
 	rt := m.roleTools[role.Name]
-	tools, err := rt.tools, rt.err
-	if err != nil {
-		return nil, fmt.Errorf("spawn %s: %w", role.Name, err)
+	if rt.err != nil {
+		return plan{}, fmt.Errorf("spawn %s: %w", role.Name, rt.err)
 	}
 	limits := req.Config.limits(role)
 	if err := m.applyBudget(ctx, req.Parent.SessionKey, &limits); err != nil {
-		return nil, err
+		return plan{}, err
 	}
 	thinking := role.ExtendedThinking
 	if req.Config.ExtendedThinking != nil {
 		thinking = *req.Config.ExtendedThinking
 	}
-	return newHandle(m, req, role, model, tools, limits, thinking), nil
+	return plan{role: role, model: model, tools: rt.tools.Names(), reg: rt.tools, limits: limits, thinking: thinking}, nil
+}
+
+// prepare checks a request and builds its handle.
+func (m *Manager) prepare(ctx context.Context, req Request) (*Handle, error) {
+	p, err := m.plan(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return newHandle(m, req, p.role, p.model, p.reg, p.limits, p.thinking), nil
 }
 
 func (m *Manager) roleNames() []string {

@@ -27,6 +27,7 @@ type SpawnArgs struct {
 	ExtendedThinking *bool   `json:"extended_thinking,omitempty" jsonschema:"enable extended thinking (default: the role's)"`
 	ContextMode      string  `json:"context_mode,omitempty" jsonschema:"fresh (default): the subagent sees only the task and context; fork: it starts from this conversation so far"`
 	Background       bool    `json:"background,omitempty" jsonschema:"true: return the subagent ID at once; its result arrives as a [Subagent] message before your next turn. false (default): wait for the result"`
+	Rationale        string  `json:"rationale,omitempty" jsonschema:"why this subagent is needed, in one sentence: shown to the person when the spawn needs their confirmation"`
 }
 
 func (a SpawnArgs) config() Config {
@@ -41,6 +42,7 @@ type GroupArgs struct {
 	BudgetCents float64     `json:"budget_cents,omitempty" jsonschema:"aggregate cost cap for the whole group in cents"`
 	Timeout     float64     `json:"timeout,omitempty" jsonschema:"combined wall-clock limit for the whole group in seconds"`
 	Background  bool        `json:"background,omitempty" jsonschema:"true: return the IDs at once; results arrive as [Subagent] messages"`
+	Rationale   string      `json:"rationale,omitempty" jsonschema:"why this group is needed, in one sentence: shown to the person when the spawn needs their confirmation"`
 }
 
 // IDArgs name one subagent.
@@ -96,9 +98,12 @@ func refusal(err error) (tool.Result, error) {
 }
 
 func (m *Manager) spawnTool(ctx context.Context, a SpawnArgs) (tool.Result, error) {
-	h, err := m.Spawn(ctx, m.request(ctx, a))
+	h, p, err := m.SpawnOrPropose(ctx, m.request(ctx, a), a.Rationale)
 	if err != nil {
 		return refusal(err)
+	}
+	if p != nil {
+		return proposalResult(*p)
 	}
 	if a.Background {
 		awaitSpawned(ctx, h)
@@ -152,9 +157,12 @@ func (m *Manager) groupTool(ctx context.Context, a GroupArgs) (tool.Result, erro
 			req.Fork = agent.ConversationFrom(ctx)
 		}
 	}
-	g, err := m.SpawnGroup(ctx, req)
+	g, p, err := m.SpawnGroupOrPropose(ctx, req, a.Rationale)
 	if err != nil {
 		return refusal(err)
+	}
+	if p != nil {
+		return proposalResult(*p)
 	}
 	if a.Background {
 		awaitSpawned(ctx, g.Handles()...)
@@ -176,6 +184,19 @@ func (m *Manager) groupTool(ctx context.Context, a GroupArgs) (tool.Result, erro
 		return tool.Result{}, err
 	}
 	return jsonResult(map[string]any{"group_id": g.ID, "mode": a.Mode, "spent_cents": g.SpentCents(), "results": rs})
+}
+
+// proposalResult tells the model that its spawn became a proposal that
+// only the person can decide. A spawn it meant to wait for is no
+// different: the tool returns at once, and a confirmed spawn's result
+// arrives as a background result does.
+func proposalResult(p Proposal) (tool.Result, error) {
+	return jsonResult(map[string]any{"pending_id": p.ID, "status": "awaiting_confirmation", "estimate": p.Estimate,
+		"proposal": p.Text,
+		"note": fmt.Sprintf("Nothing has started: the spawn awaits the person's confirmation, which only they can give (in the chat, the panel or the API); "+
+			"no tool confirms it, and calling a spawn tool again only makes another proposal. Show them the proposal text and end your turn. "+
+			"If they confirm, it runs in the background and its result arrives as a [Subagent] message; if they decline, or it expires in %s, you are told the same way.",
+			formatDuration(p.ExpiresAt.Sub(p.CreatedAt)))})
 }
 
 func (m *Manager) statusTool(ctx context.Context, a IDArgs) (tool.Result, error) {

@@ -53,7 +53,17 @@ func PrintTurn(ctx context.Context, sub *event.Subscription, stdout, stderr io.W
 				if line := EventLine(c.Role, ev); line != "" {
 					fmt.Fprintf(stderr, "%s [%s]\n", line, c.SubagentID)
 				}
+			case event.SpawnProposed:
+				var c event.SpawnProposedContent
+				_ = ev.Decode(&c)
+				fmt.Fprintf(stderr, "[proposal %s awaits your confirmation]\n%s\n", c.PendingID, c.Text)
 			case event.AssistantMessage:
+				var c event.TextContent
+				if !wroteText && ev.Decode(&c) == nil && c.Text != "" {
+					// An answer to a proposal is not streamed.
+					io.WriteString(stdout, c.Text)
+					wroteText, endsWithNewline = true, strings.HasSuffix(c.Text, "\n")
+				}
 				if wroteText && !endsWithNewline {
 					io.WriteString(stdout, "\n")
 					endsWithNewline = true

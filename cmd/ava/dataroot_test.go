@@ -13,7 +13,12 @@ import (
 func mainWith(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	app := NewApp(strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+	app := NewApp(strings.NewReader(""), &out, &errb, func(k string) string {
+		if v, ok := env[k]; ok || k != "AVA_CONFIRM" {
+			return v
+		}
+		return "never" // spawns start at once unless a test sets AVA_CONFIRM
+	})
 	code = Main(context.Background(), args, app)
 	return out.String(), errb.String(), code
 }

@@ -36,7 +36,9 @@ func TestMain(m *testing.M) {
 func ava(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(avaBin, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AVA_DATA_ROOT=" + t.TempDir(), "AVA_WORKSPACE=" + t.TempDir()}
+	// Spawns start at once unless a test sets AVA_CONFIRM (the last
+	// value of a variable wins).
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AVA_DATA_ROOT=" + t.TempDir(), "AVA_WORKSPACE=" + t.TempDir(), "AVA_CONFIRM=never"}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}

@@ -85,7 +85,7 @@ func TestBogusModelIsRefused(t *testing.T) {
 	}
 }
 
-// ava run --yes promises nothing that is not built.
+// ava run --yes says what it does: spawns are not confirmed for the run.
 func TestRunYesHelpIsHonest(t *testing.T) {
 	app, out, errb := newLogsTestApp(t.TempDir())
 	if code := Main(context.Background(), []string{"run", "--help"}, app); code != 0 {
@@ -97,7 +97,7 @@ func TestRunYesHelpIsHonest(t *testing.T) {
 			yes = line
 		}
 	}
-	if !strings.Contains(yes, "no effect yet") || strings.Contains(yes, "confirm every") {
+	if !strings.Contains(yes, "AVA_CONFIRM=never for this run") || strings.Contains(yes, "no effect") {
 		t.Errorf("--yes help: %q", yes)
 	}
 }

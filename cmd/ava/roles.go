@@ -13,15 +13,22 @@ import (
 )
 
 func newRolesCmd(a *App) *cobra.Command {
-	return &cobra.Command{
-		Use:   "roles",
+	var stats bool
+	cmd := &cobra.Command{
+		Use:   "roles [--stats]",
 		Short: "List built-in and custom subagent roles",
 		Long: `List every subagent role: built-in ones and custom ones from Markdown files
 in $AVA_DATA_ROOT/agents/ and the workspace's .ava/agents/. A role file that
 cannot be loaded is reported on stderr with its path, line and reason.
 
 A tool a role lists but no subagent ever gets (memory_write, the spawn and
-subagent tools) is shown as withheld, with the reason.`,
+subagent tools) is shown as withheld, with the reason.
+
+With --stats, each role's finished runs in the store instead: how many,
+their median time and cost, and the estimate hit rate: the share of runs
+whose actual time and cost fell inside the estimate made, from the runs
+before them, when they were spawned (HIST HIT: the same for runs whose
+estimate came from past runs rather than from the role's limits).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.Config()
@@ -41,9 +48,40 @@ subagent tools) is shown as withheld, with the reason.`,
 			if !app.HasRealProvider(in.Catalog) {
 				fmt.Fprintln(a.Stderr, "note: no model provider is configured (set ANTHROPIC_API_KEY, OPENROUTER_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL): until then a role runs only with --offline, on the scripted demo model")
 			}
+			if stats {
+				return printRoleStats(cmd.Context(), a, in)
+			}
 			return printRoles(a, in)
 		},
 	}
+	cmd.Flags().BoolVar(&stats, "stats", false, "show each role's past runs: count, median time and cost, estimate hit rate")
+	return cmd
+}
+
+// printRoleStats writes the roles' statistics table.
+func printRoleStats(ctx context.Context, a *App, in *app.Instance) error {
+	st, err := in.RoleStats(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROLE\tRUNS\tMEDIAN TIME\tMEDIAN COST\tHIT RATE\tHIST HIT")
+	for _, s := range st {
+		if s.Runs == 0 {
+			fmt.Fprintf(tw, "%s\t0\t-\t-\t-\t-\n", s.Role)
+			continue
+		}
+		hist := "-"
+		if s.HistoryScored > 0 {
+			hist = fmt.Sprintf("%.0f%% of %d", 100*s.HistoryHitRate, s.HistoryScored)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1fs\t%.2f¢\t%.0f%% of %d\t%s\n", s.Role, s.Runs, s.MedianSeconds, s.MedianCostCents,
+			100*s.HitRate, s.Scored, hist)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write role stats: %w", err)
+	}
+	return nil
 }
 
 // printRoles writes the roles table.

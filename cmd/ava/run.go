@@ -54,7 +54,7 @@ such as --timeout or --max-cost being reached).`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.json, "json", false, "print a machine-readable result")
-	f.BoolVar(&o.yes, "yes", false, "no effect yet: accepted for forward compatibility (spawn confirmation is not built, so spawns are not confirmed)")
+	f.BoolVar(&o.yes, "yes", false, "spawns start without asking you first (AVA_CONFIRM=never for this run); without it, a spawn the policy asks about becomes a proposal to confirm on the daemon")
 	f.BoolVar(&o.offline, "offline", false, "use the offline scripted demo model (no network, no key)")
 	f.StringVar(&o.model, "model", "", "model as provider/model or an alias: haiku, sonnet, opus (default $AVA_MODEL)")
 	f.StringVar(&o.session, "session", "", "continue this session key (default: a new ava:cli:… session)")
@@ -70,6 +70,9 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 	cfg, err := a.Config()
 	if err != nil {
 		return err
+	}
+	if o.yes {
+		cfg.Confirm = "never"
 	}
 	in, err := app.Open(ctx, cfg, a.Logger())
 	if err != nil {

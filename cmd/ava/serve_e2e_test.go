@@ -57,7 +57,7 @@ func daemonEnv(t *testing.T) (env []string, model string) {
 	}
 	model = "scripted/" + script
 	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "AVA_DATA_ROOT=" + filepath.Join(root, "data"),
-		"AVA_WORKSPACE=" + root, "AVA_MODEL=" + model}, model
+		"AVA_WORKSPACE=" + root, "AVA_MODEL=" + model, "AVA_CONFIRM=never"}, model
 }
 
 // startDaemon starts ava serve on a free loopback port and waits until
@@ -157,7 +157,7 @@ func TestDaemonRestartAfterSIGKILLKeepsSessionsAndInterruptsRuns(t *testing.T) {
 	if first.Text != "hello back" {
 		t.Fatalf("first turn %+v", first)
 	}
-	sa, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: model, Parent: first.Session})
+	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: model, Parent: first.Session})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestDaemonRestartAfterSIGKILLKeepsSessionsAndInterruptsRuns(t *testing.T) {
 func TestDaemonSIGTERMFinishesTurnsInterruptsTheRestAndExits0(t *testing.T) {
 	env, model := daemonEnv(t)
 	d := startDaemon(t, env, "--grace", "2s")
-	sa, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: model})
+	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: model})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestDaemonClients(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].Status != "cancelled" {
 		t.Fatalf("ps --all --json: exit %d\n%s", code, out)
 	}
-	quick, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "quick", Model: model})
+	quick, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "quick", Model: model})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestDaemonRSSFigures(t *testing.T) {
 	idle := rssKB(t, d.cmd.Process.Pid)
 	ids := make([]string, 100)
 	for i := range ids {
-		sa, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: model})
+		sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: model})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func spawnAndFinish(t *testing.T, c *client.Client, model string, n int) {
 	for range 16 {
 		wg.Go(func() {
 			for range work {
-				sa, err := c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "quick", Model: model})
+				sa, _, err := c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "quick", Model: model})
 				if err != nil {
 					t.Error(err)
 					continue

@@ -23,6 +23,7 @@ type spawnOptions struct {
 	wait    bool
 	json    bool
 	offline bool
+	yes     bool
 }
 
 func newSpawnCmd(a *App) *cobra.Command {
@@ -38,7 +39,12 @@ With --wait the subagent runs in this process and the command waits for
 it; Ctrl-C cancels it, and the exit code is 0 when it succeeded and 1
 otherwise. Without --wait it is handed to the daemon (ava serve, at
 AVA_ADDR) to run in the background: its ID is printed at once; follow it
-with ava status, ava logs or the daemon's stream.`,
+with ava status, ava logs or the daemon's stream.
+
+When AVA_CONFIRM asks for it (the default, always), nothing starts: the
+spawn's proposal (estimated time, maximum cost, tools, model) is printed
+with its pending ID P-xxxxxx, to confirm, change or reject on the daemon
+(POST /api/spawns/P-xxxxxx/confirm). --yes confirms it here and now.`,
 		Example: `  ava spawn --role code_reviewer --wait "review the error handling in cmd/"
   ava spawn --role researcher --model haiku --max-cost 10 --wait --json "what is WAL mode in SQLite?"`,
 		Args: cobra.MinimumNArgs(1),
@@ -65,6 +71,7 @@ with ava status, ava logs or the daemon's stream.`,
 	f.BoolVar(&o.wait, "wait", false, "run in this process and wait for the result (without it, the daemon runs it in the background)")
 	f.BoolVar(&o.json, "json", false, "print the result as JSON")
 	f.BoolVar(&o.offline, "offline", false, "use the offline scripted demo model")
+	f.BoolVar(&o.yes, "yes", false, "you confirm the spawn now: it starts without a proposal (AVA_CONFIRM=never for this command)")
 	_ = cmd.MarkFlagRequired("role")
 	_ = cmd.RegisterFlagCompletionFunc("role", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return app.BuiltinRoleNames(), cobra.ShellCompDirectiveNoFileComp
@@ -82,14 +89,20 @@ func spawnOnce(ctx context.Context, a *App, o spawnOptions) error {
 	} else if o.cfg.Model == "" && !app.HasRealProviderConfig(cfg) {
 		return withCode(1, app.ErrNoModel)
 	}
+	if o.yes {
+		cfg.Confirm = "never"
+	}
 	in, err := app.Open(ctx, cfg, a.Logger())
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	h, err := in.Sessions.Spawn(ctx, "ava:cli:"+uuid.NewString()[:8], o.cfg, a.Getenv("USER"))
+	h, p, err := in.Sessions.Spawn(ctx, "ava:cli:"+uuid.NewString()[:8], o.cfg, a.Getenv("USER"))
 	if err != nil {
 		return err
+	}
+	if p != nil {
+		return printProposal(a, p.ID, p.Text, p, o.json)
 	}
 	if !o.json {
 		fmt.Fprintln(a.Stdout, h.ID())
@@ -130,11 +143,23 @@ func spawnOnDaemon(ctx context.Context, a *App, o spawnOptions) error {
 	if o.offline {
 		o.cfg.Model = "scripted/demo"
 	}
-	sa, err := c.Spawn(ctx, client.SpawnRequest{Role: o.cfg.Role, Task: o.cfg.Task, Context: o.cfg.Context, Model: o.cfg.Model,
+	sa, p, err := c.Spawn(ctx, client.SpawnRequest{Role: o.cfg.Role, Task: o.cfg.Task, Context: o.cfg.Context, Model: o.cfg.Model,
 		TimeoutSeconds: o.cfg.Timeout, MaxCostCents: o.cfg.MaxCostCents, MaxTokens: o.cfg.MaxTokens,
 		MaxIterations: o.cfg.MaxIterations, User: a.Getenv("USER")})
 	if err != nil {
 		return daemonError(c, err)
+	}
+	if p != nil && !o.yes {
+		return printProposal(a, p.ID, p.Text, p, o.json)
+	}
+	if p != nil {
+		d, err := c.Confirm(ctx, p.ID, client.ConfirmRequest{Decision: client.DecisionYes})
+		if err != nil {
+			return daemonError(c, err)
+		}
+		if sa, err = c.Subagent(ctx, d.SubagentIDs[0]); err != nil {
+			return daemonError(c, err)
+		}
 	}
 	if o.json {
 		b, _ := json.MarshalIndent(sa, "", "  ")
@@ -144,6 +169,19 @@ func spawnOnDaemon(ctx context.Context, a *App, o spawnOptions) error {
 	fmt.Fprintln(a.Stdout, sa.ID)
 	fmt.Fprintf(a.Stderr, "%s %s is %s on the daemon; follow it with: ava status %s (or ava logs %s)\n",
 		sa.ID, sa.Role, sa.Status, sa.ID, sa.ID)
+	return nil
+}
+
+// printProposal shows a spawn that awaits confirmation: its text (or
+// the proposal as JSON) on stdout, what to do on stderr.
+func printProposal(a *App, id, text string, p any, asJSON bool) error {
+	if asJSON {
+		b, _ := json.MarshalIndent(map[string]any{"pending": p}, "", "  ")
+		fmt.Fprintln(a.Stdout, string(b))
+	} else {
+		fmt.Fprintln(a.Stdout, text)
+	}
+	fmt.Fprintf(a.Stderr, "nothing started: %s awaits confirmation (AVA_CONFIRM); answer it on the daemon with POST /api/spawns/%s/confirm {\"decision\": \"yes\"}, or run again with --yes\n", id, id)
 	return nil
 }
 

@@ -93,10 +93,15 @@ func (c *Client) Subagent(ctx context.Context, id string) (Subagent, error) {
 	return s, c.do(ctx, http.MethodGet, "/api/subagents/"+url.PathEscape(id), nil, &s)
 }
 
-// Spawn starts a background subagent and returns it at once.
-func (c *Client) Spawn(ctx context.Context, r SpawnRequest) (Subagent, error) {
-	var s Subagent
-	return s, c.do(ctx, http.MethodPost, "/api/subagents", r, &s)
+// Spawn starts a background subagent and returns it at once, or, when
+// the daemon's confirmation policy asks for it, returns only the proposal
+// awaiting the person (see Confirm).
+func (c *Client) Spawn(ctx context.Context, r SpawnRequest) (Subagent, *Proposal, error) {
+	var a SpawnAnswer
+	if err := c.do(ctx, http.MethodPost, "/api/subagents", r, &a); err != nil {
+		return Subagent{}, nil, err
+	}
+	return a.Subagent, a.Pending, nil
 }
 
 // Sessions lists the main sessions with their state.

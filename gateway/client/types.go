@@ -122,6 +122,16 @@ type SpawnRequest struct {
 	Parent string `json:"parent,omitempty"`
 	// User is who asked, when known.
 	User string `json:"user,omitempty"`
+	// Rationale is why, shown in a proposal.
+	Rationale string `json:"rationale,omitempty"`
+}
+
+// SpawnAnswer is the answer of POST /api/subagents: the subagent (201),
+// or, when the confirmation policy asks for it, only Pending, the
+// proposal awaiting the person (202).
+type SpawnAnswer struct {
+	Subagent
+	Pending *Proposal `json:"pending,omitempty"`
 }
 
 // Session is one main session and its state.

@@ -85,6 +85,15 @@ export async function sendMessage(sessionKey, message, queue = false) {
   }
 }
 
+/**
+ * Decides a spawn proposal: decision is 'yes' or 'no'. Resolves with the
+ * decision ({decision, subagentIds, …}); a proposal already decided or
+ * expired rejects with an HTTPError of status 409.
+ */
+export async function confirmSpawn(pendingId, decision) {
+  return (await postJSON(`/api/spawns/${encodeURIComponent(pendingId)}/confirm`, { decision })).json();
+}
+
 /** Stops a session's run (a main session's turn, or a subagent). */
 export async function stopSession(sessionKey) {
   return (await postJSON('/api/chat/stop', { sessionKey })).json();

@@ -4,7 +4,7 @@
 import { h } from 'preact';
 import { useEffect, useReducer, useRef, useState } from 'preact/hooks';
 import htm from 'htm';
-import { follow, sendMessage, stopSession, HTTPError } from './api.js';
+import { confirmSpawn, follow, sendMessage, stopSession, HTTPError } from './api.js';
 import { cents, duration, shortJSON } from './format.js';
 
 const html = htm.bind(h);
@@ -55,6 +55,14 @@ export function reduce(s, ev) {
       return add(s, { kind: 'spawn', seq, id: c.subagentId, role: c.role, task: c.task });
     case 'SubagentComplete':
       return add(s, { kind: 'complete', seq, ...c, id: c.subagentId });
+    case 'SpawnProposed':
+      return add(s, { kind: 'proposal', seq, id: c.pendingId, text: c.text, decision: '' });
+    case 'SpawnDecided':
+      return {
+        ...s,
+        items: s.items.map((it) => (it.kind === 'proposal' && it.id === c.pendingId
+          ? { ...it, decision: c.decision, change: c.change, ids: c.subagentIds || [] } : it)),
+      };
     case 'Error':
       return add(s, { kind: 'error', seq, text: c.error, fatal: c.fatal });
     case 'SessionStart':
@@ -198,6 +206,8 @@ function Item({ it, onOpen }) {
       return html`<button class=${`line complete st-${it.status}`} data-seq=${seq} data-kind="complete" onClick=${() => onOpen(it.id)}>
         ${it.status === 'success' ? '✓' : '✗'} ${it.role} ${it.id} ${it.status} · ${duration(it.durationMs)} · ${cents(it.costCents)}
         ${it.summary && html`<span class="muted"> — ${it.summary}</span>`}</button>`;
+    case 'proposal':
+      return html`<${Proposal} it=${it} />`;
     case 'error':
       return html`<div class="line error" data-seq=${seq} data-kind="error">⚠ ${it.text}</div>`;
     case 'end':
@@ -205,6 +215,35 @@ function Item({ it, onOpen }) {
     default:
       return null;
   }
+}
+
+/**
+ * A spawn awaiting the person: its text and Yes / No (typing an answer,
+ * e.g. "yes but use haiku", in the composer works too). Once decided it
+ * shows how, from the SpawnDecided event.
+ */
+function Proposal({ it }) {
+  const [error, setError] = useState('');
+  const decide = async (d) => {
+    setError('');
+    try {
+      await confirmSpawn(it.id, d);
+    } catch (err) {
+      setError(err.message);
+    }
+  };
+  const outcome = it.decision === 'confirmed'
+    ? `confirmed${it.change ? ` (${it.change})` : ''}: started ${(it.ids || []).join(', ')}`
+    : it.decision;
+  return html`
+    <div class="proposal" data-seq=${it.seq} data-kind="proposal" data-id=${it.id} data-decision=${it.decision}>
+      <pre>${it.text}</pre>
+      ${it.decision
+        ? html`<p class="muted">${outcome}</p>`
+        : html`<p><button type="button" class="yes" onClick=${() => decide('yes')}>Yes</button>
+            <button type="button" class="ghost no" onClick=${() => decide('no')}>No</button></p>`}
+      ${error && html`<p class="offer error" role="alert">${error}</p>`}
+    </div>`;
 }
 
 function ToolLine({ it }) {

@@ -195,18 +195,29 @@ func (s *Store) decideFailure(ctx context.Context, id, decision string, now int6
 		id, decision, p.Status, store.ErrInvalidTransition)
 }
 
-// ExpirePending marks every pending spawn whose ExpiresAt is not after now
-// as expired and returns how many it marked.
-func (s *Store) ExpirePending(ctx context.Context, now time.Time) (int, error) {
+// ExpirePending marks every pending spawn whose ExpiresAt is not after
+// now as expired and returns those this call marked, in one UPDATE …
+// RETURNING: of two processes sweeping at once, each expiry is returned
+// to exactly one.
+func (s *Store) ExpirePending(ctx context.Context, now time.Time) ([]store.PendingSpawn, error) {
 	now = s.orNow(now)
-	res, err := s.writer.ExecContext(ctx, `UPDATE pending_spawns SET status = ?
-		WHERE status = ? AND expires_at <= ?`, store.SpawnExpired, store.SpawnPending, toNS(now))
+	rows, err := s.writer.QueryContext(ctx, `UPDATE pending_spawns SET status = ?
+		WHERE status = ? AND expires_at <= ? RETURNING `+pendingColumns,
+		store.SpawnExpired, store.SpawnPending, toNS(now))
 	if err != nil {
-		return 0, fmt.Errorf("expire pending spawns: %w", err)
+		return nil, fmt.Errorf("expire pending spawns: %w", err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("expire pending spawns: %w", err)
+	defer rows.Close()
+	var out []store.PendingSpawn
+	for rows.Next() {
+		p, err := scanPending(rows)
+		if err != nil {
+			return nil, fmt.Errorf("expire pending spawns: %w", err)
+		}
+		out = append(out, p)
 	}
-	return int(n), nil
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("expire pending spawns: %w", err)
+	}
+	return out, nil
 }

@@ -275,6 +275,9 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, e
 		where = append(where, "status IN ("+placeholders(len(f.Status))+")")
 		args = append(args, stringArgs(f.Status)...)
 	}
+	if f.Role != "" {
+		where, args = append(where, "role = ?"), append(args, f.Role)
+	}
 	if f.Active {
 		where = append(where, "status IN ("+placeholders(len(lifecycle.Active))+")")
 		args = append(args, stringArgs(lifecycle.Active)...)

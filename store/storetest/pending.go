@@ -128,9 +128,9 @@ func testPendingDecideExpired(t *testing.T, s store.Store) {
 		t.Fatalf("an expired spawn was confirmed: %+v", got)
 	}
 	// Once marked expired, a decision still says expired.
-	n, err := s.ExpirePending(ctx(t), time.Now())
+	marked, err := s.ExpirePending(ctx(t), time.Now())
 	must(t, err)
-	if n > 1 {
+	if n := len(marked); n > 1 {
 		t.Fatalf("ExpirePending marked %d, want at most the 1 spawn", n)
 	}
 	wantErr(t, s.DecidePending(ctx(t), "P-late", store.SpawnRejected, nil, ""), store.ErrExpired)
@@ -145,10 +145,15 @@ func testExpirePending(t *testing.T, s store.Store) {
 	must(t, s.CreatePending(ctx(t), newPending("P-decided", "ava:cli:x", time.Hour)))
 	must(t, s.DecidePending(ctx(t), "P-decided", store.SpawnConfirmed, nil, ""))
 
-	n, err := s.ExpirePending(ctx(t), now.Add(2*time.Hour+time.Minute))
+	marked, err := s.ExpirePending(ctx(t), now.Add(2*time.Hour+time.Minute))
 	must(t, err)
-	if n != 2 {
-		t.Fatalf("ExpirePending marked %d, want 2", n)
+	if n := len(marked); n != 2 || marked[0].ID != "P-a" && marked[1].ID != "P-a" {
+		t.Fatalf("ExpirePending marked %d (%v), want 2 with P-a", n, marked)
+	}
+	for _, p := range marked {
+		if p.Status != store.SpawnExpired {
+			t.Fatalf("ExpirePending returned %s as %s, want expired", p.ID, p.Status)
+		}
 	}
 	for id, want := range map[string]string{
 		"P-a": store.SpawnExpired, "P-b": store.SpawnExpired,
@@ -160,9 +165,9 @@ func testExpirePending(t *testing.T, s store.Store) {
 			t.Fatalf("%s status = %s, want %s", id, got.Status, want)
 		}
 	}
-	n, err = s.ExpirePending(ctx(t), now.Add(2*time.Hour+time.Minute))
+	marked, err = s.ExpirePending(ctx(t), now.Add(2*time.Hour+time.Minute))
 	must(t, err)
-	if n != 0 {
+	if n := len(marked); n != 0 {
 		t.Fatalf("second ExpirePending marked %d, want 0", n)
 	}
 }

@@ -174,6 +174,9 @@ func testListRuns(t *testing.T, s store.Store) {
 		r := newRun(shortID(i+1), sp.parent)
 		r.Status = sp.status
 		r.CreatedAt = base.Add(time.Duration(i) * time.Minute)
+		if i%2 == 1 {
+			r.Role = "reviewer"
+		}
 		all = append(all, createRun(t, s, r))
 	}
 	newest := func(idx ...int) []store.Run {
@@ -194,6 +197,8 @@ func testListRuns(t *testing.T, s store.Store) {
 		"active parent":   {store.RunFilter{Active: true, ParentSession: "ava:cli:p2"}, newest(2, 4)},
 		"limit":           {store.RunFilter{Limit: 2}, newest(3, 4)},
 		"status disjoint": {store.RunFilter{Active: true, Status: []lifecycle.Status{lifecycle.Success}}, nil},
+		"role":            {store.RunFilter{Role: "reviewer"}, newest(1, 3)},
+		"role and status": {store.RunFilter{Role: "reviewer", Status: []lifecycle.Status{lifecycle.Cancelled}}, newest(3)},
 	} {
 		got, err := s.ListRuns(ctx(t), tc.f)
 		must(t, err)

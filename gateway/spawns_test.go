@@ -1,0 +1,153 @@
+package gateway_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/avaagent/ava/gateway/client"
+)
+
+// confirmScript: the orchestrator spawns, then tries to confirm its own
+// proposal with a tool that does not exist, then spawns again.
+const confirmScript = `conversations:
+  - match: "specialized .* subagent"
+    turns:
+      - text: "subagent answer"
+  - turns:
+      - tool_calls:
+          - name: spawn_subagent
+            args: {role: researcher, task: "look around", model: "MODEL", rationale: "many pages"}
+      - tool_calls:
+          - name: confirm_spawn
+            args: {pending_id: "P-000000", decision: "yes"}
+          - name: spawn_subagent
+            args: {role: researcher, task: "look around", model: "MODEL"}
+      - text: "waiting for you"
+`
+
+func pendingOf(t *testing.T, e *env, key string) []client.Proposal {
+	t.Helper()
+	ps, err := e.c.Proposals(ctx(t), key)
+	must(t, err)
+	return ps
+}
+
+// TestSpawnConfirmationOverTheAPI: the model's spawns become proposals
+// it cannot confirm; the person lists, confirms and rejects them through
+// the API, which refuses unknown IDs (404), second decisions (409) and bad
+// decisions (400), and asks again on an unclear answer (422).
+func TestSpawnConfirmationOverTheAPI(t *testing.T) {
+	e := newEnv(t, envOptions{script: confirmScript, confirm: "always"})
+	start, evs, res := e.chat(client.ChatRequest{Message: "research this"})
+	if res.Status != "success" || res.Text != "waiting for you" {
+		t.Fatalf("turn %+v", res)
+	}
+	var proposedEvents int
+	for _, ev := range evs {
+		if ev.Type == "SpawnProposed" {
+			proposedEvents++
+		}
+	}
+	ps := pendingOf(t, e, start.SessionKey)
+	if len(ps) != 2 || proposedEvents != 2 {
+		t.Fatalf("%d proposals, %d SpawnProposed events; want 2 and 2", len(ps), proposedEvents)
+	}
+	if p := ps[0]; p.Role != "researcher" || p.Rationale != "many pages" || p.Estimate.MaxCostCents <= 0 ||
+		!strings.Contains(p.Text, "Proceed? [Yes/No]") || p.Status != "pending" {
+		t.Fatalf("proposal %+v", p)
+	}
+	subs, err := e.c.Subagents(ctx(t), client.SubagentFilter{})
+	must(t, err)
+	if len(subs) != 0 {
+		t.Fatalf("the model started %d subagents without the person", len(subs))
+	}
+
+	code, body := e.do("POST", "/api/spawns/P-ffffff/confirm", `{"decision":"yes"}`, nil)
+	wantError(t, code, body, http.StatusNotFound, "P-ffffff")
+	code, body = e.do("POST", "/api/spawns/"+ps[0].ID+"/confirm", `{"decision":"perhaps"}`, nil)
+	wantError(t, code, body, http.StatusBadRequest, "want yes, no or modify")
+	code, body = e.do("POST", "/api/spawns/"+ps[0].ID+"/confirm", `{"decision":"modify"}`, nil)
+	wantError(t, code, body, http.StatusBadRequest, "needs a config")
+	code, body = e.do("POST", "/api/spawns/"+ps[0].ID+"/confirm", `{"answer":"hmm, not sure"}`, nil)
+	wantError(t, code, body, http.StatusUnprocessableEntity, "Answer yes, no")
+
+	d, err := e.c.Confirm(ctx(t), ps[0].ID, client.ConfirmRequest{Decision: client.DecisionModify, Config: &client.Change{MaxCostCents: 20}})
+	must(t, err)
+	if d.Decision != "confirmed" || len(d.SubagentIDs) != 1 || d.Change != "max cost $0.20" {
+		t.Fatalf("confirmed %+v", d)
+	}
+	_, err = e.c.Confirm(ctx(t), ps[0].ID, client.ConfirmRequest{Decision: client.DecisionNo})
+	var apiErr *client.APIError
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusConflict {
+		t.Fatalf("second decision: %v, want 409", err)
+	}
+	d, err = e.c.Confirm(ctx(t), ps[1].ID, client.ConfirmRequest{Answer: "no thanks"})
+	must(t, err)
+	if d.Decision != "rejected" || len(pendingOf(t, e, "")) != 0 {
+		t.Fatalf("rejected %+v", d)
+	}
+	sa, err := e.c.Subagent(ctx(t), d.Proposal.ID)
+	if err == nil {
+		t.Fatalf("a rejected proposal is a subagent: %+v", sa)
+	}
+	code, body = e.do("GET", "/api/spawns?status=done", "", nil)
+	wantError(t, code, body, http.StatusBadRequest, "only pending")
+}
+
+// TestAPISpawnIsProposed: POST /api/subagents under the policy answers
+// 202 with the proposal and starts nothing.
+func TestAPISpawnIsProposed(t *testing.T) {
+	e := newEnv(t, envOptions{confirm: "above:10"})
+	sa, p, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "researcher", Task: "quick", Model: e.model, Rationale: "r"})
+	must(t, err)
+	if p == nil || sa.ID != "" || !strings.HasPrefix(p.ID, "P-") || p.SessionKey == "" {
+		t.Fatalf("spawn answered %+v, %+v", sa, p)
+	}
+	code, body := e.do("POST", "/api/subagents", `{"role":"researcher","task":"cheap","maxCostCents":5,"model":"`+e.model+`"}`, nil)
+	if code != http.StatusCreated {
+		t.Fatalf("a 5¢ spawn under above:10: %d %s", code, body)
+	}
+}
+
+// TestChatAnswersAProposal: while proposals await the person, a chat
+// message is the answer: with two pending the person is asked which; an
+// unclear answer is asked again; "P-… yes but use …" confirms with the
+// change; "no thanks" rejects the last one.
+func TestChatAnswersAProposal(t *testing.T) {
+	e := newEnv(t, envOptions{script: confirmScript, confirm: "always"})
+	start, _, _ := e.chat(client.ChatRequest{Message: "research this"})
+	key := start.SessionKey
+	ps := pendingOf(t, e, key)
+	if len(ps) != 2 {
+		t.Fatalf("%d proposals", len(ps))
+	}
+	say := func(msg string) string {
+		t.Helper()
+		_, _, res := e.chat(client.ChatRequest{SessionKey: key, Message: msg})
+		if res.Status != "success" {
+			t.Fatalf("%q: %+v", msg, res)
+		}
+		return res.Text
+	}
+	if got := say("sure"); !strings.Contains(got, "2 spawns await your answer") || !strings.Contains(got, ps[1].ID) {
+		t.Fatalf("with two pending: %q", got)
+	}
+	if got := say(ps[0].ID + " hmm"); !strings.Contains(got, "could not tell") {
+		t.Fatalf("unclear: %q", got)
+	}
+	if len(pendingOf(t, e, key)) != 2 {
+		t.Fatal("an unclear answer decided something")
+	}
+	got := say(ps[0].ID + " yes but max $0.20")
+	if !strings.HasPrefix(got, "🚀 Spawning researcher subagent (S-") || !strings.Contains(got, "with max cost $0.20") {
+		t.Fatalf("confirmed: %q", got)
+	}
+	if got := say("no thanks"); got != "OK, not spawning researcher ("+ps[1].ID+")." {
+		t.Fatalf("rejected: %q", got)
+	}
+	if n := len(pendingOf(t, e, key)); n != 0 {
+		t.Fatalf("%d still pending", n)
+	}
+}
