@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
 )
@@ -72,4 +75,34 @@ func (s *Service) Trace(ctx context.Context, parent, id string, n int) ([]string
 		lines = append(lines, audit.FormatLine(ev, audit.FormatOptions{}))
 	}
 	return lines, nil
+}
+
+// DecideButton applies a yes or no pressed on a chat's proposal button:
+// only a proposal of that session is decided (another chat's is unknown
+// here); the answer says what happened, in words for the chat. An
+// expired or already decided proposal is answered, not an error.
+func (s *Service) DecideButton(ctx context.Context, session, pendingID string, yes bool) (string, error) {
+	if s.cfg.Subagents == nil {
+		return "", ErrNoSubagents
+	}
+	p, err := s.cfg.Subagents.Proposal(ctx, pendingID)
+	if err != nil || p.SessionKey != session {
+		return "This proposal is not one of this chat's.", nil
+	}
+	d := confirm.Rejected
+	if yes {
+		d = confirm.Confirmed
+	}
+	res, err := s.cfg.Subagents.Decide(ctx, pendingID, d, confirm.Change{})
+	switch {
+	case errors.Is(err, store.ErrExpired):
+		return "This proposal expired; ask again if you still want it.", nil
+	case errors.Is(err, subagent.ErrDecided):
+		return "This proposal was already answered.", nil
+	case err != nil:
+		return "", err
+	case res.Decision == string(confirm.Rejected):
+		return "Not started.", nil
+	}
+	return "Started " + strings.Join(res.SubagentIDs, ", ") + ".", nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/avaagent/ava/channel/terminal"
+	"github.com/avaagent/ava/event"
 )
 
 const helpText = `I'm Ava. Write to me and I answer, handing bigger work to subagents.
@@ -36,7 +37,7 @@ func (c *Channel) command(ctx context.Context, ch *chat, m *models.Message, name
 	case "logs":
 		return c.send(ctx, ch, c.logs(ctx, key, args))
 	case "new":
-		fresh := fmt.Sprintf("%s:%d", sessionKey(ch.id), time.Now().Unix())
+		fresh := fmt.Sprintf("%s:%x", sessionKey(ch.id), time.Now().UnixNano())
 		if err := c.cfg.Store.SetChatSession(ctx, ChannelName, ch.id, fresh); err != nil {
 			return err
 		}
@@ -102,14 +103,53 @@ func (c *Channel) logs(ctx context.Context, key, id string) string {
 	return id + ", last steps:\n" + strings.Join(lines, "\n")
 }
 
-// answerCallback answers a button press. No button this channel sends is
-// live yet (spawn confirmations come with the confirmation flow), so a
-// press is told so instead of being ignored.
+// propose shows a spawn proposal with Yes and No buttons; a typed answer
+// ("yes", "no thanks", "yes but use haiku") works too.
+func (c *Channel) propose(ctx context.Context, ch *chat, ev event.Event) {
+	var p event.SpawnProposedContent
+	if ev.Decode(&p) != nil {
+		return
+	}
+	keyboard := &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{{
+		{Text: "Yes", CallbackData: "spawn:" + p.PendingID + ":yes"},
+		{Text: "No", CallbackData: "spawn:" + p.PendingID + ":no"},
+	}}}
+	text := p.Text + "\n\n(Press a button, or answer in words: \"yes\", \"no\", \"yes but use haiku\", \"ok, max $1\".)"
+	if _, err := c.sendParts(ctx, ch, text, keyboard); err != nil {
+		c.log.Error("telegram: could not show a proposal", "chat", ch.id, "pending", p.PendingID, "err", err)
+	}
+}
+
+// answerCallback answers a button press: a Yes or No on one of the chat's
+// proposals decides it; a press on an expired, answered or foreign one,
+// or on anything else, is answered too, never ignored.
 func (c *Channel) answerCallback(ctx context.Context, q *models.CallbackQuery) error {
-	ch := &chat{id: q.From.ID, limiter: c.newChatLimiter()}
+	chatID := callbackChat(q)
+	ch := &chat{id: chatID, limiter: c.newChatLimiter()}
+	reply := "This button is no longer active."
+	if id, yes, ok := parseButton(q.Data); ok && (c.allowed[chatID] || c.allowed[q.From.ID]) {
+		key, err := c.session(ctx, chatID)
+		if err != nil {
+			return err
+		}
+		if reply, err = c.cfg.Sessions.DecideButton(ctx, key, id, yes); err != nil {
+			reply = "Could not apply that: " + err.Error()
+		}
+		if err := c.send(ctx, ch, reply); err != nil {
+			return err
+		}
+	}
 	return c.call(ctx, ch, func(ctx context.Context) error {
-		_, err := c.bot.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: q.ID,
-			Text: "This button is no longer active."})
+		_, err := c.bot.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: q.ID, Text: reply})
 		return err
 	})
+}
+
+// parseButton reads "spawn:P-xxxxxx:yes|no".
+func parseButton(data string) (id string, yes, ok bool) {
+	parts := strings.Split(data, ":")
+	if len(parts) != 3 || parts[0] != "spawn" || (parts[2] != "yes" && parts[2] != "no") {
+		return "", false, false
+	}
+	return parts[1], parts[2] == "yes", true
 }

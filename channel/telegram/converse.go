@@ -153,6 +153,8 @@ func (s *stream) event(ctx context.Context, ev event.Event, text *strings.Builde
 		if line := subagentLine(ev); line != "" {
 			_ = s.c.send(ctx, s.ch, line)
 		}
+	case event.SpawnProposed:
+		s.c.propose(ctx, s.ch, ev)
 	}
 }
 
@@ -283,7 +285,7 @@ func (c *Channel) watch(ctx context.Context, ch *chat, key string, sub *event.Su
 				return
 			}
 			for _, ev := range batch {
-				if ev.Type == event.SubagentComplete || ev.Type == event.SubagentSpawn {
+				if ev.Type == event.SubagentComplete || ev.Type == event.SubagentSpawn || ev.Type == event.SpawnProposed {
 					s.event(ctx, ev, &discard)
 				}
 				ch.mu.Lock()

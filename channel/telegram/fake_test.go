@@ -214,3 +214,10 @@ func jsonString(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// resetCalls forgets the recorded calls.
+func (f *fakeBotAPI) resetCalls() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = nil
+}

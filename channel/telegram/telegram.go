@@ -343,12 +343,23 @@ func chatOf(u *models.Update) int64 {
 	switch {
 	case u.Message != nil:
 		return u.Message.Chat.ID
-	case u.CallbackQuery != nil && u.CallbackQuery.Message.Message != nil:
-		return u.CallbackQuery.Message.Message.Chat.ID
 	case u.CallbackQuery != nil:
-		return u.CallbackQuery.From.ID
+		return callbackChat(u.CallbackQuery)
 	}
 	return 0
+}
+
+// callbackChat is the chat of the message a button was on (one too old
+// to read is "inaccessible" but still names its chat), else the presser's
+// private chat.
+func callbackChat(q *models.CallbackQuery) int64 {
+	switch {
+	case q.Message.Message != nil:
+		return q.Message.Message.Chat.ID
+	case q.Message.InaccessibleMessage != nil:
+		return q.Message.InaccessibleMessage.Chat.ID
+	}
+	return q.From.ID
 }
 
 // scrubToken keeps the token out of an HTTP error (its URL holds it).

@@ -26,6 +26,16 @@ const chatID, userID = 4242, 77
 var long = strings.Repeat("A paragraph of the long answer, with words in it.\n\n", 200)
 
 const script = `conversations:
+  - match: "specialized .* subagent"
+    turns:
+      - text: "subagent answer"
+  - match: "SPAWN"
+    turns:
+      - text: "proposing a subagent"
+        tool_calls:
+          - name: spawn_subagent
+            args: {role: researcher, task: "look it up", background: true}
+      - text: "waiting for your answer"
   - match: "LONG"
     turns:
       - text: LONGTEXT
@@ -47,7 +57,7 @@ type env struct {
 	cfg telegram.Config
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, extra ...string) *env {
 	t.Helper()
 	root := t.TempDir()
 	path := filepath.Join(root, "script.yaml")
@@ -55,9 +65,11 @@ func newEnv(t *testing.T) *env {
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root, "AVA_MODEL": "scripted/" + path}[k]
-	})
+	vars := map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root, "AVA_MODEL": "scripted/" + path}
+	for i := 0; i+1 < len(extra); i += 2 {
+		vars[extra[i]] = extra[i+1]
+	}
+	cfg, err := config.Load(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,4 +326,70 @@ func testLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+func TestProposalButtons(t *testing.T) {
+	e := newEnv(t, "AVA_CONFIRM", "always", "AVA_CONFIRM_TIMEOUT", "2s")
+	_, stop := e.run(e.cfg)
+	defer stop()
+	id := int64(0)
+	next := func() int64 { id++; return id }
+	for _, tc := range []struct {
+		press string
+		wait  time.Duration
+		want  string
+	}{
+		{"yes", 0, "Started S-"},
+		{"no", 0, "Not started."},
+		{"yes", 2100 * time.Millisecond, "expired"},
+	} {
+		e.api.push(message(next(), chatID, userID, "/new"))
+		e.api.push(message(next(), chatID, userID, "SPAWN something"))
+		calls := e.api.waitFor("a proposal with buttons", func(cs []call) bool { return pendingButton(cs) != "" })
+		pending := pendingButton(calls)
+		e.api.resetCalls()
+		time.Sleep(tc.wait) // past the proposal's expiry
+		e.api.push(map[string]any{"update_id": next(), "callback_query": map[string]any{"id": "cb" + pending,
+			"from": map[string]any{"id": userID, "is_bot": false, "first_name": "P"}, "chat_instance": "x",
+			"data": "spawn:" + pending + ":" + tc.press,
+			"message": map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": chatID, "type": "private"}}}})
+		calls = e.api.waitFor("the decision", func(cs []call) bool {
+			for _, s := range texts(cs, "sendMessage", chatID) {
+				if strings.Contains(s, tc.want) {
+					return count(cs, "answerCallbackQuery") == 1
+				}
+			}
+			return false
+		})
+		e.api.resetCalls()
+	}
+	// A press on a proposal of another session (here a made-up one) is
+	// answered, not applied.
+	e.api.push(map[string]any{"update_id": next(), "callback_query": map[string]any{"id": "cb-x",
+		"from": map[string]any{"id": userID, "is_bot": false, "first_name": "P"}, "chat_instance": "x",
+		"data": "spawn:P-000000:yes",
+		"message": map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": chatID, "type": "private"}}}})
+	e.api.waitFor("the refusal of a foreign press", func(cs []call) bool {
+		for _, s := range texts(cs, "sendMessage", chatID) {
+			if strings.Contains(s, "not one of this chat's") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// pendingButton is the pending ID of the last Yes button sent, "" if none.
+func pendingButton(calls []call) string {
+	id := ""
+	for _, c := range calls {
+		markup, _ := c.Params["reply_markup"].(string)
+		if c.Method != "sendMessage" || markup == "" {
+			continue
+		}
+		if i := strings.Index(markup, "spawn:P-"); i >= 0 {
+			id = markup[i+len("spawn:") : i+len("spawn:")+8]
+		}
+	}
+	return id
 }
