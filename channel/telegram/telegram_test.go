@@ -351,7 +351,7 @@ func TestProposalButtons(t *testing.T) {
 		time.Sleep(tc.wait) // past the proposal's expiry
 		e.api.push(map[string]any{"update_id": next(), "callback_query": map[string]any{"id": "cb" + pending,
 			"from": map[string]any{"id": userID, "is_bot": false, "first_name": "P"}, "chat_instance": "x",
-			"data": "spawn:" + pending + ":" + tc.press,
+			"data":    "spawn:" + pending + ":" + tc.press,
 			"message": map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": chatID, "type": "private"}}}})
 		calls = e.api.waitFor("the decision", func(cs []call) bool {
 			for _, s := range texts(cs, "sendMessage", chatID) {
@@ -367,7 +367,7 @@ func TestProposalButtons(t *testing.T) {
 	// answered, not applied.
 	e.api.push(map[string]any{"update_id": next(), "callback_query": map[string]any{"id": "cb-x",
 		"from": map[string]any{"id": userID, "is_bot": false, "first_name": "P"}, "chat_instance": "x",
-		"data": "spawn:P-000000:yes",
+		"data":    "spawn:P-000000:yes",
 		"message": map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": chatID, "type": "private"}}}})
 	e.api.waitFor("the refusal of a foreign press", func(cs []call) bool {
 		for _, s := range texts(cs, "sendMessage", chatID) {
