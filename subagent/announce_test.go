@@ -113,6 +113,7 @@ func TestOnlyGoneOwnersRunsAreInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.model.waitCall(t) // so it is stored as running
+	<-hd.Spawned()      // and its start entry is written (published without waiting)
 	st2, err := sqlite.Open(ctx, h.root+"/ava.db", sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
