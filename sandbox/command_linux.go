@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -51,6 +52,7 @@ type Cmd struct {
 	statusR      *os.File
 	childEnds    []*os.File
 	statusCached *helperStatus
+	cgroup       *cgroup
 }
 
 // Command prepares spec to run in a sandbox. The helper runs in its own
@@ -127,6 +129,12 @@ func (c *Cmd) Start() error {
 		c.statusR.Close()
 		return fmt.Errorf("sandbox: start helper: %w", err)
 	}
+	// The helper waits for its spec before it starts anything, so it is
+	// in the cgroup before any of the command's processes exist.
+	if err := c.joinCgroup(); err != nil {
+		c.specW.Close()
+		return err
+	}
 	data, err := json.Marshal(c.spec)
 	if err == nil {
 		_, err = c.specW.Write(data)
@@ -136,6 +144,50 @@ func (c *Cmd) Start() error {
 		return fmt.Errorf("sandbox: send spec to helper: %w", err)
 	}
 	return nil
+}
+
+// joinCgroup puts the helper in a cgroup of its own capping its tasks,
+// where Ava may make one.
+func (c *Cmd) joinCgroup() error {
+	parent := cgroupParent()
+	if parent == "" || c.spec.Probe {
+		return nil
+	}
+	cg, err := newCgroup(parent, c.spec.Limits.withDefaults().Processes)
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	c.cgroup = cg
+	if err := cg.add(c.Process.Pid); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	return nil
+}
+
+// Wait waits for the helper, then removes its cgroup.
+func (c *Cmd) Wait() error {
+	err := c.Cmd.Wait()
+	if c.cgroup != nil {
+		c.cgroup.remove()
+	}
+	return err
+}
+
+var (
+	cgroupOnce sync.Once
+	cgroupDir  string
+)
+
+// cgroupParent is where sandboxes' cgroups are made, found once; "" if
+// nowhere.
+func cgroupParent() string {
+	cgroupOnce.Do(func() {
+		cgroupDir = pidsParent()
+		if cgroupDir != "" {
+			removeStaleCgroups(cgroupDir)
+		}
+	})
+	return cgroupDir
 }
 
 // Exit reads how the command ended; call it after Wait. It is an error

@@ -108,7 +108,7 @@ func setup(s Spec, self int) ([]string, error) {
 	if s.ProxySocket != "" {
 		active = append(active, "network only through the egress proxy")
 	} else {
-		active = append(active, "no network")
+		active = append(active, "no network (a role may allow it through the egress proxy)")
 	}
 	if err := dropCapabilities(); err != nil {
 		return active, fmt.Errorf("drop capabilities: %w", err)
@@ -122,7 +122,7 @@ func setup(s Spec, self int) ([]string, error) {
 		return active, fmt.Errorf("seccomp: %w", err)
 	}
 	active = append(active, "seccomp filter")
-	active = append(active, "rlimits (processes, memory, CPU, file size)")
+	active = append(active, "rlimits on processes, memory (address space), CPU time and file size")
 	return active, nil
 }
 

@@ -45,8 +45,10 @@ func setupMounts(s Spec) (mountState, error) {
 	hide := hiddenDirs(s.Hide)
 	// Hidden folders that are not inside a kept one go first: a kept
 	// folder inside them is bound back on top.
+	var covered []string
 	for _, h := range hide {
-		if !insideAny(h, keep) {
+		if !insideAny(h, keep) && !insideAny(h, covered) {
+			covered = append(covered, h)
 			if err := mountTmpfs(h); err != nil {
 				return st, err
 			}
@@ -88,6 +90,8 @@ func hiddenDirs(extra []string) []string {
 		}
 		out = append(out, h)
 	}
+	// Parents first: a folder inside one already hidden needs no mount.
+	slices.SortFunc(out, func(a, b string) int { return len(a) - len(b) })
 	return out
 }
 

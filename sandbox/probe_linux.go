@@ -36,7 +36,7 @@ func probe() Status {
 		st.Missing = append(st.Missing, "a seccomp filter for this architecture")
 	}
 	active, err := probeHelper()
-	st.Active = active
+	st.Active = append(active, processCap())
 	if err != nil {
 		st.Missing = append(st.Missing, explainProbe(err))
 	}
@@ -85,4 +85,18 @@ func HardenSelf() error {
 		return fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", err)
 	}
 	return nil
+}
+
+// unixAccessW reports whether this process may write in dir.
+func unixAccessW(dir string) bool { return unix.Access(dir, unix.W_OK) == nil }
+
+// processCap says what caps a sandbox's number of processes.
+func processCap() string {
+	if cgroupParent() != "" {
+		return "process count capped by a cgroup (pids)"
+	}
+	if os.Getuid() == 0 {
+		return "NO process-count cap (Ava runs as root, where RLIMIT_NPROC does not apply, and no cgroup is writable)"
+	}
+	return "process count capped by RLIMIT_NPROC"
 }

@@ -45,7 +45,7 @@ func (t *Tools) runBash(ctx context.Context, a bashArgs) (tool.Result, error) {
 	if err != nil {
 		return tool.Result{}, err
 	}
-	c, err := t.setup(dir, t.cfg.BashMemoryLimitMB)
+	c, err := t.setup(ctx, dir, t.cfg.BashMemoryLimitMB)
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("run_bash: %w", err)
 	}

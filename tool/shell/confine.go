@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/avaagent/ava/sandbox"
+	"github.com/avaagent/ava/tool"
 )
 
 // envAllowed are the variables of Ava's environment a command gets;
@@ -69,7 +71,7 @@ func (t *Tools) sandboxRefusal() string {
 // its sandbox spec, with memMB as the address-space limit, and the
 // egress proxy when the network is allowed. extra is added to the
 // environment.
-func (t *Tools) setup(workspace string, memMB int, extra ...string) (*callSetup, error) {
+func (t *Tools) setup(ctx context.Context, workspace string, memMB int, extra ...string) (*callSetup, error) {
 	scratch, err := os.MkdirTemp("", "ava-run-")
 	if err != nil {
 		return nil, fmt.Errorf("scratch folder: %w", err)
@@ -80,12 +82,13 @@ func (t *Tools) setup(workspace string, memMB int, extra ...string) (*callSetup,
 		c.env = CommandEnv(os.Environ(), home, scratch, extra...)
 		return c, nil
 	}
+	caller, _ := tool.CallerFrom(ctx)
 	c.box = &sandbox.Spec{
-		Workspace: workspace, WorkspaceReadOnly: t.cfg.WorkspaceReadOnly, Scratch: scratch, Hide: t.hidden(),
+		Workspace: workspace, WorkspaceReadOnly: t.cfg.WorkspaceReadOnly || caller.WorkspaceReadOnly, Scratch: scratch, Hide: t.hidden(),
 		Limits: sandbox.Limits{Processes: uint64(t.cfg.Processes), MemoryBytes: uint64(memMB) << 20,
 			CPUSeconds: uint64(t.cfg.CPUSeconds), FileBytes: sandbox.DefaultLimits.FileBytes},
 	}
-	if t.cfg.Network {
+	if t.cfg.Network || caller.ProcessNetwork {
 		if err := c.startProxy(t.cfg); err != nil {
 			c.close()
 			return nil, err

@@ -82,7 +82,11 @@ func run(ctx context.Context, p proc, maxOutput int) (outcome, error) {
 	var wg sync.WaitGroup
 	wg.Go(func() { _, _ = io.Copy(out, pr) })
 	exited := make(chan error, 1)
-	wg.Go(func() { exited <- cmd.Wait() })
+	wait := cmd.Wait
+	if box != nil {
+		wait = box.Wait // also removes the sandbox's cgroup
+	}
+	wg.Go(func() { exited <- wait() })
 
 	var o outcome
 	timer := time.NewTimer(p.timeout)

@@ -51,7 +51,7 @@ func (t *Tools) pythonExec(ctx context.Context, a pythonArgs) (tool.Result, erro
 	if err != nil {
 		return tool.Result{}, err
 	}
-	c, err := t.setup(workspace, t.cfg.MemoryLimitMB, "AVA_WORKSPACE="+workspace)
+	c, err := t.setup(ctx, workspace, t.cfg.MemoryLimitMB, "AVA_WORKSPACE="+workspace)
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("python_exec: %w", err)
 	}

@@ -21,6 +21,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(avaChildEnv) != "" {
+		runAsAva()
+	}
 	// Orphaned grandchildren are re-parented to this process, so the
 	// tests can reap them and see them truly gone (not left as zombies
 	// of an init that does not reap).
