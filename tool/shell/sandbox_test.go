@@ -179,12 +179,25 @@ func TestSandboxFilesystemAndProc(t *testing.T) {
 		t.Fatal(err)
 	}
 	home, secret := plantSecrets(t)
-	dataRoot, outside := t.TempDir(), t.TempDir()
+	dataRoot := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dataRoot, "ava.db"), []byte(secret), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A folder outside every hidden one (not /tmp, not HOME), where only
+	// Landlock keeps the command out.
+	outside, err := os.MkdirTemp(".", ".sandbox-probe-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(outside) })
+	if outside, err = filepath.Abs(outside); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	probe := fmt.Sprintf(`cat /proc/%[1]d/environ; cat /proc/%[1]d/cmdline; cat /proc/1/environ; cat %[2]s/.ssh/id_rsa %[2]s/.aws/credentials; cat %[3]s/ava.db;
-echo pwn > %[4]s/x; echo evil > %[3]s/agents.md; echo evil > /etc/ava-probe; echo ok > inside.txt && echo wrote-inside`, os.Getpid(), home, dataRoot, outside)
+cat %[4]s/secret; echo pwn > %[4]s/x; echo evil > %[3]s/agents.md; echo evil > /etc/ava-probe; echo ok > inside.txt && echo wrote-inside`, os.Getpid(), home, dataRoot, outside)
 	ws := t.TempDir()
 	tools := New(Config{Workspace: ws, Hide: []string{dataRoot}})
 	res := call(t, t.Context(), tools.RunBash(), map[string]any{"command": probe})
