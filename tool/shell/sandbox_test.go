@@ -315,7 +315,7 @@ func TestSandboxNetworkOnlyThroughProxy(t *testing.T) {
 func TestSandboxSeccompAndReadOnlyWorkspace(t *testing.T) {
 	needSandbox(t)
 	tools := New(Config{Workspace: t.TempDir(), WorkspaceReadOnly: true})
-	res := call(t, t.Context(), tools.RunBash(), map[string]any{"command": "unshare -r true && echo UNSHARED; echo x > f && echo WROTE; echo done"})
+	res := call(t, t.Context(), tools.RunBash(), map[string]any{"command": "unshare -U true && echo UNSHARED; echo x > f && echo WROTE; echo done"})
 	if strings.Contains(res.Output, "UNSHARED") || strings.Contains(res.Output, "WROTE") || !strings.Contains(res.Output, "done") {
 		t.Fatalf("got %+v", res)
 	}
