@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strconv"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,9 +21,6 @@ import (
 // the process tools must be able to serve as its own helper: ava, and
 // every test binary. It does nothing in any other process.
 func init() {
-	if len(os.Args) > 0 && os.Args[0] == execArg0 {
-		os.Exit(limitAndExec(os.Args[1:]))
-	}
 	if len(os.Args) == 0 || os.Args[0] != InitArg0 || len(os.Environ()) != 1 || os.Environ()[0] != helperEnv {
 		return
 	}
@@ -53,12 +49,7 @@ func helperMain() int {
 		report(helperStatus{Error: "prctl(PR_SET_DUMPABLE): " + err.Error()})
 		return 125
 	}
-	self, err := unix.Open("/proc/self/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		report(helperStatus{Error: "open /proc/self/exe: " + err.Error()})
-		return 125
-	}
-	active, err := setup(hs.Spec, self)
+	active, err := setup(hs.Spec)
 	if err != nil {
 		report(helperStatus{Error: err.Error(), Active: active})
 		return 125
@@ -67,7 +58,7 @@ func helperMain() int {
 		report(helperStatus{Active: active})
 		return 0
 	}
-	pid, err := startCommand(hs.Spec, self)
+	pid, err := startCommand(hs.Spec)
 	if err != nil {
 		report(helperStatus{Error: err.Error()})
 		return 125
@@ -95,7 +86,7 @@ func readSpec(f *os.File) (helperSpec, error) {
 
 // setup applies every protection, in an order where each step still has
 // what it needs, and returns the ones in place.
-func setup(s Spec, self int) ([]string, error) {
+func setup(s Spec) ([]string, error) {
 	active := []string{"namespaces (user, pid, mount, net, ipc, uts)"}
 	m, err := setupMounts(s)
 	if err != nil {
@@ -113,7 +104,7 @@ func setup(s Spec, self int) ([]string, error) {
 	if err := dropCapabilities(); err != nil {
 		return active, fmt.Errorf("drop capabilities: %w", err)
 	}
-	abi, err := applyLandlock(s, m, selfPath(self))
+	abi, err := applyLandlock(s, m)
 	if err != nil {
 		return active, fmt.Errorf("landlock: %w", err)
 	}
@@ -126,20 +117,27 @@ func setup(s Spec, self int) ([]string, error) {
 	return active, nil
 }
 
-// selfPath names the helper's own executable through its open fd, which
-// still resolves once the mounts hide the executable's folder.
-func selfPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+// gateScript holds the command until the helper has set its rlimits:
+// it waits for a line on fd 3, closes it, and executes its arguments.
+const gateScript = `read _ <&3 || exit 126; exec 3<&-; exec "$@"`
 
 // startCommand forks the command on this (locked) thread, so it inherits
-// the thread's dropped capabilities, and relays termination signals to
-// every process of the namespace.
-func startCommand(s Spec, self int) (int, error) {
+// the thread's Landlock domain, seccomp filter and dropped capabilities,
+// and relays termination signals to every process of the namespace. The
+// command starts as /bin/sh running gateScript, held until the helper
+// has set its rlimits with prlimit: limits set on the helper itself
+// would bind the helper too.
+func startCommand(s Spec) (int, error) {
 	path, err := lookPath(s.Argv[0], s.Env)
 	if err != nil {
 		return 0, err
 	}
-	argv := append(limitArgs(s.Limits.withDefaults()), path)
-	argv = append(argv, s.Argv...)
+	gateR, gateW, err := os.Pipe()
+	if err != nil {
+		return 0, fmt.Errorf("gate pipe: %w", err)
+	}
+	defer gateR.Close()
+	defer gateW.Close()
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	go func() {
@@ -147,15 +145,22 @@ func startCommand(s Spec, self int) (int, error) {
 			_ = syscall.Kill(-1, sig.(syscall.Signal))
 		}
 	}()
-	// The command starts as this binary again (execArg0), which sets the
-	// rlimits and executes it: limits set here would bind the helper too.
-	pid, err := syscall.ForkExec(selfPath(self), argv, &syscall.ProcAttr{
+	argv := append([]string{"sh", "-c", gateScript, "sh", path}, s.Argv[1:]...)
+	pid, err := syscall.ForkExec("/bin/sh", argv, &syscall.ProcAttr{
 		Dir:   s.Dir,
 		Env:   s.Env,
-		Files: []uintptr{0, 1, 2},
+		Files: []uintptr{0, 1, 2, gateR.Fd()},
 	})
 	if err != nil {
 		return 0, fmt.Errorf("start %s: %w", s.Argv[0], err)
+	}
+	if err := applyLimits(pid, s.Limits.withDefaults()); err != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return 0, fmt.Errorf("rlimits: %w", err)
+	}
+	if _, err := gateW.Write([]byte("go\n")); err != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return 0, fmt.Errorf("release %s: %w", s.Argv[0], err)
 	}
 	return pid, nil
 }
@@ -281,74 +286,21 @@ func dropCapabilities() error {
 	return nil
 }
 
-// execArg0 is argv[0] of the second stage: this binary run by the helper
-// to set the command's rlimits and execute it.
-const execArg0 = "ava-sandbox-exec"
-
-// limitArgs is the second stage's command line before the command's
-// path and argv: execArg0 and the four limits.
-func limitArgs(l Limits) []string {
-	return []string{execArg0, strconv.FormatUint(l.Processes, 10), strconv.FormatUint(l.MemoryBytes, 10),
-		strconv.FormatUint(l.CPUSeconds, 10), strconv.FormatUint(l.FileBytes, 10)}
-}
-
-// limitAndExec is the second stage: args are the four limits, the
-// command's path and its argv. It returns only on failure.
-func limitAndExec(args []string) int {
-	if len(args) < 6 {
-		fmt.Fprintln(os.Stderr, "ava sandbox: bad second-stage command line")
-		return 126
-	}
-	var n [4]uint64
-	for i := range n {
-		v, err := strconv.ParseUint(args[i], 10, 64)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "ava sandbox: bad limit:", err)
-			return 126
-		}
-		n[i] = v
-	}
-	argv0, err := syscall.BytePtrFromString(args[4])
-	if err != nil {
-		return 126
-	}
-	argv, err := syscall.SlicePtrFromStrings(args[5:])
-	if err != nil {
-		return 126
-	}
-	envv, err := syscall.SlicePtrFromStrings(os.Environ())
-	if err != nil {
-		return 126
-	}
-	// From here on nothing allocates: the address-space limit may be
-	// below what this Go process has already reserved.
-	if err := applyLimits(Limits{Processes: n[0], MemoryBytes: n[1], CPUSeconds: n[2], FileBytes: n[3]}); err != nil {
-		fmt.Fprintln(os.Stderr, "ava sandbox:", err)
-		return 126
-	}
-	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(argv0)),
-		uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
-	fmt.Fprintf(os.Stderr, "ava sandbox: exec %s: %v\n", args[5], errno)
-	return 127
-}
-
-// applyLimits sets this process's rlimits, soft and hard, before it
-// executes the command.
-func applyLimits(l Limits) error {
-	limits := [...]struct {
+// applyLimits sets the rlimits, soft and hard, of the held command.
+func applyLimits(pid int, l Limits) error {
+	for _, r := range []struct {
 		res int
 		val uint64
 	}{
 		{unix.RLIMIT_NPROC, l.Processes},
+		{unix.RLIMIT_AS, l.MemoryBytes},
 		{unix.RLIMIT_CPU, l.CPUSeconds},
 		{unix.RLIMIT_FSIZE, l.FileBytes},
 		{unix.RLIMIT_CORE, 0},
-		{unix.RLIMIT_AS, l.MemoryBytes}, // last: it may stop this process allocating
-	}
-	for i := range limits {
-		rl := unix.Rlimit{Cur: limits[i].val, Max: limits[i].val}
-		if _, _, errno := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, 0, uintptr(limits[i].res), uintptr(unsafe.Pointer(&rl)), 0, 0, 0); errno != 0 {
-			return errno
+	} {
+		rl := unix.Rlimit{Cur: r.val, Max: r.val}
+		if err := unix.Prlimit(pid, r.res, &rl, nil); err != nil {
+			return fmt.Errorf("prlimit %d: %w", r.res, err)
 		}
 	}
 	return nil

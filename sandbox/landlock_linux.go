@@ -6,19 +6,27 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
 )
 
 // systemDirs are read and executed by every sandboxed command.
-var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/nix/store"}
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/nix/store", "/etc/ssl/certs"}
 
 // etcSecrets are entries of /etc a command may not read: password
-// hashes, host keys, private TLS keys, sudo rules. Everything else in
-// /etc (resolver, certificates, locale, interpreters' configuration) is
-// readable. /etc/ssl is replaced by its public certificates.
+// hashes, host keys, private TLS keys, sudo rules, machine credentials.
+// Everything else in /etc (resolver, certificates, locale, interpreters'
+// configuration) is readable. /etc/ssl is replaced by its public
+// certificates (in systemDirs).
 var etcSecrets = []string{"shadow", "shadow-", "gshadow", "gshadow-", "ssh", "sudoers", "sudoers.d", "ssl",
 	"security", "krb5.keytab", "machine-id", "credstore", "credstore.encrypted", "wireguard", "NetworkManager"}
+
+// Landlock access rights, as sets.
+const (
+	llFile   = llsys.AccessFSExecute | llsys.AccessFSWriteFile | llsys.AccessFSReadFile | llsys.AccessFSTruncate | llsys.AccessFSIoctlDev
+	llRead   = llsys.AccessFSExecute | llsys.AccessFSReadFile | llsys.AccessFSReadDir
+	llRWFile = llsys.AccessFSWriteFile | llsys.AccessFSReadFile | llsys.AccessFSTruncate | llsys.AccessFSIoctlDev
+)
 
 // landlockABI returns the kernel's Landlock ABI version, 0 when absent.
 func landlockABI() int {
@@ -29,69 +37,112 @@ func landlockABI() int {
 	return v
 }
 
-// applyLandlock restricts this process and everything it starts to the
-// folders the sandbox allows, and scopes abstract Unix sockets and
+// handledFS is every filesystem right the ABI knows: all are denied but
+// what a rule allows.
+func handledFS(abi int) uint64 {
+	switch {
+	case abi >= 5:
+		return 1<<16 - 1
+	case abi >= 3:
+		return 1<<15 - 1
+	case abi == 2:
+		return 1<<14 - 1
+	}
+	return 1<<13 - 1
+}
+
+// llRule is one path and the rights it grants beneath it.
+type llRule struct {
+	path   string
+	access uint64
+}
+
+// applyLandlock restricts this thread, and so the command it forks, to
+// the folders the sandbox allows, and scopes abstract Unix sockets and
 // signals to the sandbox (ABI 6 and up). Network access is left to the
-// network namespace.
-func applyLandlock(s Spec, m mountState, self string) (int, error) {
+// network namespace. Only the calling thread is restricted: the helper's
+// other threads run its own code, never the command's.
+func applyLandlock(s Spec, m mountState) (int, error) {
 	abi := landlockABI()
 	if abi < 1 {
 		return 0, fmt.Errorf("the kernel does not support Landlock")
 	}
-	ws := landlock.RWDirs(s.Workspace)
+	all := handledFS(abi)
+	ws := all
 	if s.WorkspaceReadOnly {
-		ws = landlock.RODirs(s.Workspace)
+		ws = llRead
 	}
-	rules := []landlock.Rule{
-		landlock.RODirs(systemDirs...).IgnoreIfMissing(),
-		landlock.RODirs("/etc/ssl/certs").IgnoreIfMissing(),
-		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full").IgnoreIfMissing(),
-		landlock.ROFiles("/dev/random", "/dev/urandom").IgnoreIfMissing(),
-		ws,
-		landlock.RWDirs(s.Scratch),
-		// The helper's own executable, run again as the second stage.
-		landlock.PathAccess(llsys.AccessFSExecute|llsys.AccessFSReadFile, self),
+	rules := []llRule{{s.Workspace, ws}, {s.Scratch, all},
+		{"/dev/null", llRWFile}, {"/dev/zero", llRWFile}, {"/dev/full", llRWFile}, {"/dev/random", llRead}, {"/dev/urandom", llRead}}
+	for _, d := range systemDirs {
+		rules = append(rules, llRule{d, llRead})
 	}
-	rules = append(rules, etcRules()...)
-	if len(m.private) > 0 {
-		rules = append(rules, landlock.RWDirs(m.private...))
+	for _, p := range etcEntries() {
+		rules = append(rules, llRule{p, llRead})
+	}
+	for _, d := range m.private {
+		rules = append(rules, llRule{d, all})
 	}
 	if m.freshProc {
-		rules = append(rules, landlock.RODirs("/proc"))
+		rules = append(rules, llRule{"/proc", llRead})
 	}
-	cfg := landlock.V7.BestEffort()
-	if err := cfg.RestrictPaths(rules...); err != nil {
-		return abi, fmt.Errorf("restrict paths: %w", err)
-	}
+	attr := llsys.RulesetAttr{HandledAccessFS: all}
 	if abi >= 6 {
-		if err := cfg.RestrictScoped(); err != nil {
-			return abi, fmt.Errorf("scope signals and abstract sockets: %w", err)
+		attr.Scoped = llsys.ScopeAbstractUnixSocket | llsys.ScopeSignal
+	}
+	fd, err := llsys.LandlockCreateRuleset(&attr, 0)
+	if err != nil {
+		return abi, fmt.Errorf("create ruleset: %w", err)
+	}
+	defer unix.Close(fd)
+	for _, r := range rules {
+		if err := addRule(fd, r, all); err != nil {
+			return abi, err
 		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return abi, fmt.Errorf("no_new_privs: %w", err)
+	}
+	if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
+		return abi, fmt.Errorf("restrict self: %w", err)
 	}
 	return abi, nil
 }
 
-// etcRules allow reading /etc's entries but its secrets.
-func etcRules() []landlock.Rule {
+// addRule grants r's rights beneath its path, limited to what a file
+// may have when the path is not a folder; a missing path is skipped.
+func addRule(ruleset int, r llRule, handled uint64) error {
+	fd, err := unix.Open(r.path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil // absent here: nothing to allow
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", r.path, err)
+	}
+	access := r.access & handled
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		access &= llFile
+	}
+	if err := llsys.LandlockAddPathBeneathRule(ruleset, &llsys.PathBeneathAttr{AllowedAccess: access, ParentFd: fd}, 0); err != nil {
+		return fmt.Errorf("allow %s: %w", r.path, err)
+	}
+	return nil
+}
+
+// etcEntries are the paths in /etc a command may read: all but its
+// secrets.
+func etcEntries() []string {
 	entries, err := os.ReadDir("/etc")
 	if err != nil {
 		return nil
 	}
-	var dirs, files []string
+	var out []string
 	for _, e := range entries {
-		if slices.Contains(etcSecrets, e.Name()) {
-			continue
-		}
-		p := filepath.Join("/etc", e.Name())
-		fi, err := os.Stat(p)
-		switch {
-		case err != nil:
-			continue
-		case fi.IsDir():
-			dirs = append(dirs, p)
-		default:
-			files = append(files, p)
+		if !slices.Contains(etcSecrets, e.Name()) {
+			out = append(out, filepath.Join("/etc", e.Name()))
 		}
 	}
-	return []landlock.Rule{landlock.RODirs(dirs...).IgnoreIfMissing(), landlock.ROFiles(files...).IgnoreIfMissing()}
+	return out
 }

@@ -93,8 +93,8 @@ func seccompProgram() ([]bpf.Instruction, error) {
 	return prog, nil
 }
 
-// applySeccomp installs the filter on every thread of this process; the
-// command inherits it.
+// applySeccomp installs the filter on the calling thread, which forks
+// the command: the command inherits it.
 func applySeccomp() error {
 	prog, err := seccompProgram()
 	if err != nil {
@@ -112,9 +112,9 @@ func applySeccomp() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
 	if errno != 0 {
-		return fmt.Errorf("seccomp(SET_MODE_FILTER, TSYNC): %w", errno)
+		return fmt.Errorf("seccomp(SET_MODE_FILTER): %w", errno)
 	}
 	return nil
 }
