@@ -28,17 +28,25 @@
 //     none even as root of its namespace;
 //   - applies Landlock: system folders (/usr, /bin, /sbin, /lib*, /opt,
 //     /etc but its secrets) read and execute, a few device files, the
-//     fresh /proc read-only, the workspace read-write (read-only if asked),
-//     the scratch folder read-write, nothing else;
+//     fresh /proc and the private /tmp, the workspace read-write
+//     (read-only if asked), the scratch folder read-write, nothing else;
 //   - installs a seccomp filter refusing the obvious escapes (ptrace,
 //     mount, new namespaces, keyctl, bpf, perf_event_open, kexec, module
-//     loading, …);
-//   - sets rlimits: processes, address space, CPU time, file size.
+//     loading, …).
 //
-// It then starts the command with the allow-listed environment the caller
-// gave, reaps every orphan, relays SIGTERM to the whole namespace, and
-// reports how the command ended on a status pipe. Whatever is still
-// running when the command exits is killed with the namespace.
+// Capabilities, Landlock and seccomp are applied to the helper's main
+// thread only, the one that forks the command (the helper's other
+// threads run its own relay code). The command starts as /bin/sh held on
+// a pipe until the helper has set its rlimits with prlimit (processes,
+// address space, CPU time, file size), then executes it with the
+// allow-listed environment the caller gave. Where Ava may create a cgroup
+// with the pids controller (v2 delegated, or v1 writable), the helper is
+// put in one of its own before anything starts, capping its tasks: the
+// kernel does not apply RLIMIT_NPROC to a sandbox whose user is root on
+// the host. The helper reaps every orphan, relays SIGTERM to the whole
+// namespace, and reports how the command ended on a status pipe.
+// Whatever is still running when the command exits is killed with the
+// namespace.
 //
 // Probe reports which of these protections this machine supports; where
 // one is missing the process tools refuse to run unless AVA_SANDBOX=off.

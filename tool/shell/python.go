@@ -19,9 +19,10 @@ type pythonArgs struct {
 
 // PythonExec returns the python_exec tool.
 //
-// The memory limit is an address-space limit (RLIMIT_AS) set with
-// util-linux prlimit when it is installed (prlimit --as=BYTES -- python3
-// -I -u main.py), else by bash (ulimit -v KB; exec python3 -I -u main.py).
+// The memory limit is an address-space limit (RLIMIT_AS), set by the
+// sandbox; unconfined (AVA_SANDBOX=off) it is set with util-linux prlimit
+// when it is installed (prlimit --as=BYTES -- python3 -I -u main.py),
+// else by bash (ulimit -v KB; exec python3 -I -u main.py).
 func (t *Tools) PythonExec() tool.Tool {
 	desc := fmt.Sprintf("Run a Python 3 program and return its combined stdout and stderr. The code is saved as main.py "+
 		"in a fresh empty temporary folder, which is the working directory, and run in isolated, unbuffered mode (python3 -I -u: "+
