@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // helperEnv marks the helper's environment, with InitArg0 as argv[0]; the
@@ -118,9 +120,45 @@ func newCmd(hs helperSpec) (*Cmd, error) {
 	return &Cmd{Cmd: cmd, spec: hs, specW: specW, statusR: statusR, childEnds: []*os.File{specR, statusW}}, nil
 }
 
+var (
+	dumpMu       sync.Mutex
+	dumpStarting int  // helpers being started
+	dumpRestore  bool // Ava was non-dumpable before the first of them
+)
+
+// dumpableWhileStarting makes Ava dumpable for as long as a helper is
+// being started, and returns the function that ends it. Ava writes the
+// new user namespace's uid and gid maps into /proc/<helper>, which a
+// non-dumpable process's child (it inherits the flag until it executes)
+// makes root's. While dumpable, only processes of Ava's user outside any
+// sandbox could read Ava's memory, as they could before HardenSelf; a
+// sandboxed process cannot see Ava's process at all.
+func dumpableWhileStarting() func() {
+	dumpMu.Lock()
+	defer dumpMu.Unlock()
+	if dumpStarting == 0 {
+		d, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
+		dumpRestore = d == 0
+		if dumpRestore {
+			_ = unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
+		}
+	}
+	dumpStarting++
+	return func() {
+		dumpMu.Lock()
+		defer dumpMu.Unlock()
+		dumpStarting--
+		if dumpStarting == 0 && dumpRestore {
+			_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+		}
+	}
+}
+
 // Start starts the helper and sends it the spec.
 func (c *Cmd) Start() error {
+	release := dumpableWhileStarting()
 	err := c.Cmd.Start()
+	release()
 	for _, f := range c.childEnds {
 		f.Close()
 	}
