@@ -261,11 +261,3 @@ func (c *Cmd) status() (*helperStatus, error) {
 	c.statusCached = &st
 	return &st, nil
 }
-
-// SetupError is a sandbox the helper could not set up; nothing ran.
-type SetupError struct{ Msg string }
-
-func (e *SetupError) Error() string { return "sandbox setup failed: " + e.Msg }
-
-// Unwrap makes a SetupError an ErrUnavailable.
-func (e *SetupError) Unwrap() error { return ErrUnavailable }

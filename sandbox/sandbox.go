@@ -128,3 +128,11 @@ func OffByEnv(getenv func(string) string) bool {
 
 // offFromEnv is OffByEnv on the process environment.
 func offFromEnv() bool { return OffByEnv(os.Getenv) }
+
+// SetupError is a sandbox the helper could not set up; nothing ran.
+type SetupError struct{ Msg string }
+
+func (e *SetupError) Error() string { return "sandbox setup failed: " + e.Msg }
+
+// Unwrap makes a SetupError an ErrUnavailable.
+func (e *SetupError) Unwrap() error { return ErrUnavailable }

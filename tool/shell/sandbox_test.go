@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -29,6 +30,9 @@ import (
 
 func needSandbox(t *testing.T) {
 	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the sandbox is Linux-only")
+	}
 	if st := sandbox.Probe(); !st.Ready {
 		t.Fatalf("the sandbox is not available on this machine: %s", st.Summary())
 	}
