@@ -344,3 +344,28 @@ func TestSandboxMissingRefuses(t *testing.T) {
 type net_TCPAddr = net.TCPAddr
 
 func context0() context.Context { return context.Background() }
+
+// A data root inside the workspace is hidden too, and the workspace
+// around it stays usable.
+func TestSandboxHidesDataRootInsideWorkspace(t *testing.T) {
+	needSandbox(t)
+	ws := t.TempDir()
+	dataRoot := filepath.Join(ws, ".ava-data")
+	if err := os.MkdirAll(filepath.Join(dataRoot, "agents"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dataRoot, "ava.db"), []byte("DATA-ROOT-SECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tools := New(Config{Workspace: ws, Hide: []string{dataRoot}})
+	res := call(t, t.Context(), tools.RunBash(), map[string]any{"command": "cat .ava-data/ava.db; echo evil > .ava-data/agents/web_crawler.md; echo ok > kept.txt && cat kept.txt"})
+	if strings.Contains(res.Output, "DATA-ROOT-SECRET") || !strings.Contains(res.Output, "ok") {
+		t.Fatalf("got %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(dataRoot, "agents", "web_crawler.md")); err == nil {
+		t.Fatal("the command wrote into the data root")
+	}
+	if _, err := os.Stat(filepath.Join(ws, "kept.txt")); err != nil {
+		t.Fatalf("the workspace write did not land: %v", err)
+	}
+}
