@@ -127,6 +127,9 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	sinks := append([]event.Sink{in.Audit, sessionFiles}, o.sinks...)
 	in.Hub = event.NewHub(in.Store, sinks...)
 	in.Hub.SetRedactor(in.Redactor)
+	if !o.readOnly {
+		in.hardenAndReport()
+	}
 	if in.Tools, err = tool.NewRegistry(in.builtinTools()...); err != nil {
 		return fmt.Errorf("built-in tools: %w", err)
 	}

@@ -20,7 +20,7 @@ func (in *Instance) builtinTools() []tool.Tool {
 	var out []tool.Tool
 	out = append(out, web.New(web.ConfigFromEnv(os.Getenv)).All()...)
 	out = append(out, files.New(files.Config{Workspace: ws}).All()...)
-	out = append(out, shell.New(shell.Config{Workspace: ws}).All()...)
+	out = append(out, shell.New(in.shellConfig()).All()...)
 	out = append(out, memory.New(in.Store).All()...)
 	return out
 }

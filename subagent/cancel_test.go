@@ -58,7 +58,9 @@ func TestCancelKillsToolProcesses(t *testing.T) {
 	dir := t.TempDir()
 	pids := filepath.Join(dir, "pids")
 	script := "turns:\n  - tool_calls: [{name: run_bash, args: {command: \"sleep 300 & echo $! > " + pids + "; echo $$ >> " + pids + "; wait\"}}]\n"
-	sh := shell.New(shell.Config{Workspace: dir, Timeout: time.Minute})
+	// Unconfined: the test reads the processes' pids, which in the
+	// sandbox are its own namespace's (sandbox_test.go covers that case).
+	sh := shell.New(shell.Config{Workspace: dir, Timeout: time.Minute, SandboxOff: true})
 	h := newHarness(t, script, nil, sh.RunBash())
 	hd := h.spawn(t, subagent.Config{Role: "code_reviewer", Task: "x"})
 	var ids []int

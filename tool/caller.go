@@ -24,6 +24,12 @@ type Caller struct {
 	Workspace string
 	// User is the human the agent acts for, when known.
 	User string
+	// ProcessNetwork lets the process tools reach the network, only
+	// through the sandbox's egress proxy; false means no network.
+	ProcessNetwork bool
+	// WorkspaceReadOnly makes the workspace read-only to the process
+	// tools' commands.
+	WorkspaceReadOnly bool
 }
 
 type callerKey struct{}

@@ -22,7 +22,8 @@ in $AVA_DATA_ROOT/agents/ and the workspace's .ava/agents/. A role file that
 cannot be loaded is reported on stderr with its path, line and reason.
 
 A tool a role lists but no subagent ever gets (memory_write, the spawn and
-subagent tools) is shown as withheld, with the reason.
+subagent tools) is shown as withheld, with the reason. The last line says
+which sandbox protections run_bash and python_exec have on this machine.
 
 With --stats, each role's finished runs in the store instead: how many,
 their median time and cost, and the estimate hit rate: the share of runs
@@ -99,6 +100,8 @@ func printRoles(a *App, in *app.Instance) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write roles: %w", err)
 	}
+	// run_bash and python_exec: which protections they run with here.
+	fmt.Fprintf(a.Stdout, "\nrun_bash, python_exec: %s\n", app.SandboxSummary())
 	return nil
 }
 

@@ -3,7 +3,6 @@ package shell
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -24,7 +23,7 @@ func (t *Tools) RunBash() tool.Tool {
 		"commands fail instead of waiting; pass flags like -y. The command is killed after %s unless "+
 		"timeout_seconds says otherwise (at most %d), and anything it started in the background is killed "+
 		"when it returns, so start and use a server in the same command. Output over %d bytes keeps its "+
-		"start and end and marks the cut. API keys and other secrets are not in the environment.",
+		"start and end and marks the cut. "+t.confinement(),
 		t.cfg.Timeout, int(t.cfg.MaxTimeout.Seconds()), t.cfg.MaxOutput)
 	s := inferSchema[bashArgs]()
 	prop(s, "command").MinLength = ptr(1)
@@ -39,16 +38,25 @@ func (t *Tools) runBash(ctx context.Context, a bashArgs) (tool.Result, error) {
 	if strings.ContainsRune(a.Command, 0) {
 		return tool.Errorf("run_bash: command contains a NUL byte"), nil
 	}
+	if why := t.sandboxRefusal(); why != "" {
+		return tool.Errorf("run_bash refused: %s", why), nil
+	}
 	dir, err := t.workspaceFor(ctx)
 	if err != nil {
 		return tool.Result{}, err
 	}
+	c, err := t.setup(ctx, dir, t.cfg.BashMemoryLimitMB)
+	if err != nil {
+		return tool.Result{}, fmt.Errorf("run_bash: %w", err)
+	}
+	defer c.close()
 	timeout := t.timeout(a.TimeoutSeconds)
 	o, err := run(ctx, proc{
 		argv:    []string{"bash", "-c", a.Command},
 		dir:     dir,
-		env:     ScrubEnv(os.Environ()),
+		env:     c.env,
 		timeout: timeout,
+		box:     c.box,
 	}, t.cfg.MaxOutput)
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("run_bash: %w", err)
@@ -102,3 +110,21 @@ func setRange(s *jsonschema.Schema, name string, lo, hi float64) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// confinement tells the model what a command can reach.
+func (t *Tools) confinement() string {
+	if t.cfg.SandboxOff {
+		return "The sandbox is OFF: commands run with the user's full access. Secrets are not in the environment."
+	}
+	net := "There is no network."
+	if t.cfg.Network {
+		net = "The network is reachable only through the HTTP(S) proxy in HTTP_PROXY/HTTPS_PROXY, to public hosts."
+	}
+	ws := "read and write"
+	if t.cfg.WorkspaceReadOnly {
+		ws = "only read"
+	}
+	return fmt.Sprintf("Commands run in a sandbox: they can %s the workspace and use HOME/TMPDIR (a fresh scratch folder, deleted after the call) and /tmp; "+
+		"system folders are read-only; nothing else of the machine is visible. %s At most %d processes. "+
+		"Secrets are not in the environment.", ws, net, t.cfg.Processes)
+}

@@ -2,6 +2,7 @@ package shell
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/avaagent/ava/sandbox"
 )
 
 // Grace periods of a process group's end.
@@ -28,6 +31,8 @@ type proc struct {
 	dir     string
 	env     []string
 	timeout time.Duration
+	// box runs the process in the sandbox; nil runs it unconfined.
+	box *sandbox.Spec
 }
 
 // outcome is how a process ended.
@@ -53,16 +58,21 @@ func run(ctx context.Context, p proc, maxOutput int) (outcome, error) {
 		return outcome{}, fmt.Errorf("output pipe: %w", err)
 	}
 	defer pr.Close()
-	cmd := exec.Command(p.argv[0], p.argv[1:]...)
-	cmd.Dir = p.dir
-	cmd.Env = p.env
+	cmd, box, err := p.command()
+	if err != nil {
+		pw.Close()
+		return outcome{}, err
+	}
 	cmd.Stdin = nil // /dev/null
 	// An *os.File as stdout makes the child write to the pipe directly,
 	// so cmd.Wait waits for the process only, never for the pipe.
 	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	start := time.Now()
-	err = cmd.Start()
+	if box != nil {
+		err = box.Start()
+	} else {
+		err = cmd.Start()
+	}
 	pw.Close()
 	if err != nil {
 		return outcome{}, fmt.Errorf("start %s: %w", p.argv[0], err)
@@ -72,7 +82,11 @@ func run(ctx context.Context, p proc, maxOutput int) (outcome, error) {
 	var wg sync.WaitGroup
 	wg.Go(func() { _, _ = io.Copy(out, pr) })
 	exited := make(chan error, 1)
-	wg.Go(func() { exited <- cmd.Wait() })
+	wait := cmd.Wait
+	if box != nil {
+		wait = box.Wait // also removes the sandbox's cgroup
+	}
+	wg.Go(func() { exited <- wait() })
 
 	var o outcome
 	timer := time.NewTimer(p.timeout)
@@ -97,7 +111,39 @@ func run(ctx context.Context, p proc, maxOutput int) (outcome, error) {
 		return o, fmt.Errorf("wait for %s: %w", p.argv[0], waitErr)
 	}
 	o.exitCode, o.signal = exitStatus(cmd.ProcessState)
+	if box == nil {
+		return o, nil
+	}
+	ex, err := box.Exit()
+	var setupErr *sandbox.SetupError
+	switch {
+	case err == nil:
+		o.exitCode, o.signal = ex.Code, ex.Signal
+	case errors.As(err, &setupErr):
+		return o, err
+	}
+	// Otherwise the helper was killed before it could report (timeout,
+	// cancel): its own end stands.
 	return o, nil
+}
+
+// command builds the process: the sandbox's helper when p.box is set
+// (returned too), else the command itself in its own process group.
+func (p proc) command() (*exec.Cmd, *sandbox.Cmd, error) {
+	if p.box == nil {
+		cmd := exec.Command(p.argv[0], p.argv[1:]...)
+		cmd.Dir = p.dir
+		cmd.Env = p.env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		return cmd, nil, nil
+	}
+	spec := *p.box
+	spec.Argv, spec.Env, spec.Dir = p.argv, p.env, p.dir
+	box, err := sandbox.Command(spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return box.Cmd, box, nil
 }
 
 // terminate asks the group to stop, then kills it, and returns the

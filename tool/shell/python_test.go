@@ -36,7 +36,7 @@ func TestPythonExecRemovesScratchFolder(t *testing.T) {
 	tools := New(Config{Workspace: t.TempDir()})
 	res := call(t, t.Context(), tools.PythonExec(), map[string]any{"code": "import os; print(os.getcwd())"})
 	dir := strings.TrimSpace(res.Output)
-	if res.IsError || !strings.Contains(dir, "ava-python-") {
+	if res.IsError || !strings.Contains(dir, "ava-run-") {
 		t.Fatalf("got %+v", res)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -89,7 +89,7 @@ func TestPythonExecScrubsSecrets(t *testing.T) {
 	t.Setenv("HARMLESS_SETTING", "visible")
 	tools := New(Config{Workspace: t.TempDir()})
 	res := call(t, t.Context(), tools.PythonExec(), map[string]any{"code": "import os\nprint(os.environ.get('OPENAI_API_KEY', 'absent'), os.environ.get('HARMLESS_SETTING'))"})
-	if res.IsError || res.Output != "absent visible\n" {
+	if res.IsError || res.Output != "absent None\n" {
 		t.Fatalf("got %+v", res)
 	}
 }
@@ -140,7 +140,9 @@ with open(%q + ".tmp", "w") as f:
 os.rename(%q + ".tmp", %q)
 time.sleep(300)
 `, pidFile, pidFile, pidFile)
-	tools := New(Config{Workspace: ws, Timeout: time.Minute})
+	// Unconfined, so the pids are this machine's (the sandbox's own
+	// cancel test is in sandbox_test.go).
+	tools := New(Config{Workspace: ws, Timeout: time.Minute, SandboxOff: true})
 	pids := cancelDuring(t, tools.PythonExec(), map[string]any{"code": code}, pidFile, 2)
 	for _, pid := range pids {
 		waitGone(t, pid)

@@ -2,15 +2,25 @@
 // in the workspace and python_exec runs a Python program in a scratch
 // folder.
 //
+// By default every command runs in the process sandbox (package
+// sandbox): its own user, PID, mount and network namespaces, Landlock
+// (system folders read-only, the workspace, a per-call scratch folder),
+// a seccomp filter and rlimits; no network, or with Config.Network only
+// through the egress proxy. Where the sandbox cannot be set up, the tools
+// refuse to run, naming what is missing, unless Config.SandboxOff
+// (AVA_SANDBOX=off) lets them run unconfined.
+//
 // Every process runs in its own process group with stdin on /dev/null,
 // combined stdout and stderr capped (head and tail kept, the cut marked),
-// and an environment scrubbed of provider keys and other secrets (see
-// ScrubEnv). When the call times out or its context is cancelled, the
+// and an environment built from an allow-list (see CommandEnv), never
+// Ava's own. When the call times out or its context is cancelled, the
 // whole group is sent SIGTERM and, after a short grace, SIGKILL, so
 // background jobs and grandchildren die with it; when the command ends by
-// itself, whatever it left running in its group is killed too. A process
-// that leaves the group (setsid) escapes the kill, but cannot stall the
-// call: the output pipe is abandoned shortly after the command ends.
+// itself, whatever it left running is killed too. In the sandbox that
+// includes processes that left the group (setsid): they die with the PID
+// namespace. Unconfined, such a process escapes the kill, but cannot
+// stall the call: the output pipe is abandoned shortly after the command
+// ends.
 //
 // A command that fails (non-zero exit, timeout) is an error Result with
 // its output; a Go error means the tool could not run anything at all.
@@ -20,11 +30,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/avaagent/ava/sandbox"
 	"github.com/avaagent/ava/tool"
 )
 
@@ -35,6 +47,12 @@ const (
 	DefaultMaxOutput     = 30_000
 	DefaultPython        = "python3"
 	DefaultMemoryLimitMB = 1024
+	// DefaultBashMemoryLimitMB is run_bash's address-space cap: larger
+	// than python_exec's, as compilers and runtimes reserve much virtual
+	// memory they never touch.
+	DefaultBashMemoryLimitMB = 8192
+	DefaultProcesses         = 256
+	DefaultCPUSeconds        = 600
 )
 
 // Config tunes the process tools. Zero fields take the defaults above.
@@ -52,6 +70,32 @@ type Config struct {
 	Python string
 	// MemoryLimitMB caps python_exec's address space (RLIMIT_AS).
 	MemoryLimitMB int
+	// BashMemoryLimitMB caps the address space of each process run_bash
+	// starts (RLIMIT_AS; sandboxed calls only).
+	BashMemoryLimitMB int
+	// Processes caps the processes and threads of one sandboxed call.
+	Processes int
+	// CPUSeconds caps each sandboxed process's CPU time.
+	CPUSeconds int
+
+	// SandboxOff runs commands unconfined (AVA_SANDBOX=off).
+	SandboxOff bool
+	// Network lets sandboxed commands reach the network, only through
+	// an egress proxy that applies EgressGuard and EgressAllow.
+	Network bool
+	// EgressGuard refuses the addresses the egress proxy may not dial:
+	// the web tools' public-address guard. Required with Network.
+	EgressGuard func(netip.Addr) error
+	// EgressAllow is the egress proxy's domain allow-list
+	// (AVA_EGRESS_ALLOW); empty allows every public host.
+	EgressAllow []string
+	// WorkspaceReadOnly makes the workspace read-only to commands.
+	WorkspaceReadOnly bool
+	// Hide lists folders commands never see, such as the data root.
+	// Ava's home folder is always hidden, unless it is the workspace.
+	Hide []string
+	// Probe reports the sandbox's state; nil means sandbox.Probe.
+	Probe func() sandbox.Status
 }
 
 func (c Config) withDefaults() Config {
@@ -70,6 +114,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MemoryLimitMB <= 0 {
 		c.MemoryLimitMB = DefaultMemoryLimitMB
+	}
+	if c.BashMemoryLimitMB <= 0 {
+		c.BashMemoryLimitMB = DefaultBashMemoryLimitMB
+	}
+	if c.Processes <= 0 {
+		c.Processes = DefaultProcesses
+	}
+	if c.CPUSeconds <= 0 {
+		c.CPUSeconds = DefaultCPUSeconds
+	}
+	if c.Probe == nil {
+		c.Probe = sandbox.Probe
 	}
 	return c
 }

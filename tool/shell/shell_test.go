@@ -21,6 +21,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(avaChildEnv) != "" {
+		runAsAva()
+	}
 	// Orphaned grandchildren are re-parented to this process, so the
 	// tests can reap them and see them truly gone (not left as zombies
 	// of an init that does not reap).
@@ -150,17 +153,23 @@ func TestRunBashScrubsSecrets(t *testing.T) {
 	t.Setenv("MY_SERVICE_TOKEN", "fake-service-token")
 	t.Setenv("my_db_password", "fake-password")
 	t.Setenv("SOME_SECRET", "fake-secret")
+	t.Setenv("DATABASE_URL", "postgres://u:fake-db-pass@db/x")
+	t.Setenv("SECRET_KEY_BASE", "fake-key-base")
 	t.Setenv("HARMLESS_SETTING", "visible")
-	tools := New(Config{Workspace: t.TempDir()})
-	res := call(t, t.Context(), tools.RunBash(), map[string]any{"command": "env"})
-	if res.IsError {
-		t.Fatal(res.Output)
-	}
-	if strings.Contains(res.Output, "fake") {
-		t.Fatalf("a secret reached the command:\n%s", res.Output)
-	}
-	if !strings.Contains(res.Output, "HARMLESS_SETTING=visible") || !strings.Contains(res.Output, "PATH=") {
-		t.Fatalf("ordinary variables were dropped:\n%s", res.Output)
+	t.Setenv("LANG", "C.UTF-8")
+	for _, off := range []bool{false, true} {
+		tools := New(Config{Workspace: t.TempDir(), SandboxOff: off})
+		res := call(t, t.Context(), tools.RunBash(), map[string]any{"command": "env"})
+		if res.IsError {
+			t.Fatal(res.Output)
+		}
+		// An allow-list: not even harmless-looking variables pass.
+		if strings.Contains(res.Output, "fake") || strings.Contains(res.Output, "HARMLESS") {
+			t.Fatalf("off=%v: a variable outside the allow-list reached the command:\n%s", off, res.Output)
+		}
+		if !strings.Contains(res.Output, "PATH=") || !strings.Contains(res.Output, "LANG=C.UTF-8") || !strings.Contains(res.Output, "TMPDIR=") {
+			t.Fatalf("off=%v: allowed variables were dropped:\n%s", off, res.Output)
+		}
 	}
 }
 
@@ -182,7 +191,7 @@ func TestIsSecretEnv(t *testing.T) {
 func TestRunBashCancelKillsProcessGroup(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pids")
-	tools := New(Config{Workspace: dir, Timeout: time.Minute})
+	tools := New(Config{Workspace: dir, Timeout: time.Minute, SandboxOff: true})
 	cmd := fmt.Sprintf("sleep 300 & echo $! > %[1]s.tmp; (sleep 300; true) & echo $! >> %[1]s.tmp; echo $$ >> %[1]s.tmp; mv %[1]s.tmp %[1]s; sleep 300", pidFile)
 	pids := cancelDuring(t, tools.RunBash(), map[string]any{"command": cmd}, pidFile, 3)
 	for _, pid := range pids {
@@ -193,7 +202,7 @@ func TestRunBashCancelKillsProcessGroup(t *testing.T) {
 func TestRunBashTimeoutKillsBackgroundJobs(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pids")
-	tools := New(Config{Workspace: dir, Timeout: 500 * time.Millisecond})
+	tools := New(Config{Workspace: dir, Timeout: 500 * time.Millisecond, SandboxOff: true})
 	res := call(t, t.Context(), tools.RunBash(), map[string]any{"command": "sleep 300 & echo $! > " + pidFile + "; sleep 300"})
 	if !strings.Contains(res.Output, "timed out") {
 		t.Fatalf("got %+v", res)
@@ -206,7 +215,7 @@ func TestRunBashTimeoutKillsBackgroundJobs(t *testing.T) {
 func TestRunBashFinishedCommandLeavesNothingBehind(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pids")
-	tools := New(Config{Workspace: dir})
+	tools := New(Config{Workspace: dir, SandboxOff: true})
 	start := time.Now()
 	res := call(t, t.Context(), tools.RunBash(), map[string]any{"command": "sleep 300 & echo $! > " + pidFile + "; echo done"})
 	if res.IsError || res.Output != "done\n" || time.Since(start) > 3*time.Second {
@@ -225,7 +234,7 @@ func TestRunBashEscapedHolderDoesNotStall(t *testing.T) {
 	}
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pids")
-	tools := New(Config{Workspace: dir})
+	tools := New(Config{Workspace: dir, SandboxOff: true})
 	start := time.Now()
 	res := call(t, t.Context(), tools.RunBash(), map[string]any{"command": "setsid sleep 30 & echo $! > " + pidFile + "; echo done"})
 	elapsed := time.Since(start)

@@ -1,0 +1,148 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// systemDirs are read and executed by every sandboxed command.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/nix/store", "/etc/ssl/certs"}
+
+// etcSecrets are entries of /etc a command may not read: password
+// hashes, host keys, private TLS keys, sudo rules, machine credentials.
+// Everything else in /etc (resolver, certificates, locale, interpreters'
+// configuration) is readable. /etc/ssl is replaced by its public
+// certificates (in systemDirs).
+var etcSecrets = []string{"shadow", "shadow-", "gshadow", "gshadow-", "ssh", "sudoers", "sudoers.d", "ssl",
+	"security", "krb5.keytab", "machine-id", "credstore", "credstore.encrypted", "wireguard", "NetworkManager"}
+
+// Landlock access rights, as sets.
+const (
+	llFile   = llsys.AccessFSExecute | llsys.AccessFSWriteFile | llsys.AccessFSReadFile | llsys.AccessFSTruncate | llsys.AccessFSIoctlDev
+	llRead   = llsys.AccessFSExecute | llsys.AccessFSReadFile | llsys.AccessFSReadDir
+	llRWFile = llsys.AccessFSWriteFile | llsys.AccessFSReadFile | llsys.AccessFSTruncate | llsys.AccessFSIoctlDev
+)
+
+// landlockABI returns the kernel's Landlock ABI version, 0 when absent.
+func landlockABI() int {
+	v, err := llsys.LandlockGetABIVersion()
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// handledFS is every filesystem right the ABI knows: all are denied but
+// what a rule allows.
+func handledFS(abi int) uint64 {
+	switch {
+	case abi >= 5:
+		return 1<<16 - 1
+	case abi >= 3:
+		return 1<<15 - 1
+	case abi == 2:
+		return 1<<14 - 1
+	}
+	return 1<<13 - 1
+}
+
+// llRule is one path and the rights it grants beneath it.
+type llRule struct {
+	path   string
+	access uint64
+}
+
+// applyLandlock restricts this thread, and so the command it forks, to
+// the folders the sandbox allows, and scopes abstract Unix sockets and
+// signals to the sandbox (ABI 6 and up). Network access is left to the
+// network namespace. Only the calling thread is restricted: the helper's
+// other threads run its own code, never the command's.
+func applyLandlock(s Spec, m mountState) (int, error) {
+	abi := landlockABI()
+	if abi < 1 {
+		return 0, fmt.Errorf("the kernel does not support Landlock")
+	}
+	all := handledFS(abi)
+	ws := all
+	if s.WorkspaceReadOnly {
+		ws = llRead
+	}
+	rules := []llRule{{s.Workspace, ws}, {s.Scratch, all},
+		{"/dev/null", llRWFile}, {"/dev/zero", llRWFile}, {"/dev/full", llRWFile}, {"/dev/random", llRead}, {"/dev/urandom", llRead}}
+	for _, d := range systemDirs {
+		rules = append(rules, llRule{d, llRead})
+	}
+	for _, p := range etcEntries() {
+		rules = append(rules, llRule{p, llRead})
+	}
+	for _, d := range m.private {
+		rules = append(rules, llRule{d, all})
+	}
+	if m.freshProc {
+		rules = append(rules, llRule{"/proc", llRead})
+	}
+	attr := llsys.RulesetAttr{HandledAccessFS: all}
+	if abi >= 6 {
+		attr.Scoped = llsys.ScopeAbstractUnixSocket | llsys.ScopeSignal
+	}
+	fd, err := llsys.LandlockCreateRuleset(&attr, 0)
+	if err != nil {
+		return abi, fmt.Errorf("create ruleset: %w", err)
+	}
+	defer unix.Close(fd)
+	for _, r := range rules {
+		if err := addRule(fd, r, all); err != nil {
+			return abi, err
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return abi, fmt.Errorf("no_new_privs: %w", err)
+	}
+	if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
+		return abi, fmt.Errorf("restrict self: %w", err)
+	}
+	return abi, nil
+}
+
+// addRule grants r's rights beneath its path, limited to what a file
+// may have when the path is not a folder; a missing path is skipped.
+func addRule(ruleset int, r llRule, handled uint64) error {
+	fd, err := unix.Open(r.path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil // absent here: nothing to allow
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", r.path, err)
+	}
+	access := r.access & handled
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		access &= llFile
+	}
+	if err := llsys.LandlockAddPathBeneathRule(ruleset, &llsys.PathBeneathAttr{AllowedAccess: access, ParentFd: fd}, 0); err != nil {
+		return fmt.Errorf("allow %s: %w", r.path, err)
+	}
+	return nil
+}
+
+// etcEntries are the paths in /etc a command may read: all but its
+// secrets.
+func etcEntries() []string {
+	entries, err := os.ReadDir("/etc")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if !slices.Contains(etcSecrets, e.Name()) {
+			out = append(out, filepath.Join("/etc", e.Name()))
+		}
+	}
+	return out
+}

@@ -1,0 +1,166 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// systemHidden are folders every sandbox covers with an empty tmpfs:
+// shared temporary folders and runtime folders, which hold other
+// programs' files and Unix sockets (ssh-agent, D-Bus, Docker).
+var systemHidden = []string{"/tmp", "/var/tmp", "/run", "/dev/shm"}
+
+// mountState is what setupMounts did, for Landlock's rules.
+type mountState struct {
+	// private are the tmpfs mounts of systemHidden, the sandbox's own.
+	private []string
+	// freshProc is true when /proc shows only the sandbox's processes.
+	freshProc bool
+}
+
+// setupMounts hides folders under empty tmpfs mounts, keeps the
+// workspace and the scratch folder visible at their own paths (the
+// workspace read-only if asked), and mounts a fresh /proc.
+func setupMounts(s Spec) (mountState, error) {
+	var st mountState
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return st, fmt.Errorf("make / private: %w", err)
+	}
+	keep := []string{filepath.Clean(s.Workspace), filepath.Clean(s.Scratch)}
+	fds, err := openKeep(keep)
+	if err != nil {
+		return st, err
+	}
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	hide := hiddenDirs(s.Hide)
+	// Hidden folders that are not inside a kept one go first: a kept
+	// folder inside them is bound back on top.
+	var covered []string
+	for _, h := range hide {
+		if !insideAny(h, keep) && !insideAny(h, covered) {
+			covered = append(covered, h)
+			if err := mountTmpfs(h); err != nil {
+				return st, err
+			}
+			if slices.Contains(systemHidden, h) {
+				st.private = append(st.private, h)
+			}
+		}
+	}
+	for i, k := range keep {
+		if err := bindBack(k, fds[i], i == 0 && s.WorkspaceReadOnly); err != nil {
+			return st, err
+		}
+	}
+	// Hidden folders inside a kept one (a data root in the workspace).
+	for _, h := range hide {
+		if insideAny(h, keep) {
+			if err := mountTmpfs(h); err != nil {
+				return st, err
+			}
+		}
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return st, fmt.Errorf("mount a fresh /proc: %w", err)
+	}
+	st.freshProc = true
+	return st, nil
+}
+
+// hiddenDirs are the existing, real (not symlinked) folders to hide.
+func hiddenDirs(extra []string) []string {
+	var out []string
+	for _, h := range append(slices.Clone(systemHidden), extra...) {
+		if h == "" || !filepath.IsAbs(h) {
+			continue
+		}
+		h = filepath.Clean(h)
+		if fi, err := os.Lstat(h); err != nil || !fi.IsDir() || h == "/" || slices.Contains(out, h) {
+			continue
+		}
+		out = append(out, h)
+	}
+	// Parents first: a folder inside one already hidden needs no mount.
+	slices.SortFunc(out, func(a, b string) int { return len(a) - len(b) })
+	return out
+}
+
+// insideAny reports whether h is strictly beneath one of dirs.
+func insideAny(h string, dirs []string) bool {
+	for _, d := range dirs {
+		if h != d && within(h, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// openKeep opens each kept folder by path before anything is mounted
+// over it, to bind it back later.
+func openKeep(keep []string) ([]int, error) {
+	var fds []int
+	for _, k := range keep {
+		fd, err := unix.Open(k, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+			return nil, fmt.Errorf("open %s: %w", k, err)
+		}
+		fds = append(fds, fd)
+	}
+	return fds, nil
+}
+
+func mountTmpfs(dir string) error {
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1g"); err != nil {
+		return fmt.Errorf("hide %s: %w", dir, err)
+	}
+	return nil
+}
+
+// bindBack mounts the folder open as fd at its own path again, creating
+// the mount point if a tmpfs now covers it.
+func bindBack(dir string, fd int, readOnly bool) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("mount point %s: %w", dir, err)
+	}
+	src := "/proc/self/fd/" + strconv.Itoa(fd)
+	if err := unix.Mount(src, dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", dir, err)
+	}
+	if !readOnly {
+		return nil
+	}
+	if err := unix.Mount("", dir, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|lockedFlags(dir), ""); err != nil {
+		return fmt.Errorf("make %s read-only: %w", dir, err)
+	}
+	return nil
+}
+
+// lockedFlags are the mount flags of dir that a remount in a user
+// namespace must keep.
+func lockedFlags(dir string) uintptr {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		return unix.MS_NOSUID | unix.MS_NODEV
+	}
+	var out uintptr
+	for st, ms := range map[int64]uintptr{unix.ST_NOSUID: unix.MS_NOSUID, unix.ST_NODEV: unix.MS_NODEV, unix.ST_NOEXEC: unix.MS_NOEXEC,
+		unix.ST_NOATIME: unix.MS_NOATIME, unix.ST_NODIRATIME: unix.MS_NODIRATIME, unix.ST_RELATIME: unix.MS_RELATIME} {
+		if fs.Flags&st != 0 {
+			out |= ms
+		}
+	}
+	return out
+}
