@@ -57,6 +57,11 @@ type Config struct {
 	Timeout time.Duration
 	// Workers is how many files a search reads at once (runtime.NumCPU()).
 	Workers int
+	// Deny lists folders the tools never read even inside the workspace,
+	// whatever path or symlink leads there: Ava's data root, which holds
+	// the roles, memory and logs that control subagents. A workspace
+	// inside one is refused as a whole.
+	Deny []string
 }
 
 func (c Config) withDefaults() Config {
@@ -132,6 +137,13 @@ func (t *Tools) workspaceFor(ctx context.Context) (workspace, error) {
 	}
 	if !fi.IsDir() {
 		return workspace{}, fmt.Errorf("files: workspace %s is not a directory", dir)
+	}
+	for _, d := range t.cfg.Deny {
+		if dr, err := filepath.EvalSymlinks(d); err == nil {
+			if _, in := within(dr, real); in {
+				return workspace{}, pathErrorf("the workspace %s is in %s; refused", abs, errDenied)
+			}
+		}
 	}
 	return workspace{abs: abs, real: real}, nil
 }

@@ -22,10 +22,9 @@ var errCapReached = errors.New("match cap reached")
 
 // query is one search, validated: where, what, and how much.
 type query struct {
-	ws         workspace
-	start      string // real path the search starts at
-	startRel   string // start relative to the workspace, "" for the root
-	startFile  bool   // start is a single file
+	root       *dirRef // the workspace, open for this call
+	startRel   string  // start relative to the workspace, "" for the root
+	startFile  bool    // start is a single file
 	pat        pattern
 	globs      *globSet
 	context    int
@@ -181,7 +180,7 @@ func (t *Tools) run(ctx context.Context, q *query) (*searchStats, error) {
 	defer cancel(nil)
 	jobs := make(chan *batch, 2*t.cfg.Workers)
 	results := make(chan *batch, 2*t.cfg.Workers)
-	w := &walker{q: q}
+	w := &walker{q: q, root: q.root}
 	var wg sync.WaitGroup
 	var walkErr error
 	wg.Go(func() {
@@ -193,10 +192,12 @@ func (t *Tools) run(ctx context.Context, q *query) (*searchStats, error) {
 		workers.Go(func() {
 			sc := scanner{q: q, maxSize: t.cfg.MaxFileSize}
 			for b := range jobs {
-				if sctx.Err() == nil {
-					sc.scanBatch(b)
-					results <- b
+				if sctx.Err() != nil {
+					b.dir.release()
+					continue
 				}
+				sc.scanBatch(b)
+				results <- b
 			}
 		})
 	}
@@ -209,6 +210,9 @@ func (t *Tools) run(ctx context.Context, q *query) (*searchStats, error) {
 	st.unreadable += w.unreadable
 	if err := ctx.Err(); err != nil {
 		return st, err
+	}
+	if isPathError(walkErr) {
+		return st, walkErr
 	}
 	if walkErr != nil && !errors.Is(context.Cause(sctx), errCapReached) {
 		return st, walkErr
