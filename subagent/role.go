@@ -72,21 +72,25 @@ func WithheldReason(name string) string {
 	return "subagents never spawn or manage subagents"
 }
 
-// BuiltinRoles are the four roles of seed 001 (sections 2.3, 2.4 and 5).
-// Every role can read memory; none can write it or spawn subagents.
+// BuiltinRoles are the four roles of seed 001 (sections 2.3, 2.4 and 5),
+// reviewed against the lethal trifecta (docs/security.md): the roles that
+// read the web do not read memory, so a page's instructions find no
+// private notes to send out; code_reviewer, whose process tools have no
+// network in the sandbox, keeps memory_read. None can write memory or
+// spawn subagents.
 func BuiltinRoles() []Role {
 	return []Role{
 		{Name: "web_crawler", Description: "Deep web research: market research, competitive analysis, documentation gathering.",
-			Tools: []string{"web_search", "http_get", "read_webpages", "python_exec", "memory_read"}, Model: "haiku",
+			Tools: []string{"web_search", "http_get", "read_webpages", "python_exec"}, Model: "haiku",
 			Limits: agent.Limits{Timeout: 600 * time.Second, MaxCostCents: 50, MaxTokens: DefaultMaxTokens, MaxIterations: DefaultMaxIterations}, Source: "built-in"},
 		{Name: "code_reviewer", Description: "Code analysis, PR review, architecture analysis, test verification.",
 			Tools: []string{"read_file", "search_codebase", "search_and_read", "run_bash", "memory_read"}, Model: "opus",
 			Limits: agent.Limits{Timeout: 300 * time.Second, MaxCostCents: 100, MaxTokens: DefaultMaxTokens, MaxIterations: DefaultMaxIterations}, Source: "built-in"},
 		{Name: "data_extractor", Description: "Scraping structured data, parsing documents, extracting metrics.",
-			Tools: []string{"http_get", "read_webpages", "python_exec", "memory_read"}, Model: "haiku",
+			Tools: []string{"http_get", "read_webpages", "python_exec"}, Model: "haiku",
 			Limits: DefaultLimits, Source: "built-in"},
 		{Name: "researcher", Description: "General research combining the web and the local codebase.",
-			Tools: []string{"web_search", "http_get", "read_webpages", "read_file", "search_codebase", "memory_read"}, Model: "sonnet",
+			Tools: []string{"web_search", "http_get", "read_webpages", "read_file", "search_codebase"}, Model: "sonnet",
 			Limits: DefaultLimits, ExtendedThinking: true, Source: "built-in"},
 	}
 }
