@@ -22,7 +22,7 @@ var errCapReached = errors.New("match cap reached")
 
 // query is one search, validated: where, what, and how much.
 type query struct {
-	root       *dirRef // the workspace, open for this call
+	ws         workspace
 	startRel   string  // start relative to the workspace, "" for the root
 	startFile  bool    // start is a single file
 	pat        pattern
@@ -171,16 +171,22 @@ type searchStats struct {
 	capped                    bool
 }
 
-// run searches q's tree with a walker feeding a pool of workers, and
-// collects their results in walk order so the output is deterministic.
+// run opens the workspace and searches q's tree with a walker feeding a
+// pool of workers, and collects their results in walk order so the
+// output is deterministic.
 // Once more than maxMatches matches are known in that order, it stops the
 // walk and the workers.
 func (t *Tools) run(ctx context.Context, q *query) (*searchStats, error) {
+	root, err := t.openTree(q.ws)
+	if err != nil {
+		return &searchStats{}, err
+	}
+	defer root.release()
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	jobs := make(chan *batch, 2*t.cfg.Workers)
 	results := make(chan *batch, 2*t.cfg.Workers)
-	w := &walker{q: q, root: q.root}
+	w := &walker{q: q, root: root}
 	var wg sync.WaitGroup
 	var walkErr error
 	wg.Go(func() {

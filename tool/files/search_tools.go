@@ -87,10 +87,6 @@ func (t *Tools) search(ctx context.Context, name string, a searchArgs, format fo
 	if q == nil {
 		return res, err
 	}
-	if q.root, err = t.openTree(ws); err != nil {
-		return tool.Result{}, fmt.Errorf("%s: %w", name, err)
-	}
-	defer q.root.release()
 	st, err := t.run(ctx, q)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -139,7 +135,7 @@ func (t *Tools) buildQuery(ws workspace, name string, a searchArgs) (*query, too
 		maxMatches = t.cfg.MaxMatches
 	}
 	q := &query{
-		startRel: rel, startFile: !fi.IsDir(),
+		ws: ws, startRel: rel, startFile: !fi.IsDir(),
 		pat: pat, globs: globs, context: a.Context, maxMatches: maxMatches,
 	}
 	return q, tool.Result{}, nil
