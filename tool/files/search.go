@@ -23,8 +23,8 @@ var errCapReached = errors.New("match cap reached")
 // query is one search, validated: where, what, and how much.
 type query struct {
 	ws         workspace
-	startRel   string  // start relative to the workspace, "" for the root
-	startFile  bool    // start is a single file
+	startRel   string // start relative to the workspace, "" for the root
+	startFile  bool   // start is a single file
 	pat        pattern
 	globs      *globSet
 	context    int
