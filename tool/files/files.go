@@ -3,8 +3,13 @@
 // folder: the caller's (tool.Caller.Workspace) when the context carries
 // one, else Config.Workspace. Nothing outside that folder can be read:
 // paths that climb out with "..", absolute paths elsewhere and symlinks
-// that lead out are refused, and the final open goes through os.Root, so a
-// symlink swapped in between the check and the open cannot escape either.
+// that lead out are refused. Every open then goes down from an open
+// descriptor of the workspace one component at a time without following a
+// symlink (tree.go), so a folder swapped for a symlink between the check
+// and the open, or during a search's walk, cannot lead outside. Opens
+// never block (a FIFO is refused, not waited on), only regular files and
+// folders are read, every read is bounded, and Config.Deny (Ava's data
+// root) is refused wherever it appears. See docs/security.md.
 //
 // A problem the model can fix (a bad path, a bad pattern, a binary file)
 // is an error Result; a Go error means the workspace itself is unusable.
