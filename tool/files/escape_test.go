@@ -3,6 +3,8 @@
 package files
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -220,5 +222,41 @@ func TestDataRootRefused(t *testing.T) {
 	res = call(t, t.Context(), inside.SearchCodebase(), map[string]any{"pattern": "needle"})
 	if !res.IsError || !strings.Contains(res.Output, "data root") {
 		t.Errorf("workspace in the data root: %+v", res)
+	}
+}
+
+// openFDs counts this process's open descriptors (Linux).
+func openFDs(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(entries)
+}
+
+// TestNoDescriptorLeaks: searches that finish, hit the cap, are refused
+// or time out close every folder and file they opened.
+func TestNoDescriptorLeaks(t *testing.T) {
+	ws := t.TempDir()
+	files := map[string]string{}
+	for i := range 200 {
+		files[fmt.Sprintf("d%d/e%d/f%d.txt", i%7, i%5, i)] = "needle\nneedle\n"
+	}
+	writeTree(t, ws, files)
+	tools := New(Config{Workspace: ws, Workers: 3})
+	before := openFDs(t)
+	for range 20 {
+		call(t, t.Context(), tools.SearchCodebase(), map[string]any{"pattern": "needle"})
+		call(t, t.Context(), tools.SearchCodebase(), map[string]any{"pattern": "needle", "max_results": 3})
+		call(t, t.Context(), tools.SearchAndRead(), map[string]any{"pattern": "needle", "path": "d1"})
+		call(t, t.Context(), tools.ReadFile(), map[string]any{"path": "d2/e2"})
+		call(t, t.Context(), tools.ReadFile(), map[string]any{"path": "d0/e0/f0.txt"})
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		call(t, ctx, tools.SearchCodebase(), map[string]any{"pattern": "needle"})
+	}
+	if after := openFDs(t); after > before {
+		t.Fatalf("%d descriptors open before, %d after", before, after)
 	}
 }
