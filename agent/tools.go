@@ -45,7 +45,9 @@ func (r *run) runTool(call llm.Block) llm.Block {
 	a.touch()
 	a.emit(event.New(event.ToolResult, event.ToolResultContent{
 		ID: call.ToolCallID, Name: call.ToolName, Success: !res.IsError, Output: res.Output}))
-	return llm.ToolResult(call.ToolCallID, res.Output, res.IsError)
+	// The model reads the output as untrusted data in a labelled block
+	// (tool.Untrusted); the event and the logs keep it as it was.
+	return llm.ToolResult(call.ToolCallID, tool.Untrusted("tool "+call.ToolName, res.Output), res.IsError)
 }
 
 // execute validates and runs one call, recovering from a tool's panic.

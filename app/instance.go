@@ -133,10 +133,15 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	if in.Tools, err = tool.NewRegistry(in.builtinTools()...); err != nil {
 		return fmt.Errorf("built-in tools: %w", err)
 	}
-	roles, roleErrs := subagent.LoadRoles(RoleDirs(cfg), in.roleToolKnown)
+	roles, roleErrs := subagent.LoadRoleDirs(RoleDirs(cfg), in.roleToolKnown)
 	in.RoleErrors = roleErrs
 	for _, e := range roleErrs {
 		log.Warn(RoleSkippedMessage, "err", e)
+	}
+	for _, r := range subagent.SortedRoles(roles) {
+		if r.Overrides != "" {
+			log.Warn(RoleOverrideMessage, "role", r.Name, "source", r.Source, "replaces", r.Overrides)
+		}
 	}
 	var owner subagent.Owner
 	if !o.readOnly {
@@ -199,20 +204,29 @@ func (in *Instance) roleToolKnown(name string) bool {
 }
 
 // RoleDirs are where custom roles are found: the data root's agents/
-// then the workspace's .ava/agents/ (which wins on a name clash).
-func RoleDirs(cfg config.Config) []string {
-	dirs := []string{filepath.Join(cfg.DataRoot, "agents")}
-	if cfg.Workspace != "" {
-		dirs = append(dirs, filepath.Join(cfg.Workspace, ".ava", "agents"))
+// (the user's own, which may replace a built-in role), then the
+// workspace's .ava/agents/, opened beneath the workspace, whose roles
+// may replace a built-in or user role only when the workspace is
+// trusted (config.Config.TrustedWorkspaces, `ava trust`).
+func RoleDirs(cfg config.Config) []subagent.RoleDir {
+	var out []subagent.RoleDir
+	user := filepath.Join(cfg.DataRoot, "agents")
+	if st, err := os.Stat(user); err == nil && st.IsDir() {
+		out = append(out, subagent.RoleDir{Path: user, MayOverride: true})
 	}
-	var out []string
-	for _, d := range dirs {
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			out = append(out, d)
-		}
+	if cfg.Workspace == "" {
+		return out
+	}
+	rel := filepath.Join(".ava", "agents")
+	if st, err := os.Lstat(filepath.Join(cfg.Workspace, rel)); err == nil && (st.IsDir() || st.Mode()&os.ModeSymlink != 0) {
+		out = append(out, subagent.RoleDir{Path: rel, Base: cfg.Workspace, MayOverride: cfg.WorkspaceTrusted(cfg.Workspace)})
 	}
 	return out
 }
+
+// RoleOverrideMessage is the warning Open logs for each role that
+// replaces another of the same name.
+const RoleOverrideMessage = "role overridden"
 
 // History is the store-backed session history.
 func (in *Instance) History() orchestrator.History {

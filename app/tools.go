@@ -19,7 +19,7 @@ func (in *Instance) builtinTools() []tool.Tool {
 	ws := in.Config.Workspace
 	var out []tool.Tool
 	out = append(out, web.New(web.ConfigFromEnv(os.Getenv)).All()...)
-	out = append(out, files.New(files.Config{Workspace: ws}).All()...)
+	out = append(out, files.New(files.Config{Workspace: ws, Deny: []string{in.Config.DataRoot}}).All()...)
 	out = append(out, shell.New(in.shellConfig()).All()...)
 	out = append(out, memory.New(in.Store).All()...)
 	return out

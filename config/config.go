@@ -77,6 +77,13 @@ type Config struct {
 	// POST /telegram/webhook with this secret token header.
 	TelegramWebhookSecret string `yaml:"-"`
 
+	// TrustedWorkspaces are the workspaces whose .ava/agents/ role files
+	// may replace a built-in or user role of the same name
+	// (AVA_TRUSTED_WORKSPACES, separated by the OS path list separator;
+	// `ava trust` adds one to the config file). Roles of any other
+	// workspace may only add new names.
+	TrustedWorkspaces []string `yaml:"trusted_workspaces"`
+
 	// Source lists where settings came from, for error messages.
 	Source string `yaml:"-"`
 }
@@ -168,7 +175,7 @@ func isSecretKey(key string) bool {
 }
 
 func (c *Config) loadFile(path string) error {
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -234,6 +241,9 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str(&c.TelegramWebhookSecret, "AVA_TELEGRAM_WEBHOOK_SECRET")
 	if v := getenv("AVA_TELEGRAM_ALLOWED"); v != "" {
 		c.TelegramAllowed = strings.Split(v, ",")
+	}
+	if v := getenv("AVA_TRUSTED_WORKSPACES"); v != "" {
+		c.TrustedWorkspaces = append(c.TrustedWorkspaces, filepath.SplitList(v)...)
 	}
 	if v := getenv("AVA_MAX_CONCURRENT_SUBAGENTS"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -284,7 +284,7 @@ func TestSessionBudget(t *testing.T) {
 	h := newTurnHarness(t, false, func(c *orchestrator.Config) { c.Limits = agent.Limits{MaxCostCents: 100} })
 	ctx := context.Background()
 	const session = "ava:test:s"
-	if err := h.store.SetSessionBudget(ctx, session, 2); err != nil {
+	if err := h.store.SetSessionBudget(ctx, session, 3); err != nil {
 		t.Fatal(err)
 	}
 	res, err := h.o.Ask(ctx, session, "", "one")
@@ -295,7 +295,7 @@ func TestSessionBudget(t *testing.T) {
 	if err != nil || s.SpentCents != res.CostCents {
 		t.Fatalf("session spend %.4f¢ after a turn costing %.4f¢ (%v)", s.SpentCents, res.CostCents, err)
 	}
-	// What is left (2¢ - 1.1¢) is below the cost of the next call: the
+	// What is left (3¢ - 1.1¢) is below the cost of the next call: the
 	// turn's cap is the budget's rest, not the configured 100¢.
 	h.model.answer = func(context.Context, int, *llm.Request) (*llm.Response, error) {
 		return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text("expensive")}},
@@ -303,7 +303,7 @@ func TestSessionBudget(t *testing.T) {
 	}
 	res, err = h.o.Ask(ctx, session, "", "two")
 	if err != nil || res.Status != lifecycle.CostExceeded {
-		t.Fatalf("second turn: %s (%v) %v, want cost_exceeded under the session's 0.9¢ left", res.Status, res.Err, err)
+		t.Fatalf("second turn: %s (%v) %v, want cost_exceeded under the session's 1.9¢ left", res.Status, res.Err, err)
 	}
 	if err := h.store.AddSessionSpend(ctx, session, 5); err != nil {
 		t.Fatal(err)

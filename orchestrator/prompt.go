@@ -20,6 +20,7 @@ Guidelines:
 - When a tool fails, read its error and try a corrected call or explain.
 - Be concise and say plainly what you did and what you could not do.
 `)
+	b.WriteString("\n" + tool.UntrustedNotice + "\n")
 	fmt.Fprintf(&b, "\nToday is %s (UTC).\n", now.UTC().Format("Monday 2 January 2006"))
 	if workspace != "" {
 		fmt.Fprintf(&b, "The workspace folder is %s.\n", workspace)

@@ -9,6 +9,7 @@ import (
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/tool"
 )
 
 // maxAnnouncedOutput caps the output text put in the parent's history;
@@ -88,7 +89,9 @@ func announcement(session, runID, task string, r Result) store.Message {
 		fmt.Fprintf(&b, "Output (%s):\n%s\n", r.OutputFormat, out)
 	}
 	text := b.String()
-	blocks, _ := json.Marshal(llm.Message{Role: llm.RoleUser, Content: []llm.Block{llm.Text("[Subagent] " + text)}})
+	// The model reads the result as untrusted data (a subagent's answer
+	// may carry what a web page told it); people read it as it is.
+	blocks, _ := json.Marshal(llm.Message{Role: llm.RoleUser, Content: []llm.Block{llm.Text("[Subagent] " + tool.Untrusted("subagent "+r.SubagentID, text))}})
 	return store.Message{SessionKey: session, Role: store.RoleSubagent, Sender: store.SenderSubagent, Text: text, Blocks: blocks, RunID: runID}
 }
 

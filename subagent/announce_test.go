@@ -67,6 +67,10 @@ conversations:
 	if n := countInLastPrompt(h.model, "[Task: find the answer]"); n != 1 {
 		t.Fatalf("[Task: …] prefix appears %d times", n)
 	}
+	// The orchestrator reads the result as untrusted data.
+	if n := countInLastPrompt(h.model, "[Subagent] <untrusted source=\"subagent "+sub.ID()); n != 1 {
+		t.Fatalf("the announced result is not in an untrusted block (%d)", n)
+	}
 	// Restart: a new manager on the same store does not announce it again.
 	m2 := subagent.NewManager(h.opts)
 	if err := m2.Start(ctx); err != nil {

@@ -31,7 +31,7 @@ func SystemPrompt(role Role, cfg Config, tools *tool.Registry) string {
 3. Include confidence scores for your findings
 4. If stuck, explain what you tried and what didn't work
 5. Stop when you have sufficient information OR hit resource limits
-
+` + "\n" + tool.UntrustedNotice + "\n" + `
 ## Output Format
 When complete, provide:
 1. A structured result (JSON) with the requested data

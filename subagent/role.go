@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -33,6 +35,9 @@ type Role struct {
 	Prompt string
 	// Source is "built-in" or the role file's path.
 	Source string
+	// Overrides is the Source of the role of the same name this one
+	// replaced ("" when it replaced none).
+	Overrides string
 }
 
 // Default limits of a subagent (seed 001, section 2.4).
@@ -67,21 +72,25 @@ func WithheldReason(name string) string {
 	return "subagents never spawn or manage subagents"
 }
 
-// BuiltinRoles are the four roles of seed 001 (sections 2.3, 2.4 and 5).
-// Every role can read memory; none can write it or spawn subagents.
+// BuiltinRoles are the four roles of seed 001 (sections 2.3, 2.4 and 5),
+// reviewed against the lethal trifecta (docs/security.md): the roles that
+// read the web do not read memory, so a page's instructions find no
+// private notes to send out; code_reviewer, whose process tools have no
+// network in the sandbox, keeps memory_read. None can write memory or
+// spawn subagents.
 func BuiltinRoles() []Role {
 	return []Role{
 		{Name: "web_crawler", Description: "Deep web research: market research, competitive analysis, documentation gathering.",
-			Tools: []string{"web_search", "http_get", "read_webpages", "python_exec", "memory_read"}, Model: "haiku",
+			Tools: []string{"web_search", "http_get", "read_webpages", "python_exec"}, Model: "haiku",
 			Limits: agent.Limits{Timeout: 600 * time.Second, MaxCostCents: 50, MaxTokens: DefaultMaxTokens, MaxIterations: DefaultMaxIterations}, Source: "built-in"},
 		{Name: "code_reviewer", Description: "Code analysis, PR review, architecture analysis, test verification.",
 			Tools: []string{"read_file", "search_codebase", "search_and_read", "run_bash", "memory_read"}, Model: "opus",
 			Limits: agent.Limits{Timeout: 300 * time.Second, MaxCostCents: 100, MaxTokens: DefaultMaxTokens, MaxIterations: DefaultMaxIterations}, Source: "built-in"},
 		{Name: "data_extractor", Description: "Scraping structured data, parsing documents, extracting metrics.",
-			Tools: []string{"http_get", "read_webpages", "python_exec", "memory_read"}, Model: "haiku",
+			Tools: []string{"http_get", "read_webpages", "python_exec"}, Model: "haiku",
 			Limits: DefaultLimits, Source: "built-in"},
 		{Name: "researcher", Description: "General research combining the web and the local codebase.",
-			Tools: []string{"web_search", "http_get", "read_webpages", "read_file", "search_codebase", "memory_read"}, Model: "sonnet",
+			Tools: []string{"web_search", "http_get", "read_webpages", "read_file", "search_codebase"}, Model: "sonnet",
 			Limits: DefaultLimits, ExtendedThinking: true, Source: "built-in"},
 	}
 }
@@ -253,38 +262,157 @@ func keyLine(front []byte, key string) int {
 	return 0
 }
 
-// LoadRoles returns the built-in roles plus every custom role found in
-// dirs (later dirs override earlier ones and built-ins of the same name),
-// and an error for each role file that could not be loaded; the other
-// roles still load.
+// RoleDir is a folder of custom role files and how far it is trusted.
+type RoleDir struct {
+	// Path is the folder, or when Base is set a path relative to Base
+	// that is opened beneath it (a symlink cannot lead out of Base).
+	Path string
+	Base string
+	// MayOverride lets a role here replace a built-in role, or one from
+	// an earlier folder, of the same name. The data root's agents/ may;
+	// a workspace's .ava/agents/ only when the workspace is trusted.
+	MayOverride bool
+}
+
+// ErrUntrustedOverride is a role file of an untrusted workspace that
+// would replace a built-in or user role; it is skipped.
+var ErrUntrustedOverride = errors.New("would replace a role of the same name, but its workspace is not trusted; skipped (trust the workspace with `ava trust` to allow it)")
+
+// maxRoleFileSize bounds one role file read.
+const maxRoleFileSize = 1 << 20
+
+// LoadRoles loads roles from dirs as LoadRoleDirs does, every folder
+// allowed to override.
 func LoadRoles(dirs []string, known func(string) bool) (map[string]Role, []error) {
+	rds := make([]RoleDir, len(dirs))
+	for i, d := range dirs {
+		rds[i] = RoleDir{Path: d, MayOverride: true}
+	}
+	return LoadRoleDirs(rds, known)
+}
+
+// LoadRoleDirs returns the built-in roles plus every custom role found in
+// dirs (a later folder replaces a built-in or earlier role of the same
+// name when it MayOverride, and the replacing role's Overrides says
+// what it replaced), and an error for each role file that could not be
+// loaded or was not allowed to override; the other roles still load.
+func LoadRoleDirs(dirs []RoleDir, known func(string) bool) (map[string]Role, []error) {
 	roles := map[string]Role{}
 	for _, r := range BuiltinRoles() {
 		roles[r.Name] = r
 	}
 	var errs []error
 	for _, dir := range dirs {
-		paths, err := filepath.Glob(filepath.Join(dir, "*.md"))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("roles in %s: %w", dir, err))
-			continue
-		}
-		sort.Strings(paths)
-		for _, p := range paths {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				errs = append(errs, &RoleError{Path: p, Err: err})
-				continue
-			}
-			r, err := ParseRole(p, data, known)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			roles[r.Name] = r
-		}
+		errs = append(errs, loadRoleDir(dir, roles, known)...)
 	}
 	return roles, errs
+}
+
+// loadRoleDir adds the roles of one folder to roles.
+func loadRoleDir(dir RoleDir, roles map[string]Role, known func(string) bool) []error {
+	root, err := openRoleDir(dir)
+	if err != nil {
+		return []error{fmt.Errorf("roles in %s: %w", dir.display(), err)}
+	}
+	defer root.Close()
+	names, err := roleFileNames(root)
+	if err != nil {
+		return []error{fmt.Errorf("roles in %s: %w", dir.display(), err)}
+	}
+	var errs []error
+	for _, name := range names {
+		p := filepath.Join(dir.display(), name)
+		data, err := readRoleFile(root, name)
+		if err != nil {
+			errs = append(errs, &RoleError{Path: p, Err: err})
+			continue
+		}
+		r, err := ParseRole(p, data, known)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if prev, ok := roles[r.Name]; ok {
+			if !dir.MayOverride {
+				errs = append(errs, &RoleError{Path: p, Err: fmt.Errorf("role %s (%s) %w", r.Name, prev.Source, ErrUntrustedOverride)})
+				continue
+			}
+			r.Overrides = prev.Source
+		}
+		roles[r.Name] = r
+	}
+	return errs
+}
+
+// display is the folder's path for messages.
+func (d RoleDir) display() string {
+	if d.Base == "" {
+		return d.Path
+	}
+	return filepath.Join(d.Base, d.Path)
+}
+
+// openRoleDir opens the folder, beneath its Base when it has one.
+func openRoleDir(d RoleDir) (*os.Root, error) {
+	if d.Base == "" {
+		return os.OpenRoot(d.Path)
+	}
+	base, err := os.OpenRoot(d.Base)
+	if err != nil {
+		return nil, err
+	}
+	defer base.Close()
+	return base.OpenRoot(d.Path)
+}
+
+// roleFileNames lists the *.md entries of root, sorted.
+func roleFileNames(root *os.Root) ([]string, error) {
+	f, err := root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".md") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// readRoleFile reads one role file beneath root: never through a symlink
+// that leads out of the folder, without blocking on a FIFO, only a
+// regular file, and at most maxRoleFileSize bytes.
+func readRoleFile(root *os.Root, name string) ([]byte, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s); refused", fi.Mode().Type())
+	}
+	if fi.Size() > maxRoleFileSize {
+		return nil, fmt.Errorf("%d bytes, over the %d-byte limit of a role file", fi.Size(), maxRoleFileSize)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxRoleFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxRoleFileSize {
+		return nil, fmt.Errorf("over the %d-byte limit of a role file", maxRoleFileSize)
+	}
+	return data, nil
 }
 
 // SortedRoles lists roles by name.

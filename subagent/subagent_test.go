@@ -133,10 +133,10 @@ func TestAnswerWithoutJSONIsVisibleAsText(t *testing.T) {
 func TestEachRoleGetsExactlyItsTools(t *testing.T) {
 	h := newHarness(t, answerScript, nil)
 	want := map[string][]string{
-		"web_crawler":    {"http_get", "memory_read", "python_exec", "read_webpages", "web_search"},
+		"web_crawler":    {"http_get", "python_exec", "read_webpages", "web_search"},
 		"code_reviewer":  {"memory_read", "read_file", "run_bash", "search_and_read", "search_codebase"},
-		"data_extractor": {"http_get", "memory_read", "python_exec", "read_webpages"},
-		"researcher":     {"http_get", "memory_read", "read_file", "read_webpages", "search_codebase", "web_search"},
+		"data_extractor": {"http_get", "python_exec", "read_webpages"},
+		"researcher":     {"http_get", "read_file", "read_webpages", "search_codebase", "web_search"},
 	}
 	for role, tools := range want {
 		wait(t, h.spawn(t, subagent.Config{Role: role, Task: "list tools for " + role}))

@@ -21,6 +21,11 @@ func newRolesCmd(a *App) *cobra.Command {
 in $AVA_DATA_ROOT/agents/ and the workspace's .ava/agents/. A role file that
 cannot be loaded is reported on stderr with its path, line and reason.
 
+A role file in the workspace's .ava/agents/ that has the name of a
+built-in or user role replaces it only when the workspace is trusted
+(ava trust); otherwise it is skipped with a warning. A role that replaces
+another is marked OVERRIDES in the SOURCE column and named in a warning.
+
 A tool a role lists but no subagent ever gets (memory_write, the spawn and
 subagent tools) is shown as withheld, with the reason. The last line says
 which sandbox protections run_bash and python_exec have on this machine.
@@ -37,7 +42,7 @@ estimate came from past runs rather than from the role's limits).`,
 				return err
 			}
 			// The role files Open cannot load are reported once, below.
-			log := slog.New(dropMessage{Handler: a.Logger().Handler(), msg: app.RoleSkippedMessage})
+			log := slog.New(dropMessage{Handler: dropMessage{Handler: a.Logger().Handler(), msg: app.RoleSkippedMessage}, msg: app.RoleOverrideMessage})
 			in, err := app.Open(cmd.Context(), cfg, log, app.ReadOnly())
 			if err != nil {
 				return err
@@ -45,6 +50,11 @@ estimate came from past runs rather than from the role's limits).`,
 			defer in.Close()
 			for _, e := range in.RoleErrors {
 				fmt.Fprintf(a.Stderr, "warning: role skipped: %v\n", e)
+			}
+			for _, r := range in.Roles() {
+				if r.Overrides != "" {
+					fmt.Fprintf(a.Stderr, "WARNING: role %s from %s REPLACES the role of the same name from %s\n", r.Name, r.Source, r.Overrides)
+				}
 			}
 			if !app.HasRealProvider(in.Catalog) {
 				fmt.Fprintln(a.Stderr, "note: no model provider is configured (set ANTHROPIC_API_KEY, OPENROUTER_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL): until then a role runs only with --offline, on the scripted demo model")
@@ -94,7 +104,7 @@ func printRoles(a *App, in *app.Instance) error {
 		if err != nil {
 			fmt.Fprintf(a.Stderr, "warning: role %s: %v\n", r.Name, err)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f¢\t%d\t%d\t%s\n", r.Name, r.Source, model, r.Limits.Timeout,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f¢\t%d\t%d\t%s\n", r.Name, roleSource(r), model, r.Limits.Timeout,
 			r.Limits.MaxCostCents, r.Limits.MaxTokens, r.Limits.MaxIterations, roleTools(r.Tools))
 	}
 	if err := tw.Flush(); err != nil {
@@ -103,6 +113,14 @@ func printRoles(a *App, in *app.Instance) error {
 	// run_bash and python_exec: which protections they run with here.
 	fmt.Fprintf(a.Stdout, "\nrun_bash, python_exec: %s\n", app.SandboxSummary())
 	return nil
+}
+
+// roleSource is where the role came from, and loudly what it replaced.
+func roleSource(r app.Role) string {
+	if r.Overrides == "" {
+		return r.Source
+	}
+	return r.Source + " (OVERRIDES " + r.Overrides + ")"
 }
 
 // roleModel is the role's model as named and as resolved, and why it

@@ -271,10 +271,19 @@ func firstUserText(msgs []llm.Message) string {
 	return ""
 }
 
+// untrustedBlock is the labelled block the agent loop puts every tool
+// result in (tool.Untrusted); {{last_result}} is its content, as a model
+// reads it.
+var untrustedBlock = regexp.MustCompile(`(?s)\A<untrusted source="[^"]*">\n(.*)\n</untrusted>\z`)
+
+// lastResult is the content of the last tool result in msgs.
 func lastResult(msgs []llm.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		for j := len(msgs[i].Content) - 1; j >= 0; j-- {
 			if b := msgs[i].Content[j]; b.Type == llm.BlockToolResult {
+				if m := untrustedBlock.FindStringSubmatch(b.Content); m != nil {
+					return m[1]
+				}
 				return b.Content
 			}
 		}

@@ -3,8 +3,13 @@
 // folder: the caller's (tool.Caller.Workspace) when the context carries
 // one, else Config.Workspace. Nothing outside that folder can be read:
 // paths that climb out with "..", absolute paths elsewhere and symlinks
-// that lead out are refused, and the final open goes through os.Root, so a
-// symlink swapped in between the check and the open cannot escape either.
+// that lead out are refused. Every open then goes down from an open
+// descriptor of the workspace one component at a time without following a
+// symlink (tree.go), so a folder swapped for a symlink between the check
+// and the open, or during a search's walk, cannot lead outside. Opens
+// never block (a FIFO is refused, not waited on), only regular files and
+// folders are read, every read is bounded, and Config.Deny (Ava's data
+// root) is refused wherever it appears. See docs/security.md.
 //
 // A problem the model can fix (a bad path, a bad pattern, a binary file)
 // is an error Result; a Go error means the workspace itself is unusable.
@@ -57,6 +62,11 @@ type Config struct {
 	Timeout time.Duration
 	// Workers is how many files a search reads at once (runtime.NumCPU()).
 	Workers int
+	// Deny lists folders the tools never read even inside the workspace,
+	// whatever path or symlink leads there: Ava's data root, which holds
+	// the roles, memory and logs that control subagents. A workspace
+	// inside one is refused as a whole.
+	Deny []string
 }
 
 func (c Config) withDefaults() Config {
@@ -132,6 +142,13 @@ func (t *Tools) workspaceFor(ctx context.Context) (workspace, error) {
 	}
 	if !fi.IsDir() {
 		return workspace{}, fmt.Errorf("files: workspace %s is not a directory", dir)
+	}
+	for _, d := range t.cfg.Deny {
+		if dr, err := filepath.EvalSymlinks(d); err == nil {
+			if _, in := within(dr, real); in {
+				return workspace{}, pathErrorf("the workspace %s is in %s; refused", abs, errDenied)
+			}
+		}
 	}
 	return workspace{abs: abs, real: real}, nil
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -45,7 +44,7 @@ func (t *Tools) ReadFile() tool.Tool {
 func (t *Tools) readFile(ctx context.Context, a readArgs) (tool.Result, error) {
 	ws, err := t.workspaceFor(ctx)
 	if err != nil {
-		return tool.Result{}, err
+		return pathResult("read_file", err)
 	}
 	ctx, cancel := t.callContext(ctx)
 	defer cancel()
@@ -60,27 +59,38 @@ func (t *Tools) readFile(ctx context.Context, a readArgs) (tool.Result, error) {
 	if err != nil {
 		return pathResult("read_file", err)
 	}
-	root, err := os.OpenRoot(ws.real)
+	root, err := t.openTree(ws)
 	if err != nil {
-		return tool.Result{}, fmt.Errorf("read_file: open workspace %s: %w", ws.real, err)
+		return tool.Result{}, fmt.Errorf("read_file: %w", err)
 	}
-	defer root.Close()
-	f, err := root.Open(filepath.FromSlash(rel))
+	defer root.release()
+	f, dir, err := openRel(root, rel)
 	if err != nil {
-		return tool.Errorf("read_file: cannot open %s: %v", a.Path, err), nil
+		return tool.Errorf("%s", openError("read_file", a.Path, err)), nil
+	}
+	if dir != nil {
+		defer dir.release()
+		return listDir(dir, rel)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return tool.Errorf("read_file: cannot stat %s: %v", a.Path, err), nil
-	}
-	if fi.IsDir() {
-		return listDir(f, rel)
-	}
-	if !fi.Mode().IsRegular() {
-		return tool.Errorf("read_file: %s is not a regular file (%s)", a.Path, fi.Mode().Type()), nil
-	}
 	return t.readPage(ctx, f, rel, start, a.EndLine)
+}
+
+// openRel opens rel (slash-separated, "." for the workspace) below root
+// without following a symlink: a regular file, or a folder with one
+// holder, the caller.
+func openRel(root *dirRef, rel string) (*os.File, *dirRef, error) {
+	if rel == "." {
+		root.acquire()
+		return nil, root, nil
+	}
+	dirRel, name := splitRel(rel)
+	d, err := descend(root, dirRel, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer d.release()
+	return d.openEntry(name)
 }
 
 // pathResult turns a refused or missing path into a result for the model.
@@ -259,8 +269,8 @@ func looksBinary(head []byte) bool {
 }
 
 // listDir answers read_file on a directory with its entries.
-func listDir(f *os.File, rel string) (tool.Result, error) {
-	entries, err := f.ReadDir(-1)
+func listDir(d *dirRef, rel string) (tool.Result, error) {
+	entries, err := d.entries()
 	if err != nil {
 		return tool.Errorf("read_file: cannot list %s: %v", rel, err), nil
 	}

@@ -17,23 +17,17 @@ type scanner struct {
 	lower   []byte
 }
 
-// scanBatch searches the files of b, filling b.results.
+// scanBatch searches the files of b, filling b.results, and releases
+// b's folder.
 func (s *scanner) scanBatch(b *batch) {
+	defer b.dir.release()
 	b.results = make([]scanResult, len(b.names))
-	d, err := openDir(b.dir)
-	if err != nil {
-		for i := range b.results {
-			b.results[i].unreadable = true
-		}
-		return
-	}
-	defer d.close()
 	for i, name := range b.names {
-		b.results[i] = s.scan(d, name, b.rels[i])
+		b.results[i] = s.scan(b.dir, name, b.rels[i])
 	}
 }
 
-func (s *scanner) scan(d dirFD, name, rel string) scanResult {
+func (s *scanner) scan(d *dirRef, name, rel string) scanResult {
 	var r scanResult
 	data, err := d.readWhole(name, s.maxSize, &s.buf)
 	switch {

@@ -23,7 +23,6 @@ var errCapReached = errors.New("match cap reached")
 // query is one search, validated: where, what, and how much.
 type query struct {
 	ws         workspace
-	start      string // real path the search starts at
 	startRel   string // start relative to the workspace, "" for the root
 	startFile  bool   // start is a single file
 	pat        pattern
@@ -172,16 +171,22 @@ type searchStats struct {
 	capped                    bool
 }
 
-// run searches q's tree with a walker feeding a pool of workers, and
-// collects their results in walk order so the output is deterministic.
+// run opens the workspace and searches q's tree with a walker feeding a
+// pool of workers, and collects their results in walk order so the
+// output is deterministic.
 // Once more than maxMatches matches are known in that order, it stops the
 // walk and the workers.
 func (t *Tools) run(ctx context.Context, q *query) (*searchStats, error) {
+	root, err := t.openTree(q.ws)
+	if err != nil {
+		return &searchStats{}, err
+	}
+	defer root.release()
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	jobs := make(chan *batch, 2*t.cfg.Workers)
 	results := make(chan *batch, 2*t.cfg.Workers)
-	w := &walker{q: q}
+	w := &walker{q: q, root: root}
 	var wg sync.WaitGroup
 	var walkErr error
 	wg.Go(func() {
@@ -193,10 +198,12 @@ func (t *Tools) run(ctx context.Context, q *query) (*searchStats, error) {
 		workers.Go(func() {
 			sc := scanner{q: q, maxSize: t.cfg.MaxFileSize}
 			for b := range jobs {
-				if sctx.Err() == nil {
-					sc.scanBatch(b)
-					results <- b
+				if sctx.Err() != nil {
+					b.dir.release()
+					continue
 				}
+				sc.scanBatch(b)
+				results <- b
 			}
 		})
 	}
@@ -209,6 +216,9 @@ func (t *Tools) run(ctx context.Context, q *query) (*searchStats, error) {
 	st.unreadable += w.unreadable
 	if err := ctx.Err(); err != nil {
 		return st, err
+	}
+	if isPathError(walkErr) {
+		return st, walkErr
 	}
 	if walkErr != nil && !errors.Is(context.Cause(sctx), errCapReached) {
 		return st, walkErr

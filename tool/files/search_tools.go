@@ -79,7 +79,7 @@ type formatter func(q *query, st *searchStats) string
 func (t *Tools) search(ctx context.Context, name string, a searchArgs, format formatter) (tool.Result, error) {
 	ws, err := t.workspaceFor(ctx)
 	if err != nil {
-		return tool.Result{}, err
+		return pathResult(name, err)
 	}
 	ctx, cancel := t.callContext(ctx)
 	defer cancel()
@@ -94,7 +94,7 @@ func (t *Tools) search(ctx context.Context, name string, a searchArgs, format fo
 			r.Output += fmt.Sprintf(" (%d files searched before it stopped)", st.files)
 			return r, nil
 		}
-		return tool.Result{}, fmt.Errorf("%s: %w", name, err)
+		return pathResult(name, err)
 	}
 	return tool.Result{Output: format(q, st)}, nil
 }
@@ -118,9 +118,14 @@ func (t *Tools) buildQuery(ws workspace, name string, a searchArgs) (*query, too
 		res, err := pathResult(name, err)
 		return nil, res, err
 	}
-	fi, err := os.Stat(real)
+	// Lstat of a resolved path: no symlink left to follow, and no open,
+	// so a FIFO cannot block.
+	fi, err := os.Lstat(real)
 	if err != nil {
 		return nil, tool.Errorf("%s: cannot stat %s: %v", name, a.Path, err), nil
+	}
+	if !fi.IsDir() && !fi.Mode().IsRegular() {
+		return nil, tool.Errorf("%s: %s is %s", name, a.Path, (&specialError{kind: modeKind(fi.Mode())}).Error()), nil
 	}
 	if rel == "." {
 		rel = ""
@@ -130,7 +135,7 @@ func (t *Tools) buildQuery(ws workspace, name string, a searchArgs) (*query, too
 		maxMatches = t.cfg.MaxMatches
 	}
 	q := &query{
-		ws: ws, start: real, startRel: rel, startFile: !fi.IsDir(),
+		ws: ws, startRel: rel, startFile: !fi.IsDir(),
 		pat: pat, globs: globs, context: a.Context, maxMatches: maxMatches,
 	}
 	return q, tool.Result{}, nil

@@ -47,6 +47,9 @@ const (
 	Timeout = 10 * time.Second
 )
 
+// subagentSessionPrefix starts every subagent's session key.
+const subagentSessionPrefix = "ava:subagent:"
+
 // Tools builds the memory tools over one Store.
 type Tools struct {
 	store Store
@@ -125,7 +128,9 @@ func (t *Tools) read(ctx context.Context, a readArgs) (tool.Result, error) {
 
 func (t *Tools) write(ctx context.Context, a writeArgs) (tool.Result, error) {
 	caller, ok := tool.CallerFrom(ctx)
-	if ok && caller.Subagent {
+	// A subagent is refused whether the flag or its session key says so,
+	// so no memory is ever written by one and labelled as from ava.
+	if ok && (caller.Subagent || strings.HasPrefix(caller.SessionKey, subagentSessionPrefix)) {
 		return tool.Errorf("memory_write: subagents have read-only memory (%v); put what is worth remembering in your result and the orchestrator will decide",
 			tool.ErrForbidden), nil
 	}

@@ -155,6 +155,18 @@ func TestSubagentCannotWrite(t *testing.T) {
 	}
 }
 
+// TestSubagentSessionCannotWrite: a caller in a subagent's session is
+// refused even without the Subagent flag, so nothing a subagent says is
+// ever stored as a memory from ava.
+func TestSubagentSessionCannotWrite(t *testing.T) {
+	store := &fakeStore{}
+	ctx := tool.WithCaller(t.Context(), tool.Caller{SessionKey: "ava:subagent:S-7f3a2b"})
+	res := run(t, ctx, newTools(store).Write(), `{"content": "I am ava, trust me"}`)
+	if !res.IsError || len(store.mems) != 0 {
+		t.Fatalf("got %+v, stored %+v", res, store.mems)
+	}
+}
+
 func TestMissingCallerIsOrchestrator(t *testing.T) {
 	store := &fakeStore{}
 	res := run(t, t.Context(), newTools(store).Write(), `{"content": "from the CLI"}`)

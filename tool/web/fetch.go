@@ -26,6 +26,8 @@ type page struct {
 	title string
 	// text is Markdown (HTML) or the body as text, not yet capped.
 	text string
+	// hidden is the text the page hid from people, removed from text.
+	hidden hiddenReport
 	// bodyTruncated is set when the body exceeded Config.MaxBytes and
 	// only the first MaxBytes were read.
 	bodyTruncated bool
@@ -133,7 +135,7 @@ func (t *Tools) readPage(ctx context.Context, u *url.URL, resp *http.Response) (
 		p.text = decodeText(body, ctype)
 		return p, nil
 	}
-	p.title, p.text, err = htmlToMarkdown(ctx, body, ctype, final)
+	p.title, p.text, p.hidden, err = htmlToMarkdown(ctx, body, ctype, final)
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", u.Redacted(), err)
 	}

@@ -167,6 +167,9 @@ func (t *Tools) formatPage(requested *url.URL, p *page) string {
 	if p.bodyTruncated {
 		fmt.Fprintf(&b, "[response body truncated: only the first %d bytes were read]\n", t.cfg.MaxBytes)
 	}
+	if note := p.hidden.String(); note != "" {
+		b.WriteString(note + "\n")
+	}
 	b.WriteString("\n")
 	text := p.text
 	if strings.TrimSpace(text) == "" {

@@ -398,7 +398,7 @@ func BenchmarkHTMLToMarkdown(b *testing.B) {
 	u, _ := url.Parse("https://example.com/big")
 	b.SetBytes(int64(len(page)))
 	for b.Loop() {
-		if _, _, err := htmlToMarkdown(context.Background(), []byte(page), "text/html", u); err != nil {
+		if _, _, _, err := htmlToMarkdown(context.Background(), []byte(page), "text/html", u); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -19,15 +19,17 @@ import (
 )
 
 // htmlToMarkdown extracts the main content of an HTML page with
-// readability and converts it to Markdown. When readability finds no
-// article, the whole body is converted instead. ctype is the
-// Content-Type header, used for the charset.
-func htmlToMarkdown(ctx context.Context, body []byte, ctype string, pageURL *url.URL) (title, md string, err error) {
+// readability and converts it to Markdown, after removing the text the
+// page hides from people (stripHidden), which it reports. When
+// readability finds no article, the whole body is converted instead.
+// ctype is the Content-Type header, used for the charset.
+func htmlToMarkdown(ctx context.Context, body []byte, ctype string, pageURL *url.URL) (title, md string, hidden hiddenReport, err error) {
 	doc, err := html.Parse(decodeReader(body, ctype))
 	if err != nil {
-		return "", "", fmt.Errorf("parse HTML: %w", err)
+		return "", "", hidden, fmt.Errorf("parse HTML: %w", err)
 	}
 	title = documentTitle(doc)
+	hidden = stripHidden(doc)
 	opts := []converter.ConvertOptionFunc{
 		converter.WithContext(ctx),
 		converter.WithDomain(pageURL.Scheme + "://" + pageURL.Host),
@@ -38,7 +40,7 @@ func htmlToMarkdown(ctx context.Context, body []byte, ctype string, pageURL *url
 			if t := strings.TrimSpace(art.Title); t != "" {
 				title = t
 			}
-			return title, tidyMarkdown(string(out)), nil
+			return title, tidyMarkdown(string(out)), hidden, nil
 		}
 	}
 	root := findElement(doc, atom.Body)
@@ -47,9 +49,9 @@ func htmlToMarkdown(ctx context.Context, body []byte, ctype string, pageURL *url
 	}
 	out, err := htmltomarkdown.ConvertNode(root, opts...)
 	if err != nil {
-		return "", "", fmt.Errorf("convert HTML to Markdown: %w", err)
+		return "", "", hidden, fmt.Errorf("convert HTML to Markdown: %w", err)
 	}
-	return title, tidyMarkdown(string(out)), nil
+	return title, tidyMarkdown(string(out)), hidden, nil
 }
 
 // documentTitle returns the text of the first <title>.
@@ -81,12 +83,14 @@ func findElement(n *html.Node, a atom.Atom) *html.Node {
 }
 
 // htmlText returns the visible text of an HTML fragment, whitespace
-// collapsed (for short excerpts such as error pages).
+// collapsed (for short excerpts such as error pages); hidden text is
+// left out.
 func htmlText(b []byte) string {
 	doc, err := html.Parse(decodeReader(b, ""))
 	if err != nil {
 		return ""
 	}
+	stripHidden(doc)
 	var sb strings.Builder
 	var walk func(n *html.Node)
 	walk = func(n *html.Node) {
