@@ -30,6 +30,13 @@ type Role struct {
 	Model            string
 	Limits           agent.Limits
 	ExtendedThinking bool
+	// Network lets the role's process tools (run_bash, python_exec) reach
+	// the network, only through the sandbox's egress proxy (public
+	// addresses, AVA_EGRESS_ALLOW); off by default: the web tools fetch.
+	Network bool
+	// ReadOnlyWorkspace makes the workspace read-only to the role's
+	// process tools.
+	ReadOnlyWorkspace bool
 	// Prompt is extra instructions appended to the system prompt (a
 	// custom role's Markdown body).
 	Prompt string
@@ -85,7 +92,8 @@ func BuiltinRoles() []Role {
 			Limits: agent.Limits{Timeout: 600 * time.Second, MaxCostCents: 50, MaxTokens: DefaultMaxTokens, MaxIterations: DefaultMaxIterations}, Source: "built-in"},
 		{Name: "code_reviewer", Description: "Code analysis, PR review, architecture analysis, test verification.",
 			Tools: []string{"read_file", "search_codebase", "search_and_read", "run_bash", "memory_read"}, Model: "opus",
-			Limits: agent.Limits{Timeout: 300 * time.Second, MaxCostCents: 100, MaxTokens: DefaultMaxTokens, MaxIterations: DefaultMaxIterations}, Source: "built-in"},
+			Limits: agent.Limits{Timeout: 300 * time.Second, MaxCostCents: 100, MaxTokens: DefaultMaxTokens, MaxIterations: DefaultMaxIterations},
+			ReadOnlyWorkspace: true, Source: "built-in"},
 		{Name: "data_extractor", Description: "Scraping structured data, parsing documents, extracting metrics.",
 			Tools: []string{"http_get", "read_webpages", "python_exec"}, Model: "haiku",
 			Limits: DefaultLimits, Source: "built-in"},
@@ -106,6 +114,8 @@ type roleFile struct {
 	MaxTokens        *int     `yaml:"max_tokens"`
 	MaxIterations    *int     `yaml:"max_iterations"`
 	ExtendedThinking bool     `yaml:"extended_thinking"`
+	Network          bool     `yaml:"network"`
+	ReadOnly         bool     `yaml:"read_only_workspace"`
 }
 
 // RoleError is a role file that could not be loaded.
@@ -151,7 +161,8 @@ func ParseRole(path string, data []byte, known func(string) bool) (Role, error) 
 		}
 	}
 	r := Role{Name: rf.Name, Description: rf.Description, Tools: rf.Tools, Model: rf.Model, Limits: DefaultLimits,
-		ExtendedThinking: rf.ExtendedThinking, Prompt: strings.TrimSpace(string(body)), Source: path}
+		ExtendedThinking: rf.ExtendedThinking, Network: rf.Network, ReadOnlyWorkspace: rf.ReadOnly,
+		Prompt: strings.TrimSpace(string(body)), Source: path}
 	if r.Model == "" {
 		r.Model = "sonnet"
 	}

@@ -31,6 +31,8 @@ max_cost_cents: 120
 max_tokens: 50000
 max_iterations: 8
 extended_thinking: true
+network: true
+read_only_workspace: true
 ---
 Always give prices in USD per minute.
 `), 0o600)
@@ -40,11 +42,18 @@ Always give prices in USD per minute.
 	}
 	r := roles["pricing_analyst"]
 	if r.Model != "opus" || r.Limits.Timeout != 5*time.Minute || r.Limits.MaxCostCents != 120 || r.Limits.MaxTokens != 50000 ||
-		r.Limits.MaxIterations != 8 || !r.ExtendedThinking || r.Prompt != "Always give prices in USD per minute." || r.Source != filepath.Join(dir, "pricing.md") {
+		r.Limits.MaxIterations != 8 || !r.ExtendedThinking || !r.Network || !r.ReadOnlyWorkspace || r.Prompt != "Always give prices in USD per minute." || r.Source != filepath.Join(dir, "pricing.md") {
 		t.Fatalf("%+v", r)
 	}
 	if len(roles) != 5 {
 		t.Fatalf("built-ins lost: %d roles", len(roles))
+	}
+	// The built-ins' process tools have no network; the reviewer's
+	// workspace is read-only to them.
+	for _, b := range subagent.BuiltinRoles() {
+		if b.Network || b.ReadOnlyWorkspace != (b.Name == "code_reviewer") {
+			t.Fatalf("built-in %s: network %v, read-only workspace %v", b.Name, b.Network, b.ReadOnlyWorkspace)
+		}
 	}
 }
 

@@ -89,13 +89,14 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		Tools:          h.tools,
 		Limits:         h.limits,
 		ThinkingBudget: thinkingBudget(h.thinking),
-		Caller:         tool.Caller{AgentID: h.id, SessionKey: h.SessionKey(), Subagent: true, Workspace: m.opt.Workspace, User: h.req.User},
-		User:           h.req.User,
-		ParentAgent:    h.req.Parent.AgentID,
-		Budget:         h.req.group.sharedBudget(),
-		Publisher:      h.m.opt.Hub,
-		Clock:          m.now,
-		Logger:         m.log.With("subagent", h.id),
+		Caller: tool.Caller{AgentID: h.id, SessionKey: h.SessionKey(), Subagent: true, Workspace: m.opt.Workspace, User: h.req.User,
+			ProcessNetwork: h.role.Network, WorkspaceReadOnly: h.role.ReadOnlyWorkspace},
+		User:        h.req.User,
+		ParentAgent: h.req.Parent.AgentID,
+		Budget:      h.req.group.sharedBudget(),
+		Publisher:   h.m.opt.Hub,
+		Clock:       m.now,
+		Logger:      m.log.With("subagent", h.id),
 	})
 	start := m.now()
 	first := h.begin(a, cancel, start)
