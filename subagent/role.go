@@ -92,7 +92,7 @@ func BuiltinRoles() []Role {
 			Limits: agent.Limits{Timeout: 600 * time.Second, MaxCostCents: 50, MaxTokens: DefaultMaxTokens, MaxIterations: DefaultMaxIterations}, Source: "built-in"},
 		{Name: "code_reviewer", Description: "Code analysis, PR review, architecture analysis, test verification.",
 			Tools: []string{"read_file", "search_codebase", "search_and_read", "run_bash", "memory_read"}, Model: "opus",
-			Limits: agent.Limits{Timeout: 300 * time.Second, MaxCostCents: 100, MaxTokens: DefaultMaxTokens, MaxIterations: DefaultMaxIterations},
+			Limits:            agent.Limits{Timeout: 300 * time.Second, MaxCostCents: 100, MaxTokens: DefaultMaxTokens, MaxIterations: DefaultMaxIterations},
 			ReadOnlyWorkspace: true, Source: "built-in"},
 		{Name: "data_extractor", Description: "Scraping structured data, parsing documents, extracting metrics.",
 			Tools: []string{"http_get", "read_webpages", "python_exec"}, Model: "haiku",
