@@ -54,6 +54,11 @@ type Config struct {
 	// StallAfter is how long a subagent may show no sign of life before it
 	// is flagged stalled (AVA_STALL_AFTER).
 	StallAfter time.Duration `yaml:"stall_after"`
+	// ProgressAfter is how long a subagent runs before the person gets a
+	// "still working" notice, and ProgressEvery how often after that
+	// (AVA_PROGRESS_AFTER, AVA_PROGRESS_EVERY).
+	ProgressAfter time.Duration `yaml:"progress_after"`
+	ProgressEvery time.Duration `yaml:"progress_every"`
 
 	Anthropic  Provider `yaml:"anthropic"`
 	OpenAI     Provider `yaml:"openai"`
@@ -104,6 +109,8 @@ func Default() Config {
 		MaxQueuedSubagents:     32,
 		Confirm:                "always",
 		StallAfter:             2 * time.Minute,
+		ProgressAfter:          30 * time.Second,
+		ProgressEvery:          time.Minute,
 		ConfirmTimeout:         10 * time.Minute,
 	}
 }
@@ -266,6 +273,15 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		}
 		c.ConfirmTimeout = d
 	}
+	for name, d := range map[string]*time.Duration{"AVA_PROGRESS_AFTER": &c.ProgressAfter, "AVA_PROGRESS_EVERY": &c.ProgressEvery} {
+		if v := getenv(name); v != "" {
+			parsed, err := time.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("%s=%q: not a duration like 30s or 1m", name, v)
+			}
+			*d = parsed
+		}
+	}
 	if v := getenv("AVA_STALL_AFTER"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -302,6 +318,9 @@ func (c Config) Validate() error {
 	}
 	if c.ConfirmTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("confirm_timeout (AVA_CONFIRM_TIMEOUT): %s, must be positive", c.ConfirmTimeout))
+	}
+	if c.ProgressAfter <= 0 || c.ProgressEvery <= 0 {
+		errs = append(errs, fmt.Errorf("progress_after and progress_every: %s and %s, must be positive", c.ProgressAfter, c.ProgressEvery))
 	}
 	if c.StallAfter < 0 {
 		errs = append(errs, fmt.Errorf("stall_after: %s, must not be negative", c.StallAfter))

@@ -104,6 +104,17 @@ type SubagentCompleteContent struct {
 	OutputFormat string          `json:"outputFormat,omitempty"`
 }
 
+// SubagentProgressContent is the content of a SubagentProgress event.
+type SubagentProgressContent struct {
+	SubagentID string  `json:"subagentId"`
+	Role       string  `json:"role"`
+	Activity   string  `json:"activity,omitempty"`
+	ElapsedMs  int64   `json:"elapsedMs"`
+	Tokens     int     `json:"tokens"`
+	CostCents  float64 `json:"costCents"`
+	Stalled    bool    `json:"stalled,omitempty"`
+}
+
 // StalledContent is the content of a Stalled event.
 type StalledContent struct {
 	IdleMs int64 `json:"idleMs"`

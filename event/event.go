@@ -99,13 +99,16 @@ const (
 	// Retry says a model call failed transiently and is being retried;
 	// text streamed since the last turn boundary is void.
 	Retry Type = "Retry"
+	// SubagentProgress tells a parent how a long-running subagent is
+	// doing (content: SubagentProgressContent).
+	SubagentProgress Type = "SubagentProgress"
 )
 
 // Kept reports whether events of type t are numbered and stored; the
 // live-only types are not.
 func (t Type) Kept() bool {
 	switch t {
-	case TextDelta, ThinkingDelta, Activity, Stalled, Retry:
+	case TextDelta, ThinkingDelta, Activity, Stalled, Retry, SubagentProgress:
 		return false
 	}
 	return true

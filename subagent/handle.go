@@ -34,25 +34,26 @@ type Handle struct {
 	drainMu sync.Mutex
 	drain   *event.Subscription // Events' cursor, opened on first use
 
-	mu        sync.Mutex
-	status    lifecycle.Status
-	stored    lifecycle.Status // the status last written to the store
-	current   *agent.Agent
-	cancel    context.CancelCauseFunc
-	cancelled bool
-	stalled   bool
-	result    *Result
-	messages  []llm.Message // the conversation so far
-	queue     []string      // follow-ups waiting for the current run
-	done      chan struct{} // closed when the current run (and queue) ends
-	spawned   chan struct{} // closed once SubagentSpawn is in the parent's stream, or the run ended without one
-	spawnOnce sync.Once
-	slot      chan struct{} // closed when a queued run gets its slot
-	queuedAt  time.Time     // when the run last joined the queue
-	turns     int           // runs started, including follow-ups
-	startedAt time.Time
-	restored  bool // rebuilt from the store; its conversation is not loaded yet
-	foreign   bool // its ID turned out to be another process's run: nothing of it is recorded
+	mu         sync.Mutex
+	status     lifecycle.Status
+	stored     lifecycle.Status // the status last written to the store
+	current    *agent.Agent
+	cancel     context.CancelCauseFunc
+	cancelled  bool
+	stalled    bool
+	result     *Result
+	messages   []llm.Message // the conversation so far
+	queue      []string      // follow-ups waiting for the current run
+	done       chan struct{} // closed when the current run (and queue) ends
+	spawned    chan struct{} // closed once SubagentSpawn is in the parent's stream, or the run ended without one
+	spawnOnce  sync.Once
+	slot       chan struct{} // closed when a queued run gets its slot
+	queuedAt   time.Time     // when the run last joined the queue
+	turns      int           // runs started, including follow-ups
+	startedAt  time.Time
+	progressAt time.Time // when the parent was last told how the run goes
+	restored   bool      // rebuilt from the store; its conversation is not loaded yet
+	foreign    bool      // its ID turned out to be another process's run: nothing of it is recorded
 
 	watched bool // a cleanup drops its weak index entry (guarded by m.mu)
 }

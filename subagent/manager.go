@@ -61,8 +61,13 @@ type Options struct {
 	// StallAfter flags a subagent showing no sign of life for this long
 	// (default 2 minutes; negative disables the watchdog).
 	StallAfter time.Duration
-	Workspace  string
-	Logger     *slog.Logger
+	// ProgressAfter is how long a subagent runs before its parent's
+	// stream gets a SubagentProgress notice (default 30 s; negative: no
+	// notices); ProgressEvery is the interval of the next ones (default
+	// 60 s).
+	ProgressAfter, ProgressEvery time.Duration
+	Workspace                    string
+	Logger                       *slog.Logger
 	// Clock is the time source of the manager and its runs (default
 	// time.Now); tests give a fixed or stepped one.
 	Clock func() time.Time
@@ -133,6 +138,12 @@ func NewManager(opt Options) *Manager {
 	if opt.MaxConcurrent <= 0 {
 		opt.MaxConcurrent = 3
 	}
+	if opt.ProgressAfter == 0 {
+		opt.ProgressAfter = 30 * time.Second
+	}
+	if opt.ProgressEvery <= 0 {
+		opt.ProgressEvery = time.Minute
+	}
 	if opt.StallAfter == 0 {
 		opt.StallAfter = 2 * time.Minute
 	}
@@ -191,6 +202,9 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	if m.opt.StallAfter > 0 {
 		m.wg.Go(m.watchdog)
+	}
+	if m.opt.ProgressAfter > 0 {
+		m.wg.Go(m.progressLoop)
 	}
 	if m.opt.Owner != nil {
 		m.wg.Go(m.recoverLoop)

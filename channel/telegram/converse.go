@@ -149,7 +149,7 @@ func (s *stream) event(ctx context.Context, ev event.Event, text *strings.Builde
 		}
 	case event.Retry:
 		text.Reset() // what streamed since the last turn boundary is void
-	case event.SubagentSpawn, event.SubagentComplete:
+	case event.SubagentSpawn, event.SubagentComplete, event.SubagentProgress:
 		if line := subagentLine(ev); line != "" {
 			_ = s.c.send(ctx, s.ch, line)
 		}
@@ -285,7 +285,8 @@ func (c *Channel) watch(ctx context.Context, ch *chat, key string, sub *event.Su
 				return
 			}
 			for _, ev := range batch {
-				if ev.Type == event.SubagentComplete || ev.Type == event.SubagentSpawn || ev.Type == event.SpawnProposed {
+				switch ev.Type {
+				case event.SubagentComplete, event.SubagentSpawn, event.SubagentProgress, event.SpawnProposed:
 					s.event(ctx, ev, &discard)
 				}
 				ch.mu.Lock()

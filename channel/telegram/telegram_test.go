@@ -26,6 +26,17 @@ const chatID, userID = 4242, 77
 var long = strings.Repeat("A paragraph of the long answer, with words in it.\n\n", 200)
 
 const script = `conversations:
+  - match: "slow research"
+    turns:
+      - text: "found it"
+        delay: 700ms
+  - match: "BACKGROUND"
+    turns:
+      - text: "starting"
+        tool_calls:
+          - name: spawn_subagent
+            args: {role: researcher, task: "slow research", background: true, model: "MODEL"}
+      - text: "it runs in the background"
   - match: "specialized .* subagent"
     turns:
       - text: "subagent answer"
@@ -62,6 +73,7 @@ func newEnv(t *testing.T, extra ...string) *env {
 	root := t.TempDir()
 	path := filepath.Join(root, "script.yaml")
 	text := strings.Replace(script, "LONGTEXT", strings.ReplaceAll(fmtYAML(long), "\n", "\\n"), 1)
+	text = strings.ReplaceAll(text, "MODEL", "scripted/"+path)
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -392,4 +404,22 @@ func pendingButton(calls []call) string {
 		}
 	}
 	return id
+}
+
+func TestProgressAndCompletionArriveUnprompted(t *testing.T) {
+	e := newEnv(t, "AVA_CONFIRM", "never", "AVA_PROGRESS_AFTER", "100ms", "AVA_PROGRESS_EVERY", "200ms")
+	_, stop := e.run(e.cfg)
+	defer stop()
+	e.api.push(message(1, chatID, userID, "BACKGROUND please"))
+	calls := e.api.waitFor("progress and completion", func(cs []call) bool {
+		progress, complete := false, false
+		for _, s := range texts(cs, "sendMessage", chatID) {
+			progress = progress || strings.Contains(s, "still working")
+			complete = complete || strings.Contains(s, "Complete")
+		}
+		return progress && complete
+	})
+	if count(calls, "sendChatAction") < 2 {
+		t.Fatalf("typing was not kept alive while the subagent worked: %+v", calls)
+	}
 }

@@ -72,6 +72,14 @@ func EventLine(role string, ev event.Event) string {
 			args = args[:80] + "…"
 		}
 		return fmt.Sprintf("🔍 %s: %s %s", name, c.Name, args)
+	case event.SubagentProgress:
+		var c event.SubagentProgressContent
+		_ = ev.Decode(&c)
+		line := fmt.Sprintf("⏳ %s still working", name)
+		if c.Activity != "" {
+			line += ": " + c.Activity
+		}
+		return line + fmt.Sprintf(" (%s, %s tokens)", (time.Duration(c.ElapsedMs) * time.Millisecond).Round(time.Second), compact(c.Tokens))
 	case event.Stalled:
 		var c event.StalledContent
 		_ = ev.Decode(&c)

@@ -39,6 +39,11 @@ func TestEventLine(t *testing.T) {
 	if got, want := terminal.EventLine("code_reviewer", done), "✅ Subagent [CodeReviewer]: Complete (12s, $0.04)"; got != want {
 		t.Errorf("complete: %q, want %q", got, want)
 	}
+	progress := event.New(event.SubagentProgress, event.SubagentProgressContent{SubagentID: "S-1", Role: "web_crawler",
+		Activity: "reading example.com", ElapsedMs: 45_000, Tokens: 12_400})
+	if got, want := terminal.EventLine("web_crawler", progress), "⏳ Subagent [WebCrawler] still working: reading example.com (45s, 12k tokens)"; got != want {
+		t.Errorf("progress: %q, want %q", got, want)
+	}
 	if got := terminal.EventLine("x", event.New(event.TextDelta, event.TextContent{Text: "hi"})); got != "" {
 		t.Errorf("text delta rendered as %q", got)
 	}

@@ -44,7 +44,7 @@ func PrintTurn(ctx context.Context, sub *event.Subscription, stdout, stderr io.W
 				var c event.ToolCallContent
 				_ = ev.Decode(&c)
 				fmt.Fprintf(stderr, "[tool] %s %s\n", c.Name, shorten(string(c.Args), 120))
-			case event.SubagentSpawn, event.SubagentComplete:
+			case event.SubagentSpawn, event.SubagentComplete, event.SubagentProgress:
 				var c struct {
 					Role       string `json:"role"`
 					SubagentID string `json:"subagentId"`
