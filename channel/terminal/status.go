@@ -79,7 +79,7 @@ func EventLine(role string, ev event.Event) string {
 		if c.Activity != "" {
 			line += ": " + c.Activity
 		}
-		return line + fmt.Sprintf(" (%s, %s tokens)", (time.Duration(c.ElapsedMs) * time.Millisecond).Round(time.Second), compact(c.Tokens))
+		return line + fmt.Sprintf(" (%s, %s tokens)", (time.Duration(c.ElapsedMs)*time.Millisecond).Round(time.Second), compact(c.Tokens))
 	case event.Stalled:
 		var c event.StalledContent
 		_ = ev.Decode(&c)
