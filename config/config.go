@@ -59,6 +59,10 @@ type Config struct {
 	// (AVA_PROGRESS_AFTER, AVA_PROGRESS_EVERY).
 	ProgressAfter time.Duration `yaml:"progress_after"`
 	ProgressEvery time.Duration `yaml:"progress_every"`
+	// MergeWindow is how soon after a request starts the person's next
+	// message cancels it and both are answered as one (AVA_MERGE_WINDOW;
+	// 0 turns it off).
+	MergeWindow time.Duration `yaml:"merge_window"`
 
 	Anthropic  Provider `yaml:"anthropic"`
 	OpenAI     Provider `yaml:"openai"`
@@ -111,6 +115,7 @@ func Default() Config {
 		StallAfter:             2 * time.Minute,
 		ProgressAfter:          30 * time.Second,
 		ProgressEvery:          time.Minute,
+		MergeWindow:            3 * time.Second,
 		ConfirmTimeout:         10 * time.Minute,
 	}
 }
@@ -273,7 +278,8 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		}
 		c.ConfirmTimeout = d
 	}
-	for name, d := range map[string]*time.Duration{"AVA_PROGRESS_AFTER": &c.ProgressAfter, "AVA_PROGRESS_EVERY": &c.ProgressEvery} {
+	for name, d := range map[string]*time.Duration{"AVA_PROGRESS_AFTER": &c.ProgressAfter, "AVA_PROGRESS_EVERY": &c.ProgressEvery,
+		"AVA_MERGE_WINDOW": &c.MergeWindow} {
 		if v := getenv(name); v != "" {
 			parsed, err := time.ParseDuration(v)
 			if err != nil {
@@ -318,6 +324,9 @@ func (c Config) Validate() error {
 	}
 	if c.ConfirmTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("confirm_timeout (AVA_CONFIRM_TIMEOUT): %s, must be positive", c.ConfirmTimeout))
+	}
+	if c.MergeWindow < 0 {
+		errs = append(errs, fmt.Errorf("merge_window (AVA_MERGE_WINDOW): %s, must not be negative", c.MergeWindow))
 	}
 	if c.ProgressAfter <= 0 || c.ProgressEvery <= 0 {
 		errs = append(errs, fmt.Errorf("progress_after and progress_every: %s and %s, must be positive", c.ProgressAfter, c.ProgressEvery))

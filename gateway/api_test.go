@@ -117,6 +117,34 @@ func TestBusySessionIs409UnlessQueued(t *testing.T) {
 	}
 }
 
+// With the merge window on, the person's second message within it
+// cancels the running request and the two are answered as one.
+func TestMessageWithinTheMergeWindowIsMerged(t *testing.T) {
+	e := newEnv(t, envOptions{merge: "1m"})
+	first, err := e.c.Chat(ctx(t), client.ChatRequest{Message: "SLOW please"})
+	must(t, err)
+	defer first.Close()
+	start, evs, res := e.chat(client.ChatRequest{SessionKey: first.SessionKey, Message: "and quickly"})
+	if start.Queued || res.Status != "success" {
+		t.Fatalf("merged turn: start %+v result %+v", start, res)
+	}
+	merged := false
+	for _, ev := range evs {
+		merged = merged || (ev.Type == "UserMessage" && strings.Contains(string(ev.Data), `SLOW please\n\nand quickly`))
+	}
+	if !merged {
+		t.Fatalf("the merged turn's user message does not carry both messages: %v", evs)
+	}
+	kept := until(t, first, func(ev client.Event) bool { return ev.Type == client.EventDone })
+	cancelled := false
+	for _, ev := range kept {
+		cancelled = cancelled || (ev.Type == "SessionEnd" && strings.Contains(string(ev.Data), `"status":"cancelled"`))
+	}
+	if !cancelled {
+		t.Fatalf("the first request did not end cancelled: %v", kept)
+	}
+}
+
 func TestStopAndSubagentRoutes(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	code, body := e.do("POST", "/api/chat/stop", `{"sessionKey":"ava:web:nosuch"}`, nil)

@@ -124,11 +124,14 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	queued := s.busy(t)
 	sub := s.in.Sessions.Subscribe(t.key, last)
-	turn, err := s.in.Sessions.Send(ctx, t.key, req.Message, session.SendOptions{Queue: req.Queue})
+	turn, err := s.in.Sessions.Send(ctx, t.key, req.Message, session.SendOptions{Queue: req.Queue, Merge: !session.IsSubagentKey(t.key)})
 	if err != nil {
 		sub.Close()
 		fail(w, err)
 		return
+	}
+	if turn.MergesPrevious() {
+		queued = false // it replaces the running request at once
 	}
 	s.track(turn.Done())
 	sw := s.startStream(w, t.key)

@@ -71,6 +71,9 @@ type envOptions struct {
 	heartbeat time.Duration
 	// script replaces the default script (MODEL stands for the model).
 	script string
+	// merge is AVA_MERGE_WINDOW (default "0": off, so that a second
+	// message to a busy session is refused or queued).
+	merge string
 	// wrap, when set, wraps the server's handler (to break connections).
 	wrap func(http.Handler) http.Handler
 	// confirm is AVA_CONFIRM (default never: most tests spawn directly).
@@ -91,7 +94,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	cfg, err := config.Load(func(k string) string {
 		return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root, "AVA_MODEL": model,
-			"AVA_MAX_CONCURRENT_SUBAGENTS": "10", "AVA_CONFIRM": orNever(o.confirm)}[k]
+			"AVA_MAX_CONCURRENT_SUBAGENTS": "10", "AVA_CONFIRM": orNever(o.confirm), "AVA_MERGE_WINDOW": cmpOr(o.merge, "0")}[k]
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -280,4 +283,11 @@ func orNever(policy string) string {
 		return "never"
 	}
 	return policy
+}
+
+func cmpOr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }

@@ -107,7 +107,7 @@ func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (
 		ModelID: o.cfg.Model.Name(), DurationMs: res.Duration.Milliseconds()}
 	o.publish(session, user, end)
 	o.spend(ctx, session, res.CostCents)
-	if o.cfg.History != nil && len(res.Messages) > len(history) {
+	if o.cfg.History != nil && len(res.Messages) > len(history) && !errors.Is(context.Cause(ctx), ErrDiscarded) {
 		// Save even when the caller's context is gone: the turn happened.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -117,6 +117,11 @@ func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (
 	}
 	return res, nil
 }
+
+// ErrDiscarded, as (or wrapped in) the cause a turn's context is
+// cancelled with, means the turn is redone as part of another (a message
+// merged into the next): its messages are not saved to the history.
+var ErrDiscarded = errors.New("turn discarded")
 
 // ErrBudgetSpent means the session's budget is used up.
 var ErrBudgetSpent = errors.New("the session's budget is spent")

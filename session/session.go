@@ -57,6 +57,9 @@ var (
 	ErrClosed = errors.New("session service is closed")
 	// ErrSuperseded is the cause a superseded turn is cancelled with.
 	ErrSuperseded = fmt.Errorf("superseded by a new message: %w", agent.ErrCancelled)
+	// ErrMerged is the cause a turn is cancelled with when the person's
+	// next message, sent within the merge window, is answered with it.
+	ErrMerged = fmt.Errorf("merged with the next message: %w (%w)", agent.ErrCancelled, orchestrator.ErrDiscarded)
 	// ErrStopped is the cause a stopped turn is cancelled with.
 	ErrStopped = fmt.Errorf("stopped: %w", agent.ErrCancelled)
 )
@@ -83,6 +86,9 @@ type Config struct {
 	}
 	// Traces reads subagents' traces (Trace); nil: none.
 	Traces *audit.Reader
+	// MergeWindow is how soon after a turn starts a person's next message
+	// is merged into it (SendOptions.Merge); 0: never.
+	MergeWindow time.Duration
 	// CancelSubagentsOnStop makes Stop and a superseding message also
 	// cancel the subagents the session started.
 	CancelSubagentsOnStop bool
@@ -97,6 +103,12 @@ type SendOptions struct {
 	Queue bool
 	// Supersede cancels the running turn and runs this message next.
 	Supersede bool
+	// Merge marks a message the person typed on a chat channel: when it
+	// arrives within Config.MergeWindow of the running turn's start (a
+	// turn started by such a message too), that turn is cancelled (with
+	// its subagents, by CancelSubagentsOnStop) and the two messages are
+	// answered as one (seed 003). Otherwise Queue and Supersede apply.
+	Merge bool
 	// Model overrides the orchestrator's model for this turn.
 	Model string
 	// Limits bound the turn.
@@ -150,12 +162,24 @@ type Turn struct {
 	message string
 	opt     SendOptions
 
-	done   chan struct{}
-	cancel context.CancelCauseFunc // set when it starts
-	res    Result
-	err    error
-	model  llm.Model
+	done    chan struct{}
+	cancel  context.CancelCauseFunc // set when it starts
+	started time.Time               // when it started
+	merged  bool                    // it carries a superseded turn's message too
+	cause   error                   // why it was cancelled, if it was
+	res     Result
+	err     error
+	model   llm.Model
 }
+
+// Merged reports whether the turn's message was merged into the next
+// one (it was cancelled for that; the next turn answers both).
+// Read it once the turn is done.
+func (t *Turn) Merged() bool { return errors.Is(t.cause, ErrMerged) }
+
+// MergesPrevious reports whether the turn answers the message of the
+// turn it cancelled too (sent within the merge window).
+func (t *Turn) MergesPrevious() bool { return t.merged }
 
 // Done is closed when the turn has ended.
 func (t *Turn) Done() <-chan struct{} { return t.done }
@@ -200,6 +224,13 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 	}
 	if m.current != nil {
 		switch {
+		case s.mergeable(m, opt):
+			t.message = m.current.message + "\n\n" + message
+			t.merged = true
+			m.queue = append([]*Turn{t}, m.queue...)
+			s.stopLocked(key, m, ErrMerged)
+			s.log.Info("a new message merged into the running turn", "session", key)
+			return t, nil
 		case opt.Supersede:
 			m.queue = append([]*Turn{t}, m.queue...)
 			s.stopLocked(key, m, ErrSuperseded)
@@ -238,14 +269,23 @@ func (s *Service) sendSubagent(ctx context.Context, key, message string, opt Sen
 	return t, nil
 }
 
+// mergeable reports whether a message sent with opt joins the running
+// turn of m (caller holds s.mu).
+func (s *Service) mergeable(m *main, opt SendOptions) bool {
+	cur := m.current
+	return opt.Merge && s.cfg.MergeWindow > 0 && cur.opt.Merge && !cur.started.IsZero() &&
+		time.Since(cur.started) < s.cfg.MergeWindow
+}
+
 // startLocked starts t as m's current turn (caller holds s.mu).
 func (s *Service) startLocked(key string, m *main, t *Turn) {
 	ctx, cancel := context.WithCancelCause(s.ctx)
-	t.cancel = cancel
+	t.cancel, t.started = cancel, time.Now()
 	m.current = t
 	s.setStateLocked(key, m, Running)
 	s.wg.Go(func() {
 		s.run(ctx, t)
+		t.cause = context.Cause(ctx)
 		cancel(nil)
 		// The session's state has moved on (idle, waiting for subagents
 		// or the next queued turn) before anyone hears the turn is done.

@@ -214,3 +214,79 @@ func waitIdleEvent(t *testing.T, ctx context.Context, sub *event.Subscription) {
 		}
 	}
 }
+
+// A person's second message within the merge window cancels the running
+// turn and both are answered as one; after the window it is refused as
+// busy (or queued) as before.
+func TestMergeWindow(t *testing.T) {
+	svc, hub := newMergeService(t, time.Minute)
+	ctx := context.Background()
+	const key = "ava:test:merge"
+	first, err := svc.Send(ctx, key, "find flights to Lisbon", session.SendOptions{Merge: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := svc.Send(ctx, key, "in May", session.SendOptions{Merge: true})
+	if err != nil {
+		t.Fatalf("a message within the window: %v", err)
+	}
+	if r := wait(t, first); r.Status != lifecycle.Cancelled || !first.Merged() {
+		t.Fatalf("the first turn: %+v, merged %v", r, first.Merged())
+	}
+	if r := wait(t, second); r.Status != lifecycle.Success {
+		t.Fatalf("the merged turn: %+v", r)
+	}
+	var users []string
+	evs, _ := hub.Subscribe(key, 0).Poll(ctx)
+	for _, ev := range evs {
+		if ev.Type == event.UserMessage {
+			var c event.TextContent
+			_ = ev.Decode(&c)
+			users = append(users, c.Text)
+		}
+	}
+	if len(users) != 2 || users[1] != "find flights to Lisbon\n\nin May" {
+		t.Fatalf("user messages %q: the merged turn does not carry both", users)
+	}
+	// The history holds the merged turn only, not the cut one too.
+	hist, _ := mergeHistory.Load(ctx, key)
+	if len(hist) == 0 || hist[0].TextContent() != "find flights to Lisbon\n\nin May" {
+		t.Fatalf("history %+v", hist)
+	}
+
+	// Past the window: busy, as without Merge.
+	svc2, _ := newMergeService(t, time.Nanosecond)
+	if _, err := svc2.Send(ctx, key, "a", session.SendOptions{Merge: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc2.Send(ctx, key, "b", session.SendOptions{Merge: true}); !errors.Is(err, session.ErrBusy) {
+		t.Fatalf("after the window: %v, want ErrBusy", err)
+	}
+}
+
+// newMergeService is newService with a merge window.
+func newMergeService(t *testing.T, window time.Duration) (*session.Service, *event.Hub) {
+	t.Helper()
+	s, err := scripted.Parse("t", []byte(slowScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := llm.NewCatalog(nil)
+	cat.Add(scripted.NewWithScript(s), map[string]string{"sonnet": "t"})
+	model, err := cat.Resolve("scripted/t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := event.NewHub(nil)
+	history := &memHistory{msgs: map[string][]llm.Message{}}
+	mergeHistory = history
+	svc := session.New(session.Config{Hub: hub, MergeWindow: window,
+		Orchestrator: func(string, session.Limits) (*orchestrator.Orchestrator, llm.Model, error) {
+			return orchestrator.New(orchestrator.Config{Model: model, Hub: hub, History: history}), model, nil
+		}})
+	t.Cleanup(func() { svc.Close() })
+	return svc, hub
+}
+
+// mergeHistory is the history of the last newMergeService.
+var mergeHistory *memHistory

@@ -31,7 +31,7 @@ func (c *Channel) converse(ctx context.Context, ch *chat, m *models.Message) err
 		}
 	}
 	sub := c.cfg.Sessions.Subscribe(key, last)
-	turn, err := c.cfg.Sessions.Send(ctx, key, m.Text, session.SendOptions{Queue: true, User: userName(m)})
+	turn, err := c.cfg.Sessions.Send(ctx, key, m.Text, session.SendOptions{Queue: true, Merge: true, User: userName(m)})
 	if err != nil {
 		sub.Close()
 		return c.send(ctx, ch, "I couldn't take that message: "+err.Error())
