@@ -32,24 +32,7 @@ const slowScript = `conversations:
 
 func newService(t *testing.T) (*session.Service, *event.Hub) {
 	t.Helper()
-	s, err := scripted.Parse("t", []byte(slowScript))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat := llm.NewCatalog(nil)
-	cat.Add(scripted.NewWithScript(s), map[string]string{"sonnet": "t"})
-	model, err := cat.Resolve("scripted/t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hub := event.NewHub(nil)
-	history := &memHistory{msgs: map[string][]llm.Message{}}
-	svc := session.New(session.Config{Hub: hub,
-		Orchestrator: func(string, session.Limits) (*orchestrator.Orchestrator, llm.Model, error) {
-			return orchestrator.New(orchestrator.Config{Model: model, Hub: hub, History: history}), model, nil
-		}})
-	t.Cleanup(func() { svc.Close() })
-	return svc, hub
+	return newMergeService(t, 0)
 }
 
 type memHistory struct{ msgs map[string][]llm.Message }

@@ -18,14 +18,8 @@ func (m *Manager) progressLoop() {
 
 // notifyProgress publishes the notices that are due.
 func (m *Manager) notifyProgress() {
-	m.mu.Lock()
-	hs := make([]*Handle, 0, len(m.running))
-	for _, h := range m.running {
-		hs = append(hs, h)
-	}
-	m.mu.Unlock()
 	now := m.now()
-	for _, h := range hs {
+	for _, h := range m.runningHandles() {
 		if ev, ok := h.progressDue(now, m.opt.ProgressAfter, m.opt.ProgressEvery); ok {
 			m.opt.Hub.PublishAsync(h.parentEvent(ev), nil)
 		}

@@ -32,14 +32,7 @@ func TestSubagentSandboxProbes(t *testing.T) {
 	}
 	secret := "FAKE-SUBAGENT-SECRET-7731"
 	t.Setenv("FAKE_SERVICE_TOKEN", secret)
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_rsa"), []byte(secret), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	home := plantKey(t, secret)
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { hits.Add(1); fmt.Fprint(w, "REACHED") }))
 	defer srv.Close()
@@ -122,4 +115,19 @@ func toolResults(reqs []*llm.Request) string {
 		}
 	}
 	return b.String()
+}
+
+// plantKey makes a home folder with ~/.ssh/id_rsa holding secret, sets
+// HOME to it and returns it: what an attacker would go for.
+func plantKey(t *testing.T, secret string) string {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_rsa"), []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home
 }

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -30,14 +28,7 @@ func TestTrifectaChainFailsAtEveryLeg(t *testing.T) {
 		t.Fatalf("the sandbox is not available here: %s", st.Summary())
 	}
 	const secret = "FAKE-TRIFECTA-KEY-5512"
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_rsa"), []byte(secret), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	home := plantKey(t, secret)
 	var hits atomic.Int32
 	var got atomic.Value
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

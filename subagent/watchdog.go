@@ -29,14 +29,8 @@ func (m *Manager) every(d time.Duration, fn func()) {
 }
 
 func (m *Manager) checkStalls() {
-	m.mu.Lock()
-	hs := make([]*Handle, 0, len(m.running))
-	for _, h := range m.running {
-		hs = append(hs, h)
-	}
-	m.mu.Unlock()
 	now := m.now()
-	for _, h := range hs {
+	for _, h := range m.runningHandles() {
 		snap := h.agentSnapshot()
 		if snap.LastProgress.IsZero() {
 			continue
@@ -57,6 +51,17 @@ func (m *Manager) checkStalls() {
 			m.log.Warn("subagent stalled", "id", h.id, "idle", idle.Round(time.Second))
 		}
 	}
+}
+
+// runningHandles is a snapshot of the runs holding a slot.
+func (m *Manager) runningHandles() []*Handle {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	hs := make([]*Handle, 0, len(m.running))
+	for _, h := range m.running {
+		hs = append(hs, h)
+	}
+	return hs
 }
 
 func (m *Manager) isClosed() bool {
