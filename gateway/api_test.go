@@ -147,6 +147,10 @@ func TestMessageWithinTheMergeWindowIsMerged(t *testing.T) {
 
 func TestStopAndSubagentRoutes(t *testing.T) {
 	e := newEnv(t, envOptions{})
+	for _, bad := range []string{"0", "-1", "x", "10001"} {
+		code, body := e.do("GET", "/api/subagents?limit="+bad, "", nil)
+		wantError(t, code, body, 400, "limit")
+	}
 	code, body := e.do("POST", "/api/chat/stop", `{"sessionKey":"ava:web:nosuch"}`, nil)
 	wantError(t, code, body, 404, "not found")
 	code, body = e.do("POST", "/api/chat/stop", `{}`, nil)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,7 +94,12 @@ func (s *Server) listSubagents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	parent := q.Get("parent")
-	runs, err := s.in.Store.ListRuns(r.Context(), store.RunFilter{ParentSession: parent, Status: statuses})
+	limit, err := listLimit(q.Get("limit"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	runs, err := s.in.Store.ListRuns(r.Context(), store.RunFilter{ParentSession: parent, Status: statuses, Limit: limit})
 	if err != nil {
 		fail(w, err)
 		return
@@ -213,4 +219,21 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, fromHandle(h))
+}
+
+// DefaultListLimit is how many stored runs GET /api/subagents returns,
+// newest first, unless ?limit= says otherwise (a daemon that ran for
+// months holds many thousands).
+const DefaultListLimit = 500
+
+// listLimit reads ?limit= (1 to 10,000; default DefaultListLimit).
+func listLimit(v string) (int, error) {
+	if v == "" {
+		return DefaultListLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 10_000 {
+		return 0, badRequestf("limit %q: want a number from 1 to 10000", v)
+	}
+	return n, nil
 }
