@@ -33,7 +33,15 @@ func (m *Manager) Send(ctx context.Context, id, message string, queue bool) (*Ha
 		h.queue = append(h.queue, message)
 		return h, nil
 	}
+	done := h.done
 	h.mu.Unlock()
+	// A run that has just ended may still be finishing (delivering its
+	// result, giving back its slot): the follow-up waits for that.
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("send to %s: %w", h.id, context.Cause(ctx))
+	}
 	history, err := h.history(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("send to %s: %w", h.id, err)
