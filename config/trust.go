@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/avaagent/ava/internal/fserr"
+	"github.com/avaagent/ava/internal/fsread"
 )
 
 // maxConfigSize bounds the config file read.
@@ -29,21 +29,7 @@ func readConfigFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxConfigSize {
-		return nil, fmt.Errorf("over the %d-byte limit of a config file", maxConfigSize)
-	}
-	return data, nil
+	return fsread.Regular(f, maxConfigSize, "a config file")
 }
 
 // canonicalPath is p absolute with its symlinks resolved (as far as it

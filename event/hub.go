@@ -211,23 +211,17 @@ func (h *Hub) Forget(session string) {
 // subscribers have seen the event, so a broken audit disk does not hide
 // events from the live view.
 func (h *Hub) Publish(ev Event) (Event, error) {
-	if ev.Session == "" {
-		return ev, errors.New("publish: event has no session")
+	j, err := h.prepare(&ev)
+	if err != nil {
+		return ev, err
 	}
-	if ev.Time.IsZero() {
-		ev.Time = h.now()
-	}
-	ev.Time = ev.Time.UTC()
-	ev.Seq = 0
-	h.redact(&ev)
-	j := h.Journal(ev.Session)
 	if !ev.Type.Kept() {
 		j.append(ev)
 		return ev, nil
 	}
 	p := &pending{ev: ev, done: make(chan error, 1)}
 	j.queue.Add(p, j.commit)
-	err := <-p.done
+	err = <-p.done
 	return p.ev, err
 }
 
@@ -239,20 +233,29 @@ func (h *Hub) Publish(ev Event) (Event, error) {
 // Publish's error once ev has been stored and delivered; it runs on the
 // goroutine committing the session's events and must not block.
 func (h *Hub) PublishAsync(ev Event, done func(Event, error)) {
-	if ev.Session == "" {
+	j, err := h.prepare(&ev)
+	if err != nil {
 		if done != nil {
-			done(ev, errors.New("publish: event has no session"))
+			done(ev, err)
 		}
 		return
+	}
+	j.queue.Go(&pending{ev: ev, then: done}, j.commit)
+}
+
+// prepare readies ev for publishing (UTC time, set if unset; no number
+// yet; masked) and returns its session's journal.
+func (h *Hub) prepare(ev *Event) (*Journal, error) {
+	if ev.Session == "" {
+		return nil, errors.New("publish: event has no session")
 	}
 	if ev.Time.IsZero() {
 		ev.Time = h.now()
 	}
 	ev.Time = ev.Time.UTC()
 	ev.Seq = 0
-	h.redact(&ev)
-	j := h.Journal(ev.Session)
-	j.queue.Go(&pending{ev: ev, then: done}, j.commit)
+	h.redact(ev)
+	return h.Journal(ev.Session), nil
 }
 
 // AsyncPublisher is a Publisher that can also publish without waiting

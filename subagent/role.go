@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/internal/fsread"
 )
 
 // Role is a kind of subagent: its tools, default model, limits and
@@ -406,24 +406,7 @@ func readRoleFile(root *os.Root, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s); refused", fi.Mode().Type())
-	}
-	if fi.Size() > maxRoleFileSize {
-		return nil, fmt.Errorf("%d bytes, over the %d-byte limit of a role file", fi.Size(), maxRoleFileSize)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxRoleFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxRoleFileSize {
-		return nil, fmt.Errorf("over the %d-byte limit of a role file", maxRoleFileSize)
-	}
-	return data, nil
+	return fsread.Regular(f, maxRoleFileSize, "a role file")
 }
 
 // SortedRoles lists roles by name.

@@ -91,28 +91,8 @@ type stream struct {
 // It returns the text streamed.
 func (s *stream) follow(ctx context.Context, sub *event.Subscription, done <-chan struct{}) string {
 	var text strings.Builder
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	evs := make(chan []event.Event)
-	go func() {
-		defer close(evs)
-		for {
-			batch, err := sub.Next(fctx)
-			if err != nil {
-				return
-			}
-			select {
-			case evs <- batch:
-			case <-fctx.Done():
-				return
-			}
-		}
-	}()
-	defer func() {
-		cancel()
-		for range evs { // let the reader end before sub is used again
-		}
-	}()
+	evs, stop := batches(ctx, sub)
+	defer stop()
 	typing := time.NewTicker(s.c.cfg.TypingInterval)
 	defer typing.Stop()
 	s.c.typing(ctx, s.ch)
@@ -150,7 +130,7 @@ func (s *stream) event(ctx context.Context, ev event.Event, text *strings.Builde
 	case event.Retry:
 		text.Reset() // what streamed since the last turn boundary is void
 	case event.SubagentSpawn, event.SubagentComplete, event.SubagentProgress:
-		if line := subagentLine(ev); line != "" {
+		if line := terminal.SubagentEventLine(ev); line != "" {
 			_ = s.c.send(ctx, s.ch, line)
 		}
 	case event.SpawnProposed:
@@ -196,23 +176,6 @@ func (s *stream) final(ctx context.Context, text string) error {
 	return nil
 }
 
-// subagentLine is a subagent event's status line (seed 001 section 10),
-// with the subagent's ID.
-func subagentLine(ev event.Event) string {
-	var c struct {
-		Role       string `json:"role"`
-		SubagentID string `json:"subagentId"`
-	}
-	if ev.Decode(&c) != nil {
-		return ""
-	}
-	line := terminal.EventLine(c.Role, ev)
-	if line == "" {
-		return ""
-	}
-	return line + " [" + c.SubagentID + "]"
-}
-
 // startWatching follows the session in the background while subagents
 // the turn started still run (the chat's worker goes on to the next
 // message): the typing action stays alive and each completion is
@@ -255,25 +218,8 @@ func (ch *chat) stopWatching() (uint64, bool) {
 // watch is the watcher's loop.
 func (c *Channel) watch(ctx context.Context, ch *chat, key string, sub *event.Subscription) {
 	s := &stream{c: c, ch: ch, every: c.cfg.EditInterval}
-	evs := make(chan []event.Event)
-	go func() {
-		defer close(evs)
-		for {
-			batch, err := sub.Next(ctx)
-			if err != nil {
-				return
-			}
-			select {
-			case evs <- batch:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	defer func() {
-		for range evs { // let the reader end before sub is closed
-		}
-	}()
+	evs, stop := batches(ctx, sub)
+	defer stop()
 	typing := time.NewTicker(c.cfg.TypingInterval)
 	defer typing.Stop()
 	c.typing(ctx, ch)
@@ -303,6 +249,33 @@ func (c *Channel) watch(ctx context.Context, ch *chat, key string, sub *event.Su
 			c.typing(ctx, ch)
 		case <-ctx.Done():
 			return
+		}
+	}
+}
+
+// batches reads sub in a goroutine, so that its reader can also wait on
+// timers; stop ends the reading and returns once the goroutine has, so
+// the caller may use sub again (a batch read but not taken is dropped).
+func batches(ctx context.Context, sub *event.Subscription) (<-chan []event.Event, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	evs := make(chan []event.Event)
+	go func() {
+		defer close(evs)
+		for {
+			batch, err := sub.Next(ctx)
+			if err != nil {
+				return
+			}
+			select {
+			case evs <- batch:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return evs, func() {
+		cancel()
+		for range evs {
 		}
 	}
 }

@@ -53,6 +53,23 @@ func compact(n int) string {
 	return fmt.Sprint(n)
 }
 
+// SubagentEventLine is the status line of a parent's subagent event (spawn,
+// progress, completion) with the subagent's ID, or "" for other events.
+func SubagentEventLine(ev event.Event) string {
+	var c struct {
+		Role       string `json:"role"`
+		SubagentID string `json:"subagentId"`
+	}
+	if ev.Decode(&c) != nil {
+		return ""
+	}
+	line := EventLine(c.Role, ev)
+	if line == "" {
+		return ""
+	}
+	return line + " [" + c.SubagentID + "]"
+}
+
 // EventLine renders a subagent's event as a channel status line (seed 001
 // section 10), or "" for events channels do not show.
 func EventLine(role string, ev event.Event) string {

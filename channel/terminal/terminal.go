@@ -45,13 +45,8 @@ func PrintTurn(ctx context.Context, sub *event.Subscription, stdout, stderr io.W
 				_ = ev.Decode(&c)
 				fmt.Fprintf(stderr, "[tool] %s %s\n", c.Name, shorten(string(c.Args), 120))
 			case event.SubagentSpawn, event.SubagentComplete, event.SubagentProgress:
-				var c struct {
-					Role       string `json:"role"`
-					SubagentID string `json:"subagentId"`
-				}
-				_ = ev.Decode(&c)
-				if line := EventLine(c.Role, ev); line != "" {
-					fmt.Fprintf(stderr, "%s [%s]\n", line, c.SubagentID)
+				if line := SubagentEventLine(ev); line != "" {
+					fmt.Fprintln(stderr, line)
 				}
 			case event.SpawnProposed:
 				var c event.SpawnProposedContent
