@@ -178,6 +178,26 @@ func (h *Hub) Subscribe(session string, after uint64) *Subscription {
 	return s
 }
 
+// Follow is Subscribe for a reader that stays as long as it likes (a
+// chat window, a live stream): when the session's journal is dropped
+// from memory (Forget, once the session is idle) the subscription
+// attaches to the session's next journal from where it stopped, instead
+// of ending with ErrClosed. It ends only with its ctx or Close.
+func (h *Hub) Follow(session string, after uint64) *Subscription {
+	s := h.Subscribe(session, after)
+	s.follow = true
+	return s
+}
+
+// reattach moves a following subscription whose journal was dropped to
+// the session's current journal, keeping its cursor.
+func (s *Subscription) reattach() {
+	h, session := s.j.hub, s.j.session
+	h.unsubscribe(s.j)
+	n := h.Subscribe(session, s.after)
+	s.j, s.pos, s.attached = n.j, n.pos, n.attached
+}
+
 // InMemory is how many sessions' journals the hub holds: what a
 // long-running process keeps in memory for live streams.
 func (h *Hub) InMemory() int {

@@ -142,6 +142,27 @@ func TestSubscriberReplayThenLive(t *testing.T) {
 	}
 }
 
+// TestFollowOutlivesForget: a Follow subscription is not ended when the
+// session's journal leaves memory; it reads on from the next journal,
+// without a gap or a repeat, while a plain subscription ends.
+func TestFollowOutlivesForget(t *testing.T) {
+	h := event.NewHub(nil)
+	pub(t, h, "s", 2)
+	sub := h.Follow("s", 0)
+	defer sub.Close()
+	plain := h.Subscribe("s", 2)
+	defer plain.Close()
+	wantRun(t, readAll(t, sub, 2), 1, 2)
+	for round := uint64(0); round < 3; round++ {
+		h.Forget("s")
+		go pub(t, h, "s", 1)
+		wantRun(t, readAll(t, sub, 3+round), 3+round, 3+round)
+	}
+	if _, err := plain.Next(ctx5(t)); !errors.Is(err, event.ErrClosed) {
+		t.Fatalf("a plain subscription after Forget: %v, want ErrClosed", err)
+	}
+}
+
 func TestSlowSubscriberCatchesUpFromTheLog(t *testing.T) {
 	h := event.NewHub(nil)
 	h.SetRetain(10)

@@ -27,6 +27,7 @@ type Subscription struct {
 	pos      uint64 // the next journal position to read, when attached
 	attached bool
 	counted  bool // made by Hub.Subscribe: Close releases the journal
+	follow   bool // made by Hub.Follow: outlives its journal
 	closed   bool
 }
 
@@ -47,12 +48,17 @@ func (s *Subscription) Cursor() uint64 { return s.after }
 
 // Next blocks until there are events after the cursor and returns them in
 // order. It returns ctx's error when ctx is done, ErrClosed when the
-// journal is closed and read, and an error when the Log cannot be read.
+// journal is closed and read (never for Hub.Follow's), and an error when
+// the Log cannot be read.
 func (s *Subscription) Next(ctx context.Context) ([]Event, error) {
 	for {
 		evs, wake, closed, err := s.take(ctx)
 		if err != nil || len(evs) > 0 {
 			return evs, err
+		}
+		if closed && s.follow && !s.closed {
+			s.reattach()
+			continue
 		}
 		if closed {
 			return nil, ErrClosed

@@ -82,15 +82,19 @@ func TestPanelInBrowser(t *testing.T) {
 	b.wait(`document.querySelector('details.thinking:not([open])')?.textContent.includes('researcher in the background')`, "thinking folded away")
 	b.waitText(`.line.tool`, "spawn_subagent")
 	b.wait(`document.querySelector('.subagent[data-status="running"]') && document.querySelector('.tl-bar[data-status="running"]')`, "the subagent running in the list and on the timeline")
+	// The typing indicator: the turn ended, its subagent works on.
+	b.waitText(`.typing`, "Waiting for subagents")
 	b.shot(shots, "desktop-chat.png")
 
 	// The subagent as a chat: its stream from the start; stop it.
 	b.run(chromedp.Click(chromedp.CSS(`.subagent`)))
 	b.wait(`document.querySelector('.chat')?.dataset.session.startsWith('ava:subagent:')`, "the subagent's chat")
 	b.waitText(`.msg.user`, "BLOCKTASK child")
+	b.waitText(`.typing`, "is working")
 	b.run(chromedp.Click(chromedp.CSS(`button.stop`)))
 	b.wait(`document.querySelector('.subagent[data-status="cancelled"]') && document.querySelector('.tl-bar[data-status="cancelled"]')`, "the subagent cancelled")
 	b.waitText(`.line.end`, "cancelled")
+	b.wait(`!document.querySelector('.typing')`, "no typing indicator once it ended")
 
 	// A follow-up, and while it runs a second message: 409, then queued.
 	b.run(chromedp.SendKeys(chromedp.CSS(`textarea`), "FOLLOWUP one"), chromedp.KeyEvent(kb.Enter))

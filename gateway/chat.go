@@ -123,7 +123,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	queued := s.busy(t)
-	sub := s.in.Sessions.Subscribe(t.key, last)
+	sub := s.in.Sessions.Follow(t.key, last)
 	turn, err := s.in.Sessions.Send(ctx, t.key, req.Message, session.SendOptions{Queue: req.Queue, Merge: !session.IsSubagentKey(t.key)})
 	if err != nil {
 		sub.Close()

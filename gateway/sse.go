@@ -211,20 +211,14 @@ func (s *Server) follow(ctx context.Context, sw *sseWriter, key string, sub *eve
 	}
 }
 
-// pump reads sub into ch until ctx is done or the Log fails. When the
-// session's journal is dropped from memory (Hub.Forget) it subscribes
-// again from where it stopped, so nothing is lost.
+// pump reads sub (a Follow subscription, which outlives the session's
+// idle periods) into ch until ctx is done or the Log fails.
 //
 // pump owns sub and closes it (and any it opens again) when it returns.
 func (s *Server) pump(ctx context.Context, key string, sub *event.Subscription, ch chan<- batch) {
 	defer func() { sub.Close() }()
 	for {
 		evs, err := sub.Next(ctx)
-		if errors.Is(err, event.ErrClosed) {
-			sub.Close()
-			sub = s.in.Hub.Subscribe(key, sub.Cursor())
-			continue
-		}
 		if err != nil && ctx.Err() != nil {
 			return
 		}
@@ -246,10 +240,14 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		fail(w, errDraining)
 		return
 	}
-	after, err := streamAfter(r)
-	if err != nil {
-		fail(w, err)
-		return
+	fromNow := r.Header.Get("Last-Event-ID") == "" && r.URL.Query().Get("after") == "now"
+	var after uint64
+	var err error
+	if !fromNow {
+		if after, err = streamAfter(r); err != nil {
+			fail(w, err)
+			return
+		}
 	}
 	t, err := s.resolve(r.Context(), r.URL.Query().Get("sessionKey"))
 	if err != nil {
@@ -261,13 +259,16 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		fail(w, fmt.Errorf("session %s: %w", t.key, err))
 		return
 	}
+	if fromNow {
+		after = last
+	}
 	if after > last {
 		// Resuming after a number the session never had (another data
 		// root, a mistyped id) would wait for ever in silence.
 		fail(w, badRequestf("the stream resumes after %d, but session %s has %d events so far", after, t.key, last))
 		return
 	}
-	sub := s.in.Hub.Subscribe(t.key, after)
+	sub := s.in.Hub.Follow(t.key, after)
 	sw := s.startStream(w, t.key)
 	if _, err := s.follow(r.Context(), sw, t.key, sub, nil); err != nil && r.Context().Err() == nil && !errors.Is(err, errDraining) {
 		s.log.Warn("stream ended", "session", t.key, "err", err)
@@ -275,7 +276,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 }
 
 // streamAfter is the number a stream resumes after: Last-Event-ID, else
-// the after parameter, else 0.
+// the after parameter, else 0. (after=now, the session's current end,
+// is read by the stream handler.)
 func streamAfter(r *http.Request) (uint64, error) {
 	v, name := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
 	if v == "" {

@@ -447,6 +447,12 @@ func (s *Service) stopLocked(key string, m *main, cause error) int {
 	return n
 }
 
+// Follow is Subscribe for a long-lived reader: it outlives the session's
+// idle periods (event.Hub.Follow).
+func (s *Service) Follow(key string, after uint64) *event.Subscription {
+	return s.cfg.Hub.Follow(key, after)
+}
+
 // Subscribe returns a subscription to the session's events after after.
 func (s *Service) Subscribe(key string, after uint64) *event.Subscription {
 	return s.cfg.Hub.Subscribe(key, after)

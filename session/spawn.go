@@ -70,11 +70,29 @@ func (s *Service) Trace(ctx context.Context, parent, id string, n int) ([]string
 	if err != nil {
 		return nil, fmt.Errorf("trace of %s: %w", h.ID(), err)
 	}
+	return formatLines(evs), nil
+}
+
+// History returns the last n audit entries of a session (its
+// messages, tool calls and subagent events), one formatted line each.
+func (s *Service) History(ctx context.Context, key string, n int) ([]string, error) {
+	if s.cfg.Traces == nil {
+		return nil, errors.New("history: this instance reads no audit log")
+	}
+	evs, _, err := s.cfg.Traces.Query(ctx, audit.Query{Session: key, Limit: n})
+	if err != nil {
+		return nil, fmt.Errorf("history of %s: %w", key, err)
+	}
+	return formatLines(evs), nil
+}
+
+// formatLines renders audit entries as `ava logs` prints them.
+func formatLines(evs []event.Event) []string {
 	lines := make([]string, 0, len(evs))
 	for _, ev := range evs {
 		lines = append(lines, audit.FormatLine(ev, audit.FormatOptions{}))
 	}
-	return lines, nil
+	return lines
 }
 
 // DecideButton applies a yes or no pressed on a chat's proposal button:

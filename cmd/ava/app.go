@@ -70,9 +70,6 @@ func (a *App) Config() (config.Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
 	}
-	if v := a.Getenv("AVA_CONFIRM"); v != "" && v != "never" {
-		fmt.Fprintf(a.Stderr, "note: AVA_CONFIRM=%s is not applied yet: the spawn confirmation flow is not built, so spawns run without confirmation\n", v)
-	}
 	a.cfg = &cfg
 	return cfg, nil
 }
@@ -196,6 +193,7 @@ AVA_DATA_ROOT, …), the optional file $AVA_DATA_ROOT/config.yaml, and flags.`,
 		newStatusCmd(app),
 		newStopCmd(app),
 		newSendCmd(app),
+		newChatCmd(app),
 	)
 	markStarted(app, root)
 	return root

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/channel/terminal"
@@ -58,12 +59,23 @@ such as --timeout or --max-cost being reached).`,
 	f.BoolVar(&o.offline, "offline", false, "use the offline scripted demo model (no network, no key)")
 	f.StringVar(&o.model, "model", "", "model as provider/model or an alias: haiku, sonnet, opus (default $AVA_MODEL)")
 	f.StringVar(&o.session, "session", "", "continue this session key (default: a new ava:cli:… session)")
-	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "wall-clock limit for the run")
-	f.Float64Var(&o.maxCost, "max-cost", 100, "cost cap in cents")
-	f.IntVar(&o.maxToken, "max-tokens", 500_000, "token cap")
-	f.IntVar(&o.maxIter, "max-iterations", 40, "cap on model calls")
-	f.Float64Var(&o.budget, "budget", 0, "set the session's budget in cents: the orchestrator and its subagents together spend at most this (kept for --session)")
+	addTurnFlags(f, &o, "the run")
 	return cmd
+}
+
+// addTurnFlags adds the flags that bound each orchestrator turn (ava run,
+// ava chat) and set the session's budget.
+func addTurnFlags(f *pflag.FlagSet, o *runOptions, what string) {
+	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "wall-clock limit for "+what)
+	f.Float64Var(&o.maxCost, "max-cost", 100, "cost cap in cents for "+what)
+	f.IntVar(&o.maxToken, "max-tokens", 500_000, "token cap for "+what)
+	f.IntVar(&o.maxIter, "max-iterations", 40, "cap on model calls for "+what)
+	f.Float64Var(&o.budget, "budget", 0, "set the session's budget in cents: the orchestrator and its subagents together spend at most this (kept for --session)")
+}
+
+// limits are the turn limits the flags set.
+func (o runOptions) limits() session.Limits {
+	return session.Limits{Timeout: o.timeout, MaxCostCents: o.maxCost, MaxTokens: o.maxToken, MaxIterations: o.maxIter}
 }
 
 func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
@@ -109,8 +121,7 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 		defer close(printed)
 		terminal.PrintTurn(pctx, sub, a.Stdout, a.Stderr, o.json)
 	}()
-	turn, err := in.Sessions.Send(ctx, key, message, session.SendOptions{User: a.Getenv("USER"), Model: model.Name(), Budget: o.budget,
-		Limits: session.Limits{Timeout: o.timeout, MaxCostCents: o.maxCost, MaxTokens: o.maxToken, MaxIterations: o.maxIter}})
+	turn, err := in.Sessions.Send(ctx, key, message, session.SendOptions{User: a.Getenv("USER"), Model: model.Name(), Budget: o.budget, Limits: o.limits()})
 	if err != nil {
 		stopPrint()
 		<-printed

@@ -155,6 +155,17 @@ func (c *Client) Stream(ctx context.Context, sessionKey string, after uint64) (*
 	return c.openStream(req)
 }
 
+// StreamFromNow follows a session's events from its current end: what
+// happens from now on, live.
+func (c *Client) StreamFromNow(ctx context.Context, sessionKey string) (*Stream, error) {
+	q := url.Values{"sessionKey": {sessionKey}, "after": {"now"}}
+	req, err := c.newRequest(ctx, http.MethodGet, "/api/chat/stream?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	return c.openStream(req)
+}
+
 func (c *Client) openStream(req *http.Request) (*Stream, error) {
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := c.hc.Do(req)

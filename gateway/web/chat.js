@@ -124,9 +124,19 @@ export function Chat({ sessionKey, title, subagent, onStarted, onOpen, onBack })
   return html`
     <section class="chat" data-session=${sessionKey} data-conn=${s.conn}>
       <${ChatHeader} ...${{ title, s, subagent, sessionKey, running, onBack }} />
-      <${Messages} s=${s} pending=${pending} onOpen=${onOpen} />
+      <${Messages} s=${s} pending=${pending} onOpen=${onOpen} typing=${typing(s, subagent, running)} />
       <${Composer} send=${send} placeholder=${subagent ? `Message ${subagent.role} ${subagent.id}` : 'Message Ava'} />
     </section>`;
+}
+
+// typing is the typing indicator's text: Ava answers, its subagents
+// work (seed 004's waiting_for_subagents), or a subagent works; '' when
+// nothing runs.
+function typing(s, subagent, running) {
+  if (subagent) return running && subagent.status === 'running' ? `${subagent.role} is working` : '';
+  if (s.state === 'running' || (!s.state && s.running)) return 'Ava is typing';
+  if (s.state === 'waiting_for_subagents') return 'Waiting for subagents';
+  return '';
 }
 
 // arrived drops the pending message a UserMessage of text delivers (the
@@ -167,7 +177,7 @@ function ChatHeader({ title, s, subagent, sessionKey, running, onBack }) {
     </header>`;
 }
 
-function Messages({ s, pending, onOpen }) {
+function Messages({ s, pending, onOpen, typing }) {
   const ref = useRef(null);
   const stick = useRef(true); // follow the bottom unless the person scrolled up
   const onScroll = () => {
@@ -186,6 +196,7 @@ function Messages({ s, pending, onOpen }) {
       ${s.draft != null && html`<div class="msg assistant draft">${s.draft}<span class="caret" /></div>`}
       ${pending.map((p) => html`<div class="msg user pending">${p.text}<small>${p.queued ? 'queued' : 'sending…'}</small></div>`)}
       ${live && html`<p class=${`activity${s.stalled ? ' stalled' : ''}`}>${live}</p>`}
+      ${typing && html`<p class="typing" role="status" aria-live="polite">${typing}<span class="dots" aria-hidden="true"><i /><i /><i /></span></p>`}
     </div>`;
 }
 

@@ -1,0 +1,384 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/gateway/client"
+	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/session"
+	"github.com/avaagent/ava/subagent"
+)
+
+// Backend is where the chat's session lives: this process (Local) or a
+// daemon (Remote). Both carry the same session events, so the screen
+// reads the same either way.
+type Backend interface {
+	// Key is the session key ("" until a daemon has named a new one).
+	Key() string
+	// Follow calls emit with the session's events, from the moment the
+	// chat opened, until ctx is done.
+	Follow(ctx context.Context, emit func(event.Event)) error
+	// Send delivers the person's message: merged into the running
+	// request within the merge window, else queued behind it.
+	Send(ctx context.Context, message string) error
+	// SendTo sends a message to a subagent's session: steered into its
+	// queue while it runs, a follow-up once it ended.
+	SendTo(ctx context.Context, key, message string) error
+	// Stop stops what runs in a session: the chat's own (key "") or a
+	// subagent's.
+	Stop(ctx context.Context, key string) (bool, error)
+	// Subagents lists the running subagents the session started.
+	Subagents(ctx context.Context) ([]subagent.RunStatus, error)
+	// Log returns the last n entries of a subagent's trace (id "S-…"),
+	// or of the session itself (id ""), one formatted line each.
+	Log(ctx context.Context, id string, n int) ([]string, error)
+	// Confirm answers a proposal yes, for --yes on a daemon whose policy
+	// asks; Local has the policy set to never instead.
+	Confirm(ctx context.Context, pendingID string) error
+}
+
+// subagentKey turns a subagent ID into its session key.
+func subagentKey(id string) string {
+	if strings.Contains(id, ":") {
+		return id
+	}
+	return "ava:subagent:" + id
+}
+
+// Local is a session of this process's runtime.
+type Local struct {
+	Sessions *session.Service
+	Session  string
+	// Options go with every message (user, model, limits).
+	Options session.SendOptions
+
+	// after is the last event before the chat opened.
+	after uint64
+	once  sync.Once
+	err   error
+	// failed carries turns that failed before they could say so in the
+	// session's stream (for example their model could not be built).
+	failed chan string
+}
+
+// Key is the session key.
+func (l *Local) Key() string { return l.Session }
+
+// start notes where the session stands when the chat opens, so the
+// chat shows what happens from then on.
+func (l *Local) start() error {
+	l.once.Do(func() {
+		l.failed = make(chan string, 16)
+		l.after, l.err = l.Sessions.LastSeq(l.Session)
+	})
+	return l.err
+}
+
+// failures carries turns that failed outside the session's stream.
+func (l *Local) failures() <-chan string {
+	_ = l.start()
+	return l.failed
+}
+
+// Follow reads the session's events.
+func (l *Local) Follow(ctx context.Context, emit func(event.Event)) error {
+	if err := l.start(); err != nil {
+		return err
+	}
+	sub := l.Sessions.Follow(l.Session, l.after)
+	defer sub.Close()
+	for {
+		evs, err := sub.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		for _, ev := range evs {
+			emit(ev)
+		}
+	}
+}
+
+// Send starts a turn (merged or queued behind the running one); a turn
+// that fails without a status is reported through Errors.
+func (l *Local) Send(ctx context.Context, message string) error {
+	if err := l.start(); err != nil {
+		return err
+	}
+	opt := l.Options
+	opt.Merge, opt.Queue = true, true
+	turn, err := l.Sessions.Send(ctx, l.Session, message, opt)
+	if err != nil {
+		return err
+	}
+	go func() {
+		res, err := turn.Wait(ctx)
+		if err != nil && res.Status == "" && ctx.Err() == nil {
+			select {
+			case l.failed <- "⚠️ " + err.Error():
+			default:
+			}
+		}
+	}()
+	return nil
+}
+
+// SendTo sends a message to a subagent's session.
+func (l *Local) SendTo(ctx context.Context, key, message string) error {
+	opt := l.Options
+	opt.Queue, opt.Merge, opt.Model, opt.Limits = true, false, "", session.Limits{}
+	_, err := l.Sessions.Send(ctx, key, message, opt)
+	return err
+}
+
+// Stop stops the session's request (and, by configuration, its
+// subagents), or one subagent.
+func (l *Local) Stop(_ context.Context, key string) (bool, error) {
+	if key == "" {
+		key = l.Session
+	}
+	return l.Sessions.Stop(key)
+}
+
+// Subagents lists the session's running subagents.
+func (l *Local) Subagents(context.Context) ([]subagent.RunStatus, error) {
+	hs := l.Sessions.Subagents(l.Session)
+	out := make([]subagent.RunStatus, 0, len(hs))
+	for _, h := range hs {
+		out = append(out, h.Status())
+	}
+	return out, nil
+}
+
+// Log reads the audit log.
+func (l *Local) Log(ctx context.Context, id string, n int) ([]string, error) {
+	if id == "" {
+		return l.Sessions.History(ctx, l.Session, n)
+	}
+	return l.Sessions.Trace(ctx, l.Session, id, n)
+}
+
+// Confirm answers a proposal yes.
+func (l *Local) Confirm(ctx context.Context, pendingID string) error {
+	_, err := l.Sessions.DecideButton(ctx, l.Session, pendingID, true)
+	return err
+}
+
+// Remote is a session on a daemon, reached through its HTTP API. A chat
+// with no session yet gets a new one from the daemon with its first
+// message.
+type Remote struct {
+	Client *client.Client
+
+	mu    sync.Mutex
+	key   string
+	named chan struct{} // closed once key is known
+	fresh bool          // the session is new: its stream starts at 0
+}
+
+// NewRemote returns a daemon session: key, or a new one when key is "".
+func NewRemote(c *client.Client, key string) *Remote {
+	r := &Remote{Client: c, key: key, named: make(chan struct{}), fresh: key == ""}
+	if key != "" {
+		close(r.named)
+	}
+	return r
+}
+
+// Key is the session key, "" until the daemon named a new session.
+func (r *Remote) Key() string {
+	select {
+	case <-r.named:
+		return r.key // set once, before named closed
+	default:
+		return ""
+	}
+}
+
+// Follow reads the session's stream from the daemon, reconnecting
+// where it stopped when the connection drops. A new session's stream
+// starts at its first event; a continued one's at its current end.
+func (r *Remote) Follow(ctx context.Context, emit func(event.Event)) error {
+	select {
+	case <-r.named:
+	case <-ctx.Done():
+		return nil
+	}
+	key := r.Key()
+	after, live := uint64(0), !r.fresh
+	for ctx.Err() == nil {
+		var s *client.Stream
+		var err error
+		if live {
+			s, err = r.Client.StreamFromNow(ctx, key)
+		} else {
+			s, err = r.Client.Stream(ctx, key, after)
+		}
+		if err != nil {
+			if errors.Is(err, client.ErrNoDaemon) {
+				if !sleep(ctx, time.Second) {
+					return nil
+				}
+				continue
+			}
+			return err
+		}
+		after, err = readStream(s, after, emit)
+		s.Close()
+		live = false
+		if ctx.Err() == nil && err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			if !sleep(ctx, time.Second) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// readStream emits a stream's session events until it ends and returns
+// the last sequence number seen.
+func readStream(s *client.Stream, after uint64, emit func(event.Event)) (uint64, error) {
+	for {
+		ev, err := s.Next()
+		if err != nil {
+			return after, err
+		}
+		var e event.Event
+		if json.Unmarshal(ev.Data, &e) != nil || e.Type == "" {
+			continue // the daemon's own events (session, done)
+		}
+		if e.Seq > 0 {
+			after = e.Seq
+		}
+		emit(e)
+	}
+}
+
+// Send posts the message to POST /api/chat, queued behind a running
+// request (the daemon merges it within its merge window), and reads only
+// the stream's first event: the session's events arrive through Follow.
+func (r *Remote) Send(ctx context.Context, message string) error {
+	r.mu.Lock() // one first message names a new session
+	defer r.mu.Unlock()
+	key, err := r.post(ctx, r.key, message)
+	if err == nil && r.key == "" {
+		r.key = key
+		close(r.named)
+	}
+	return err
+}
+
+// SendTo sends a message to a subagent's session.
+func (r *Remote) SendTo(ctx context.Context, key, message string) error {
+	_, err := r.post(ctx, key, message)
+	return err
+}
+
+// post sends a message with POST /api/chat and returns the session key
+// from the stream's first event.
+func (r *Remote) post(ctx context.Context, key, message string) (string, error) {
+	s, err := r.Client.Chat(ctx, client.ChatRequest{SessionKey: key, Message: message, Queue: true})
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	ev, err := s.Next()
+	if err != nil {
+		return "", fmt.Errorf("chat: the daemon did not answer: %w", err)
+	}
+	var start client.ChatStart
+	if ev.Type != client.EventSession || json.Unmarshal(ev.Data, &start) != nil {
+		return "", fmt.Errorf("chat: unexpected first event %q from the daemon", ev.Type)
+	}
+	return start.SessionKey, nil
+}
+
+// Stop stops the session's request or a subagent.
+func (r *Remote) Stop(ctx context.Context, key string) (bool, error) {
+	if key == "" {
+		if key = r.Key(); key == "" {
+			return false, nil
+		}
+	}
+	res, err := r.Client.Stop(ctx, key)
+	return res.Stopped, err
+}
+
+// Subagents lists the session's running subagents.
+func (r *Remote) Subagents(ctx context.Context) ([]subagent.RunStatus, error) {
+	key := r.Key()
+	if key == "" {
+		return nil, nil
+	}
+	list, err := r.Client.Subagents(ctx, client.SubagentFilter{Parent: key, Status: []string{"active"}})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]subagent.RunStatus, 0, len(list))
+	for _, s := range list {
+		out = append(out, subagent.RunStatus{ID: s.ID, Role: s.Role, Task: s.Task, Model: s.Model, Parent: s.Parent,
+			Status: lifecycle.Status(s.Status), Stalled: s.Stalled, Iteration: s.Iteration, Tokens: s.Tokens,
+			CostCents: s.CostCents, Elapsed: time.Duration(s.ElapsedMs) * time.Millisecond, Activity: s.Activity,
+			LastTool: s.LastTool, StartedAt: s.StartedAt, QueuePosition: s.QueuePosition})
+	}
+	return out, nil
+}
+
+// Log reads GET /api/logs.
+func (r *Remote) Log(ctx context.Context, id string, n int) ([]string, error) {
+	q := url.Values{"last": {strconv.Itoa(n)}}
+	if id == "" {
+		if q.Set("session", r.Key()); r.Key() == "" {
+			return nil, nil
+		}
+	} else {
+		q.Set("agent", id)
+	}
+	list, err := r.Client.Logs(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	lines := make([]string, 0, len(list.Entries))
+	for _, raw := range list.Entries {
+		var e event.Event
+		if err := json.Unmarshal(raw, &e); err != nil {
+			continue
+		}
+		lines = append(lines, audit.FormatLine(e, audit.FormatOptions{}))
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines, nil
+}
+
+// Confirm answers a proposal yes.
+func (r *Remote) Confirm(ctx context.Context, pendingID string) error {
+	_, err := r.Client.Confirm(ctx, pendingID, client.ConfirmRequest{Decision: "yes"})
+	return err
+}
+
+// sleep waits d or until ctx is done; false when ctx is done.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,331 @@
+// Package chat is `ava chat`: a terminal chat with Ava on Bubble Tea.
+//
+// What the session says scrolls above; below it a live footer shows the
+// answer as it streams, the thinking (folded to a count), the running
+// subagents, a typing indicator, a pending proposal's question, and the
+// input line (line editing, and history on the arrow keys). The session
+// lives in this process (Local) or on a daemon (Remote); either way the
+// chat reads the session's event stream, so it also shows what other
+// channels of the same session did.
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/avaagent/ava/channel/terminal"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/subagent"
+)
+
+// Options configure a chat.
+type Options struct {
+	Backend Backend
+	In      io.Reader
+	Out     io.Writer
+	// Banner is printed first (the session, the model).
+	Banner string
+	// Yes confirms every proposal as it arrives (--yes on a daemon
+	// whose policy asks).
+	Yes bool
+	// ExitWindow is how soon a second Ctrl-C exits (default 2s).
+	ExitWindow time.Duration
+	// Refresh is how often the footer's subagents are read (default 1s).
+	Refresh time.Duration
+}
+
+// Run runs the chat until the person leaves (a second Ctrl-C within the
+// exit window, Ctrl-D on an empty line, /exit) or ctx is done.
+func Run(ctx context.Context, opt Options) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m := newModel(ctx, opt)
+	p := tea.NewProgram(m, tea.WithInput(opt.In), tea.WithOutput(opt.Out), tea.WithContext(ctx))
+	var wg sync.WaitGroup
+	if f, ok := opt.Backend.(interface{ failures() <-chan string }); ok {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case note := <-f.failures():
+					p.Send(noteMsg(note))
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		err := opt.Backend.Follow(ctx, func(ev event.Event) { p.Send(eventMsg(ev)) })
+		if err != nil && ctx.Err() == nil {
+			p.Send(noteMsg("⚠️ the session's stream ended: " + err.Error()))
+		}
+	}()
+	_, err := p.Run()
+	cancel()
+	wg.Wait()
+	if errors.Is(err, tea.ErrProgramKilled) && errors.Is(ctx.Err(), context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// Messages the program receives besides keys.
+type (
+	eventMsg     event.Event
+	noteMsg      string
+	linesMsg     []string
+	subagentsMsg []subagent.RunStatus
+	tickMsg      time.Time
+)
+
+// model is the chat's screen.
+type model struct {
+	ctx context.Context
+	opt Options
+	b   Backend
+
+	input   textinput.Model
+	history []string
+	histPos int // len(history) when not browsing
+
+	width     int
+	state     string // idle, running, waiting_for_subagents
+	since     time.Time
+	streamed  strings.Builder
+	thinking  int
+	subagents []subagent.RunStatus
+	pending   []string // proposal IDs awaiting the person
+	lastCtrlC time.Time
+}
+
+func newModel(ctx context.Context, opt Options) *model {
+	if opt.ExitWindow <= 0 {
+		opt.ExitWindow = 2 * time.Second
+	}
+	if opt.Refresh <= 0 {
+		opt.Refresh = time.Second
+	}
+	in := textinput.New()
+	in.Prompt = "› "
+	in.Placeholder = "message Ava, or /help"
+	in.Focus()
+	return &model{ctx: ctx, opt: opt, b: opt.Backend, input: in, state: "idle"}
+}
+
+// Init prints the banner and starts the footer's clock.
+func (m *model) Init() tea.Cmd {
+	cmds := []tea.Cmd{textinput.Blink, m.tick()}
+	if m.opt.Banner != "" {
+		cmds = append(cmds, tea.Println(m.opt.Banner))
+	}
+	return tea.Batch(cmds...)
+}
+
+func (m *model) tick() tea.Cmd {
+	return tea.Tick(m.opt.Refresh, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+// Update handles keys, the session's events and the clock.
+func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width = msg.Width
+		m.input.Width = max(10, msg.Width-4)
+		return m, nil
+	case tea.KeyMsg:
+		return m.key(msg)
+	case eventMsg:
+		return m, m.event(event.Event(msg))
+	case noteMsg:
+		return m, tea.Println(string(msg))
+	case linesMsg:
+		return m, tea.Println(strings.Join(msg, "\n"))
+	case subagentsMsg:
+		m.subagents = msg
+		return m, nil
+	case tickMsg:
+		return m, tea.Batch(m.tick(), m.readSubagents())
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(msg)
+	return m, cmd
+}
+
+// readSubagents reads the running subagents for the footer.
+func (m *model) readSubagents() tea.Cmd {
+	return func() tea.Msg {
+		list, err := m.b.Subagents(m.ctx)
+		if err != nil {
+			return nil
+		}
+		return subagentsMsg(list)
+	}
+}
+
+// key handles one key press.
+func (m *model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+	switch k.Type {
+	case tea.KeyCtrlC:
+		return m.interrupt()
+	case tea.KeyCtrlD:
+		if m.input.Value() == "" {
+			return m, tea.Quit
+		}
+	case tea.KeyEnter:
+		text := strings.TrimSpace(m.input.Value())
+		m.input.SetValue("")
+		if text == "" {
+			return m, nil
+		}
+		if len(m.history) == 0 || m.history[len(m.history)-1] != text {
+			m.history = append(m.history, text)
+		}
+		m.histPos = len(m.history)
+		return m, m.submit(text)
+	case tea.KeyUp:
+		if m.histPos > 0 {
+			m.histPos--
+			m.input.SetValue(m.history[m.histPos])
+			m.input.CursorEnd()
+		}
+		return m, nil
+	case tea.KeyDown:
+		if m.histPos < len(m.history) {
+			m.histPos++
+			value := ""
+			if m.histPos < len(m.history) {
+				value = m.history[m.histPos]
+			}
+			m.input.SetValue(value)
+			m.input.CursorEnd()
+		}
+		return m, nil
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(k)
+	return m, cmd
+}
+
+// interrupt is Ctrl-C: the first stops what runs, a second within the
+// exit window leaves.
+func (m *model) interrupt() (tea.Model, tea.Cmd) {
+	now := time.Now()
+	if !m.lastCtrlC.IsZero() && now.Sub(m.lastCtrlC) < m.opt.ExitWindow {
+		return m, tea.Quit
+	}
+	m.lastCtrlC = now
+	m.input.SetValue("")
+	if m.state == "idle" {
+		return m, tea.Println("(press Ctrl-C again to exit)")
+	}
+	return m, func() tea.Msg {
+		stopped, err := m.b.Stop(m.ctx, "")
+		switch {
+		case err != nil:
+			return noteMsg("⚠️ stop: " + err.Error())
+		case stopped:
+			return noteMsg("🛑 stopped (press Ctrl-C again to exit)")
+		}
+		return noteMsg("(nothing to stop; press Ctrl-C again to exit)")
+	}
+}
+
+// submit sends a message or runs a command.
+func (m *model) submit(text string) tea.Cmd {
+	if strings.HasPrefix(text, "/") {
+		return m.command(text)
+	}
+	return m.send(text)
+}
+
+// send delivers a message to the session in the background.
+func (m *model) send(text string) tea.Cmd {
+	return func() tea.Msg {
+		if err := m.b.Send(m.ctx, text); err != nil {
+			return noteMsg("⚠️ not sent: " + err.Error())
+		}
+		return nil
+	}
+}
+
+// View is the live footer.
+func (m *model) View() string {
+	var b strings.Builder
+	if s := m.streamed.String(); s != "" {
+		b.WriteString(tail(s, 12))
+		b.WriteString("\n")
+	}
+	if m.thinking > 0 {
+		fmt.Fprintf(&b, "💭 thinking… (%s)\n", chars(m.thinking))
+	}
+	for _, st := range m.subagents {
+		b.WriteString(clip(terminal.StatusLine(st), m.width))
+		b.WriteString("\n")
+	}
+	if line := m.typing(); line != "" {
+		b.WriteString(line + "\n")
+	}
+	if len(m.pending) > 0 {
+		fmt.Fprintf(&b, "Proceed with %s? y / n / or type a change (\"yes but use haiku\")\n", strings.Join(m.pending, ", "))
+	}
+	b.WriteString(m.input.View())
+	return b.String()
+}
+
+// typing is the typing indicator: Ava answers, or its subagents work.
+func (m *model) typing() string {
+	elapsed := ""
+	if !m.since.IsZero() {
+		elapsed = fmt.Sprintf(" %ds", int(time.Since(m.since).Seconds()))
+	}
+	switch {
+	case m.state == "running":
+		return "⋯ Ava is typing" + elapsed
+	case m.state == "waiting_for_subagents" || len(m.subagents) > 0:
+		return fmt.Sprintf("⋯ waiting for %d subagent%s", max(1, len(m.subagents)), plural(max(1, len(m.subagents))))
+	}
+	return ""
+}
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = append([]string{"…"}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// clip cuts a line to the screen's width.
+func clip(s string, width int) string {
+	if r := []rune(s); width > 1 && len(r) > width {
+		return string(r[:width-1]) + "…"
+	}
+	return s
+}
+
+func chars(n int) string {
+	if n >= 1000 {
+		return fmt.Sprintf("%.1fk chars", float64(n)/1000)
+	}
+	return fmt.Sprintf("%d chars", n)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,134 @@
+package chat
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/avaagent/ava/channel/terminal"
+)
+
+// help lists the chat's commands.
+const help = `Commands:
+  /ps               the running subagents of this session
+  /stop [ID]        stop a subagent, or (no ID) the current request
+  /send ID message  a message to a subagent (a follow-up once it ended)
+  /logs [ID]        the last steps of a subagent, or of this session
+  /yes [P-ID]       confirm the pending proposal
+  /help             this list
+  /exit             leave (also Ctrl-D, or Ctrl-C twice)
+Ctrl-C stops the current request; a second Ctrl-C within 2s exits.
+A proposal can be answered in words too: "yes", "no thanks",
+"yes but use haiku", "ok, max $1", "only 2 minutes".`
+
+var (
+	subagentIDPattern = regexp.MustCompile(`^S-[0-9a-fA-F]{1,6}$`)
+	proposalIDPattern = regexp.MustCompile(`^P-[0-9a-fA-F]{6}$`)
+)
+
+// logLines is how many steps /logs shows.
+const logLines = 20
+
+// command runs a slash command.
+func (m *model) command(text string) tea.Cmd {
+	name, rest, _ := strings.Cut(text, " ")
+	rest = strings.TrimSpace(rest)
+	switch name {
+	case "/help", "/?":
+		return tea.Println(help)
+	case "/exit", "/quit":
+		return tea.Quit
+	case "/ps", "/status":
+		return m.ps()
+	case "/stop":
+		return m.stop(rest)
+	case "/send":
+		id, message, _ := strings.Cut(rest, " ")
+		if !subagentIDPattern.MatchString(id) || strings.TrimSpace(message) == "" {
+			return tea.Println("usage: /send S-xxxxxx message")
+		}
+		return m.sendTo(id, strings.TrimSpace(message))
+	case "/logs":
+		if rest != "" && !subagentIDPattern.MatchString(rest) {
+			return tea.Println("usage: /logs [S-xxxxxx]")
+		}
+		return m.logs(rest)
+	case "/yes":
+		if rest != "" && !proposalIDPattern.MatchString(rest) {
+			return tea.Println("usage: /yes [P-xxxxxx]")
+		}
+		if rest == "" && len(m.pending) == 0 {
+			return tea.Println("no proposal awaits your answer")
+		}
+		return m.send(strings.TrimSpace(rest + " yes"))
+	}
+	return tea.Println(fmt.Sprintf("unknown command %s (/help lists them)", name))
+}
+
+// ps prints each running subagent's status line.
+func (m *model) ps() tea.Cmd {
+	return func() tea.Msg {
+		list, err := m.b.Subagents(m.ctx)
+		if err != nil {
+			return noteMsg("⚠️ ps: " + err.Error())
+		}
+		if len(list) == 0 {
+			return noteMsg("no subagent of this session is running")
+		}
+		lines := make([]string, 0, len(list))
+		for _, st := range list {
+			lines = append(lines, terminal.StatusLine(st))
+		}
+		return linesMsg(lines)
+	}
+}
+
+// stop stops a subagent, or the current request.
+func (m *model) stop(id string) tea.Cmd {
+	if id != "" && !subagentIDPattern.MatchString(id) {
+		return tea.Println("usage: /stop [S-xxxxxx]")
+	}
+	return func() tea.Msg {
+		key, what := "", "the current request"
+		if id != "" {
+			key, what = subagentKey(id), id
+		}
+		stopped, err := m.b.Stop(m.ctx, key)
+		switch {
+		case err != nil:
+			return noteMsg("⚠️ stop " + what + ": " + err.Error())
+		case stopped:
+			return noteMsg("🛑 stopped " + what)
+		}
+		return noteMsg(what + " was not running")
+	}
+}
+
+// sendTo sends a message to a subagent.
+func (m *model) sendTo(id, message string) tea.Cmd {
+	return func() tea.Msg {
+		if err := m.b.SendTo(m.ctx, subagentKey(id), message); err != nil {
+			return noteMsg("⚠️ send to " + id + ": " + err.Error())
+		}
+		return noteMsg("✉️ sent to " + id + " (its answer is announced here when it ends)")
+	}
+}
+
+// logs prints the last steps of a subagent or of the session.
+func (m *model) logs(id string) tea.Cmd {
+	return func() tea.Msg {
+		lines, err := m.b.Log(m.ctx, id, logLines)
+		if err != nil {
+			return noteMsg("⚠️ logs: " + err.Error())
+		}
+		if len(lines) == 0 {
+			return noteMsg("nothing logged yet")
+		}
+		for i, l := range lines {
+			lines[i] = terminal.Printable(l)
+		}
+		return linesMsg(lines)
+	}
+}
