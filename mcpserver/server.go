@@ -31,6 +31,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -145,10 +146,29 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	return nil
 }
 
-// ServeStdio serves one MCP session over the process's stdin and stdout
-// until the client closes stdin or ctx is done (`ava mcp`).
-func (s *Server) ServeStdio(ctx context.Context) error {
-	return s.Run(ctx, &mcp.StdioTransport{})
+// Serve serves one MCP session of newline-delimited JSON-RPC messages
+// read from r and written to w (`ava mcp`: stdin and stdout) until the
+// client closes r or ctx is done.
+func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	return s.Run(ctx, &mcp.IOTransport{Reader: readCloser(r), Writer: writeCloser(w)})
+}
+
+func readCloser(r io.Reader) io.ReadCloser {
+	if rc, ok := r.(io.ReadCloser); ok {
+		return rc
+	}
+	return io.NopCloser(r)
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+func writeCloser(w io.Writer) io.WriteCloser {
+	if wc, ok := w.(io.WriteCloser); ok {
+		return wc
+	}
+	return nopWriteCloser{w}
 }
 
 // Handler returns the streamable HTTP handler (POST, GET and DELETE

@@ -91,10 +91,11 @@ const (
 )
 
 // schemaFor infers T's schema; a json.RawMessage (a result's output)
-// may be any JSON value.
+// may be any JSON value (a schema object with only a description, not
+// the schema true, which some clients do not take as a property).
 func schemaFor[T any]() (*jsonschema.Schema, error) {
 	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[json.RawMessage](): {},
+		reflect.TypeFor[json.RawMessage](): {Description: "the subagent's output: the JSON object it returned (output_format json), or its answer's text (text)"},
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: schema of %T: %w", *new(T), err)

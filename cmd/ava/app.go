@@ -196,6 +196,7 @@ AVA_DATA_ROOT, …), the optional file $AVA_DATA_ROOT/config.yaml, and flags.`,
 		newStatusCmd(app),
 		newStopCmd(app),
 		newSendCmd(app),
+		newMCPCmd(app),
 	)
 	markStarted(app, root)
 	return root
