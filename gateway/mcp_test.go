@@ -60,4 +60,28 @@ func TestMCPOverHTTPNeedsTheToken(t *testing.T) {
 	if err := cs.Close(); err != nil { // DELETE /mcp: no body, no content type
 		t.Errorf("close the MCP session: %v", err)
 	}
+
+	// Each MCP session is its own parent session.
+	cs2, err := mcp.NewClient(&mcp.Implementation{Name: "gateway-test-2", Version: "v0"}, nil).Connect(ctx(t), tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs2.Close()
+	res, err = cs2.CallTool(ctx(t), &mcp.CallToolParams{Name: "spawn_subagent",
+		Arguments: map[string]any{"role": "researcher", "task": "a specialized research subagent task", "model": e.model, "background": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id2, _ := res.StructuredContent.(map[string]any)["subagent_id"].(string)
+	first, err := e.in.Subagent.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := e.in.Subagent.Get(id2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p1, p2 := first.Parent(), second.Parent(); !strings.HasPrefix(p1, "ava:mcp:") || !strings.HasPrefix(p2, "ava:mcp:") || p1 == p2 {
+		t.Errorf("parent sessions %q and %q: want one ava:mcp:<id> per MCP session", p1, p2)
+	}
 }

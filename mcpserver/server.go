@@ -52,6 +52,10 @@ const (
 	// DefaultProgressEvery is the longest a waited spawn goes without a
 	// progress notification while its subagents run.
 	DefaultProgressEvery = 5 * time.Second
+	// SessionIdle is how long an MCP session over HTTP may go without a
+	// request before it is closed (a request in flight, such as a waited
+	// spawn, keeps it open).
+	SessionIdle = 30 * time.Minute
 )
 
 // SessionPrefix starts the parent session key of an MCP session.
@@ -174,10 +178,11 @@ func writeCloser(w io.Writer) io.WriteCloser {
 // Handler returns the streamable HTTP handler (POST, GET and DELETE
 // /mcp). It does no authentication of its own: mount it behind the
 // daemon's guard (token, Host and Origin checks), which also stands in
-// for the SDK's own localhost protection.
+// for the SDK's own localhost protection. A session idle for
+// SessionIdle is closed.
 func (s *Server) Handler() http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
-		&mcp.StreamableHTTPOptions{Logger: s.log, DisableLocalhostProtection: true})
+		&mcp.StreamableHTTPOptions{Logger: s.log, DisableLocalhostProtection: true, SessionTimeout: SessionIdle})
 }
 
 // CloseSessions closes every connected MCP session: their streams end

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -28,7 +29,7 @@ The daemon (ava serve) serves the same tools over streamable HTTP at /mcp.`,
 		Example: `  # a client's configuration (Claude Desktop's claude_desktop_config.json):
   {"mcpServers": {"ava": {"command": "ava", "args": ["mcp"]}}}`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			cfg, err := a.Config()
 			if err != nil {
 				return err
@@ -41,7 +42,7 @@ The daemon (ava serve) serves the same tools over streamable HTTP at /mcp.`,
 			if err != nil {
 				return err
 			}
-			defer in.Close()
+			defer func() { err = errors.Join(err, in.Close()) }()
 			srv, err := mcpserver.New(mcpserver.Options{Instance: in, User: a.Getenv("USER"), Logger: a.Logger()})
 			if err != nil {
 				return err
