@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -424,5 +425,71 @@ func TestConfirmationWithoutElicitationStatesThePolicy(t *testing.T) {
 	ps, err := e.in.Subagent.Proposals(context.Background(), "")
 	if err != nil || len(ps) != 1 || ps[0].ID != out.PendingID {
 		t.Fatalf("pending proposals %+v, %v", ps, err)
+	}
+}
+
+func TestCancellingAWaitedGroupCancelsItsMembers(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := e.call(ctx, "spawn_subagents", map[string]any{"mode": "parallel", "tasks": []map[string]any{
+			{"role": "researcher", "task": "BLOCKTASK a", "model": e.model}, {"role": "researcher", "task": "BLOCKTASK b", "model": e.model}}}, true)
+		errc <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(e.in.Subagent.List(false)) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the group never ran")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var ids []string
+	for _, h := range e.in.Subagent.List(false) {
+		ids = append(ids, h.ID())
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("the cancelled call returned no error")
+	}
+	for _, id := range ids {
+		e.waitStatus(id, lifecycle.Cancelled)
+	}
+}
+
+func TestRefusesNewWorkWhenNotAccepting(t *testing.T) {
+	root := t.TempDir()
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root, "AVA_CONFIRM": "never"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := app.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	srv, err := mcpserver.New(mcpserver.Options{Instance: in, Accepting: func() error { return errors.New("shutting down") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Run(ctx, st) }()
+	defer func() { cancel(); <-served }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "spawn_subagent", Arguments: map[string]any{"role": "researcher", "task": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.Contains(text(res), "shutting down") || len(in.Subagent.List(true)) != 0 {
+		t.Fatalf("spawn while not accepting: %s", text(res))
 	}
 }
