@@ -186,7 +186,7 @@ func (s *Server) spawnSubagent(ctx context.Context, req *mcp.CallToolRequest, a 
 	if err := cfg.Validate(); err != nil {
 		return nil, SpawnResult{}, fmt.Errorf("spawn_subagent: %w", err)
 	}
-	a2, resumed, err := s.answered(ctx, req)
+	ask, resumed, err := s.answered(ctx, req)
 	if err != nil {
 		return nil, SpawnResult{}, fmt.Errorf("spawn_subagent: %w", err)
 	}
@@ -200,20 +200,20 @@ func (s *Server) spawnSubagent(ctx context.Context, req *mcp.CallToolRequest, a 
 			return nil, SpawnResult{}, err
 		}
 		if p != nil {
-			if a2, err = s.propose(ctx, req, *p); err != nil {
+			if ask, err = s.propose(ctx, req, *p); err != nil {
 				return nil, SpawnResult{}, err
 			}
 		}
 	}
 	switch {
-	case a2.input != nil:
-		return a2.input, SpawnResult{}, nil
-	case a2.started != nil:
-		if h, err = s.in.Subagent.Get(a2.started.SubagentIDs[0]); err != nil {
-			return nil, SpawnResult{}, fmt.Errorf("spawn_subagent: confirmed %s: %w", a2.started.SubagentIDs[0], err)
+	case ask.input != nil:
+		return ask.input, SpawnResult{}, nil
+	case ask.started != nil:
+		if h, err = s.in.Subagent.Get(ask.started.SubagentIDs[0]); err != nil {
+			return nil, SpawnResult{}, fmt.Errorf("spawn_subagent: confirmed %s: %w", ask.started.SubagentIDs[0], err)
 		}
 	case h == nil:
-		return nil, a2.out, nil
+		return nil, ask.out, nil
 	}
 	return s.finish(ctx, req, h, a.Background)
 }
@@ -278,7 +278,7 @@ func (s *Server) spawnSubagents(ctx context.Context, req *mcp.CallToolRequest, a
 		}
 		greq.Configs = append(greq.Configs, c)
 	}
-	a2, resumed, err := s.answered(ctx, req)
+	ask, resumed, err := s.answered(ctx, req)
 	if err != nil {
 		return nil, GroupResult{}, fmt.Errorf("spawn_subagents: %w", err)
 	}
@@ -290,19 +290,19 @@ func (s *Server) spawnSubagents(ctx context.Context, req *mcp.CallToolRequest, a
 			return nil, GroupResult{}, err
 		}
 		if p != nil {
-			if a2, err = s.propose(ctx, req, *p); err != nil {
+			if ask, err = s.propose(ctx, req, *p); err != nil {
 				return nil, GroupResult{}, err
 			}
 		}
 	}
 	switch {
-	case a2.input != nil:
-		return a2.input, GroupResult{}, nil
-	case a2.started != nil:
-		return nil, GroupResult{GroupID: a2.started.GroupID, Mode: a.Mode, Status: string(lifecycle.Running), SubagentIDs: a2.started.SubagentIDs,
+	case ask.input != nil:
+		return ask.input, GroupResult{}, nil
+	case ask.started != nil:
+		return nil, GroupResult{GroupID: ask.started.GroupID, Mode: a.Mode, Status: string(lifecycle.Running), SubagentIDs: ask.started.SubagentIDs,
 			Note: "confirmed: the group runs in the background; follow its members with subagent_status or list_subagents"}, nil
 	case g == nil:
-		out := a2.out
+		out := ask.out
 		return nil, GroupResult{Mode: a.Mode, Status: string(out.Status), PendingID: out.PendingID, Proposal: out.Proposal, Note: out.Note}, nil
 	}
 	ids := func() []string {
