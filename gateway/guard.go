@@ -64,7 +64,7 @@ func (g guard) wrap(next http.Handler) http.Handler {
 				writeError(w, http.StatusForbidden, msg)
 				return
 			}
-			if msg := notJSON(r); msg != "" {
+			if msg := notJSON(r); msg != "" && !bodiless(r) {
 				writeError(w, http.StatusUnsupportedMediaType, msg)
 				return
 			}
@@ -128,6 +128,12 @@ func (g guard) crossSite(r *http.Request) string {
 		return fmt.Sprintf("origin %q is not this daemon's own (cross-origin request refused)", origin)
 	}
 	return ""
+}
+
+// bodiless reports a DELETE /mcp without a body (the end of an MCP
+// session), which has no content type to check.
+func bodiless(r *http.Request) bool {
+	return r.Method == http.MethodDelete && r.URL.Path == "/mcp" && r.ContentLength == 0
 }
 
 // notJSON explains why a body that is not JSON is refused, or returns "".

@@ -1,5 +1,6 @@
 // Package gateway is Ava's daemon surface: the HTTP API and the
-// Server-Sent Event streams of DESIGN.md "HTTP", over the session
+// Server-Sent Event streams of DESIGN.md "HTTP" (with MCP over
+// streamable HTTP at /mcp, package mcpserver), over the session
 // service and the subagent manager of an app.Instance, with a typed
 // client in gateway/client, and the web panel at / (files embedded in
 // the binary, see panel.go and docs/panel.md).
@@ -37,6 +38,7 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava/mcpserver"
 )
 
 // DefaultHeartbeat is how often an idle stream gets a comment line.
@@ -93,6 +95,9 @@ type Server struct {
 
 	framesMu    sync.Mutex
 	frameCaches map[string]*frameCache // by session key, while streamed
+
+	// mcp serves the subagent tools over streamable HTTP at /mcp.
+	mcp *mcpserver.Server
 }
 
 // ErrTokenRequired is returned by New for a non-loopback address
@@ -128,6 +133,15 @@ func New(opt Options) (*Server, error) {
 	s := &Server{opt: opt, in: opt.Instance, log: opt.Logger.With("component", "gateway"), metrics: opt.Metrics,
 		guard: g, panel: p, draining: make(chan struct{}), turns: map[*turnRef]struct{}{},
 		frameCaches: map[string]*frameCache{}}
+	s.mcp, err = mcpserver.New(mcpserver.Options{Instance: s.in, Logger: opt.Logger, Accepting: func() error {
+		if s.isDraining() {
+			return errDraining
+		}
+		return nil
+	}})
+	if err != nil {
+		return nil, err
+	}
 	s.metrics.watch(s.in.Subagent)
 	s.handler = s.metrics.instrument(s.guard.wrap(s.routes()))
 	return s, nil
@@ -151,6 +165,10 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /api/spawns", s.listSpawns)
 	mux.HandleFunc("POST /api/spawns/{id}/confirm", s.confirmSpawn)
 	mux.HandleFunc("GET /api/logs", s.logs)
+	mcpHandler := s.mcp.Handler()
+	for _, m := range []string{"GET", "POST", "DELETE"} {
+		mux.Handle(m+" /mcp", mcpHandler)
+	}
 	mux.HandleFunc("GET /healthz", s.health)
 	mux.Handle("GET /metrics", s.metrics.Handler())
 	mux.Handle("GET /", s.panel)
@@ -174,9 +192,11 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 //
 // It looks again after each end, so work that starts meanwhile (a
 // subagent a running turn spawns, a queued turn, a chat channel's turn)
-// is waited for too.
+// is waited for too. When it returns, the MCP sessions at /mcp are
+// closed (their streams end; a spawn still waited for is cancelled).
 func (s *Server) Drain(ctx context.Context) int {
 	s.drainOnce.Do(func() { close(s.draining) })
+	defer s.mcp.CloseSessions()
 	for {
 		waiting := s.running()
 		if len(waiting) == 0 {

@@ -55,6 +55,34 @@ func (s *Service) Spawn(ctx context.Context, parent string, cfg SubagentConfig, 
 	return h, p, nil
 }
 
+// GroupRequest is what a direct group spawn asks for
+// (subagent.GroupRequest); its Parent is set by SpawnGroup.
+type GroupRequest = subagent.GroupRequest
+
+// Group is a running parallel or chain group (subagent.Group).
+type Group = subagent.Group
+
+// SpawnGroup is Spawn for a group (parallel or chain) that the person
+// asked for on behalf of the main session parent: the same hierarchy
+// rule, limits and confirmation policy apply, and exactly one of the
+// group and the proposal is returned on success. The rationale is
+// shown to the person when the spawn needs their confirmation.
+func (s *Service) SpawnGroup(ctx context.Context, parent string, req GroupRequest, user, rationale string) (*Group, *Proposal, error) {
+	if s.cfg.Subagents == nil {
+		return nil, nil, ErrNoSubagents
+	}
+	if IsSubagentKey(parent) {
+		return nil, nil, fmt.Errorf("spawn from %s: a subagent cannot spawn subagents", parent)
+	}
+	req.Parent = tool.Caller{AgentID: event.OrchestratorID, SessionKey: parent, User: user}
+	req.User = user
+	g, p, err := s.cfg.Subagents.SpawnGroupOrPropose(ctx, req, rationale)
+	if err != nil {
+		return nil, nil, fmt.Errorf("spawn %s group: %w", req.Mode, err)
+	}
+	return g, p, nil
+}
+
 // Trace returns the last n steps of a subagent that parent started, one
 // formatted line each (`ava logs` form); another session's subagent is
 // refused as unknown.

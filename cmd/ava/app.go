@@ -194,6 +194,7 @@ AVA_DATA_ROOT, …), the optional file $AVA_DATA_ROOT/config.yaml, and flags.`,
 		newStopCmd(app),
 		newSendCmd(app),
 		newChatCmd(app),
+		newMCPCmd(app),
 	)
 	markStarted(app, root)
 	return root

@@ -1,0 +1,62 @@
+package mcpserver
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/avaagent/ava/subagent"
+)
+
+// follow waits until done is closed, sending the request's progress
+// notifications (when it carries a progress token) with the runs'
+// status lines: when they change, and at least every ProgressEvery. It
+// returns ctx's cause when the request is cancelled first.
+func (s *Server) follow(ctx context.Context, req *mcp.CallToolRequest, done <-chan struct{}, runs func() []*subagent.Handle) error {
+	token := req.Params.GetProgressToken()
+	poll := time.NewTicker(s.opt.PollEvery)
+	defer poll.Stop()
+	var (
+		n        float64
+		last     string
+		lastSent time.Time
+	)
+	notify := func() {
+		if token == nil {
+			return
+		}
+		line := statusLines(runs())
+		if line == last && time.Since(lastSent) < s.opt.ProgressEvery {
+			return
+		}
+		n++
+		last, lastSent = line, time.Now()
+		err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: n, Message: line})
+		if err != nil && ctx.Err() == nil {
+			s.log.Debug("progress notification", "err", err)
+		}
+	}
+	notify()
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-poll.C:
+			notify()
+		}
+	}
+}
+
+// statusLines is the runs' status, one line each: "S-7f3a2b researcher
+// running 12s, 2034 tokens, 0.3¢: calling the model".
+func statusLines(hs []*subagent.Handle) string {
+	lines := make([]string, 0, len(hs))
+	for _, h := range hs {
+		lines = append(lines, h.Status().String())
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,46 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/avaagent/ava/subagent"
+)
+
+// RoleURI is the resource URI of a role.
+func RoleURI(name string) string { return "ava://roles/" + name }
+
+// addRoles exposes each role as a resource, so that a client can
+// discover the roles spawn_subagent takes.
+func (s *Server) addRoles() {
+	for _, r := range subagent.SortedRoles(s.in.Subagent.Roles()) {
+		text := roleText(r)
+		s.mcp.AddResource(&mcp.Resource{URI: RoleURI(r.Name), Name: r.Name, Title: "Ava role " + r.Name,
+			Description: r.Description, MIMEType: "text/markdown", Size: int64(len(text))},
+			func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/markdown", Text: text}}}, nil
+			})
+	}
+}
+
+// roleText is a role as Markdown: description, model, tools, limits,
+// instructions.
+func roleText(r subagent.Role) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n%s\n\n", r.Name, r.Description)
+	fmt.Fprintf(&b, "- model: %s\n", r.Model)
+	fmt.Fprintf(&b, "- tools: %s\n", strings.Join(r.Tools, ", "))
+	l := r.Limits
+	fmt.Fprintf(&b, "- limits: %s, %.0f¢, %d tokens, %d iterations\n", l.Timeout, l.MaxCostCents, l.MaxTokens, l.MaxIterations)
+	if r.ExtendedThinking {
+		b.WriteString("- extended thinking\n")
+	}
+	fmt.Fprintf(&b, "- source: %s\n", r.Source)
+	if r.Prompt != "" {
+		fmt.Fprintf(&b, "\n## Instructions\n\n%s\n", strings.TrimSpace(r.Prompt))
+	}
+	return b.String()
+}

@@ -1,0 +1,215 @@
+// Package mcpserver serves Ava's subagent tools over the Model Context
+// Protocol (the official Go SDK, github.com/modelcontextprotocol/go-sdk):
+// `ava mcp` over stdio, and the daemon's /mcp route over streamable
+// HTTP (mounted by package gateway behind its token and origin checks).
+//
+// The MCP client is the person, not the orchestrator: its spawns go
+// through the same path as `ava spawn` and POST /api/subagents
+// (session.Service.Spawn and SpawnGroup, the subagent manager's
+// SpawnOrPropose), so hierarchy rules, limits, the confirmation policy
+// and the audit log all apply. Each MCP session is one parent session
+// key, ava:mcp:<8 hex> (stdio: one per server process).
+//
+// Tools: spawn_subagent (its result is the structured result of seed 001,
+// also as structured content with an output schema), spawn_subagents
+// (parallel or chain), subagent_status, list_subagents, cancel_subagent,
+// send_subagent (a follow-up to a finished subagent) and read_ava_logs.
+// A waited spawn reports progress through MCP progress notifications
+// while it runs (when the request carries a progress token), and the
+// client's cancellation of the request cancels the subagent. When the
+// confirmation policy asks, the person is asked with an MCP elicitation
+// request if the client supports it; otherwise nothing starts and the
+// tool result says the spawn awaits confirmation and where to give it.
+// The roles are resources (ava://roles/<name>), so a client can
+// discover them.
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/tool"
+	"github.com/avaagent/ava/tool/logs"
+)
+
+// Defaults of Options.
+const (
+	// DefaultPollEvery is how often a waited spawn looks at its
+	// subagents' status.
+	DefaultPollEvery = 500 * time.Millisecond
+	// DefaultProgressEvery is the longest a waited spawn goes without a
+	// progress notification while its subagents run.
+	DefaultProgressEvery = 5 * time.Second
+	// SessionIdle is how long an MCP session over HTTP may go without a
+	// request before it is closed (a request in flight, such as a waited
+	// spawn, keeps it open).
+	SessionIdle = 30 * time.Minute
+)
+
+// SessionPrefix starts the parent session key of an MCP session.
+const SessionPrefix = "ava:mcp:"
+
+// Options configure a Server.
+type Options struct {
+	// Instance is the opened Ava the tools act on (its Sessions must be
+	// set: not opened read-only).
+	Instance *app.Instance
+	// User is the person the MCP client acts for, when known (recorded
+	// with the spawns).
+	User string
+	// Version is the server's version as told to clients.
+	Version string
+	// PollEvery and ProgressEvery pace a waited spawn's progress
+	// notifications (defaults DefaultPollEvery, DefaultProgressEvery):
+	// the status is looked at every PollEvery and a notification sent
+	// when it changed, or ProgressEvery after the last one.
+	PollEvery, ProgressEvery time.Duration
+	// Accepting, when set, says whether new work may start: a non-nil
+	// error (the daemon shutting down) refuses spawns and follow-ups.
+	Accepting func() error
+	Logger    *slog.Logger
+}
+
+// Server is Ava's MCP server. One Server serves any number of MCP
+// sessions (over stdio, in-memory transports or streamable HTTP).
+type Server struct {
+	opt  Options
+	in   *app.Instance
+	log  *slog.Logger
+	mcp  *mcp.Server
+	salt []byte
+	// stdioKey is the parent session key of a session without an ID
+	// (stdio and in-memory transports): one per server process.
+	stdioKey string
+	// tools are the orchestrator's subagent tools and read_ava_logs by
+	// name, which the status, list, cancel and logs tools forward to.
+	tools map[string]tool.Tool
+}
+
+// New returns a server over opt.Instance.
+func New(opt Options) (*Server, error) {
+	if opt.Instance == nil || opt.Instance.Sessions == nil || opt.Instance.Subagent == nil {
+		return nil, errors.New("mcpserver: an instance opened for work (with sessions and subagents) is required")
+	}
+	if opt.PollEvery <= 0 {
+		opt.PollEvery = DefaultPollEvery
+	}
+	if opt.ProgressEvery <= 0 {
+		opt.ProgressEvery = DefaultProgressEvery
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	if opt.Version == "" {
+		opt.Version = "dev"
+	}
+	salt := make([]byte, 16)
+	if _, err := rand.Read(salt); err != nil {
+		return nil, fmt.Errorf("mcpserver: session key salt: %w", err)
+	}
+	s := &Server{opt: opt, in: opt.Instance, log: opt.Logger.With("component", "mcp"), salt: salt,
+		stdioKey: SessionPrefix + hex.EncodeToString(salt[:4]), tools: map[string]tool.Tool{}}
+	reader := audit.NewReader(s.in.Config.DataRoot, audit.ReaderOptions{Logger: opt.Logger})
+	for _, t := range append(s.in.Subagent.Tools(), logs.New(reader, nil)) {
+		s.tools[t.Name()] = t
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "ava", Title: "Ava subagents", Version: opt.Version},
+		&mcp.ServerOptions{Logger: s.log, Instructions: instructions, Capabilities: &mcp.ServerCapabilities{}})
+	if err := s.addTools(); err != nil {
+		return nil, err
+	}
+	s.addRoles()
+	return s, nil
+}
+
+const instructions = `Ava runs subagents: focused agents with a role (tools, model, limits) that work on one task and return a structured result. ` +
+	`Spawn one with spawn_subagent (waits for the result unless background is true), several with spawn_subagents, and follow them with subagent_status, list_subagents, cancel_subagent and send_subagent. ` +
+	`The roles are resources under ava://roles/.`
+
+// MCP is the underlying SDK server (to connect other transports).
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Run serves one MCP session over t (for example &mcp.StdioTransport{})
+// until the client disconnects or ctx is done.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	if err := s.mcp.Run(ctx, t); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("mcp server: %w", err)
+	}
+	return nil
+}
+
+// Serve serves one MCP session of newline-delimited JSON-RPC messages
+// read from r and written to w (`ava mcp`: stdin and stdout) until the
+// client closes r or ctx is done.
+func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	return s.Run(ctx, &mcp.IOTransport{Reader: readCloser(r), Writer: writeCloser(w)})
+}
+
+func readCloser(r io.Reader) io.ReadCloser {
+	if rc, ok := r.(io.ReadCloser); ok {
+		return rc
+	}
+	return io.NopCloser(r)
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+func writeCloser(w io.Writer) io.WriteCloser {
+	if wc, ok := w.(io.WriteCloser); ok {
+		return wc
+	}
+	return nopWriteCloser{w}
+}
+
+// Handler returns the streamable HTTP handler (POST, GET and DELETE
+// /mcp). It does no authentication of its own: mount it behind the
+// daemon's guard (token, Host and Origin checks), which also stands in
+// for the SDK's own localhost protection. A session idle for
+// SessionIdle is closed.
+func (s *Server) Handler() http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
+		&mcp.StreamableHTTPOptions{Logger: s.log, DisableLocalhostProtection: true, SessionTimeout: SessionIdle})
+}
+
+// CloseSessions closes every connected MCP session: their streams end
+// and their running requests are cancelled (a daemon's shutdown, after
+// its drain).
+func (s *Server) CloseSessions() {
+	for ss := range s.mcp.Sessions() {
+		if err := ss.Close(); err != nil {
+			s.log.Debug("close mcp session", "err", err)
+		}
+	}
+}
+
+// parentKey is the parent session key of an MCP session: derived from
+// its ID (streamable HTTP), or the process's one (stdio).
+func (s *Server) parentKey(ss *mcp.ServerSession) string {
+	if ss == nil || ss.ID() == "" {
+		return s.stdioKey
+	}
+	sum := sha256.Sum256(append(append([]byte{}, s.salt...), ss.ID()...))
+	return SessionPrefix + hex.EncodeToString(sum[:4])
+}
+
+// accepting reports why new work may not start, or nil.
+func (s *Server) accepting() error {
+	if s.opt.Accepting == nil {
+		return nil
+	}
+	return s.opt.Accepting()
+}
