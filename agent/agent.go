@@ -95,6 +95,17 @@ type Config struct {
 	User string
 	// ParentAgent is the agent that started this one, for event metadata.
 	ParentAgent string
+	// WrapUpAt is the share (0–1) of any limit (time, cost, tokens,
+	// iterations) at which the model is told, in its next call, to finish
+	// with what it has; 0: never.
+	WrapUpAt float64
+	// Inbox, when set, is called before each model call and returns the
+	// messages sent to the run since (steering): each joins the
+	// conversation as the person's message at that point.
+	Inbox func() []string
+	// CheckAnswer, when set, vets the final answer: an error ends the run
+	// with ErrEmptyResult and that reason. Nil: any answer is success.
+	CheckAnswer func(text string) error
 	// Budget is a cost budget shared with other runs (a parallel group's);
 	// nil means only Limits.MaxCostCents bounds the run's cost.
 	Budget Budget
@@ -257,7 +268,7 @@ func (a *Agent) Run(ctx context.Context, history []llm.Message, input llm.Messag
 		defer cancelT()
 	}
 	r := &run{a: a, ctx: ctx, msgs: append(append(make([]llm.Message, 0, len(history)+8), history...), input),
-		defs: toolDefs(a.cfg.Tools)}
+		defs: toolDefs(a.cfg.Tools), start: start}
 	a.emit(event.New(event.UserMessage, event.TextContent{Text: input.TextContent()}))
 	err := r.loop()
 	a.emitting.Wait()
@@ -285,6 +296,9 @@ type run struct {
 	iter  int
 	text  string
 	seen  inputSeen // the previous request's input, as the provider counted it
+	start time.Time
+	// warned is set once the model was told to wrap up.
+	warned bool
 }
 
 // loop iterates until an answer (nil) or an ending error.
@@ -294,6 +308,7 @@ func (r *run) loop() error {
 		if err := r.stopped(); err != nil {
 			return err
 		}
+		r.addNotes()
 		resp, plan, err := r.callModel()
 		if err != nil {
 			return err
@@ -307,7 +322,10 @@ func (r *run) loop() error {
 			if err := r.a.publishErr(); err != nil {
 				return err
 			}
-			return r.overCapAtEnd(plan, resp)
+			if err := r.overCapAtEnd(plan, resp); err != nil {
+				return err
+			}
+			return r.checkAnswer(resp.Message.TextContent())
 		}
 		if err := r.overBudget(); err != nil {
 			return err

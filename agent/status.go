@@ -15,6 +15,10 @@ var (
 	ErrTokensExceeded     = errors.New("token cap reached")
 	ErrIterationsExceeded = errors.New("iteration cap reached")
 	ErrCancelled          = errors.New("cancelled")
+	// ErrEmptyResult ends a run whose final answer is empty, or misses
+	// what its caller requires (Config.CheckAnswer): status error, never
+	// success.
+	ErrEmptyResult = errors.New("empty_result")
 )
 
 // StatusOf maps a run's ending error (or its context's cause) to a final

@@ -158,7 +158,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	}
 	in.Subagent = subagent.NewManager(subagent.Options{Catalog: in.Catalog, Tools: in.Tools, Store: in.Store, Hub: in.Hub,
 		Roles: roles, MaxConcurrent: cfg.MaxConcurrentSubagents, StallAfter: cfg.StallAfter,
-		ProgressAfter: cfg.ProgressAfter, ProgressEvery: cfg.ProgressEvery,
+		ProgressAfter: cfg.ProgressAfter, ProgressEvery: cfg.ProgressEvery, WrapUpAt: cfg.WrapUpAt,
 		Overflow: subagent.Overflow(cfg.SpawnOverflow), MaxQueued: cfg.MaxQueuedSubagents,
 		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly,
 		Confirm: policy, ConfirmTimeout: cfg.ConfirmTimeout})

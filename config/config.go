@@ -63,6 +63,9 @@ type Config struct {
 	// message cancels it and both are answered as one (AVA_MERGE_WINDOW;
 	// 0 turns it off).
 	MergeWindow time.Duration `yaml:"merge_window"`
+	// WrapUpAt is the share of any of a subagent's limits at which it is
+	// told to finish with what it has (AVA_WRAP_UP_AT; 0 turns it off).
+	WrapUpAt float64 `yaml:"wrap_up_at"`
 
 	Anthropic  Provider `yaml:"anthropic"`
 	OpenAI     Provider `yaml:"openai"`
@@ -116,6 +119,7 @@ func Default() Config {
 		ProgressAfter:          30 * time.Second,
 		ProgressEvery:          time.Minute,
 		MergeWindow:            3 * time.Second,
+		WrapUpAt:               0.8,
 		ConfirmTimeout:         10 * time.Minute,
 	}
 }
@@ -288,6 +292,13 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 			*d = parsed
 		}
 	}
+	if v := getenv("AVA_WRAP_UP_AT"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("AVA_WRAP_UP_AT=%q: not a number like 0.8", v)
+		}
+		c.WrapUpAt = f
+	}
 	if v := getenv("AVA_STALL_AFTER"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -324,6 +335,9 @@ func (c Config) Validate() error {
 	}
 	if c.ConfirmTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("confirm_timeout (AVA_CONFIRM_TIMEOUT): %s, must be positive", c.ConfirmTimeout))
+	}
+	if c.WrapUpAt < 0 || c.WrapUpAt >= 1 {
+		errs = append(errs, fmt.Errorf("wrap_up_at (AVA_WRAP_UP_AT): %g, must be at least 0 (off) and below 1", c.WrapUpAt))
 	}
 	if c.MergeWindow < 0 {
 		errs = append(errs, fmt.Errorf("merge_window (AVA_MERGE_WINDOW): %s, must not be negative", c.MergeWindow))

@@ -188,6 +188,17 @@ func TestStopAndSubagentRoutes(t *testing.T) {
 	if !client.IsStatus(err, 409) {
 		t.Fatalf("message to a running subagent: %v, want 409", err)
 	}
+	// Steering is taken at once, not queued; a main session is not steered.
+	steer, err := e.c.Chat(ctx(t), client.ChatRequest{SessionKey: sa.SessionKey, Message: "a hint", Steer: true})
+	must(t, err)
+	first, err := steer.Next()
+	must(t, err)
+	steer.Close()
+	if first.Type != client.EventSession || strings.Contains(string(first.Data), `"queued":true`) {
+		t.Fatalf("steer: first event %s %s", first.Type, first.Data)
+	}
+	code, body = e.do("POST", "/api/chat", `{"sessionKey":"`+parent+`","message":"x","steer":true}`, nil)
+	wantError(t, code, body, 400, "steer")
 	stop, err := e.c.Stop(ctx(t), sa.SessionKey)
 	must(t, err)
 	if !stop.Stopped {

@@ -101,6 +101,7 @@ func TestPanelInBrowser(t *testing.T) {
 	b.wait(`document.querySelector('.subagent[data-status="running"]')`, "the subagent running again")
 	b.run(chromedp.SendKeys(chromedp.CSS(`textarea`), "FOLLOWUP two"), chromedp.KeyEvent(kb.Enter))
 	b.waitText(`.offer`, "Queue")
+	b.waitText(`.offer button.steer`, "Steer") // a running subagent can be steered instead
 	b.run(chromedp.Click(chromedp.CSS(`.offer button.queue`)))
 	b.waitText(`.msg.assistant`, "queued answered")
 	subKey := b.eval(`document.querySelector('.chat').dataset.session`)

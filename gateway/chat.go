@@ -117,14 +117,18 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	if req.Steer && t.subagentID == "" {
+		fail(w, badRequestf("steer: only a subagent (ava:subagent:S-…) can be steered; a main session's message joins or follows its turn"))
+		return
+	}
 	last, err := s.in.Store.LastSeq(ctx, t.key)
 	if err != nil {
 		fail(w, fmt.Errorf("session %s: %w", t.key, err))
 		return
 	}
-	queued := s.busy(t)
+	queued := s.busy(t) && !req.Steer
 	sub := s.in.Sessions.Follow(t.key, last)
-	turn, err := s.in.Sessions.Send(ctx, t.key, req.Message, session.SendOptions{Queue: req.Queue, Merge: !session.IsSubagentKey(t.key)})
+	turn, err := s.in.Sessions.Send(ctx, t.key, req.Message, session.SendOptions{Queue: req.Queue, Steer: req.Steer, Merge: !session.IsSubagentKey(t.key)})
 	if err != nil {
 		sub.Close()
 		fail(w, err)

@@ -109,6 +109,11 @@ type SendOptions struct {
 	// its subagents, by CancelSubagentsOnStop) and the two messages are
 	// answered as one (seed 003). Otherwise Queue and Supersede apply.
 	Merge bool
+	// Steer delivers a message to a running subagent into its
+	// conversation before its next model call, without cancelling
+	// anything (subagent.Manager.Steer); a finished one gets it as a
+	// follow-up. Only for subagent keys.
+	Steer bool
 	// Model overrides the orchestrator's model for this turn.
 	Model string
 	// Limits bound the turn.
@@ -206,6 +211,9 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 	if IsSubagentKey(key) {
 		return s.sendSubagent(ctx, key, message, opt)
 	}
+	if opt.Steer {
+		return nil, fmt.Errorf("send to %s: steering is for a running subagent (ava:subagent:S-…); a message to a main session joins or follows its turn", key)
+	}
 	if opt.Budget > 0 && s.cfg.Budgets != nil {
 		if err := s.cfg.Budgets.SetSessionBudget(ctx, key, opt.Budget); err != nil {
 			return nil, fmt.Errorf("send to %s: %w", key, err)
@@ -248,7 +256,13 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 // sendSubagent routes a message to a subagent's follow-up path.
 func (s *Service) sendSubagent(ctx context.Context, key, message string, opt SendOptions) (*Turn, error) {
 	id := key[strings.LastIndex(key, ":")+1:]
-	h, err := s.cfg.Subagents.Send(ctx, id, message, opt.Queue)
+	var h *subagent.Handle
+	var err error
+	if opt.Steer {
+		h, err = s.cfg.Subagents.Steer(ctx, id, message)
+	} else {
+		h, err = s.cfg.Subagents.Send(ctx, id, message, opt.Queue)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -68,6 +68,24 @@ func (m *Manager) announceStored(ctx context.Context, run store.Run) error {
 
 // announcement is the [Subagent] message of seed 003: a "[Task: …]"
 // prefix, then the result.
+// writePartial writes what an unfinished run had found.
+func writePartial(b *strings.Builder, p *Partial) {
+	if p == nil {
+		return
+	}
+	b.WriteString("Partial work (it ended before finishing):\n")
+	if p.Text != "" {
+		fmt.Fprintf(b, "Last text: %s\n", p.Text)
+	}
+	for _, t := range p.ToolResults {
+		mark := "ok"
+		if !t.OK {
+			mark = "failed"
+		}
+		fmt.Fprintf(b, "- %s (%s): %s\n", t.Tool, mark, strings.Join(strings.Fields(t.Excerpt), " "))
+	}
+}
+
 func announcement(session, runID, task string, r Result) store.Message {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[Task: %s]\n", firstLine(task, 200))
@@ -88,6 +106,7 @@ func announcement(session, runID, task string, r Result) store.Message {
 		}
 		fmt.Fprintf(&b, "Output (%s):\n%s\n", r.OutputFormat, out)
 	}
+	writePartial(&b, r.Partial)
 	text := b.String()
 	// The model reads the result as untrusted data (a subagent's answer
 	// may carry what a web page told it); people read it as it is.

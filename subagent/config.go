@@ -6,9 +6,12 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/tool"
 )
 
 // Mode is how a subagent was started.
@@ -108,6 +111,93 @@ type Result struct {
 	DurationSeconds float64          `json:"duration_seconds"`
 	Iterations      int              `json:"iterations"`
 	Error           string           `json:"error,omitempty"`
+	// Partial is what a run that a limit or a stop ended had found: its
+	// last text and what its tools returned (seed 001's result, extended).
+	Partial *Partial `json:"partial,omitempty"`
+}
+
+// Partial is the work of a run that did not finish.
+type Partial struct {
+	// Text is the last text the model wrote.
+	Text string `json:"text,omitempty"`
+	// ToolResults are the last tool results, oldest first, each cut to an
+	// excerpt.
+	ToolResults []PartialTool `json:"tool_results,omitempty"`
+}
+
+// PartialTool is one tool result of a Partial.
+type PartialTool struct {
+	Tool    string `json:"tool"`
+	OK      bool   `json:"ok"`
+	Excerpt string `json:"excerpt"`
+}
+
+// Bounds of a Partial: the last partialTools results, partialExcerpt
+// bytes of each, partialText bytes of the text.
+const (
+	partialTools   = 10
+	partialExcerpt = 300
+	partialText    = 4000
+)
+
+// partialOf collects a Partial from the messages of an unfinished turn;
+// nil when it had found nothing.
+func partialOf(text string, msgs []llm.Message) *Partial {
+	names := map[string]string{}
+	var tools []PartialTool
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			switch b.Type {
+			case llm.BlockToolCall:
+				names[b.ToolCallID] = b.ToolName
+			case llm.BlockToolResult:
+				tools = append(tools, PartialTool{Tool: names[b.ToolCallID], OK: !b.IsError, Excerpt: cut(tool.UntrustedBody(b.Content), partialExcerpt)})
+			}
+		}
+	}
+	if len(tools) > partialTools {
+		tools = tools[len(tools)-partialTools:]
+	}
+	p := &Partial{Text: cut(text, partialText), ToolResults: tools}
+	if p.Text == "" && len(p.ToolResults) == 0 {
+		return nil
+	}
+	return p
+}
+
+// cut shortens s to at most n bytes on a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// checkRequired reports the fields of required that the answer's
+// structured output lacks (nil when there are none to require).
+func checkRequired(text string, required []string) error {
+	if len(required) == 0 {
+		return nil
+	}
+	out, _, _, format := parseAnswer(text)
+	var fields map[string]json.RawMessage
+	if format != "json" || json.Unmarshal(out, &fields) != nil {
+		return fmt.Errorf("the role requires structured output with %s, and the answer has no JSON object", strings.Join(required, ", "))
+	}
+	var missing []string
+	for _, f := range required {
+		if v, ok := fields[f]; !ok || string(v) == "null" {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the structured output misses %s, which the role requires", strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 var fenced = regexp.MustCompile("(?s)```(?:json)?\\s*(\\{.*?\\})\\s*```")

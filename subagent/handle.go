@@ -44,6 +44,7 @@ type Handle struct {
 	result     *Result
 	messages   []llm.Message // the conversation so far
 	queue      []string      // follow-ups waiting for the current run
+	steers     []string      // messages for the running turn's next model call
 	done       chan struct{} // closed when the current run (and queue) ends
 	spawned    chan struct{} // closed once SubagentSpawn is in the parent's stream, or the run ended without one
 	spawnOnce  sync.Once

@@ -66,7 +66,10 @@ type Options struct {
 	// notices); ProgressEvery is the interval of the next ones (default
 	// 60 s).
 	ProgressAfter, ProgressEvery time.Duration
-	Workspace                    string
+	// WrapUpAt is the share of any limit at which a run is told to finish
+	// with what it has (agent.Config.WrapUpAt); 0: never.
+	WrapUpAt  float64
+	Workspace string
 	Logger                       *slog.Logger
 	// Clock is the time source of the manager and its runs (default
 	// time.Now); tests give a fixed or stepped one.

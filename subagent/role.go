@@ -37,6 +37,10 @@ type Role struct {
 	// ReadOnlyWorkspace makes the workspace read-only to the role's
 	// process tools.
 	ReadOnlyWorkspace bool
+	// RequiredOutput lists the fields the role's structured output must
+	// have: a final answer without them ends the run error
+	// (empty_result), never success.
+	RequiredOutput []string
 	// Prompt is extra instructions appended to the system prompt (a
 	// custom role's Markdown body).
 	Prompt string
@@ -116,6 +120,7 @@ type roleFile struct {
 	ExtendedThinking bool     `yaml:"extended_thinking"`
 	Network          bool     `yaml:"network"`
 	ReadOnly         bool     `yaml:"read_only_workspace"`
+	RequiredOutput   []string `yaml:"required_output"`
 }
 
 // RoleError is a role file that could not be loaded.
@@ -162,6 +167,7 @@ func ParseRole(path string, data []byte, known func(string) bool) (Role, error) 
 	}
 	r := Role{Name: rf.Name, Description: rf.Description, Tools: rf.Tools, Model: rf.Model, Limits: DefaultLimits,
 		ExtendedThinking: rf.ExtendedThinking, Network: rf.Network, ReadOnlyWorkspace: rf.ReadOnly,
+		RequiredOutput: rf.RequiredOutput,
 		Prompt: strings.TrimSpace(string(body)), Source: path}
 	if r.Model == "" {
 		r.Model = "sonnet"

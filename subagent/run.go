@@ -52,6 +52,9 @@ func taskPrompt(c Config) string {
 func (h *Handle) nextQueued(res agent.Result) (string, bool) {
 	closed := h.m.isClosed()
 	h.mu.Lock()
+	// Steers the run did not read come first: they were sent before
+	// anything queued after the run ended.
+	h.queue, h.steers = append(h.steers, h.queue...), nil
 	if len(h.queue) > 0 && res.Status != lifecycle.Cancelled && !closed {
 		next := h.queue[0]
 		h.queue = h.queue[1:]
@@ -94,6 +97,9 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		User:        h.req.User,
 		ParentAgent: h.req.Parent.AgentID,
 		Budget:      h.req.group.sharedBudget(),
+		WrapUpAt:    m.opt.WrapUpAt,
+		Inbox:       h.takeSteers,
+		CheckAnswer: h.checkAnswer,
 		Publisher:   h.m.opt.Hub,
 		Clock:       m.now,
 		Logger:      m.log.With("subagent", h.id),
@@ -121,6 +127,22 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	}
 	res := a.Run(ctx, history, input)
 	return h.finish(res, len(history), start)
+}
+
+// takeSteers returns the messages steered into the run since the last
+// model call (agent.Config.Inbox).
+func (h *Handle) takeSteers() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.steers
+	h.steers = nil
+	return s
+}
+
+// checkAnswer vets the final answer against the role's required output
+// fields (agent.Config.CheckAnswer; the agent refuses an empty one).
+func (h *Handle) checkAnswer(text string) error {
+	return checkRequired(text, h.role.RequiredOutput)
 }
 
 // parentContext is the group's context for a group member, else the
@@ -223,7 +245,7 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 	if errors.Is(res.Err, ErrClosed) {
 		res.Status = lifecycle.Interrupted
 	}
-	result := h.buildResult(res)
+	result := h.buildResult(res, prior)
 	if h.isQueued() {
 		result.Output, result.OutputFormat = json.RawMessage("null"), "none"
 		result.Summary = fmt.Sprintf("%s (%s)", queuedSummary, res.Status)
@@ -278,11 +300,16 @@ func (h *Handle) conversation(msgs []llm.Message, prior int) []store.Message {
 }
 
 // buildResult turns the loop's result into the subagent's result.
-func (h *Handle) buildResult(res agent.Result) Result {
+// A turn that a limit or a stop ended keeps what it had found in
+// Partial (the messages after prior are the turn's own).
+func (h *Handle) buildResult(res agent.Result, prior int) Result {
 	r := Result{SubagentID: h.id, Status: res.Status, TokensUsed: res.Usage.Total(), CostCents: res.CostCents,
 		DurationSeconds: res.Duration.Seconds(), Iterations: res.Iterations}
 	if res.Err != nil && res.Status != lifecycle.Success {
 		r.Error = res.Err.Error()
+	}
+	if res.Status != lifecycle.Success && res.Status != lifecycle.Error && prior <= len(res.Messages) {
+		r.Partial = partialOf(res.Text, res.Messages[prior:])
 	}
 	if res.Status == lifecycle.Cancelled || res.Status == lifecycle.Interrupted {
 		r.Output, r.OutputFormat, r.Summary = json.RawMessage("null"), "none", "stopped before finishing"

@@ -17,6 +17,20 @@ import (
 // for when the current turn ends if queue is set, and refused with
 // ErrBusy otherwise. It returns at once.
 func (m *Manager) Send(ctx context.Context, id, message string, queue bool) (*Handle, error) {
+	return m.send(ctx, id, message, queue, false)
+}
+
+// Steer delivers a message into a running subagent's conversation
+// without cancelling anything: the run reads it before its next model
+// call, as the person's message at that point (its stream shows it
+// there). Steers arrive in the order sent. One that its run no longer
+// reads (the run ended first) becomes a follow-up turn: it is never
+// lost. A finished subagent gets it as a follow-up, like Send.
+func (m *Manager) Steer(ctx context.Context, id, message string) (*Handle, error) {
+	return m.send(ctx, id, message, true, true)
+}
+
+func (m *Manager) send(ctx context.Context, id, message string, queue, steer bool) (*Handle, error) {
 	if strings.TrimSpace(message) == "" {
 		return nil, fmt.Errorf("send to %s: empty message", id)
 	}
@@ -30,7 +44,11 @@ func (m *Manager) Send(ctx context.Context, id, message string, queue bool) (*Ha
 		if !queue {
 			return nil, fmt.Errorf("send to %s: %w (status %s); ask to queue the message or wait", h.id, ErrBusy, h.status)
 		}
-		h.queue = append(h.queue, message)
+		if steer {
+			h.steers = append(h.steers, message)
+		} else {
+			h.queue = append(h.queue, message)
+		}
 		return h, nil
 	}
 	done := h.done

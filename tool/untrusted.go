@@ -40,6 +40,19 @@ func Untrusted(source, text string) string {
 	return fmt.Sprintf("<untrusted source=\"%s\">\n%s\n</untrusted>", attrEscaper.Replace(source), EscapeUntrusted(text))
 }
 
+// UntrustedBody is the text inside a block Untrusted made (still
+// escaped), or s itself when it is not one.
+func UntrustedBody(s string) string {
+	if !strings.HasPrefix(s, "<untrusted source=\"") || !strings.HasSuffix(s, "\n</untrusted>") {
+		return s
+	}
+	i := strings.Index(s, "\">\n")
+	if i < 0 {
+		return s
+	}
+	return strings.TrimSuffix(s[i+3:], "\n</untrusted>")
+}
+
 // attrEscaper keeps a source label inside its quotes and on one line.
 var attrEscaper = strings.NewReplacer(`"`, "&quot;", "<", "&lt;", ">", "&gt;", "&", "&amp;", "\n", " ", "\r", " ")
 

@@ -33,7 +33,7 @@ type Backend interface {
 	// request within the merge window, else queued behind it.
 	Send(ctx context.Context, message string) error
 	// SendTo sends a message to a subagent's session: steered into its
-	// queue while it runs, a follow-up once it ended.
+	// conversation while it runs, a follow-up once it ended.
 	SendTo(ctx context.Context, key, message string) error
 	// Stop stops what runs in a session: the chat's own (key "") or a
 	// subagent's.
@@ -139,7 +139,7 @@ func (l *Local) Send(ctx context.Context, message string) error {
 // SendTo sends a message to a subagent's session.
 func (l *Local) SendTo(ctx context.Context, key, message string) error {
 	opt := l.Options
-	opt.Queue, opt.Merge, opt.Model, opt.Limits = true, false, "", session.Limits{}
+	opt.Steer, opt.Merge, opt.Model, opt.Limits, opt.Budget = true, false, "", session.Limits{}, 0
 	_, err := l.Sessions.Send(ctx, key, message, opt)
 	return err
 }
@@ -273,7 +273,7 @@ func readStream(s *client.Stream, after uint64, emit func(event.Event)) (uint64,
 func (r *Remote) Send(ctx context.Context, message string) error {
 	r.mu.Lock() // one first message names a new session
 	defer r.mu.Unlock()
-	key, err := r.post(ctx, r.key, message)
+	key, err := r.post(ctx, client.ChatRequest{SessionKey: r.key, Message: message, Queue: true})
 	if err == nil && r.key == "" {
 		r.key = key
 		close(r.named)
@@ -283,14 +283,14 @@ func (r *Remote) Send(ctx context.Context, message string) error {
 
 // SendTo sends a message to a subagent's session.
 func (r *Remote) SendTo(ctx context.Context, key, message string) error {
-	_, err := r.post(ctx, key, message)
+	_, err := r.post(ctx, client.ChatRequest{SessionKey: key, Message: message, Steer: true})
 	return err
 }
 
 // post sends a message with POST /api/chat and returns the session key
 // from the stream's first event.
-func (r *Remote) post(ctx context.Context, key, message string) (string, error) {
-	s, err := r.Client.Chat(ctx, client.ChatRequest{SessionKey: key, Message: message, Queue: true})
+func (r *Remote) post(ctx context.Context, req client.ChatRequest) (string, error) {
+	s, err := r.Client.Chat(ctx, req)
 	if err != nil {
 		return "", err
 	}

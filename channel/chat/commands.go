@@ -14,7 +14,8 @@ import (
 const help = `Commands:
   /ps               the running subagents of this session
   /stop [ID]        stop a subagent, or (no ID) the current request
-  /send ID message  a message to a subagent (a follow-up once it ended)
+  /send ID message  steer a running subagent (it reads it before its next
+                    step, nothing is stopped), or a follow-up once it ended
   /logs [ID]        the last steps of a subagent, or of this session
   /yes [P-ID]       confirm the pending proposal
   /help             this list
@@ -112,7 +113,7 @@ func (m *model) sendTo(id, message string) tea.Cmd {
 		if err := m.b.SendTo(m.ctx, subagentKey(id), message); err != nil {
 			return noteMsg("⚠️ send to " + id + ": " + err.Error())
 		}
-		return noteMsg("✉️ sent to " + id + " (its answer is announced here when it ends)")
+		return noteMsg("✉️ sent to " + id + " (a running subagent reads it before its next step; its answer is announced here when it ends)")
 	}
 }
 

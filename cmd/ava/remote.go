@@ -196,14 +196,16 @@ func newStopCmd(a *App) *cobra.Command {
 }
 
 func newSendCmd(a *App) *cobra.Command {
-	var queue, asJSON bool
+	var queue, steer, asJSON bool
 	cmd := &cobra.Command{
-		Use:   `send S-xxxxxx|SESSION_KEY [--queue] "message"`,
+		Use:   `send S-xxxxxx|SESSION_KEY [--queue|--steer] "message"`,
 		Short: "Send a message to a subagent or a session (through the daemon)",
 		Long: `Send a follow-up message to a subagent (it resumes with its conversation) or
 to a main session, and print the answer when the turn ends. While it runs,
 the message is refused unless --queue, which delivers it when the running
-turn ends. Ctrl-C stops waiting; the turn goes on in the daemon.`,
+turn ends, or (for a running subagent) --steer, which delivers it into its
+conversation before its next model call without stopping it. Ctrl-C stops
+waiting; the turn goes on in the daemon.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.daemon()
@@ -211,11 +213,13 @@ turn ends. Ctrl-C stops waiting; the turn goes on in the daemon.`,
 				return err
 			}
 			return send(cmd.Context(), a, c, client.ChatRequest{SessionKey: sessionKeyOf(args[0]),
-				Message: strings.Join(args[1:], " "), Queue: queue}, asJSON)
+				Message: strings.Join(args[1:], " "), Queue: queue, Steer: steer}, asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&queue, "queue", false, "deliver the message when the running turn ends instead of refusing it")
+	cmd.Flags().BoolVar(&steer, "steer", false, "for a running subagent: deliver the message into its conversation before its next model call, without stopping it")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the turn's result as JSON")
+	cmd.MarkFlagsMutuallyExclusive("queue", "steer")
 	return cmd
 }
 

@@ -27,6 +27,10 @@ type ChatRequest struct {
 	// Queue delivers the message when the running turn ends instead of
 	// refusing it with 409.
 	Queue bool `json:"queue,omitempty"`
+	// Steer delivers a message to a running subagent into its
+	// conversation before its next model call, without cancelling it; a
+	// finished subagent gets it as a follow-up. Subagent keys only.
+	Steer bool `json:"steer,omitempty"`
 }
 
 // ChatStart is the data of a turn stream's first event.

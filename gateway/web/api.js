@@ -70,11 +70,12 @@ export function postJSON(path, body, signal) {
  * {sessionKey, queued} once the daemon has taken it; the turn's events
  * are read from the session's stream (see follow), so this stream is
  * closed at once, which does not stop the turn. A busy session rejects
- * with an HTTPError of status 409 unless queue is set.
+ * with an HTTPError of status 409 unless queue is set; steer delivers a
+ * message to a running subagent before its next step.
  */
-export async function sendMessage(sessionKey, message, queue = false) {
+export async function sendMessage(sessionKey, message, { queue = false, steer = false } = {}) {
   const ctl = new AbortController();
-  const res = await postJSON('/api/chat', { sessionKey, message, queue }, ctl.signal);
+  const res = await postJSON('/api/chat', { sessionKey, message, queue, steer }, ctl.signal);
   try {
     for await (const m of readEvents(res)) {
       if (m.event === 'session') return JSON.parse(m.data);

@@ -109,11 +109,11 @@ export function Chat({ sessionKey, title, subagent, onStarted, onOpen, onBack })
   }, [sessionKey]);
 
   const running = subagent?.status ? !isFinal(subagent.status) : s.state ? s.state !== 'idle' : s.running;
-  const send = async (text, queue) => {
+  const send = async (text, how) => {
     const mine = { text, queued: false };
     setPending((p) => [...p, mine]);
     try {
-      const res = await sendMessage(sessionKey || undefined, text, queue);
+      const res = await sendMessage(sessionKey || undefined, text, how);
       if (res.queued) setPending((p) => p.map((m) => (m === mine ? { ...m, queued: true } : m)));
       if (!sessionKey) onStarted(res.sessionKey);
     } catch (err) {
@@ -125,7 +125,7 @@ export function Chat({ sessionKey, title, subagent, onStarted, onOpen, onBack })
     <section class="chat" data-session=${sessionKey} data-conn=${s.conn}>
       <${ChatHeader} ...${{ title, s, subagent, sessionKey, running, onBack }} />
       <${Messages} s=${s} pending=${pending} onOpen=${onOpen} typing=${typing(s, subagent, running)} />
-      <${Composer} send=${send} placeholder=${subagent ? `Message ${subagent.role} ${subagent.id}` : 'Message Ava'} />
+      <${Composer} send=${send} canSteer=${!!subagent} placeholder=${subagent ? `Message ${subagent.role} ${subagent.id}` : 'Message Ava'} />
     </section>`;
 }
 
@@ -272,16 +272,16 @@ function ToolLine({ it }) {
  * The message box: Enter sends, Shift+Enter starts a new line. A busy
  * session's 409 offers to queue the message instead.
  */
-function Composer({ send, placeholder }) {
+function Composer({ send, placeholder, canSteer }) {
   const [text, setText] = useState('');
   const [busy, setBusy] = useState(null); // the text a 409 refused
   const [error, setError] = useState('');
-  const submit = async (queue = false) => {
+  const submit = async (how = {}) => {
     const msg = (busy ?? text).trim();
     if (!msg) return;
     setError('');
     try {
-      await send(msg, queue);
+      await send(msg, how);
       setText('');
       setBusy(null);
     } catch (err) {
@@ -292,15 +292,18 @@ function Composer({ send, placeholder }) {
   const onKeyDown = (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
-      submit(false);
+      submit();
     }
   };
   return html`
-    <form class="composer" onSubmit=${(e) => { e.preventDefault(); submit(false); }}>
+    <form class="composer" onSubmit=${(e) => { e.preventDefault(); submit(); }}>
       ${busy != null && html`
         <div class="offer" role="alert">
-          <span>Still running. Queue this message for when the current turn ends?</span>
-          <button type="button" class="queue" onClick=${() => submit(true)}>Queue</button>
+          <span>${canSteer
+            ? 'Still running. Steer it (it reads your message before its next step, nothing stops) or queue the message for when it ends?'
+            : 'Still running. Queue this message for when the current turn ends?'}</span>
+          ${canSteer && html`<button type="button" class="steer" onClick=${() => submit({ steer: true })}>Steer</button>`}
+          <button type="button" class="queue" onClick=${() => submit({ queue: true })}>Queue</button>
           <button type="button" class="ghost" onClick=${() => setBusy(null)}>Cancel</button>
         </div>`}
       ${error && html`<div class="offer error" role="alert">${error}</div>`}

@@ -1,0 +1,176 @@
+package subagent_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/subagent"
+)
+
+// requestHas reports whether a request's last user message holds text.
+func requestHas(req *llm.Request, text string) bool {
+	last := req.Messages[len(req.Messages)-1]
+	return last.Role == llm.RoleUser && strings.Contains(last.TextContent(), text)
+}
+
+// TestSteerReachesTheNextModelCall: two messages steered into a running
+// subagent are in its next model request, in order, and in its stream as
+// the person's messages; nothing is cancelled and the run succeeds.
+func TestSteerReachesTheNextModelCall(t *testing.T) {
+	h := newHarness(t, `
+turns:
+  - tool_calls: [{name: read_file, args: {path: a}}]
+    delay: 500ms
+  - text: "done, with your hint"
+`, nil)
+	hd := h.spawn(t, subagent.Config{Role: "researcher", Task: "look"})
+	h.model.waitCall(t)
+	for _, msg := range []string{"also check b", "and c"} {
+		if _, err := h.m.Steer(context.Background(), hd.ID(), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := wait(t, hd)
+	if r.Status != lifecycle.Success {
+		t.Fatalf("status %s (%s), want success: steering cancels nothing", r.Status, r.Error)
+	}
+	reqs := h.model.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls, want 2", len(reqs))
+	}
+	last := reqs[1].Messages[len(reqs[1].Messages)-1].TextContent()
+	if i, j := strings.Index(last, "also check b"), strings.Index(last, "and c"); i < 0 || j < i {
+		t.Fatalf("second request's last message %q: want both steers, in order", last)
+	}
+	var users []string
+	evs, err := h.store.ReadEvents(context.Background(), hd.SessionKey(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.Type == event.UserMessage {
+			var c event.TextContent
+			_ = ev.Decode(&c)
+			users = append(users, c.Text)
+		}
+	}
+	if len(users) != 3 || users[1] != "also check b" || users[2] != "and c" {
+		t.Fatalf("user messages in the stream %q", users)
+	}
+}
+
+// TestSteerAtTheEndBecomesAFollowUp: a message steered while the run
+// gives its final answer (no model call left to read it) runs as a
+// follow-up turn: never lost.
+func TestSteerAtTheEndBecomesAFollowUp(t *testing.T) {
+	h := newHarness(t, `
+turns:
+  - text: "first answer"
+    delay: 500ms
+  - text: "answer to the late steer"
+`, nil)
+	hd := h.spawn(t, subagent.Config{Role: "researcher", Task: "look"})
+	h.model.waitCall(t)
+	if _, err := h.m.Steer(context.Background(), hd.ID(), "one more thing"); err != nil {
+		t.Fatal(err)
+	}
+	r := wait(t, hd)
+	if r.Status != lifecycle.Success || r.Summary != "answer to the late steer" {
+		t.Fatalf("result %+v: want the follow-up's answer", r)
+	}
+	reqs := h.model.requests()
+	if len(reqs) != 2 || !requestHas(reqs[1], "one more thing") {
+		t.Fatalf("%d calls; the late steer was not the follow-up's input", len(reqs))
+	}
+}
+
+// TestWrapUpNoteBeforeTheCap: at 80% of the iterations the model is told
+// to finish, in the request before the cap.
+func TestWrapUpNoteBeforeTheCap(t *testing.T) {
+	h := newHarness(t, `
+turns:
+  - tool_calls: [{name: read_file, args: {path: a}}]
+  - tool_calls: [{name: read_file, args: {path: b}}]
+  - tool_calls: [{name: read_file, args: {path: c}}]
+  - tool_calls: [{name: read_file, args: {path: d}}]
+  - text: "wrapped up"
+`, func(o *subagent.Options) { o.WrapUpAt = 0.8 })
+	hd := h.spawn(t, subagent.Config{Role: "researcher", Task: "look", MaxIterations: 5})
+	r := wait(t, hd)
+	if r.Status != lifecycle.Success {
+		t.Fatalf("status %s: %s", r.Status, r.Error)
+	}
+	reqs := h.model.requests()
+	for i, req := range reqs {
+		told := requestHas(req, "Finish now with what you have")
+		if want := i == 3; told != want { // call 4 of 5 is 80%
+			t.Errorf("call %d: told to wrap up %v, want %v", i+1, told, want)
+		}
+	}
+}
+
+// TestLimitKeepsPartialWork: a run the iteration cap ends keeps its last
+// text and what its tools returned; so does a timed-out one.
+func TestLimitKeepsPartialWork(t *testing.T) {
+	h := newHarness(t, `
+conversations:
+  - match: "SLOW"
+    turns:
+      - text: "looking at a"
+        tool_calls: [{name: read_file, args: {path: a}}]
+      - text: "never"
+        delay: 1h
+  - turns:
+      - text: "looking at a"
+        tool_calls: [{name: read_file, args: {path: a}}]
+      - text: "now b"
+        tool_calls: [{name: read_file, args: {path: b}}]
+      - text: "never"
+`, nil)
+	r := wait(t, h.spawn(t, subagent.Config{Role: "researcher", Task: "look", MaxIterations: 2}))
+	if r.Status != lifecycle.IterationsExceeded || r.Partial == nil {
+		t.Fatalf("result %+v: want iterations_exceeded with partial", r)
+	}
+	// The cap ends it before the second call's tool runs.
+	if r.Partial.Text != "now b" || len(r.Partial.ToolResults) != 1 || r.Partial.ToolResults[0].Tool != "read_file" ||
+		r.Partial.ToolResults[0].Excerpt != "ran read_file" {
+		t.Fatalf("partial %+v", r.Partial)
+	}
+	r = wait(t, h.spawn(t, subagent.Config{Role: "researcher", Task: "SLOW look", Timeout: 2}))
+	if r.Status != lifecycle.Timeout || r.Partial == nil || r.Partial.Text != "looking at a" || len(r.Partial.ToolResults) != 1 {
+		t.Fatalf("timed out: %+v (partial %+v)", r, r.Partial)
+	}
+}
+
+// TestEmptyAnswerIsNotSuccess: an empty final answer, or one missing a
+// field the role requires, ends the run error with empty_result.
+func TestEmptyAnswerIsNotSuccess(t *testing.T) {
+	h := newHarness(t, `
+conversations:
+  - match: "EMPTY"
+    turns:
+      - text: "   "
+  - match: "FIELDS"
+    turns:
+      - text: '{"summary": "s", "findings": null}'
+  - turns:
+      - text: '{"summary": "s", "findings": ["x"]}'
+`, func(o *subagent.Options) {
+		o.Roles = map[string]subagent.Role{"auditor": {Name: "auditor", Tools: []string{"read_file"}, Model: "haiku",
+			Limits: subagent.DefaultLimits, RequiredOutput: []string{"findings"}}}
+	})
+	for task, want := range map[string]lifecycle.Status{"EMPTY": lifecycle.Error, "FIELDS": lifecycle.Error, "fine": lifecycle.Success} {
+		r := wait(t, h.spawn(t, subagent.Config{Role: "auditor", Task: task}))
+		if r.Status != want {
+			t.Errorf("%s: status %s (%s), want %s", task, r.Status, r.Error, want)
+		}
+		if want == lifecycle.Error && !strings.Contains(r.Error, agent.ErrEmptyResult.Error()) {
+			t.Errorf("%s: error %q, want empty_result", task, r.Error)
+		}
+	}
+}
