@@ -58,10 +58,54 @@ type ErrorContent struct {
 type SessionContent struct {
 	// Status is the run's final status (SessionEnd).
 	Status lifecycle.Status `json:"status,omitempty"`
+	// Spend is the session's spend so far, rolled up (an orchestrator
+	// turn's SessionEnd).
+	Spend *Spend `json:"spend,omitempty"`
 	// Model is the model the session runs on.
 	Model string `json:"model,omitempty"`
 	// Offline is set when the model is the offline scripted one.
 	Offline bool `json:"offline,omitempty"`
+}
+
+// Spend is a session's spend rolled up: its own (the orchestrator's
+// turns), that of all its subagents, the total, and the total per model.
+type Spend struct {
+	Own       Usage        `json:"own"`
+	Subagents Usage        `json:"subagents"`
+	Total     Usage        `json:"total"`
+	ByModel   []ModelSpend `json:"byModel,omitempty"`
+}
+
+// Usage is tokens and cost.
+type Usage struct {
+	Tokens    int     `json:"tokens"`
+	CostCents float64 `json:"costCents"`
+}
+
+// ModelSpend is a session's spend on one model (own and subagents').
+type ModelSpend struct {
+	Model string `json:"model"`
+	Usage
+}
+
+// Add adds one source's spend on a model to the roll-up.
+func (s *Spend) Add(subagents bool, model string, u Usage) {
+	part := &s.Own
+	if subagents {
+		part = &s.Subagents
+	}
+	part.Tokens += u.Tokens
+	part.CostCents += u.CostCents
+	s.Total.Tokens += u.Tokens
+	s.Total.CostCents += u.CostCents
+	for i := range s.ByModel {
+		if s.ByModel[i].Model == model {
+			s.ByModel[i].Tokens += u.Tokens
+			s.ByModel[i].CostCents += u.CostCents
+			return
+		}
+	}
+	s.ByModel = append(s.ByModel, ModelSpend{Model: model, Usage: u})
 }
 
 // SubagentSpawnContent is the content of a SubagentSpawn or

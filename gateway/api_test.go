@@ -302,3 +302,54 @@ func TestNoDaemonIsNamed(t *testing.T) {
 		t.Fatalf("%v, want ErrNoDaemon", err)
 	}
 }
+
+// TestSpendRollUp: after a parallel group, a session's spend is its own
+// turns plus its two subagents, by model, in GET /api/sessions/{key} and
+// in the turn's SessionEnd.
+func TestSpendRollUp(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	_, evs, res := e.chat(client.ChatRequest{Message: "GROUPTWO please"})
+	if res.Status != "success" {
+		t.Fatalf("turn %+v", res)
+	}
+	got, err := e.c.Session(ctx(t), res.Session)
+	must(t, err)
+	sp := got.Spend
+	runs, err := e.c.Subagents(ctx(t), client.SubagentFilter{Parent: res.Session})
+	must(t, err)
+	subTokens := 0
+	for _, r := range runs {
+		subTokens += r.Tokens
+	}
+	if len(runs) != 2 || sp.Subagents.Tokens != subTokens || subTokens != 2*110 {
+		t.Fatalf("subagents: %d runs, %d tokens; roll-up %+v", len(runs), subTokens, sp.Subagents)
+	}
+	if sp.Own.Tokens != 750 || sp.Total.Tokens != sp.Own.Tokens+sp.Subagents.Tokens ||
+		sp.Total.CostCents != sp.Own.CostCents+sp.Subagents.CostCents {
+		t.Fatalf("own %+v + subagents %+v != total %+v", sp.Own, sp.Subagents, sp.Total)
+	}
+	byModel := 0
+	for _, m := range sp.ByModel {
+		byModel += m.Tokens
+	}
+	if byModel != sp.Total.Tokens {
+		t.Fatalf("by model %+v sums to %d, total %d", sp.ByModel, byModel, sp.Total.Tokens)
+	}
+	var end struct {
+		Content struct {
+			Spend client.Spend `json:"spend"`
+		} `json:"content"`
+	}
+	for _, ev := range evs {
+		if ev.Type == "SessionEnd" {
+			must(t, json.Unmarshal(ev.Data, &end))
+		}
+	}
+	if end.Content.Spend.Total != sp.Total {
+		t.Fatalf("SessionEnd spend %+v, session %+v", end.Content.Spend, sp)
+	}
+	_, err = e.c.Session(ctx(t), "ava:web:nosuch")
+	if !client.IsStatus(err, 404) {
+		t.Fatalf("unknown session: %v", err)
+	}
+}

@@ -45,9 +45,18 @@ const script = `conversations:
           - name: spawn_subagent
             args: {role: researcher, task: "BLOCKTASK child", model: "MODEL", background: true}
       - text: "parent done"
+  - match: "GROUPTWO"
+    turns:
+      - tool_calls:
+          - name: spawn_subagents
+            args: {mode: parallel, tasks: [{role: researcher, task: "first half", model: "MODEL"}, {role: researcher, task: "second half", model: "MODEL"}]}
+        usage: {input: 300, output: 20}
+      - text: "group done"
+        usage: {input: 400, output: 30}
   - match: "specialized .* subagent"
     turns:
       - text: "subagent answer"
+        usage: {input: 100, output: 10}
   - turns:
       - text: "hello back"
       - text: "second answer"

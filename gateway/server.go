@@ -162,6 +162,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("POST /api/subagents", s.spawn)
 	mux.HandleFunc("GET /api/subagents/{id}", s.getSubagent)
 	mux.HandleFunc("GET /api/sessions", s.listSessions)
+	mux.HandleFunc("GET /api/sessions/{key}", s.getSession)
 	mux.HandleFunc("GET /api/spawns", s.listSpawns)
 	mux.HandleFunc("POST /api/spawns/{id}/confirm", s.confirmSpawn)
 	mux.HandleFunc("GET /api/logs", s.logs)

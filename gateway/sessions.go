@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/gateway/client"
 	"github.com/avaagent/ava/store"
 )
@@ -32,11 +34,56 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]client.Session, 0, len(stored))
 	for _, ss := range stored {
-		out = append(out, client.Session{Key: ss.Key, State: string(s.in.Sessions.State(ss.Key)), CreatedAt: ss.CreatedAt,
-			UpdatedAt: ss.UpdatedAt, SpentCents: ss.SpentCents, BudgetCents: ss.BudgetCents,
-			RunningSubagents: len(s.in.Sessions.Subagents(ss.Key))})
+		v, err := s.sessionView(r.Context(), ss)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		out = append(out, v)
 	}
 	writeJSON(w, http.StatusOK, client.SessionList{Sessions: out})
+}
+
+// getSession answers GET /api/sessions/{key}: one main session, with
+// its state and spend.
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	if err := checkKey(key); err != nil {
+		fail(w, err)
+		return
+	}
+	ss, err := s.in.Store.GetSession(r.Context(), key)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	v, err := s.sessionView(r.Context(), ss)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// sessionView is a stored session as the API shows it: its live state,
+// running subagents and spend rolled up.
+func (s *Server) sessionView(ctx context.Context, ss store.Session) (client.Session, error) {
+	sp, err := s.in.Store.SessionSpend(ctx, ss.Key)
+	if err != nil {
+		return client.Session{}, err
+	}
+	return client.Session{Key: ss.Key, State: string(s.in.Sessions.State(ss.Key)), CreatedAt: ss.CreatedAt,
+		UpdatedAt: ss.UpdatedAt, SpentCents: ss.SpentCents, BudgetCents: ss.BudgetCents,
+		RunningSubagents: len(s.in.Sessions.Subagents(ss.Key)), Spend: wireSpend(sp)}, nil
+}
+
+// wireSpend is a spend roll-up in the API's form (the same JSON).
+func wireSpend(sp event.Spend) client.Spend {
+	out := client.Spend{Own: client.Usage(sp.Own), Subagents: client.Usage(sp.Subagents), Total: client.Usage(sp.Total)}
+	for _, m := range sp.ByModel {
+		out.ByModel = append(out.ByModel, client.ModelSpend{Model: m.Model, Tokens: m.Tokens, CostCents: m.CostCents})
+	}
+	return out
 }
 
 // intParam reads a non-negative integer parameter.

@@ -31,7 +31,8 @@ type History interface {
 // Sessions keeps sessions' budgets and spend (store.Store has it).
 type Sessions interface {
 	GetSession(ctx context.Context, key string) (store.Session, error)
-	AddSessionSpend(ctx context.Context, key string, cents float64) error
+	AddSessionSpend(ctx context.Context, key string, s store.Spend) error
+	SessionSpend(ctx context.Context, key string) (event.Spend, error)
 }
 
 // Config is what the orchestrator needs.
@@ -77,15 +78,20 @@ func New(cfg Config) *Orchestrator {
 // until an answer or a limit. The result's Err is also returned when the
 // history could not be loaded or saved.
 func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (agent.Result, error) {
+	// Read even when the turn is already cancelled (a message merged into
+	// the next one at once): the turn then still starts and ends
+	// cancelled in the session's stream and the audit log.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	var history []llm.Message
 	if o.cfg.History != nil {
-		h, err := o.cfg.History.Load(ctx, session)
+		h, err := o.cfg.History.Load(rctx, session)
 		if err != nil {
 			return agent.Result{Status: lifecycle.Error, Err: err}, fmt.Errorf("load session %s: %w", session, err)
 		}
 		history = h
 	}
-	limits, err := o.limits(ctx, session)
+	limits, err := o.limits(rctx, session)
 	if err != nil {
 		return agent.Result{Status: lifecycle.Error, Err: err}, err
 	}
@@ -102,11 +108,12 @@ func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (
 		Clock:     o.cfg.Clock,
 	})
 	res := a.Run(ctx, history, llm.UserText(message))
-	end := event.New(event.SessionEnd, event.SessionContent{Status: res.Status, Model: o.cfg.Model.Name(), Offline: o.cfg.Offline})
+	spend := o.spend(ctx, session, res)
+	end := event.New(event.SessionEnd, event.SessionContent{Status: res.Status, Model: o.cfg.Model.Name(), Offline: o.cfg.Offline,
+		Spend: spend})
 	end.Meta = event.Meta{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostCents: res.CostCents,
 		ModelID: o.cfg.Model.Name(), DurationMs: res.Duration.Milliseconds()}
 	o.publish(session, user, end)
-	o.spend(ctx, session, res.CostCents)
 	if o.cfg.History != nil && len(res.Messages) > len(history) && !errors.Is(context.Cause(ctx), ErrDiscarded) {
 		// Save even when the caller's context is gone: the turn happened.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -153,17 +160,27 @@ func (o *Orchestrator) limits(ctx context.Context, session string) (agent.Limits
 	return l, nil
 }
 
-// spend adds the turn's own cost to the session (its subagents add
-// theirs when they end).
-func (o *Orchestrator) spend(ctx context.Context, session string, cents float64) {
-	if o.cfg.Sessions == nil || cents <= 0 {
-		return
+// spend adds the turn's own spend to the session (its subagents add
+// theirs when they end) and returns the session's spend rolled up, for
+// the turn's SessionEnd (nil without a store).
+func (o *Orchestrator) spend(ctx context.Context, session string, res agent.Result) *event.Spend {
+	if o.cfg.Sessions == nil {
+		return nil
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := o.cfg.Sessions.AddSessionSpend(sctx, session, cents); err != nil {
-		o.log.Error("record session spend", "session", session, "err", err)
+	if res.CostCents > 0 || res.Usage.Total() > 0 {
+		sp := store.Spend{Model: o.cfg.Model.Name(), Tokens: res.Usage.Total(), CostCents: res.CostCents}
+		if err := o.cfg.Sessions.AddSessionSpend(sctx, session, sp); err != nil {
+			o.log.Error("record session spend", "session", session, "err", err)
+		}
 	}
+	rollup, err := o.cfg.Sessions.SessionSpend(sctx, session)
+	if err != nil {
+		o.log.Error("read session spend", "session", session, "err", err)
+		return nil
+	}
+	return &rollup
 }
 
 func (o *Orchestrator) publish(session, user string, ev event.Event) {

@@ -201,6 +201,13 @@ type RunFilter struct {
 	Role string
 }
 
+// Spend is what one turn spent on one model.
+type Spend struct {
+	Model     string
+	Tokens    int
+	CostCents float64
+}
+
 // RunFinish is how a run ended, recorded by TransitionRun.
 type RunFinish struct {
 	Result     json.RawMessage
@@ -214,8 +221,10 @@ type RunFinish struct {
 	// same write: it reached its parent another way, or must never.
 	Delivered bool
 	// SpendSession, when set, has CostCents added to that session's
-	// spend in the same transaction as the transition.
+	// spend (and Tokens and CostCents to its subagents' spend on
+	// SpendModel) in the same transaction as the transition.
 	SpendSession string
+	SpendModel   string
 	// Messages are appended (see AppendMessages) in the same transaction:
 	// the turn's conversation is recorded together with its end.
 	Messages []Message
@@ -264,9 +273,13 @@ type SessionStore interface {
 	EnsureSession(ctx context.Context, key string) (Session, error)
 	// GetSession returns the session or ErrNotFound.
 	GetSession(ctx context.Context, key string) (Session, error)
-	// AddSessionSpend adds cents to the session's spend, creating the
-	// session if missing.
-	AddSessionSpend(ctx context.Context, key string, cents float64) error
+	// AddSessionSpend adds an orchestrator turn's spend to the session
+	// (its budget's running total, and its own spend by model), creating
+	// the session if missing.
+	AddSessionSpend(ctx context.Context, key string, s Spend) error
+	// SessionSpend is the session's spend rolled up: its own, its
+	// subagents', the total and per model.
+	SessionSpend(ctx context.Context, key string) (event.Spend, error)
 	// SetSessionBudget sets the session's cap (0 = none), creating the
 	// session if missing.
 	SetSessionBudget(ctx context.Context, key string, cents float64) error

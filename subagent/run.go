@@ -252,7 +252,7 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 	}
 	raw, _ := json.Marshal(result)
 	fin := &store.RunFinish{Result: raw, Tokens: res.Usage.Total(), CostCents: res.CostCents, Iterations: res.Iterations,
-		EndedAt: m.now(), SpendSession: h.req.Parent.SessionKey, Delivered: h.deliveredOnFinish(res.Status),
+		EndedAt: m.now(), SpendSession: h.req.Parent.SessionKey, SpendModel: h.model.Name(), Delivered: h.deliveredOnFinish(res.Status),
 		Messages: h.conversation(res.Messages, prior)}
 	if res.Err != nil && res.Status != lifecycle.Success {
 		fin.Error = res.Err.Error()

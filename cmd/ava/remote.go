@@ -78,7 +78,9 @@ unless --all. Talks to the daemon at AVA_ADDR.`,
 			printPs(a.Stdout, list)
 			if len(list) == 0 && !all {
 				fmt.Fprintln(a.Stderr, "no subagent is running (ava ps --all lists finished ones)")
+				return nil
 			}
+			printSpend(cmd.Context(), a.Stdout, c, list)
 			return nil
 		},
 	}
@@ -99,6 +101,42 @@ func printPs(w io.Writer, list []client.Subagent) {
 			(time.Duration(s.ElapsedMs) * time.Millisecond).Round(time.Second), s.Tokens, s.CostCents, oneLine(s.Activity, 60))
 	}
 	tw.Flush()
+}
+
+// printSpend prints the spend of the sessions the listed subagents
+// belong to: their own, their subagents', the total and per model.
+func printSpend(ctx context.Context, w io.Writer, c *client.Client, list []client.Subagent) {
+	seen, printed := map[string]bool{}, false
+	for _, sa := range list {
+		if sa.Parent == "" || seen[sa.Parent] {
+			continue
+		}
+		seen[sa.Parent] = true
+		s, err := c.Session(ctx, sa.Parent)
+		if err != nil {
+			continue // a parent that is not a stored main session (ava:api:spawns)
+		}
+		if !printed {
+			fmt.Fprintln(w, "\nSPEND (own turns · all subagents · total, by model)")
+			printed = true
+		}
+		sp := s.Spend
+		var models []string
+		for _, m := range sp.ByModel {
+			models = append(models, fmt.Sprintf("%s %s", m.Model, usage(m.Tokens, m.CostCents)))
+		}
+		fmt.Fprintf(w, "%s: own %s · subagents %s · total %s", s.Key, usage(sp.Own.Tokens, sp.Own.CostCents),
+			usage(sp.Subagents.Tokens, sp.Subagents.CostCents), usage(sp.Total.Tokens, sp.Total.CostCents))
+		if len(models) > 0 {
+			fmt.Fprintf(w, " (%s)", strings.Join(models, ", "))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// usage is cost and tokens as people read them: "2.50¢/1,234 tokens".
+func usage(tokens int, cents float64) string {
+	return fmt.Sprintf("%.2f¢/%d tokens", cents, tokens)
 }
 
 func oneLine(s string, n int) string {

@@ -111,6 +111,13 @@ func (c *Client) Sessions(ctx context.Context) ([]Session, error) {
 	return l.Sessions, err
 }
 
+// Session returns one main session with its state and spend.
+func (c *Client) Session(ctx context.Context, key string) (Session, error) {
+	var s Session
+	err := c.do(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(key), nil, &s)
+	return s, err
+}
+
 // Stop stops a session's run (a subagent's: its key
 // ava:subagent:S-xxxxxx).
 func (c *Client) Stop(ctx context.Context, sessionKey string) (StopResponse, error) {

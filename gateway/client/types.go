@@ -149,6 +149,30 @@ type Session struct {
 	BudgetCents float64   `json:"budgetCents,omitempty"`
 	// RunningSubagents counts the subagents it started that still run.
 	RunningSubagents int `json:"runningSubagents"`
+	// Spend is what the session spent: its own turns, all its subagents,
+	// the total, and per model.
+	Spend Spend `json:"spend"`
+}
+
+// Spend is a session's spend rolled up.
+type Spend struct {
+	Own       Usage        `json:"own"`
+	Subagents Usage        `json:"subagents"`
+	Total     Usage        `json:"total"`
+	ByModel   []ModelSpend `json:"byModel,omitempty"`
+}
+
+// Usage is tokens and cost in cents.
+type Usage struct {
+	Tokens    int     `json:"tokens"`
+	CostCents float64 `json:"costCents"`
+}
+
+// ModelSpend is the spend on one model.
+type ModelSpend struct {
+	Model     string  `json:"model"`
+	Tokens    int     `json:"tokens"`
+	CostCents float64 `json:"costCents"`
 }
 
 // SessionList is the body of GET /api/sessions.

@@ -4,7 +4,7 @@
 import { h } from 'preact';
 import { useEffect, useReducer, useRef, useState } from 'preact/hooks';
 import htm from 'htm';
-import { confirmSpawn, follow, sendMessage, stopSession, HTTPError } from './api.js';
+import { confirmSpawn, follow, getJSON, sendMessage, stopSession, HTTPError } from './api.js';
 import { cents, duration, shortJSON } from './format.js';
 
 const html = htm.bind(h);
@@ -22,6 +22,7 @@ export const empty = {
   stalled: false,
   tokens: 0,
   cost: 0,
+  spent: 0, // counts turn and subagent ends: the spend roll-up is read again
   conn: 'connecting',
 };
 
@@ -54,7 +55,7 @@ export function reduce(s, ev) {
     case 'SubagentSpawn':
       return add(s, { kind: 'spawn', seq, id: c.subagentId, role: c.role, task: c.task });
     case 'SubagentComplete':
-      return add(s, { kind: 'complete', seq, ...c, id: c.subagentId });
+      return add({ ...s, spent: s.spent + 1 }, { kind: 'complete', seq, ...c, id: c.subagentId });
     case 'SpawnProposed':
       return add(s, { kind: 'proposal', seq, id: c.pendingId, text: c.text, decision: '' });
     case 'SpawnDecided':
@@ -68,7 +69,7 @@ export function reduce(s, ev) {
     case 'SessionStart':
       return { ...s, running: true, model: c.model || s.model, offline: s.offline || !!c.offline };
     case 'SessionEnd': {
-      const ended = { ...s, running: false, draft: null, thinking: '', activity: '', stalled: false };
+      const ended = { ...s, running: false, draft: null, thinking: '', activity: '', stalled: false, spent: s.spent + 1 };
       return c.status && c.status !== 'success' ? add(ended, { kind: 'end', seq, status: c.status }) : ended;
     }
     case 'SessionState':
@@ -109,6 +110,7 @@ export function Chat({ sessionKey, title, subagent, onStarted, onOpen, onBack })
   }, [sessionKey]);
 
   const running = subagent?.status ? !isFinal(subagent.status) : s.state ? s.state !== 'idle' : s.running;
+  const spend = useSpend(subagent ? '' : sessionKey, s.spent);
   const send = async (text, how) => {
     const mine = { text, queued: false };
     setPending((p) => [...p, mine]);
@@ -123,10 +125,23 @@ export function Chat({ sessionKey, title, subagent, onStarted, onOpen, onBack })
   };
   return html`
     <section class="chat" data-session=${sessionKey} data-conn=${s.conn}>
-      <${ChatHeader} ...${{ title, s, subagent, sessionKey, running, onBack }} />
+      <${ChatHeader} ...${{ title, s, subagent, sessionKey, running, onBack, spend }} />
       <${Messages} s=${s} pending=${pending} onOpen=${onOpen} typing=${typing(s, subagent, running)} />
       <${Composer} send=${send} canSteer=${!!subagent} placeholder=${subagent ? `Message ${subagent.role} ${subagent.id}` : 'Message Ava'} />
     </section>`;
+}
+
+/**
+ * The session's spend rolled up (own turns, all subagents, total, per
+ * model), read again whenever a turn or a subagent ends (tick).
+ */
+function useSpend(sessionKey, tick) {
+  const [spend, setSpend] = useState(null);
+  useEffect(() => {
+    if (!sessionKey) return;
+    getJSON(`/api/sessions/${encodeURIComponent(sessionKey)}`).then((b) => setSpend(b.spend), () => {});
+  }, [sessionKey, tick]);
+  return spend;
 }
 
 // typing is the typing indicator's text: Ava answers, its subagents
@@ -150,7 +165,7 @@ function isFinal(status) {
   return !['queued', 'pending', 'running', ''].includes(status || '');
 }
 
-function ChatHeader({ title, s, subagent, sessionKey, running, onBack }) {
+function ChatHeader({ title, s, subagent, sessionKey, running, onBack, spend }) {
   const [stopping, setStopping] = useState(false);
   const stop = async () => {
     setStopping(true);
@@ -168,7 +183,9 @@ function ChatHeader({ title, s, subagent, sessionKey, running, onBack }) {
         <strong>${title}</strong>
         ${subagent && html`<span class=${`pill st-${subagent.status}`}>${subagent.status}</span>`}
         <small class="muted">
-          ${[s.model || subagent?.model, s.tokens > 0 && `${s.tokens} tokens · ${cents(s.cost)}`].filter(Boolean).join(' · ')}
+          ${[s.model || subagent?.model, !spend && s.tokens > 0 && `${s.tokens} tokens · ${cents(s.cost)}`].filter(Boolean).join(' · ')}
+          ${spend && spend.total.tokens > 0 && html` · <span class="spend" title=${(spend.byModel || []).map((m) => `${m.model}: ${cents(m.costCents)}, ${m.tokens} tokens`).join('\n')}>
+            own ${cents(spend.own.costCents)} · subagents ${cents(spend.subagents.costCents)} · total ${cents(spend.total.costCents)} (${spend.total.tokens} tokens)</span>`}
           ${(s.offline || (s.model || subagent?.model || '').startsWith('scripted/')) && html` <span class="pill offline">offline</span>`}
         </small>
       </div>

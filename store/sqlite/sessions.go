@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/store"
 )
 
@@ -60,25 +61,67 @@ func (s *Store) GetSession(ctx context.Context, key string) (store.Session, erro
 	return sess, nil
 }
 
-// AddSessionSpend adds cents to the session's spend, creating the session
-// if missing.
-func (s *Store) AddSessionSpend(ctx context.Context, key string, cents float64) error {
+// AddSessionSpend adds an orchestrator turn's spend to the session's
+// total and to its own spend on the model, creating the session if
+// missing.
+func (s *Store) AddSessionSpend(ctx context.Context, key string, sp store.Spend) error {
 	if err := checkKey("session key", key); err != nil {
 		return fmt.Errorf("add session spend: %w", err)
 	}
-	if err := checkAmount("spend", cents); err != nil {
+	if err := checkAmount("spend", sp.CostCents); err != nil {
 		return fmt.Errorf("add session spend %s: %w", key, err)
 	}
-	now := toNS(s.now())
-	_, err := s.writer.ExecContext(ctx, `
-		INSERT INTO sessions (key, created_at, updated_at, spent_cents) VALUES (?, ?, ?, ?)
-		ON CONFLICT (key) DO UPDATE SET
-			spent_cents = spent_cents + excluded.spent_cents,
-			updated_at = excluded.updated_at`, key, now, now, cents)
+	if sp.Tokens < 0 {
+		return fmt.Errorf("add session spend %s: negative tokens %d", key, sp.Tokens)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		return addSpend(ctx, tx, key, "own", sp, toNS(s.now()))
+	})
 	if err != nil {
 		return fmt.Errorf("add session spend %s: %w", key, err)
 	}
 	return nil
+}
+
+// addSpend adds sp to the session's total and to the source's spend on
+// its model.
+func addSpend(ctx context.Context, tx *sql.Tx, key, source string, sp store.Spend, now int64) error {
+	if _, err := tx.ExecContext(ctx, `
+		INSERT INTO sessions (key, created_at, updated_at, spent_cents) VALUES (?, ?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET
+			spent_cents = spent_cents + excluded.spent_cents,
+			updated_at = excluded.updated_at`, key, now, now, sp.CostCents); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `
+		INSERT INTO session_spend (session_key, source, model, tokens, cost_cents) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (session_key, source, model) DO UPDATE SET
+			tokens = tokens + excluded.tokens,
+			cost_cents = cost_cents + excluded.cost_cents`, key, source, sp.Model, sp.Tokens, sp.CostCents)
+	return err
+}
+
+// SessionSpend rolls up the session's spend.
+func (s *Store) SessionSpend(ctx context.Context, key string) (event.Spend, error) {
+	var sp event.Spend
+	rows, err := s.reader.QueryContext(ctx, `SELECT source, model, tokens, cost_cents FROM session_spend
+		WHERE session_key = ? ORDER BY cost_cents DESC, model`, key)
+	if err != nil {
+		return sp, fmt.Errorf("spend of %s: %w", key, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var source, model string
+		var u event.Usage
+		if err := rows.Scan(&source, &model, &u.Tokens, &u.CostCents); err != nil {
+			return sp, fmt.Errorf("spend of %s: %w", key, err)
+		}
+		sp.Add(source == "subagents", model, u)
+	}
+	if err := rows.Err(); err != nil {
+		return sp, fmt.Errorf("spend of %s: %w", key, err)
+	}
+	return sp, nil
 }
 
 // SetSessionBudget sets the session's cap in cents (0 = none), creating the

@@ -62,11 +62,9 @@ func (s *Store) TransitionRun(ctx context.Context, id string, from []lifecycle.S
 		if err := s.finishConversation(ctx, tx, ref, fin); err != nil {
 			return err
 		}
-		if fin.SpendSession != "" && fin.CostCents > 0 {
-			now := toNS(s.now())
-			_, err = tx.ExecContext(ctx, `INSERT INTO sessions (key, created_at, updated_at, spent_cents) VALUES (?, ?, ?, ?)
-				ON CONFLICT (key) DO UPDATE SET spent_cents = spent_cents + excluded.spent_cents, updated_at = excluded.updated_at`,
-				fin.SpendSession, now, now, fin.CostCents)
+		if fin.SpendSession != "" && (fin.CostCents > 0 || fin.Tokens > 0) {
+			err = addSpend(ctx, tx, fin.SpendSession, "subagents",
+				store.Spend{Model: fin.SpendModel, Tokens: fin.Tokens, CostCents: fin.CostCents}, toNS(s.now()))
 		}
 		return err
 	})

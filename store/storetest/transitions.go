@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
+	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 )
@@ -38,7 +39,7 @@ func transitionCases() []testCase {
 // delivered in the same write; a refused transition does neither.
 func testFinishWithSpendAndDelivery(t *testing.T, s store.Store) {
 	r := createRun(t, s, newRun("S-0e0e0e", "ava:cli:spend"))
-	fin := &store.RunFinish{CostCents: 7.5, Tokens: 10, Delivered: true, SpendSession: "ava:cli:spend",
+	fin := &store.RunFinish{CostCents: 7.5, Tokens: 10, Delivered: true, SpendSession: "ava:cli:spend", SpendModel: "anthropic/claude-haiku",
 		Messages: []store.Message{{SessionKey: r.SessionKey, Role: store.RoleAssistant, Sender: r.ShortID, Text: "done"}}}
 	must(t, s.TransitionRun(ctx(t), r.ID, lifecycle.Active, lifecycle.Success, fin))
 	got, err := s.GetRun(ctx(t), r.ID)
@@ -51,6 +52,18 @@ func testFinishWithSpendAndDelivery(t *testing.T, s store.Store) {
 	if sess.SpentCents != 7.5 {
 		t.Fatalf("session spent %v, want 7.5", sess.SpentCents)
 	}
+	// The roll-up: the run under its model, beside the session's own turns.
+	must(t, s.AddSessionSpend(ctx(t), "ava:cli:spend", store.Spend{Model: "anthropic/claude-sonnet", Tokens: 100, CostCents: 2}))
+	must(t, s.AddSessionSpend(ctx(t), "ava:cli:spend", store.Spend{Model: "anthropic/claude-haiku", Tokens: 5, CostCents: 0.5}))
+	sp, err := s.SessionSpend(ctx(t), "ava:cli:spend")
+	must(t, err)
+	want := event.Spend{Own: event.Usage{Tokens: 105, CostCents: 2.5}, Subagents: event.Usage{Tokens: 10, CostCents: 7.5},
+		Total: event.Usage{Tokens: 115, CostCents: 10},
+		ByModel: []event.ModelSpend{{Model: "anthropic/claude-haiku", Usage: event.Usage{Tokens: 15, CostCents: 8}},
+			{Model: "anthropic/claude-sonnet", Usage: event.Usage{Tokens: 100, CostCents: 2}}}}
+	if diff := cmp.Diff(want, sp); diff != "" {
+		t.Fatalf("SessionSpend (-want +got):\n%s", diff)
+	}
 	msgs, err := s.Messages(ctx(t), r.SessionKey, 0)
 	must(t, err)
 	if len(msgs) != 1 || msgs[0].Text != "done" {
@@ -61,7 +74,7 @@ func testFinishWithSpendAndDelivery(t *testing.T, s store.Store) {
 		t.Fatalf("second finish: %v", err)
 	}
 	sess, _ = s.GetSession(ctx(t), "ava:cli:spend")
-	if sess.SpentCents != 7.5 {
+	if sess.SpentCents != 10 {
 		t.Fatalf("a refused transition still spent: %v", sess.SpentCents)
 	}
 	if msgs, _ := s.Messages(ctx(t), r.SessionKey, 0); len(msgs) != 1 {
