@@ -262,13 +262,14 @@ func (a *Agent) Run(ctx context.Context, history []llm.Message, input llm.Messag
 	})
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	var clock *runClock
 	if t := a.cfg.Limits.Timeout; t > 0 {
-		var cancelT context.CancelFunc
-		ctx, cancelT = context.WithTimeoutCause(ctx, t, ErrTimeout)
-		defer cancelT()
+		clock = startClock(t, func() { cancel(ErrTimeout) })
+		defer clock.stop()
+		ctx = context.WithValue(ctx, clockKey{}, clock)
 	}
 	r := &run{a: a, ctx: ctx, msgs: append(append(make([]llm.Message, 0, len(history)+8), history...), input),
-		defs: toolDefs(a.cfg.Tools), start: start}
+		defs: toolDefs(a.cfg.Tools), start: start, clock: clock}
 	a.emit(event.New(event.UserMessage, event.TextContent{Text: input.TextContent()}))
 	err := r.loop()
 	a.emitting.Wait()
@@ -297,6 +298,7 @@ type run struct {
 	text  string
 	seen  inputSeen // the previous request's input, as the provider counted it
 	start time.Time
+	clock *runClock // the timeout, when the run has one
 	// warned is set once the model was told to wrap up.
 	warned bool
 }

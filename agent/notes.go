@@ -86,5 +86,12 @@ func (r *run) checkAnswer(text string) error {
 	return nil
 }
 
-// elapsed is how long the run has gone on.
-func (r *run) elapsed() time.Duration { return r.a.now().Sub(r.start) }
+// elapsed is how long the run has gone on, without the time its
+// timeout was paused for a person.
+func (r *run) elapsed() time.Duration {
+	d := r.a.now().Sub(r.start)
+	if r.clock != nil {
+		d -= r.clock.waited()
+	}
+	return d
+}

@@ -158,7 +158,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	}
 	in.Subagent = subagent.NewManager(subagent.Options{Catalog: in.Catalog, Tools: in.Tools, Store: in.Store, Hub: in.Hub,
 		Roles: roles, MaxConcurrent: cfg.MaxConcurrentSubagents, StallAfter: cfg.StallAfter,
-		ProgressAfter: cfg.ProgressAfter, ProgressEvery: cfg.ProgressEvery, WrapUpAt: cfg.WrapUpAt,
+		ProgressAfter: cfg.ProgressAfter, ProgressEvery: cfg.ProgressEvery, WrapUpAt: cfg.WrapUpAt, AskTimeout: cfg.AskTimeout,
 		Overflow: subagent.Overflow(cfg.SpawnOverflow), MaxQueued: cfg.MaxQueuedSubagents,
 		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly,
 		Confirm: policy, ConfirmTimeout: cfg.ConfirmTimeout})
@@ -201,7 +201,7 @@ func (in *Instance) openSessions(ctx context.Context) error {
 // withheld instead of being refused.
 func (in *Instance) roleToolKnown(name string) bool {
 	_, ok := in.Tools.Get(name)
-	return ok || subagent.WithheldReason(name) != ""
+	return ok || name == subagent.AskUserTool || subagent.WithheldReason(name) != ""
 }
 
 // RoleDirs are where custom roles are found: the data root's agents/

@@ -66,6 +66,9 @@ type Config struct {
 	// WrapUpAt is the share of any of a subagent's limits at which it is
 	// told to finish with what it has (AVA_WRAP_UP_AT; 0 turns it off).
 	WrapUpAt float64 `yaml:"wrap_up_at"`
+	// AskTimeout is how long a subagent's ask_user waits for the person
+	// (AVA_ASK_TIMEOUT); its run's timeout is paused meanwhile.
+	AskTimeout time.Duration `yaml:"ask_timeout"`
 
 	Anthropic  Provider `yaml:"anthropic"`
 	OpenAI     Provider `yaml:"openai"`
@@ -120,6 +123,7 @@ func Default() Config {
 		ProgressEvery:          time.Minute,
 		MergeWindow:            3 * time.Second,
 		WrapUpAt:               0.8,
+		AskTimeout:             10 * time.Minute,
 		ConfirmTimeout:         10 * time.Minute,
 	}
 }
@@ -283,7 +287,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		c.ConfirmTimeout = d
 	}
 	for name, d := range map[string]*time.Duration{"AVA_PROGRESS_AFTER": &c.ProgressAfter, "AVA_PROGRESS_EVERY": &c.ProgressEvery,
-		"AVA_MERGE_WINDOW": &c.MergeWindow} {
+		"AVA_MERGE_WINDOW": &c.MergeWindow, "AVA_ASK_TIMEOUT": &c.AskTimeout} {
 		if v := getenv(name); v != "" {
 			parsed, err := time.ParseDuration(v)
 			if err != nil {
@@ -335,6 +339,9 @@ func (c Config) Validate() error {
 	}
 	if c.ConfirmTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("confirm_timeout (AVA_CONFIRM_TIMEOUT): %s, must be positive", c.ConfirmTimeout))
+	}
+	if c.AskTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("ask_timeout (AVA_ASK_TIMEOUT): %s, must be positive", c.AskTimeout))
 	}
 	if c.WrapUpAt < 0 || c.WrapUpAt >= 1 {
 		errs = append(errs, fmt.Errorf("wrap_up_at (AVA_WRAP_UP_AT): %g, must be at least 0 (off) and below 1", c.WrapUpAt))

@@ -216,3 +216,22 @@ type SpawnDecidedContent struct {
 	Change      string   `json:"change,omitempty"`
 	SubagentIDs []string `json:"subagentIds,omitempty"`
 }
+
+// QuestionContent is the content of a UserQuestion event.
+type QuestionContent struct {
+	QuestionID string    `json:"questionId"`
+	SubagentID string    `json:"subagentId"`
+	Role       string    `json:"role"`
+	Question   string    `json:"question"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+}
+
+// AnsweredContent is the content of a QuestionAnswered event.
+type AnsweredContent struct {
+	QuestionID string `json:"questionId"`
+	SubagentID string `json:"subagentId"`
+	// Answer is the person's answer, "" when none came.
+	Answer string `json:"answer,omitempty"`
+	// By is "person", or "timeout" when no answer came in time.
+	By string `json:"by"`
+}

@@ -102,6 +102,12 @@ const (
 	// SubagentProgress tells a parent how a long-running subagent is
 	// doing (content: SubagentProgressContent).
 	SubagentProgress Type = "SubagentProgress"
+	// UserQuestion is a subagent's question to the person, in its parent
+	// session (content: QuestionContent).
+	UserQuestion Type = "UserQuestion"
+	// QuestionAnswered closes a UserQuestion: the answer, or none within
+	// the limit (content: AnsweredContent).
+	QuestionAnswered Type = "QuestionAnswered"
 )
 
 // Kept reports whether events of type t are numbered and stored; the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -395,5 +396,25 @@ func TestPanelShowsProposals(t *testing.T) {
 	b.shot(shotDir(t), "desktop-proposals.png")
 	if ps := pendingOf(t, e, ""); len(ps) != 0 {
 		t.Fatalf("%d proposals still pending", len(ps))
+	}
+}
+
+// TestPanelAnswersAQuestion: a subagent's question shows in its parent's
+// chat with an answer box; the answer reaches the subagent, and the card
+// then shows it.
+func TestPanelAnswersAQuestion(t *testing.T) {
+	chrome := findChromium(t)
+	e := newEnv(t, envOptions{script: askScript, roles: map[string]string{"asker.md": askerRole}})
+	_, _, res := e.chat(client.ChatRequest{Message: "hello"})
+	sa, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "asker", Task: "ASK in the panel", Model: e.model, Parent: res.Session})
+	must(t, err)
+	b := newBrowser(t, chrome)
+	b.run(chromedp.EmulateViewport(1280, 800), chromedp.Navigate(e.ts.URL+"/#s="+url.QueryEscape(res.Session)))
+	b.waitText(`.question[data-by=""]`, "Which branch should I read?")
+	b.run(chromedp.SendKeys(chromedp.CSS(`.question input`), "the main branch"), chromedp.Click(chromedp.CSS(`.question button`)))
+	b.waitText(`.question[data-by="person"]`, "answered: the main branch")
+	b.shot(shotDir(t), "desktop-question.png")
+	if done := waitEnded(t, e, sa.ID); !strings.Contains(string(done.Result), "The person answered: the main branch") {
+		t.Fatalf("the subagent got %s", done.Result)
 	}
 }

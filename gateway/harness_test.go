@@ -87,6 +87,10 @@ type envOptions struct {
 	wrap func(http.Handler) http.Handler
 	// confirm is AVA_CONFIRM (default never: most tests spawn directly).
 	confirm string
+	// env adds settings; roles are role files (name → text) written to
+	// the data root's agents/.
+	env   map[string]string
+	roles map[string]string
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -101,7 +105,14 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err := os.WriteFile(path, []byte(strings.ReplaceAll(text, "MODEL", model)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	for name, text := range o.roles {
+		must(t, os.MkdirAll(filepath.Join(root, "agents"), 0o700))
+		must(t, os.WriteFile(filepath.Join(root, "agents", name), []byte(text), 0o600))
+	}
 	cfg, err := config.Load(func(k string) string {
+		if v, ok := o.env[k]; ok {
+			return v
+		}
 		return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root, "AVA_MODEL": model,
 			"AVA_MAX_CONCURRENT_SUBAGENTS": "10", "AVA_CONFIRM": orNever(o.confirm), "AVA_MERGE_WINDOW": cmpOr(o.merge, "0")}[k]
 	})

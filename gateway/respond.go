@@ -62,7 +62,7 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, fs.ErrNotExist), errors.Is(err, subagent.ErrNoQuestion):
 		return http.StatusNotFound
 	case errors.Is(err, session.ErrBusy), errors.Is(err, subagent.ErrBusy):
 		return http.StatusConflict

@@ -165,6 +165,8 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /api/sessions/{key}", s.getSession)
 	mux.HandleFunc("GET /api/spawns", s.listSpawns)
 	mux.HandleFunc("POST /api/spawns/{id}/confirm", s.confirmSpawn)
+	mux.HandleFunc("GET /api/questions", s.listQuestions)
+	mux.HandleFunc("POST /api/questions/{id}/answer", s.answerQuestion)
 	mux.HandleFunc("GET /api/logs", s.logs)
 	mcpHandler := s.mcp.Handler()
 	for _, m := range []string{"GET", "POST", "DELETE"} {

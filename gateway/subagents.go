@@ -22,7 +22,7 @@ import (
 func fromHandle(h *subagent.Handle) client.Subagent {
 	st := h.Status()
 	out := client.Subagent{ID: st.ID, SessionKey: h.SessionKey(), Role: st.Role, Task: st.Task, Model: st.Model,
-		Mode: string(st.Mode), Parent: st.Parent, Status: string(st.Status), QueuePosition: st.QueuePosition, Stalled: st.Stalled, Iteration: st.Iteration,
+		Mode: string(st.Mode), Parent: st.Parent, Status: string(st.Status), QueuePosition: st.QueuePosition, Stalled: st.Stalled, WaitingForUser: st.WaitingForUser, Iteration: st.Iteration,
 		Tokens: st.Tokens, CostCents: st.CostCents, ElapsedMs: st.Elapsed.Milliseconds(), Activity: st.Activity,
 		LastTool: st.LastTool, StartedAt: st.StartedAt, Live: true}
 	if r, ok := h.Result(); ok {

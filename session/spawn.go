@@ -152,3 +152,40 @@ func (s *Service) DecideButton(ctx context.Context, session, pendingID string, y
 	}
 	return "Started " + strings.Join(res.SubagentIDs, ", ") + ".", nil
 }
+
+// Question is a subagent's open question to the person
+// (subagent.Question).
+type Question = subagent.Question
+
+// Questions lists the open questions of a main session's subagents.
+func (s *Service) Questions(key string) []Question {
+	if s.cfg.Subagents == nil {
+		return nil
+	}
+	return s.cfg.Subagents.Questions(key)
+}
+
+// Answer answers a subagent's question in a main session: id names it,
+// or "" picks the only one open. The answer becomes the subagent's
+// ask_user result.
+func (s *Service) Answer(key, id, answer string) (Question, error) {
+	if s.cfg.Subagents == nil {
+		return Question{}, ErrNoSubagents
+	}
+	if id == "" {
+		open := s.cfg.Subagents.Questions(key)
+		switch len(open) {
+		case 0:
+			return Question{}, fmt.Errorf("answer: %w in session %s", subagent.ErrNoQuestion, key)
+		case 1:
+			id = open[0].ID
+		default:
+			ids := make([]string, len(open))
+			for i, q := range open {
+				ids[i] = q.ID
+			}
+			return Question{}, fmt.Errorf("answer: %d questions are open (%s): name one", len(open), strings.Join(ids, ", "))
+		}
+	}
+	return s.cfg.Subagents.AnswerQuestion(id, key, answer)
+}

@@ -45,6 +45,7 @@ type Handle struct {
 	messages   []llm.Message // the conversation so far
 	queue      []string      // follow-ups waiting for the current run
 	steers     []string      // messages for the running turn's next model call
+	waiting    bool          // ask_user waits for the person
 	done       chan struct{} // closed when the current run (and queue) ends
 	spawned    chan struct{} // closed once SubagentSpawn is in the parent's stream, or the run ended without one
 	spawnOnce  sync.Once
@@ -114,22 +115,25 @@ func (h *Handle) Limits() agent.Limits { return h.limits }
 
 // RunStatus is a non-blocking view of a subagent (seed 000 section 1.1).
 type RunStatus struct {
-	ID         string           `json:"id"`
-	Role       string           `json:"role"`
-	Task       string           `json:"task"`
-	Model      string           `json:"model"`
-	Mode       Mode             `json:"mode"`
-	Parent     string           `json:"parent,omitempty"`
-	Status     lifecycle.Status `json:"status"`
-	Stalled    bool             `json:"stalled,omitempty"`
-	Iteration  int              `json:"iteration"`
-	Tokens     int              `json:"tokens"`
-	CostCents  float64          `json:"cost_cents"`
-	Elapsed    time.Duration    `json:"elapsed_ns"`
-	Activity   string           `json:"activity,omitempty"`
-	LastTool   string           `json:"last_tool,omitempty"`
-	LastToolAt time.Time        `json:"last_tool_at,omitzero"`
-	StartedAt  time.Time        `json:"started_at,omitzero"`
+	ID      string           `json:"id"`
+	Role    string           `json:"role"`
+	Task    string           `json:"task"`
+	Model   string           `json:"model"`
+	Mode    Mode             `json:"mode"`
+	Parent  string           `json:"parent,omitempty"`
+	Status  lifecycle.Status `json:"status"`
+	Stalled bool             `json:"stalled,omitempty"`
+	// WaitingForUser is set while the run waits for the person's answer
+	// (ask_user): shown as waiting_for_user, never stalled.
+	WaitingForUser bool          `json:"waiting_for_user,omitempty"`
+	Iteration      int           `json:"iteration"`
+	Tokens         int           `json:"tokens"`
+	CostCents      float64       `json:"cost_cents"`
+	Elapsed        time.Duration `json:"elapsed_ns"`
+	Activity       string        `json:"activity,omitempty"`
+	LastTool       string        `json:"last_tool,omitempty"`
+	LastToolAt     time.Time     `json:"last_tool_at,omitzero"`
+	StartedAt      time.Time     `json:"started_at,omitzero"`
 	// QueuePosition is a queued run's place in the queue, 1 for the next
 	// to start; 0 when it does not wait.
 	QueuePosition int `json:"queue_position,omitempty"`
@@ -141,7 +145,7 @@ type RunStatus struct {
 func (h *Handle) Status() RunStatus {
 	h.mu.Lock()
 	st := RunStatus{ID: h.id, Role: h.role.Name, Task: h.req.Config.Task, Model: h.model.Name(), Mode: h.req.mode,
-		Parent: h.req.Parent.SessionKey, Status: h.status, Stalled: h.stalled, StartedAt: h.startedAt}
+		Parent: h.req.Parent.SessionKey, Status: h.status, Stalled: h.stalled, WaitingForUser: h.waiting, StartedAt: h.startedAt}
 	a, res := h.current, h.result
 	if h.status == lifecycle.Queued {
 		st.QueuedAt = h.queuedAt

@@ -68,7 +68,10 @@ type Options struct {
 	ProgressAfter, ProgressEvery time.Duration
 	// WrapUpAt is the share of any limit at which a run is told to finish
 	// with what it has (agent.Config.WrapUpAt); 0: never.
-	WrapUpAt  float64
+	WrapUpAt float64
+	// AskTimeout is how long ask_user waits for the person (default
+	// DefaultAskTimeout); the run's timeout is paused meanwhile.
+	AskTimeout time.Duration
 	Workspace string
 	Logger                       *slog.Logger
 	// Clock is the time source of the manager and its runs (default
@@ -122,6 +125,8 @@ type Manager struct {
 
 	// roleTools are each role's tools, built once (roles do not change).
 	roleTools map[string]roleToolSet
+	// asked are the open questions of ask_user.
+	asked questions
 
 	mu      sync.Mutex
 	running map[string]*Handle              // by short ID, runs holding a slot
@@ -176,7 +181,7 @@ func NewManager(opt Options) *Manager {
 	m.log = m.log.With("component", "subagent")
 	m.roleTools = make(map[string]roleToolSet, len(opt.Roles))
 	for name, r := range opt.Roles {
-		reg, err := buildRoleTools(opt.Tools, r)
+		reg, err := buildRoleTools(opt.Tools, r, askUser{m})
 		m.roleTools[name] = roleToolSet{reg, err}
 	}
 	m.ctx, m.cancel = context.WithCancelCause(context.Background())
@@ -375,15 +380,23 @@ type roleToolSet struct {
 }
 
 // buildRoleTools returns the role's tools minus those no subagent may
-// have.
-func buildRoleTools(all *tool.Registry, role Role) (*tool.Registry, error) {
+// have, with ask (the manager's ask_user) when the role lists it.
+func buildRoleTools(all *tool.Registry, role Role, ask tool.Tool) (*tool.Registry, error) {
 	var names []string
+	asks := false
 	for _, n := range role.Tools {
-		if !slices.Contains(forbiddenTools, n) {
+		switch {
+		case n == AskUserTool:
+			asks = true
+		case !slices.Contains(forbiddenTools, n):
 			names = append(names, n)
 		}
 	}
-	return all.Subset(names)
+	reg, err := all.Subset(names)
+	if err != nil || !asks {
+		return reg, err
+	}
+	return reg.With(ask)
 }
 
 // applyBudget draws the cost cap from what is left of the parent

@@ -306,15 +306,19 @@ func (m *Manager) confirmTimeout() time.Duration {
 
 // newPendingID draws "P-" and six hex characters from r (crypto/rand
 // when nil).
-func newPendingID(r io.Reader) (string, error) {
+func newPendingID(r io.Reader) (string, error) { return drawID(r, "P-", "a pending spawn ID") }
+
+// drawID draws prefix and six hex characters from r (crypto/rand when
+// nil); what names the ID in an error.
+func drawID(r io.Reader, prefix, what string) (string, error) {
 	if r == nil {
 		r = rand.Reader
 	}
 	var b [3]byte
 	if _, err := io.ReadFull(r, b[:]); err != nil {
-		return "", fmt.Errorf("draw a pending spawn ID: %w", err)
+		return "", fmt.Errorf("draw %s: %w", what, err)
 	}
-	return "P-" + hex.EncodeToString(b[:]), nil
+	return prefix + hex.EncodeToString(b[:]), nil
 }
 
 // proposalOf rebuilds a proposal from its stored record.

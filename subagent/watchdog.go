@@ -39,7 +39,7 @@ func (m *Manager) checkStalls() {
 		h.mu.Lock()
 		running := h.status == lifecycle.Running
 		was := h.stalled
-		h.stalled = running && idle >= m.opt.StallAfter
+		h.stalled = running && !h.waiting && idle >= m.opt.StallAfter
 		flagged := h.stalled && !was
 		h.mu.Unlock()
 		if flagged {

@@ -46,6 +46,8 @@ type Backend interface {
 	// Confirm answers a proposal yes, for --yes on a daemon whose policy
 	// asks; Local has the policy set to never instead.
 	Confirm(ctx context.Context, pendingID string) error
+	// Answer answers a subagent's question (id "": the only one open).
+	Answer(ctx context.Context, id, answer string) error
 }
 
 // subagentKey turns a subagent ID into its session key.
@@ -174,6 +176,12 @@ func (l *Local) Log(ctx context.Context, id string, n int) ([]string, error) {
 // Confirm answers a proposal yes.
 func (l *Local) Confirm(ctx context.Context, pendingID string) error {
 	_, err := l.Sessions.DecideButton(ctx, l.Session, pendingID, true)
+	return err
+}
+
+// Answer answers a subagent's question.
+func (l *Local) Answer(_ context.Context, id, answer string) error {
+	_, err := l.Sessions.Answer(l.Session, id, answer)
 	return err
 }
 
@@ -330,7 +338,7 @@ func (r *Remote) Subagents(ctx context.Context) ([]subagent.RunStatus, error) {
 	out := make([]subagent.RunStatus, 0, len(list))
 	for _, s := range list {
 		out = append(out, subagent.RunStatus{ID: s.ID, Role: s.Role, Task: s.Task, Model: s.Model, Parent: s.Parent,
-			Status: lifecycle.Status(s.Status), Stalled: s.Stalled, Iteration: s.Iteration, Tokens: s.Tokens,
+			Status: lifecycle.Status(s.Status), Stalled: s.Stalled, WaitingForUser: s.WaitingForUser, Iteration: s.Iteration, Tokens: s.Tokens,
 			CostCents: s.CostCents, Elapsed: time.Duration(s.ElapsedMs) * time.Millisecond, Activity: s.Activity,
 			LastTool: s.LastTool, StartedAt: s.StartedAt, QueuePosition: s.QueuePosition})
 	}
@@ -368,6 +376,23 @@ func (r *Remote) Log(ctx context.Context, id string, n int) ([]string, error) {
 // Confirm answers a proposal yes.
 func (r *Remote) Confirm(ctx context.Context, pendingID string) error {
 	_, err := r.Client.Confirm(ctx, pendingID, client.ConfirmRequest{Decision: "yes"})
+	return err
+}
+
+// Answer answers a subagent's question (id "": the only one open).
+func (r *Remote) Answer(ctx context.Context, id, answer string) error {
+	key := r.Key()
+	if id == "" {
+		open, err := r.Client.Questions(ctx, key)
+		if err != nil {
+			return err
+		}
+		if len(open) != 1 {
+			return fmt.Errorf("%d questions are open: name one (/answer Q-… text)", len(open))
+		}
+		id = open[0].ID
+	}
+	_, err := r.Client.Answer(ctx, id, client.AnswerRequest{Answer: answer, SessionKey: key})
 	return err
 }
 

@@ -107,6 +107,7 @@ type model struct {
 	thinking  int
 	subagents []subagent.RunStatus
 	pending   []string // proposal IDs awaiting the person
+	questions []string // subagents' questions awaiting the person
 	lastCtrlC time.Time
 }
 
@@ -276,6 +277,9 @@ func (m *model) View() string {
 	}
 	if line := m.typing(); line != "" {
 		b.WriteString(line + "\n")
+	}
+	if len(m.questions) > 0 {
+		fmt.Fprintf(&b, "❓ %s: a subagent asks you — /answer your answer\n", strings.Join(m.questions, ", "))
 	}
 	if len(m.pending) > 0 {
 		fmt.Fprintf(&b, "Proceed with %s? y / n / or type a change (\"yes but use haiku\")\n", strings.Join(m.pending, ", "))

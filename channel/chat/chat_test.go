@@ -41,6 +41,12 @@ func (f *fakeBackend) Subagents(context.Context) ([]subagent.RunStatus, error) {
 	return nil, nil
 }
 func (f *fakeBackend) Log(context.Context, string, int) ([]string, error) { return nil, nil }
+func (f *fakeBackend) Answer(_ context.Context, id, a string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sent = append(f.sent, "answer "+id+": "+a)
+	return nil
+}
 func (f *fakeBackend) Confirm(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -18,6 +18,7 @@ const help = `Commands:
                     step, nothing is stopped), or a follow-up once it ended
   /logs [ID]        the last steps of a subagent, or of this session
   /yes [P-ID]       confirm the pending proposal
+  /answer [Q-ID] …  answer a subagent's question
   /help             this list
   /exit             leave (also Ctrl-D, or Ctrl-C twice)
 Ctrl-C stops the current request; a second Ctrl-C within 2s exits.
@@ -27,6 +28,7 @@ A proposal can be answered in words too: "yes", "no thanks",
 var (
 	subagentIDPattern = regexp.MustCompile(`^S-[0-9a-fA-F]{1,6}$`)
 	proposalIDPattern = regexp.MustCompile(`^P-[0-9a-fA-F]{6}$`)
+	questionIDPattern = regexp.MustCompile(`^Q-[0-9a-fA-F]{6}$`)
 )
 
 // logLines is how many steps /logs shows.
@@ -56,6 +58,15 @@ func (m *model) command(text string) tea.Cmd {
 			return tea.Println("usage: /logs [S-xxxxxx]")
 		}
 		return m.logs(rest)
+	case "/answer":
+		id, answer := "", rest
+		if first, more, _ := strings.Cut(rest, " "); questionIDPattern.MatchString(first) {
+			id, answer = first, strings.TrimSpace(more)
+		}
+		if answer == "" {
+			return tea.Println("usage: /answer [Q-xxxxxx] your answer")
+		}
+		return m.answerQuestion(id, answer)
 	case "/yes":
 		if rest != "" && !proposalIDPattern.MatchString(rest) {
 			return tea.Println("usage: /yes [P-xxxxxx]")
@@ -114,6 +125,16 @@ func (m *model) sendTo(id, message string) tea.Cmd {
 			return noteMsg("⚠️ send to " + id + ": " + err.Error())
 		}
 		return noteMsg("✉️ sent to " + id + " (a running subagent reads it before its next step; its answer is announced here when it ends)")
+	}
+}
+
+// answerQuestion answers a subagent's question.
+func (m *model) answerQuestion(id, answer string) tea.Cmd {
+	return func() tea.Msg {
+		if err := m.b.Answer(m.ctx, id, answer); err != nil {
+			return noteMsg("⚠️ answer: " + err.Error())
+		}
+		return nil // the QuestionAnswered event shows it
 	}
 }
 

@@ -30,6 +30,8 @@ func StatusLine(st subagent.RunStatus) string {
 	}
 	status := string(st.Status)
 	switch {
+	case st.WaitingForUser:
+		icon, status = "❓", "waiting_for_user"
 	case st.Stalled:
 		icon, status = "⏸", "stalled"
 	case st.Status == lifecycle.Queued && st.QueuePosition > 0:

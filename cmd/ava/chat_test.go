@@ -221,3 +221,39 @@ func drain(t *testing.T, st *client.Stream) {
 		}
 	}
 }
+
+// TestChatAnswersAQuestion: a background subagent's question shows in
+// `ava chat`; /answer sends the answer, which the subagent uses.
+func TestChatAnswersAQuestion(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "ask.yaml")
+	must(t, os.WriteFile(script, []byte(strings.ReplaceAll(`
+conversations:
+  - match: "Begin the task: ASK"
+    turns:
+      - tool_calls: [{name: ask_user, args: {question: "Which branch?"}}]
+      - text: "read {{last_result}}"
+  - turns:
+      - tool_calls: [{name: spawn_subagent, args: {role: asker, task: ASK away, model: "scripted/SCRIPT", background: true}}]
+      - text: "started an asker"
+`, "SCRIPT", script)), 0o600))
+	root := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(root, "agents"), 0o700))
+	must(t, os.WriteFile(filepath.Join(root, "agents", "asker.md"), []byte("---\nname: asker\ndescription: asks\ntools: [read_file, ask_user]\nmodel: haiku\n---\n"), 0o600))
+	cmd := exec.Command(avaBin, "chat", "--model", "scripted/"+script)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AVA_DATA_ROOT=" + root,
+		"AVA_WORKSPACE=" + t.TempDir(), "AVA_CONFIRM=never", "TERM=xterm-256color"}
+	c := startChat(t, cmd)
+	at := c.scr.waitFor(t, 0, "›")
+	c.typeLine("go")
+	at = c.scr.waitFor(t, at, "asks (Q-")
+	at = c.scr.waitFor(t, at, "Which branch?")
+	c.typeLine("/answer the main one")
+	at = c.scr.waitFor(t, at, "answered Q-")
+	at = c.scr.waitFor(t, at, "Complete (")
+	at = c.scr.waitFor(t, at, "The person answered: the main one")
+	_, _ = c.tty.Write([]byte{3})
+	at = c.scr.waitFor(t, at, "Ctrl-C again")
+	_, _ = c.tty.Write([]byte{3})
+	c.exit(t, at, "continue with ava chat --session")
+}

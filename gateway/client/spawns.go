@@ -100,3 +100,45 @@ func (c *Client) Confirm(ctx context.Context, id string, r ConfirmRequest) (Deci
 	var d Decided
 	return d, c.do(ctx, http.MethodPost, "/api/spawns/"+url.PathEscape(id)+"/confirm", r, &d)
 }
+
+// Question is a subagent's open question to the person (ask_user).
+type Question struct {
+	ID         string    `json:"id"`
+	SessionKey string    `json:"sessionKey"`
+	SubagentID string    `json:"subagentId"`
+	Role       string    `json:"role"`
+	Question   string    `json:"question"`
+	AskedAt    time.Time `json:"askedAt"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+}
+
+// QuestionList is the body of GET /api/questions.
+type QuestionList struct {
+	Questions []Question `json:"questions"`
+}
+
+// AnswerRequest is the body of POST /api/questions/{id}/answer.
+// SessionKey, when set, must be the question's session.
+type AnswerRequest struct {
+	Answer     string `json:"answer"`
+	SessionKey string `json:"sessionKey,omitempty"`
+}
+
+// Questions lists the open questions, of one session when sessionKey is
+// set.
+func (c *Client) Questions(ctx context.Context, sessionKey string) ([]Question, error) {
+	var l QuestionList
+	path := "/api/questions"
+	if sessionKey != "" {
+		path += "?" + url.Values{"sessionKey": {sessionKey}}.Encode()
+	}
+	err := c.do(ctx, http.MethodGet, path, nil, &l)
+	return l.Questions, err
+}
+
+// Answer answers an open question.
+func (c *Client) Answer(ctx context.Context, id string, r AnswerRequest) (Question, error) {
+	var q Question
+	err := c.do(ctx, http.MethodPost, "/api/questions/"+url.PathEscape(id)+"/answer", r, &q)
+	return q, err
+}

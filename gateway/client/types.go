@@ -86,17 +86,20 @@ type Subagent struct {
 	Status     string `json:"status"`
 	// QueuePosition is a queued run's place in line for a slot (1 for
 	// the next to start); 0 when it is not queued here.
-	QueuePosition int       `json:"queuePosition,omitempty"`
-	Stalled       bool      `json:"stalled,omitempty"`
-	Iteration     int       `json:"iteration"`
-	Tokens        int       `json:"tokens"`
-	CostCents     float64   `json:"costCents"`
-	ElapsedMs     int64     `json:"elapsedMs"`
-	Activity      string    `json:"activity,omitempty"`
-	LastTool      string    `json:"lastTool,omitempty"`
-	CreatedAt     time.Time `json:"createdAt,omitzero"`
-	StartedAt     time.Time `json:"startedAt,omitzero"`
-	EndedAt       time.Time `json:"endedAt,omitzero"`
+	QueuePosition int  `json:"queuePosition,omitempty"`
+	Stalled       bool `json:"stalled,omitempty"`
+	// WaitingForUser is set while it waits for the person's answer to its
+	// question (ask_user; GET /api/questions).
+	WaitingForUser bool      `json:"waitingForUser,omitempty"`
+	Iteration      int       `json:"iteration"`
+	Tokens         int       `json:"tokens"`
+	CostCents      float64   `json:"costCents"`
+	ElapsedMs      int64     `json:"elapsedMs"`
+	Activity       string    `json:"activity,omitempty"`
+	LastTool       string    `json:"lastTool,omitempty"`
+	CreatedAt      time.Time `json:"createdAt,omitzero"`
+	StartedAt      time.Time `json:"startedAt,omitzero"`
+	EndedAt        time.Time `json:"endedAt,omitzero"`
 	// Result is the subagent's structured result once it ended.
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  string          `json:"error,omitempty"`

@@ -96,6 +96,15 @@ export async function confirmSpawn(pendingId, decision) {
 }
 
 /** Stops a session's run (a main session's turn, or a subagent). */
+/**
+ * Answers a subagent's question (ask_user). Resolves with the question;
+ * one already answered or given up rejects with an HTTPError 404.
+ */
+export async function answerQuestion(id, answer, sessionKey) {
+  const res = await postJSON(`/api/questions/${encodeURIComponent(id)}/answer`, { answer, sessionKey });
+  return res.json();
+}
+
 export async function stopSession(sessionKey) {
   return (await postJSON('/api/chat/stop', { sessionKey })).json();
 }

@@ -4,7 +4,7 @@
 import { h } from 'preact';
 import { useEffect, useReducer, useRef, useState } from 'preact/hooks';
 import htm from 'htm';
-import { confirmSpawn, follow, getJSON, sendMessage, stopSession, HTTPError } from './api.js';
+import { answerQuestion, confirmSpawn, follow, getJSON, sendMessage, stopSession, HTTPError } from './api.js';
 import { cents, duration, shortJSON } from './format.js';
 
 const html = htm.bind(h);
@@ -63,6 +63,13 @@ export function reduce(s, ev) {
         ...s,
         items: s.items.map((it) => (it.kind === 'proposal' && it.id === c.pendingId
           ? { ...it, decision: c.decision, change: c.change, ids: c.subagentIds || [] } : it)),
+      };
+    case 'UserQuestion':
+      return add(s, { kind: 'question', seq, id: c.questionId, subagentId: c.subagentId, role: c.role, text: c.question, by: '', answer: '' });
+    case 'QuestionAnswered':
+      return {
+        ...s,
+        items: s.items.map((it) => (it.kind === 'question' && it.id === c.questionId ? { ...it, by: c.by, answer: c.answer || '' } : it)),
       };
     case 'Error':
       return add(s, { kind: 'error', seq, text: c.error, fatal: c.fatal });
@@ -126,7 +133,7 @@ export function Chat({ sessionKey, title, subagent, onStarted, onOpen, onBack })
   return html`
     <section class="chat" data-session=${sessionKey} data-conn=${s.conn}>
       <${ChatHeader} ...${{ title, s, subagent, sessionKey, running, onBack, spend }} />
-      <${Messages} s=${s} pending=${pending} onOpen=${onOpen} typing=${typing(s, subagent, running)} />
+      <${Messages} s=${s} pending=${pending} onOpen=${onOpen} typing=${typing(s, subagent, running)} sessionKey=${sessionKey} />
       <${Composer} send=${send} canSteer=${!!subagent} placeholder=${subagent ? `Message ${subagent.role} ${subagent.id}` : 'Message Ava'} />
     </section>`;
 }
@@ -194,7 +201,7 @@ function ChatHeader({ title, s, subagent, sessionKey, running, onBack, spend }) 
     </header>`;
 }
 
-function Messages({ s, pending, onOpen, typing }) {
+function Messages({ s, pending, onOpen, typing, sessionKey }) {
   const ref = useRef(null);
   const stick = useRef(true); // follow the bottom unless the person scrolled up
   const onScroll = () => {
@@ -208,7 +215,7 @@ function Messages({ s, pending, onOpen, typing }) {
   return html`
     <div class="messages" ref=${ref} onScroll=${onScroll}>
       ${s.items.length === 0 && !s.draft && pending.length === 0 && html`<p class="muted hint">Nothing here yet.</p>`}
-      ${s.items.map((it) => html`<${Item} key=${it.seq} it=${it} onOpen=${onOpen} />`)}
+      ${s.items.map((it) => html`<${Item} key=${it.seq} it=${it} onOpen=${onOpen} sessionKey=${sessionKey} />`)}
       ${s.thinking && html`<details class="thinking live"><summary>Thinking…</summary><pre>${s.thinking}</pre></details>`}
       ${s.draft != null && html`<div class="msg assistant draft">${s.draft}<span class="caret" /></div>`}
       ${pending.map((p) => html`<div class="msg user pending">${p.text}<small>${p.queued ? 'queued' : 'sending…'}</small></div>`)}
@@ -217,7 +224,7 @@ function Messages({ s, pending, onOpen, typing }) {
     </div>`;
 }
 
-function Item({ it, onOpen }) {
+function Item({ it, onOpen, sessionKey }) {
   const seq = it.seq;
   switch (it.kind) {
     case 'user':
@@ -236,6 +243,8 @@ function Item({ it, onOpen }) {
         ${it.summary && html`<span class="muted"> — ${it.summary}</span>`}</button>`;
     case 'proposal':
       return html`<${Proposal} it=${it} />`;
+    case 'question':
+      return html`<${Question} it=${it} sessionKey=${sessionKey} />`;
     case 'error':
       return html`<div class="line error" data-seq=${seq} data-kind="error">⚠ ${it.text}</div>`;
     case 'end':
@@ -270,6 +279,36 @@ function Proposal({ it }) {
         ? html`<p class="muted">${outcome}</p>`
         : html`<p><button type="button" class="yes" onClick=${() => decide('yes')}>Yes</button>
             <button type="button" class="ghost no" onClick=${() => decide('no')}>No</button></p>`}
+      ${error && html`<p class="offer error" role="alert">${error}</p>`}
+    </div>`;
+}
+
+/**
+ * A subagent's question to the person (ask_user): its text and an answer
+ * box; once answered (or given up) it shows how, from QuestionAnswered.
+ */
+function Question({ it, sessionKey }) {
+  const [text, setText] = useState('');
+  const [error, setError] = useState('');
+  const submit = async (e) => {
+    e.preventDefault();
+    if (!text.trim()) return;
+    setError('');
+    try {
+      await answerQuestion(it.id, text.trim(), sessionKey);
+    } catch (err) {
+      setError(err.message);
+    }
+  };
+  return html`
+    <div class="question" data-seq=${it.seq} data-kind="question" data-id=${it.id} data-by=${it.by}>
+      <p><b>${it.role} ${it.subagentId} asks:</b> ${it.text}</p>
+      ${it.by === 'person' && html`<p class="muted">answered: ${it.answer}</p>`}
+      ${it.by === 'timeout' && html`<p class="muted">no answer in time; it went on without one</p>`}
+      ${!it.by && html`<form class="answer" onSubmit=${submit}>
+          <input value=${text} placeholder="Your answer" aria-label=${`Answer to ${it.subagentId}`} onInput=${(e) => setText(e.currentTarget.value)} />
+          <button type="submit" disabled=${!text.trim()}>Answer</button>
+        </form>`}
       ${error && html`<p class="offer error" role="alert">${error}</p>`}
     </div>`;
 }

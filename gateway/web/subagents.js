@@ -40,6 +40,7 @@ export function useSubagents(key) {
 
 function statusText(sa) {
   if (sa.status === 'queued' && sa.queuePosition) return `queued #${sa.queuePosition}`;
+  if (sa.status === 'running' && sa.waitingForUser) return 'waiting for you';
   if (sa.status === 'running' && sa.stalled) return 'stalled';
   return sa.status;
 }

@@ -1,0 +1,190 @@
+package subagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/tool"
+)
+
+// AskUserTool is the name of the tool a subagent asks the person with.
+// A role has it when it lists it.
+const AskUserTool = "ask_user"
+
+// DefaultAskTimeout is how long ask_user waits for an answer by default.
+const DefaultAskTimeout = 10 * time.Minute
+
+// ErrNoQuestion means a question ID names no open question: it was never
+// asked, is another session's, or was answered or gave up already.
+var ErrNoQuestion = errors.New("no such open question")
+
+// Question is a subagent's open question to the person (ask_user). It
+// reaches every channel where the parent session is open, as a
+// UserQuestion event, and is answered with Manager.AnswerQuestion.
+type Question struct {
+	ID         string    `json:"id"`
+	Session    string    `json:"sessionKey"`
+	SubagentID string    `json:"subagentId"`
+	Role       string    `json:"role"`
+	Text       string    `json:"question"`
+	AskedAt    time.Time `json:"askedAt"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+}
+
+// questions are the open questions of a manager's runs.
+type questions struct {
+	mu   sync.Mutex
+	open map[string]*openQuestion
+}
+
+type openQuestion struct {
+	Question
+	answer chan string // gets the one answer
+}
+
+// Questions lists the open questions of a parent session ("" for all),
+// oldest first.
+func (m *Manager) Questions(session string) []Question {
+	m.asked.mu.Lock()
+	defer m.asked.mu.Unlock()
+	var out []Question
+	for _, q := range m.asked.open {
+		if session == "" || q.Session == session {
+			out = append(out, q.Question)
+		}
+	}
+	slices.SortFunc(out, func(a, b Question) int { return a.AskedAt.Compare(b.AskedAt) })
+	return out
+}
+
+// AnswerQuestion answers an open question of session ("" for any session) and
+// returns it. ErrNoQuestion when there is no such open question.
+func (m *Manager) AnswerQuestion(id, session, answer string) (Question, error) {
+	answer = strings.TrimSpace(answer)
+	if answer == "" {
+		return Question{}, fmt.Errorf("answer %s: empty", id)
+	}
+	if len(id) > 2 && strings.EqualFold(id[:2], "Q-") {
+		id = "Q-" + strings.ToLower(id[2:])
+	}
+	m.asked.mu.Lock()
+	q, ok := m.asked.open[id]
+	if ok && (session == "" || q.Session == session) {
+		delete(m.asked.open, q.ID)
+	}
+	m.asked.mu.Unlock()
+	if !ok || (session != "" && q.Session != session) {
+		return Question{}, fmt.Errorf("answer %s: %w", id, ErrNoQuestion)
+	}
+	q.answer <- answer
+	return q.Question, nil
+}
+
+// askTimeout is how long ask_user waits.
+func (m *Manager) askTimeout() time.Duration {
+	if m.opt.AskTimeout > 0 {
+		return m.opt.AskTimeout
+	}
+	return DefaultAskTimeout
+}
+
+// askUser is the ask_user tool of a manager's subagents.
+type askUser struct{ m *Manager }
+
+// AskArgs are ask_user's arguments.
+type AskArgs struct {
+	Question string `json:"question" jsonschema:"the question for the person, short and self-contained: what you need to know and why"`
+}
+
+func (askUser) Name() string { return AskUserTool }
+
+func (askUser) Description() string {
+	return "Ask the person a question and wait for the answer (it may take minutes; your time limit is paused meanwhile). " +
+		"Use it only when you cannot go on well without their decision or knowledge; if no answer comes in time, " +
+		"you are told so and should go on with your best judgement."
+}
+
+func (askUser) Schema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{"question":{"type":"string","description":"the question for the person, short and self-contained: what you need to know and why"}},"required":["question"],"additionalProperties":false}`)
+}
+
+// Run puts the question to the person through the parent session and
+// waits for the answer, the limit, or the run's end.
+func (t askUser) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	var args AskArgs
+	if err := json.Unmarshal(raw, &args); err != nil || strings.TrimSpace(args.Question) == "" {
+		return tool.Errorf("ask_user needs {\"question\": \"…\"}"), nil
+	}
+	caller, _ := tool.CallerFrom(ctx)
+	h, err := t.m.Get(caller.AgentID)
+	if err != nil || !caller.Subagent {
+		return tool.Errorf("ask_user is for subagents"), nil
+	}
+	if h.req.Parent.SessionKey == "" {
+		return tool.Errorf("there is no person to ask: this subagent has no parent session"), nil
+	}
+	return h.ask(ctx, strings.TrimSpace(args.Question))
+}
+
+// ask asks the question and waits (timeout paused, status
+// waiting_for_user).
+func (h *Handle) ask(ctx context.Context, text string) (tool.Result, error) {
+	m := h.m
+	id, err := drawID(m.opt.Rand, "Q-", "a question ID")
+	if err != nil {
+		return tool.Result{}, err
+	}
+	now := m.now()
+	q := &openQuestion{Question: Question{ID: id, Session: h.req.Parent.SessionKey, SubagentID: h.id, Role: h.role.Name,
+		Text: text, AskedAt: now, ExpiresAt: now.Add(m.askTimeout())}, answer: make(chan string, 1)}
+	m.asked.mu.Lock()
+	if m.asked.open == nil {
+		m.asked.open = map[string]*openQuestion{}
+	}
+	m.asked.open[id] = q
+	m.asked.mu.Unlock()
+	defer func() {
+		m.asked.mu.Lock()
+		delete(m.asked.open, id)
+		m.asked.mu.Unlock()
+	}()
+
+	resume := agent.PauseTimeout(ctx)
+	defer resume()
+	h.setWaiting(true)
+	defer h.setWaiting(false)
+	h.publishParent(event.New(event.UserQuestion, event.QuestionContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name,
+		Question: text, ExpiresAt: q.ExpiresAt}))
+
+	timer := time.NewTimer(m.askTimeout())
+	defer timer.Stop()
+	select {
+	case answer := <-q.answer:
+		h.publishParent(event.New(event.QuestionAnswered, event.AnsweredContent{QuestionID: id, SubagentID: h.id, Answer: answer, By: "person"}))
+		return tool.Result{Output: "The person answered: " + answer}, nil
+	case <-timer.C:
+		h.publishParent(event.New(event.QuestionAnswered, event.AnsweredContent{QuestionID: id, SubagentID: h.id, By: "timeout"}))
+		return tool.Result{Output: fmt.Sprintf("No answer from the person within %s. Go on with your best judgement, and say in your answer what you assumed.", m.askTimeout())}, nil
+	case <-ctx.Done():
+		return tool.Result{}, context.Cause(ctx)
+	}
+}
+
+// setWaiting marks the run waiting for the person (or not): it is then
+// not flagged stalled.
+func (h *Handle) setWaiting(on bool) {
+	h.mu.Lock()
+	h.waiting = on
+	if on {
+		h.stalled = false
+	}
+	h.mu.Unlock()
+}
