@@ -17,16 +17,21 @@ import (
 // leaves (a new update starts another).
 const chatIdle = time.Minute
 
-// chat is one chat's worker: its updates, handled one at a time, in order.
+// chat is one chat's worker: its updates, handled one at a time, in
+// order. A message's answer streams in the background (answer), after
+// the chat's earlier answers; the worker goes on to the next update.
 type chat struct {
 	id      int64
 	updates chan store.ChannelUpdate
 	limiter *chatLimiter
 
 	mu          sync.Mutex
-	watchCancel context.CancelFunc // the running subagent watcher, if any
-	watchDone   chan struct{}
-	cursor      uint64 // the last sequence number the watcher read
+	gen         uint64        // the number of the chat's newest answer
+	tail        chan struct{} // closed when the newest answer has finished
+	lastKey     string        // the session of the newest answer
+	watchCancel context.CancelFunc
+	watchDone   chan struct{} // the running subagent watcher's, if any
+	handed      *reader       // the events a finished reader left to the next answer
 }
 
 // dispatch hands an update to its chat's worker, starting one if none
@@ -59,7 +64,7 @@ func (c *Channel) work(ctx context.Context, ch *chat) {
 			idle.Reset(chatIdle)
 		case <-idle.C:
 			c.mu.Lock()
-			if len(ch.updates) == 0 && !ch.watching() {
+			if len(ch.updates) == 0 && !ch.busy() {
 				delete(c.chats, ch.id)
 				c.mu.Unlock()
 				return
@@ -72,16 +77,30 @@ func (c *Channel) work(ctx context.Context, ch *chat) {
 	}
 }
 
-// watching reports whether a subagent watcher runs for the chat.
-func (ch *chat) watching() bool {
+// busy reports whether an answer or a subagent watcher runs for the chat.
+func (ch *chat) busy() bool {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	return ch.watchCancel != nil
+	return ch.busyLocked()
 }
 
-// handleStored handles one stored update and marks it handled. An update
-// that cannot be read is marked handled with an error in the log: it
-// would fail again.
+// busyLocked is busy; the caller holds ch.mu.
+func (ch *chat) busyLocked() bool {
+	if ch.watchCancel != nil {
+		return true
+	}
+	select {
+	case <-ch.tail:
+		return false
+	default:
+		return ch.tail != nil
+	}
+}
+
+// handleStored handles one stored update and marks it handled: a command
+// once answered, a message once the session has it (its answer streams
+// after). An update that cannot be read is marked handled with an error
+// in the log: it would fail again.
 func (c *Channel) handleStored(ctx context.Context, ch *chat, su store.ChannelUpdate) {
 	u, err := decodeUpdate(su.Payload)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,41 +15,225 @@ import (
 	"github.com/avaagent/ava/session"
 )
 
-// converse hands a message to the chat's session and streams the answer
-// back by editing one message, then sends the final text; subagent
-// activity becomes status lines; typing shows while the session works.
+// converse hands a message to the chat's session and returns once the
+// session has it (or has refused it): the answer streams in the
+// background, after the chat's earlier answers, so that the person's
+// next message reaches the session while this one is answered and, sent
+// within the merge window, is answered with it (seed 003).
 func (c *Channel) converse(ctx context.Context, ch *chat, m *models.Message) error {
 	key, err := c.session(ctx, ch.id)
 	if err != nil {
 		return err
 	}
-	// A watcher of the last turn's subagents hands over where it stopped
-	// reading, so no completion is missed or shown twice.
-	last, watched := ch.stopWatching()
-	if !watched {
-		if last, err = c.cfg.Sessions.LastSeq(key); err != nil {
-			return fmt.Errorf("session %s: %w", key, err)
+	a := ch.link(key)
+	// An answer of the chat still reading the session hands its reader
+	// on; else (or when the session has gone idle, which ends its
+	// subscription) the answer reads from here, subscribed before the
+	// turn starts so that none of its events is missed.
+	if !a.inherit || c.cfg.Sessions.State(key) == session.Idle {
+		a.own, a.err = c.subscribe(key)
+	}
+	if a.err == nil {
+		a.turn, a.err = c.cfg.Sessions.Send(ctx, key, m.Text, session.SendOptions{Queue: true, Merge: true, User: userName(m)})
+	}
+	c.wg.Go(func() { c.answer(ctx, ch, a) })
+	return nil
+}
+
+// answer is one message's answer in a chat.
+type answer struct {
+	key     string
+	gen     uint64          // its place among the chat's answers
+	prev    <-chan struct{} // closed when the chat's previous answer has finished
+	done    chan struct{}   // closed when this one has
+	inherit bool            // the previous reader of key hands its reader on
+	own     *reader         // else the answer's own
+	turn    *session.Turn
+	err     error // why the session did not take the message
+}
+
+// link numbers a new answer of the chat, after the previous one.
+func (ch *chat) link(key string) *answer {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.gen++
+	a := &answer{key: key, gen: ch.gen, prev: ch.tail, done: make(chan struct{}),
+		inherit: ch.lastKey == key && ch.busyLocked()}
+	ch.tail, ch.lastKey = a.done, key
+	return a
+}
+
+// answer streams a's answer once the chat's previous answer has
+// finished, so that answers never interleave. A turn merged into the
+// next one (Turn.Merged) posts no answer: the next turn answers both
+// messages, and the merged turn's partial message, if it showed one, is
+// edited to say so.
+func (c *Channel) answer(ctx context.Context, ch *chat, a *answer) {
+	defer close(a.done)
+	if a.prev != nil {
+		select {
+		case <-a.prev:
+		case <-ctx.Done():
+			if a.own != nil {
+				a.own.close()
+			}
+			return
 		}
 	}
-	sub := c.cfg.Sessions.Subscribe(key, last)
-	turn, err := c.cfg.Sessions.Send(ctx, key, m.Text, session.SendOptions{Queue: true, Merge: true, User: userName(m)})
+	r, err := c.takeOver(ch, a)
+	if err == nil {
+		err = a.err
+	}
 	if err != nil {
-		sub.Close()
-		return c.send(ctx, ch, "I couldn't take that message: "+err.Error())
+		if err := c.send(ctx, ch, "I couldn't take that message: "+err.Error()); err != nil && ctx.Err() == nil {
+			c.log.Error("telegram: could not send a refusal", "chat", ch.id, "err", err)
+		}
+		c.handOn(ctx, ch, a.gen, r)
+		return
 	}
 	s := &stream{c: c, ch: ch, every: c.cfg.EditInterval}
-	text := s.follow(ctx, sub, turn.Done())
+	text := s.follow(ctx, r, a.turn.Done())
+	if err := s.finish(ctx, a.turn, text); err != nil && ctx.Err() == nil {
+		c.log.Error("telegram: answering failed", "chat", ch.id, "session", a.key, "err", err)
+	}
+	c.handOn(ctx, ch, a.gen, r)
+}
+
+// mergedNote replaces the partial answer of a turn merged into the next.
+const mergedNote = "(answered together with your next message)"
+
+// finish puts the turn's outcome in place once it is done: the final
+// text, or, for a turn merged into the next one, nothing but mergedNote
+// on its partial message.
+func (s *stream) finish(ctx context.Context, turn *session.Turn, streamed string) error {
 	res, err := turn.Wait(ctx)
 	if err != nil && res.Status == "" {
-		sub.Close()
 		return err
 	}
-	if err := s.final(ctx, finalText(res, text)); err != nil {
-		sub.Close()
-		return err
+	if turn.Merged() {
+		if s.msgID == 0 {
+			return nil
+		}
+		return s.c.edit(ctx, s.ch, s.msgID, mergedNote)
 	}
-	c.startWatching(ctx, ch, key, sub)
-	return nil
+	return s.final(ctx, finalText(res, streamed))
+}
+
+// takeOver stops the chat's subagent watcher, if one runs, and returns
+// the reader a's answer reads with: its own, or the one the previous
+// reader of its session handed on (where that one stopped, so that no
+// event is missed or shown twice). A reader whose subscription ended
+// (the session went idle) is renewed from where it stopped.
+func (c *Channel) takeOver(ch *chat, a *answer) (*reader, error) {
+	ch.stopWatching()
+	ch.mu.Lock()
+	r := ch.handed
+	ch.handed = nil
+	ch.mu.Unlock()
+	if r != nil && (a.own != nil || r.key != a.key) {
+		r.close()
+		r = nil
+	}
+	switch {
+	case a.own != nil:
+		return a.own, nil
+	case r == nil: // the previous answer stopped early (shutdown)
+		return c.subscribe(a.key)
+	case r.ended:
+		r.sub.Close()
+		r.sub, r.ended = c.cfg.Sessions.Subscribe(a.key, r.sub.Cursor()), false
+	}
+	return r, nil
+}
+
+// handOn passes r, where the answer gen stopped reading its session, to
+// the next reader: the chat's next answer when there is one, else a
+// watcher of the subagents still running; else it is closed.
+func (c *Channel) handOn(ctx context.Context, ch *chat, gen uint64, r *reader) {
+	if r == nil {
+		return
+	}
+	ch.mu.Lock()
+	newest := ch.leaveLocked(gen, r)
+	ch.mu.Unlock()
+	switch {
+	case !newest:
+	case ctx.Err() == nil && c.cfg.Sessions.State(r.key) == session.WaitingForSubagents:
+		c.startWatching(ctx, ch, gen, r)
+	default:
+		r.close()
+	}
+}
+
+// leaveLocked hands r on to the chat's next answer when one newer than
+// gen exists; it reports whether gen is the newest, leaving r to the
+// caller (caller holds ch.mu).
+func (ch *chat) leaveLocked(gen uint64, r *reader) bool {
+	if ch.gen == gen {
+		return true
+	}
+	if ch.handed != nil {
+		ch.handed.close()
+	}
+	ch.handed = r
+	return false
+}
+
+// reader reads a session's events for a chat, passed from one answer to
+// the next and to the subagent watcher: each reads on where the one
+// before stopped.
+type reader struct {
+	key   string
+	sub   *event.Subscription
+	seq   uint64        // the last event number handled
+	rest  []event.Event // read but not yet handled
+	ended bool          // the subscription has ended (the session was idle)
+}
+
+// subscribe returns a reader of key's events from its last one on.
+func (c *Channel) subscribe(key string) (*reader, error) {
+	last, err := c.cfg.Sessions.LastSeq(key)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", key, err)
+	}
+	return &reader{key: key, sub: c.cfg.Sessions.Subscribe(key, last), seq: last}, nil
+}
+
+func (r *reader) close() { r.sub.Close() }
+
+// feed delivers r's events in batches (what the previous reader left
+// first) from a goroutine, so that the caller can also wait on timers.
+// stop ends the reading and keeps in r, to be read next, left (the part
+// of the last batch the caller did not handle) and what was read but
+// not delivered.
+func (r *reader) feed(ctx context.Context) (evs <-chan []event.Event, stop func(left []event.Event)) {
+	ctx, cancel := context.WithCancel(ctx)
+	ch := make(chan []event.Event)
+	first := r.rest
+	r.rest = nil
+	var ended bool
+	go func() {
+		defer close(ch)
+		if len(first) > 0 {
+			ch <- first // stop takes it if the caller does not
+		}
+		for {
+			batch, err := r.sub.Next(ctx)
+			if err != nil {
+				ended = errors.Is(err, event.ErrClosed)
+				return
+			}
+			ch <- batch
+		}
+	}()
+	return ch, func(left []event.Event) {
+		cancel()
+		rest := slices.Clone(left)
+		for batch := range ch {
+			rest = append(rest, batch...)
+		}
+		r.rest, r.ended = rest, r.ended || ended
+	}
 }
 
 // finalText is what the person reads when the turn ends: the answer, or
@@ -86,32 +271,42 @@ type stream struct {
 }
 
 // follow reads the session's events until the turn is done and its
-// events are read: text deltas edit the answer's message (paced), tool
-// and subagent events become status lines, and typing shows throughout.
-// It returns the text streamed.
-func (s *stream) follow(ctx context.Context, sub *event.Subscription, done <-chan struct{}) string {
+// events are read (its SessionEnd, or every event numbered when it was
+// done, for a turn without one): text deltas edit the answer's message
+// (paced), tool and subagent events become status lines, and typing
+// shows throughout. It returns the text streamed.
+func (s *stream) follow(ctx context.Context, r *reader, done <-chan struct{}) string {
 	var text strings.Builder
-	evs, stop := batches(ctx, sub)
-	defer stop()
+	evs, stop := r.feed(ctx)
+	var left []event.Event
+	defer func() { stop(left) }()
 	typing := time.NewTicker(s.c.cfg.TypingInterval)
 	defer typing.Stop()
 	s.c.typing(ctx, s.ch)
+	var end uint64 // once the turn is done: the last event number it can have
 	for {
 		select {
 		case batch, ok := <-evs:
 			if !ok {
 				return text.String()
 			}
-			for _, ev := range batch {
+			for i, ev := range batch {
 				s.event(ctx, ev, &text)
-				if ev.Type == event.SessionEnd && ev.Agent == event.OrchestratorID {
+				r.seq = max(r.seq, ev.Seq)
+				if ev.Type == event.SessionEnd && ev.Agent == event.OrchestratorID || end > 0 && r.seq >= end {
+					left = batch[i+1:]
 					return text.String()
 				}
 			}
 		case <-typing.C:
 			s.c.typing(ctx, s.ch)
 		case <-done:
-			done = nil // read on to the turn's SessionEnd
+			done = nil
+			last, err := s.c.cfg.Sessions.LastSeq(r.key)
+			if err != nil || last <= r.seq {
+				return text.String()
+			}
+			end = last
 		case <-ctx.Done():
 			return text.String()
 		}
@@ -176,50 +371,48 @@ func (s *stream) final(ctx context.Context, text string) error {
 	return nil
 }
 
-// startWatching follows the session in the background while subagents
-// the turn started still run (the chat's worker goes on to the next
-// message): the typing action stays alive and each completion is
-// reported as it comes, until the session is idle or the next message
-// takes over. It owns sub.
-func (c *Channel) startWatching(ctx context.Context, ch *chat, key string, sub *event.Subscription) {
-	if c.cfg.Sessions.State(key) != session.WaitingForSubagents {
-		sub.Close()
-		return
-	}
+// startWatching reads on with r in the background while subagents the
+// session's turn started still run: the typing action stays alive and
+// each completion is reported as it comes, until the session is idle or
+// the chat's next answer takes over (takeOver); gen is the answer that
+// started it.
+func (c *Channel) startWatching(ctx context.Context, ch *chat, gen uint64, r *reader) {
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	ch.mu.Lock()
-	ch.watchCancel, ch.watchDone, ch.cursor = cancel, done, sub.Cursor()
+	ch.watchCancel, ch.watchDone = cancel, done
 	ch.mu.Unlock()
 	c.wg.Go(func() {
 		defer close(done)
-		defer sub.Close()
-		c.watch(wctx, ch, key, sub)
+		defer cancel()
+		c.watch(wctx, ch, r)
+		ch.mu.Lock()
+		ch.watchCancel, ch.watchDone = nil, nil
+		newest := ch.leaveLocked(gen, r)
+		ch.mu.Unlock()
+		if newest {
+			r.close()
+		}
 	})
 }
 
-// stopWatching ends the chat's watcher, if one runs, and returns the
-// last sequence number it read.
-func (ch *chat) stopWatching() (uint64, bool) {
+// stopWatching ends the chat's watcher, if one runs, and waits for it.
+func (ch *chat) stopWatching() {
 	ch.mu.Lock()
 	cancel, done := ch.watchCancel, ch.watchDone
-	ch.watchCancel, ch.watchDone = nil, nil
 	ch.mu.Unlock()
-	if cancel == nil {
-		return 0, false
+	if cancel != nil {
+		cancel()
+		<-done
 	}
-	cancel()
-	<-done
-	ch.mu.Lock()
-	defer ch.mu.Unlock()
-	return ch.cursor, true
 }
 
 // watch is the watcher's loop.
-func (c *Channel) watch(ctx context.Context, ch *chat, key string, sub *event.Subscription) {
+func (c *Channel) watch(ctx context.Context, ch *chat, r *reader) {
 	s := &stream{c: c, ch: ch, every: c.cfg.EditInterval}
-	evs, stop := batches(ctx, sub)
-	defer stop()
+	evs, stop := r.feed(ctx)
+	var left []event.Event
+	defer func() { stop(left) }()
 	typing := time.NewTicker(c.cfg.TypingInterval)
 	defer typing.Stop()
 	c.typing(ctx, ch)
@@ -230,52 +423,28 @@ func (c *Channel) watch(ctx context.Context, ch *chat, key string, sub *event.Su
 			if !ok {
 				return
 			}
-			for _, ev := range batch {
+			for i, ev := range batch {
+				if ctx.Err() != nil {
+					left = batch[i:] // the next reader's
+					return
+				}
 				switch ev.Type {
 				case event.SubagentComplete, event.SubagentSpawn, event.SubagentProgress, event.SpawnProposed:
 					s.event(ctx, ev, &discard)
 				}
-				ch.mu.Lock()
-				ch.cursor = max(ch.cursor, ev.Seq)
-				ch.mu.Unlock()
+				r.seq = max(r.seq, ev.Seq)
 				if idle(ev) {
+					left = batch[i+1:]
 					return
 				}
 			}
 		case <-typing.C:
-			if c.cfg.Sessions.State(key) == session.Idle {
+			if c.cfg.Sessions.State(r.key) == session.Idle {
 				return
 			}
 			c.typing(ctx, ch)
 		case <-ctx.Done():
 			return
-		}
-	}
-}
-
-// batches reads sub in a goroutine, so that its reader can also wait on
-// timers; stop ends the reading and returns once the goroutine has, so
-// the caller may use sub again (a batch read but not taken is dropped).
-func batches(ctx context.Context, sub *event.Subscription) (<-chan []event.Event, func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	evs := make(chan []event.Event)
-	go func() {
-		defer close(evs)
-		for {
-			batch, err := sub.Next(ctx)
-			if err != nil {
-				return
-			}
-			select {
-			case evs <- batch:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return evs, func() {
-		cancel()
-		for range evs {
 		}
 	}
 }

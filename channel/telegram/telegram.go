@@ -4,9 +4,13 @@
 // Updates arrive by long polling (or a webhook, with Telegram's secret
 // header checked) and are stored before they are acknowledged, so a
 // restart neither loses one nor handles one twice: an update is marked
-// handled once its answer is sent; one whose answer a crash cut short is
-// handled again at the next start. Updates are handled in order per chat,
-// chats concurrently. Answers stream by editing one message (at most
+// handled once a command is answered or a message handed to its session;
+// one a crash cut short of that is handled again at the next start.
+// Updates reach the sessions in order per chat, chats concurrently; a
+// message's answer streams in the background, after the chat's earlier
+// answers, so that the next message can be merged into a request that
+// has just started (the session's merge window). Answers stream by
+// editing one message (at most
 // once per EditInterval), then the final text, split at Telegram's size
 // limit on paragraph or line boundaries and sent as plain text, so no
 // model output can make a send fail. The Bot API's 429s are waited out

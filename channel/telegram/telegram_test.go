@@ -2,11 +2,14 @@ package telegram_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/channel/telegram"
 	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/event"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -47,6 +51,19 @@ const script = `conversations:
           - name: spawn_subagent
             args: {role: researcher, task: "look it up", background: true}
       - text: "waiting for your answer"
+  - match: "MERGE-TWO"
+    turns:
+      - text: "both: {{input}}"
+        delay: 4s
+      - text: "the third, on its own"
+  - match: "MERGE-ONE"
+    turns:
+      - text: "thinking about the first"
+        tool_calls:
+          - name: list_subagents
+            args: {}
+      - text: "only the first"
+        delay: 10s
   - match: "LONG"
     turns:
       - text: LONGTEXT
@@ -232,6 +249,11 @@ func TestRestartNeitherLosesNorRepeatsAnUpdate(t *testing.T) {
 	_, stop := e.run(e.cfg)
 	e.api.push(message(1, chatID, userID, "hi"))
 	waitHandled(t, e, 1)
+	// Handled means handed to the session; the answer streams after.
+	e.api.waitFor("the first answer", func(cs []call) bool {
+		return slices.Contains(append(texts(cs, "sendMessage", chatID), texts(cs, "editMessageText", chatID)...),
+			"hello from ava, streamed in several small pieces so that the answer is edited as it grows")
+	})
 	stop()
 	e.api.push(message(2, chatID, userID, "again"))
 	_, stop = e.run(e.cfg)
@@ -421,5 +443,106 @@ func TestProgressAndCompletionArriveUnprompted(t *testing.T) {
 	})
 	if count(calls, "sendChatAction") < 2 {
 		t.Fatalf("typing was not kept alive while the subagent worked: %+v", calls)
+	}
+}
+
+func TestMessagesWithinTheMergeWindowAreAnsweredAsOne(t *testing.T) {
+	e := newEnv(t, "AVA_MERGE_WINDOW", "2s")
+	_, stop := e.run(e.cfg)
+	defer stop()
+	key := "ava:telegram:" + strconv.Itoa(chatID)
+	log := &eventLog{t: t, sub: e.in.Sessions.Subscribe(key, 0)}
+	defer log.sub.Close()
+	// The first message's turn shows a partial answer, then its model is
+	// slow; the second message cancels it, and one turn answers both.
+	e.api.push(message(1, chatID, userID, "MERGE-ONE first"))
+	e.api.waitFor("the first turn's partial answer", func(cs []call) bool { return len(finals(cs)) > 0 })
+	e.api.push(message(2, chatID, userID, "MERGE-TWO second"))
+	starts := log.wait(event.SessionStart, 2)
+	// Past the window of the merged turn's start (it runs 4s), the third
+	// message is queued and answered on its own.
+	time.Sleep(2300*time.Millisecond - time.Since(starts[1].Time))
+	e.api.push(message(3, chatID, userID, "third"))
+	calls := e.api.waitFor("the third answer", func(cs []call) bool {
+		return slices.Contains(finals(cs), "the third, on its own")
+	})
+	got := finals(calls)
+	want := []string{"(answered together with your next message)", "both: MERGE-ONE first\n\nMERGE-TWO second", "the third, on its own"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("messages %q, want %q: the cancelled turn's partial answer noted, one answer to both messages (joined by a blank line), then the third's", got, want)
+	}
+	for _, c := range calls {
+		if text := fmt.Sprint(c.Params["text"]); strings.Contains(text, "request ended") || strings.Contains(text, "only the first") {
+			t.Fatalf("the merged turn posted %q", text)
+		}
+	}
+	var status []string
+	for _, ev := range log.wait(event.SessionEnd, 3) {
+		var c event.SessionContent
+		if err := ev.Decode(&c); err != nil {
+			t.Fatal(err)
+		}
+		status = append(status, string(c.Status))
+	}
+	if !slices.Equal(status, []string{"cancelled", "success", "success"}) {
+		t.Fatalf("turns ended %q, want the first cancelled", status)
+	}
+	waitHandled(t, e, 3)
+}
+
+// finals are the texts of the chat's messages as they stand: each sent
+// message's last edit, in the order they were sent.
+func finals(calls []call) []string {
+	var ids []float64
+	text := map[float64]string{}
+	id := 100.0 // the fake's first message ID is 101
+	for _, c := range calls {
+		if int64(num(c.Params["chat_id"])) != chatID {
+			continue
+		}
+		switch c.Method {
+		case "sendMessage":
+			id++
+			ids = append(ids, id)
+			text[id] = fmt.Sprint(c.Params["text"])
+		case "editMessageText":
+			text[num(c.Params["message_id"])] = fmt.Sprint(c.Params["text"])
+		}
+	}
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, text[id])
+	}
+	return out
+}
+
+// eventLog reads a session's events as a test waits for them.
+type eventLog struct {
+	t    *testing.T
+	sub  *event.Subscription
+	seen []event.Event
+}
+
+// wait reads on until n orchestrator events of type typ have been read
+// (counting from the subscription's start) and returns them.
+func (l *eventLog) wait(typ event.Type, n int) []event.Event {
+	l.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		var out []event.Event
+		for _, ev := range l.seen {
+			if ev.Type == typ && ev.Agent == event.OrchestratorID {
+				out = append(out, ev)
+			}
+		}
+		if len(out) >= n {
+			return out
+		}
+		evs, err := l.sub.Next(ctx)
+		if err != nil {
+			l.t.Fatalf("waiting for %d %s events: %v", n, typ, err)
+		}
+		l.seen = append(l.seen, evs...)
 	}
 }
