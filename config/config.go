@@ -21,6 +21,7 @@ import (
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/internal/fserr"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/mcpclient"
 )
 
 // FileName is the config file's name inside the data root.
@@ -92,6 +93,16 @@ type Config struct {
 	// `ava trust` adds one to the config file). Roles of any other
 	// workspace may only add new names.
 	TrustedWorkspaces []string `yaml:"trusted_workspaces"`
+
+	// MCPServers are MCP servers roles may name (a list, or a mapping by
+	// name): a command run over stdio or a streamable HTTP URL.
+	MCPServers mcpclient.Specs `yaml:"mcp_servers"`
+	// MCPAllowedHosts are the non-loopback hosts an MCP server's URL may
+	// be on; without them only 127.0.0.1, ::1 and localhost are.
+	MCPAllowedHosts []string `yaml:"mcp_allowed_hosts"`
+	// MCPIdleTimeout stops an MCP server no tool call has used for this
+	// long (default 5m; negative: never).
+	MCPIdleTimeout time.Duration `yaml:"mcp_idle_timeout"`
 
 	// Source lists where settings came from, for error messages.
 	Source string `yaml:"-"`
@@ -338,6 +349,16 @@ func (c Config) Validate() error {
 		if p.Input < 0 || p.Output < 0 || p.CacheRead < 0 || p.CacheWrite < 0 {
 			errs = append(errs, fmt.Errorf("prices.%s: prices must not be negative", k))
 		}
+	}
+	seen := map[string]bool{}
+	for _, sp := range c.MCPServers {
+		if err := sp.Validate(c.MCPAllowedHosts); err != nil {
+			errs = append(errs, fmt.Errorf("mcp_servers: %w", err))
+		}
+		if seen[sp.Name] {
+			errs = append(errs, fmt.Errorf("mcp_servers: MCP server %s defined twice", sp.Name))
+		}
+		seen[sp.Name] = true
 	}
 	if err := errors.Join(errs...); err != nil {
 		if c.Source != "" {

@@ -32,11 +32,11 @@ type conn struct {
 
 	// ended is closed when the session ends (the process exited, the
 	// server hung up, or stop closed it); stopping when stop begins.
-	ended     chan struct{}
-	stopping  chan struct{}
-	stopOnce  sync.Once
-	stopMu    sync.Mutex
-	stopped   bool
+	ended    chan struct{}
+	stopping chan struct{}
+	stopOnce sync.Once
+	stopMu   sync.Mutex
+	stopped  bool
 }
 
 // isDead reports a connection that ended or is being stopped.

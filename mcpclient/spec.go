@@ -205,14 +205,20 @@ func decodeSpec(n *yaml.Node) (Spec, error) {
 		return Spec{}, fmt.Errorf("line %d: an MCP server is a name or a mapping (name, command, args, env, pass_env, url)", n.Line)
 	}
 	allowed := []string{"name", "command", "args", "env", "pass_env", "url"}
+	which := "an MCP server"
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "name" {
+			which = "MCP server " + n.Content[i+1].Value
+		}
+	}
 	for i := 0; i < len(n.Content); i += 2 {
 		if k := n.Content[i]; !slices.Contains(allowed, k.Value) {
-			return Spec{}, fmt.Errorf("line %d: unknown key %q in an MCP server (known: %s)", k.Line, k.Value, strings.Join(allowed, ", "))
+			return Spec{}, fmt.Errorf("line %d: unknown key %q in %s (known: %s)", k.Line, k.Value, which, strings.Join(allowed, ", "))
 		}
 	}
 	var sp Spec
 	if err := n.Decode(&sp); err != nil {
-		return Spec{}, fmt.Errorf("line %d: %w", n.Line, err)
+		return Spec{}, fmt.Errorf("line %d: %s: %w", n.Line, which, err)
 	}
 	return sp, nil
 }
