@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -99,6 +100,7 @@ func (c *conn) toolNames() []string {
 	for i, t := range c.tools {
 		out[i] = t.Name()
 	}
+	slices.Sort(out)
 	return out
 }
 
