@@ -278,6 +278,8 @@ func (t *mcpTool) Run(ctx context.Context, args json.RawMessage) (tool.Result, e
 			return tool.Result{}, context.Cause(ctx)
 		}
 		if errors.Is(err, mcp.ErrConnectionClosed) || c.isDead() {
+			// The next use connects (or starts the server) again.
+			s.p.goTracked(c.stop)
 			return tool.Errorf("%s: MCP server %s stopped during the call (it is started again on the next call): %v", t.name, s.spec.Name, err), nil
 		}
 		return tool.Errorf("%s: MCP server %s: %v", t.name, s.spec.Name, err), nil

@@ -72,6 +72,10 @@ type Pool struct {
 	opt Options
 	log *slog.Logger
 
+	// ctx ends at Close, which so cancels starts under way.
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	mu      sync.Mutex
 	servers map[string]*server
 	closed  bool
@@ -100,6 +104,7 @@ func New(opt Options) (*Pool, error) {
 			return nil, err
 		}
 	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p, nil
 }
 
@@ -243,6 +248,7 @@ func (p *Pool) Close() error {
 		return nil
 	}
 	p.closed = true
+	p.cancel()
 	servers := make([]*server, 0, len(p.servers))
 	for _, s := range p.servers {
 		servers = append(servers, s)
@@ -410,11 +416,17 @@ func (s *server) armIdleLocked() {
 	s.idle = time.AfterFunc(s.p.opt.IdleTimeout, func() { s.p.goTracked(s.idleStop) })
 }
 
-// idleStop stops the server if it is still idle.
+// idleStop stops the server if it is still idle, or waits again if it
+// was used since the timer was set.
 func (s *server) idleStop() {
 	s.mu.Lock()
 	c := s.cur
-	if c == nil || s.inflight > 0 || s.closed || time.Since(s.lastUsed) < s.p.opt.IdleTimeout {
+	if c == nil || s.inflight > 0 || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	if left := s.p.opt.IdleTimeout - time.Since(s.lastUsed); left > 0 {
+		s.idle = time.AfterFunc(left, func() { s.p.goTracked(s.idleStop) })
 		s.mu.Unlock()
 		return
 	}
@@ -473,6 +485,8 @@ func (s Spec) target() string {
 func (s *server) start(ctx context.Context) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.p.opt.StartTimeout)
 	defer cancel()
+	stop := context.AfterFunc(s.p.ctx, cancel) // Close cancels a start
+	defer stop()
 	c := &conn{server: s, ended: make(chan struct{}), stopping: make(chan struct{})}
 	var t mcp.Transport
 	if s.spec.URL != "" {
