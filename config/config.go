@@ -228,7 +228,7 @@ func refuseSecrets(path string, data []byte) error {
 		for i := 0; i+1 < len(n.Content); i++ {
 			k := n.Content[i]
 			if n.Kind == yaml.MappingNode && i%2 == 0 && isSecretKey(k.Value) {
-				return fmt.Errorf("config %s line %d: %q is a secret; put it in the environment (e.g. ANTHROPIC_API_KEY, AVA_TOKEN), not in a file", path, k.Line, k.Value)
+				return fmt.Errorf("config %s line %d: %q is a secret; put it in the environment (e.g. ANTHROPIC_API_KEY, AVA_TOKEN), not in a file (an MCP server gets a variable of Ava's environment through pass_env)", path, k.Line, k.Value)
 			}
 		}
 		for _, ch := range n.Content {
