@@ -14,6 +14,7 @@ import (
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/instance"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/mcpclient"
 	"github.com/avaagent/ava/orchestrator"
 	"github.com/avaagent/ava/redact"
 	"github.com/avaagent/ava/session"
@@ -40,7 +41,11 @@ type Instance struct {
 	// event with it and the store every text it writes.
 	Redactor *redact.Redactor
 	// Tools are the built-in tools (what roles choose from).
-	Tools    *tool.Registry
+	Tools *tool.Registry
+	// MCP is the pool of the MCP servers of config.yaml and of the
+	// roles (see package mcpclient): started on first use, stopped by
+	// Close.
+	MCP      *mcpclient.Pool
 	Subagent *subagent.Manager
 	// Sessions runs every turn of every session (see package session);
 	// nil when opened ReadOnly.
@@ -133,7 +138,14 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	if in.Tools, err = tool.NewRegistry(in.builtinTools()...); err != nil {
 		return fmt.Errorf("built-in tools: %w", err)
 	}
+	if in.MCP, err = mcpclient.New(mcpclient.Options{Servers: cfg.MCPServers, AllowHosts: cfg.MCPAllowedHosts,
+		IdleTimeout: cfg.MCPIdleTimeout, Withhold: subagent.WithheldReason, Dir: cfg.Workspace, Logger: log}); err != nil {
+		return fmt.Errorf("MCP servers (%s): %w", configSource(cfg), err)
+	}
+	// Closed after the subagents that use its servers have stopped.
+	in.closers = append(in.closers, in.MCP.Close)
 	roles, roleErrs := subagent.LoadRoleDirs(RoleDirs(cfg), in.roleToolKnown)
+	roleErrs = append(roleErrs, in.addRoleMCPServers(roles)...)
 	in.RoleErrors = roleErrs
 	for _, e := range roleErrs {
 		log.Warn(RoleSkippedMessage, "err", e)
@@ -156,7 +168,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	if err != nil {
 		return err
 	}
-	in.Subagent = subagent.NewManager(subagent.Options{Catalog: in.Catalog, Tools: in.Tools, Store: in.Store, Hub: in.Hub,
+	in.Subagent = subagent.NewManager(subagent.Options{Catalog: in.Catalog, Tools: in.Tools, MCPTools: in.roleMCPTools, Store: in.Store, Hub: in.Hub,
 		Roles: roles, MaxConcurrent: cfg.MaxConcurrentSubagents, StallAfter: cfg.StallAfter,
 		ProgressAfter: cfg.ProgressAfter, ProgressEvery: cfg.ProgressEvery, WrapUpAt: cfg.WrapUpAt, AskTimeout: cfg.AskTimeout,
 		Overflow: subagent.Overflow(cfg.SpawnOverflow), MaxQueued: cfg.MaxQueuedSubagents,

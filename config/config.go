@@ -21,6 +21,7 @@ import (
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/internal/fserr"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/mcpclient"
 )
 
 // FileName is the config file's name inside the data root.
@@ -98,6 +99,16 @@ type Config struct {
 	// `ava trust` adds one to the config file). Roles of any other
 	// workspace may only add new names.
 	TrustedWorkspaces []string `yaml:"trusted_workspaces"`
+
+	// MCPServers are MCP servers roles may name (a list, or a mapping by
+	// name): a command run over stdio or a streamable HTTP URL.
+	MCPServers mcpclient.Specs `yaml:"mcp_servers"`
+	// MCPAllowedHosts are the non-loopback hosts an MCP server's URL may
+	// be on; without them only 127.0.0.1, ::1 and localhost are.
+	MCPAllowedHosts []string `yaml:"mcp_allowed_hosts"`
+	// MCPIdleTimeout stops an MCP server no tool call has used for this
+	// long (default 5m; negative: never).
+	MCPIdleTimeout time.Duration `yaml:"mcp_idle_timeout"`
 
 	// Source lists where settings came from, for error messages.
 	Source string `yaml:"-"`
@@ -225,7 +236,7 @@ func refuseSecrets(path string, data []byte) error {
 		for i := 0; i+1 < len(n.Content); i++ {
 			k := n.Content[i]
 			if n.Kind == yaml.MappingNode && i%2 == 0 && isSecretKey(k.Value) {
-				return fmt.Errorf("config %s line %d: %q is a secret; put it in the environment (e.g. ANTHROPIC_API_KEY, AVA_TOKEN), not in a file", path, k.Line, k.Value)
+				return fmt.Errorf("config %s line %d: %q is a secret; put it in the environment (e.g. ANTHROPIC_API_KEY, AVA_TOKEN), not in a file (an MCP server gets a variable of Ava's environment through pass_env)", path, k.Line, k.Value)
 			}
 		}
 		for _, ch := range n.Content {
@@ -359,6 +370,16 @@ func (c Config) Validate() error {
 		if p.Input < 0 || p.Output < 0 || p.CacheRead < 0 || p.CacheWrite < 0 {
 			errs = append(errs, fmt.Errorf("prices.%s: prices must not be negative", k))
 		}
+	}
+	seen := map[string]bool{}
+	for _, sp := range c.MCPServers {
+		if err := sp.Validate(c.MCPAllowedHosts); err != nil {
+			errs = append(errs, fmt.Errorf("mcp_servers: %w", err))
+		}
+		if seen[sp.Name] {
+			errs = append(errs, fmt.Errorf("mcp_servers: MCP server %s defined twice", sp.Name))
+		}
+		seen[sp.Name] = true
 	}
 	if err := errors.Join(errs...); err != nil {
 		if c.Source != "" {

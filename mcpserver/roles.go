@@ -33,6 +33,9 @@ func roleText(r subagent.Role) string {
 	fmt.Fprintf(&b, "# %s\n\n%s\n\n", r.Name, r.Description)
 	fmt.Fprintf(&b, "- model: %s\n", r.Model)
 	fmt.Fprintf(&b, "- tools: %s\n", strings.Join(r.Tools, ", "))
+	if len(r.MCPServers) > 0 {
+		fmt.Fprintf(&b, "- MCP servers: %s (their tools are named <server>__<tool>)\n", strings.Join(r.MCPServerNames(), ", "))
+	}
 	l := r.Limits
 	fmt.Fprintf(&b, "- limits: %s, %.0f¢, %d tokens, %d iterations\n", l.Timeout, l.MaxCostCents, l.MaxTokens, l.MaxIterations)
 	if r.ExtendedThinking {

@@ -45,8 +45,13 @@ type Options struct {
 	Catalog *llm.Catalog
 	// Tools are every tool a role may name (the built-ins).
 	Tools *tool.Registry
-	Store store.Store
-	Hub   *event.Hub
+	// MCPTools returns the tools of a role's MCP servers when a turn of
+	// one of its runs starts (the servers start on first use), and an
+	// error naming each server that could not give its tools; the run
+	// goes on without them. Nil: no MCP tools.
+	MCPTools func(ctx context.Context, role Role) ([]tool.Tool, error)
+	Store    store.Store
+	Hub      *event.Hub
 	// Roles are the known roles (LoadRoles); nil means the built-ins.
 	Roles map[string]Role
 	// MaxConcurrent limits running subagents (default 3).

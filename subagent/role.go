@@ -18,6 +18,7 @@ import (
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/internal/fsread"
+	"github.com/avaagent/ava/mcpclient"
 )
 
 // Role is a kind of subagent: its tools, default model, limits and
@@ -41,6 +42,10 @@ type Role struct {
 	// have: a final answer without them ends the run error
 	// (empty_result), never success.
 	RequiredOutput []string
+	// MCPServers are the role's MCP servers: a name of a server of the
+	// config file, or a definition of the role's own (mcpclient.Spec).
+	// Their tools are the role's too, named <server>__<tool>.
+	MCPServers []mcpclient.Spec
 	// Prompt is extra instructions appended to the system prompt (a
 	// custom role's Markdown body).
 	Prompt string
@@ -121,6 +126,9 @@ type roleFile struct {
 	Network          bool     `yaml:"network"`
 	ReadOnly         bool     `yaml:"read_only_workspace"`
 	RequiredOutput   []string `yaml:"required_output"`
+	// MCPServers: a list of server names (from config.yaml) or
+	// definitions (name, command, args, env, pass_env, url).
+	MCPServers mcpclient.Specs `yaml:"mcp_servers"`
 }
 
 // RoleError is a role file that could not be loaded.
@@ -157,8 +165,11 @@ func ParseRole(path string, data []byte, known func(string) bool) (Role, error) 
 	if !roleName.MatchString(rf.Name) {
 		return Role{}, &RoleError{Path: path, Line: line("name"), Err: fmt.Errorf("name %q: use lowercase letters, digits, _ or -, starting with a letter", rf.Name)}
 	}
-	if len(rf.Tools) == 0 {
-		return Role{}, &RoleError{Path: path, Line: line("tools"), Err: errors.New("tools: a role needs at least one tool")}
+	if len(rf.Tools) == 0 && len(rf.MCPServers) == 0 {
+		return Role{}, &RoleError{Path: path, Line: line("tools"), Err: errors.New("tools: a role needs at least one tool or MCP server")}
+	}
+	if err := checkRoleServers(rf.MCPServers); err != nil {
+		return Role{}, &RoleError{Path: path, Line: line("mcp_servers"), Err: err}
 	}
 	for _, t := range rf.Tools {
 		if !known(t) {
@@ -166,9 +177,9 @@ func ParseRole(path string, data []byte, known func(string) bool) (Role, error) 
 		}
 	}
 	r := Role{Name: rf.Name, Description: rf.Description, Tools: rf.Tools, Model: rf.Model, Limits: DefaultLimits,
-		ExtendedThinking: rf.ExtendedThinking, Network: rf.Network, ReadOnlyWorkspace: rf.ReadOnly,
+		ExtendedThinking: rf.ExtendedThinking, Network: rf.Network, ReadOnlyWorkspace: rf.ReadOnly, MCPServers: rf.MCPServers,
 		RequiredOutput: rf.RequiredOutput,
-		Prompt: strings.TrimSpace(string(body)), Source: path}
+		Prompt:         strings.TrimSpace(string(body)), Source: path}
 	if r.Model == "" {
 		r.Model = "sonnet"
 	}
@@ -176,6 +187,51 @@ func ParseRole(path string, data []byte, known func(string) bool) (Role, error) 
 		return Role{}, &RoleError{Path: path, Line: err.line, Err: err.err}
 	}
 	return r, nil
+}
+
+// checkRoleServers checks a role's MCP servers: valid names, each once,
+// and a definition of the role's own complete, with a URL only on a
+// loopback host (a remote server is defined in config.yaml, whose
+// mcp_allowed_hosts allows its host, and named by the role).
+func checkRoleServers(specs []mcpclient.Spec) error {
+	seen := map[string]bool{}
+	for _, sp := range specs {
+		if seen[sp.Name] {
+			return fmt.Errorf("mcp_servers: MCP server %s listed twice", sp.Name)
+		}
+		seen[sp.Name] = true
+		var err error
+		if sp.IsRef() {
+			err = mcpclient.CheckName(sp.Name)
+		} else {
+			err = sp.Validate(nil)
+		}
+		if err != nil {
+			return fmt.Errorf("mcp_servers: %w", err)
+		}
+	}
+	return nil
+}
+
+// HasOwnMCPServers reports whether the role defines an MCP server (a
+// command Ava would run, or a URL) rather than only naming configured
+// ones.
+func (r Role) HasOwnMCPServers() bool {
+	for _, sp := range r.MCPServers {
+		if !sp.IsRef() {
+			return true
+		}
+	}
+	return false
+}
+
+// MCPServerNames lists the names of the role's MCP servers.
+func (r Role) MCPServerNames() []string {
+	out := make([]string, len(r.MCPServers))
+	for i, sp := range r.MCPServers {
+		out[i] = sp.Name
+	}
+	return out
 }
 
 type lineErr struct {
@@ -295,6 +351,11 @@ type RoleDir struct {
 // would replace a built-in or user role; it is skipped.
 var ErrUntrustedOverride = errors.New("would replace a role of the same name, but its workspace is not trusted; skipped (trust the workspace with `ava trust` to allow it)")
 
+// ErrUntrustedMCPServer is a role file of an untrusted workspace that
+// defines an MCP server of its own (a command Ava would run); it is
+// skipped. Naming a server of config.yaml is allowed.
+var ErrUntrustedMCPServer = errors.New("defines an MCP server of its own, but its workspace is not trusted; skipped (define the server in config.yaml's mcp_servers and name it, or trust the workspace with `ava trust`)")
+
 // maxRoleFileSize bounds one role file read.
 const maxRoleFileSize = 1 << 20
 
@@ -347,6 +408,11 @@ func loadRoleDir(dir RoleDir, roles map[string]Role, known func(string) bool) []
 		r, err := ParseRole(p, data, known)
 		if err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if !dir.MayOverride && r.HasOwnMCPServers() {
+			// A repository's role file must not make Ava run a command.
+			errs = append(errs, &RoleError{Path: p, Line: 1, Err: fmt.Errorf("role %s %w", r.Name, ErrUntrustedMCPServer)})
 			continue
 		}
 		if prev, ok := roles[r.Name]; ok {

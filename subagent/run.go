@@ -86,10 +86,11 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	m := h.m
 	ctx, cancel := context.WithCancelCause(h.parentContext())
 	defer cancel(nil)
+	tools, unavailable := h.turnTools(ctx)
 	a := agent.New(agent.Config{
 		Model:          h.model,
-		System:         SystemPrompt(h.role, h.req.Config, h.tools),
-		Tools:          h.tools,
+		System:         SystemPrompt(h.role, h.req.Config, tools) + unavailableNote(unavailable),
+		Tools:          tools,
 		Limits:         h.limits,
 		ThinkingBudget: thinkingBudget(h.thinking),
 		Caller: tool.Caller{AgentID: h.id, SessionKey: h.SessionKey(), Subagent: true, Workspace: m.opt.Workspace, User: h.req.User,
@@ -124,6 +125,9 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	}
 	if first {
 		h.announceSpawn(start)
+	}
+	if unavailable != nil {
+		h.publishOwn(event.New(event.Error, event.ErrorContent{Error: unavailable.Error()}))
 	}
 	res := a.Run(ctx, history, input)
 	return h.finish(res, len(history), start)

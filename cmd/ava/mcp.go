@@ -3,6 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -12,7 +15,7 @@ import (
 )
 
 func newMCPCmd(a *App) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve Ava's subagent tools to an MCP client over stdin and stdout",
 		Long: `Serve Ava as a Model Context Protocol server over stdio, for an MCP client
@@ -50,4 +53,90 @@ The daemon (ava serve) serves the same tools over streamable HTTP at /mcp.`,
 			return srv.Serve(cmd.Context(), a.Stdin, a.Stdout)
 		},
 	}
+	cmd.AddCommand(newMCPListCmd(a))
+	return cmd
+}
+
+func newMCPListCmd(a *App) *cobra.Command {
+	var check bool
+	cmd := &cobra.Command{
+		Use:   "list [--check]",
+		Short: "List the MCP servers roles use (config.yaml's and the roles' own) and their state",
+		Long: `List the MCP servers subagents' roles may use: those of config.yaml's
+mcp_servers and those a role file defines, with their kind (stdio or url),
+command or URL, the roles using each, and their state in this process.
+
+Each Ava process (ava serve, ava mcp, ava run, ava chat) has its own servers,
+started when a subagent first uses them, so without --check every server is
+"not started" here; this command does not ask a running daemon. --check
+starts each server as a first use would, lists its tools (or why it failed)
+and stops it again.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.Config()
+			if err != nil {
+				return err
+			}
+			log := slog.New(dropMessage{Handler: dropMessage{Handler: a.Logger().Handler(), msg: app.RoleSkippedMessage}, msg: app.RoleOverrideMessage})
+			in, err := app.Open(cmd.Context(), cfg, log, app.ReadOnly())
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			for _, e := range in.RoleErrors {
+				fmt.Fprintf(a.Stderr, "warning: role skipped: %v\n", e)
+			}
+			var failed error
+			if check {
+				failed = in.StartMCPServers(cmd.Context())
+			}
+			return printMCPServers(a, in.MCPServers(), check, failed)
+		},
+	}
+	cmd.Flags().BoolVar(&check, "check", false, "start each server, list its tools, then stop it")
+	return cmd
+}
+
+// printMCPServers writes the servers table; with check, their tools and
+// failures too (a failure makes the exit status 1).
+func printMCPServers(a *App, servers []app.MCPServer, check bool, failed error) error {
+	if len(servers) == 0 {
+		fmt.Fprintln(a.Stdout, "no MCP servers: define them in config.yaml's mcp_servers or in a role's front matter (see README, MCP servers for roles)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tKIND\tCOMMAND OR URL\tROLES\tSTATE\tTOOLS")
+	for _, s := range servers {
+		roles := strings.Join(s.Roles, ",")
+		if roles == "" {
+			roles = "-"
+		}
+		tools := "-"
+		if len(s.Tools) > 0 {
+			tools = strings.Join(s.Tools, ",")
+		}
+		state := string(s.State)
+		if check && s.State == app.MCPStateRunning {
+			state = "ok (started; stopped on exit)"
+		}
+		if s.Err != "" {
+			state += ": " + s.Err
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.Target, roles, state, tools)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write MCP servers: %w", err)
+	}
+	for _, s := range servers {
+		if len(s.Withheld) > 0 {
+			fmt.Fprintf(a.Stdout, "%s: withheld: %s\n", s.Name, strings.Join(s.Withheld, "; "))
+		}
+	}
+	if !check {
+		fmt.Fprintln(a.Stdout, "\nstate in this process; each Ava process starts a server when a subagent first uses it (--check starts them now)")
+	}
+	if failed != nil {
+		return failed
+	}
+	return nil
 }

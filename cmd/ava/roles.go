@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -13,7 +14,7 @@ import (
 )
 
 func newRolesCmd(a *App) *cobra.Command {
-	var stats bool
+	var stats, mcpTools bool
 	cmd := &cobra.Command{
 		Use:   "roles [--stats]",
 		Short: "List built-in and custom subagent roles",
@@ -27,7 +28,10 @@ built-in or user role replaces it only when the workspace is trusted
 another is marked OVERRIDES in the SOURCE column and named in a warning.
 
 A tool a role lists but no subagent ever gets (memory_write, the spawn and
-subagent tools) is shown as withheld, with the reason. The last line says
+subagent tools) is shown as withheld, with the reason. A role's MCP servers
+are shown as mcp:<server>; their tools (named <server>__<tool>) are only
+known once a server runs, so --mcp-tools starts each role's servers, lists
+the tools its subagents get, and stops them again. The last line says
 which sandbox protections run_bash and python_exec have on this machine.
 
 With --stats, each role's finished runs in the store instead: how many,
@@ -62,10 +66,17 @@ estimate came from past runs rather than from the role's limits).`,
 			if stats {
 				return printRoleStats(cmd.Context(), a, in)
 			}
-			return printRoles(a, in)
+			if err := printRoles(a, in); err != nil {
+				return err
+			}
+			if mcpTools {
+				return printRoleMCPTools(cmd.Context(), a, in)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&stats, "stats", false, "show each role's past runs: count, median time and cost, estimate hit rate")
+	cmd.Flags().BoolVar(&mcpTools, "mcp-tools", false, "start each role's MCP servers and list the tools they give its subagents")
 	return cmd
 }
 
@@ -105,7 +116,7 @@ func printRoles(a *App, in *app.Instance) error {
 			fmt.Fprintf(a.Stderr, "warning: role %s: %v\n", r.Name, err)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f¢\t%d\t%d\t%s\n", r.Name, roleSource(r), model, r.Limits.Timeout,
-			r.Limits.MaxCostCents, r.Limits.MaxTokens, r.Limits.MaxIterations, roleTools(r.Tools))
+			r.Limits.MaxCostCents, r.Limits.MaxTokens, r.Limits.MaxIterations, roleTools(r))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write roles: %w", err)
@@ -141,16 +152,47 @@ func roleModel(in *app.Instance, r app.Role) (string, error) {
 	return model, nil
 }
 
-// roleTools lists the tools, marking each one a subagent never gets.
-func roleTools(tools []string) string {
-	out := make([]string, len(tools))
-	for i, t := range tools {
+// roleTools lists the tools, marking each one a subagent never gets,
+// then the role's MCP servers as mcp:<server>.
+func roleTools(r app.Role) string {
+	out := make([]string, len(r.Tools))
+	for i, t := range r.Tools {
 		out[i] = t
 		if why := app.WithheldReason(t); why != "" {
 			out[i] = t + " (withheld: " + why + ")"
 		}
 	}
+	for _, n := range r.MCPServerNames() {
+		out = append(out, "mcp:"+n)
+	}
 	return strings.Join(out, ",")
+}
+
+// printRoleMCPTools starts each role's MCP servers and lists the tools
+// they give it; a server that fails is named on stderr and makes the
+// exit status 1.
+func printRoleMCPTools(ctx context.Context, a *App, in *app.Instance) error {
+	var failed bool
+	fmt.Fprintln(a.Stdout, "\nMCP tools:")
+	for _, r := range in.Roles() {
+		if len(r.MCPServers) == 0 {
+			continue
+		}
+		names, err := in.RoleMCPTools(ctx, r)
+		if err != nil {
+			failed = true
+			fmt.Fprintf(a.Stderr, "warning: role %s: %v\n", r.Name, err)
+		}
+		list := strings.Join(names, ",")
+		if list == "" {
+			list = "(none)"
+		}
+		fmt.Fprintf(a.Stdout, "%s: %s\n", r.Name, list)
+	}
+	if failed {
+		return errors.New("some MCP servers failed to start (see above)")
+	}
+	return nil
 }
 
 // dropMessage is a log handler that leaves out the records whose message

@@ -1,0 +1,112 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/mcpclient"
+	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava/tool"
+)
+
+// addRoleMCPServers checks the roles' MCP servers against the pool:
+// a name must be a server of config.yaml, and a role's own definition
+// is added to the pool (shared with another role defining it the same
+// way, refused if defined differently). A role whose servers do not
+// check out is removed from roles, with an error naming the server and
+// the role file.
+func (in *Instance) addRoleMCPServers(roles map[string]subagent.Role) []error {
+	var errs []error
+	for _, r := range subagent.SortedRoles(roles) {
+		for _, sp := range r.MCPServers {
+			var err error
+			if sp.IsRef() {
+				if !in.MCP.Has(sp.Name) {
+					err = fmt.Errorf("mcp_servers: MCP server %s is not defined in %s (mcp_servers) nor here", sp.Name, configSource(in.Config))
+				}
+			} else if err = in.MCP.Add(sp); err != nil {
+				err = fmt.Errorf("mcp_servers: %w (a role's own server must match any other definition of the same name)", err)
+			}
+			if err != nil {
+				errs = append(errs, &subagent.RoleError{Path: r.Source, Err: err})
+				delete(roles, r.Name)
+				break
+			}
+		}
+	}
+	return errs
+}
+
+// configSource names the config file for messages.
+func configSource(cfg config.Config) string {
+	if cfg.Source != "" {
+		return cfg.Source
+	}
+	return "config.yaml"
+}
+
+// roleMCPTools are the tools of a role's MCP servers (their servers
+// start on first use).
+func (in *Instance) roleMCPTools(ctx context.Context, r subagent.Role) ([]tool.Tool, error) {
+	return in.MCP.Tools(ctx, r.MCPServerNames())
+}
+
+// MCPServerStatus is one MCP server as this process sees it
+// (mcpclient.Status).
+type MCPServerStatus = mcpclient.Status
+
+// MCPServer is a configured MCP server: its state in this process and
+// the roles that use it.
+type MCPServer struct {
+	MCPServerStatus
+	Roles []string
+}
+
+// MCPServers lists the MCP servers of config.yaml and of the roles, as
+// this process sees them, with the roles using each.
+func (in *Instance) MCPServers() []MCPServer {
+	var out []MCPServer
+	for _, st := range in.MCP.Status() {
+		s := MCPServer{MCPServerStatus: st}
+		for _, r := range in.Roles() {
+			if slices.Contains(r.MCPServerNames(), st.Name) {
+				s.Roles = append(s.Roles, r.Name)
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// StartMCPServers starts the named servers (all when names is empty),
+// as a first use would, so that their tools can be listed; the error
+// names each server that failed. They stop at Close.
+func (in *Instance) StartMCPServers(ctx context.Context, names ...string) error {
+	if len(names) == 0 {
+		for _, st := range in.MCP.Status() {
+			names = append(names, st.Name)
+		}
+	}
+	_, err := in.MCP.Tools(ctx, names)
+	return err
+}
+
+// RoleMCPTools starts the role's MCP servers and lists the tools a
+// subagent of the role gets from them (those named like a tool no
+// subagent may have are withheld), with an error naming each server
+// that failed.
+func (in *Instance) RoleMCPTools(ctx context.Context, r Role) ([]string, error) {
+	tools, err := in.roleMCPTools(ctx, r)
+	var names []string
+	for _, t := range tools {
+		if subagent.WithheldReason(t.Name()) == "" {
+			names = append(names, t.Name())
+		}
+	}
+	return names, err
+}
+
+// MCPStateRunning is the state of a running server.
+const MCPStateRunning = mcpclient.StateRunning

@@ -1,0 +1,153 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fsServer returns node and the reference filesystem MCP server from
+// npm (../../mcpclient/testdata/fs-server, installed by `npm ci`, which
+// .ci/run does). Without node or the package the test skips, unless
+// AVA_REQUIRE_NODE=1.
+func fsServer(t *testing.T) (node, script string) {
+	t.Helper()
+	skip := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("AVA_REQUIRE_NODE") == "1" {
+			t.Fatalf(format+" (AVA_REQUIRE_NODE=1)", args...)
+		}
+		t.Skipf(format+" (AVA_REQUIRE_NODE=1 makes this a failure)", args...)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		skip("node is not installed: the npm MCP server test needs it")
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "..", "mcpclient", "testdata", "fs-server"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script = filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+	if _, err := os.Stat(script); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--prefix", dir).CombinedOutput()
+		if err != nil {
+			skip("@modelcontextprotocol/server-filesystem is not installed in %s and npm ci failed (no registry?): %v\n%s", dir, err, out)
+		}
+	}
+	return node, script
+}
+
+// mcpRolesScript: the orchestrator is not used; the subagent reads a
+// file through the npm server's read_text_file and answers with it.
+const mcpRolesScript = `turns:
+  - tool_calls:
+      - {name: fs__read_text_file, args: {path: "NOTE"}}
+  - text: "The note says: {{last_result}}"
+`
+
+// TestMCPRoleNodeServer: a role whose MCP server is a real npm server
+// over stdio; a subagent calls its tool through the scripted model.
+// `ava roles` shows the server (and with --mcp-tools its tools), `ava
+// mcp list` the server, and no server process outlives ava.
+func TestMCPRoleNodeServer(t *testing.T) {
+	node, server := fsServer(t)
+	root, ws := t.TempDir(), t.TempDir()
+	note := filepath.Join(ws, "note.txt")
+	must(t, os.WriteFile(note, []byte("hello from the npm filesystem server"), 0o600))
+	cfg := "mcp_servers:\n  fs:\n    command: " + node + "\n    args: [" + server + ", " + ws + "]\n"
+	must(t, os.WriteFile(filepath.Join(root, "config.yaml"), []byte(cfg), 0o600))
+	must(t, os.MkdirAll(filepath.Join(root, "agents"), 0o700))
+	must(t, os.WriteFile(filepath.Join(root, "agents", "files.md"), []byte("---\nname: files\ndescription: Reads files through MCP.\nmcp_servers: [fs]\n---\nRead what you are asked.\n"), 0o600))
+	script := filepath.Join(t.TempDir(), "script.yaml")
+	must(t, os.WriteFile(script, []byte(strings.ReplaceAll(mcpRolesScript, "NOTE", note)), 0o600))
+	env := map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": ws}
+
+	out, errOut, code := ava(t, env, "spawn", "--role", "files", "--model", "scripted/"+script, "--wait", "--json", "read the note")
+	if code != 0 {
+		t.Fatalf("spawn: exit %d: %s\n%s", code, errOut, out)
+	}
+	var res struct {
+		Status string          `json:"status"`
+		Output json.RawMessage `json:"output"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if res.Status != "success" || !strings.Contains(string(res.Output), "hello from the npm filesystem server") {
+		t.Fatalf("result: %s", out)
+	}
+	logs, _, _ := ava(t, env, "logs", "--type", "ToolResult", "--json")
+	if !strings.Contains(logs, `"name":"fs__read_text_file"`) || !strings.Contains(logs, `"success":true`) {
+		t.Errorf("no successful fs__read_text_file in the log:\n%s", logs)
+	}
+
+	out, errOut, code = ava(t, env, "roles")
+	if code != 0 || !strings.Contains(out, "mcp:fs") {
+		t.Errorf("roles: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = ava(t, env, "roles", "--mcp-tools")
+	if code != 0 || !strings.Contains(out, "files: ") || !strings.Contains(out, "fs__read_text_file") {
+		t.Errorf("roles --mcp-tools: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = ava(t, env, "mcp", "list")
+	if code != 0 || !strings.Contains(out, "fs") || !strings.Contains(out, "stdio") || !strings.Contains(out, "not started") || !strings.Contains(out, "files") {
+		t.Errorf("mcp list: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = ava(t, env, "mcp", "list", "--check")
+	if code != 0 || !strings.Contains(out, "ok") || !strings.Contains(out, "fs__list_allowed_directories") {
+		t.Errorf("mcp list --check: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// No server process is left behind by any of these commands.
+	if pids := processesWith(ws); len(pids) > 0 {
+		t.Errorf("MCP server processes left: %v", pids)
+	}
+}
+
+// A role whose server fails to start still runs with its other tools,
+// and the commands name the server.
+func TestMCPRoleServerFails(t *testing.T) {
+	root := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(root, "agents"), 0o700))
+	must(t, os.WriteFile(filepath.Join(root, "agents", "half.md"), []byte("---\nname: half\ntools: [read_file]\nmcp_servers:\n  - {name: gone, command: /nonexistent/server}\n---\n"), 0o600))
+	env := map[string]string{"AVA_DATA_ROOT": root}
+	out, errOut, code := ava(t, env, "spawn", "--role", "half", "--offline", "--wait", "--json", "try")
+	if code != 0 || !strings.Contains(out, `"status": "success"`) {
+		t.Fatalf("spawn: exit %d\n%s\n%s", code, out, errOut)
+	}
+	logs, _, _ := ava(t, env, "logs", "--type", "Error")
+	if !strings.Contains(logs, "MCP server gone") {
+		t.Errorf("no error naming the server:\n%s", logs)
+	}
+	out, errOut, code = ava(t, env, "mcp", "list", "--check")
+	if code == 0 || !strings.Contains(out+errOut, "MCP server gone") {
+		t.Errorf("mcp list --check: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// processesWith lists the PIDs whose command line mentions s.
+func processesWith(s string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if strings.Contains(string(b), s) {
+			if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+				if i := strings.LastIndexByte(string(st), ')'); i > 0 && i+2 < len(st) && st[i+2] == 'Z' {
+					continue
+				}
+			}
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}

@@ -1,0 +1,16 @@
+package mcpclient
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setProcessGroup starts a stdio server in a process group of its own,
+// so that stopping it reaches what it started too, and asks the kernel
+// to kill it if Ava dies first.
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// killProcessGroup kills every process left in the group pgid.
+func killProcessGroup(pgid int) { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
