@@ -230,6 +230,7 @@ type QuestionContent struct {
 type AnsweredContent struct {
 	QuestionID string `json:"questionId"`
 	SubagentID string `json:"subagentId"`
+	Role       string `json:"role"`
 	// Answer is the person's answer, "" when none came.
 	Answer string `json:"answer,omitempty"`
 	// By is "person", or "timeout" when no answer came in time.

@@ -168,10 +168,10 @@ func (h *Handle) ask(ctx context.Context, text string) (tool.Result, error) {
 	defer timer.Stop()
 	select {
 	case answer := <-q.answer:
-		h.publishParent(event.New(event.QuestionAnswered, event.AnsweredContent{QuestionID: id, SubagentID: h.id, Answer: answer, By: "person"}))
+		h.publishParent(event.New(event.QuestionAnswered, event.AnsweredContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name, Answer: answer, By: "person"}))
 		return tool.Result{Output: "The person answered: " + answer}, nil
 	case <-timer.C:
-		h.publishParent(event.New(event.QuestionAnswered, event.AnsweredContent{QuestionID: id, SubagentID: h.id, By: "timeout"}))
+		h.publishParent(event.New(event.QuestionAnswered, event.AnsweredContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name, By: "timeout"}))
 		return tool.Result{Output: fmt.Sprintf("No answer from the person within %s. Go on with your best judgement, and say in your answer what you assumed.", m.askTimeout())}, nil
 	case <-ctx.Done():
 		return tool.Result{}, context.Cause(ctx)

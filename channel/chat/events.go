@@ -71,20 +71,14 @@ func (m *model) apply(ev event.Event) ([]string, tea.Cmd) {
 		m.pending = slices.DeleteFunc(m.pending, func(id string) bool { return id == c.PendingID })
 	case event.UserQuestion:
 		var c event.QuestionContent
-		if ev.Decode(&c) != nil {
-			return nil, nil
-		}
+		_ = ev.Decode(&c)
 		m.questions = append(m.questions, c.QuestionID)
-		return []string{fmt.Sprintf("❓ %s %s asks (%s): %s", c.Role, c.SubagentID, c.QuestionID, terminal.Printable(c.Question)),
-			"   answer with /answer your answer (or /answer " + c.QuestionID + " … when several are open)"}, nil
+		return []string{terminal.SubagentEventLine(ev), "   answer with /answer your answer (/answer " + c.QuestionID + " … when several are open)"}, nil
 	case event.QuestionAnswered:
 		var c event.AnsweredContent
 		_ = ev.Decode(&c)
 		m.questions = slices.DeleteFunc(m.questions, func(id string) bool { return id == c.QuestionID })
-		if c.By == "timeout" {
-			return []string{fmt.Sprintf("(no answer to %s in time: %s goes on without it)", c.QuestionID, c.SubagentID)}, nil
-		}
-		return []string{fmt.Sprintf("✉️ answered %s: %s", c.QuestionID, terminal.Printable(c.Answer))}, nil
+		return []string{terminal.SubagentEventLine(ev)}, nil
 	case event.SessionState:
 		var c event.StateContent
 		_ = ev.Decode(&c)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/avaagent/ava/channel/terminal"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/session"
 )
 
 const helpText = `I'm Ava. Write to me and I answer, handing bigger work to subagents.
@@ -18,6 +19,8 @@ const helpText = `I'm Ava. Write to me and I answer, handing bigger work to suba
 /status — what runs in this chat: the request and its subagents
 /stop — stop the running request (and its subagents); /stop S-xxxxxx stops one subagent
 /logs S-xxxxxx — the last steps of a subagent
+/send S-xxxxxx message — steer a running subagent (it reads it before its next step) or follow up a finished one
+/answer [Q-xxxxxx] text — answer a subagent's question
 /new — start a fresh conversation
 /help — this text`
 
@@ -36,6 +39,10 @@ func (c *Channel) command(ctx context.Context, ch *chat, m *models.Message, name
 		return c.send(ctx, ch, c.stop(key, args))
 	case "logs":
 		return c.send(ctx, ch, c.logs(ctx, key, args))
+	case "send":
+		return c.send(ctx, ch, c.steer(ctx, key, args, userName(m)))
+	case "answer":
+		return c.send(ctx, ch, c.answerQuestion(key, args))
 	case "new":
 		fresh := fmt.Sprintf("%s:%x", sessionKey(ch.id), time.Now().UnixNano())
 		if err := c.cfg.Store.SetChatSession(ctx, ChannelName, ch.id, fresh); err != nil {
@@ -44,6 +51,38 @@ func (c *Channel) command(ctx context.Context, ch *chat, m *models.Message, name
 		return c.send(ctx, ch, "Started a fresh conversation. (The previous one stays in the record: "+key+".)")
 	}
 	return c.send(ctx, ch, "I don't know /"+name+". "+helpText)
+}
+
+// steer sends a message to one of the chat's subagents: into its
+// conversation while it runs, as a follow-up once it ended.
+func (c *Channel) steer(ctx context.Context, key, args, user string) string {
+	id, msg, _ := strings.Cut(strings.TrimSpace(args), " ")
+	if id == "" || strings.TrimSpace(msg) == "" {
+		return "Usage: /send S-xxxxxx message"
+	}
+	if !c.ownSubagent(key, id) {
+		return "No subagent " + id + " is running in this chat (see /status)."
+	}
+	if _, err := c.cfg.Sessions.Send(ctx, "ava:subagent:"+id, strings.TrimSpace(msg), session.SendOptions{Steer: true, User: user}); err != nil {
+		return "Could not send to " + id + ": " + err.Error()
+	}
+	return "Sent to " + id + ": it reads it before its next step."
+}
+
+// answerQuestion answers a subagent's question in the chat's session.
+func (c *Channel) answerQuestion(key, args string) string {
+	id, text := "", strings.TrimSpace(args)
+	if first, rest, _ := strings.Cut(text, " "); len(first) == 8 && strings.EqualFold(first[:2], "Q-") {
+		id, text = first, strings.TrimSpace(rest)
+	}
+	if text == "" {
+		return "Usage: /answer [Q-xxxxxx] your answer"
+	}
+	q, err := c.cfg.Sessions.Answer(key, id, text)
+	if err != nil {
+		return "Could not answer: " + err.Error()
+	}
+	return "Sent your answer to " + q.SubagentID + "."
 }
 
 // status describes the chat's session and its running subagents.

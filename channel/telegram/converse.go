@@ -158,11 +158,22 @@ func (c *Channel) handOn(ctx context.Context, ch *chat, gen uint64, r *reader) {
 	ch.mu.Unlock()
 	switch {
 	case !newest:
-	case ctx.Err() == nil && c.cfg.Sessions.State(r.key) == session.WaitingForSubagents:
+	case ctx.Err() == nil && (c.cfg.Sessions.State(r.key) == session.WaitingForSubagents || c.unread(r)):
+		// Subagents still run, or they ended after the turn did and
+		// their notices wait to be shown (the watcher stops at idle).
 		c.startWatching(ctx, ch, gen, r)
 	default:
 		r.close()
 	}
+}
+
+// unread reports whether r has events it has not handled yet.
+func (c *Channel) unread(r *reader) bool {
+	if len(r.rest) > 0 {
+		return true
+	}
+	last, err := c.cfg.Sessions.LastSeq(r.key)
+	return err == nil && last > r.seq
 }
 
 // leaveLocked hands r on to the chat's next answer when one newer than
@@ -324,9 +335,13 @@ func (s *stream) event(ctx context.Context, ev event.Event, text *strings.Builde
 		}
 	case event.Retry:
 		text.Reset() // what streamed since the last turn boundary is void
-	case event.SubagentSpawn, event.SubagentComplete, event.SubagentProgress:
+	case event.SubagentSpawn, event.SubagentComplete, event.SubagentProgress, event.QuestionAnswered:
 		if line := terminal.SubagentEventLine(ev); line != "" {
 			_ = s.c.send(ctx, s.ch, line)
+		}
+	case event.UserQuestion:
+		if line := terminal.SubagentEventLine(ev); line != "" {
+			_ = s.c.send(ctx, s.ch, line+"\nAnswer with /answer your answer.")
 		}
 	case event.SpawnProposed:
 		s.c.propose(ctx, s.ch, ev)
@@ -429,7 +444,8 @@ func (c *Channel) watch(ctx context.Context, ch *chat, r *reader) {
 					return
 				}
 				switch ev.Type {
-				case event.SubagentComplete, event.SubagentSpawn, event.SubagentProgress, event.SpawnProposed:
+				case event.SubagentComplete, event.SubagentSpawn, event.SubagentProgress, event.SpawnProposed,
+					event.UserQuestion, event.QuestionAnswered:
 					s.event(ctx, ev, &discard)
 				}
 				r.seq = max(r.seq, ev.Seq)
@@ -440,7 +456,12 @@ func (c *Channel) watch(ctx context.Context, ch *chat, r *reader) {
 			}
 		case <-typing.C:
 			if c.cfg.Sessions.State(r.key) == session.Idle {
-				return
+				// Idle: read on to the idle event, so that the last
+				// notices (a completion just before it) are shown.
+				if !c.unread(r) {
+					return
+				}
+				continue
 			}
 			c.typing(ctx, ch)
 		case <-ctx.Done():

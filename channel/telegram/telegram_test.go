@@ -20,6 +20,7 @@ import (
 	"github.com/avaagent/ava/channel/telegram"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -30,6 +31,17 @@ const chatID, userID = 4242, 77
 var long = strings.Repeat("A paragraph of the long answer, with words in it.\n\n", 200)
 
 const script = `conversations:
+  - match: "Begin the task: ASK branch"
+    turns:
+      - tool_calls: [{name: ask_user, args: {question: "Which branch?"}}]
+      - text: "read {{last_result}}"
+  - match: "ASKBG"
+    turns:
+      - text: "asking"
+        tool_calls:
+          - name: spawn_subagent
+            args: {role: asker, task: "ASK branch", background: true, model: "MODEL"}
+      - text: "an asker runs"
   - match: "slow research"
     turns:
       - text: "found it"
@@ -92,6 +104,14 @@ func newEnv(t *testing.T, extra ...string) *env {
 	text := strings.Replace(script, "LONGTEXT", strings.ReplaceAll(fmtYAML(long), "\n", "\\n"), 1)
 	text = strings.ReplaceAll(text, "MODEL", "scripted/"+path)
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A custom role that may ask the person (ask_user).
+	if err := os.MkdirAll(filepath.Join(root, "agents"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "agents", "asker.md"),
+		[]byte("---\nname: asker\ndescription: asks\ntools: [read_file, ask_user]\nmodel: haiku\n---\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	vars := map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root, "AVA_MODEL": "scripted/" + path}
@@ -443,6 +463,36 @@ func TestProgressAndCompletionArriveUnprompted(t *testing.T) {
 	})
 	if count(calls, "sendChatAction") < 2 {
 		t.Fatalf("typing was not kept alive while the subagent worked: %+v", calls)
+	}
+}
+
+// TestSubagentQuestionIsAnsweredInTheChat: a background subagent's
+// question is posted in the chat, and /answer gives it the answer.
+func TestSubagentQuestionIsAnsweredInTheChat(t *testing.T) {
+	e := newEnv(t, "AVA_CONFIRM", "never")
+	_, stop := e.run(e.cfg)
+	defer stop()
+	e.api.push(message(1, chatID, userID, "ASKBG please"))
+	e.api.waitFor("the question", func(cs []call) bool {
+		for _, s := range texts(cs, "sendMessage", chatID) {
+			if strings.Contains(s, "asks (Q-") && strings.Contains(s, "Which branch?") && strings.Contains(s, "/answer") {
+				return true
+			}
+		}
+		return false
+	})
+	e.api.push(message(2, chatID, userID, "/answer the main one"))
+	e.api.waitFor("the answer taken and the subagent done", func(cs []call) bool {
+		sent, done := false, false
+		for _, s := range texts(cs, "sendMessage", chatID) {
+			sent = sent || strings.Contains(s, "Sent your answer to S-")
+			done = done || strings.Contains(s, "Complete")
+		}
+		return sent && done
+	})
+	runs, err := e.in.Store.ListRuns(context.Background(), store.RunFilter{ParentSession: "ava:telegram:4242"})
+	if err != nil || len(runs) != 1 || !strings.Contains(string(runs[0].Result), "The person answered: the main one") {
+		t.Fatalf("runs %+v %v", runs, err)
 	}
 }
 

@@ -103,6 +103,17 @@ func EventLine(role string, ev event.Event) string {
 		var c event.StalledContent
 		_ = ev.Decode(&c)
 		return fmt.Sprintf("⏸ %s: no progress for %s", name, (time.Duration(c.IdleMs) * time.Millisecond).Round(time.Second))
+	case event.UserQuestion:
+		var c event.QuestionContent
+		_ = ev.Decode(&c)
+		return fmt.Sprintf("❓ %s asks (%s): %s", name, c.QuestionID, Printable(c.Question))
+	case event.QuestionAnswered:
+		var c event.AnsweredContent
+		_ = ev.Decode(&c)
+		if c.By == "timeout" {
+			return fmt.Sprintf("⌛ %s: no answer to %s in time; it goes on without one", name, c.QuestionID)
+		}
+		return fmt.Sprintf("✉️ %s: got your answer to %s: %s", name, c.QuestionID, Printable(c.Answer))
 	case event.SubagentComplete:
 		var c event.SubagentCompleteContent
 		_ = ev.Decode(&c)
