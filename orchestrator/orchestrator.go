@@ -17,6 +17,7 @@ import (
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/tool"
+	"github.com/avaagent/ava/tracing"
 )
 
 // History keeps a session's conversation. Nil keeps none: each message
@@ -49,7 +50,15 @@ type Config struct {
 	Offline bool
 	Logger  *slog.Logger
 	Clock   func() time.Time
+	// Tracer records each turn as an OpenTelemetry trace (an
+	// invoke_agent span named for AgentName, with its model and tool
+	// calls and the subagents they spawn); nil traces nothing.
+	Tracer *tracing.Tracer
 }
+
+// AgentName is the orchestrator's name in its spans (gen_ai.agent.name);
+// its ID is event.OrchestratorID.
+const AgentName = "orchestrator"
 
 // Orchestrator answers messages in main sessions.
 type Orchestrator struct {
@@ -100,6 +109,8 @@ func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (
 		Publisher: o.cfg.Hub,
 		Logger:    o.log,
 		Clock:     o.cfg.Clock,
+		Tracer:    o.cfg.Tracer,
+		AgentName: AgentName,
 	})
 	res := a.Run(ctx, history, llm.UserText(message))
 	end := event.New(event.SessionEnd, event.SessionContent{Status: res.Status, Model: o.cfg.Model.Name(), Offline: o.cfg.Offline})

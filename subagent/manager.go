@@ -12,6 +12,9 @@ import (
 	"time"
 	"weak"
 
+	"github.com/avaagent/ava/tracing"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/google/uuid"
 
 	"github.com/avaagent/ava/agent"
@@ -70,7 +73,7 @@ type Options struct {
 	// with what it has (agent.Config.WrapUpAt); 0: never.
 	WrapUpAt  float64
 	Workspace string
-	Logger                       *slog.Logger
+	Logger    *slog.Logger
 	// Clock is the time source of the manager and its runs (default
 	// time.Now); tests give a fixed or stepped one.
 	Clock func() time.Time
@@ -98,6 +101,9 @@ type Options struct {
 	// ReadOnly opens the manager for looking only (ava roles): Start
 	// recovers nothing, announces nothing and starts no watchdog.
 	ReadOnly bool
+	// Tracer records runs as OpenTelemetry spans (agent.Config.Tracer);
+	// nil traces nothing.
+	Tracer *tracing.Tracer
 }
 
 // Owner is this process's identity in the store and its view of other
@@ -254,6 +260,11 @@ type Request struct {
 	Background bool
 	// Fork is the parent's conversation, for context_mode fork.
 	Fork []llm.Message
+	// TraceParent is the span the run's invoke_agent span is a child of:
+	// the spawning tool call's, captured when the spawn is made, so that
+	// a run that starts later (queued, or in the background) still has
+	// it. Invalid: the span in the spawn's context, if any.
+	TraceParent trace.SpanContext
 
 	mode    Mode
 	groupID string
@@ -352,6 +363,9 @@ func (m *Manager) plan(ctx context.Context, req Request) (plan, error) {
 
 // prepare checks a request and builds its handle.
 func (m *Manager) prepare(ctx context.Context, req Request) (*Handle, error) {
+	if !req.TraceParent.IsValid() {
+		req.TraceParent = trace.SpanContextFromContext(ctx)
+	}
 	p, err := m.plan(ctx, req)
 	if err != nil {
 		return nil, err

@@ -168,7 +168,7 @@ func ParseRole(path string, data []byte, known func(string) bool) (Role, error) 
 	r := Role{Name: rf.Name, Description: rf.Description, Tools: rf.Tools, Model: rf.Model, Limits: DefaultLimits,
 		ExtendedThinking: rf.ExtendedThinking, Network: rf.Network, ReadOnlyWorkspace: rf.ReadOnly,
 		RequiredOutput: rf.RequiredOutput,
-		Prompt: strings.TrimSpace(string(body)), Source: path}
+		Prompt:         strings.TrimSpace(string(body)), Source: path}
 	if r.Model == "" {
 		r.Model = "sonnet"
 	}
