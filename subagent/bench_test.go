@@ -56,9 +56,11 @@ func benchTracer(b *testing.B, traced bool) *tracing.Tracer {
 	}
 	b.Cleanup(func() {
 		p.Shutdown(context.Background())
-		if len(col.Spans()) == 0 {
+		n := len(col.Spans())
+		if n == 0 {
 			b.Error("no span reached the collector")
 		}
+		b.Logf("%d spans exported in %d requests", n, col.Requests())
 	})
 	return p.Tracer()
 }
