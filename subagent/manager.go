@@ -140,6 +140,11 @@ type Manager struct {
 	deciding map[string]bool
 	// finished is called with the parent session of each run that ends.
 	finished func(parent string)
+	// proposalSpans are the spans of the tool calls that made pending
+	// proposals (by proposal ID), kept while tracing is on so that a
+	// confirmed spawn's runs are children of the call that proposed it.
+	// In memory only: after a restart they parent under the decision.
+	proposalSpans sync.Map
 }
 
 // NewManager returns a manager; call Start before spawning.

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/orchestrator"
 	"github.com/avaagent/ava/subagent"
@@ -29,6 +30,7 @@ conversations:
           - name: web_search
             args: {query: "secret-query"}
         usage: {input: 100, output: 10}
+        delay: 300ms
       - text: |
           ` + "```json" + `
           {"output": {"n": 1}, "summary": "found", "confidence": 0.9}
@@ -46,13 +48,18 @@ conversations:
 
 // tracedHarness is a harness whose runs are traced into an in-memory
 // exporter.
-func tracedHarness(t *testing.T, script string, capture bool) (*harness, *tracetest.InMemoryExporter, *tracing.Tracer) {
+func tracedHarness(t *testing.T, script string, capture bool, adjust ...func(*subagent.Options)) (*harness, *tracetest.InMemoryExporter, *tracing.Tracer) {
 	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
 	tr := tracing.NewProvider(tp, capture, nil).Tracer()
-	h := newHarness(t, script, func(o *subagent.Options) { o.Tracer = tr })
+	h := newHarness(t, script, func(o *subagent.Options) {
+		o.Tracer = tr
+		for _, f := range adjust {
+			f(o)
+		}
+	})
 	return h, exp, tr
 }
 
@@ -249,6 +256,48 @@ conversations:
 	}
 	if len(follow.Links) != 1 || follow.Links[0].SpanContext.SpanID() != first.SpanContext.SpanID() {
 		t.Errorf("follow-up links %+v, want the first run %v", follow.Links, first.SpanContext.SpanID())
+	}
+}
+
+func TestTraceConfirmedProposalParentsUnderTheProposingCall(t *testing.T) {
+	script := `
+conversations:
+  - match: "task-confirm"
+    turns:
+      - text: '{"output": {"n": 1}, "summary": "done", "confidence": 0.9}'
+  - match: "PLEASE_DELEGATE"
+    turns:
+      - tool_calls:
+          - name: spawn_subagent
+            args: {role: researcher, task: task-confirm}
+      - text: "Proposed."
+`
+	policy, err := confirm.ParsePolicy("always")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, exp, tr := tracedHarness(t, script, false, func(o *subagent.Options) { o.Confirm, o.ConfirmTimeout = policy, time.Hour })
+	orchestratorTurn(t, h, tr, "PLEASE_DELEGATE")
+	ps, err := h.m.Proposals(context.Background(), parent.SessionKey)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("proposals %v %v", ps, err)
+	}
+	d, err := h.m.Decide(context.Background(), ps[0].ID, confirm.Confirmed, confirm.Change{})
+	if err != nil || len(d.SubagentIDs) != 1 {
+		t.Fatalf("decide %+v %v", d, err)
+	}
+	hd, err := h.m.Get(d.SubagentIDs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, hd)
+	spans := tracetest.SpanStubs(exp.GetSpans())
+	call, runs := byName(spans, "execute_tool spawn_subagent"), byName(spans, "invoke_agent researcher")
+	if len(call) != 1 || len(runs) != 1 {
+		t.Fatalf("spans %v", names(spans))
+	}
+	if runs[0].Parent.SpanID() != call[0].SpanContext.SpanID() || runs[0].Parent.TraceID() != call[0].SpanContext.TraceID() {
+		t.Fatalf("confirmed run's parent %v, want the proposing call %v", runs[0].Parent, call[0].SpanContext)
 	}
 }
 
