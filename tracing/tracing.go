@@ -3,7 +3,7 @@
 //
 // Tracing is off unless OTEL_EXPORTER_OTLP_ENDPOINT or
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set (or OTEL_TRACES_EXPORTER is
-// "none", which keeps it off even then). When off, Setup returns a nil
+// "none", or OTEL_SDK_DISABLED "true", which keep it off even then). When off, Setup returns a nil
 // *Provider whose Tracer is nil, and instrumented code does nothing at
 // all: no span, no attribute, no allocation.
 //
@@ -53,6 +53,7 @@ const (
 	EnvTracesProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
 	EnvTracesExporter = "OTEL_TRACES_EXPORTER"
 	EnvCaptureContent = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+	EnvSDKDisabled    = "OTEL_SDK_DISABLED"
 )
 
 // DefaultServiceName is service.name unless OTEL_SERVICE_NAME or
@@ -106,7 +107,8 @@ func (t *Tracer) Content(s string) string {
 
 // Enabled reports whether the environment (getenv) switches tracing on.
 func Enabled(getenv func(string) string) bool {
-	if strings.EqualFold(strings.TrimSpace(getenv(EnvTracesExporter)), "none") {
+	if strings.EqualFold(strings.TrimSpace(getenv(EnvTracesExporter)), "none") ||
+		strings.EqualFold(strings.TrimSpace(getenv(EnvSDKDisabled)), "true") {
 		return false
 	}
 	return strings.TrimSpace(getenv(EnvEndpoint)) != "" || strings.TrimSpace(getenv(EnvTracesEndpoint)) != ""

@@ -20,6 +20,7 @@ func TestOffWithoutEndpoint(t *testing.T) {
 		{},
 		{EnvCaptureContent: "true"},
 		{EnvEndpoint: "http://127.0.0.1:4318", EnvTracesExporter: "none"},
+		{EnvEndpoint: "http://127.0.0.1:4318", EnvSDKDisabled: "true"},
 	} {
 		p, err := Setup(context.Background(), Options{Getenv: env(e)})
 		if p != nil || err != nil {
