@@ -61,10 +61,13 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/tool"
+	"github.com/avaagent/ava/tracing"
 )
 
 // Limits bound one run. A zero field means no limit.
@@ -115,6 +118,17 @@ type Config struct {
 	Clock func() time.Time
 	// Logger receives operational logs; nil is slog.Default().
 	Logger *slog.Logger
+	// Tracer records the run as OpenTelemetry spans (invoke_agent, a
+	// chat span per model call, an execute_tool span per tool call);
+	// nil traces nothing.
+	Tracer *tracing.Tracer
+	// AgentName is the agent's name in its spans (gen_ai.agent.name: the
+	// role of a subagent); empty is Caller.AgentID, which is always the
+	// agent's ID (gen_ai.agent.id).
+	AgentName string
+	// TraceLinks link the run's span to others (a follow-up turn to the
+	// run it continues).
+	TraceLinks []trace.Link
 }
 
 // Result is how a run ended.
@@ -130,6 +144,8 @@ type Result struct {
 	Iterations int
 	// Err says why a run that did not succeed ended.
 	Err error
+	// SpanContext is the run's invoke_agent span, invalid when untraced.
+	SpanContext trace.SpanContext
 }
 
 // Agent is one agent's loop and its live status. Run it once at a time;
@@ -260,6 +276,7 @@ func (a *Agent) Run(ctx context.Context, history []llm.Message, input llm.Messag
 	a.update(func(s *Snapshot) {
 		s.Status, s.StartedAt, s.LastProgress = lifecycle.Running, start, start
 	})
+	ctx, span := a.startAgentSpan(ctx, input)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var clock *runClock
@@ -277,12 +294,13 @@ func (a *Agent) Run(ctx context.Context, history []llm.Message, input llm.Messag
 		err = a.publishErr()
 	}
 	res := Result{Status: StatusOf(err), Text: r.text, Messages: r.msgs, Usage: r.usage,
-		CostCents: r.cost, Duration: a.now().Sub(start), Iterations: r.iter, Err: err}
+		CostCents: r.cost, Duration: a.now().Sub(start), Iterations: r.iter, Err: err, SpanContext: span.SpanContext()}
 	if res.Status == lifecycle.Error {
 		a.emit(event.New(event.Error, event.ErrorContent{Error: err.Error(), Fatal: true}))
 		a.emitting.Wait()
 	}
 	a.update(func(s *Snapshot) { s.Status = res.Status })
+	a.endAgentSpan(span, res)
 	return res
 }
 
@@ -376,15 +394,19 @@ func (r *run) callModel() (*llm.Response, *callPlan, error) {
 	r.iter++
 	a.update(func(s *Snapshot) { s.Iteration = r.iter })
 	a.activity(fmt.Sprintf("calling %s (iteration %d)", a.cfg.Model.Name(), r.iter))
-	resp, err := a.cfg.Model.Provider.Stream(r.ctx, req, r.onDelta)
+	sctx, span := r.startChatSpan(req)
+	resp, err := a.cfg.Model.Provider.Stream(sctx, req, r.onDelta)
 	if err != nil {
+		r.endChatSpan(span, nil, 0, err)
 		plan.settle(0)
 		if r.ctx.Err() != nil {
 			return nil, nil, context.Cause(r.ctx)
 		}
 		return nil, nil, fmt.Errorf("model %s: %w", a.cfg.Model.Name(), err)
 	}
-	plan.settle(r.account(resp))
+	cost := r.account(resp)
+	r.endChatSpan(span, resp, cost, nil)
+	plan.settle(cost)
 	r.observe(plan, resp.Usage)
 	for _, b := range resp.Message.Content {
 		if b.Type == llm.BlockThinking && b.Text != "" {

@@ -41,7 +41,9 @@ func (r *run) runTool(call llm.Block) llm.Block {
 	a.emit(event.New(event.ToolCall, event.ToolCallContent{ID: call.ToolCallID, Name: call.ToolName, Args: logged}))
 	a.activity("running " + call.ToolName)
 
-	res := r.execute(call.ToolName, args)
+	ctx, span := r.startToolSpan(call, logged)
+	res, errType := r.execute(ctx, call.ToolName, args)
+	r.endToolSpan(span, res, errType)
 	a.touch()
 	a.emit(event.New(event.ToolResult, event.ToolResultContent{
 		ID: call.ToolCallID, Name: call.ToolName, Success: !res.IsError, Output: res.Output}))
@@ -51,21 +53,23 @@ func (r *run) runTool(call llm.Block) llm.Block {
 }
 
 // execute validates and runs one call, recovering from a tool's panic.
-func (r *run) execute(name string, args json.RawMessage) (res tool.Result) {
+// ctx is the run's context with the call's span. errType classifies a
+// failure for the call's span (error.type).
+func (r *run) execute(ctx context.Context, name string, args json.RawMessage) (res tool.Result, errType string) {
 	t, ok := r.a.cfg.Tools.Get(name)
 	if !ok {
-		return tool.Errorf("unknown tool %q; the tools you can call are: %s", name, strings.Join(r.a.cfg.Tools.Names(), ", "))
+		return tool.Errorf("unknown tool %q; the tools you can call are: %s", name, strings.Join(r.a.cfg.Tools.Names(), ", ")), "unknown_tool"
 	}
 	if !json.Valid(args) {
-		return tool.Errorf("the arguments for %s are not valid JSON (%q); send one JSON object matching the tool's schema", name, truncate(string(args), 200))
+		return tool.Errorf("the arguments for %s are not valid JSON (%q); send one JSON object matching the tool's schema", name, truncate(string(args), 200)), "invalid_arguments"
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			r.a.log.Error("tool panicked", "tool", name, "panic", p, "stack", string(debug.Stack()))
-			res = tool.Errorf("tool %s failed internally: %v", name, p)
+			res, errType = tool.Errorf("tool %s failed internally: %v", name, p), "panic"
 		}
 	}()
-	ctx := tool.WithCaller(r.ctx, r.a.cfg.Caller)
+	ctx = tool.WithCaller(ctx, r.a.cfg.Caller)
 	ctx = withConversation(ctx, r.msgs[:len(r.msgs)-1])
 	ctx = tool.WithProgress(ctx, func(note string) {
 		r.a.touch()
@@ -74,12 +78,12 @@ func (r *run) execute(name string, args json.RawMessage) (res tool.Result) {
 	res, err := t.Run(ctx, args)
 	if err != nil {
 		if r.ctx.Err() != nil && errorsIsContext(err) {
-			return tool.Errorf("tool %s stopped: %v", name, context.Cause(r.ctx))
+			return tool.Errorf("tool %s stopped: %v", name, context.Cause(r.ctx)), string(StatusOf(context.Cause(r.ctx)))
 		}
 		r.a.emit(event.New(event.Error, event.ErrorContent{Error: fmt.Sprintf("tool %s: %v", name, err)}))
-		return tool.Errorf("tool %s failed: %v", name, err)
+		return tool.Errorf("tool %s failed: %v", name, err), "tool_error"
 	}
-	return res
+	return res, ""
 }
 
 func truncate(s string, n int) string {

@@ -21,6 +21,7 @@ import (
 	"github.com/avaagent/ava/store/sqlite"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
+	"github.com/avaagent/ava/tracing"
 )
 
 // RoleSkippedMessage is the message of the warning Open logs for each
@@ -50,6 +51,10 @@ type Instance struct {
 	// Sessions runs every turn of every session (see package session);
 	// nil when opened ReadOnly.
 	Sessions *session.Service
+	// Tracing is the OpenTelemetry tracer provider, set up from the
+	// OTEL_* environment (see package tracing); nil when tracing is off
+	// or the instance was opened ReadOnly. Close flushes it last.
+	Tracing *tracing.Provider
 	// RoleErrors are role files that could not be loaded.
 	RoleErrors []error
 	Log        *slog.Logger
@@ -113,6 +118,16 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 		return err
 	}
 	in.Redactor = NewRedactor(cfg, os.Environ())
+	if !o.readOnly {
+		// First opened, last closed: the spans of everything closed
+		// before it are flushed.
+		if in.Tracing, err = tracing.Setup(ctx, tracing.Options{Logger: log, Redact: in.Redactor.String}); err != nil {
+			return err
+		}
+		if in.Tracing != nil {
+			in.closers = append(in.closers, func() error { return in.Tracing.Shutdown(context.Background()) })
+		}
+	}
 	if in.Store, err = sqlite.Open(ctx, filepath.Join(cfg.DataRoot, sqlite.FileName), sqlite.Options{Logger: log, Redactor: in.Redactor}); err != nil {
 		return err
 	}
@@ -173,7 +188,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 		ProgressAfter: cfg.ProgressAfter, ProgressEvery: cfg.ProgressEvery, WrapUpAt: cfg.WrapUpAt, AskTimeout: cfg.AskTimeout,
 		Overflow: subagent.Overflow(cfg.SpawnOverflow), MaxQueued: cfg.MaxQueuedSubagents,
 		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly,
-		Confirm: policy, ConfirmTimeout: cfg.ConfirmTimeout})
+		Confirm: policy, ConfirmTimeout: cfg.ConfirmTimeout, Tracer: in.Tracing.Tracer()})
 	// Registered before Start: a Start that fails half way may already
 	// have started work that Close must stop.
 	in.closers = append(in.closers, in.Subagent.Close)
@@ -201,7 +216,8 @@ func (in *Instance) openSessions(ctx context.Context) error {
 				return nil, m, err
 			}
 			return orchestrator.New(orchestrator.Config{Model: m, Tools: orchTools, Hub: in.Hub, Sessions: in.Store,
-				History: in.History(), Workspace: cfg.Workspace, Offline: IsOffline(m), Logger: log, Limits: limits}), m, nil
+				History: in.History(), Workspace: cfg.Workspace, Offline: IsOffline(m), Logger: log, Limits: limits,
+				Tracer: in.Tracing.Tracer()}), m, nil
 		}})
 	in.closers = append(in.closers, in.Sessions.Close)
 	return nil

@@ -144,6 +144,9 @@ func New(opt Options) (*Server, error) {
 	}
 	s.metrics.watch(s.in.Subagent)
 	s.handler = s.metrics.instrument(s.guard.wrap(s.routes()))
+	if s.in.Tracing != nil {
+		s.handler = traceContext(s.handler)
+	}
 	return s, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/tool"
+	"github.com/avaagent/ava/tracing"
 )
 
 // History keeps a session's conversation. Nil keeps none: each message
@@ -50,7 +51,15 @@ type Config struct {
 	Offline bool
 	Logger  *slog.Logger
 	Clock   func() time.Time
+	// Tracer records each turn as an OpenTelemetry trace (an
+	// invoke_agent span named for AgentName, with its model and tool
+	// calls and the subagents they spawn); nil traces nothing.
+	Tracer *tracing.Tracer
 }
+
+// AgentName is the orchestrator's name in its spans (gen_ai.agent.name);
+// its ID is event.OrchestratorID.
+const AgentName = "orchestrator"
 
 // Orchestrator answers messages in main sessions.
 type Orchestrator struct {
@@ -106,6 +115,8 @@ func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (
 		Publisher: o.cfg.Hub,
 		Logger:    o.log,
 		Clock:     o.cfg.Clock,
+		Tracer:    o.cfg.Tracer,
+		AgentName: AgentName,
 	})
 	res := a.Run(ctx, history, llm.UserText(message))
 	spend := o.spend(ctx, session, res)

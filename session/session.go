@@ -29,6 +29,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/event"
@@ -175,6 +177,9 @@ type Turn struct {
 	res     Result
 	err     error
 	model   llm.Model
+	// span is the sender's span (an HTTP caller's trace): the turn's
+	// spans continue it.
+	span trace.SpanContext
 }
 
 // Merged reports whether the turn's message was merged into the next
@@ -219,7 +224,7 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 			return nil, fmt.Errorf("send to %s: %w", key, err)
 		}
 	}
-	t := &Turn{Session: key, message: message, opt: opt, done: make(chan struct{})}
+	t := &Turn{Session: key, message: message, opt: opt, done: make(chan struct{}), span: trace.SpanContextFromContext(ctx)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -294,6 +299,9 @@ func (s *Service) mergeable(m *main, opt SendOptions) bool {
 // startLocked starts t as m's current turn (caller holds s.mu).
 func (s *Service) startLocked(key string, m *main, t *Turn) {
 	ctx, cancel := context.WithCancelCause(s.ctx)
+	if t.span.IsValid() {
+		ctx = trace.ContextWithSpanContext(ctx, t.span)
+	}
 	t.cancel, t.started = cancel, time.Now()
 	m.current = t
 	s.setStateLocked(key, m, Running)

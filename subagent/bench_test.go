@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/internal/otlptest"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/llm/llmfake"
@@ -22,11 +24,12 @@ import (
 	"github.com/avaagent/ava/store/sqlite"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
+	"github.com/avaagent/ava/tracing"
 )
 
 // benchManager builds a manager whose models answer from a loopback fake
 // OpenAI server after latency; arrivals records when each request came.
-func benchManager(b *testing.B, latency time.Duration, limit int, arrivals chan<- time.Time) *subagent.Manager {
+func benchManager(b *testing.B, latency time.Duration, limit int, arrivals chan<- time.Time, tr *tracing.Tracer) *subagent.Manager {
 	b.Helper()
 	fake := llmfake.NewOpenAI(b)
 	fake.Respond = func(llmfake.Request) llmfake.Turn {
@@ -35,12 +38,36 @@ func benchManager(b *testing.B, latency time.Duration, limit int, arrivals chan<
 		}
 		return llmfake.Turn{Text: "done", Delay: latency, Usage: llm.Usage{InputTokens: 10, OutputTokens: 2}}
 	}
-	return managerFor(b, fake.URL, limit)
+	return managerFor(b, fake.URL, limit, tr)
+}
+
+// benchTracer turns tracing on as a deployment would (tracing.Setup from
+// the OTEL_* environment: OTLP over HTTP through the batch processor)
+// exporting to a loopback collector; nil when traced is false.
+func benchTracer(b *testing.B, traced bool) *tracing.Tracer {
+	if !traced {
+		return nil
+	}
+	col := otlptest.New(b)
+	b.Setenv(tracing.EnvEndpoint, col.URL)
+	p, err := tracing.Setup(context.Background(), tracing.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil || p == nil {
+		b.Fatal("tracing setup: ", err)
+	}
+	b.Cleanup(func() {
+		p.Shutdown(context.Background())
+		n := len(col.Spans())
+		if n == 0 {
+			b.Error("no span reached the collector")
+		}
+		b.Logf("%d spans exported in %d requests", n, col.Requests())
+	})
+	return p.Tracer()
 }
 
 // managerFor builds a manager on a real store and audit log whose models
 // are served at url.
-func managerFor(b *testing.B, url string, limit int) *subagent.Manager {
+func managerFor(b *testing.B, url string, limit int, tr *tracing.Tracer) *subagent.Manager {
 	p, err := openai.New(openai.Config{BaseURL: url + "/v1", HTTPClient: benchClient()})
 	if err != nil {
 		b.Fatal(err)
@@ -63,7 +90,7 @@ func managerFor(b *testing.B, url string, limit int) *subagent.Manager {
 	}
 	reg, _ := tool.NewRegistry(tools...)
 	m := subagent.NewManager(subagent.Options{Catalog: cat, Tools: reg, Store: st, Hub: event.NewHub(st, w, logs),
-		MaxConcurrent: limit, StallAfter: -1, Workspace: root})
+		MaxConcurrent: limit, StallAfter: -1, Workspace: root, Tracer: tr})
 	if err := m.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}
@@ -100,9 +127,15 @@ func waitIteration(h *subagent.Handle, it int) {
 
 // BenchmarkSpawnToFirstRequest measures the time from Spawn to the fake
 // model server receiving the subagent's first request (median reported).
-func BenchmarkSpawnToFirstRequest(b *testing.B) {
+func BenchmarkSpawnToFirstRequest(b *testing.B) { benchSpawnToFirstRequest(b, false) }
+
+// BenchmarkSpawnToFirstRequestTraced is BenchmarkSpawnToFirstRequest with
+// tracing on, exporting to a loopback OTLP collector.
+func BenchmarkSpawnToFirstRequestTraced(b *testing.B) { benchSpawnToFirstRequest(b, true) }
+
+func benchSpawnToFirstRequest(b *testing.B, traced bool) {
 	arrivals := make(chan time.Time, 1)
-	m := benchManager(b, 0, 4, arrivals)
+	m := benchManager(b, 0, 4, arrivals, benchTracer(b, traced))
 	lat := make([]time.Duration, 0, b.N)
 	for b.Loop() {
 		start := time.Now()
@@ -120,6 +153,41 @@ func BenchmarkSpawnToFirstRequest(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds()), "p90-µs")
 }
 
+// BenchmarkSpawnToFirstRequestTracingPaired alternates spawns on two
+// managers, one with tracing off and one with it on (exporting to a
+// loopback OTLP collector), so that both see the same load on a shared
+// machine; it reports each one's median and their ratio.
+func BenchmarkSpawnToFirstRequestTracingPaired(b *testing.B) {
+	arrivals := make(chan time.Time, 1)
+	managers := []*subagent.Manager{benchManager(b, 0, 4, arrivals, nil), benchManager(b, 0, 4, arrivals, benchTracer(b, true))}
+	lat := [2][]time.Duration{}
+	i := 0
+	for b.Loop() {
+		k := i % 2
+		i++
+		start := time.Now()
+		h, err := managers[k].Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "t"}, Parent: parent})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat[k] = append(lat[k], (<-arrivals).Sub(start))
+		if _, err := h.Wait(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	med := func(d []time.Duration) float64 {
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		return float64(d[len(d)/2].Microseconds())
+	}
+	if len(lat[1]) == 0 {
+		return
+	}
+	off, on := med(lat[0]), med(lat[1])
+	b.ReportMetric(off, "off-median-µs")
+	b.ReportMetric(on, "on-median-µs")
+	b.ReportMetric(on/off, "on/off")
+}
+
 // BenchmarkMemoryPerWaitingSubagent measures memory per subagent while
 // 200 subagents wait on a slow model served by another process (so the
 // server's memory is not counted).
@@ -127,7 +195,7 @@ func BenchmarkMemoryPerWaitingSubagent(b *testing.B) {
 	const n = 200
 	url := fakeModelProcess(b, 5*time.Second)
 	for b.Loop() {
-		m := managerFor(b, url, n+1)
+		m := managerFor(b, url, n+1, nil)
 		// Warm up: one subagent through the whole path, so that lazily
 		// built state (SDK, files) is not counted.
 		w, _ := m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "warm"}, Parent: parent})
@@ -169,11 +237,18 @@ func BenchmarkMemoryPerWaitingSubagent(b *testing.B) {
 
 // BenchmarkThousandAtOnce runs 1,000 subagents at once against a model
 // with 500 ms latency and reports the wall time against one alone.
-func BenchmarkThousandAtOnce(b *testing.B) {
+func BenchmarkThousandAtOnce(b *testing.B) { benchThousandAtOnce(b, false) }
+
+// BenchmarkThousandAtOnceTraced is BenchmarkThousandAtOnce with tracing
+// on, exporting to a loopback OTLP collector.
+func BenchmarkThousandAtOnceTraced(b *testing.B) { benchThousandAtOnce(b, true) }
+
+func benchThousandAtOnce(b *testing.B, traced bool) {
 	const n = 1000
 	url := fakeModelProcess(b, 500*time.Millisecond)
+	tr := benchTracer(b, traced)
 	for b.Loop() {
-		m := managerFor(b, url, n)
+		m := managerFor(b, url, n, tr)
 		start := time.Now()
 		h, _ := m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "alone"}, Parent: parent})
 		h.Wait(context.Background())

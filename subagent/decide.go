@@ -100,6 +100,7 @@ func (m *Manager) reject(ctx context.Context, p Proposal) (Decided, error) {
 	if err := m.opt.Store.DecidePending(ctx, p.ID, store.SpawnRejected, nil, ""); err != nil {
 		return Decided{}, decideErr(p.ID, err)
 	}
+	m.proposalSpans.Delete(p.ID)
 	p.Status = store.SpawnRejected
 	m.publishTo(p.Spawn, event.New(event.SpawnDecided, event.SpawnDecidedContent{PendingID: p.ID, Decision: store.SpawnRejected}))
 	m.tellParent(ctx, p, "The person declined it; nothing was started. Do not propose it again unless they ask.")
@@ -164,15 +165,20 @@ type started struct {
 // returns what it started and how to cancel it.
 func (m *Manager) startProposal(ctx context.Context, p Proposal) (started, func(), error) {
 	ps := p.Spawn
+	// The runs are children of the tool call that proposed them; when
+	// that is not known, of the decision's span (Request.TraceParent).
+	span := m.takeProposalSpan(p.ID)
 	if ps.Mode == ModeSingle {
-		h, err := m.Spawn(ctx, Request{Config: ps.Configs[0], Parent: ps.caller(), User: ps.User, Background: ps.Parent != "", Fork: ps.Fork})
+		h, err := m.Spawn(ctx, Request{Config: ps.Configs[0], Parent: ps.caller(), User: ps.User, Background: ps.Parent != "", Fork: ps.Fork,
+			TraceParent: span})
 		if err != nil {
 			return started{}, nil, err
 		}
 		return started{ids: []string{h.ID()}, runID: h.UUID()}, h.Cancel, nil
 	}
 	g, err := m.SpawnGroup(ctx, GroupRequest{Configs: ps.Configs, Mode: ps.Mode, Parent: ps.caller(), User: ps.User,
-		Background: ps.Parent != "", BudgetCents: ps.BudgetCents, Timeout: time.Duration(ps.TimeoutSeconds * float64(time.Second)), Fork: ps.Fork})
+		Background: ps.Parent != "", BudgetCents: ps.BudgetCents, Timeout: time.Duration(ps.TimeoutSeconds * float64(time.Second)), Fork: ps.Fork,
+		TraceParent: span})
 	if err != nil {
 		return started{}, nil, err
 	}
@@ -192,6 +198,7 @@ func (m *Manager) ExpireProposals(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	for _, sp := range sps {
+		m.proposalSpans.Delete(sp.ID)
 		p, err := proposalOf(sp)
 		if err != nil {
 			m.log.Error("expired proposal", "id", sp.ID, "err", err)

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/google/uuid"
 
 	"github.com/avaagent/ava/agent"
@@ -34,6 +36,9 @@ type GroupRequest struct {
 	// each member's own.
 	Timeout time.Duration
 	Fork    []llm.Message
+	// TraceParent is the span the members' spans are children of (see
+	// Request.TraceParent); invalid: the span in SpawnGroup's context.
+	TraceParent trace.SpanContext
 }
 
 // Group is a running parallel or chain spawn.
@@ -83,6 +88,9 @@ func (m *Manager) SpawnGroup(ctx context.Context, req GroupRequest) (*Group, err
 		prev := g.cancel
 		g.cancel = func(err error) { prev(err); stop() }
 	}
+	if !req.TraceParent.IsValid() {
+		req.TraceParent = trace.SpanContextFromContext(ctx)
+	}
 	var err error
 	if req.Mode == ModeParallel {
 		err = m.startParallel(ctx, g, req)
@@ -98,7 +106,7 @@ func (m *Manager) SpawnGroup(ctx context.Context, req GroupRequest) (*Group, err
 
 func (g *Group) member(req GroupRequest, cfg Config) Request {
 	return Request{Config: cfg, Parent: req.Parent, User: req.User, Background: req.Background, Fork: req.Fork,
-		mode: req.Mode, groupID: g.ID, group: g}
+		TraceParent: req.TraceParent, mode: req.Mode, groupID: g.ID, group: g}
 }
 
 func (m *Manager) startParallel(ctx context.Context, g *Group, req GroupRequest) error {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
@@ -53,9 +55,11 @@ type Handle struct {
 	queuedAt   time.Time     // when the run last joined the queue
 	turns      int           // runs started, including follow-ups
 	startedAt  time.Time
-	progressAt time.Time // when the parent was last told how the run goes
-	restored   bool      // rebuilt from the store; its conversation is not loaded yet
-	foreign    bool      // its ID turned out to be another process's run: nothing of it is recorded
+	progressAt time.Time         // when the parent was last told how the run goes
+	restored   bool              // rebuilt from the store; its conversation is not loaded yet
+	foreign    bool              // its ID turned out to be another process's run: nothing of it is recorded
+	firstSpan  trace.SpanContext // the first turn's invoke_agent span, which follow-ups link to
+	sendSpan   trace.SpanContext // the span of the latest follow-up's sender, the next turn's parent
 
 	watched bool // a cleanup drops its weak index entry (guarded by m.mu)
 }

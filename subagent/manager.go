@@ -12,6 +12,9 @@ import (
 	"time"
 	"weak"
 
+	"github.com/avaagent/ava/tracing"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/google/uuid"
 
 	"github.com/avaagent/ava/agent"
@@ -78,7 +81,7 @@ type Options struct {
 	// DefaultAskTimeout); the run's timeout is paused meanwhile.
 	AskTimeout time.Duration
 	Workspace string
-	Logger                       *slog.Logger
+	Logger    *slog.Logger
 	// Clock is the time source of the manager and its runs (default
 	// time.Now); tests give a fixed or stepped one.
 	Clock func() time.Time
@@ -106,6 +109,9 @@ type Options struct {
 	// ReadOnly opens the manager for looking only (ava roles): Start
 	// recovers nothing, announces nothing and starts no watchdog.
 	ReadOnly bool
+	// Tracer records runs as OpenTelemetry spans (agent.Config.Tracer);
+	// nil traces nothing.
+	Tracer *tracing.Tracer
 }
 
 // Owner is this process's identity in the store and its view of other
@@ -144,6 +150,11 @@ type Manager struct {
 	deciding map[string]bool
 	// finished is called with the parent session of each run that ends.
 	finished func(parent string)
+	// proposalSpans are the spans of the tool calls that made pending
+	// proposals (by proposal ID), kept while tracing is on so that a
+	// confirmed spawn's runs are children of the call that proposed it.
+	// In memory only: after a restart they parent under the decision.
+	proposalSpans sync.Map
 }
 
 // NewManager returns a manager; call Start before spawning.
@@ -264,6 +275,11 @@ type Request struct {
 	Background bool
 	// Fork is the parent's conversation, for context_mode fork.
 	Fork []llm.Message
+	// TraceParent is the span the run's invoke_agent span is a child of:
+	// the spawning tool call's, captured when the spawn is made, so that
+	// a run that starts later (queued, or in the background) still has
+	// it. Invalid: the span in the spawn's context, if any.
+	TraceParent trace.SpanContext
 
 	mode    Mode
 	groupID string
@@ -362,6 +378,9 @@ func (m *Manager) plan(ctx context.Context, req Request) (plan, error) {
 
 // prepare checks a request and builds its handle.
 func (m *Manager) prepare(ctx context.Context, req Request) (*Handle, error) {
+	if !req.TraceParent.IsValid() {
+		req.TraceParent = trace.SpanContextFromContext(ctx)
+	}
 	p, err := m.plan(ctx, req)
 	if err != nil {
 		return nil, err

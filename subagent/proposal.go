@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/llm"
@@ -190,7 +192,19 @@ func (m *Manager) gate(ctx context.Context, ps ProposedSpawn, parent tool.Caller
 	if err != nil {
 		return nil, err
 	}
+	if sc := trace.SpanContextFromContext(ctx); m.opt.Tracer != nil && sc.IsValid() {
+		m.proposalSpans.Store(p.ID, sc)
+	}
 	return &p, nil
+}
+
+// takeProposalSpan returns and forgets the span of the call that made
+// proposal id (invalid when unknown).
+func (m *Manager) takeProposalSpan(id string) trace.SpanContext {
+	if v, ok := m.proposalSpans.LoadAndDelete(id); ok {
+		return v.(trace.SpanContext)
+	}
+	return trace.SpanContext{}
 }
 
 // estimateSpawn checks every member as a spawn would and returns the

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
@@ -86,6 +88,7 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	m := h.m
 	ctx, cancel := context.WithCancelCause(h.parentContext())
 	defer cancel(nil)
+	ctx, links := h.traceContext(ctx)
 	tools, unavailable := h.turnTools(ctx)
 	a := agent.New(agent.Config{
 		Model:          h.model,
@@ -104,6 +107,9 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		Publisher:   h.m.opt.Hub,
 		Clock:       m.now,
 		Logger:      m.log.With("subagent", h.id),
+		Tracer:      m.opt.Tracer,
+		AgentName:   h.role.Name,
+		TraceLinks:  links,
 	})
 	start := m.now()
 	first := h.begin(a, cancel, start)
@@ -130,7 +136,39 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		h.publishOwn(event.New(event.Error, event.ErrorContent{Error: unavailable.Error()}))
 	}
 	res := a.Run(ctx, history, input)
+	if first && res.SpanContext.IsValid() {
+		h.mu.Lock()
+		h.firstSpan = res.SpanContext
+		h.mu.Unlock()
+	}
 	return h.finish(res, len(history), start)
+}
+
+// traceContext puts the parent of the turn's span in ctx: for the first
+// turn the span that spawned the run (Request.TraceParent, captured at
+// spawn time, so a background or queued run started later still has
+// it); for a follow-up the span of whoever sent it, if any, with a link
+// to the run's first span.
+func (h *Handle) traceContext(ctx context.Context) (context.Context, []trace.Link) {
+	if h.m.opt.Tracer == nil {
+		return ctx, nil
+	}
+	h.mu.Lock()
+	followUp, first, sender := h.turns > 0, h.firstSpan, h.sendSpan
+	h.sendSpan = trace.SpanContext{}
+	h.mu.Unlock()
+	parent := h.req.TraceParent
+	var links []trace.Link
+	if followUp {
+		parent = sender
+		if first.IsValid() {
+			links = []trace.Link{{SpanContext: first}}
+		}
+	}
+	if parent.IsValid() {
+		ctx = trace.ContextWithSpanContext(ctx, parent)
+	}
+	return ctx, links
 }
 
 // takeSteers returns the messages steered into the run since the last

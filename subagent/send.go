@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/avaagent/ava/llm"
 )
 
@@ -53,6 +55,7 @@ func (m *Manager) send(ctx context.Context, id, message string, queue, steer boo
 	}
 	done := h.done
 	h.mu.Unlock()
+	sender := trace.SpanContextFromContext(ctx)
 	// A run that has just ended may still be finishing (delivering its
 	// result, giving back its slot): the follow-up waits for that.
 	select {
@@ -64,6 +67,9 @@ func (m *Manager) send(ctx context.Context, id, message string, queue, steer boo
 	if err != nil {
 		return nil, fmt.Errorf("send to %s: %w", h.id, err)
 	}
+	h.mu.Lock()
+	h.sendSpan = sender
+	h.mu.Unlock()
 	if err := m.admit(m.opt.Overflow == OverflowQueue, h); err != nil {
 		return nil, fmt.Errorf("send to %s: %w", h.id, err)
 	}
