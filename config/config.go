@@ -70,6 +70,9 @@ type Config struct {
 	// AskTimeout is how long a subagent's ask_user waits for the person
 	// (AVA_ASK_TIMEOUT); its run's timeout is paused meanwhile.
 	AskTimeout time.Duration `yaml:"ask_timeout"`
+	// AskAnswers says who answers the subagents' questions: "person"
+	// (default) or "orchestrator" (AVA_ASK_ANSWERS).
+	AskAnswers string `yaml:"ask_answers"`
 
 	Anthropic  Provider `yaml:"anthropic"`
 	OpenAI     Provider `yaml:"openai"`
@@ -135,6 +138,7 @@ func Default() Config {
 		MergeWindow:            3 * time.Second,
 		WrapUpAt:               0.8,
 		AskTimeout:             10 * time.Minute,
+		AskAnswers:             "person",
 		ConfirmTimeout:         10 * time.Minute,
 	}
 }
@@ -307,6 +311,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 			*d = parsed
 		}
 	}
+	str(&c.AskAnswers, "AVA_ASK_ANSWERS")
 	if v := getenv("AVA_WRAP_UP_AT"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
@@ -350,6 +355,9 @@ func (c Config) Validate() error {
 	}
 	if c.ConfirmTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("confirm_timeout (AVA_CONFIRM_TIMEOUT): %s, must be positive", c.ConfirmTimeout))
+	}
+	if c.AskAnswers != "person" && c.AskAnswers != "orchestrator" {
+		errs = append(errs, fmt.Errorf("ask_answers (AVA_ASK_ANSWERS): %q, use person or orchestrator", c.AskAnswers))
 	}
 	if c.AskTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("ask_timeout (AVA_ASK_TIMEOUT): %s, must be positive", c.AskTimeout))

@@ -233,6 +233,7 @@ type AnsweredContent struct {
 	Role       string `json:"role"`
 	// Answer is the person's answer, "" when none came.
 	Answer string `json:"answer,omitempty"`
-	// By is "person", or "timeout" when no answer came in time.
+	// By is "person", "orchestrator" (AVA_ASK_ANSWERS), or "timeout"
+	// when no answer came in time.
 	By string `json:"by"`
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/avaagent/ava/gateway/client"
 	"github.com/avaagent/ava/session"
+	"github.com/avaagent/ava/subagent"
 )
 
 // listQuestions answers GET /api/questions[?sessionKey=K]: the questions
@@ -30,7 +31,7 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {
 		fail(w, badRequestf("answer: want 1 to %d bytes", maxMessage))
 		return
 	}
-	q, err := s.in.Subagent.AnswerQuestion(r.PathValue("id"), req.SessionKey, req.Answer)
+	q, err := s.in.Subagent.AnswerQuestion(r.PathValue("id"), req.SessionKey, req.Answer, subagent.ByPerson)
 	if err != nil {
 		fail(w, err)
 		return

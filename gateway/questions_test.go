@@ -118,3 +118,19 @@ func TestAskUserByAPI(t *testing.T) {
 		t.Fatalf("parent stream: %v", types)
 	}
 }
+
+// TestOrchestratorAnswersWhenAsked: with AVA_ASK_ANSWERS=orchestrator a
+// background subagent's question becomes a turn of its parent session,
+// and the orchestrator's reply is its answer.
+func TestOrchestratorAnswersWhenAsked(t *testing.T) {
+	e := newEnv(t, envOptions{script: askScript, roles: map[string]string{"asker.md": askerRole},
+		env: map[string]string{"AVA_ASK_ANSWERS": "orchestrator"}})
+	_, _, res := e.chat(client.ChatRequest{Message: "hello"})
+	sa, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "asker", Task: "ASK the orchestrator", Model: e.model, Parent: res.Session})
+	must(t, err)
+	done := waitEnded(t, e, sa.ID)
+	// The parent's scripted reply to the question turn is the answer.
+	if done.Status != "success" || !strings.Contains(string(done.Result), "The orchestrator answered for the person:") {
+		t.Fatalf("%s %s %s", done.Status, done.Error, done.Result)
+	}
+}

@@ -91,6 +91,10 @@ type Config struct {
 	// MergeWindow is how soon after a turn starts a person's next message
 	// is merged into it (SendOptions.Merge); 0: never.
 	MergeWindow time.Duration
+	// OrchestratorAnswers has the orchestrator answer the subagents'
+	// questions (ask_user) for the person (AVA_ASK_ANSWERS=orchestrator);
+	// the person may still answer first.
+	OrchestratorAnswers bool
 	// CancelSubagentsOnStop makes Stop and a superseding message also
 	// cancel the subagents the session started.
 	CancelSubagentsOnStop bool
@@ -155,6 +159,9 @@ func New(cfg Config) *Service {
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	if cfg.Subagents != nil {
 		cfg.Subagents.OnFinished(s.subagentFinished)
+		if cfg.OrchestratorAnswers {
+			cfg.Subagents.OnQuestion(s.answerForThePerson)
+		}
 	}
 	return s
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
@@ -187,5 +188,29 @@ func (s *Service) Answer(key, id, answer string) (Question, error) {
 			return Question{}, fmt.Errorf("answer: %d questions are open (%s): name one", len(open), strings.Join(ids, ", "))
 		}
 	}
-	return s.cfg.Subagents.AnswerQuestion(id, key, answer)
+	return s.cfg.Subagents.AnswerQuestion(id, key, answer, subagent.ByPerson)
+}
+
+// answerForThePerson has the orchestrator answer a subagent's question
+// (Config.OrchestratorAnswers): a turn of the parent session, queued
+// behind any running one, whose answer goes back to the subagent. The
+// question is marked as the subagent's words (untrusted). The person may
+// answer first; then the orchestrator's answer is dropped.
+func (s *Service) answerForThePerson(ctx context.Context, q Question) {
+	msg := fmt.Sprintf("[Subagent %s (%s) asks you, question %s]\n%s\n\nYou answer the subagents' questions for the person. "+
+		"Reply with the answer only: your reply goes back to the subagent as it is.",
+		q.SubagentID, q.Role, q.ID, tool.Untrusted("subagent "+q.SubagentID, q.Text))
+	turn, err := s.Send(ctx, q.Session, msg, SendOptions{Queue: true})
+	if err != nil {
+		s.log.Warn("the orchestrator cannot answer a subagent's question", "question", q.ID, "err", err)
+		return
+	}
+	res, err := turn.Wait(ctx)
+	if err != nil || res.Status != lifecycle.Success || strings.TrimSpace(res.Text) == "" {
+		s.log.Warn("the orchestrator did not answer a subagent's question", "question", q.ID, "status", res.Status, "err", err)
+		return
+	}
+	if _, err := s.cfg.Subagents.AnswerQuestion(q.ID, q.Session, res.Text, subagent.ByOrchestrator); err != nil && !errors.Is(err, subagent.ErrNoQuestion) {
+		s.log.Warn("answer a subagent's question", "question", q.ID, "err", err)
+	}
 }

@@ -41,14 +41,35 @@ type Question struct {
 
 // questions are the open questions of a manager's runs.
 type questions struct {
-	mu   sync.Mutex
-	open map[string]*openQuestion
+	mu    sync.Mutex
+	open  map[string]*openQuestion
+	asked func(context.Context, Question) // OnQuestion's
+}
+
+// OnQuestion registers fn, called (in its own goroutine, with a context
+// that ends when the manager closes) with each question a subagent asks,
+// once it reached the parent session: the session service uses it to
+// have the orchestrator answer when the person has said so
+// (AVA_ASK_ANSWERS).
+func (m *Manager) OnQuestion(fn func(context.Context, Question)) {
+	m.asked.mu.Lock()
+	defer m.asked.mu.Unlock()
+	m.asked.asked = fn
 }
 
 type openQuestion struct {
 	Question
-	answer chan string // gets the one answer
+	answer chan answered // gets the one answer
 }
+
+// answered is an answer and who gave it.
+type answered struct{ text, by string }
+
+// Who answers a question (AnswerQuestion's by).
+const (
+	ByPerson       = "person"
+	ByOrchestrator = "orchestrator"
+)
 
 // Questions lists the open questions of a parent session ("" for all),
 // oldest first.
@@ -65,9 +86,10 @@ func (m *Manager) Questions(session string) []Question {
 	return out
 }
 
-// AnswerQuestion answers an open question of session ("" for any session) and
-// returns it. ErrNoQuestion when there is no such open question.
-func (m *Manager) AnswerQuestion(id, session, answer string) (Question, error) {
+// AnswerQuestion answers an open question of session ("" for any
+// session) on behalf of by (ByPerson or ByOrchestrator) and returns it.
+// ErrNoQuestion when there is no such open question.
+func (m *Manager) AnswerQuestion(id, session, answer, by string) (Question, error) {
 	answer = strings.TrimSpace(answer)
 	if answer == "" {
 		return Question{}, fmt.Errorf("answer %s: empty", id)
@@ -84,7 +106,7 @@ func (m *Manager) AnswerQuestion(id, session, answer string) (Question, error) {
 	if !ok || (session != "" && q.Session != session) {
 		return Question{}, fmt.Errorf("answer %s: %w", id, ErrNoQuestion)
 	}
-	q.answer <- answer
+	q.answer <- answered{answer, by}
 	return q.Question, nil
 }
 
@@ -144,12 +166,13 @@ func (h *Handle) ask(ctx context.Context, text string) (tool.Result, error) {
 	}
 	now := m.now()
 	q := &openQuestion{Question: Question{ID: id, Session: h.req.Parent.SessionKey, SubagentID: h.id, Role: h.role.Name,
-		Text: text, AskedAt: now, ExpiresAt: now.Add(m.askTimeout())}, answer: make(chan string, 1)}
+		Text: text, AskedAt: now, ExpiresAt: now.Add(m.askTimeout())}, answer: make(chan answered, 1)}
 	m.asked.mu.Lock()
 	if m.asked.open == nil {
 		m.asked.open = map[string]*openQuestion{}
 	}
 	m.asked.open[id] = q
+	notify := m.asked.asked
 	m.asked.mu.Unlock()
 	defer func() {
 		m.asked.mu.Lock()
@@ -163,13 +186,19 @@ func (h *Handle) ask(ctx context.Context, text string) (tool.Result, error) {
 	defer h.setWaiting(false)
 	h.publishParent(event.New(event.UserQuestion, event.QuestionContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name,
 		Question: text, ExpiresAt: q.ExpiresAt}))
+	if notify != nil {
+		m.wg.Go(func() { notify(m.ctx, q.Question) })
+	}
 
 	timer := time.NewTimer(m.askTimeout())
 	defer timer.Stop()
 	select {
-	case answer := <-q.answer:
-		h.publishParent(event.New(event.QuestionAnswered, event.AnsweredContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name, Answer: answer, By: "person"}))
-		return tool.Result{Output: "The person answered: " + answer}, nil
+	case a := <-q.answer:
+		h.publishParent(event.New(event.QuestionAnswered, event.AnsweredContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name, Answer: a.text, By: a.by}))
+		if a.by == ByOrchestrator {
+			return tool.Result{Output: "The orchestrator answered for the person: " + a.text}, nil
+		}
+		return tool.Result{Output: "The person answered: " + a.text}, nil
 	case <-timer.C:
 		h.publishParent(event.New(event.QuestionAnswered, event.AnsweredContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name, By: "timeout"}))
 		return tool.Result{Output: fmt.Sprintf("No answer from the person within %s. Go on with your best judgement, and say in your answer what you assumed.", m.askTimeout())}, nil

@@ -113,7 +113,11 @@ func EventLine(role string, ev event.Event) string {
 		if c.By == "timeout" {
 			return fmt.Sprintf("⌛ %s: no answer to %s in time; it goes on without one", name, c.QuestionID)
 		}
-		return fmt.Sprintf("✉️ %s: got your answer to %s: %s", name, c.QuestionID, Printable(c.Answer))
+		who := "your"
+		if c.By == "orchestrator" {
+			who = "Ava's"
+		}
+		return fmt.Sprintf("✉️ %s: got %s answer to %s: %s", name, who, c.QuestionID, Printable(c.Answer))
 	case event.SubagentComplete:
 		var c event.SubagentCompleteContent
 		_ = ev.Decode(&c)
