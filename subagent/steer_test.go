@@ -115,10 +115,20 @@ turns:
 }
 
 // TestLimitKeepsPartialWork: a run the iteration cap ends keeps its last
-// text and what its tools returned; so does a timed-out one.
+// text and what its tools returned; so do a cost-capped and a timed-out
+// one.
 func TestLimitKeepsPartialWork(t *testing.T) {
 	h := newHarness(t, `
 conversations:
+  - match: "COSTLY"
+    turns:
+      - text: "costly a"
+        tool_calls: [{name: read_file, args: {path: a}}]
+        usage: {input: 1200, output: 10}
+      - text: "costly b"
+        tool_calls: [{name: read_file, args: {path: b}}]
+        usage: {input: 100, output: 10}
+      - text: "never"
   - match: "SLOW"
     turns:
       - text: "looking at a"
@@ -140,6 +150,10 @@ conversations:
 	if r.Partial.Text != "now b" || len(r.Partial.ToolResults) != 1 || r.Partial.ToolResults[0].Tool != "read_file" ||
 		r.Partial.ToolResults[0].Excerpt != "ran read_file" {
 		t.Fatalf("partial %+v", r.Partial)
+	}
+	r = wait(t, h.spawn(t, subagent.Config{Role: "researcher", Task: "COSTLY look", MaxCostCents: 20}))
+	if r.Status != lifecycle.CostExceeded || r.Partial == nil || r.Partial.Text != "costly a" || len(r.Partial.ToolResults) != 1 {
+		t.Fatalf("cost-capped: %+v (partial %+v)", r, r.Partial)
 	}
 	r = wait(t, h.spawn(t, subagent.Config{Role: "researcher", Task: "SLOW look", Timeout: 2}))
 	if r.Status != lifecycle.Timeout || r.Partial == nil || r.Partial.Text != "looking at a" || len(r.Partial.ToolResults) != 1 {
