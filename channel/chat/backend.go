@@ -15,6 +15,7 @@ import (
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/gateway/client"
+	"github.com/avaagent/ava/internal/wait"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/session"
 	"github.com/avaagent/ava/subagent"
@@ -237,7 +238,7 @@ func (r *Remote) Follow(ctx context.Context, emit func(event.Event)) error {
 		}
 		if err != nil {
 			if errors.Is(err, client.ErrNoDaemon) {
-				if !sleep(ctx, time.Second) {
+				if !wait.Sleep(ctx, time.Second) {
 					return nil
 				}
 				continue
@@ -248,7 +249,7 @@ func (r *Remote) Follow(ctx context.Context, emit func(event.Event)) error {
 		s.Close()
 		live = false
 		if ctx.Err() == nil && err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-			if !sleep(ctx, time.Second) {
+			if !wait.Sleep(ctx, time.Second) {
 				return nil
 			}
 		}
@@ -394,16 +395,4 @@ func (r *Remote) Answer(ctx context.Context, id, answer string) error {
 	}
 	_, err := r.Client.Answer(ctx, id, client.AnswerRequest{Answer: answer, SessionKey: key})
 	return err
-}
-
-// sleep waits d or until ctx is done; false when ctx is done.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

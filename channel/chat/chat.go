@@ -88,6 +88,7 @@ type (
 	linesMsg     []string
 	subagentsMsg []subagent.RunStatus
 	tickMsg      time.Time
+	printedMsg   struct{}
 )
 
 // model is the chat's screen.
@@ -106,6 +107,8 @@ type model struct {
 	streamed  strings.Builder
 	thinking  int
 	subagents []subagent.RunStatus
+	outbox    []string // lines to print above the footer, in order
+	printing  bool     // a print is on its way (see flush)
 	pending   []string // proposal IDs awaiting the person
 	questions []string // subagents' questions awaiting the person
 	lastCtrlC time.Time
@@ -129,7 +132,7 @@ func newModel(ctx context.Context, opt Options) *model {
 func (m *model) Init() tea.Cmd {
 	cmds := []tea.Cmd{textinput.Blink, m.tick()}
 	if m.opt.Banner != "" {
-		cmds = append(cmds, tea.Println(m.opt.Banner))
+		cmds = append(cmds, m.print(m.opt.Banner))
 	}
 	return tea.Batch(cmds...)
 }
@@ -150,9 +153,12 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case eventMsg:
 		return m, m.event(event.Event(msg))
 	case noteMsg:
-		return m, tea.Println(string(msg))
+		return m, m.print(string(msg))
 	case linesMsg:
-		return m, tea.Println(strings.Join(msg, "\n"))
+		return m, m.print(msg...)
+	case printedMsg:
+		m.printing = false
+		return m, m.flush()
 	case subagentsMsg:
 		m.subagents = msg
 		return m, nil
@@ -162,6 +168,26 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	var cmd tea.Cmd
 	m.input, cmd = m.input.Update(msg)
 	return m, cmd
+}
+
+// print queues lines to print above the footer. Bubble Tea runs each
+// command in its own goroutine, so two prints could overtake each other:
+// one print is on its way at a time (flush), and the queue keeps the
+// session's order.
+func (m *model) print(lines ...string) tea.Cmd {
+	m.outbox = append(m.outbox, lines...)
+	return m.flush()
+}
+
+// flush prints what is queued, unless a print is on its way; the next
+// flush follows its printedMsg.
+func (m *model) flush() tea.Cmd {
+	if m.printing || len(m.outbox) == 0 {
+		return nil
+	}
+	text := strings.Join(m.outbox, "\n")
+	m.outbox, m.printing = nil, true
+	return tea.Sequence(tea.Println(text), func() tea.Msg { return printedMsg{} })
 }
 
 // readSubagents reads the running subagents for the footer.
@@ -229,7 +255,7 @@ func (m *model) interrupt() (tea.Model, tea.Cmd) {
 	m.lastCtrlC = now
 	m.input.SetValue("")
 	if m.state == "idle" {
-		return m, tea.Println("(press Ctrl-C again to exit)")
+		return m, m.print("(press Ctrl-C again to exit)")
 	}
 	return m, func() tea.Msg {
 		stopped, err := m.b.Stop(m.ctx, "")

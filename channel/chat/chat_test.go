@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -121,16 +120,15 @@ func TestScreenProposals(t *testing.T) {
 func TestCommandsRefuseBadArguments(t *testing.T) {
 	b := &fakeBackend{}
 	m := newModel(context.Background(), Options{Backend: b})
-	for _, c := range []string{"/send nope hi", "/send S-abc", "/stop ../x", "/logs x y", "/yes P-zz", "/bogus"} {
-		msg := m.command(c)()
-		if msg == nil || !strings.Contains(strings.ToLower(strings.TrimSpace(printed(msg))), "usage") && !strings.Contains(printed(msg), "unknown command") {
-			t.Errorf("%s: %v", c, msg)
+	m.printing = true // keep what is printed in the outbox
+	for _, c := range []string{"/send nope hi", "/send S-abc", "/stop ../x", "/logs x y", "/yes P-zz", "/answer", "/bogus"} {
+		m.outbox = nil
+		m.command(c)
+		if len(m.outbox) != 1 || !strings.Contains(m.outbox[0], "usage") && !strings.Contains(m.outbox[0], "unknown command") {
+			t.Errorf("%s: %q", c, m.outbox)
 		}
 	}
 	if len(b.sent) != 0 {
 		t.Fatalf("sent %q", b.sent)
 	}
 }
-
-// printed is the text of a tea.Println message.
-func printed(msg any) string { return fmt.Sprintf("%v", msg) }

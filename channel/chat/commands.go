@@ -40,7 +40,7 @@ func (m *model) command(text string) tea.Cmd {
 	rest = strings.TrimSpace(rest)
 	switch name {
 	case "/help", "/?":
-		return tea.Println(help)
+		return m.print(help)
 	case "/exit", "/quit":
 		return tea.Quit
 	case "/ps", "/status":
@@ -50,12 +50,12 @@ func (m *model) command(text string) tea.Cmd {
 	case "/send":
 		id, message, _ := strings.Cut(rest, " ")
 		if !subagentIDPattern.MatchString(id) || strings.TrimSpace(message) == "" {
-			return tea.Println("usage: /send S-xxxxxx message")
+			return m.print("usage: /send S-xxxxxx message")
 		}
 		return m.sendTo(id, strings.TrimSpace(message))
 	case "/logs":
 		if rest != "" && !subagentIDPattern.MatchString(rest) {
-			return tea.Println("usage: /logs [S-xxxxxx]")
+			return m.print("usage: /logs [S-xxxxxx]")
 		}
 		return m.logs(rest)
 	case "/answer":
@@ -64,19 +64,19 @@ func (m *model) command(text string) tea.Cmd {
 			id, answer = first, strings.TrimSpace(more)
 		}
 		if answer == "" {
-			return tea.Println("usage: /answer [Q-xxxxxx] your answer")
+			return m.print("usage: /answer [Q-xxxxxx] your answer")
 		}
 		return m.answerQuestion(id, answer)
 	case "/yes":
 		if rest != "" && !proposalIDPattern.MatchString(rest) {
-			return tea.Println("usage: /yes [P-xxxxxx]")
+			return m.print("usage: /yes [P-xxxxxx]")
 		}
 		if rest == "" && len(m.pending) == 0 {
-			return tea.Println("no proposal awaits your answer")
+			return m.print("no proposal awaits your answer")
 		}
 		return m.send(strings.TrimSpace(rest + " yes"))
 	}
-	return tea.Println(fmt.Sprintf("unknown command %s (/help lists them)", name))
+	return m.print(fmt.Sprintf("unknown command %s (/help lists them)", name))
 }
 
 // ps prints each running subagent's status line.
@@ -100,7 +100,7 @@ func (m *model) ps() tea.Cmd {
 // stop stops a subagent, or the current request.
 func (m *model) stop(id string) tea.Cmd {
 	if id != "" && !subagentIDPattern.MatchString(id) {
-		return tea.Println("usage: /stop [S-xxxxxx]")
+		return m.print("usage: /stop [S-xxxxxx]")
 	}
 	return func() tea.Msg {
 		key, what := "", "the current request"

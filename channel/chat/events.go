@@ -21,7 +21,7 @@ func (m *model) event(ev event.Event) tea.Cmd {
 	if len(lines) == 0 {
 		return cmd
 	}
-	return tea.Batch(tea.Println(strings.Join(lines, "\n")), cmd)
+	return tea.Batch(m.print(lines...), cmd)
 }
 
 // apply updates the footer's state with ev and returns the lines to print.

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/avaagent/ava/internal/wait"
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 	"golang.org/x/time/rate"
@@ -42,9 +43,9 @@ func (c *Channel) call(ctx context.Context, ch *chat, fn func(context.Context) e
 		if !errors.As(err, &tooMany) || attempt >= maxRetries {
 			return err
 		}
-		wait := time.Duration(max(tooMany.RetryAfter, 1)) * time.Second
-		c.log.Info("telegram: rate limited; waiting", "chat", ch.id, "retry_after", wait)
-		if !sleep(ctx, wait) {
+		pause := time.Duration(max(tooMany.RetryAfter, 1)) * time.Second
+		c.log.Info("telegram: rate limited; waiting", "chat", ch.id, "retry_after", pause)
+		if !wait.Sleep(ctx, pause) {
 			return ctx.Err()
 		}
 	}

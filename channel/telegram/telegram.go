@@ -37,6 +37,7 @@ import (
 	"github.com/go-telegram/bot/models"
 	"golang.org/x/time/rate"
 
+	"github.com/avaagent/ava/internal/wait"
 	"github.com/avaagent/ava/session"
 	"github.com/avaagent/ava/store"
 )
@@ -188,7 +189,7 @@ func (c *Channel) Run(ctx context.Context) error {
 func (c *Channel) poll(ctx context.Context) {
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
-		if backoff > 0 && !sleep(ctx, backoff) {
+		if backoff > 0 && !wait.Sleep(ctx, backoff) {
 			return
 		}
 		next, err := c.cfg.Store.NextUpdate(ctx, ChannelName)
@@ -369,18 +370,6 @@ func callbackChat(q *models.CallbackQuery) int64 {
 // scrubToken keeps the token out of an HTTP error (its URL holds it).
 func scrubToken(err error, token string) error {
 	return errors.New(strings.ReplaceAll(err.Error(), token, "<token>"))
-}
-
-// sleep waits d or until ctx is done; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func cmpOr[T comparable](v, def T) T {

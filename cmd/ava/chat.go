@@ -87,11 +87,7 @@ func chatLocal(ctx context.Context, a *App, o runOptions) error {
 		return err
 	}
 	defer in.Close()
-	name := o.model
-	if o.offline {
-		name = "scripted/demo"
-	}
-	model, err := app.OrchestratorModel(cfg, in.Catalog, name)
+	model, err := o.orchestratorModel(cfg, in)
 	if err != nil {
 		return withCode(1, err)
 	}

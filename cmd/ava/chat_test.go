@@ -249,7 +249,7 @@ conversations:
 	at = c.scr.waitFor(t, at, "asks (Q-")
 	at = c.scr.waitFor(t, at, "Which branch?")
 	c.typeLine("/answer the main one")
-	at = c.scr.waitFor(t, at, "answered Q-")
+	at = c.scr.waitFor(t, at, "got your answer to Q-")
 	at = c.scr.waitFor(t, at, "Complete (")
 	at = c.scr.waitFor(t, at, "The person answered: the main one")
 	_, _ = c.tty.Write([]byte{3})

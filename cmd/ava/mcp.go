@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"text/tabwriter"
 
@@ -73,19 +72,11 @@ starts each server as a first use would, lists its tools (or why it failed)
 and stops it again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.Config()
-			if err != nil {
-				return err
-			}
-			log := slog.New(dropMessage{Handler: dropMessage{Handler: a.Logger().Handler(), msg: app.RoleSkippedMessage}, msg: app.RoleOverrideMessage})
-			in, err := app.Open(cmd.Context(), cfg, log, app.ReadOnly())
+			in, err := a.openRoles(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer in.Close()
-			for _, e := range in.RoleErrors {
-				fmt.Fprintf(a.Stderr, "warning: role skipped: %v\n", e)
-			}
 			var failed error
 			if check {
 				failed = in.StartMCPServers(cmd.Context())

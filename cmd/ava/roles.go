@@ -41,20 +41,11 @@ before them, when they were spawned (HIST HIT: the same for runs whose
 estimate came from past runs rather than from the role's limits).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.Config()
-			if err != nil {
-				return err
-			}
-			// The role files Open cannot load are reported once, below.
-			log := slog.New(dropMessage{Handler: dropMessage{Handler: a.Logger().Handler(), msg: app.RoleSkippedMessage}, msg: app.RoleOverrideMessage})
-			in, err := app.Open(cmd.Context(), cfg, log, app.ReadOnly())
+			in, err := a.openRoles(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer in.Close()
-			for _, e := range in.RoleErrors {
-				fmt.Fprintf(a.Stderr, "warning: role skipped: %v\n", e)
-			}
 			for _, r := range in.Roles() {
 				if r.Overrides != "" {
 					fmt.Fprintf(a.Stderr, "WARNING: role %s from %s REPLACES the role of the same name from %s\n", r.Name, r.Source, r.Overrides)
@@ -193,6 +184,25 @@ func printRoleMCPTools(ctx context.Context, a *App, in *app.Instance) error {
 		return errors.New("some MCP servers failed to start (see above)")
 	}
 	return nil
+}
+
+// openRoles opens a read-only instance to look at the roles, reporting
+// once each role file it cannot load.
+func (a *App) openRoles(ctx context.Context) (*app.Instance, error) {
+	cfg, err := a.Config()
+	if err != nil {
+		return nil, err
+	}
+	// The role files Open cannot load are reported once, below.
+	log := slog.New(dropMessage{Handler: dropMessage{Handler: a.Logger().Handler(), msg: app.RoleSkippedMessage}, msg: app.RoleOverrideMessage})
+	in, err := app.Open(ctx, cfg, log, app.ReadOnly())
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range in.RoleErrors {
+		fmt.Fprintf(a.Stderr, "warning: role skipped: %v\n", e)
+	}
+	return in, nil
 }
 
 // dropMessage is a log handler that leaves out the records whose message

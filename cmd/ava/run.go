@@ -14,7 +14,9 @@ import (
 
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/channel/terminal"
+	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/session"
 )
 
@@ -73,6 +75,16 @@ func addTurnFlags(f *pflag.FlagSet, o *runOptions, what string) {
 	f.Float64Var(&o.budget, "budget", 0, "set the session's budget in cents: the orchestrator and its subagents together spend at most this (kept for --session)")
 }
 
+// orchestratorModel is the model the flags choose: --offline's scripted
+// demo, --model, or the configured one.
+func (o runOptions) orchestratorModel(cfg config.Config, in *app.Instance) (llm.Model, error) {
+	name := o.model
+	if o.offline {
+		name = "scripted/demo"
+	}
+	return app.OrchestratorModel(cfg, in.Catalog, name)
+}
+
 // limits are the turn limits the flags set.
 func (o runOptions) limits() session.Limits {
 	return session.Limits{Timeout: o.timeout, MaxCostCents: o.maxCost, MaxTokens: o.maxToken, MaxIterations: o.maxIter}
@@ -91,11 +103,7 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 		return err
 	}
 	defer in.Close()
-	name := o.model
-	if o.offline {
-		name = "scripted/demo"
-	}
-	model, err := app.OrchestratorModel(cfg, in.Catalog, name)
+	model, err := o.orchestratorModel(cfg, in)
 	if err != nil {
 		if errors.Is(err, app.ErrNoModel) {
 			return withCode(1, err)
