@@ -45,6 +45,9 @@ type asked struct {
 	started *subagent.Decided
 	// out says why nothing started (declined, or awaiting confirmation).
 	out SpawnResult
+	// waiting is the subagent a call that came again with the answer to
+	// its question waits on (questions.go).
+	waiting *subagent.Handle
 }
 
 // propose asks the person about proposal p: with an elicitation request
@@ -78,6 +81,10 @@ func (s *Server) answered(ctx context.Context, req *mcp.CallToolRequest) (a aske
 	id, valid := s.verify(req.Session, state)
 	if !valid {
 		return asked{}, true, errors.New("the request state is not one this server gave this session")
+	}
+	if strings.HasPrefix(id, "Q-") {
+		h, err := s.answeredQuestion(req, id)
+		return asked{waiting: h}, true, err
 	}
 	p, err := s.in.Subagent.Proposal(ctx, id)
 	if err != nil {

@@ -26,6 +26,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // script drives the subagents: the task picks the conversation.
 const script = `conversations:
+  - match: "Begin the task: ASK"
+    turns:
+      - tool_calls: [{name: ask_user, args: {question: "Which branch?"}}]
+      - text: "read {{last_result}}"
   - match: "BLOCKTASK"
     turns:
       - text: "never"
@@ -58,6 +62,9 @@ type envOptions struct {
 	confirm string // AVA_CONFIRM (default never)
 	// elicit, when set, answers the server's confirmation questions.
 	elicit func(*mcp.ElicitRequest) *mcp.ElicitResult
+	// protocol is the MCP protocol version the client asks for (default
+	// the SDK's latest).
+	protocol string
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -66,6 +73,14 @@ func newEnv(t *testing.T, o envOptions) *env {
 	path := filepath.Join(root, "script.yaml")
 	model := "scripted/" + path
 	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A role that may ask the person (ask_user).
+	if err := os.MkdirAll(filepath.Join(root, "agents"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "agents", "asker.md"),
+		[]byte("---\nname: asker\ndescription: asks\ntools: [read_file, ask_user]\nmodel: haiku\n---\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if o.confirm == "" {
@@ -108,7 +123,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	served := make(chan error, 1)
 	go func() { served <- srv.Run(ctx, st) }()
 	client := mcp.NewClient(&mcp.Implementation{Name: "ava-test", Version: "v0"}, opts)
-	cs, err := client.Connect(ctx, ct, nil)
+	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: o.protocol})
 	if err != nil {
 		cancel()
 		<-served
@@ -492,4 +507,34 @@ func TestRefusesNewWorkWhenNotAccepting(t *testing.T) {
 	if !res.IsError || !strings.Contains(text(res), "shutting down") || len(in.Subagent.List(true)) != 0 {
 		t.Fatalf("spawn while not accepting: %s", text(res))
 	}
+}
+
+// TestSubagentQuestionByElicitation: a waited subagent's question is put
+// to the MCP client that waits for it (an input request on the latest
+// protocol, an elicitation request during the call on older ones), and
+// the answer reaches the subagent.
+func TestSubagentQuestionByElicitation(t *testing.T) {
+	for _, protocol := range []string{"", "2025-06-18"} {
+		t.Run("protocol "+cmpOr(protocol, "latest"), func(t *testing.T) {
+			e := newEnv(t, envOptions{protocol: protocol, elicit: func(r *mcp.ElicitRequest) *mcp.ElicitResult {
+				if !strings.Contains(r.Params.Message, "asks:\nWhich branch?") {
+					return &mcp.ElicitResult{Action: "decline"}
+				}
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "the main one"}}
+			}})
+			res := e.mustCall("spawn_subagent", map[string]any{"role": "asker", "task": "ASK me", "model": e.model})
+			var out mcpserver.SpawnResult
+			structured(t, res, &out)
+			if out.Status != lifecycle.Success || out.Summary != "read The person answered: the main one" || e.asked != 1 {
+				t.Fatalf("%+v, asked %d times", out, e.asked)
+			}
+		})
+	}
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -12,9 +12,11 @@ import (
 
 // follow waits until done is closed, sending the request's progress
 // notifications (when it carries a progress token) with the runs'
-// status lines: when they change, and at least every ProgressEvery. It
-// returns ctx's cause when the request is cancelled first.
-func (s *Server) follow(ctx context.Context, req *mcp.CallToolRequest, done <-chan struct{}, runs func() []*subagent.Handle) error {
+// status lines: when they change, and at least every ProgressEvery; and
+// putting the runs' questions to the client (ask, nil: not asked). It
+// returns ctx's cause when the request is cancelled first, and an input
+// result when a question ends the call to come again with the answer.
+func (s *Server) follow(ctx context.Context, req *mcp.CallToolRequest, done <-chan struct{}, runs func() []*subagent.Handle, ask *asker) (*mcp.CallToolResult, error) {
 	token := req.Params.GetProgressToken()
 	poll := time.NewTicker(s.opt.PollEvery)
 	defer poll.Stop()
@@ -42,11 +44,14 @@ func (s *Server) follow(ctx context.Context, req *mcp.CallToolRequest, done <-ch
 	for {
 		select {
 		case <-done:
-			return nil
+			return nil, nil
 		case <-ctx.Done():
-			return context.Cause(ctx)
+			return nil, context.Cause(ctx)
 		case <-poll.C:
 			notify()
+			if input, err := ask.poll(ctx, runs()); input != nil || err != nil {
+				return input, err
+			}
 		}
 	}
 }

@@ -208,6 +208,8 @@ func (s *Server) spawnSubagent(ctx context.Context, req *mcp.CallToolRequest, a 
 	switch {
 	case ask.input != nil:
 		return ask.input, SpawnResult{}, nil
+	case ask.waiting != nil:
+		h = ask.waiting
 	case ask.started != nil:
 		if h, err = s.in.Subagent.Get(ask.started.SubagentIDs[0]); err != nil {
 			return nil, SpawnResult{}, fmt.Errorf("spawn_subagent: confirmed %s: %w", ask.started.SubagentIDs[0], err)
@@ -215,7 +217,7 @@ func (s *Server) spawnSubagent(ctx context.Context, req *mcp.CallToolRequest, a 
 	case h == nil:
 		return nil, ask.out, nil
 	}
-	return s.finish(ctx, req, h, a.Background)
+	return s.finish(ctx, req, h, a.Background, s.newAsker(req, true))
 }
 
 // sendSubagent is send_subagent: a follow-up through the manager's
@@ -228,13 +230,13 @@ func (s *Server) sendSubagent(ctx context.Context, req *mcp.CallToolRequest, a S
 	if err != nil {
 		return nil, SpawnResult{}, fmt.Errorf("send_subagent: %w", err)
 	}
-	return s.finish(ctx, req, h, a.Background)
+	return s.finish(ctx, req, h, a.Background, s.newAsker(req, false))
 }
 
 // finish returns a started run's result: at once (background) or when
-// it ends, with progress notifications meanwhile; a cancelled request
-// cancels the run.
-func (s *Server) finish(ctx context.Context, req *mcp.CallToolRequest, h *subagent.Handle, background bool) (*mcp.CallToolResult, SpawnResult, error) {
+// it ends, with progress notifications and its questions to the client
+// (ask) meanwhile; a cancelled request cancels the run.
+func (s *Server) finish(ctx context.Context, req *mcp.CallToolRequest, h *subagent.Handle, background bool, ask *asker) (*mcp.CallToolResult, SpawnResult, error) {
 	if background {
 		st := h.Status()
 		out := SpawnResult{Result: subagent.Result{SubagentID: h.ID(), Status: st.Status, OutputFormat: "none"},
@@ -245,10 +247,14 @@ func (s *Server) finish(ctx context.Context, req *mcp.CallToolRequest, h *subage
 		}
 		return nil, out, nil
 	}
-	if err := s.follow(ctx, req, h.Done(), func() []*subagent.Handle { return []*subagent.Handle{h} }); err != nil {
+	input, err := s.follow(ctx, req, h.Done(), func() []*subagent.Handle { return []*subagent.Handle{h} }, ask)
+	if err != nil {
 		h.Cancel()
 		s.settle(h.Done())
 		return nil, SpawnResult{}, fmt.Errorf("%s cancelled: %w", h.ID(), err)
+	}
+	if input != nil {
+		return input, SpawnResult{}, nil // comes again with the answer
 	}
 	r, _ := h.Result()
 	return &mcp.CallToolResult{IsError: r.Status != lifecycle.Success}, SpawnResult{Result: r}, nil
@@ -316,7 +322,7 @@ func (s *Server) spawnSubagents(ctx context.Context, req *mcp.CallToolRequest, a
 		return nil, GroupResult{GroupID: g.ID, Mode: a.Mode, Status: string(lifecycle.Running), SubagentIDs: ids(),
 			Note: "runs in the background: follow its members with subagent_status or list_subagents"}, nil
 	}
-	if err := s.follow(ctx, req, g.Done(), g.Handles); err != nil {
+	if _, err := s.follow(ctx, req, g.Done(), g.Handles, s.newAsker(req, false)); err != nil {
 		g.Cancel()
 		s.settle(g.Done())
 		return nil, GroupResult{}, fmt.Errorf("group %s cancelled: %w", g.ID, err)
