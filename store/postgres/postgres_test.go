@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 
@@ -14,6 +15,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if url := os.Getenv(publisherEnv); url != "" {
+		os.Exit(publishFromChild(url))
+	}
 	goleak.VerifyTestMain(pgtest.Main(m))
 }
 

@@ -100,6 +100,19 @@ func Main(m testingM) interface{ Run() int } { return mainWrapper{m} }
 // AVA_REQUIRE_POSTGRES=1).
 func URL(t testing.TB) string {
 	t.Helper()
+	return newDatabase(t, template)
+}
+
+// EmptyURL is URL without the schema: a new, empty database (for tests
+// of migrating).
+func EmptyURL(t testing.TB) string {
+	t.Helper()
+	return newDatabase(t, "template0")
+}
+
+// newDatabase creates a database for t copied from from.
+func newDatabase(t testing.TB, from string) string {
+	t.Helper()
 	startOnce.Do(func() { srv, startErr = start() })
 	if startErr != nil {
 		if os.Getenv(RequireEnv) == "1" {
@@ -114,7 +127,7 @@ func URL(t testing.TB) string {
 	createMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	if err := srv.exec(ctx, "CREATE DATABASE "+name+" TEMPLATE "+template); err != nil {
+	if err := srv.exec(ctx, "CREATE DATABASE "+name+" TEMPLATE "+from); err != nil {
 		t.Fatalf("create test database: %v", err)
 	}
 	t.Cleanup(func() {
