@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -74,13 +73,6 @@ type Store struct {
 }
 
 var _ store.Store = (*Store)(nil)
-
-// IsURL reports whether s is a PostgreSQL connection URL (postgres:// or
-// postgresql://), the values of AVA_DATABASE_URL that select this backend.
-func IsURL(s string) bool {
-	l := strings.ToLower(strings.TrimSpace(s))
-	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
-}
 
 // Open connects to the database at url (postgres://user:pass@host/db?…),
 // and migrates it to the current schema. Errors name the host and

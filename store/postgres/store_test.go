@@ -15,17 +15,6 @@ import (
 	"github.com/avaagent/ava/store/postgres/pgtest"
 )
 
-func TestIsURL(t *testing.T) {
-	for s, want := range map[string]bool{
-		"postgres://u:p@db/ava": true, "postgresql://db/ava": true, "POSTGRES://db": true,
-		"": false, "/var/lib/ava/ava.db": false, "sqlite://x": false, "mysql://db": false,
-	} {
-		if got := postgres.IsURL(s); got != want {
-			t.Errorf("IsURL(%q) = %v, want %v", s, got, want)
-		}
-	}
-}
-
 // TestOpenErrorHidesPassword opens a database nobody listens for: the
 // error names where, never the password.
 func TestOpenErrorHidesPassword(t *testing.T) {
