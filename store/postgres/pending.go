@@ -158,7 +158,7 @@ func (s *Store) DecidePending(ctx context.Context, id, decision string, config j
 	if decision != store.SpawnConfirmed && decision != store.SpawnRejected {
 		return fmt.Errorf("decide pending spawn %s: decision %q is not confirmed or rejected", id, decision)
 	}
-	cfg, err := jsonArg("pending spawn config", s.redactor.JSON(config))
+	cfg, err := jsonArg("pending spawn config", s.json(config))
 	if err != nil {
 		return fmt.Errorf("decide pending spawn %s: %w", id, err)
 	}

@@ -94,3 +94,29 @@ func TestTransitionRaceTwoStores(t *testing.T) {
 		}
 	}
 }
+
+// TestUnstorableText stores free text PostgreSQL's TEXT cannot hold as
+// it is (NUL, invalid UTF-8): it is kept with U+FFFD in their place
+// instead of failing the write.
+func TestUnstorableText(t *testing.T) {
+	s := openAt(t, pgtest.URL(t))
+	ctx := t.Context()
+	m, err := s.AppendMessage(ctx, store.Message{SessionKey: "ava:cli:bin", Role: store.RoleUser,
+		Text: "a\x00b\xffc", Blocks: []byte(`{"t":"x` + "\xfe" + `"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := s.Messages(ctx, "ava:cli:bin", 0)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("messages: %+v, %v", msgs, err)
+	}
+	if want := "a\uFFFDb\uFFFDc"; msgs[0].Text != want || m.Text != want {
+		t.Fatalf("text stored as %q (returned %q), want %q", msgs[0].Text, m.Text, want)
+	}
+	if want := `{"t":"x` + "\uFFFD" + `"}`; string(msgs[0].Blocks) != want {
+		t.Fatalf("blocks stored as %q, want %q", msgs[0].Blocks, want)
+	}
+	if _, err := s.WriteMemory(ctx, store.Memory{Content: "binary\x00blob", Tags: []string{"x\xff"}}); err != nil {
+		t.Fatal(err)
+	}
+}
