@@ -11,8 +11,9 @@
 //		…
 //	}
 //
-// The server's binaries (initdb, postgres) are found on PATH or in
-// /usr/lib/postgresql/<version>/bin, the highest version first. Without
+// The server's binaries (initdb, postgres) are found in $AVA_POSTGRES_BIN,
+// else on PATH or in /usr/lib/postgresql/<version>/bin, the highest
+// version first. Without
 // them URL skips the test with a loud message, unless
 // AVA_REQUIRE_POSTGRES=1, which makes it fail (CI sets it).
 package pgtest
@@ -57,8 +58,7 @@ var (
 	srv       *server
 	startErr  error
 
-	// createMu serialises CREATE DATABASE: copies of one template must
-	// not overlap with a connection to it.
+	// createMu guards dbCount, which names each test's database.
 	createMu sync.Mutex
 	dbCount  int
 )
@@ -113,7 +113,13 @@ func EmptyURL(t testing.TB) string {
 // newDatabase creates a database for t copied from from.
 func newDatabase(t testing.TB, from string) string {
 	t.Helper()
-	startOnce.Do(func() { srv, startErr = start() })
+	startOnce.Do(func() {
+		srv, startErr = start()
+		if startErr != nil && os.Getenv(RequireEnv) != "1" {
+			// Shown without -v too: skipped tests are easy to miss.
+			fmt.Fprintf(os.Stderr, "pgtest: WARNING: PostgreSQL tests are SKIPPED: %v\n", startErr)
+		}
+	})
 	if startErr != nil {
 		if os.Getenv(RequireEnv) == "1" {
 			t.Fatalf("PostgreSQL is required (%s=1) but could not be started: %v", RequireEnv, startErr)
@@ -159,8 +165,18 @@ func (s *server) exec(ctx context.Context, sql string) error {
 	return nil
 }
 
+// BinEnv is the environment variable that names the directory of initdb
+// and postgres, instead of looking for them.
+const BinEnv = "AVA_POSTGRES_BIN"
+
 // binDir finds the directory of initdb and postgres.
 func binDir() (string, error) {
+	if d := os.Getenv(BinEnv); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err != nil {
+			return "", fmt.Errorf("%s=%s: %w", BinEnv, d, err)
+		}
+		return d, nil
+	}
 	if p, err := exec.LookPath("initdb"); err == nil {
 		return filepath.Dir(p), nil
 	}
