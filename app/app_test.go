@@ -12,6 +12,7 @@ import (
 
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/store/postgres/pgtest"
 	"github.com/avaagent/ava/tool"
 )
 
@@ -19,7 +20,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(turnProcessEnv) != "" {
 		os.Exit(turnProcess())
 	}
-	goleak.VerifyTestMain(m)
+	// pgtest stops the PostgreSQL server TestOpenOnPostgres started.
+	goleak.VerifyTestMain(pgtest.Main(m))
 }
 
 func open(t *testing.T) *app.Instance {

@@ -18,6 +18,8 @@ import (
 	"github.com/avaagent/ava/orchestrator"
 	"github.com/avaagent/ava/redact"
 	"github.com/avaagent/ava/session"
+	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/store/postgres"
 	"github.com/avaagent/ava/store/sqlite"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
@@ -35,9 +37,11 @@ const RoleSkippedMessage = "role file skipped"
 type Instance struct {
 	Config  config.Config
 	Catalog *llm.Catalog
-	Store   *sqlite.Store
-	Audit   *audit.Writer
-	Hub     *event.Hub
+	// Store is the durable record: the SQLite file in the data root, or
+	// the PostgreSQL database of AVA_DATABASE_URL (see openStore).
+	Store store.Store
+	Audit *audit.Writer
+	Hub   *event.Hub
 	// Redactor is the one redactor of the instance: the hub masks every
 	// event with it and the store every text it writes.
 	Redactor *redact.Redactor
@@ -108,6 +112,24 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Opti
 	return in, nil
 }
 
+// openStore opens the store: PostgreSQL when cfg.DatabaseURL is a
+// postgres:// URL, else the SQLite file in the data root.
+func openStore(ctx context.Context, cfg config.Config, log *slog.Logger, r *redact.Redactor) (store.Store, error) {
+	if config.IsPostgresURL(cfg.DatabaseURL) {
+		s, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{Logger: log, Redactor: r})
+		if err != nil {
+			return nil, err
+		}
+		log.Info("store opened", "backend", "postgres", "database", s.Where())
+		return s, nil
+	}
+	s, err := sqlite.Open(ctx, filepath.Join(cfg.DataRoot, sqlite.FileName), sqlite.Options{Logger: log, Redactor: r})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // open opens the parts of in one after the other, registering each
 // closer as soon as its part is open, so that Close undoes exactly what
 // was opened.
@@ -128,7 +150,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 			in.closers = append(in.closers, func() error { return in.Tracing.Shutdown(context.Background()) })
 		}
 	}
-	if in.Store, err = sqlite.Open(ctx, filepath.Join(cfg.DataRoot, sqlite.FileName), sqlite.Options{Logger: log, Redactor: in.Redactor}); err != nil {
+	if in.Store, err = openStore(ctx, cfg, log, in.Redactor); err != nil {
 		return err
 	}
 	in.closers = append(in.closers, in.Store.Close)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -95,6 +96,12 @@ type Config struct {
 	// (AVA_TELEGRAM_WEBHOOK_SECRET, environment only): updates come to
 	// POST /telegram/webhook with this secret token header.
 	TelegramWebhookSecret string `yaml:"-"`
+
+	// DatabaseURL (AVA_DATABASE_URL, environment only, since it may hold
+	// a password) switches the store from the embedded SQLite file to
+	// the PostgreSQL database at this postgres:// or postgresql:// URL.
+	// Empty keeps SQLite.
+	DatabaseURL string `yaml:"-"`
 
 	// TrustedWorkspaces are the workspaces whose .ava/agents/ role files
 	// may replace a built-in or user role of the same name
@@ -274,6 +281,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str(&c.TelegramBotToken, "TELEGRAM_BOT_TOKEN")
 	str(&c.TelegramAPIURL, "AVA_TELEGRAM_API_URL")
 	str(&c.TelegramWebhookSecret, "AVA_TELEGRAM_WEBHOOK_SECRET")
+	str(&c.DatabaseURL, "AVA_DATABASE_URL")
 	if v := getenv("AVA_TELEGRAM_ALLOWED"); v != "" {
 		c.TelegramAllowed = strings.Split(v, ",")
 	}
@@ -379,6 +387,9 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("prices.%s: prices must not be negative", k))
 		}
 	}
+	if c.DatabaseURL != "" && !IsPostgresURL(c.DatabaseURL) {
+		errs = append(errs, errors.New("AVA_DATABASE_URL: not a postgres:// or postgresql:// URL; leave it unset to use the embedded SQLite store"))
+	}
 	seen := map[string]bool{}
 	for _, sp := range c.MCPServers {
 		if err := sp.Validate(c.MCPAllowedHosts); err != nil {
@@ -438,10 +449,27 @@ func (c Config) EnsureDataRoot() error {
 func (c Config) Secrets() []string {
 	var out []string
 	for _, s := range []string{c.Token, c.Anthropic.APIKey, c.OpenAI.APIKey, c.OpenRouter.APIKey, c.TelegramBotToken,
-		c.TelegramWebhookSecret} {
+		c.TelegramWebhookSecret, c.DatabaseURL, databasePassword(c.DatabaseURL)} {
 		if s != "" {
 			out = append(out, s)
 		}
 	}
 	return out
+}
+
+// IsPostgresURL reports whether s is a postgres:// or postgresql:// URL,
+// the values of AVA_DATABASE_URL that select the PostgreSQL store.
+func IsPostgresURL(s string) bool {
+	l := strings.ToLower(strings.TrimSpace(s))
+	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
+}
+
+// databasePassword is the password in a database URL, "" if none.
+func databasePassword(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	p, _ := u.User.Password()
+	return p
 }

@@ -183,3 +183,35 @@ func TestNotSecrets(t *testing.T) {
 		}
 	}
 }
+
+func TestDatabaseURL(t *testing.T) {
+	root := t.TempDir()
+	const url = "postgres://ava:pg-pass-0123456789@db.internal:5432/ava?sslmode=require"
+	cfg, err := config.Load(env(map[string]string{"AVA_DATA_ROOT": root, "AVA_DATABASE_URL": url}))
+	if err != nil || cfg.Validate() != nil || cfg.DatabaseURL != url {
+		t.Fatalf("AVA_DATABASE_URL: %+v %v", cfg.DatabaseURL, err)
+	}
+	secrets := strings.Join(cfg.Secrets(), "\n")
+	if !strings.Contains(secrets, url) || !strings.Contains(secrets, "\npg-pass-0123456789") {
+		t.Fatalf("Secrets() = %q, want the URL and its password", secrets)
+	}
+	cfg, err = config.Load(env(map[string]string{"AVA_DATA_ROOT": root, "AVA_DATABASE_URL": "mysql://db/ava"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "AVA_DATABASE_URL") {
+		t.Fatalf("Validate of a mysql URL: %v", err)
+	}
+	os.WriteFile(filepath.Join(root, config.FileName), []byte("database_url: postgres://x\n"), 0o600)
+	if cfg, err := config.Load(env(map[string]string{"AVA_DATA_ROOT": root})); err == nil && cfg.DatabaseURL != "" {
+		t.Fatalf("config file set DatabaseURL %q", cfg.DatabaseURL)
+	}
+	for s, want := range map[string]bool{
+		"postgres://u:p@db/ava": true, "postgresql://db/ava": true, "POSTGRES://db": true,
+		"": false, "/var/lib/ava/ava.db": false, "sqlite://x": false, "mysql://db": false,
+	} {
+		if got := config.IsPostgresURL(s); got != want {
+			t.Errorf("IsPostgresURL(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/avaagent/ava/event"
+)
+
+// LastSeq returns the highest sequence number stored for the session: the
+// last event's, or the number an older data root recorded on the session.
+func (s *Store) LastSeq(ctx context.Context, session string) (uint64, error) {
+	var last int64
+	err := s.pool.QueryRow(ctx, `
+		SELECT GREATEST(
+			coalesce((SELECT max(seq) FROM events WHERE session_key = $1), 0),
+			coalesce((SELECT last_seq FROM sessions WHERE key = $1), 0))`, session).Scan(&last)
+	if err != nil {
+		return 0, fmt.Errorf("last sequence number of %s: %w", session, err)
+	}
+	return uint64(last), nil
+}
+
+// AppendEvents stores evs under their sequence numbers in one
+// transaction: all of them, or none and an error, wrapping
+// event.ErrSeqTaken when a number is already taken in its session. Of two
+// processes inserting the same number at once, the second waits for the
+// first to commit and then gets the unique violation (or succeeds, if the
+// first rolled back), so numbers stay unique and gap-free.
+func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	rows := make([][]any, len(evs))
+	for i, ev := range evs {
+		if err := checkKey("event session", ev.Session); err != nil {
+			return fmt.Errorf("append event: %w", err)
+		}
+		if ev.Seq == 0 || ev.Seq > math.MaxInt64 {
+			return fmt.Errorf("append event to %s: sequence number %d is out of range", ev.Session, ev.Seq)
+		}
+		line, err := json.Marshal(ev)
+		if err != nil {
+			return fmt.Errorf("append event to %s: %w", ev.Session, err)
+		}
+		rows[i] = []any{ev.Session, int64(ev.Seq), string(ev.Type), ev.Agent, toNS(ev.Time), string(line)}
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for _, r := range rows {
+			b.Queue(`INSERT INTO events (session_key, seq, type, agent, time, line) VALUES ($1, $2, $3, $4, $5, $6)`, r...)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	first, last := evs[0], evs[len(evs)-1]
+	if _, taken := uniqueViolation(err); taken {
+		return fmt.Errorf("append events #%d–#%d to %s: %w", first.Seq, last.Seq, first.Session, event.ErrSeqTaken)
+	}
+	if err != nil {
+		return fmt.Errorf("append events #%d–#%d to %s: %w", first.Seq, last.Seq, first.Session, err)
+	}
+	return nil
+}
+
+// ReadEvents returns up to limit (0: all) of the session's events
+// numbered after after, in order.
+func (s *Store) ReadEvents(ctx context.Context, session string, after uint64, limit int) ([]event.Event, error) {
+	if after > math.MaxInt64 {
+		return nil, nil
+	}
+	var p params
+	q := `SELECT line FROM events WHERE session_key = ` + p.add(session) + ` AND seq > ` + p.add(int64(after)) + ` ORDER BY seq`
+	if limit > 0 {
+		q += ` LIMIT ` + p.add(limit)
+	}
+	rows, err := s.pool.Query(ctx, q, p...)
+	if err != nil {
+		return nil, fmt.Errorf("read events of %s: %w", session, err)
+	}
+	defer rows.Close()
+	var out []event.Event
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return nil, fmt.Errorf("read events of %s: %w", session, err)
+		}
+		var ev event.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			return nil, fmt.Errorf("read events of %s: stored event after #%d: %w", session, after, err)
+		}
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read events of %s: %w", session, err)
+	}
+	return out, nil
+}

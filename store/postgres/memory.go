@@ -1,0 +1,218 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/avaagent/ava/store"
+)
+
+// DefaultMemoryLimit is how many memories SearchMemory and RecentMemory
+// return when limit is 0.
+const DefaultMemoryLimit = 10
+
+// maxSearchTerms bounds how many words of a query are searched for.
+const maxSearchTerms = 32
+
+// minPrefixTermLen is the shortest term also matched as a word prefix
+// ("deploy" finds "deployment"); shorter ones would match too much.
+const minPrefixTermLen = 3
+
+// Limits of a tsvector: a lexeme's length in bytes, a position, and the
+// positions kept per lexeme.
+const (
+	maxLexemeBytes = 2046
+	maxPosition    = 16383
+	maxPositions   = 256
+)
+
+const memoryColumns = `id, content, tags, source, created_at`
+
+func scanMemories(rows pgx.Rows) ([]store.Memory, error) {
+	defer rows.Close()
+	var out []store.Memory
+	for rows.Next() {
+		var (
+			m    store.Memory
+			tags string
+			at   int64
+		)
+		if err := rows.Scan(&m.ID, &m.Content, &tags, &m.Source, &at); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(tags), &m.Tags); err != nil {
+			return nil, fmt.Errorf("memory %d: stored tags: %w", m.ID, err)
+		}
+		m.CreatedAt = fromNS(at)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// normalizeTags trims tags and drops empty and repeated ones, keeping
+// their order.
+func normalizeTags(tags []string) []string {
+	out := []string{}
+	for _, t := range tags {
+		t = strings.TrimSpace(t)
+		if t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// searchWords splits text into words as SQLite's unicode61 tokenizer
+// with remove_diacritics does: runs of letters, digits and marks,
+// everything else separating, folded to lower case without diacritics.
+func searchWords(text string) []string {
+	var b strings.Builder
+	for _, r := range norm.NFD.String(text) {
+		if !unicode.Is(unicode.Mn, r) {
+			b.WriteRune(unicode.ToLower(r))
+		}
+	}
+	words := strings.FieldsFunc(b.String(), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r)
+	})
+	return slices.DeleteFunc(words, func(w string) bool { return len(w) > maxLexemeBytes })
+}
+
+// quoteLexeme quotes a word as a tsvector or tsquery lexeme.
+func quoteLexeme(w string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(w) + "'"
+}
+
+// searchVector is the tsvector (in its text form) of a memory's content
+// and tags: each word with the positions it has.
+func searchVector(content string, tags []string) string {
+	words := searchWords(content + " " + strings.Join(tags, " "))
+	positions := map[string][]string{}
+	var order []string
+	for i, w := range words {
+		if _, seen := positions[w]; !seen {
+			order = append(order, w)
+		}
+		if len(positions[w]) < maxPositions {
+			positions[w] = append(positions[w], strconv.Itoa(min(i+1, maxPosition)))
+		}
+	}
+	parts := make([]string, len(order))
+	for i, w := range order {
+		parts[i] = quoteLexeme(w) + ":" + strings.Join(positions[w], ",")
+	}
+	return strings.Join(parts, " ")
+}
+
+// searchQuery turns plain text into a tsquery (text form) matching any of
+// its words, longer words also as prefixes. Each word is quoted, so
+// nothing in the text is read as query syntax: "!", "&", "|", "<->" and
+// "NOT" are separators or words. Text with no words gives "".
+func searchQuery(text string) string {
+	var terms []string
+	for _, w := range searchWords(text) {
+		q := quoteLexeme(w)
+		if utf8.RuneCountInString(w) >= minPrefixTermLen {
+			q += ":*"
+		}
+		if !slices.Contains(terms, q) {
+			terms = append(terms, q)
+		}
+		if len(terms) == maxSearchTerms {
+			break
+		}
+	}
+	return strings.Join(terms, " | ")
+}
+
+// WriteMemory stores m and returns it with ID, CreatedAt and normalised
+// Tags set.
+func (s *Store) WriteMemory(ctx context.Context, m store.Memory) (store.Memory, error) {
+	if strings.TrimSpace(m.Content) == "" {
+		return store.Memory{}, errors.New("write memory: content is empty")
+	}
+	s.maskMemory(&m)
+	m.Tags = normalizeTags(m.Tags)
+	m.CreatedAt = s.orNow(m.CreatedAt).UTC()
+	tags, err := json.Marshal(m.Tags)
+	if err != nil {
+		return store.Memory{}, fmt.Errorf("write memory: tags: %w", err)
+	}
+	err = s.pool.QueryRow(ctx, `INSERT INTO memories (content, tags, source, created_at, search)
+		VALUES ($1, $2, $3, $4, $5::tsvector) RETURNING id`,
+		m.Content, string(tags), m.Source, toNS(m.CreatedAt), searchVector(m.Content, m.Tags)).Scan(&m.ID)
+	if err != nil {
+		return store.Memory{}, fmt.Errorf("write memory: %w", err)
+	}
+	return m, nil
+}
+
+// memoryLimit applies the default to limit and refuses a negative one.
+func memoryLimit(limit int) (int, error) {
+	switch {
+	case limit < 0:
+		return 0, fmt.Errorf("limit must be >= 0, got %d", limit)
+	case limit == 0:
+		return DefaultMemoryLimit, nil
+	}
+	return limit, nil
+}
+
+// SearchMemory returns up to limit memories (DefaultMemoryLimit when 0)
+// whose content or tags contain any word of query, best match first
+// (ts_rank, so memories matching more of the words rank higher; SQLite
+// ranks by BM25, which also weighs rare words higher). The query is plain
+// text, never tsquery syntax. A query with no letters or digits matches
+// nothing; a blank one is an error.
+func (s *Store) SearchMemory(ctx context.Context, query string, limit int) ([]store.Memory, error) {
+	limit, err := memoryLimit(limit)
+	if err != nil {
+		return nil, fmt.Errorf("search memory: %w", err)
+	}
+	if strings.TrimSpace(query) == "" {
+		return nil, errors.New("search memory: query is empty")
+	}
+	match := searchQuery(query)
+	if match == "" {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+memoryColumns+` FROM memories, CAST($1 AS tsquery) AS q
+		WHERE search @@ q ORDER BY ts_rank(search, q) DESC, id DESC LIMIT $2`, match, limit)
+	if err != nil {
+		return nil, fmt.Errorf("search memory for %q: %w", query, err)
+	}
+	out, err := scanMemories(rows)
+	if err != nil {
+		return nil, fmt.Errorf("search memory for %q: %w", query, err)
+	}
+	return out, nil
+}
+
+// RecentMemory returns up to limit memories (DefaultMemoryLimit when 0),
+// newest first.
+func (s *Store) RecentMemory(ctx context.Context, limit int) ([]store.Memory, error) {
+	limit, err := memoryLimit(limit)
+	if err != nil {
+		return nil, fmt.Errorf("recent memory: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+memoryColumns+` FROM memories
+		ORDER BY created_at DESC, id DESC LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("recent memory: %w", err)
+	}
+	out, err := scanMemories(rows)
+	if err != nil {
+		return nil, fmt.Errorf("recent memory: %w", err)
+	}
+	return out, nil
+}

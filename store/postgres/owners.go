@@ -1,0 +1,104 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/store"
+)
+
+// RegisterInstance stores in, replacing an instance with the same ID.
+func (s *Store) RegisterInstance(ctx context.Context, in store.Instance) error {
+	if err := checkKey("instance ID", in.ID); err != nil {
+		return fmt.Errorf("register instance: %w", err)
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO instances (id, host, pid, started_at, heartbeat_at)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid,
+			started_at = EXCLUDED.started_at, heartbeat_at = EXCLUDED.heartbeat_at`,
+		in.ID, in.Host, in.PID, toNS(s.orNow(in.StartedAt)), toNS(s.orNow(in.HeartbeatAt)))
+	if err != nil {
+		return fmt.Errorf("register instance %s: %w", in.ID, err)
+	}
+	return nil
+}
+
+// Heartbeat moves the instance's heartbeat to at, or returns an error
+// wrapping store.ErrNotFound when it is no longer registered.
+func (s *Store) Heartbeat(ctx context.Context, id string, at time.Time) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE instances SET heartbeat_at = GREATEST(heartbeat_at, $1) WHERE id = $2`,
+		toNS(s.orNow(at)), id)
+	if err != nil {
+		return fmt.Errorf("heartbeat of instance %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("heartbeat of instance %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// RemoveInstance forgets the instance; removing an unknown one is not an
+// error.
+func (s *Store) RemoveInstance(ctx context.Context, id string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM instances WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("remove instance %s: %w", id, err)
+	}
+	return nil
+}
+
+// Instances returns every registered instance, oldest first.
+func (s *Store) Instances(ctx context.Context) ([]store.Instance, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, host, pid, started_at, heartbeat_at FROM instances ORDER BY started_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("list instances: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Instance
+	for rows.Next() {
+		var (
+			in                 store.Instance
+			pid, started, beat int64
+		)
+		if err := rows.Scan(&in.ID, &in.Host, &pid, &started, &beat); err != nil {
+			return nil, fmt.Errorf("list instances: %w", err)
+		}
+		in.PID, in.StartedAt, in.HeartbeatAt = int(pid), fromNS(started), fromNS(beat)
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list instances: %w", err)
+	}
+	return out, nil
+}
+
+// InterruptOwner ends the owner's active (queued, pending, running) runs
+// as interrupted at at (now when zero), removes the instance, and returns
+// the runs it ended, in one transaction. Only runs still active are
+// touched, so a run that ended on its own meanwhile keeps its end; of two
+// processes interrupting the same owner, the second finds nothing left.
+func (s *Store) InterruptOwner(ctx context.Context, owner string, at time.Time) ([]store.Run, error) {
+	at = s.orNow(at)
+	var runs []store.Run
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `UPDATE runs SET status = $1, ended_at = $2,
+			error = CASE WHEN error = '' THEN $3 ELSE error END
+			WHERE owner = $4 AND status IN `+activeStatuses+` RETURNING `+runColumns,
+			string(lifecycle.Interrupted), toNS(at), interruptedError, owner)
+		if err != nil {
+			return err
+		}
+		if runs, err = scanRuns(rows); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM instances WHERE id = $1`, owner)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("interrupt runs of instance %q: %w", owner, err)
+	}
+	return runs, nil
+}

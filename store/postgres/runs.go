@@ -1,0 +1,356 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/store"
+)
+
+const runColumns = `id, short_id, session_key, parent_session, parent_agent, group_id, mode,
+	role, task, model, config, status, result, error, tokens, cost_cents, iterations,
+	created_at, started_at, ended_at, announced, owner`
+
+func scanRun(sc rowScanner) (store.Run, error) {
+	var (
+		r                  store.Run
+		config, result     sql.NullString
+		status             string
+		tokens, iterations int64
+		created            int64
+		started, ended     sql.NullInt64
+	)
+	err := sc.Scan(&r.ID, &r.ShortID, &r.SessionKey, &r.ParentSession, &r.ParentAgent, &r.GroupID,
+		&r.Mode, &r.Role, &r.Task, &r.Model, &config, &status, &result, &r.Error, &tokens,
+		&r.CostCents, &iterations, &created, &started, &ended, &r.Announced, &r.Owner)
+	if err != nil {
+		return store.Run{}, err
+	}
+	r.Status, r.Tokens, r.Iterations = lifecycle.Status(status), int(tokens), int(iterations)
+	r.Config, r.Result = rawJSON(config), rawJSON(result)
+	r.CreatedAt, r.StartedAt, r.EndedAt = fromNS(created), timePtr(started), timePtr(ended)
+	return r, nil
+}
+
+func scanRuns(rows pgx.Rows) ([]store.Run, error) {
+	defer rows.Close()
+	var out []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// normalizeRunRef canonicalises a run reference: full IDs are lowercase
+// hex, short IDs are "S-" and lowercase hex, whatever the user typed.
+func normalizeRunRef(ref string) string {
+	ref = strings.TrimSpace(ref)
+	if len(ref) >= 2 && (ref[:2] == "S-" || ref[:2] == "s-") {
+		return "S-" + strings.ToLower(ref[2:])
+	}
+	return strings.ToLower(ref)
+}
+
+// checkRun validates a new run and fills in its defaults.
+func (s *Store) checkRun(r *store.Run) error {
+	id, err := uuid.Parse(r.ID)
+	if err != nil || len(r.ID) != 36 {
+		return fmt.Errorf("run ID %q is not a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", r.ID)
+	}
+	r.ID = id.String()
+	if !store.ValidShortID(r.ShortID) {
+		return fmt.Errorf("run short ID %q is not S- and six lowercase hex characters", r.ShortID)
+	}
+	if err := checkKey("run session key", r.SessionKey); err != nil {
+		return err
+	}
+	if r.Mode == "" {
+		r.Mode = store.ModeSingle
+	}
+	if !store.ValidMode(r.Mode) {
+		return fmt.Errorf("run mode %q is not one of single, parallel, chain", r.Mode)
+	}
+	if r.Status == "" {
+		r.Status = lifecycle.Pending
+	}
+	if !r.Status.IsActive() {
+		return fmt.Errorf("a new run starts queued, pending or running, not %q", r.Status)
+	}
+	if strings.TrimSpace(r.Role) == "" {
+		return errors.New("run role is empty")
+	}
+	if strings.TrimSpace(r.Task) == "" {
+		return errors.New("run task is empty")
+	}
+	if err := checkCounters(r.Tokens, r.CostCents, r.Iterations); err != nil {
+		return err
+	}
+	r.CreatedAt = s.orNow(r.CreatedAt).UTC()
+	return nil
+}
+
+func checkCounters(tokens int, cost float64, iterations int) error {
+	return errors.Join(checkCount("tokens", tokens), checkAmount("cost", cost), checkCount("iterations", iterations))
+}
+
+// CreateRun stores a new run and creates its session. A short ID or ID
+// already in use gives an error wrapping store.ErrDuplicate.
+func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
+	if err := s.checkRun(&r); err != nil {
+		return fmt.Errorf("create run: %w", err)
+	}
+	s.maskRun(&r)
+	config, err := jsonArg("run config", r.Config)
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ShortID, err)
+	}
+	result, err := jsonArg("run result", r.Result)
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ShortID, err)
+	}
+	created := toNS(r.CreatedAt)
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO sessions (key, created_at, updated_at) VALUES ($1, $2, $2)
+			ON CONFLICT (key) DO NOTHING`, r.SessionKey, created); err != nil {
+			return fmt.Errorf("create run session: %w", err)
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO runs (`+runColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
+			r.ID, r.ShortID, r.SessionKey, r.ParentSession, r.ParentAgent, r.GroupID, r.Mode,
+			r.Role, r.Task, r.Model, config, string(r.Status), result, r.Error, r.Tokens, r.CostCents,
+			r.Iterations, created, nullNS(r.StartedAt), nullNS(r.EndedAt), r.Announced, r.Owner)
+		return err
+	})
+	constraint, dup := uniqueViolation(err)
+	switch {
+	case dup && constraint == "runs_short_id":
+		return fmt.Errorf("create run: short ID %s is already used: %w", r.ShortID, store.ErrDuplicate)
+	case dup:
+		return fmt.Errorf("create run: ID %s is already used: %w", r.ID, store.ErrDuplicate)
+	case err != nil:
+		return fmt.Errorf("create run %s: %w", r.ShortID, err)
+	}
+	return nil
+}
+
+// ShortIDs implements store.Store.
+func (s *Store) ShortIDs(ctx context.Context, fn func(short string)) error {
+	rows, err := s.pool.Query(ctx, `SELECT short_id FROM runs`)
+	if err != nil {
+		return fmt.Errorf("list run IDs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return fmt.Errorf("list run IDs: %w", err)
+		}
+		fn(id)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("list run IDs: %w", err)
+	}
+	return nil
+}
+
+// ShortIDExists reports whether a run has the short ID short.
+func (s *Store) ShortIDExists(ctx context.Context, short string) (bool, error) {
+	if !store.ValidShortID(short) {
+		return false, fmt.Errorf("short ID %q is not S- and six lowercase hex characters", short)
+	}
+	var exists bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE short_id = $1)`, short).Scan(&exists)
+	if err != nil {
+		return false, fmt.Errorf("look up short ID %s: %w", short, err)
+	}
+	return exists, nil
+}
+
+// GetRun finds a run by full ID, short ID, or a unique prefix of either
+// (case-insensitive). It returns an error wrapping store.ErrNotFound, or an
+// *store.AmbiguousError listing the candidates.
+func (s *Store) GetRun(ctx context.Context, idOrPrefix string) (store.Run, error) {
+	ref := normalizeRunRef(idOrPrefix)
+	if ref == "" || ref == "S-" {
+		return store.Run{}, fmt.Errorf("get run: ID %q is empty; give a run ID, short ID (S-xxxxxx) or a prefix of one", idOrPrefix)
+	}
+	r, err := scanRun(s.pool.QueryRow(ctx,
+		`SELECT `+runColumns+` FROM runs WHERE id = $1 OR short_id = $1`, ref))
+	if err == nil {
+		return r, nil
+	}
+	if !noRows(err) {
+		return store.Run{}, fmt.Errorf("get run %s: %w", ref, err)
+	}
+	ids, shorts, err := s.runsWithPrefix(ctx, ref)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("get run %s: %w", ref, err)
+	}
+	switch len(ids) {
+	case 0:
+		return store.Run{}, fmt.Errorf("run %s: %w", idOrPrefix, store.ErrNotFound)
+	case 1:
+		r, err = scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, ids[0]))
+		if err != nil {
+			return store.Run{}, fmt.Errorf("get run %s: %w", ids[0], err)
+		}
+		return r, nil
+	}
+	slices.Sort(shorts)
+	return store.Run{}, &store.AmbiguousError{Prefix: idOrPrefix, Candidates: shorts}
+}
+
+// likePrefix is a LIKE pattern matching the strings that start with
+// prefix, its wildcards and escape character taken literally.
+func likePrefix(prefix string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(prefix) + "%"
+}
+
+// runsWithPrefix returns the IDs and short IDs of the runs whose ID or
+// short ID starts with prefix. The columns are COLLATE "C", so LIKE with
+// a fixed prefix uses their indexes.
+func (s *Store) runsWithPrefix(ctx context.Context, prefix string) (ids, shorts []string, err error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, short_id FROM runs WHERE id LIKE $1 OR short_id LIKE $1`,
+		likePrefix(prefix))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, short string
+		if err := rows.Scan(&id, &short); err != nil {
+			return nil, nil, err
+		}
+		ids, shorts = append(ids, id), append(shorts, short)
+	}
+	return ids, shorts, rows.Err()
+}
+
+// checkStatuses refuses any value in ss that is not a run status.
+func checkStatuses(ss []lifecycle.Status) error {
+	for _, st := range ss {
+		if _, err := lifecycle.Parse(string(st)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ListRuns returns the runs f selects, newest first.
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, error) {
+	if err := checkStatuses(f.Status); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	if f.Limit < 0 {
+		return nil, fmt.Errorf("list runs: limit must be >= 0, got %d", f.Limit)
+	}
+	var (
+		where []string
+		p     params
+	)
+	if f.ParentSession != "" {
+		where = append(where, "parent_session = "+p.add(f.ParentSession))
+	}
+	if len(f.Status) > 0 {
+		where = append(where, "status IN ("+list(&p, f.Status)+")")
+	}
+	if f.Role != "" {
+		where = append(where, "role = "+p.add(f.Role))
+	}
+	if f.Active {
+		where = append(where, "status IN "+activeStatuses)
+	}
+	query := `SELECT ` + runColumns + ` FROM runs`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY created_at DESC, position DESC`
+	if f.Limit > 0 {
+		query += ` LIMIT ` + p.add(f.Limit)
+	}
+	rows, err := s.pool.Query(ctx, query, p...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	runs, err := scanRuns(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// runStatus returns the run's short ID and current status, for error
+// messages after a conditional update matched nothing.
+func (s *Store) runStatus(ctx context.Context, ref string) (short, status string, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT short_id, status FROM runs WHERE id = $1 OR short_id = $1`,
+		ref).Scan(&short, &status)
+	if noRows(err) {
+		return "", "", fmt.Errorf("run %s: %w", ref, store.ErrNotFound)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("read run %s: %w", ref, err)
+	}
+	return short, status, nil
+}
+
+// UpdateRunProgress records an active run's counters so far. A run that
+// has ended keeps its final counters and the call returns an error
+// wrapping store.ErrInvalidTransition.
+func (s *Store) UpdateRunProgress(ctx context.Context, id string, tokens int, costCents float64, iterations int) error {
+	ref := normalizeRunRef(id)
+	if err := errors.Join(checkKey("run ID", ref), checkCounters(tokens, costCents, iterations)); err != nil {
+		return fmt.Errorf("update run progress: %w", err)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE runs SET tokens = $1, cost_cents = $2, iterations = $3
+		WHERE (id = $4 OR short_id = $4) AND status IN `+activeStatuses,
+		tokens, costCents, iterations, ref)
+	if err != nil {
+		return fmt.Errorf("update run progress %s: %w", ref, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	short, status, err := s.runStatus(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("update run progress: %w", err)
+	}
+	return fmt.Errorf("update run progress: run %s has ended (%s): %w", short, status, store.ErrInvalidTransition)
+}
+
+// MarkAnnounced marks a finished run's result as delivered without adding
+// a message: it reached its parent another way (a waiting tool call), or
+// must never reach it (a cancelled run). Marking a run twice is not an
+// error. A run still active gives store.ErrInvalidTransition, so a run
+// cannot be marked before its result exists.
+func (s *Store) MarkAnnounced(ctx context.Context, runID string) error {
+	ref := normalizeRunRef(runID)
+	if err := checkKey("run ID", ref); err != nil {
+		return fmt.Errorf("mark announced: %w", err)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE runs SET announced = TRUE
+		WHERE (id = $1 OR short_id = $1) AND status NOT IN `+activeStatuses, ref)
+	if err != nil {
+		return fmt.Errorf("mark run %s announced: %w", runID, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	short, status, err := s.runStatus(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("mark announced: %w", err)
+	}
+	return fmt.Errorf("mark run %s announced: it is %s, not finished: %w", short, status, store.ErrInvalidTransition)
+}

@@ -1,0 +1,261 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/store"
+)
+
+// interruptedError is recorded on runs InterruptOwner ends.
+const interruptedError = "the process stopped while the run was active"
+
+// TransitionRun moves the run (full or short ID) to status to, if and only
+// if its status is one of from. In one transaction it locks the run's row
+// (SELECT … FOR UPDATE), checks the status it finds against from and
+// lifecycle.CanMove, and updates it. When cancel races completion in any
+// two processes, the second waits for the first's lock, finds the status
+// the first set, and gets an error wrapping store.ErrInvalidTransition
+// naming it.
+//
+// Moving to running sets StartedAt the first time, clears EndedAt and
+// clears Announced, so a resumed run's next result is announced in turn.
+// Moving to a final status sets EndedAt (fin.EndedAt, or now) and records
+// fin when given; fin is refused for an active status.
+func (s *Store) TransitionRun(ctx context.Context, id string, from []lifecycle.Status, to lifecycle.Status, fin *store.RunFinish) error {
+	ref := normalizeRunRef(id)
+	if err := checkTransition(ref, from, to, fin); err != nil {
+		return fmt.Errorf("transition run %s: %w", id, err)
+	}
+	fin = s.maskFinish(fin)
+	if fin != nil {
+		for i := range fin.Messages {
+			if err := s.checkMessage(&fin.Messages[i]); err != nil {
+				return fmt.Errorf("transition run %s: message %d: %w", id, i+1, err)
+			}
+		}
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var runID, short, key, status string
+		err := tx.QueryRow(ctx, `SELECT id, short_id, session_key, status FROM runs
+			WHERE id = $1 OR short_id = $1 FOR UPDATE`, ref).Scan(&runID, &short, &key, &status)
+		if noRows(err) {
+			return fmt.Errorf("run %s: %w", ref, store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("lock run: %w", err)
+		}
+		cur := lifecycle.Status(status)
+		if !slices.Contains(from, cur) || !lifecycle.CanMove(cur, to) {
+			return fmt.Errorf("run %s is %s, not %s: %w", short, status, joinStatuses(from, " or "), store.ErrInvalidTransition)
+		}
+		var p params
+		set, err := s.transitionSet(&p, to, fin)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE runs SET `+strings.Join(set, ", ")+` WHERE id = `+p.add(runID), p...); err != nil {
+			return fmt.Errorf("update run: %w", err)
+		}
+		if fin == nil {
+			return nil
+		}
+		if err := s.finishConversation(ctx, tx, key, fin); err != nil {
+			return err
+		}
+		if fin.SpendSession != "" && (fin.CostCents > 0 || fin.Tokens > 0) {
+			return addSpend(ctx, tx, fin.SpendSession, "subagents",
+				store.Spend{Model: fin.SpendModel, Tokens: fin.Tokens, CostCents: fin.CostCents}, toNS(s.now()))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("transition run %s to %s: %w", ref, to, err)
+	}
+	return nil
+}
+
+// finishConversation records a finish's messages in the run's own
+// session (key): one session update, then the message rows.
+func (s *Store) finishConversation(ctx context.Context, tx pgx.Tx, key string, fin *store.RunFinish) error {
+	if len(fin.Messages) == 0 {
+		return nil
+	}
+	at := s.now()
+	for _, m := range fin.Messages {
+		if m.CreatedAt.After(at) {
+			at = m.CreatedAt
+		}
+	}
+	if err := touchSession(ctx, tx, key, at); err != nil {
+		return err
+	}
+	for _, m := range fin.Messages {
+		if m.SessionKey != key {
+			if err := touchSession(ctx, tx, m.SessionKey, m.CreatedAt); err != nil {
+				return err
+			}
+		}
+		if _, err := insertMessageRow(ctx, tx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkTransition(ref string, from []lifecycle.Status, to lifecycle.Status, fin *store.RunFinish) error {
+	if err := checkKey("run ID", ref); err != nil {
+		return err
+	}
+	if len(from) == 0 {
+		return errors.New("no status to move from")
+	}
+	for _, f := range from {
+		if err := lifecycle.Check(f, to); err != nil {
+			return err
+		}
+	}
+	if fin == nil {
+		return nil
+	}
+	if !to.Final() {
+		return fmt.Errorf("a finish record needs a final status, not %s", to)
+	}
+	return checkCounters(fin.Tokens, fin.CostCents, fin.Iterations)
+}
+
+// transitionSet builds the SET clause of TransitionRun's UPDATE, adding
+// its arguments to p.
+func (s *Store) transitionSet(p *params, to lifecycle.Status, fin *store.RunFinish) ([]string, error) {
+	set := []string{"status = " + p.add(string(to))}
+	now := s.now()
+	if to == lifecycle.Running {
+		set = append(set, "started_at = coalesce(started_at, "+p.add(toNS(now))+")", "ended_at = NULL", "announced = FALSE")
+	}
+	if !to.Final() {
+		return set, nil
+	}
+	ended := now
+	if fin != nil && !fin.EndedAt.IsZero() {
+		ended = fin.EndedAt
+	}
+	set = append(set, "ended_at = "+p.add(toNS(ended)))
+	if fin == nil {
+		return set, nil
+	}
+	result, err := jsonArg("run result", fin.Result)
+	if err != nil {
+		return nil, err
+	}
+	set = append(set, "result = "+p.add(result), "error = "+p.add(fin.Error), "tokens = "+p.add(fin.Tokens),
+		"cost_cents = "+p.add(fin.CostCents), "iterations = "+p.add(fin.Iterations))
+	if fin.Delivered {
+		set = append(set, "announced = TRUE")
+	}
+	return set, nil
+}
+
+// AnnounceResult delivers a finished run's result into its parent session:
+// in one transaction, holding the run's row lock, if the run is not yet
+// announced, it inserts msg and sets announced. It returns false, storing
+// nothing, if the run was already announced, so concurrent or repeated
+// calls (from any process, or a retry after a restart) deliver the
+// message exactly once.
+//
+// msg.SessionKey defaults to the run's parent session, and must be it when
+// given; msg.RunID defaults to the run's ID; msg.Role to subagent. A run
+// still active gives store.ErrInvalidTransition.
+func (s *Store) AnnounceResult(ctx context.Context, runID string, msg store.Message) (bool, error) {
+	ref := normalizeRunRef(runID)
+	if err := checkKey("run ID", ref); err != nil {
+		return false, fmt.Errorf("announce result: %w", err)
+	}
+	var announced bool
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		announced, err = s.announce(ctx, tx, ref, msg)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("announce result of run %s: %w", runID, err)
+	}
+	return announced, nil
+}
+
+func (s *Store) announce(ctx context.Context, tx pgx.Tx, ref string, msg store.Message) (bool, error) {
+	var (
+		id, short, parent, status string
+		done                      bool
+	)
+	err := tx.QueryRow(ctx, `SELECT id, short_id, parent_session, status, announced FROM runs
+		WHERE id = $1 OR short_id = $1 FOR UPDATE`, ref).Scan(&id, &short, &parent, &status, &done)
+	if noRows(err) {
+		return false, store.ErrNotFound
+	}
+	if err != nil {
+		return false, fmt.Errorf("read run: %w", err)
+	}
+	if done {
+		return false, nil
+	}
+	if !lifecycle.Status(status).Final() {
+		return false, fmt.Errorf("run %s is %s; only a finished run's result is announced: %w",
+			short, status, store.ErrInvalidTransition)
+	}
+	if err := s.fillAnnouncement(&msg, id, parent); err != nil {
+		return false, err
+	}
+	if _, err := insertMessage(ctx, tx, msg); err != nil {
+		return false, err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE runs SET announced = TRUE WHERE id = $1`, id); err != nil {
+		return false, fmt.Errorf("mark announced: %w", err)
+	}
+	return true, nil
+}
+
+// fillAnnouncement checks an announcement message against its run and
+// fills in its defaults.
+func (s *Store) fillAnnouncement(msg *store.Message, runID, parent string) error {
+	switch {
+	case msg.SessionKey == "" && parent == "":
+		return errors.New("the run has no parent session and the message names none")
+	case msg.SessionKey == "":
+		msg.SessionKey = parent
+	case parent != "" && msg.SessionKey != parent:
+		return fmt.Errorf("message session %s is not the run's parent session %s", msg.SessionKey, parent)
+	}
+	switch {
+	case msg.RunID == "":
+		msg.RunID = runID
+	case normalizeRunRef(msg.RunID) != runID:
+		return fmt.Errorf("message run ID %s is not the run's ID %s", msg.RunID, runID)
+	}
+	if msg.Role == "" {
+		msg.Role = store.RoleSubagent
+	}
+	return s.checkMessage(msg)
+}
+
+// Unannounced returns finished runs with a parent session whose result was
+// not yet announced, oldest end first: what a restarted daemon still owes
+// the orchestrators.
+func (s *Store) Unannounced(ctx context.Context) ([]store.Run, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM runs
+		WHERE NOT announced AND parent_session <> '' AND status NOT IN `+activeStatuses+`
+		ORDER BY ended_at NULLS FIRST, created_at, position`)
+	if err != nil {
+		return nil, fmt.Errorf("list unannounced runs: %w", err)
+	}
+	runs, err := scanRuns(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list unannounced runs: %w", err)
+	}
+	return runs, nil
+}
