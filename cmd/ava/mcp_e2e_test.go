@@ -96,14 +96,24 @@ func TestMCPNodeClient(t *testing.T) {
 			t.Skipf("the npm MCP client is not installed and npm ci failed (no registry?): %v\n%s", err, out)
 		}
 	}
-	for _, tc := range []struct{ mode, confirm string }{{"main", "never"}, {"confirm", "always"}} {
+	for _, tc := range []struct{ mode, confirm string }{{"main", "never"}, {"confirm", "always"}, {"http", "never"}} {
 		t.Run(tc.mode, func(t *testing.T) {
 			env, model := mcpEnv(t, tc.confirm)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "client.mjs"), avaBin, tc.mode)
+			target := avaBin
+			clientEnv := append(env, "AVA_TEST_MODEL="+model)
+			if tc.mode == "http" {
+				// The daemon's /mcp over streamable HTTP, behind a bearer
+				// token the client sends.
+				const token = "node-client-token"
+				d := startDaemon(t, append(env, "AVA_TOKEN="+token))
+				target = "http://" + d.addr + "/mcp"
+				clientEnv = append(clientEnv, "AVA_TEST_TOKEN="+token)
+			}
+			cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "client.mjs"), target, tc.mode)
 			cmd.Dir = dir
-			cmd.Env = append(env, "AVA_TEST_MODEL="+model)
+			cmd.Env = clientEnv
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
@@ -115,6 +125,21 @@ func TestMCPNodeClient(t *testing.T) {
 				t.Fatalf("node client printed %q: %v", out, err)
 			}
 			t.Logf("node client saw: %s", strings.TrimSpace(string(out)))
+			if tc.mode == "confirm" {
+				return
+			}
+			// Bad arguments are answered with an MCP error: a tool result
+			// with isError (the SDK validates the arguments against the
+			// input schema; Ava refuses a missing or unknown role).
+			bad, _ := seen["badArgs"].([]any)
+			if len(bad) != 3 {
+				t.Fatalf("bad arguments: %v", seen["badArgs"])
+			}
+			for i, want := range []string{"task", "role", "no_such_role"} {
+				if s, _ := bad[i].(string); !strings.HasPrefix(s, "isError: ") || !strings.Contains(s, want) {
+					t.Errorf("bad arguments %d: %q, want an isError result about %s", i, s, want)
+				}
+			}
 		})
 	}
 }
