@@ -17,6 +17,16 @@ import (
 // AVA_REQUIRE_NODE=1.
 func fsServer(t *testing.T) (node, script string) {
 	t.Helper()
+	return npmServer(t, "fs-server", "server-filesystem")
+}
+
+// npmServer returns node and the entry point of the npm MCP server
+// @modelcontextprotocol/<pkg> installed in ../../mcpclient/testdata/<dir>
+// (by `npm ci`, which .ci/run does; the test runs it when the package is
+// missing). Without node or the package the test skips, unless
+// AVA_REQUIRE_NODE=1.
+func npmServer(t *testing.T, dir, pkg string) (node, script string) {
+	t.Helper()
 	skip := func(format string, args ...any) {
 		t.Helper()
 		if os.Getenv("AVA_REQUIRE_NODE") == "1" {
@@ -28,17 +38,17 @@ func fsServer(t *testing.T) (node, script string) {
 	if err != nil {
 		skip("node is not installed: the npm MCP server test needs it")
 	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "mcpclient", "testdata", "fs-server"))
+	dir, err = filepath.Abs(filepath.Join("..", "..", "mcpclient", "testdata", dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	script = filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+	script = filepath.Join(dir, "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js")
 	if _, err := os.Stat(script); err != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		out, err := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--prefix", dir).CombinedOutput()
 		if err != nil {
-			skip("@modelcontextprotocol/server-filesystem is not installed in %s and npm ci failed (no registry?): %v\n%s", dir, err, out)
+			skip("@modelcontextprotocol/%s is not installed in %s and npm ci failed (no registry?): %v\n%s", pkg, dir, err, out)
 		}
 	}
 	return node, script
@@ -106,6 +116,69 @@ func TestMCPRoleNodeServer(t *testing.T) {
 	}
 	// No server process is left behind by any of these commands.
 	if pids := processesWith(ws); len(pids) > 0 {
+		t.Errorf("MCP server processes left: %v", pids)
+	}
+}
+
+// everythingScript: the subagent calls two tools of the reference
+// "everything" server: one with an enum argument whose result is
+// structured content under an output schema, then one with an enum and a
+// defaulted boolean whose result mixes annotated text and an image; each
+// result reaches the model's next turn ({{last_result}}).
+const everythingScript = `turns:
+  - tool_calls:
+      - {name: everything__get-structured-content, args: {location: "Chicago"}}
+  - text: "Weather: {{last_result}}"
+    tool_calls:
+      - {name: everything__get-annotated-message, args: {messageType: "success", includeImage: true}}
+  - text: "Annotated: {{last_result}}"
+`
+
+// TestMCPRoleEverythingServer: a role using the npm reference server
+// @modelcontextprotocol/server-everything over stdio; the scripted
+// model's calls of tools with enum, defaulted and output schemas reach
+// the server, and their results (structured content, text and image)
+// reach the model.
+func TestMCPRoleEverythingServer(t *testing.T) {
+	node, server := npmServer(t, "everything-server", "server-everything")
+	root, ws := t.TempDir(), t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(root, "agents"), 0o700))
+	role := "---\nname: tester\ndescription: Uses the everything server.\nmcp_servers:\n  - {name: everything, command: " + node + ", args: [" + server + ", stdio]}\n---\nUse the tools.\n"
+	must(t, os.WriteFile(filepath.Join(root, "agents", "tester.md"), []byte(role), 0o600))
+	script := filepath.Join(t.TempDir(), "script.yaml")
+	must(t, os.WriteFile(script, []byte(everythingScript), 0o600))
+	env := map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": ws}
+
+	out, errOut, code := ava(t, env, "spawn", "--role", "tester", "--model", "scripted/"+script, "--wait", "--json", "try the everything server")
+	if code != 0 {
+		t.Fatalf("spawn: exit %d: %s\n%s", code, errOut, out)
+	}
+	var res struct {
+		Status string `json:"status"`
+		Output string `json:"output"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	// The second result: annotated text and the image, described.
+	if res.Status != "success" || !strings.Contains(res.Output, "Annotated: ") || !strings.Contains(res.Output, "Operation completed successfully") ||
+		!strings.Contains(res.Output, "[image image/png") {
+		t.Fatalf("result: %s", out)
+	}
+	logs, _, _ := ava(t, env, "logs", "--json")
+	// The first result, structured content, reached the model's next turn.
+	if !strings.Contains(logs, "Weather: ") || !strings.Contains(logs, "Light rain / drizzle") {
+		t.Errorf("the structured result did not reach the model:\n%s", logs)
+	}
+	for _, name := range []string{"everything__get-structured-content", "everything__get-annotated-message"} {
+		if !strings.Contains(logs, `"name":"`+name+`"`) {
+			t.Errorf("no %s call in the log", name)
+		}
+	}
+	if strings.Contains(logs, `"success":false`) {
+		t.Errorf("a failed tool call in the log:\n%s", logs)
+	}
+	if pids := processesWith(server); len(pids) > 0 {
 		t.Errorf("MCP server processes left: %v", pids)
 	}
 }
