@@ -74,28 +74,7 @@ func TestMCPStdioGoClient(t *testing.T) {
 // official TypeScript SDK (testdata/mcp-node, installed by `npm ci`,
 // which .ci/run does). Without node it skips, unless AVA_REQUIRE_NODE=1.
 func TestMCPNodeClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		if os.Getenv("AVA_REQUIRE_NODE") == "1" {
-			t.Fatal("node is not installed, and AVA_REQUIRE_NODE=1")
-		}
-		t.Skip("node is not installed: the npm MCP client test needs it (AVA_REQUIRE_NODE=1 makes this a failure)")
-	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "mcp-node"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--prefix", dir).CombinedOutput()
-		if err != nil {
-			if os.Getenv("AVA_REQUIRE_NODE") == "1" {
-				t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-			}
-			t.Skipf("the npm MCP client is not installed and npm ci failed (no registry?): %v\n%s", err, out)
-		}
-	}
+	node, dir := mcpNodeDir(t)
 	for _, tc := range []struct{ mode, confirm string }{{"main", "never"}, {"confirm", "always"}, {"http", "never"}} {
 		t.Run(tc.mode, func(t *testing.T) {
 			env, model := mcpEnv(t, tc.confirm)
@@ -142,4 +121,35 @@ func TestMCPNodeClient(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mcpNodeDir returns node and testdata/mcp-node with the official
+// TypeScript SDK installed (by `npm ci`, which .ci/run does; the test runs
+// it when the package is missing). Without node or the package the test
+// skips, unless AVA_REQUIRE_NODE=1.
+func mcpNodeDir(t *testing.T) (node, dir string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("AVA_REQUIRE_NODE") == "1" {
+			t.Fatal("node is not installed, and AVA_REQUIRE_NODE=1")
+		}
+		t.Skip("node is not installed: the npm MCP tests need it (AVA_REQUIRE_NODE=1 makes this a failure)")
+	}
+	dir, err = filepath.Abs(filepath.Join("testdata", "mcp-node"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--prefix", dir).CombinedOutput()
+		if err != nil {
+			if os.Getenv("AVA_REQUIRE_NODE") == "1" {
+				t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
+			}
+			t.Skipf("the npm MCP SDK is not installed and npm ci failed (no registry?): %v\n%s", err, out)
+		}
+	}
+	return node, dir
 }

@@ -3,12 +3,16 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/avaagent/ava/gateway/client"
 )
 
 // fsServer returns node and the reference filesystem MCP server from
@@ -201,6 +205,112 @@ func TestMCPRoleServerFails(t *testing.T) {
 	out, errOut, code = ava(t, env, "mcp", "list", "--check")
 	if code == 0 || !strings.Contains(out+errOut, "MCP server gone") {
 		t.Errorf("mcp list --check: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// crashyScript: the subagent calls a tool during which its server exits,
+// then another tool of the same server, which starts it again.
+const crashyScript = `conversations:
+  - match: "CRASHY"
+    turns:
+      - tool_calls:
+          - {name: crashy__crash, args: {}}
+      - text: "Crash: {{last_result}}"
+        tool_calls:
+          - {name: crashy__echo, args: {text: "after the crash"}}
+      - text: "Echo: {{last_result}}"
+  - turns:
+      - text: "nothing to do"
+`
+
+// TestMCPRoleServerCrashes: under the daemon, a role's MCP server (built
+// on the npm SDK) exits in the middle of a call: the call's result, which
+// reaches the model, names the server and says it stopped; the run goes
+// on, and the next call starts the server again. A role whose server
+// command does not exist runs with an error naming it. After the
+// daemon's shutdown (SIGTERM) no server process is left.
+func TestMCPRoleServerCrashes(t *testing.T) {
+	node, dir := mcpNodeDir(t)
+	server := filepath.Join(dir, "crashy-server.mjs")
+	env, _ := daemonEnv(t)
+	var root string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "AVA_DATA_ROOT="); ok {
+			root = v
+		}
+	}
+	must(t, os.MkdirAll(filepath.Join(root, "agents"), 0o700))
+	must(t, os.WriteFile(filepath.Join(root, "agents", "crashy.md"), []byte("---\nname: crashy\ndescription: Uses a server that crashes.\nmcp_servers:\n  - {name: crashy, command: "+node+", args: ["+server+"]}\n---\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(root, "agents", "lost.md"), []byte("---\nname: lost\ndescription: Uses a server that does not exist.\ntools: [read_file]\nmcp_servers:\n  - {name: nowhere, command: /nonexistent/mcp-server-cmd}\n---\n"), 0o600))
+	script := filepath.Join(t.TempDir(), "script.yaml")
+	must(t, os.WriteFile(script, []byte(crashyScript), 0o600))
+	model := "scripted/" + script
+	d := startDaemon(t, env)
+
+	wait := func(id string) client.Subagent {
+		t.Helper()
+		for ctx := bg(t); ctx.Err() == nil; time.Sleep(50 * time.Millisecond) {
+			sa, err := d.c.Subagent(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sa.Status != "running" && sa.Status != "pending" && sa.Status != "queued" && len(sa.Result) > 0 {
+				return sa
+			}
+		}
+		t.Fatalf("%s did not end\n%s", id, d.stderr)
+		return client.Subagent{}
+	}
+	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "crashy", Task: "CRASHY", Model: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa = wait(sa.ID)
+	var res struct {
+		Status string `json:"status"`
+		Output string `json:"output"`
+	}
+	if err := json.Unmarshal(sa.Result, &res); err != nil {
+		t.Fatalf("%v: %s", err, sa.Result)
+	}
+	if res.Status != "success" || !strings.Contains(res.Output, "Echo: echo from ") || !strings.Contains(res.Output, "after the crash") {
+		t.Fatalf("result: %s\n%s", sa.Result, d.stderr)
+	}
+	logs, err := d.c.Logs(bg(t), url.Values{"agent": {sa.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := json.Marshal(logs)
+	for _, want := range []string{"Crash: ", "MCP server crashy stopped during the call", "exits mid-call on purpose"} {
+		if !strings.Contains(string(all), want) {
+			t.Errorf("the crash's result that reached the model does not say %q:\n%s", want, all)
+		}
+	}
+	if pids := processesWith(server); len(pids) != 1 {
+		t.Errorf("want the restarted server running in the daemon, got processes %v", pids)
+	}
+
+	lost, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "lost", Task: "anything", Model: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lost = wait(lost.ID); lost.Status != "success" {
+		t.Errorf("a role whose server does not exist: %+v", lost)
+	}
+	logs, err = d.c.Logs(bg(t), url.Values{"agent": {lost.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all, _ := json.Marshal(logs); !strings.Contains(string(all), "MCP server nowhere") || !strings.Contains(string(all), "/nonexistent/mcp-server-cmd") {
+		t.Errorf("no error naming the missing server:\n%s", all)
+	}
+
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	if code := d.exitCode(t); code != 0 {
+		t.Fatalf("exit %d\n%s", code, d.stderr)
+	}
+	if pids := processesWith(server); len(pids) > 0 {
+		t.Errorf("MCP server processes left after shutdown: %v", pids)
 	}
 }
 
