@@ -3,10 +3,13 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -303,6 +306,25 @@ func TestMCPRoleServerCrashes(t *testing.T) {
 	}
 	if all, _ := json.Marshal(logs); !strings.Contains(string(all), "MCP server nowhere") || !strings.Contains(string(all), "/nonexistent/mcp-server-cmd") {
 		t.Errorf("no error naming the missing server:\n%s", all)
+	}
+
+	// ava mcp list --daemon shows the daemon's servers: crashy running
+	// (started twice), nowhere failed.
+	out, errOut, code := ava(t, map[string]string{"AVA_ADDR": d.addr, "AVA_DATA_ROOT": root}, "mcp", "list", "--daemon")
+	if code != 0 || !strings.Contains(out, "state in the daemon at") || !regexp.MustCompile(`crashy .*running \(pid \d+\)`).MatchString(out) ||
+		!regexp.MustCompile(`nowhere .*failed: MCP server nowhere`).MatchString(out) {
+		t.Errorf("mcp list --daemon: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var list client.MCPServerList
+	resp, err := http.Get("http://" + d.addr + "/api/mcp/servers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if err != nil || len(list.Servers) != 2 || list.Servers[0].Name != "crashy" || list.Servers[0].Starts != 2 || list.Servers[0].PID == 0 ||
+		!slices.Contains(list.Servers[0].Tools, "crashy__echo") || list.Servers[1].State != "failed" {
+		t.Errorf("GET /api/mcp/servers: %+v %v", list, err)
 	}
 
 	d.cmd.Process.Signal(syscall.SIGTERM)
