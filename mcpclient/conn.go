@@ -279,13 +279,18 @@ func (t *mcpTool) Run(ctx context.Context, args json.RawMessage) (tool.Result, e
 			return tool.Result{}, context.Cause(ctx)
 		}
 		if connectionLost(err) || c.isDead() {
-			// The next use connects (or starts the server) again. What
-			// the server said on stderr as it went tells why.
-			select {
-			case <-c.ended:
-			case <-time.After(500 * time.Millisecond):
+			// The next use connects (or starts the server) again. Once
+			// the process is reaped (stop), what it said on stderr as it
+			// went, which tells why, is all there; a process that does
+			// not go within a second is left to stop.
+			reaped := make(chan struct{})
+			if !s.p.goTracked(func() { c.stop(); close(reaped) }) {
+				close(reaped)
 			}
-			s.p.goTracked(c.stop)
+			select {
+			case <-reaped:
+			case <-time.After(time.Second):
+			}
 			msg := fmt.Sprintf("%s: MCP server %s stopped during the call (it is started again on the next call): %v", t.name, s.spec.Name, err)
 			if tail := c.stderrTail(); tail != "" {
 				msg += " (stderr: " + tail + ")"
