@@ -76,7 +76,9 @@ func BenchmarkMCPColdStart(b *testing.B) {
 	}
 	slices.Sort(inits)
 	slices.Sort(lists)
-	p := func(d []time.Duration, q int) float64 { return float64(d[min(len(d)-1, len(d)*q/100)].Microseconds()) / 1000 }
+	p := func(d []time.Duration, q int) float64 {
+		return float64(d[min(len(d)-1, len(d)*q/100)].Microseconds()) / 1000
+	}
 	b.ReportMetric(p(inits, 50), "init-median-ms")
 	b.ReportMetric(p(inits, 99), "init-p99-ms")
 	b.ReportMetric(p(lists, 50), "list-median-ms")
