@@ -171,6 +171,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /api/questions", s.listQuestions)
 	mux.HandleFunc("POST /api/questions/{id}/answer", s.answerQuestion)
 	mux.HandleFunc("GET /api/logs", s.logs)
+	mux.HandleFunc("GET /api/mcp/servers", s.mcpServers)
 	mcpHandler := s.mcp.Handler()
 	for _, m := range []string{"GET", "POST", "DELETE"} {
 		mux.Handle(m+" /mcp", mcpHandler)

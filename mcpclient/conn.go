@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -277,14 +278,35 @@ func (t *mcpTool) Run(ctx context.Context, args json.RawMessage) (tool.Result, e
 		if ctx.Err() != nil {
 			return tool.Result{}, context.Cause(ctx)
 		}
-		if errors.Is(err, mcp.ErrConnectionClosed) || c.isDead() {
-			// The next use connects (or starts the server) again.
-			s.p.goTracked(c.stop)
-			return tool.Errorf("%s: MCP server %s stopped during the call (it is started again on the next call): %v", t.name, s.spec.Name, err), nil
+		if connectionLost(err) || c.isDead() {
+			// The next use connects (or starts the server) again. Once
+			// the process is reaped (stop), what it said on stderr as it
+			// went, which tells why, is all there; a process that does
+			// not go within a second is left to stop.
+			reaped := make(chan struct{})
+			if !s.p.goTracked(func() { c.stop(); close(reaped) }) {
+				close(reaped)
+			}
+			select {
+			case <-reaped:
+			case <-time.After(time.Second):
+			}
+			msg := fmt.Sprintf("%s: MCP server %s stopped during the call (it is started again on the next call): %v", t.name, s.spec.Name, err)
+			if tail := c.stderrTail(); tail != "" {
+				msg += " (stderr: " + tail + ")"
+			}
+			return tool.Result{Output: msg, IsError: true}, nil
 		}
 		return tool.Errorf("%s: MCP server %s: %v", t.name, s.spec.Name, err), nil
 	}
 	return resultOf(res), nil
+}
+
+// connectionLost reports an error that means the session is gone: the
+// SDK's closed connection, or the server's end of the pipe or stream
+// closing mid-call (EOF).
+func connectionLost(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // resultOf turns a call's result into text: the text contents joined,

@@ -125,7 +125,7 @@ func TestLazyStartAndResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"srv__child", "srv__echo", "srv__env", "srv__fail", "srv__pid", "srv__slow", "srv__sum"}
+	want := []string{"srv__child", "srv__die", "srv__echo", "srv__env", "srv__fail", "srv__pid", "srv__slow", "srv__sum"}
 	if got := names(tools); !slices.Equal(got, want) {
 		t.Fatalf("tools %v, want %v", got, want)
 	}
@@ -199,6 +199,38 @@ func TestRestartAfterKill(t *testing.T) {
 	if st := status(p, "srv"); st.Starts != 2 || st.State != mcpclient.StateRunning {
 		t.Fatalf("after restart: %+v", st)
 	}
+}
+
+// A server that exits in the middle of a call: the call is an error
+// result naming the server and saying it stopped; the next call starts
+// it again; Close leaves no process.
+func TestCrashMidCall(t *testing.T) {
+	p, err := mcpclient.New(mcpclient.Options{Servers: []mcpclient.Spec{stdio(t, "srv", "normal")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	tools, err := p.Tools(ctxT(t), []string{"srv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := pidOf(t, tools)
+	res := call(t, tools, "srv__die", `{}`)
+	if !res.IsError || !strings.Contains(res.Output, "MCP server srv stopped during the call") || !strings.Contains(res.Output, "dies mid-call on purpose") {
+		t.Fatalf("a call during which the server dies: %+v", res)
+	}
+	eventually(t, "the dead server is reaped", func() bool { return !alive(first) })
+	second := pidOf(t, tools)
+	if second == first || !alive(second) {
+		t.Fatalf("after the crash: pid %d (was %d)", second, first)
+	}
+	if st := status(p, "srv"); st.Starts != 2 || st.State != mcpclient.StateRunning {
+		t.Fatalf("after restart: %+v", st)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "no server process after Close", func() bool { return !alive(second) })
 }
 
 func TestIdleStop(t *testing.T) {

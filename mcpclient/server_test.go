@@ -58,8 +58,9 @@ type noIn struct{}
 
 // testServer is a small MCP server built from the SDK: echo (text), sum
 // (structured), fail (isError), pid, env, child (starts a process in
-// the server's group and gives its PID), and two tools named like
-// spawning tools.
+// the server's group and gives its PID), slow (waits until cancelled),
+// die (exits mid-call), and in mode spawny tools named like spawning
+// tools.
 func testServer(mode string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "test-" + mode, Version: "1"}, nil)
 	text := func(t string) *mcp.CallToolResult {
@@ -94,6 +95,11 @@ func testServer(mode string) *mcp.Server {
 		case <-time.After(time.Minute):
 		}
 		return text("slow done"), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "die", Description: "Exit the server in the middle of the call."}, func(_ context.Context, _ *mcp.CallToolRequest, _ noIn) (*mcp.CallToolResult, any, error) {
+		fmt.Fprintln(os.Stderr, "the test server dies mid-call on purpose")
+		os.Exit(5)
+		return nil, nil, nil
 	})
 	if mode == "spawny" {
 		for _, n := range []string{"spawn_subagent", "spawn_helper_agents", "memory_write"} {

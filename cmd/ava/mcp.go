@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/gateway"
+	"github.com/avaagent/ava/mcpclient"
 	"github.com/avaagent/ava/mcpserver"
 )
 
@@ -57,9 +59,9 @@ The daemon (ava serve) serves the same tools over streamable HTTP at /mcp.`,
 }
 
 func newMCPListCmd(a *App) *cobra.Command {
-	var check bool
+	var check, daemon bool
 	cmd := &cobra.Command{
-		Use:   "list [--check]",
+		Use:   "list [--check | --daemon]",
 		Short: "List the MCP servers roles use (config.yaml's and the roles' own) and their state",
 		Long: `List the MCP servers subagents' roles may use: those of config.yaml's
 mcp_servers and those a role file defines, with their kind (stdio or url),
@@ -67,11 +69,18 @@ command or URL, the roles using each, and their state in this process.
 
 Each Ava process (ava serve, ava mcp, ava run, ava chat) has its own servers,
 started when a subagent first uses them, so without --check every server is
-"not started" here; this command does not ask a running daemon. --check
-starts each server as a first use would, lists its tools (or why it failed)
-and stops it again.`,
+"not started" here. --daemon shows them as the daemon at AVA_ADDR has them
+instead (running or not, their PIDs and tools). --check starts each server
+as a first use would, lists its tools (or why it failed) and stops it
+again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if daemon {
+				if check {
+					return errors.New("--check starts the servers in this process; it does not go with --daemon")
+				}
+				return listDaemonMCPServers(cmd.Context(), a)
+			}
 			in, err := a.openRoles(cmd.Context())
 			if err != nil {
 				return err
@@ -81,16 +90,40 @@ and stops it again.`,
 			if check {
 				failed = in.StartMCPServers(cmd.Context())
 			}
-			return printMCPServers(a, in.MCPServers(), check, failed)
+			return printMCPServers(a, in.MCPServers(), check, false, failed)
 		},
 	}
 	cmd.Flags().BoolVar(&check, "check", false, "start each server, list its tools, then stop it")
+	cmd.Flags().BoolVar(&daemon, "daemon", false, "show the servers' state in the daemon at AVA_ADDR")
 	return cmd
 }
 
+// listDaemonMCPServers prints the servers as the daemon has them.
+func listDaemonMCPServers(ctx context.Context, a *App) error {
+	c, err := a.daemon()
+	if err != nil {
+		return err
+	}
+	list, err := c.MCPServers(ctx)
+	if err != nil {
+		return daemonError(c, err)
+	}
+	servers := make([]app.MCPServer, 0, len(list))
+	for _, m := range list {
+		servers = append(servers, app.MCPServer{Roles: m.Roles, MCPServerStatus: app.MCPServerStatus{Name: m.Name, Kind: m.Kind,
+			Target: m.Target, State: mcpclient.State(m.State), PID: m.PID, Tools: m.Tools, Withheld: m.Withheld, Starts: m.Starts, Err: m.Error}})
+	}
+	if err := printMCPServers(a, servers, false, true, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.Stdout, "\nstate in the daemon at %s\n", c.Addr())
+	return nil
+}
+
 // printMCPServers writes the servers table; with check, their tools and
-// failures too (a failure makes the exit status 1).
-func printMCPServers(a *App, servers []app.MCPServer, check bool, failed error) error {
+// failures too (a failure makes the exit status 1). remote is set for a
+// daemon's servers, which shows PIDs.
+func printMCPServers(a *App, servers []app.MCPServer, check, remote bool, failed error) error {
 	if len(servers) == 0 {
 		fmt.Fprintln(a.Stdout, "no MCP servers: define them in config.yaml's mcp_servers or in a role's front matter (see README, MCP servers for roles)")
 		return nil
@@ -110,6 +143,9 @@ func printMCPServers(a *App, servers []app.MCPServer, check bool, failed error) 
 		if check && s.State == app.MCPStateRunning {
 			state = "ok (started; stopped on exit)"
 		}
+		if remote && s.PID != 0 {
+			state += fmt.Sprintf(" (pid %d)", s.PID)
+		}
 		if s.Err != "" {
 			state += ": " + s.Err
 		}
@@ -123,8 +159,8 @@ func printMCPServers(a *App, servers []app.MCPServer, check bool, failed error) 
 			fmt.Fprintf(a.Stdout, "%s: withheld: %s\n", s.Name, strings.Join(s.Withheld, "; "))
 		}
 	}
-	if !check {
-		fmt.Fprintln(a.Stdout, "\nstate in this process; each Ava process starts a server when a subagent first uses it (--check starts them now)")
+	if !check && !remote {
+		fmt.Fprintln(a.Stdout, "\nstate in this process; each Ava process starts a server when a subagent first uses it (--check starts them now, --daemon shows the daemon's)")
 	}
 	if failed != nil {
 		return failed

@@ -74,36 +74,25 @@ func TestMCPStdioGoClient(t *testing.T) {
 // official TypeScript SDK (testdata/mcp-node, installed by `npm ci`,
 // which .ci/run does). Without node it skips, unless AVA_REQUIRE_NODE=1.
 func TestMCPNodeClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		if os.Getenv("AVA_REQUIRE_NODE") == "1" {
-			t.Fatal("node is not installed, and AVA_REQUIRE_NODE=1")
-		}
-		t.Skip("node is not installed: the npm MCP client test needs it (AVA_REQUIRE_NODE=1 makes this a failure)")
-	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "mcp-node"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--prefix", dir).CombinedOutput()
-		if err != nil {
-			if os.Getenv("AVA_REQUIRE_NODE") == "1" {
-				t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-			}
-			t.Skipf("the npm MCP client is not installed and npm ci failed (no registry?): %v\n%s", err, out)
-		}
-	}
-	for _, tc := range []struct{ mode, confirm string }{{"main", "never"}, {"confirm", "always"}} {
+	node, dir := mcpNodeDir(t)
+	for _, tc := range []struct{ mode, confirm string }{{"main", "never"}, {"confirm", "always"}, {"http", "never"}} {
 		t.Run(tc.mode, func(t *testing.T) {
 			env, model := mcpEnv(t, tc.confirm)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "client.mjs"), avaBin, tc.mode)
+			target := avaBin
+			clientEnv := append(env, "AVA_TEST_MODEL="+model)
+			if tc.mode == "http" {
+				// The daemon's /mcp over streamable HTTP, behind a bearer
+				// token the client sends.
+				const token = "node-client-token"
+				d := startDaemon(t, append(env, "AVA_TOKEN="+token))
+				target = "http://" + d.addr + "/mcp"
+				clientEnv = append(clientEnv, "AVA_TEST_TOKEN="+token)
+			}
+			cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "client.mjs"), target, tc.mode)
 			cmd.Dir = dir
-			cmd.Env = append(env, "AVA_TEST_MODEL="+model)
+			cmd.Env = clientEnv
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
@@ -115,6 +104,52 @@ func TestMCPNodeClient(t *testing.T) {
 				t.Fatalf("node client printed %q: %v", out, err)
 			}
 			t.Logf("node client saw: %s", strings.TrimSpace(string(out)))
+			if tc.mode == "confirm" {
+				return
+			}
+			// Bad arguments are answered with an MCP error: a tool result
+			// with isError (the SDK validates the arguments against the
+			// input schema; Ava refuses a missing or unknown role).
+			bad, _ := seen["badArgs"].([]any)
+			if len(bad) != 3 {
+				t.Fatalf("bad arguments: %v", seen["badArgs"])
+			}
+			for i, want := range []string{"task", "role", "no_such_role"} {
+				if s, _ := bad[i].(string); !strings.HasPrefix(s, "isError: ") || !strings.Contains(s, want) {
+					t.Errorf("bad arguments %d: %q, want an isError result about %s", i, s, want)
+				}
+			}
 		})
 	}
+}
+
+// mcpNodeDir returns node and testdata/mcp-node with the official
+// TypeScript SDK installed (by `npm ci`, which .ci/run does; the test runs
+// it when the package is missing). Without node or the package the test
+// skips, unless AVA_REQUIRE_NODE=1.
+func mcpNodeDir(t *testing.T) (node, dir string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("AVA_REQUIRE_NODE") == "1" {
+			t.Fatal("node is not installed, and AVA_REQUIRE_NODE=1")
+		}
+		t.Skip("node is not installed: the npm MCP tests need it (AVA_REQUIRE_NODE=1 makes this a failure)")
+	}
+	dir, err = filepath.Abs(filepath.Join("testdata", "mcp-node"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--prefix", dir).CombinedOutput()
+		if err != nil {
+			if os.Getenv("AVA_REQUIRE_NODE") == "1" {
+				t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
+			}
+			t.Skipf("the npm MCP SDK is not installed and npm ci failed (no registry?): %v\n%s", err, out)
+		}
+	}
+	return node, dir
 }

@@ -132,6 +132,16 @@ func (c *Client) Logs(ctx context.Context, q url.Values) (LogList, error) {
 	return l, c.do(ctx, http.MethodGet, "/api/logs?"+q.Encode(), nil, &l)
 }
 
+// MCPServers lists the MCP servers roles use and their state in the
+// daemon (GET /api/mcp/servers).
+func (c *Client) MCPServers(ctx context.Context) ([]MCPServer, error) {
+	var out MCPServerList
+	if err := c.do(ctx, http.MethodGet, "/api/mcp/servers", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Servers, nil
+}
+
 // Chat sends a message and returns the stream of its turn, which ends
 // with an EventDone event. Close the stream when done with it; closing
 // it early does not stop the turn.

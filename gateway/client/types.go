@@ -204,3 +204,31 @@ type Health struct {
 type ErrorBody struct {
 	Error string `json:"error"`
 }
+
+// MCPServer is one MCP server roles use, as the daemon sees it (GET
+// /api/mcp/servers).
+type MCPServer struct {
+	Name string `json:"name"`
+	// Kind is "stdio" or "url"; Target the command line or the URL.
+	Kind   string `json:"kind"`
+	Target string `json:"target"`
+	// State is "not started", "running", "stopped (idle)", "exited
+	// (restarts on next use)", "failed" or "closed".
+	State string `json:"state"`
+	// PID is a running stdio server's process ID.
+	PID int `json:"pid,omitempty"`
+	// Tools are the offered tools' names once it ran; Withheld the tools
+	// it listed that are not offered, with why.
+	Tools    []string `json:"tools,omitempty"`
+	Withheld []string `json:"withheld,omitempty"`
+	// Starts counts its starts; Error is its last failure.
+	Starts int    `json:"starts"`
+	Error  string `json:"error,omitempty"`
+	// Roles are the roles using it.
+	Roles []string `json:"roles,omitempty"`
+}
+
+// MCPServerList is the body of GET /api/mcp/servers.
+type MCPServerList struct {
+	Servers []MCPServer `json:"servers"`
+}
