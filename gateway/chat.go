@@ -126,7 +126,6 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		fail(w, fmt.Errorf("session %s: %w", t.key, err))
 		return
 	}
-	queued := s.busy(t) && !req.Steer
 	sub := s.in.Sessions.Follow(t.key, last)
 	turn, err := s.in.Sessions.Send(ctx, t.key, req.Message, session.SendOptions{Queue: req.Queue, Steer: req.Steer, Merge: !session.IsSubagentKey(t.key)})
 	if err != nil {
@@ -134,12 +133,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	if turn.MergesPrevious() {
-		queued = false // it replaces the running request at once
-	}
 	s.track(turn.Done())
 	sw := s.startStream(w, t.key)
-	if err := sw.named(client.EventSession, client.ChatStart{SessionKey: t.key, Queued: queued}); err != nil {
+	if err := sw.named(client.EventSession, client.ChatStart{SessionKey: t.key, Queued: turn.Queued()}); err != nil {
 		sub.Close() // follow would have
 		s.releaseFrames(t.key)
 		return
@@ -162,15 +158,6 @@ func (s *Server) chatTarget(ctx context.Context, key string) (target, error) {
 		return target{}, fmt.Errorf("new session: %w", err)
 	}
 	return target{key: key}, nil
-}
-
-// busy reports whether a message to t now would wait for a running turn.
-func (s *Server) busy(t target) bool {
-	if t.subagentID == "" {
-		return s.in.Sessions.State(t.key) == session.Running
-	}
-	h, err := s.in.Subagent.Get(t.subagentID)
-	return err == nil && !h.Status().Status.Final()
 }
 
 // stop answers POST /api/chat/stop.

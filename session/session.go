@@ -180,6 +180,7 @@ type Turn struct {
 	cancel  context.CancelCauseFunc // set when it starts
 	started time.Time               // when it started
 	merged  bool                    // it carries a superseded turn's message too
+	queued  bool                    // it waits for the running turn to end
 	cause   error                   // why it was cancelled, if it was
 	res     Result
 	err     error
@@ -197,6 +198,10 @@ func (t *Turn) Merged() bool { return errors.Is(t.cause, ErrMerged) }
 // MergesPrevious reports whether the turn answers the message of the
 // turn it cancelled too (sent within the merge window).
 func (t *Turn) MergesPrevious() bool { return t.merged }
+
+// Queued reports whether the message waited, when sent, for a running
+// turn to end (queued, not merged or superseding).
+func (t *Turn) Queued() bool { return t.queued }
 
 // Done is closed when the turn has ended.
 func (t *Turn) Done() <-chan struct{} { return t.done }
@@ -256,6 +261,7 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 			s.stopLocked(key, m, ErrSuperseded)
 			return t, nil
 		case opt.Queue:
+			t.queued = true
 			m.queue = append(m.queue, t)
 			return t, nil
 		}
@@ -268,17 +274,11 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 // sendSubagent routes a message to a subagent's follow-up path.
 func (s *Service) sendSubagent(ctx context.Context, key, message string, opt SendOptions) (*Turn, error) {
 	id := key[strings.LastIndex(key, ":")+1:]
-	var h *subagent.Handle
-	var err error
-	if opt.Steer {
-		h, err = s.cfg.Subagents.Steer(ctx, id, message)
-	} else {
-		h, err = s.cfg.Subagents.Send(ctx, id, message, opt.Queue)
-	}
+	h, queued, err := s.cfg.Subagents.SendFollowUp(ctx, id, message, opt.Queue || opt.Steer, opt.Steer)
 	if err != nil {
 		return nil, err
 	}
-	t := &Turn{Session: key, message: message, opt: opt, done: make(chan struct{}), model: h.Model()}
+	t := &Turn{Session: key, message: message, opt: opt, done: make(chan struct{}), model: h.Model(), queued: queued}
 	s.wg.Go(func() {
 		defer close(t.done)
 		select {

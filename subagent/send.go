@@ -19,7 +19,8 @@ import (
 // for when the current turn ends if queue is set, and refused with
 // ErrBusy otherwise. It returns at once.
 func (m *Manager) Send(ctx context.Context, id, message string, queue bool) (*Handle, error) {
-	return m.send(ctx, id, message, queue, false)
+	h, _, err := m.SendFollowUp(ctx, id, message, queue, false)
+	return h, err
 }
 
 // Steer delivers a message into a running subagent's conversation
@@ -29,29 +30,33 @@ func (m *Manager) Send(ctx context.Context, id, message string, queue bool) (*Ha
 // reads (the run ended first) becomes a follow-up turn: it is never
 // lost. A finished subagent gets it as a follow-up, like Send.
 func (m *Manager) Steer(ctx context.Context, id, message string) (*Handle, error) {
-	return m.send(ctx, id, message, true, true)
+	h, _, err := m.SendFollowUp(ctx, id, message, true, true)
+	return h, err
 }
 
-func (m *Manager) send(ctx context.Context, id, message string, queue, steer bool) (*Handle, error) {
+// SendFollowUp is Send (steer false) or Steer (steer true), and also
+// reports whether the message waits for the running turn to end (queued;
+// a steer never does).
+func (m *Manager) SendFollowUp(ctx context.Context, id, message string, queue, steer bool) (h *Handle, queued bool, err error) {
 	if strings.TrimSpace(message) == "" {
-		return nil, fmt.Errorf("send to %s: empty message", id)
+		return nil, false, fmt.Errorf("send to %s: empty message", id)
 	}
-	h, err := m.lookup(ctx, id)
+	h, err = m.lookup(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("send to %s: %w", id, err)
+		return nil, false, fmt.Errorf("send to %s: %w", id, err)
 	}
 	h.mu.Lock()
 	if !h.status.Final() {
 		defer h.mu.Unlock()
 		if !queue {
-			return nil, fmt.Errorf("send to %s: %w (status %s); ask to queue the message or wait", h.id, ErrBusy, h.status)
+			return nil, false, fmt.Errorf("send to %s: %w (status %s); ask to queue the message or wait", h.id, ErrBusy, h.status)
 		}
 		if steer {
 			h.steers = append(h.steers, message)
-		} else {
-			h.queue = append(h.queue, message)
+			return h, false, nil
 		}
-		return h, nil
+		h.queue = append(h.queue, message)
+		return h, true, nil
 	}
 	done := h.done
 	h.mu.Unlock()
@@ -61,24 +66,24 @@ func (m *Manager) send(ctx context.Context, id, message string, queue, steer boo
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("send to %s: %w", h.id, context.Cause(ctx))
+		return nil, false, fmt.Errorf("send to %s: %w", h.id, context.Cause(ctx))
 	}
 	history, err := h.history(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("send to %s: %w", h.id, err)
+		return nil, false, fmt.Errorf("send to %s: %w", h.id, err)
 	}
 	h.mu.Lock()
 	h.sendSpan = sender
 	h.mu.Unlock()
 	if err := m.admit(m.opt.Overflow == OverflowQueue, h); err != nil {
-		return nil, fmt.Errorf("send to %s: %w", h.id, err)
+		return nil, false, fmt.Errorf("send to %s: %w", h.id, err)
 	}
 	if h.isQueued() {
 		if err := h.recordQueued(context.WithoutCancel(ctx), false); err != nil {
 			m.abandon(h, false)
-			return nil, fmt.Errorf("send to %s: %w", h.id, err)
+			return nil, false, fmt.Errorf("send to %s: %w", h.id, err)
 		}
 	}
 	m.wg.Go(func() { h.afterSlot(func() { h.runFrom(history, llm.UserText(message)) }) })
-	return h, nil
+	return h, false, nil
 }
