@@ -16,7 +16,7 @@ import (
 
 const runColumns = `id, short_id, session_key, parent_session, parent_agent, group_id, mode,
 	role, task, model, config, status, result, error, tokens, cost_cents, iterations,
-	created_at, started_at, ended_at, announced, owner`
+	created_at, started_at, ended_at, announced, owner, attempts`
 
 func scanRun(sc rowScanner) (store.Run, error) {
 	var (
@@ -27,7 +27,7 @@ func scanRun(sc rowScanner) (store.Run, error) {
 	)
 	err := sc.Scan(&r.ID, &r.ShortID, &r.SessionKey, &r.ParentSession, &r.ParentAgent, &r.GroupID,
 		&r.Mode, &r.Role, &r.Task, &r.Model, &config, &r.Status, &result, &r.Error, &r.Tokens,
-		&r.CostCents, &r.Iterations, &created, &started, &ended, &r.Announced, &r.Owner)
+		&r.CostCents, &r.Iterations, &created, &started, &ended, &r.Announced, &r.Owner, &r.Attempts)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -93,6 +93,9 @@ func (s *Store) checkRun(r *store.Run) error {
 	if err := checkCounters(r.Tokens, r.CostCents, r.Iterations); err != nil {
 		return err
 	}
+	if r.Attempts < 0 {
+		return fmt.Errorf("run attempts %d is negative", r.Attempts)
+	}
 	r.CreatedAt = s.orNow(r.CreatedAt).UTC()
 	return nil
 }
@@ -106,7 +109,7 @@ func checkCounters(tokens int, cost float64, iterations int) error {
 const (
 	insertRunSessionSQL = `INSERT INTO sessions (key, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING`
 	insertRunSQL        = `INSERT INTO runs (` + runColumns + `)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // CreateRun stores a new run and creates its session. A short ID or ID
@@ -140,7 +143,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 		_, err := tx.StmtContext(ctx, insertRun).ExecContext(ctx,
 			r.ID, r.ShortID, r.SessionKey, r.ParentSession, r.ParentAgent, r.GroupID, r.Mode,
 			r.Role, r.Task, r.Model, config, r.Status, result, r.Error, r.Tokens, r.CostCents,
-			r.Iterations, created, nullNS(r.StartedAt), nullNS(r.EndedAt), r.Announced, r.Owner)
+			r.Iterations, created, nullNS(r.StartedAt), nullNS(r.EndedAt), r.Announced, r.Owner, r.Attempts)
 		return err
 	})
 	switch {
