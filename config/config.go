@@ -70,6 +70,11 @@ type Config struct {
 	// AskTimeout is how long a subagent's ask_user waits for the person
 	// (AVA_ASK_TIMEOUT); its run's timeout is paused meanwhile.
 	AskTimeout time.Duration `yaml:"ask_timeout"`
+	// ResumeAttempts is how many times a run interrupted by its process's
+	// end may be resumed by the next process, when its role allows it,
+	// before it is quarantined as interrupted (AVA_RESUME_ATTEMPTS; 0
+	// resumes none).
+	ResumeAttempts int `yaml:"resume_attempts"`
 
 	Anthropic  Provider `yaml:"anthropic"`
 	OpenAI     Provider `yaml:"openai"`
@@ -135,6 +140,7 @@ func Default() Config {
 		MergeWindow:            3 * time.Second,
 		WrapUpAt:               0.8,
 		AskTimeout:             10 * time.Minute,
+		ResumeAttempts:         3,
 		ConfirmTimeout:         10 * time.Minute,
 	}
 }
@@ -290,6 +296,13 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		}
 		c.MaxQueuedSubagents = n
 	}
+	if v := getenv("AVA_RESUME_ATTEMPTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("AVA_RESUME_ATTEMPTS=%q: not a whole number", v)
+		}
+		c.ResumeAttempts = n
+	}
 	if v := getenv("AVA_CONFIRM_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -350,6 +363,9 @@ func (c Config) Validate() error {
 	}
 	if c.ConfirmTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("confirm_timeout (AVA_CONFIRM_TIMEOUT): %s, must be positive", c.ConfirmTimeout))
+	}
+	if c.ResumeAttempts < 0 {
+		errs = append(errs, fmt.Errorf("resume_attempts (AVA_RESUME_ATTEMPTS): %d, must be at least 0 (0: never resume)", c.ResumeAttempts))
 	}
 	if c.AskTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("ask_timeout (AVA_ASK_TIMEOUT): %s, must be positive", c.AskTimeout))

@@ -259,6 +259,18 @@ type RunFinish struct {
 	Messages []Message
 }
 
+// Checkpoint is a running run's progress after a completed step (see
+// RunStore.CheckpointRun).
+type Checkpoint struct {
+	// Owner, when set, must be the run's owner.
+	Owner string
+	// Messages are the step's new messages, in order.
+	Messages   []Message
+	Tokens     int
+	CostCents  float64
+	Iterations int
+}
+
 // Pending spawn statuses.
 const (
 	SpawnPending   = "pending"
@@ -353,6 +365,12 @@ type RunStore interface {
 	// UpdateRunProgress records an active run's counters so far. A run
 	// that has ended gives ErrInvalidTransition: its final counters stay.
 	UpdateRunProgress(ctx context.Context, id string, tokens int, costCents float64, iterations int) error
+	// CheckpointRun records an active run's progress after a completed
+	// step, in one transaction: c's counters, and c.Messages appended to
+	// the conversation after every message stored before. A run that has
+	// ended, or that another instance than c.Owner (when set) owns, gives
+	// an error wrapping ErrInvalidTransition and stores nothing.
+	CheckpointRun(ctx context.Context, runID string, c Checkpoint) error
 	// TransitionRun moves the run to status to if its status is one of
 	// from, atomically, recording fin when given. Otherwise it returns
 	// an error wrapping ErrInvalidTransition that names the status. An

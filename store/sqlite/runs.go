@@ -342,3 +342,55 @@ func (s *Store) UpdateRunProgress(ctx context.Context, id string, tokens int, co
 	}
 	return fmt.Errorf("update run progress: run %s has ended (%s): %w", short, status, store.ErrInvalidTransition)
 }
+
+// CheckpointRun records an active run's counters and appends c.Messages
+// to its conversation in one transaction; a run that has ended, or that
+// is not c.Owner's (when set), gives store.ErrInvalidTransition and
+// nothing is stored.
+func (s *Store) CheckpointRun(ctx context.Context, id string, c store.Checkpoint) error {
+	ref := normalizeRunRef(id)
+	if err := errors.Join(checkKey("run ID", ref), checkCounters(c.Tokens, c.CostCents, c.Iterations)); err != nil {
+		return fmt.Errorf("checkpoint run: %w", err)
+	}
+	msgs := slices.Clone(c.Messages)
+	for i := range msgs {
+		if err := s.checkMessage(&msgs[i]); err != nil {
+			return fmt.Errorf("checkpoint run %s: message %d of %d: %w", ref, i+1, len(msgs), err)
+		}
+	}
+	var moved bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET tokens = ?, cost_cents = ?, iterations = ?
+			WHERE (id = ? OR short_id = ?) AND status IN `+activeStatuses+` AND (? = '' OR owner = ?)`,
+			c.Tokens, c.CostCents, c.Iterations, ref, ref, c.Owner, c.Owner)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return err
+		}
+		moved = true
+		for i, m := range msgs {
+			if i == 0 || m.SessionKey != msgs[i-1].SessionKey {
+				if err := touchSession(ctx, tx, m.SessionKey, m.CreatedAt); err != nil {
+					return err
+				}
+			}
+			if _, err := insertMessageRow(ctx, tx, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint run %s: %w", ref, err)
+	}
+	if moved {
+		return nil
+	}
+	short, status, err := s.runStatus(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("checkpoint run: %w", err)
+	}
+	return fmt.Errorf("checkpoint run %s: it is %s or another instance owns it: %w", short, status, store.ErrInvalidTransition)
+}

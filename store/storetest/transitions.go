@@ -26,6 +26,7 @@ func transitionCases() []testCase {
 		{"MarkInterrupted", testMarkInterrupted},
 		{"RecoverOwnerResumes", testRecoverOwnerResumes},
 		{"RecoverOwnerOnce", testRecoverOwnerOnce},
+		{"CheckpointRun", testCheckpointRun},
 		{"Instances", testInstances},
 		{"AnnounceResultOnce", testAnnounceResultOnce},
 		{"AnnounceConcurrentRuns", testAnnounceConcurrentRuns},
@@ -625,5 +626,41 @@ func testRecoverOwnerOnce(t *testing.T, s store.Store) {
 		if c != 1 {
 			t.Fatalf("run %s recovered %d times", id, c)
 		}
+	}
+}
+
+// testCheckpointRun appends a running run's steps to its conversation
+// with its counters, then its end's messages after them; an ended run,
+// or another owner's, takes no checkpoint.
+func testCheckpointRun(t *testing.T, s store.Store) {
+	r := newRun("S-0c0c0c", "ava:cli:p")
+	r.Status, r.Owner = lifecycle.Running, "me"
+	r = createRun(t, s, r)
+	msg := func(role, text string) store.Message {
+		return store.Message{SessionKey: r.SessionKey, Role: role, Sender: r.ShortID, Text: text}
+	}
+	must(t, s.CheckpointRun(ctx(t), r.ID, store.Checkpoint{Owner: "me", Tokens: 10, CostCents: 0.5, Iterations: 1,
+		Messages: []store.Message{msg(store.RoleUser, "task"), msg(store.RoleAssistant, "call")}}))
+	must(t, s.CheckpointRun(ctx(t), r.ShortID, store.Checkpoint{Tokens: 12, CostCents: 0.6, Iterations: 1,
+		Messages: []store.Message{msg(store.RoleUser, "result")}}))
+	got, err := s.GetRun(ctx(t), r.ID)
+	must(t, err)
+	if got.Tokens != 12 || got.CostCents != 0.6 || got.Iterations != 1 {
+		t.Fatalf("counters after checkpoints: %d %v %d", got.Tokens, got.CostCents, got.Iterations)
+	}
+	wantErr(t, s.CheckpointRun(ctx(t), r.ID, store.Checkpoint{Owner: "other", Messages: []store.Message{msg(store.RoleUser, "stale")}}),
+		store.ErrInvalidTransition)
+	must(t, s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Running}, lifecycle.Success,
+		&store.RunFinish{Tokens: 20, Iterations: 2, Messages: []store.Message{msg(store.RoleAssistant, "answer")}}))
+	wantErr(t, s.CheckpointRun(ctx(t), r.ID, store.Checkpoint{Messages: []store.Message{msg(store.RoleUser, "late")}}),
+		store.ErrInvalidTransition)
+	msgs, err := s.Messages(ctx(t), r.SessionKey, 0)
+	must(t, err)
+	var texts []string
+	for _, m := range msgs {
+		texts = append(texts, m.Text)
+	}
+	if diff := cmp.Diff([]string{"task", "call", "result", "answer"}, texts); diff != "" {
+		t.Fatalf("conversation (-want +got):\n%s", diff)
 	}
 }
