@@ -10,9 +10,10 @@ import (
 )
 
 // Deliver makes SessionLogs a sink of the event hub, the only writer of
-// the session files: a parent session's SubagentQueued, SubagentSpawn
-// and SubagentComplete events become its subagent:queued, subagent:start
-// and subagent:complete|error|aborted entries, synced before Deliver
+// the session files: a parent session's SubagentQueued, SubagentSpawn,
+// SubagentResumed and SubagentComplete events become its subagent:queued,
+// subagent:start, subagent:resumed and subagent:complete|error|aborted
+// entries, synced before Deliver
 // returns (so before the event reaches anyone, and an end entry before
 // the result is delivered to the parent). Other events are ignored.
 func (s *SessionLogs) Deliver(ev event.Event) error {
@@ -32,17 +33,20 @@ var _ event.Sink = (*SessionLogs)(nil)
 // whether it stands for one.
 func LifecycleEntryOf(ev event.Event) (LifecycleEntry, bool, error) {
 	switch ev.Type {
-	case event.SubagentQueued, event.SubagentSpawn:
+	case event.SubagentQueued, event.SubagentSpawn, event.SubagentResumed:
 		var c event.SubagentSpawnContent
 		if err := ev.Decode(&c); err != nil {
 			return LifecycleEntry{}, false, fmt.Errorf("lifecycle entry of %s: %w", ev.Type, err)
 		}
 		typ := SubagentStart
-		if ev.Type == event.SubagentQueued {
+		switch ev.Type {
+		case event.SubagentQueued:
 			typ = SubagentQueued
+		case event.SubagentResumed:
+			typ = SubagentResumed
 		}
 		return LifecycleEntry{EventType: typ, JobID: c.SubagentID, RequestedBy: ev.User, AgentName: c.Role,
-			Mode: Mode(c.Mode), PID: os.Getpid(), StartedAt: ev.Time, Model: c.Model}, true, nil
+			Mode: Mode(c.Mode), PID: os.Getpid(), StartedAt: ev.Time, Model: c.Model, Attempt: c.Attempt, Summary: c.Summary}, true, nil
 	case event.SubagentComplete:
 		var c event.SubagentCompleteContent
 		if err := ev.Decode(&c); err != nil {
@@ -72,7 +76,7 @@ func completeEntry(ev event.Event, c event.SubagentCompleteContent) LifecycleEnt
 	e := LifecycleEntry{EventType: typ, JobID: c.SubagentID, RequestedBy: ev.User, AgentName: c.Role, Mode: Mode(c.Mode),
 		PID: os.Getpid(), StartedAt: start, CompletedAt: ev.Time, Model: c.Model, Status: c.Status, Summary: c.Summary,
 		Usage: Usage{Input: c.InputTokens, Output: c.OutputTokens, CacheRead: c.CacheReadTokens,
-			CacheWrite: c.CacheWriteTokens, Cost: Cost{Total: c.CostCents / 100}}}
+			CacheWrite: c.CacheWriteTokens, Cost: Cost{Total: c.CostCents / 100}}, Attempt: c.Attempt}
 	if c.OutputFormat != "none" && len(c.Output) > MaxInlineSummary {
 		e.Output = string(c.Output)
 	}

@@ -130,6 +130,7 @@ func TestOnlyGoneOwnersRunsAreInterrupted(t *testing.T) {
 	defer second.Close()
 	opts := h.opts
 	opts.Store, opts.Hub, opts.Owner = st2, event.NewHub(st2, sessionFiles(t, h.root)), second
+	opts.ResumeAttempts = -1 // resuming is tested in resume_test.go
 	m2 := subagent.NewManager(opts)
 	if err := m2.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -80,8 +80,8 @@ type Options struct {
 	// AskTimeout is how long ask_user waits for the person (default
 	// DefaultAskTimeout); the run's timeout is paused meanwhile.
 	AskTimeout time.Duration
-	Workspace string
-	Logger    *slog.Logger
+	Workspace  string
+	Logger     *slog.Logger
 	// Clock is the time source of the manager and its runs (default
 	// time.Now); tests give a fixed or stepped one.
 	Clock func() time.Time
@@ -97,6 +97,11 @@ type Options struct {
 	// RecoverEvery is how often gone owners' runs are looked for
 	// (default 10 s).
 	RecoverEvery time.Duration
+	// ResumeAttempts is how many times a gone owner's run whose role
+	// allows it (Role.Resume) is taken over and resumed from its last
+	// checkpoint; a run that used them up is interrupted (quarantined).
+	// 0 means DefaultResumeAttempts; negative resumes none.
+	ResumeAttempts int
 	// Confirm is the confirmation policy of SpawnOrPropose and
 	// SpawnGroupOrPropose (the spawn tools, `ava spawn`, the API); the
 	// zero value never asks. Spawn and SpawnGroup never ask.
@@ -179,6 +184,9 @@ func NewManager(opt Options) *Manager {
 	}
 	if opt.RecoverEvery <= 0 {
 		opt.RecoverEvery = 10 * time.Second
+	}
+	if opt.ResumeAttempts == 0 {
+		opt.ResumeAttempts = DefaultResumeAttempts
 	}
 	if opt.Roles == nil {
 		opt.Roles = map[string]Role{}

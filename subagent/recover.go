@@ -64,8 +64,12 @@ func (m *Manager) recoverGone(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover runs: %w", err)
 	}
+	tk := store.Takeover{Owner: m.ownerID(), MaxAttempts: m.resumeAttempts()}
+	if tk.MaxAttempts > 0 && tk.Owner != "" {
+		tk.Resume = m.resumable
+	}
 	for _, owner := range gone {
-		runs, err := m.opt.Store.InterruptOwner(ctx, owner, m.now())
+		resumed, runs, err := m.opt.Store.RecoverOwner(ctx, owner, m.now(), tk)
 		if err != nil {
 			return fmt.Errorf("recover runs: %w", err)
 		}
@@ -73,7 +77,13 @@ func (m *Manager) recoverGone(ctx context.Context) error {
 			m.log.Warn("subagents interrupted: the process running them is gone", "count", len(runs), "owner", owner)
 		}
 		for _, r := range runs {
+			if r.Error == store.QuarantinedError {
+				m.log.Warn("subagent quarantined: its process stopped after every resume allowed", "id", r.ShortID, "attempts", r.Attempts)
+			}
 			m.recordInterrupted(r)
+		}
+		for _, r := range resumed {
+			m.resume(ctx, r)
 		}
 	}
 	return nil
@@ -109,11 +119,20 @@ func (m *Manager) recordInterrupted(r store.Run) {
 		}
 	}
 	res := Result{SubagentID: r.ShortID, Status: lifecycle.Interrupted, TokensUsed: r.Tokens, CostCents: r.CostCents,
-		DurationSeconds: end.Sub(start).Seconds(), Iterations: r.Iterations, Summary: interruptedSummary}
+		DurationSeconds: end.Sub(start).Seconds(), Iterations: r.Iterations, Summary: interruptedRunSummary(r.Error)}
 	if r.ParentSession == "" {
 		return
 	}
 	ev := completeEvent(r.Role, r.Mode, r.Model, res, agent.Result{CostCents: r.CostCents, Duration: end.Sub(start)}, start)
+	if r.Attempts > 0 {
+		var c event.SubagentCompleteContent
+		if ev.Decode(&c) == nil {
+			c.Attempt = r.Attempts
+			meta := ev.Meta
+			ev = event.New(event.SubagentComplete, c)
+			ev.Meta = meta
+		}
+	}
 	ev.Session, ev.Agent, ev.Time = r.ParentSession, r.ParentAgent, end
 	if ev.Agent == "" {
 		ev.Agent = event.OrchestratorID
