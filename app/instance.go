@@ -191,7 +191,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 		Roles: roles, MaxConcurrent: cfg.MaxConcurrentSubagents, StallAfter: cfg.StallAfter,
 		ProgressAfter: cfg.ProgressAfter, ProgressEvery: cfg.ProgressEvery, WrapUpAt: cfg.WrapUpAt, AskTimeout: cfg.AskTimeout,
 		Overflow: subagent.Overflow(cfg.SpawnOverflow), MaxQueued: cfg.MaxQueuedSubagents,
-		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly, ResumeAttempts: resumeAttempts,
+		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly, ResumeAttempts: resumeAttempts, LifecycleFiles: sessionFiles,
 		Confirm: policy, ConfirmTimeout: cfg.ConfirmTimeout, Tracer: in.Tracing.Tracer()})
 	// Registered before Start: a Start that fails half way may already
 	// have started work that Close must stop.

@@ -1,7 +1,9 @@
 package audit
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"time"
 
@@ -81,4 +83,54 @@ func completeEntry(ev event.Event, c event.SubagentCompleteContent) LifecycleEnt
 		e.Output = string(c.Output)
 	}
 	return e
+}
+
+// EnsureEntries writes the lifecycle entries of evs that their session
+// files do not hold yet (an entry of the same type for the same job), in
+// order, each file scanned once. A process that died may have stored an
+// event (a subagent's SubagentSpawn, published without waiting) and not
+// yet written its entry; recovery calls this for the runs it takes over
+// or ends, before their next entries, so that no entry is lost. Events
+// that stand for no entry are ignored.
+func (s *SessionLogs) EnsureEntries(evs []event.Event) error {
+	bySession := map[string][]LifecycleEntry{}
+	var order []string
+	for _, ev := range evs {
+		e, ok, err := LifecycleEntryOf(ev)
+		if err != nil {
+			return err
+		}
+		if !ok || ev.Session == "" {
+			continue
+		}
+		if _, seen := bySession[ev.Session]; !seen {
+			order = append(order, ev.Session)
+		}
+		bySession[ev.Session] = append(bySession[ev.Session], e)
+	}
+	for _, session := range order {
+		l, err := s.Session(session)
+		if err != nil {
+			return err
+		}
+		have := map[[2]string]bool{}
+		err = ScanLifecycle(l.Path(), func(e LifecycleEntry) error {
+			have[[2]string{e.JobID, string(e.EventType)}] = true
+			return nil
+		}, nil)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("ensure lifecycle entries of %s: %w", session, err)
+		}
+		for _, e := range bySession[session] {
+			k := [2]string{e.JobID, string(e.EventType)}
+			if have[k] {
+				continue
+			}
+			if err := l.Append(e); err != nil {
+				return fmt.Errorf("ensure lifecycle entry %s of %s: %w", e.EventType, e.JobID, err)
+			}
+			have[k] = true
+		}
+	}
+	return nil
 }

@@ -102,6 +102,10 @@ type Options struct {
 	// checkpoint; a run that used them up is interrupted (quarantined).
 	// 0 means DefaultResumeAttempts; negative resumes none.
 	ResumeAttempts int
+	// LifecycleFiles are the session files (*audit.SessionLogs): recovery
+	// writes a recovered run's start entry there if its process died
+	// before writing it. Nil: not checked.
+	LifecycleFiles LifecycleFiles
 	// Confirm is the confirmation policy of SpawnOrPropose and
 	// SpawnGroupOrPropose (the spawn tools, `ava spawn`, the API); the
 	// zero value never asks. Spawn and SpawnGroup never ask.
@@ -117,6 +121,12 @@ type Options struct {
 	// Tracer records runs as OpenTelemetry spans (agent.Config.Tracer);
 	// nil traces nothing.
 	Tracer *tracing.Tracer
+}
+
+// LifecycleFiles writes the lifecycle entries of events that the session
+// files do not hold yet (*audit.SessionLogs).
+type LifecycleFiles interface {
+	EnsureEntries(evs []event.Event) error
 }
 
 // Owner is this process's identity in the store and its view of other

@@ -76,6 +76,7 @@ func (m *Manager) recoverGone(ctx context.Context) error {
 		if len(runs) > 0 {
 			m.log.Warn("subagents interrupted: the process running them is gone", "count", len(runs), "owner", owner)
 		}
+		m.ensureStarts(append(slices.Clone(resumed), runs...))
 		for _, r := range runs {
 			if r.Error == store.QuarantinedError {
 				m.log.Warn("subagent quarantined: its process stopped after every resume allowed", "id", r.ShortID, "attempts", r.Attempts)
@@ -139,5 +140,31 @@ func (m *Manager) recordInterrupted(r store.Run) {
 	}
 	if _, err := m.opt.Hub.Publish(ev); err != nil {
 		m.log.Error("record interrupted run in its parent", "id", r.ShortID, "err", err)
+	}
+}
+
+// ensureStarts writes the subagent:start entries of recovered runs that
+// started but whose entry their dead process had not written yet (it
+// publishes SubagentSpawn without waiting), so that their next entries
+// never come without a start.
+func (m *Manager) ensureStarts(runs []store.Run) {
+	if m.opt.LifecycleFiles == nil {
+		return
+	}
+	var evs []event.Event
+	for _, r := range runs {
+		if r.StartedAt == nil || r.ParentSession == "" {
+			continue
+		}
+		ev := event.New(event.SubagentSpawn, event.SubagentSpawnContent{SubagentID: r.ShortID, Role: r.Role, Task: r.Task,
+			Model: r.Model, Mode: r.Mode})
+		ev.Session, ev.Agent, ev.Time = r.ParentSession, r.ParentAgent, *r.StartedAt
+		evs = append(evs, ev)
+	}
+	if len(evs) == 0 {
+		return
+	}
+	if err := m.opt.LifecycleFiles.EnsureEntries(evs); err != nil {
+		m.log.Error("write missing start entries of recovered runs", "err", err)
 	}
 }

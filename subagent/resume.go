@@ -346,3 +346,39 @@ func interruptedRunSummary(errText string) string {
 	}
 	return interruptedSummary
 }
+
+// suspend leaves a run that a shutdown stopped (a deploy) for the next
+// process to resume, when its role allows it: its last step is
+// checkpointed and its record stays running under this process, which
+// is about to remove its instance, so the next process finds its owner
+// gone and takes it over (counting an attempt). Nothing of its end is
+// published: it has not ended. It reports false, and the run ends
+// interrupted as before, when the run may not resume or the checkpoint
+// cannot be written.
+func (h *Handle) suspend(ctx context.Context, res agent.Result) bool {
+	h.mu.Lock()
+	from, stored, foreign := h.stored, h.ckStored, h.foreign
+	h.mu.Unlock()
+	if !h.role.Resume || h.m.resumeAttempts() == 0 || h.m.ownerID() == "" || foreign || from != lifecycle.Running ||
+		h.attempt >= h.m.resumeAttempts() {
+		return false
+	}
+	c := store.Checkpoint{Owner: h.m.ownerID(), Tokens: res.Usage.Total(), CostCents: res.CostCents, Iterations: res.Iterations}
+	if stored < len(res.Messages) {
+		msgs, err := transcript.ToStore(h.SessionKey(), h.id, res.Messages[stored:])
+		if err != nil {
+			h.m.log.Error("suspend subagent", "id", h.id, "err", err)
+			return false
+		}
+		c.Messages = msgs
+	}
+	if err := h.m.opt.Store.CheckpointRun(ctx, h.uuid, c); err != nil {
+		h.m.log.Error("suspend subagent; ending it interrupted", "id", h.id, "err", err)
+		return false
+	}
+	h.m.log.Info("subagent left for the next process to resume", "id", h.id)
+	h.mu.Lock()
+	h.status, h.stalled = lifecycle.Interrupted, false
+	h.mu.Unlock()
+	return true
+}

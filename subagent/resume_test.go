@@ -3,6 +3,7 @@ package subagent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,8 +12,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/instance"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/llm/scripted"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
@@ -256,5 +259,91 @@ func TestCheckpointAfterEachStep(t *testing.T) {
 	conv, _ = h.store.Messages(context.Background(), hd.SessionKey(), 0)
 	if len(conv) != 3 {
 		t.Fatalf("after the end: %d messages, want the 3 checkpointed, none twice", len(conv))
+	}
+}
+
+// blocker blocks model calls until their context ends while block is set.
+type blocker struct {
+	llm.Provider
+	block   atomic.Bool
+	entered chan struct{}
+}
+
+func (b *blocker) Stream(ctx context.Context, req *llm.Request, on func(llm.Delta)) (*llm.Response, error) {
+	if b.block.Load() && len(req.Messages) > 1 {
+		b.entered <- struct{}{}
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	}
+	return b.Provider.Stream(ctx, req, on)
+}
+
+// A shutdown (a deploy) leaves a resumable run for the next process,
+// which resumes it from its last checkpoint; it is not ended
+// interrupted in between, and its result reaches the parent once.
+func TestShutdownLeavesResumableRunsToTheNextProcess(t *testing.T) {
+	h := newHarness(t, "turns:\n  - text: unused\n", nil)
+	s, err := scripted.Parse("test", []byte("turns:\n  - tool_calls: [{name: read_file, args: {path: a}}]\n  - text: finished later\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &blocker{Provider: scripted.NewWithScript(s), entered: make(chan struct{}, 4)}
+	b.block.Store(true)
+	cat := llm.NewCatalog(llm.Prices{"t": {Input: 10_000, Output: 10_000}})
+	cat.Add(b, map[string]string{"haiku": "t", "sonnet": "t", "opus": "t"})
+	opts := h.opts
+	opts.Catalog = cat
+	first, err := instance.Start(context.Background(), instance.Options{Store: h.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Owner = first
+	m1 := subagent.NewManager(opts)
+	if err := m1.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hd, err := m1.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "deploy"}, Parent: parent, Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the second model call never came")
+	}
+	m1.Close()
+	first.Close()
+	run, _ := h.store.GetRun(context.Background(), hd.ID())
+	if run.Status != lifecycle.Running || run.Owner != first.ID() {
+		t.Fatalf("after the shutdown: status %s owner %s", run.Status, run.Owner)
+	}
+	if n := parentNotes(t, h, hd.ID()); n != 0 {
+		t.Fatalf("the parent was told %d times of a run that did not end", n)
+	}
+	b.block.Store(false)
+	second, err := instance.Start(context.Background(), instance.Options{Store: h.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	opts.Owner = second
+	m2 := subagent.NewManager(opts)
+	if err := m2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	got := waitRun(t, h, hd.ID())
+	if got.Status != lifecycle.Success || got.Attempts != 1 || got.Owner != second.ID() {
+		t.Fatalf("resumed: status %s attempts %d owner %s", got.Status, got.Attempts, got.Owner)
+	}
+	if n := parentNotes(t, h, hd.ID()); n != 1 {
+		t.Fatalf("the parent got the result %d times", n)
+	}
+	var types []audit.LifecycleType
+	for _, e := range lifecycleEntries(t, h, hd.ID()) {
+		types = append(types, e.EventType)
+	}
+	if fmt.Sprint(types) != fmt.Sprint([]audit.LifecycleType{audit.SubagentStart, audit.SubagentResumed, audit.SubagentComplete}) {
+		t.Fatalf("lifecycle %v", types)
 	}
 }

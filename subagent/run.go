@@ -305,6 +305,9 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 	}
 	_ = h.waitCheckpoint() // logged by the writer; its messages are recorded below
 	res = h.resumedFinish(res)
+	if res.Status == lifecycle.Interrupted && h.suspend(ctx, res) {
+		return res
+	}
 	h.mu.Lock()
 	stored := h.ckStored
 	h.mu.Unlock()
