@@ -220,10 +220,11 @@ conversations:
 	}
 }
 
-// Shutting the manager down stops running subagents as interrupted, and
-// the next start tells their parent.
+// Shutting the manager down stops running subagents that do not resume
+// as interrupted, and the next start tells their parent (resumable ones:
+// TestShutdownLeavesResumableRunsToTheNextProcess).
 func TestCloseInterruptsAndNextStartAnnounces(t *testing.T) {
-	h := newHarness(t, "turns:\n  - text: never\n    delay: 1h\n", nil)
+	h := newHarness(t, "turns:\n  - text: never\n    delay: 1h\n", func(o *subagent.Options) { o.ResumeAttempts = -1 })
 	ctx := context.Background()
 	hd, err := h.m.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "researcher", Task: "long"}, Parent: parent, Background: true})
 	if err != nil {
