@@ -248,7 +248,9 @@ func BenchmarkThousandAtOnceTraced(b *testing.B) { benchThousandAtOnce(b, true) 
 // result: two model calls of 500 ms and one step that asks for tools, so
 // one checkpoint per run (written before the tool runs, the role being
 // resumable) and one with its result.
-func BenchmarkThousandAtOnceToolStep(b *testing.B) { benchThousandAtOnce(b, false, fakeToolStepEnv+"=1") }
+func BenchmarkThousandAtOnceToolStep(b *testing.B) {
+	benchThousandAtOnce(b, false, fakeToolStepEnv+"=1")
+}
 
 func benchThousandAtOnce(b *testing.B, traced bool, serverEnv ...string) {
 	const n = 1000
