@@ -107,7 +107,7 @@ func TestDaemonCrashResumesOrInterruptsRuns(t *testing.T) {
 			fastJobs = append(fastJobs, j)
 		}
 	}
-	waitAll(t, d.c, fastJobs, func(sa client.Subagent) bool { return sa.Status == "success" })
+	waitAll(t, d.c, fastJobs, func(sa client.Subagent) bool { return sa.Status == "success" && sa.Attempts == 1 })
 	kill(t, d)
 	// Attempt 2 for the slow ones, killed again at once; the next
 	// start quarantines them.

@@ -343,6 +343,17 @@ func (s *Store) UpdateRunProgress(ctx context.Context, id string, tokens int, co
 	return fmt.Errorf("update run progress: run %s has ended (%s): %w", short, status, store.ErrInvalidTransition)
 }
 
+// The statements of CheckpointRun, prepared at Open: a subagent writes
+// one checkpoint per step.
+var (
+	checkpointRunSQL = `UPDATE runs SET tokens = ?, cost_cents = ?, iterations = ?
+		WHERE id = ? AND status IN ` + activeStatuses + ` AND (? = '' OR owner = ?)`
+	checkpointSessionSQL = `INSERT INTO sessions (key, created_at, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at)`
+	checkpointMessageSQL = `INSERT INTO messages (session_key, role, sender, text, blocks, run_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
+)
+
 // CheckpointRun records an active run's counters and appends c.Messages
 // to its conversation in one transaction; a run that has ended, or that
 // is not c.Owner's (when set), gives store.ErrInvalidTransition and
@@ -352,17 +363,36 @@ func (s *Store) CheckpointRun(ctx context.Context, id string, c store.Checkpoint
 	if err := errors.Join(checkKey("run ID", ref), checkCounters(c.Tokens, c.CostCents, c.Iterations)); err != nil {
 		return fmt.Errorf("checkpoint run: %w", err)
 	}
+	if _, err := uuid.Parse(ref); err != nil || len(ref) != 36 {
+		r, err := s.GetRun(ctx, ref)
+		if err != nil {
+			return fmt.Errorf("checkpoint run: %w", err)
+		}
+		ref = r.ID
+	}
 	msgs := slices.Clone(c.Messages)
+	blocks := make([]any, len(msgs))
 	for i := range msgs {
 		if err := s.checkMessage(&msgs[i]); err != nil {
 			return fmt.Errorf("checkpoint run %s: message %d of %d: %w", ref, i+1, len(msgs), err)
 		}
+		b, err := jsonArg("message blocks", msgs[i].Blocks)
+		if err != nil {
+			return fmt.Errorf("checkpoint run %s: message %d of %d: %w", ref, i+1, len(msgs), err)
+		}
+		blocks[i] = b
+	}
+	var stmts [3]*sql.Stmt
+	for i, q := range []string{checkpointRunSQL, checkpointSessionSQL, checkpointMessageSQL} {
+		st, err := s.prepared(q)
+		if err != nil {
+			return fmt.Errorf("checkpoint run %s: %w", ref, err)
+		}
+		stmts[i] = st
 	}
 	var moved bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE runs SET tokens = ?, cost_cents = ?, iterations = ?
-			WHERE (id = ? OR short_id = ?) AND status IN `+activeStatuses+` AND (? = '' OR owner = ?)`,
-			c.Tokens, c.CostCents, c.Iterations, ref, ref, c.Owner, c.Owner)
+		res, err := tx.StmtContext(ctx, stmts[0]).ExecContext(ctx, c.Tokens, c.CostCents, c.Iterations, ref, c.Owner, c.Owner)
 		if err != nil {
 			return err
 		}
@@ -371,13 +401,14 @@ func (s *Store) CheckpointRun(ctx context.Context, id string, c store.Checkpoint
 		}
 		moved = true
 		for i, m := range msgs {
-			if i == 0 || m.SessionKey != msgs[i-1].SessionKey {
-				if err := touchSession(ctx, tx, m.SessionKey, m.CreatedAt); err != nil {
-					return err
+			at := toNS(m.CreatedAt)
+			if i == 0 || m.SessionKey != msgs[i-1].SessionKey || i == len(msgs)-1 {
+				if _, err := tx.StmtContext(ctx, stmts[1]).ExecContext(ctx, m.SessionKey, at, at); err != nil {
+					return fmt.Errorf("touch session: %w", err)
 				}
 			}
-			if _, err := insertMessageRow(ctx, tx, m); err != nil {
-				return err
+			if _, err := tx.StmtContext(ctx, stmts[2]).ExecContext(ctx, m.SessionKey, m.Role, m.Sender, m.Text, blocks[i], m.RunID, at); err != nil {
+				return fmt.Errorf("insert message: %w", err)
 			}
 		}
 		return nil
