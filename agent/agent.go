@@ -109,6 +109,14 @@ type Config struct {
 	// CheckAnswer, when set, vets the final answer: an error ends the run
 	// with ErrEmptyResult and that reason. Nil: any answer is success.
 	CheckAnswer func(text string) error
+	// Checkpoint, when set, is called after each step that asks for
+	// tools: once when the model's response has joined the conversation,
+	// before its tools run (ToolsPending), and once when their results
+	// have, before the next model call. A step that ends the run (a final
+	// answer, a limit) gets no call: the run's end records it. An error
+	// ends the run with lifecycle.Error, so no tool runs whose call could
+	// not be recorded.
+	Checkpoint func(Checkpoint) error
 	// Budget is a cost budget shared with other runs (a parallel group's);
 	// nil means only Limits.MaxCostCents bounds the run's cost.
 	Budget Budget
@@ -129,6 +137,21 @@ type Config struct {
 	// TraceLinks link the run's span to others (a follow-up turn to the
 	// run it continues).
 	TraceLinks []trace.Link
+}
+
+// Checkpoint is the state of a run after a completed step, given to
+// Config.Checkpoint.
+type Checkpoint struct {
+	// Messages is the whole conversation so far (history, input and
+	// every step); it is the loop's own slice: read it during the call,
+	// never keep or change it.
+	Messages []llm.Message
+	// ToolsPending is set when the last message asks for tools that have
+	// not run yet.
+	ToolsPending bool
+	Usage        llm.Usage
+	CostCents    float64
+	Iterations   int
 }
 
 // Result is how a run ended.
@@ -353,9 +376,28 @@ func (r *run) loop() error {
 		if lim.MaxIterations > 0 && r.iter >= lim.MaxIterations {
 			return fmt.Errorf("%w: %d model calls and the model still wants tools", ErrIterationsExceeded, r.iter)
 		}
+		if err := r.checkpoint(true); err != nil {
+			return err
+		}
 		results := r.runTools(calls)
 		r.msgs = append(r.msgs, llm.Message{Role: llm.RoleUser, Content: results})
+		if err := r.checkpoint(false); err != nil {
+			return err
+		}
 	}
+}
+
+// checkpoint hands the conversation to Config.Checkpoint, if set.
+func (r *run) checkpoint(toolsPending bool) error {
+	cp := r.a.cfg.Checkpoint
+	if cp == nil {
+		return nil
+	}
+	err := cp(Checkpoint{Messages: r.msgs, ToolsPending: toolsPending, Usage: r.usage, CostCents: r.cost, Iterations: r.iter})
+	if err != nil {
+		return fmt.Errorf("checkpoint after model call %d: %w", r.iter, err)
+	}
+	return nil
 }
 
 // stopped returns the reason the run must stop now, if any.

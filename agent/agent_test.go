@@ -302,3 +302,58 @@ func TestLargeTokenCapLeavesTheProviderDefault(t *testing.T) {
 		t.Fatalf("caps %v: a 100k token cap must not become a 100k output request", caps)
 	}
 }
+
+// TestCheckpointAfterEachStep: the hook sees each step's model response
+// before its tools run, then the step's results, and no call for the
+// final answer (the run's end records it); a failing checkpoint ends the
+// run before the tool runs.
+func TestCheckpointAfterEachStep(t *testing.T) {
+	s, err := scripted.Parse("t", []byte(`
+turns:
+  - tool_calls: [{name: echo, args: {text: one}}]
+  - tool_calls: [{name: echo, args: {text: two}}]
+  - text: "done"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int32
+	counting := tool.NewFunc("echo", "Echo the text back.", func(ctx context.Context, a echoArgs) (tool.Result, error) {
+		ran.Add(1)
+		return tool.Result{Output: "echo: " + a.Text}, nil
+	})
+	type seen struct {
+		n       int
+		pending bool
+		iter    int
+		last    llm.Role
+	}
+	var got []seen
+	cfg := agent.Config{Model: llm.Model{Provider: scripted.NewWithScript(s), ID: "x"}, Tools: registry(t, counting),
+		Checkpoint: func(cp agent.Checkpoint) error {
+			got = append(got, seen{len(cp.Messages), cp.ToolsPending, cp.Iterations, cp.Messages[len(cp.Messages)-1].Role})
+			return nil
+		}}
+	res := run(t, cfg, context.Background())
+	if res.Status != lifecycle.Success || len(res.Messages) != 6 {
+		t.Fatalf("got %+v", res)
+	}
+	want := []seen{{2, true, 1, llm.RoleAssistant}, {3, false, 1, llm.RoleUser}, {4, true, 2, llm.RoleAssistant}, {5, false, 2, llm.RoleUser}}
+	if len(got) != len(want) {
+		t.Fatalf("checkpoints %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("checkpoint %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+
+	s2, _ := scripted.Parse("t", []byte("turns:\n  - tool_calls: [{name: echo, args: {text: one}}]\n  - text: never\n"))
+	ran.Store(0)
+	cfg.Model = llm.Model{Provider: scripted.NewWithScript(s2), ID: "x"}
+	cfg.Checkpoint = func(agent.Checkpoint) error { return errors.New("disk full") }
+	res = run(t, cfg, context.Background())
+	if res.Status != lifecycle.Error || ran.Load() != 0 || !strings.Contains(res.Err.Error(), "disk full") {
+		t.Fatalf("failing checkpoint: status %s, tool ran %d times, err %v", res.Status, ran.Load(), res.Err)
+	}
+}

@@ -205,11 +205,15 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	if err != nil {
 		return err
 	}
+	resumeAttempts := cfg.ResumeAttempts
+	if resumeAttempts == 0 {
+		resumeAttempts = -1 // AVA_RESUME_ATTEMPTS=0: never resume
+	}
 	in.Subagent = subagent.NewManager(subagent.Options{Catalog: in.Catalog, Tools: in.Tools, MCPTools: in.roleMCPTools, Store: in.Store, Hub: in.Hub,
 		Roles: roles, MaxConcurrent: cfg.MaxConcurrentSubagents, StallAfter: cfg.StallAfter,
 		ProgressAfter: cfg.ProgressAfter, ProgressEvery: cfg.ProgressEvery, WrapUpAt: cfg.WrapUpAt, AskTimeout: cfg.AskTimeout,
 		Overflow: subagent.Overflow(cfg.SpawnOverflow), MaxQueued: cfg.MaxQueuedSubagents,
-		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly,
+		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly, ResumeAttempts: resumeAttempts, LifecycleFiles: sessionFiles,
 		Confirm: policy, ConfirmTimeout: cfg.ConfirmTimeout, Tracer: in.Tracing.Tracer()})
 	// Registered before Start: a Start that fails half way may already
 	// have started work that Close must stop.

@@ -1,7 +1,9 @@
 package audit
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"time"
 
@@ -10,9 +12,10 @@ import (
 )
 
 // Deliver makes SessionLogs a sink of the event hub, the only writer of
-// the session files: a parent session's SubagentQueued, SubagentSpawn
-// and SubagentComplete events become its subagent:queued, subagent:start
-// and subagent:complete|error|aborted entries, synced before Deliver
+// the session files: a parent session's SubagentQueued, SubagentSpawn,
+// SubagentResumed and SubagentComplete events become its subagent:queued,
+// subagent:start, subagent:resumed and subagent:complete|error|aborted
+// entries, synced before Deliver
 // returns (so before the event reaches anyone, and an end entry before
 // the result is delivered to the parent). Other events are ignored.
 func (s *SessionLogs) Deliver(ev event.Event) error {
@@ -32,17 +35,20 @@ var _ event.Sink = (*SessionLogs)(nil)
 // whether it stands for one.
 func LifecycleEntryOf(ev event.Event) (LifecycleEntry, bool, error) {
 	switch ev.Type {
-	case event.SubagentQueued, event.SubagentSpawn:
+	case event.SubagentQueued, event.SubagentSpawn, event.SubagentResumed:
 		var c event.SubagentSpawnContent
 		if err := ev.Decode(&c); err != nil {
 			return LifecycleEntry{}, false, fmt.Errorf("lifecycle entry of %s: %w", ev.Type, err)
 		}
 		typ := SubagentStart
-		if ev.Type == event.SubagentQueued {
+		switch ev.Type {
+		case event.SubagentQueued:
 			typ = SubagentQueued
+		case event.SubagentResumed:
+			typ = SubagentResumed
 		}
 		return LifecycleEntry{EventType: typ, JobID: c.SubagentID, RequestedBy: ev.User, AgentName: c.Role,
-			Mode: Mode(c.Mode), PID: os.Getpid(), StartedAt: ev.Time, Model: c.Model}, true, nil
+			Mode: Mode(c.Mode), PID: os.Getpid(), StartedAt: ev.Time, Model: c.Model, Attempt: c.Attempt, Summary: c.Summary}, true, nil
 	case event.SubagentComplete:
 		var c event.SubagentCompleteContent
 		if err := ev.Decode(&c); err != nil {
@@ -72,9 +78,59 @@ func completeEntry(ev event.Event, c event.SubagentCompleteContent) LifecycleEnt
 	e := LifecycleEntry{EventType: typ, JobID: c.SubagentID, RequestedBy: ev.User, AgentName: c.Role, Mode: Mode(c.Mode),
 		PID: os.Getpid(), StartedAt: start, CompletedAt: ev.Time, Model: c.Model, Status: c.Status, Summary: c.Summary,
 		Usage: Usage{Input: c.InputTokens, Output: c.OutputTokens, CacheRead: c.CacheReadTokens,
-			CacheWrite: c.CacheWriteTokens, Cost: Cost{Total: c.CostCents / 100}}}
+			CacheWrite: c.CacheWriteTokens, Cost: Cost{Total: c.CostCents / 100}}, Attempt: c.Attempt}
 	if c.OutputFormat != "none" && len(c.Output) > MaxInlineSummary {
 		e.Output = string(c.Output)
 	}
 	return e
+}
+
+// EnsureEntries writes the lifecycle entries of evs that their session
+// files do not hold yet (an entry of the same type for the same job), in
+// order, each file scanned once. A process that died may have stored an
+// event (a subagent's SubagentSpawn, published without waiting) and not
+// yet written its entry; recovery calls this for the runs it takes over
+// or ends, before their next entries, so that no entry is lost. Events
+// that stand for no entry are ignored.
+func (s *SessionLogs) EnsureEntries(evs []event.Event) error {
+	bySession := map[string][]LifecycleEntry{}
+	var order []string
+	for _, ev := range evs {
+		e, ok, err := LifecycleEntryOf(ev)
+		if err != nil {
+			return err
+		}
+		if !ok || ev.Session == "" {
+			continue
+		}
+		if _, seen := bySession[ev.Session]; !seen {
+			order = append(order, ev.Session)
+		}
+		bySession[ev.Session] = append(bySession[ev.Session], e)
+	}
+	for _, session := range order {
+		l, err := s.Session(session)
+		if err != nil {
+			return err
+		}
+		have := map[[2]string]bool{}
+		err = ScanLifecycle(l.Path(), func(e LifecycleEntry) error {
+			have[[2]string{e.JobID, string(e.EventType)}] = true
+			return nil
+		}, nil)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("ensure lifecycle entries of %s: %w", session, err)
+		}
+		for _, e := range bySession[session] {
+			k := [2]string{e.JobID, string(e.EventType)}
+			if have[k] {
+				continue
+			}
+			if err := l.Append(e); err != nil {
+				return fmt.Errorf("ensure lifecycle entry %s of %s: %w", e.EventType, e.JobID, err)
+			}
+			have[k] = true
+		}
+	}
+	return nil
 }

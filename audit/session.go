@@ -21,9 +21,13 @@ type LifecycleType string
 
 // Lifecycle entry types (seed 002, plus subagent:queued: a run that
 // waits for a concurrency slot; its subagent:start follows when it gets
-// one, or its end entry when it ends waiting).
+// one, or its end entry when it ends waiting; and subagent:resumed: a run
+// whose process stopped was taken over by another process and goes on
+// from its last checkpoint, attempt saying how many times so far; its end
+// entry follows as any run's).
 const (
 	SubagentQueued   LifecycleType = "subagent:queued"
+	SubagentResumed  LifecycleType = "subagent:resumed"
 	SubagentStart    LifecycleType = "subagent:start"
 	SubagentComplete LifecycleType = "subagent:complete"
 	SubagentError    LifecycleType = "subagent:error"
@@ -86,6 +90,9 @@ type LifecycleEntry struct {
 	Usage       Usage
 	Status      lifecycle.Status
 	Summary     string
+	// Attempt is the resume attempt: on subagent:resumed, and on the end
+	// entry of a run that was resumed or quarantined (0: never resumed).
+	Attempt int
 	// OutputPath is the absolute path of the file holding the job's
 	// output or full summary, set by Append when it moves them there.
 	OutputPath string
@@ -111,6 +118,7 @@ type lifecycleWire struct {
 	Usage       Usage            `json:"usage"`
 	Status      lifecycle.Status `json:"status,omitempty"`
 	Summary     string           `json:"summary,omitempty"`
+	Attempt     int              `json:"attempt,omitempty"`
 	OutputPath  string           `json:"outputPath,omitempty"`
 }
 
@@ -137,7 +145,7 @@ func (e LifecycleEntry) MarshalJSON() ([]byte, error) {
 	return json.Marshal(lifecycleWire{Type: AgentEvent, Timestamp: formatTime(e.Timestamp), EventType: e.EventType,
 		JobID: e.JobID, RequestedBy: e.RequestedBy, AgentName: e.AgentName, Mode: e.Mode, PID: e.PID,
 		StartedAt: formatTime(e.StartedAt), CompletedAt: formatTime(e.CompletedAt), DurationMs: dur,
-		Model: e.Model, Usage: e.Usage, Status: e.Status, Summary: e.Summary, OutputPath: e.OutputPath})
+		Model: e.Model, Usage: e.Usage, Status: e.Status, Summary: e.Summary, Attempt: e.Attempt, OutputPath: e.OutputPath})
 }
 
 func derefInt64(p *int64) int64 {
@@ -173,16 +181,16 @@ func (e *LifecycleEntry) UnmarshalJSON(b []byte) error {
 	*e = LifecycleEntry{Timestamp: times[0], EventType: w.EventType, JobID: w.JobID, RequestedBy: w.RequestedBy,
 		AgentName: w.AgentName, Mode: w.Mode, PID: w.PID, StartedAt: times[1], CompletedAt: times[2],
 		DurationMs: derefInt64(w.DurationMs), Model: w.Model, Usage: w.Usage, Status: w.Status, Summary: w.Summary,
-		OutputPath: w.OutputPath}
+		Attempt: w.Attempt, OutputPath: w.OutputPath}
 	return nil
 }
 
 // Validate reports a missing or invalid required field.
 func (e LifecycleEntry) Validate() error {
 	switch e.EventType {
-	case SubagentQueued, SubagentStart, SubagentComplete, SubagentError, SubagentAborted:
+	case SubagentQueued, SubagentStart, SubagentResumed, SubagentComplete, SubagentError, SubagentAborted:
 	default:
-		return fmt.Errorf("lifecycle entry: eventType %q is not one of subagent:queued, subagent:start, subagent:complete, subagent:error, subagent:aborted", e.EventType)
+		return fmt.Errorf("lifecycle entry: eventType %q is not one of subagent:queued, subagent:start, subagent:resumed, subagent:complete, subagent:error, subagent:aborted", e.EventType)
 	}
 	switch e.Mode {
 	case ModeSingle, ModeParallel, ModeChain:
@@ -195,7 +203,7 @@ func (e LifecycleEntry) Validate() error {
 	if e.StartedAt.IsZero() {
 		return fmt.Errorf("lifecycle entry %s: startedAt is required", e.JobID)
 	}
-	if e.EventType != SubagentStart && e.EventType != SubagentQueued && e.CompletedAt.IsZero() {
+	if e.EventType != SubagentStart && e.EventType != SubagentQueued && e.EventType != SubagentResumed && e.CompletedAt.IsZero() {
 		return fmt.Errorf("lifecycle entry %s: completedAt is required for %s", e.JobID, e.EventType)
 	}
 	return nil

@@ -2,13 +2,14 @@ package audit
 
 import (
 	"fmt"
-	"github.com/avaagent/ava/redact"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/avaagent/ava/redact"
 
 	"github.com/google/go-cmp/cmp"
 )

@@ -74,6 +74,11 @@ type Config struct {
 	// AskAnswers says who answers the subagents' questions: "person"
 	// (default) or "orchestrator" (AVA_ASK_ANSWERS).
 	AskAnswers string `yaml:"ask_answers"`
+	// ResumeAttempts is how many times a run interrupted by its process's
+	// end may be resumed by the next process, when its role allows it,
+	// before it is quarantined as interrupted (AVA_RESUME_ATTEMPTS; 0
+	// resumes none).
+	ResumeAttempts int `yaml:"resume_attempts"`
 
 	Anthropic  Provider `yaml:"anthropic"`
 	OpenAI     Provider `yaml:"openai"`
@@ -146,6 +151,7 @@ func Default() Config {
 		WrapUpAt:               0.8,
 		AskTimeout:             10 * time.Minute,
 		AskAnswers:             "person",
+		ResumeAttempts:         3,
 		ConfirmTimeout:         10 * time.Minute,
 	}
 }
@@ -302,6 +308,13 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		}
 		c.MaxQueuedSubagents = n
 	}
+	if v := getenv("AVA_RESUME_ATTEMPTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("AVA_RESUME_ATTEMPTS=%q: not a whole number", v)
+		}
+		c.ResumeAttempts = n
+	}
 	if v := getenv("AVA_CONFIRM_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -366,6 +379,9 @@ func (c Config) Validate() error {
 	}
 	if c.AskAnswers != "person" && c.AskAnswers != "orchestrator" {
 		errs = append(errs, fmt.Errorf("ask_answers (AVA_ASK_ANSWERS): %q, use person or orchestrator", c.AskAnswers))
+	}
+	if c.ResumeAttempts < 0 {
+		errs = append(errs, fmt.Errorf("resume_attempts (AVA_RESUME_ATTEMPTS): %d, must be at least 0 (0: never resume)", c.ResumeAttempts))
 	}
 	if c.AskTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("ask_timeout (AVA_ASK_TIMEOUT): %s, must be positive", c.AskTimeout))

@@ -39,8 +39,12 @@ func TestSpawnOverflowFromFileAndEnv(t *testing.T) {
 	if err != nil || cfg.Validate() != nil || cfg.SpawnOverflow != "refuse" || cfg.MaxQueuedSubagents != 7 {
 		t.Fatalf("env over file: %+v %v", cfg, err)
 	}
+	cfg, err = config.Load(env(map[string]string{"AVA_DATA_ROOT": root, "AVA_RESUME_ATTEMPTS": "0"}))
+	if err != nil || cfg.Validate() != nil || cfg.ResumeAttempts != 0 {
+		t.Fatalf("AVA_RESUME_ATTEMPTS=0: %+v %v", cfg, err)
+	}
 	def := config.Default()
-	if def.SpawnOverflow != "refuse" || def.MaxQueuedSubagents != 32 {
+	if def.SpawnOverflow != "refuse" || def.MaxQueuedSubagents != 32 || def.ResumeAttempts != 3 {
 		t.Fatalf("defaults %+v", def)
 	}
 }
@@ -92,6 +96,8 @@ func TestBadInputNamesTheProblem(t *testing.T) {
 		{file: "spawn_overflow: Queue\n", want: "spawn_overflow (AVA_SPAWN_OVERFLOW): \"Queue\""},
 		{env: map[string]string{"AVA_MAX_QUEUED_SUBAGENTS": "many"}, want: "AVA_MAX_QUEUED_SUBAGENTS=\"many\""},
 		{env: map[string]string{"AVA_MAX_QUEUED_SUBAGENTS": "0"}, want: "max_queued_subagents (AVA_MAX_QUEUED_SUBAGENTS): 0"},
+		{env: map[string]string{"AVA_RESUME_ATTEMPTS": "x"}, want: "AVA_RESUME_ATTEMPTS=\"x\""},
+		{env: map[string]string{"AVA_RESUME_ATTEMPTS": "-1"}, want: "resume_attempts (AVA_RESUME_ATTEMPTS): -1"},
 	}
 	for _, c := range cases {
 		root := t.TempDir()

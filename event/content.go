@@ -119,6 +119,10 @@ type SubagentSpawnContent struct {
 	Mode       string `json:"mode"`
 	// QueuePosition is the run's place in the queue (SubagentQueued).
 	QueuePosition int `json:"queuePosition,omitempty"`
+	// Attempt is the resume attempt, 1 for the first (SubagentResumed).
+	Attempt int `json:"attempt,omitempty"`
+	// Summary says what the resume does (SubagentResumed).
+	Summary string `json:"summary,omitempty"`
 }
 
 // SubagentCompleteContent is the content of a SubagentComplete event.
@@ -146,6 +150,9 @@ type SubagentCompleteContent struct {
 	// its result carries it; OutputFormat is json, text or none.
 	Output       json.RawMessage `json:"output,omitempty"`
 	OutputFormat string          `json:"outputFormat,omitempty"`
+	// Attempt is how many times the run was resumed after its process
+	// stopped (0: never).
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // SubagentProgressContent is the content of a SubagentProgress event.

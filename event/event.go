@@ -73,6 +73,10 @@ const (
 	// (content: SubagentSpawnContent with its queue position); its
 	// SubagentSpawn follows when it starts.
 	SubagentQueued Type = "SubagentQueued"
+	// SubagentResumed says a subagent whose process stopped was taken
+	// over by another process and goes on from its last checkpoint
+	// (content: SubagentSpawnContent with its attempt number).
+	SubagentResumed Type = "SubagentResumed"
 	// SpawnProposed says a spawn awaits the person's confirmation
 	// (content: SpawnProposedContent). It is kept, so a panel or chat
 	// that connects later still shows the question, but it is not an

@@ -39,7 +39,7 @@ func fromHandle(h *subagent.Handle) client.Subagent {
 func fromRun(r store.Run, now time.Time) client.Subagent {
 	out := client.Subagent{ID: r.ShortID, SessionKey: r.SessionKey, Role: r.Role, Task: r.Task, Model: r.Model, Mode: r.Mode,
 		Parent: r.ParentSession, Status: string(r.Status), Iteration: r.Iterations, Tokens: r.Tokens, CostCents: r.CostCents,
-		CreatedAt: r.CreatedAt, Result: r.Result, Error: r.Error}
+		CreatedAt: r.CreatedAt, Result: r.Result, Error: r.Error, Attempts: r.Attempts}
 	if r.StartedAt != nil {
 		out.StartedAt = *r.StartedAt
 		end := now
@@ -57,7 +57,7 @@ func fromRun(r store.Run, now time.Time) client.Subagent {
 // merge overlays a live view on the stored record (which has the
 // creation and end times).
 func merge(live, stored client.Subagent) client.Subagent {
-	live.CreatedAt, live.EndedAt = stored.CreatedAt, stored.EndedAt
+	live.CreatedAt, live.EndedAt, live.Attempts = stored.CreatedAt, stored.EndedAt, stored.Attempts
 	if len(live.Result) == 0 {
 		live.Result = stored.Result
 	}

@@ -11,6 +11,11 @@
 //
 // The final statuses are success, timeout, cost_exceeded, tokens_exceeded,
 // iterations_exceeded, cancelled, error and interrupted.
+//
+// A run resumed after its process died (docs/ownership.md, "Takeover")
+// makes no move in this table: it stays running (or queued) and only its
+// owner changes, so a recovered run is never interrupted and then running
+// again, and nothing in between reports it ended.
 package lifecycle
 
 import (

@@ -127,6 +127,9 @@ type Run struct {
 	// Owner is the instance (process) running it; "" for runs recorded
 	// before owners were, which no live instance owns.
 	Owner string
+	// Attempts counts the times the run was resumed by another process
+	// after its own stopped (see OwnerStore.RecoverOwner).
+	Attempts int
 }
 
 // Instance is one process that runs subagents, with the lease it keeps
@@ -185,6 +188,32 @@ type OwnerStore interface {
 	// interrupted at at and removes the instance, in one transaction. It
 	// returns the runs it ended, as they are now.
 	InterruptOwner(ctx context.Context, owner string, at time.Time) ([]Run, error)
+	// RecoverOwner is InterruptOwner, except for the runs t.Resume picks
+	// that were resumed fewer than t.MaxAttempts times: those keep their
+	// status and move to t.Owner with Attempts one higher (a takeover, not
+	// a status change). A picked run resumed t.MaxAttempts times already
+	// is interrupted with QuarantinedError (quarantined). One transaction,
+	// which also removes the instance, so that two processes recovering
+	// at once take over or end each run once. It returns the runs it took
+	// over and those it ended, as they are now.
+	RecoverOwner(ctx context.Context, owner string, at time.Time, t Takeover) (resumed, ended []Run, err error)
+}
+
+// QuarantinedError is the error recorded on a run that RecoverOwner
+// interrupted because it was already resumed as often as allowed.
+const QuarantinedError = "quarantined: the run was resumed as many times as allowed and its process stopped again"
+
+// Takeover says which of a gone owner's active runs RecoverOwner resumes.
+type Takeover struct {
+	// Owner is the instance that takes over the resumed runs.
+	Owner string
+	// Resume reports whether a run may be resumed (its role allows it);
+	// nil resumes none. It is called inside the store's transaction and
+	// must not call the store.
+	Resume func(Run) bool
+	// MaxAttempts is how many times one run may be resumed; 0 resumes
+	// none.
+	MaxAttempts int
 }
 
 // RunFilter selects runs for ListRuns. Zero fields select everything.
@@ -228,6 +257,18 @@ type RunFinish struct {
 	// Messages are appended (see AppendMessages) in the same transaction:
 	// the turn's conversation is recorded together with its end.
 	Messages []Message
+}
+
+// Checkpoint is a running run's progress after a completed step (see
+// RunStore.CheckpointRun).
+type Checkpoint struct {
+	// Owner, when set, must be the run's owner.
+	Owner string
+	// Messages are the step's new messages, in order.
+	Messages   []Message
+	Tokens     int
+	CostCents  float64
+	Iterations int
 }
 
 // Pending spawn statuses.
@@ -324,6 +365,12 @@ type RunStore interface {
 	// UpdateRunProgress records an active run's counters so far. A run
 	// that has ended gives ErrInvalidTransition: its final counters stay.
 	UpdateRunProgress(ctx context.Context, id string, tokens int, costCents float64, iterations int) error
+	// CheckpointRun records an active run's progress after a completed
+	// step, in one transaction: c's counters, and c.Messages appended to
+	// the conversation after every message stored before. A run that has
+	// ended, or that another instance than c.Owner (when set) owns, gives
+	// an error wrapping ErrInvalidTransition and stores nothing.
+	CheckpointRun(ctx context.Context, runID string, c Checkpoint) error
 	// TransitionRun moves the run to status to if its status is one of
 	// from, atomically, recording fin when given. Otherwise it returns
 	// an error wrapping ErrInvalidTransition that names the status. An

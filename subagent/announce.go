@@ -56,7 +56,7 @@ func (m *Manager) announceStored(ctx context.Context, run store.Run) error {
 	}
 	r.SubagentID, r.Status = run.ShortID, lifecycle.Status(run.Status)
 	if run.Status == lifecycle.Interrupted {
-		r.Summary = interruptedSummary
+		r.Summary = interruptedRunSummary(run.Error)
 		r.Output, r.OutputFormat = json.RawMessage("null"), "none"
 	}
 	msg := announcement(run.ParentSession, run.ID, run.Task, r)

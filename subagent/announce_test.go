@@ -130,6 +130,7 @@ func TestOnlyGoneOwnersRunsAreInterrupted(t *testing.T) {
 	defer second.Close()
 	opts := h.opts
 	opts.Store, opts.Hub, opts.Owner = st2, event.NewHub(st2, sessionFiles(t, h.root)), second
+	opts.ResumeAttempts = -1 // resuming is tested in resume_test.go
 	m2 := subagent.NewManager(opts)
 	if err := m2.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -219,10 +220,11 @@ conversations:
 	}
 }
 
-// Shutting the manager down stops running subagents as interrupted, and
-// the next start tells their parent.
+// Shutting the manager down stops running subagents that do not resume
+// as interrupted, and the next start tells their parent (resumable ones:
+// TestShutdownLeavesResumableRunsToTheNextProcess).
 func TestCloseInterruptsAndNextStartAnnounces(t *testing.T) {
-	h := newHarness(t, "turns:\n  - text: never\n    delay: 1h\n", nil)
+	h := newHarness(t, "turns:\n  - text: never\n    delay: 1h\n", func(o *subagent.Options) { o.ResumeAttempts = -1 })
 	ctx := context.Background()
 	hd, err := h.m.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "researcher", Task: "long"}, Parent: parent, Background: true})
 	if err != nil {

@@ -102,9 +102,9 @@ func benchClient() *httpClient { return newHTTPClient() }
 
 // fakeModelProcess starts the test binary as a fake model server in a
 // child process and returns its URL.
-func fakeModelProcess(b *testing.B, latency time.Duration) string {
+func fakeModelProcess(b *testing.B, latency time.Duration, env ...string) string {
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), fakeServerEnv+"="+latency.String())
+	cmd.Env = append(append(os.Environ(), fakeServerEnv+"="+latency.String()), env...)
 	stdin, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -243,9 +243,18 @@ func BenchmarkThousandAtOnce(b *testing.B) { benchThousandAtOnce(b, false) }
 // on, exporting to a loopback OTLP collector.
 func BenchmarkThousandAtOnceTraced(b *testing.B) { benchThousandAtOnce(b, true) }
 
-func benchThousandAtOnce(b *testing.B, traced bool) {
+// BenchmarkThousandAtOnceToolStep is BenchmarkThousandAtOnce where each
+// run first asks for one tool call (read_file) and answers after its
+// result: two model calls of 500 ms and one step that asks for tools, so
+// one checkpoint per run (written before the tool runs, the role being
+// resumable) and one with its result.
+func BenchmarkThousandAtOnceToolStep(b *testing.B) {
+	benchThousandAtOnce(b, false, fakeToolStepEnv+"=1")
+}
+
+func benchThousandAtOnce(b *testing.B, traced bool, serverEnv ...string) {
 	const n = 1000
-	url := fakeModelProcess(b, 500*time.Millisecond)
+	url := fakeModelProcess(b, 500*time.Millisecond, serverEnv...)
 	tr := benchTracer(b, traced)
 	for b.Loop() {
 		m := managerFor(b, url, n, tr)

@@ -61,6 +61,14 @@ type Handle struct {
 	firstSpan  trace.SpanContext // the first turn's invoke_agent span, which follow-ups link to
 	sendSpan   trace.SpanContext // the span of the latest follow-up's sender, the next turn's parent
 
+	// Resume and checkpoints (resume.go).
+	attempt     int           // times the run was resumed after its process stopped
+	base        counters      // what the run used before it was resumed (only the turn's goroutine uses it)
+	inputStored bool          // the next turn's input is the last stored message
+	ckStored    int           // messages of the turn's conversation stored so far
+	ckDone      chan struct{} // closed when the background checkpoint ends (nil: none)
+	ckErr       error         // the background checkpoint's error
+
 	watched bool // a cleanup drops its weak index entry (guarded by m.mu)
 }
 

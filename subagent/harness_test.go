@@ -1,6 +1,7 @@
 package subagent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -37,10 +38,20 @@ func TestMain(m *testing.M) {
 // and serves until its stdin closes. The value is the answer's latency.
 const fakeServerEnv = "AVA_TEST_FAKE_MODEL_LATENCY"
 
+// fakeToolStepEnv makes that server ask for one tool call (read_file)
+// before it answers: each run then has one step that asks for tools (a
+// checkpoint) before its final answer.
+const fakeToolStepEnv = "AVA_TEST_FAKE_MODEL_TOOL_STEP"
+
 func serveFakeModel() {
 	latency, _ := time.ParseDuration(os.Getenv(fakeServerEnv))
 	fake := llmfake.NewOpenAI(nil)
-	fake.Respond = func(llmfake.Request) llmfake.Turn {
+	toolStep := os.Getenv(fakeToolStepEnv) != ""
+	fake.Respond = func(req llmfake.Request) llmfake.Turn {
+		if toolStep && !bytes.Contains(req.Raw, []byte(`"role":"tool"`)) {
+			return llmfake.Turn{ToolCalls: []llmfake.ToolCall{{ID: "c1", Name: "read_file", Args: `{"path":"x"}`}},
+				Delay: latency, Usage: llm.Usage{InputTokens: 10, OutputTokens: 2}}
+		}
 		return llmfake.Turn{Text: "done", Delay: latency, Usage: llm.Usage{InputTokens: 10, OutputTokens: 2}}
 	}
 	fmt.Println(fake.URL)

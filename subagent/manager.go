@@ -80,8 +80,8 @@ type Options struct {
 	// AskTimeout is how long ask_user waits for the person (default
 	// DefaultAskTimeout); the run's timeout is paused meanwhile.
 	AskTimeout time.Duration
-	Workspace string
-	Logger    *slog.Logger
+	Workspace  string
+	Logger     *slog.Logger
 	// Clock is the time source of the manager and its runs (default
 	// time.Now); tests give a fixed or stepped one.
 	Clock func() time.Time
@@ -97,6 +97,15 @@ type Options struct {
 	// RecoverEvery is how often gone owners' runs are looked for
 	// (default 10 s).
 	RecoverEvery time.Duration
+	// ResumeAttempts is how many times a gone owner's run whose role
+	// allows it (Role.Resume) is taken over and resumed from its last
+	// checkpoint; a run that used them up is interrupted (quarantined).
+	// 0 means DefaultResumeAttempts; negative resumes none.
+	ResumeAttempts int
+	// LifecycleFiles are the session files (*audit.SessionLogs): recovery
+	// writes a recovered run's start entry there if its process died
+	// before writing it. Nil: not checked.
+	LifecycleFiles LifecycleFiles
 	// Confirm is the confirmation policy of SpawnOrPropose and
 	// SpawnGroupOrPropose (the spawn tools, `ava spawn`, the API); the
 	// zero value never asks. Spawn and SpawnGroup never ask.
@@ -112,6 +121,12 @@ type Options struct {
 	// Tracer records runs as OpenTelemetry spans (agent.Config.Tracer);
 	// nil traces nothing.
 	Tracer *tracing.Tracer
+}
+
+// LifecycleFiles writes the lifecycle entries of events that the session
+// files do not hold yet (*audit.SessionLogs).
+type LifecycleFiles interface {
+	EnsureEntries(evs []event.Event) error
 }
 
 // Owner is this process's identity in the store and its view of other
@@ -179,6 +194,9 @@ func NewManager(opt Options) *Manager {
 	}
 	if opt.RecoverEvery <= 0 {
 		opt.RecoverEvery = 10 * time.Second
+	}
+	if opt.ResumeAttempts == 0 {
+		opt.ResumeAttempts = DefaultResumeAttempts
 	}
 	if opt.Roles == nil {
 		opt.Roles = map[string]Role{}

@@ -350,6 +350,7 @@ func TestRecoverInterruptsQueuedRuns(t *testing.T) {
 	defer second.Close()
 	opts := h.opts
 	opts.Hub, opts.Owner = event.NewHub(h.store, sessionFiles(t, h.root)), second
+	opts.ResumeAttempts = -1 // resuming is tested in resume_test.go
 	m2 := subagent.NewManager(opts)
 	defer m2.Close()
 	if err := h.store.RemoveInstance(ctx, h.opts.Owner.ID()); err != nil {

@@ -64,16 +64,27 @@ func (m *Manager) recoverGone(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover runs: %w", err)
 	}
+	tk := store.Takeover{Owner: m.ownerID(), MaxAttempts: m.resumeAttempts()}
+	if tk.MaxAttempts > 0 && tk.Owner != "" {
+		tk.Resume = m.resumable
+	}
 	for _, owner := range gone {
-		runs, err := m.opt.Store.InterruptOwner(ctx, owner, m.now())
+		resumed, runs, err := m.opt.Store.RecoverOwner(ctx, owner, m.now(), tk)
 		if err != nil {
 			return fmt.Errorf("recover runs: %w", err)
 		}
 		if len(runs) > 0 {
 			m.log.Warn("subagents interrupted: the process running them is gone", "count", len(runs), "owner", owner)
 		}
+		m.ensureStarts(append(slices.Clone(resumed), runs...))
 		for _, r := range runs {
+			if r.Error == store.QuarantinedError {
+				m.log.Warn("subagent quarantined: its process stopped after every resume allowed", "id", r.ShortID, "attempts", r.Attempts)
+			}
 			m.recordInterrupted(r)
+		}
+		for _, r := range resumed {
+			m.resume(ctx, r)
 		}
 	}
 	return nil
@@ -109,16 +120,51 @@ func (m *Manager) recordInterrupted(r store.Run) {
 		}
 	}
 	res := Result{SubagentID: r.ShortID, Status: lifecycle.Interrupted, TokensUsed: r.Tokens, CostCents: r.CostCents,
-		DurationSeconds: end.Sub(start).Seconds(), Iterations: r.Iterations, Summary: interruptedSummary}
+		DurationSeconds: end.Sub(start).Seconds(), Iterations: r.Iterations, Summary: interruptedRunSummary(r.Error)}
 	if r.ParentSession == "" {
 		return
 	}
 	ev := completeEvent(r.Role, r.Mode, r.Model, res, agent.Result{CostCents: r.CostCents, Duration: end.Sub(start)}, start)
+	if r.Attempts > 0 {
+		var c event.SubagentCompleteContent
+		if ev.Decode(&c) == nil {
+			c.Attempt = r.Attempts
+			meta := ev.Meta
+			ev = event.New(event.SubagentComplete, c)
+			ev.Meta = meta
+		}
+	}
 	ev.Session, ev.Agent, ev.Time = r.ParentSession, r.ParentAgent, end
 	if ev.Agent == "" {
 		ev.Agent = event.OrchestratorID
 	}
 	if _, err := m.opt.Hub.Publish(ev); err != nil {
 		m.log.Error("record interrupted run in its parent", "id", r.ShortID, "err", err)
+	}
+}
+
+// ensureStarts writes the subagent:start entries of recovered runs that
+// started but whose entry their dead process had not written yet (it
+// publishes SubagentSpawn without waiting), so that their next entries
+// never come without a start.
+func (m *Manager) ensureStarts(runs []store.Run) {
+	if m.opt.LifecycleFiles == nil {
+		return
+	}
+	var evs []event.Event
+	for _, r := range runs {
+		if r.StartedAt == nil || r.ParentSession == "" {
+			continue
+		}
+		ev := event.New(event.SubagentSpawn, event.SubagentSpawnContent{SubagentID: r.ShortID, Role: r.Role, Task: r.Task,
+			Model: r.Model, Mode: r.Mode})
+		ev.Session, ev.Agent, ev.Time = r.ParentSession, r.ParentAgent, *r.StartedAt
+		evs = append(evs, ev)
+	}
+	if len(evs) == 0 {
+		return
+	}
+	if err := m.opt.LifecycleFiles.EnsureEntries(evs); err != nil {
+		m.log.Error("write missing start entries of recovered runs", "err", err)
 	}
 }

@@ -42,6 +42,13 @@ type Role struct {
 	// have: a final answer without them ends the run error
 	// (empty_result), never success.
 	RequiredOutput []string
+	// Resume lets a run of the role that a crash or a deploy interrupted
+	// be resumed from its last checkpoint by the next process (at most
+	// AVA_RESUME_ATTEMPTS times); otherwise it stays interrupted and its
+	// parent is told. On for the built-in roles without process tools
+	// (run_bash, python_exec), off for the others; a custom role is off
+	// unless its front matter says `resume: true`.
+	Resume bool
 	// MCPServers are the role's MCP servers: a name of a server of the
 	// config file, or a definition of the role's own (mcpclient.Spec).
 	// Their tools are the role's too, named <server>__<tool>.
@@ -94,8 +101,10 @@ func WithheldReason(name string) string {
 // private notes to send out; code_reviewer, whose process tools have no
 // network in the sandbox, keeps memory_read. None can write memory or
 // spawn subagents.
+//
+// Resume is on for the roles with no process tools (researcher).
 func BuiltinRoles() []Role {
-	return []Role{
+	roles := []Role{
 		{Name: "web_crawler", Description: "Deep web research: market research, competitive analysis, documentation gathering.",
 			Tools: []string{"web_search", "http_get", "read_webpages", "python_exec"}, Model: "haiku",
 			Limits: agent.Limits{Timeout: 600 * time.Second, MaxCostCents: 50, MaxTokens: DefaultMaxTokens, MaxIterations: DefaultMaxIterations}, Source: "built-in"},
@@ -110,7 +119,16 @@ func BuiltinRoles() []Role {
 			Tools: []string{"web_search", "http_get", "read_webpages", "read_file", "search_codebase"}, Model: "sonnet",
 			Limits: DefaultLimits, ExtendedThinking: true, Source: "built-in"},
 	}
+	for i := range roles {
+		roles[i].Resume = !slices.ContainsFunc(roles[i].Tools, isProcessTool)
+	}
+	return roles
 }
+
+// isProcessTool reports whether a tool runs processes in the workspace:
+// the side effects a resumed run cannot see, so roles with one do not
+// resume by default.
+func isProcessTool(name string) bool { return name == "run_bash" || name == "python_exec" }
 
 // roleFile is a custom role file's front matter.
 type roleFile struct {
@@ -126,6 +144,7 @@ type roleFile struct {
 	Network          bool     `yaml:"network"`
 	ReadOnly         bool     `yaml:"read_only_workspace"`
 	RequiredOutput   []string `yaml:"required_output"`
+	Resume           bool     `yaml:"resume"`
 	// MCPServers: a list of server names (from config.yaml) or
 	// definitions (name, command, args, env, pass_env, url).
 	MCPServers mcpclient.Specs `yaml:"mcp_servers"`
@@ -178,8 +197,8 @@ func ParseRole(path string, data []byte, known func(string) bool) (Role, error) 
 	}
 	r := Role{Name: rf.Name, Description: rf.Description, Tools: rf.Tools, Model: rf.Model, Limits: DefaultLimits,
 		ExtendedThinking: rf.ExtendedThinking, Network: rf.Network, ReadOnlyWorkspace: rf.ReadOnly, MCPServers: rf.MCPServers,
-		RequiredOutput: rf.RequiredOutput,
-		Prompt:         strings.TrimSpace(string(body)), Source: path}
+		RequiredOutput: rf.RequiredOutput, Resume: rf.Resume,
+		Prompt: strings.TrimSpace(string(body)), Source: path}
 	if r.Model == "" {
 		r.Model = "sonnet"
 	}

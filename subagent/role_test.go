@@ -116,3 +116,24 @@ func TestWithheldReason(t *testing.T) {
 		}
 	}
 }
+
+// Built-in roles resume unless they have process tools; a custom role
+// resumes only when its front matter says so.
+func TestRoleResume(t *testing.T) {
+	want := map[string]bool{"researcher": true, "web_crawler": false, "code_reviewer": false, "data_extractor": false}
+	for _, r := range subagent.BuiltinRoles() {
+		if r.Resume != want[r.Name] {
+			t.Errorf("built-in %s: resume %v", r.Name, r.Resume)
+		}
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.md"), []byte("---\nname: resumer\ntools: [read_file]\nresume: true\n---\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "b.md"), []byte("---\nname: plain\ntools: [read_file]\n---\n"), 0o600)
+	roles, errs := subagent.LoadRoles([]string{dir}, known)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if !roles["resumer"].Resume || roles["plain"].Resume {
+		t.Fatalf("custom roles: resumer %v, plain %v", roles["resumer"].Resume, roles["plain"].Resume)
+	}
+}

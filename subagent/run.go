@@ -90,6 +90,16 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	defer cancel(nil)
 	ctx, links := h.traceContext(ctx)
 	tools, unavailable := h.turnTools(ctx)
+	h.mu.Lock()
+	stored := h.inputStored
+	h.inputStored, h.ckStored = false, len(history)
+	if stored {
+		h.ckStored++
+	}
+	h.mu.Unlock()
+	if !stored {
+		input = answerPending(history, input)
+	}
 	a := agent.New(agent.Config{
 		Model:          h.model,
 		System:         SystemPrompt(h.role, h.req.Config, tools) + unavailableNote(unavailable),
@@ -104,6 +114,7 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		WrapUpAt:    m.opt.WrapUpAt,
 		Inbox:       h.takeSteers,
 		CheckAnswer: h.checkAnswer,
+		Checkpoint:  h.checkpoint,
 		Publisher:   h.m.opt.Hub,
 		Clock:       m.now,
 		Logger:      m.log.With("subagent", h.id),
@@ -230,6 +241,11 @@ func (h *Handle) recordRun(first bool, start time.Time) error {
 	from := h.stored
 	h.mu.Unlock()
 	var err error
+	if from == lifecycle.Running {
+		// A run taken over from a gone process (resume.go): its record
+		// is running and this process's already.
+		return nil
+	}
 	if first && from != lifecycle.Queued { // a queued run's record exists
 		err = h.m.opt.Store.CreateRun(ctx, h.storeRun(lifecycle.Running, &start))
 		if errors.Is(err, store.ErrDuplicate) {
@@ -287,6 +303,14 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 	if errors.Is(res.Err, ErrClosed) {
 		res.Status = lifecycle.Interrupted
 	}
+	_ = h.waitCheckpoint() // logged by the writer; its messages are recorded below
+	res = h.resumedFinish(res)
+	if res.Status == lifecycle.Interrupted && h.suspend(ctx, res) {
+		return res
+	}
+	h.mu.Lock()
+	stored := h.ckStored
+	h.mu.Unlock()
 	result := h.buildResult(res, prior)
 	if h.isQueued() {
 		result.Output, result.OutputFormat = json.RawMessage("null"), "none"
@@ -295,7 +319,7 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 	raw, _ := json.Marshal(result)
 	fin := &store.RunFinish{Result: raw, Tokens: res.Usage.Total(), CostCents: res.CostCents, Iterations: res.Iterations,
 		EndedAt: m.now(), SpendSession: h.req.Parent.SessionKey, SpendModel: h.model.Name(), Delivered: h.deliveredOnFinish(res.Status),
-		Messages: h.conversation(res.Messages, prior)}
+		Messages: h.conversation(res.Messages, stored)}
 	if res.Err != nil && res.Status != lifecycle.Success {
 		fin.Error = res.Err.Error()
 	}
@@ -326,9 +350,9 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 	return res
 }
 
-// conversation is the turn's new messages for the subagent's own
-// session, recorded with the run's end so that it can be resumed after a
-// restart.
+// conversation is the turn's messages not stored by a checkpoint, for
+// the subagent's own session, recorded with the run's end so that it can
+// be resumed after a restart.
 func (h *Handle) conversation(msgs []llm.Message, prior int) []store.Message {
 	if len(msgs) <= prior {
 		return nil
@@ -367,7 +391,17 @@ func (h *Handle) buildResult(res agent.Result, prior int) Result {
 // completeEvent is the parent's SubagentComplete for a turn that started
 // at start: what its lifecycle entry and its readers need.
 func (h *Handle) completeEvent(r Result, res agent.Result, start time.Time) event.Event {
-	return completeEvent(h.role.Name, string(h.req.mode), h.model.Name(), r, res, start)
+	ev := completeEvent(h.role.Name, string(h.req.mode), h.model.Name(), r, res, start)
+	if h.attempt > 0 {
+		var c event.SubagentCompleteContent
+		if ev.Decode(&c) == nil {
+			c.Attempt = h.attempt
+			meta := ev.Meta
+			ev = event.New(event.SubagentComplete, c)
+			ev.Meta = meta
+		}
+	}
+	return ev
 }
 
 func completeEvent(role, mode, model string, r Result, res agent.Result, start time.Time) event.Event {

@@ -152,6 +152,7 @@ func chatText(t *testing.T, c *client.Client, req client.ChatRequest) client.Tur
 
 func TestDaemonRestartAfterSIGKILLKeepsSessionsAndInterruptsRuns(t *testing.T) {
 	env, model := daemonEnv(t)
+	env = append(env, "AVA_RESUME_ATTEMPTS=0") // resuming: resume_e2e_test.go
 	d := startDaemon(t, env)
 	first := chatText(t, d.c, client.ChatRequest{Message: "hello"})
 	if first.Text != "hello back" {
@@ -222,6 +223,7 @@ func TestDaemonRestartAfterSIGKILLKeepsSessionsAndInterruptsRuns(t *testing.T) {
 
 func TestDaemonSIGTERMFinishesTurnsInterruptsTheRestAndExits0(t *testing.T) {
 	env, model := daemonEnv(t)
+	env = append(env, "AVA_RESUME_ATTEMPTS=0") // resuming: resume_e2e_test.go
 	d := startDaemon(t, env, "--grace", "2s")
 	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: model})
 	if err != nil {

@@ -103,6 +103,9 @@ type Subagent struct {
 	// Result is the subagent's structured result once it ended.
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  string          `json:"error,omitempty"`
+	// Attempts counts the times the run was resumed by another process
+	// after its own died (AVA_RESUME_ATTEMPTS bounds it).
+	Attempts int `json:"attempts,omitempty"`
 	// Live is set when this daemon runs or holds the subagent.
 	Live bool `json:"live"`
 }

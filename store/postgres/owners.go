@@ -75,6 +75,60 @@ func (s *Store) Instances(ctx context.Context) ([]store.Instance, error) {
 	return out, nil
 }
 
+// RecoverOwner ends a gone owner's active runs as InterruptOwner does,
+// except those t.Resume picks that were resumed fewer than t.MaxAttempts
+// times: they move to t.Owner with attempts one higher (see
+// store.OwnerStore). One transaction, with the runs locked.
+func (s *Store) RecoverOwner(ctx context.Context, owner string, at time.Time, t store.Takeover) (resumed, ended []store.Run, err error) {
+	if t.Resume != nil {
+		if err := checkKey("instance ID", t.Owner); err != nil {
+			return nil, nil, fmt.Errorf("recover runs of instance %q: %w", owner, err)
+		}
+	}
+	at = s.orNow(at)
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		resumed, ended = nil, nil
+		rows, err := tx.Query(ctx, `SELECT `+runColumns+` FROM runs
+			WHERE owner = $1 AND status IN `+activeStatuses+` ORDER BY created_at, position FOR UPDATE`, owner)
+		if err != nil {
+			return err
+		}
+		active, err := scanRuns(rows)
+		if err != nil {
+			return err
+		}
+		for _, r := range active {
+			pick := t.Resume != nil && t.Resume(r)
+			if pick && r.Attempts < t.MaxAttempts {
+				r, err = scanRun(tx.QueryRow(ctx, `UPDATE runs SET owner = $1, attempts = attempts + 1
+					WHERE id = $2 RETURNING `+runColumns, t.Owner, r.ID))
+				if err != nil {
+					return fmt.Errorf("take over run %s: %w", r.ShortID, err)
+				}
+				resumed = append(resumed, r)
+				continue
+			}
+			reason := interruptedError
+			if pick {
+				reason = store.QuarantinedError
+			}
+			r, err = scanRun(tx.QueryRow(ctx, `UPDATE runs SET status = $1, ended_at = $2,
+				error = CASE WHEN error = '' OR $3 THEN $4 ELSE error END
+				WHERE id = $5 RETURNING `+runColumns, string(lifecycle.Interrupted), toNS(at), pick, reason, r.ID))
+			if err != nil {
+				return fmt.Errorf("interrupt run %s: %w", r.ShortID, err)
+			}
+			ended = append(ended, r)
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM instances WHERE id = $1`, owner)
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("recover runs of instance %q: %w", owner, err)
+	}
+	return resumed, ended, nil
+}
+
 // InterruptOwner ends the owner's active (queued, pending, running) runs
 // as interrupted at at (now when zero), removes the instance, and returns
 // the runs it ended, in one transaction. Only runs still active are

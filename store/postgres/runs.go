@@ -17,7 +17,7 @@ import (
 
 const runColumns = `id, short_id, session_key, parent_session, parent_agent, group_id, mode,
 	role, task, model, config, status, result, error, tokens, cost_cents, iterations,
-	created_at, started_at, ended_at, announced, owner`
+	created_at, started_at, ended_at, announced, owner, attempts`
 
 func scanRun(sc rowScanner) (store.Run, error) {
 	var (
@@ -25,16 +25,16 @@ func scanRun(sc rowScanner) (store.Run, error) {
 		config, result     sql.NullString
 		status             string
 		tokens, iterations int64
-		created            int64
+		created, attempts  int64
 		started, ended     sql.NullInt64
 	)
 	err := sc.Scan(&r.ID, &r.ShortID, &r.SessionKey, &r.ParentSession, &r.ParentAgent, &r.GroupID,
 		&r.Mode, &r.Role, &r.Task, &r.Model, &config, &status, &result, &r.Error, &tokens,
-		&r.CostCents, &iterations, &created, &started, &ended, &r.Announced, &r.Owner)
+		&r.CostCents, &iterations, &created, &started, &ended, &r.Announced, &r.Owner, &attempts)
 	if err != nil {
 		return store.Run{}, err
 	}
-	r.Status, r.Tokens, r.Iterations = lifecycle.Status(status), int(tokens), int(iterations)
+	r.Status, r.Tokens, r.Iterations, r.Attempts = lifecycle.Status(status), int(tokens), int(iterations), int(attempts)
 	r.Config, r.Result = rawJSON(config), rawJSON(result)
 	r.CreatedAt, r.StartedAt, r.EndedAt = fromNS(created), timePtr(started), timePtr(ended)
 	return r, nil
@@ -127,10 +127,10 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 			return fmt.Errorf("create run session: %w", err)
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO runs (`+runColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
 			r.ID, r.ShortID, r.SessionKey, r.ParentSession, r.ParentAgent, r.GroupID, r.Mode,
 			r.Role, r.Task, r.Model, config, string(r.Status), result, r.Error, r.Tokens, r.CostCents,
-			r.Iterations, created, nullNS(r.StartedAt), nullNS(r.EndedAt), r.Announced, r.Owner)
+			r.Iterations, created, nullNS(r.StartedAt), nullNS(r.EndedAt), r.Announced, r.Owner, r.Attempts)
 		return err
 	})
 	constraint, dup := uniqueViolation(err)
@@ -328,6 +328,48 @@ func (s *Store) UpdateRunProgress(ctx context.Context, id string, tokens int, co
 		return fmt.Errorf("update run progress: %w", err)
 	}
 	return fmt.Errorf("update run progress: run %s has ended (%s): %w", short, status, store.ErrInvalidTransition)
+}
+
+// CheckpointRun records an active run's counters and appends c.Messages
+// to the conversation, in one transaction (see store.RunStore).
+func (s *Store) CheckpointRun(ctx context.Context, id string, c store.Checkpoint) error {
+	ref := normalizeRunRef(id)
+	if err := errors.Join(checkKey("run ID", ref), checkCounters(c.Tokens, c.CostCents, c.Iterations)); err != nil {
+		return fmt.Errorf("checkpoint run: %w", err)
+	}
+	msgs := slices.Clone(c.Messages)
+	for i := range msgs {
+		if err := s.checkMessage(&msgs[i]); err != nil {
+			return fmt.Errorf("checkpoint run %s: message %d of %d: %w", ref, i+1, len(msgs), err)
+		}
+	}
+	var moved bool
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE runs SET tokens = $1, cost_cents = $2, iterations = $3
+			WHERE (id = $4 OR short_id = $4) AND status IN `+activeStatuses+` AND ($5 = '' OR owner = $5)`,
+			c.Tokens, c.CostCents, c.Iterations, ref, c.Owner)
+		if err != nil || tag.RowsAffected() != 1 {
+			return err
+		}
+		moved = true
+		for _, m := range msgs {
+			if _, err := insertMessage(ctx, tx, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint run %s: %w", ref, err)
+	}
+	if moved {
+		return nil
+	}
+	short, status, err := s.runStatus(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("checkpoint run: %w", err)
+	}
+	return fmt.Errorf("checkpoint run %s: it is %s or another instance owns it: %w", short, status, store.ErrInvalidTransition)
 }
 
 // MarkAnnounced marks a finished run's result as delivered without adding

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -63,4 +64,59 @@ func BenchmarkSearchMemory(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchRuns creates n running runs owned by "me".
+func benchRuns(b *testing.B, s *Store, n int) []store.Run {
+	runs := make([]store.Run, n)
+	for i := range runs {
+		short := fmt.Sprintf("S-%06x", i)
+		runs[i] = store.Run{ID: uuid.NewString(), ShortID: short, SessionKey: store.SubagentSessionPrefix + short,
+			Role: "researcher", Task: "bench", Status: "running", Owner: "me"}
+		if err := s.CreateRun(b.Context(), runs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return runs
+}
+
+// checkpointOf is one step: the model's tool call and its result.
+func checkpointOf(r store.Run) store.Checkpoint {
+	return store.Checkpoint{Owner: "me", Tokens: 100, CostCents: 0.1, Iterations: 1, Messages: []store.Message{
+		{SessionKey: r.SessionKey, Role: store.RoleAssistant, Sender: r.ShortID,
+			Blocks: []byte(`{"role":"assistant","content":[{"type":"tool_call","tool_call_id":"c1","tool_name":"read_file","input":{"path":"x"}}]}`)},
+		{SessionKey: r.SessionKey, Role: store.RoleUser, Text: "",
+			Blocks: []byte(`{"role":"user","content":[{"type":"tool_result","tool_call_id":"c1","content":"the file's text"}]}`)}}}
+}
+
+// BenchmarkCheckpointRun is one step's checkpoint (two messages and the
+// counters) of one run at a time.
+func BenchmarkCheckpointRun(b *testing.B) {
+	s := openAt(b, filepath.Join(b.TempDir(), FileName))
+	r := benchRuns(b, s, 1)[0]
+	c := checkpointOf(r)
+	for b.Loop() {
+		if err := s.CheckpointRun(b.Context(), r.ID, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCheckpointRunParallel is checkpoints of 500 runs at once
+// (group committed).
+func BenchmarkCheckpointRunParallel(b *testing.B) {
+	s := openAt(b, filepath.Join(b.TempDir(), FileName))
+	runs := benchRuns(b, s, 500)
+	var next atomic.Int64
+	b.SetParallelism(250)
+	b.RunParallel(func(pb *testing.PB) {
+		r := runs[int(next.Add(1))%len(runs)]
+		c := checkpointOf(r)
+		for pb.Next() {
+			if err := s.CheckpointRun(b.Context(), r.ID, c); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

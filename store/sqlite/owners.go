@@ -112,3 +112,60 @@ func (s *Store) InterruptOwner(ctx context.Context, owner string, at time.Time) 
 	}
 	return runs, nil
 }
+
+// RecoverOwner ends the owner's active runs as interrupted at at (now
+// when zero), except those t.Resume picks that were resumed fewer than
+// t.MaxAttempts times: those keep their status and move to t.Owner with
+// attempts one higher. A picked run resumed t.MaxAttempts times already
+// ends interrupted with store.QuarantinedError. It removes the instance
+// in the same transaction and returns the runs it took over and those it
+// ended, as they are now.
+func (s *Store) RecoverOwner(ctx context.Context, owner string, at time.Time, t store.Takeover) (resumed, ended []store.Run, err error) {
+	if t.Resume != nil {
+		if err := checkKey("instance ID", t.Owner); err != nil {
+			return nil, nil, fmt.Errorf("recover runs of instance %q: %w", owner, err)
+		}
+	}
+	at = s.orNow(at)
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		resumed, ended = nil, nil
+		rows, err := tx.QueryContext(ctx, `SELECT `+runColumns+` FROM runs
+			WHERE owner = ? AND status IN `+activeStatuses+` ORDER BY created_at, rowid`, owner)
+		if err != nil {
+			return err
+		}
+		active, err := scanRuns(rows)
+		if err != nil {
+			return err
+		}
+		for _, r := range active {
+			pick := t.Resume != nil && t.Resume(r)
+			if pick && r.Attempts < t.MaxAttempts {
+				r, err = scanRun(tx.QueryRowContext(ctx, `UPDATE runs SET owner = ?, attempts = attempts + 1
+					WHERE id = ? RETURNING `+runColumns, t.Owner, r.ID))
+				if err != nil {
+					return fmt.Errorf("take over run %s: %w", r.ShortID, err)
+				}
+				resumed = append(resumed, r)
+				continue
+			}
+			reason := interruptedError
+			if pick {
+				reason = store.QuarantinedError
+			}
+			r, err = scanRun(tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, ended_at = ?,
+				error = CASE WHEN error = '' OR ? THEN ? ELSE error END
+				WHERE id = ? RETURNING `+runColumns, lifecycle.Interrupted, toNS(at), pick, reason, r.ID))
+			if err != nil {
+				return fmt.Errorf("interrupt run %s: %w", r.ShortID, err)
+			}
+			ended = append(ended, r)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM instances WHERE id = ?`, owner)
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("recover runs of instance %q: %w", owner, err)
+	}
+	return resumed, ended, nil
+}

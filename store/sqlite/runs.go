@@ -16,7 +16,7 @@ import (
 
 const runColumns = `id, short_id, session_key, parent_session, parent_agent, group_id, mode,
 	role, task, model, config, status, result, error, tokens, cost_cents, iterations,
-	created_at, started_at, ended_at, announced, owner`
+	created_at, started_at, ended_at, announced, owner, attempts`
 
 func scanRun(sc rowScanner) (store.Run, error) {
 	var (
@@ -27,7 +27,7 @@ func scanRun(sc rowScanner) (store.Run, error) {
 	)
 	err := sc.Scan(&r.ID, &r.ShortID, &r.SessionKey, &r.ParentSession, &r.ParentAgent, &r.GroupID,
 		&r.Mode, &r.Role, &r.Task, &r.Model, &config, &r.Status, &result, &r.Error, &r.Tokens,
-		&r.CostCents, &r.Iterations, &created, &started, &ended, &r.Announced, &r.Owner)
+		&r.CostCents, &r.Iterations, &created, &started, &ended, &r.Announced, &r.Owner, &r.Attempts)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -93,6 +93,9 @@ func (s *Store) checkRun(r *store.Run) error {
 	if err := checkCounters(r.Tokens, r.CostCents, r.Iterations); err != nil {
 		return err
 	}
+	if r.Attempts < 0 {
+		return fmt.Errorf("run attempts %d is negative", r.Attempts)
+	}
 	r.CreatedAt = s.orNow(r.CreatedAt).UTC()
 	return nil
 }
@@ -106,7 +109,7 @@ func checkCounters(tokens int, cost float64, iterations int) error {
 const (
 	insertRunSessionSQL = `INSERT INTO sessions (key, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING`
 	insertRunSQL        = `INSERT INTO runs (` + runColumns + `)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // CreateRun stores a new run and creates its session. A short ID or ID
@@ -140,7 +143,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 		_, err := tx.StmtContext(ctx, insertRun).ExecContext(ctx,
 			r.ID, r.ShortID, r.SessionKey, r.ParentSession, r.ParentAgent, r.GroupID, r.Mode,
 			r.Role, r.Task, r.Model, config, r.Status, result, r.Error, r.Tokens, r.CostCents,
-			r.Iterations, created, nullNS(r.StartedAt), nullNS(r.EndedAt), r.Announced, r.Owner)
+			r.Iterations, created, nullNS(r.StartedAt), nullNS(r.EndedAt), r.Announced, r.Owner, r.Attempts)
 		return err
 	})
 	switch {
@@ -338,4 +341,87 @@ func (s *Store) UpdateRunProgress(ctx context.Context, id string, tokens int, co
 		return fmt.Errorf("update run progress: %w", err)
 	}
 	return fmt.Errorf("update run progress: run %s has ended (%s): %w", short, status, store.ErrInvalidTransition)
+}
+
+// The statements of CheckpointRun, prepared at Open: a subagent writes
+// one checkpoint per step.
+var (
+	checkpointRunSQL = `UPDATE runs SET tokens = ?, cost_cents = ?, iterations = ?
+		WHERE id = ? AND status IN ` + activeStatuses + ` AND (? = '' OR owner = ?)`
+	checkpointSessionSQL = `INSERT INTO sessions (key, created_at, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at)`
+	checkpointMessageSQL = `INSERT INTO messages (session_key, role, sender, text, blocks, run_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
+)
+
+// CheckpointRun records an active run's counters and appends c.Messages
+// to its conversation in one transaction; a run that has ended, or that
+// is not c.Owner's (when set), gives store.ErrInvalidTransition and
+// nothing is stored.
+func (s *Store) CheckpointRun(ctx context.Context, id string, c store.Checkpoint) error {
+	ref := normalizeRunRef(id)
+	if err := errors.Join(checkKey("run ID", ref), checkCounters(c.Tokens, c.CostCents, c.Iterations)); err != nil {
+		return fmt.Errorf("checkpoint run: %w", err)
+	}
+	if _, err := uuid.Parse(ref); err != nil || len(ref) != 36 {
+		r, err := s.GetRun(ctx, ref)
+		if err != nil {
+			return fmt.Errorf("checkpoint run: %w", err)
+		}
+		ref = r.ID
+	}
+	msgs := slices.Clone(c.Messages)
+	blocks := make([]any, len(msgs))
+	for i := range msgs {
+		if err := s.checkMessage(&msgs[i]); err != nil {
+			return fmt.Errorf("checkpoint run %s: message %d of %d: %w", ref, i+1, len(msgs), err)
+		}
+		b, err := jsonArg("message blocks", msgs[i].Blocks)
+		if err != nil {
+			return fmt.Errorf("checkpoint run %s: message %d of %d: %w", ref, i+1, len(msgs), err)
+		}
+		blocks[i] = b
+	}
+	var stmts [3]*sql.Stmt
+	for i, q := range []string{checkpointRunSQL, checkpointSessionSQL, checkpointMessageSQL} {
+		st, err := s.prepared(q)
+		if err != nil {
+			return fmt.Errorf("checkpoint run %s: %w", ref, err)
+		}
+		stmts[i] = st
+	}
+	var moved bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, stmts[0]).ExecContext(ctx, c.Tokens, c.CostCents, c.Iterations, ref, c.Owner, c.Owner)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return err
+		}
+		moved = true
+		for i, m := range msgs {
+			at := toNS(m.CreatedAt)
+			if i == 0 || m.SessionKey != msgs[i-1].SessionKey || i == len(msgs)-1 {
+				if _, err := tx.StmtContext(ctx, stmts[1]).ExecContext(ctx, m.SessionKey, at, at); err != nil {
+					return fmt.Errorf("touch session: %w", err)
+				}
+			}
+			if _, err := tx.StmtContext(ctx, stmts[2]).ExecContext(ctx, m.SessionKey, m.Role, m.Sender, m.Text, blocks[i], m.RunID, at); err != nil {
+				return fmt.Errorf("insert message: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint run %s: %w", ref, err)
+	}
+	if moved {
+		return nil
+	}
+	short, status, err := s.runStatus(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("checkpoint run: %w", err)
+	}
+	return fmt.Errorf("checkpoint run %s: it is %s or another instance owns it: %w", short, status, store.ErrInvalidTransition)
 }

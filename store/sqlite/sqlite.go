@@ -422,7 +422,7 @@ func (s *Store) inSavepoint(tx *sql.Tx, r *writeReq) error {
 
 // hotStatements are prepared at Open (see Store.stmts).
 var hotStatements = []string{"SAVEPOINT write_call", "RELEASE write_call", "ROLLBACK TO write_call", insertEventSQL,
-	insertRunSessionSQL, insertRunSQL}
+	insertRunSessionSQL, insertRunSQL, checkpointRunSQL, checkpointSessionSQL, checkpointMessageSQL}
 
 // prepareHot prepares hotStatements on the writer. It runs before any
 // transaction: preparing on the writer inside one would wait for its

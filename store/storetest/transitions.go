@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +24,9 @@ func transitionCases() []testCase {
 		{"TransitionRace", testTransitionRace},
 		{"TransitionResume", testTransitionResume},
 		{"MarkInterrupted", testMarkInterrupted},
+		{"RecoverOwnerResumes", testRecoverOwnerResumes},
+		{"RecoverOwnerOnce", testRecoverOwnerOnce},
+		{"CheckpointRun", testCheckpointRun},
 		{"Instances", testInstances},
 		{"AnnounceResultOnce", testAnnounceResultOnce},
 		{"AnnounceConcurrentRuns", testAnnounceConcurrentRuns},
@@ -497,5 +501,166 @@ func testAppendMessagesAllOrNone(t *testing.T, s store.Store) {
 	must(t, err)
 	if len(got) != 2 || got[0].Text != "one" || got[1].Text != "two" {
 		t.Fatalf("messages %+v", got)
+	}
+}
+
+// testRecoverOwnerResumes takes over the runs Resume picks (their
+// status stays, the owner and attempts change), quarantines a picked run
+// that used up its attempts, and interrupts the rest.
+func testRecoverOwnerResumes(t *testing.T, s store.Store) {
+	mk := func(n int, status lifecycle.Status, role string, attempts int) store.Run {
+		r := newRun(shortID(0xc00+n), "ava:cli:p")
+		r.Status, r.Owner, r.Role, r.Attempts = status, "dead", role, attempts
+		return createRun(t, s, r)
+	}
+	resume := mk(1, lifecycle.Running, "researcher", 0)
+	queued := mk(2, lifecycle.Queued, "researcher", 1)
+	spent := mk(3, lifecycle.Running, "researcher", 3)
+	never := mk(4, lifecycle.Running, "code_reviewer", 0)
+	done := mk(5, lifecycle.Success, "researcher", 0)
+	if resume.Attempts != 0 || spent.Attempts != 3 {
+		t.Fatalf("attempts as created: %d, %d", resume.Attempts, spent.Attempts)
+	}
+	must(t, s.RegisterInstance(ctx(t), store.Instance{ID: "dead", Host: "h", PID: 1}))
+	at := base.Add(time.Hour)
+	tk := store.Takeover{Owner: "heir", MaxAttempts: 3, Resume: func(r store.Run) bool { return r.Role == "researcher" }}
+	resumed, ended, err := s.RecoverOwner(ctx(t), "dead", at, tk)
+	must(t, err)
+	byID := map[string]store.Run{}
+	for _, r := range resumed {
+		byID[r.ID] = r
+	}
+	if len(resumed) != 2 {
+		t.Fatalf("resumed %d runs, want 2: %+v", len(resumed), resumed)
+	}
+	for _, want := range []store.Run{resume, queued} {
+		got := byID[want.ID]
+		if got.Owner != "heir" || got.Status != want.Status || got.Attempts != want.Attempts+1 || got.EndedAt != nil {
+			t.Fatalf("taken over %s: owner %q status %s attempts %d ended %v", want.ShortID, got.Owner, got.Status, got.Attempts, got.EndedAt)
+		}
+	}
+	if len(ended) != 2 {
+		t.Fatalf("ended %d runs, want 2: %+v", len(ended), ended)
+	}
+	for _, r := range ended {
+		if r.Status != lifecycle.Interrupted || r.EndedAt == nil || !r.EndedAt.Equal(at) {
+			t.Fatalf("ended run %s: status %s ended %v", r.ShortID, r.Status, r.EndedAt)
+		}
+		switch r.ID {
+		case spent.ID:
+			if r.Error != store.QuarantinedError || r.Attempts != 3 {
+				t.Fatalf("quarantined run: error %q attempts %d", r.Error, r.Attempts)
+			}
+		case never.ID:
+			if r.Error == "" || r.Error == store.QuarantinedError {
+				t.Fatalf("interrupted run's error %q", r.Error)
+			}
+		default:
+			t.Fatalf("ended an unexpected run %s", r.ShortID)
+		}
+	}
+	got, err := s.GetRun(ctx(t), done.ID)
+	must(t, err)
+	if got.Status != lifecycle.Success || got.Owner != "dead" {
+		t.Fatalf("a finished run was touched: %+v", got)
+	}
+	insts, err := s.Instances(ctx(t))
+	must(t, err)
+	if len(insts) != 0 {
+		t.Fatalf("the dead instance is still registered: %+v", insts)
+	}
+	// The heir's runs are its own now: recovering "dead" again finds nothing.
+	resumed, ended, err = s.RecoverOwner(ctx(t), "dead", at, tk)
+	must(t, err)
+	if len(resumed)+len(ended) != 0 {
+		t.Fatalf("second RecoverOwner: %v %v", resumed, ended)
+	}
+	// A resumed run ends as any run does, and its result is announced once.
+	finish(t, s, resume.ID, lifecycle.Success)
+	ok, err := s.AnnounceResult(ctx(t), resume.ID, store.Message{Text: "[Task: find] done"})
+	must(t, err)
+	if !ok {
+		t.Fatal("the resumed run's result was not announced")
+	}
+}
+
+// testRecoverOwnerOnce has 20 processes recover one gone owner at once:
+// each run is taken over or ended by exactly one of them.
+func testRecoverOwnerOnce(t *testing.T, s store.Store) {
+	const n = 30
+	for i := range n {
+		r := newRun(shortID(0xd00+i), "ava:cli:p")
+		r.Status, r.Owner = lifecycle.Running, "dead"
+		createRun(t, s, r)
+	}
+	must(t, s.RegisterInstance(ctx(t), store.Instance{ID: "dead", Host: "h", PID: 1}))
+	type got struct{ resumed, ended []store.Run }
+	out := make(chan got, 20)
+	for i := range 20 {
+		go func() {
+			tk := store.Takeover{Owner: fmt.Sprintf("heir-%d", i), MaxAttempts: 3, Resume: func(r store.Run) bool { return r.ShortID < shortID(0xd00+n/2) }}
+			res, end, err := s.RecoverOwner(ctx(t), "dead", time.Time{}, tk)
+			if err != nil {
+				t.Error(err)
+			}
+			out <- got{res, end}
+		}()
+	}
+	seen := map[string]int{}
+	var resumed, ended int
+	for range 20 {
+		g := <-out
+		for _, r := range g.resumed {
+			seen[r.ID]++
+			resumed++
+		}
+		for _, r := range g.ended {
+			seen[r.ID]++
+			ended++
+		}
+	}
+	if len(seen) != n || resumed != n/2 || ended != n/2 {
+		t.Fatalf("recovered %d runs (%d resumed, %d ended), want %d (%d, %d)", len(seen), resumed, ended, n, n/2, n/2)
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Fatalf("run %s recovered %d times", id, c)
+		}
+	}
+}
+
+// testCheckpointRun appends a running run's steps to its conversation
+// with its counters, then its end's messages after them; an ended run,
+// or another owner's, takes no checkpoint.
+func testCheckpointRun(t *testing.T, s store.Store) {
+	r := newRun("S-0c0c0c", "ava:cli:p")
+	r.Status, r.Owner = lifecycle.Running, "me"
+	r = createRun(t, s, r)
+	msg := func(role, text string) store.Message {
+		return store.Message{SessionKey: r.SessionKey, Role: role, Sender: r.ShortID, Text: text}
+	}
+	must(t, s.CheckpointRun(ctx(t), r.ID, store.Checkpoint{Owner: "me", Tokens: 10, CostCents: 0.5, Iterations: 1,
+		Messages: []store.Message{msg(store.RoleUser, "task"), msg(store.RoleAssistant, "call")}}))
+	must(t, s.CheckpointRun(ctx(t), r.ShortID, store.Checkpoint{Tokens: 12, CostCents: 0.6, Iterations: 1,
+		Messages: []store.Message{msg(store.RoleUser, "result")}}))
+	got, err := s.GetRun(ctx(t), r.ID)
+	must(t, err)
+	if got.Tokens != 12 || got.CostCents != 0.6 || got.Iterations != 1 {
+		t.Fatalf("counters after checkpoints: %d %v %d", got.Tokens, got.CostCents, got.Iterations)
+	}
+	wantErr(t, s.CheckpointRun(ctx(t), r.ID, store.Checkpoint{Owner: "other", Messages: []store.Message{msg(store.RoleUser, "stale")}}),
+		store.ErrInvalidTransition)
+	must(t, s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Running}, lifecycle.Success,
+		&store.RunFinish{Tokens: 20, Iterations: 2, Messages: []store.Message{msg(store.RoleAssistant, "answer")}}))
+	wantErr(t, s.CheckpointRun(ctx(t), r.ID, store.Checkpoint{Messages: []store.Message{msg(store.RoleUser, "late")}}),
+		store.ErrInvalidTransition)
+	msgs, err := s.Messages(ctx(t), r.SessionKey, 0)
+	must(t, err)
+	var texts []string
+	for _, m := range msgs {
+		texts = append(texts, m.Text)
+	}
+	if diff := cmp.Diff([]string{"task", "call", "result", "answer"}, texts); diff != "" {
+		t.Fatalf("conversation (-want +got):\n%s", diff)
 	}
 }
