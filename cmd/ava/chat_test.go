@@ -257,3 +257,21 @@ conversations:
 	_, _ = c.tty.Write([]byte{3})
 	c.exit(t, at, "continue with ava chat --session")
 }
+
+// TestChatOnDaemonNewSession: with AVA_ADDR and no --session, the first
+// message makes a new session on the daemon and its answer streams back.
+func TestChatOnDaemonNewSession(t *testing.T) {
+	env, _ := daemonEnv(t)
+	d := startDaemon(t, env)
+	cmd := exec.Command(avaBin, "chat")
+	cmd.Env = append(env, "AVA_ADDR="+d.addr, "TERM=xterm-256color")
+	c := startChat(t, cmd)
+	at := c.scr.waitFor(t, 0, "›")
+	c.typeLine("hello there")
+	at = c.scr.waitFor(t, at, "you› hello there")
+	at = c.scr.waitFor(t, at, "ava› hello back")
+	_, _ = c.tty.Write([]byte{3})
+	at = c.scr.waitFor(t, at, "Ctrl-C again")
+	_, _ = c.tty.Write([]byte{3})
+	c.exit(t, at, "lives on the daemon: continue with ava chat --session ava:web:")
+}
