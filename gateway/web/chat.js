@@ -191,10 +191,10 @@ function ChatHeader({ title, s, subagent, sessionKey, running, onBack, spend }) 
         ${subagent && html`<span class=${`pill st-${subagent.status}`}>${subagent.status}</span>`}
         <small class="muted">
           ${[s.model || subagent?.model, !spend && s.tokens > 0 && `${s.tokens} tokens · ${cents(s.cost)}`].filter(Boolean).join(' · ')}
-          ${spend && spend.total.tokens > 0 && html` · <span class="spend" title=${(spend.byModel || []).map((m) => `${m.model}: ${cents(m.costCents)}, ${m.tokens} tokens`).join('\n')}>
-            own ${cents(spend.own.costCents)} · subagents ${cents(spend.subagents.costCents)} · total ${cents(spend.total.costCents)} (${spend.total.tokens} tokens)</span>`}
           ${(s.offline || (s.model || subagent?.model || '').startsWith('scripted/')) && html` <span class="pill offline">offline</span>`}
         </small>
+        ${spend && spend.total.tokens > 0 && html`<small class="muted spend" title=${(spend.byModel || []).map((m) => `${m.model}: ${cents(m.costCents)}, ${m.tokens} tokens`).join('\n')}>
+          own ${cents(spend.own.costCents)} · subagents ${cents(spend.subagents.costCents)} · total ${cents(spend.total.costCents)} (${spend.total.tokens} tokens)</small>`}
       </div>
       ${conn && html`<span class="conn" role="status">${conn === 'reconnecting' ? 'reconnecting…' : conn}</span>`}
       ${sessionKey && running && html`<button class="stop" onClick=${stop} disabled=${stopping}>Stop</button>`}
