@@ -106,6 +106,9 @@ type Config struct {
 	// messages sent to the run since (steering): each joins the
 	// conversation as the person's message at that point.
 	Inbox func() []string
+	// Unread gets back the messages Inbox gave for a model call that
+	// failed: the model never read them.
+	Unread func([]string)
 	// CheckAnswer, when set, vets the final answer: an error ends the run
 	// with ErrEmptyResult and that reason. Nil: any answer is success.
 	CheckAnswer func(text string) error
@@ -351,9 +354,10 @@ func (r *run) loop() error {
 		if err := r.stopped(); err != nil {
 			return err
 		}
-		r.addNotes()
+		steers, added := r.addNotes()
 		resp, plan, err := r.callModel()
 		if err != nil {
+			r.dropNotes(steers, added)
 			return err
 		}
 		r.msgs = append(r.msgs, resp.Message)

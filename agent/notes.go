@@ -12,13 +12,15 @@ import (
 // addNotes adds to the request about to be made what arrived for the
 // model since the last one: the messages steered into the run (each
 // published as the person's UserMessage at this point), and once a limit
-// is nearly used up, the note to wrap up. They join the last message,
-// which before a model call is always the user's (the input, or the tool
-// results).
-func (r *run) addNotes() {
+// is nearly used up, the note to wrap up. They go in a user message of
+// their own after the last one (the input, or the tool results), so that
+// checkpoints store it like any other. It returns the steered messages
+// and whether it added a message (see dropNotes).
+func (r *run) addNotes() (steers []string, added bool) {
 	var notes []string
 	if in := r.a.cfg.Inbox; in != nil {
-		for _, msg := range in() {
+		steers = in()
+		for _, msg := range steers {
 			r.a.emit(event.New(event.UserMessage, event.TextContent{Text: msg}))
 			notes = append(notes, "[A message from the person while you work]\n"+msg)
 		}
@@ -28,18 +30,23 @@ func (r *run) addNotes() {
 		notes = append(notes, note)
 	}
 	if len(notes) == 0 {
-		return
+		return steers, false
 	}
-	last := len(r.msgs) - 1
-	if last < 0 || r.msgs[last].Role != llm.RoleUser {
-		r.msgs = append(r.msgs, llm.Message{Role: llm.RoleUser})
-		last++
+	r.msgs = append(r.msgs, llm.UserText(strings.Join(notes, "\n\n")))
+	return steers, true
+}
+
+// dropNotes undoes addNotes after a model call that failed: the message
+// leaves the conversation and the steers go back (Config.Unread), so
+// that the run's owner delivers them later (a follow-up): the model
+// never read them.
+func (r *run) dropNotes(steers []string, added bool) {
+	if added {
+		r.msgs = r.msgs[:len(r.msgs)-1]
 	}
-	content := append([]llm.Block(nil), r.msgs[last].Content...)
-	for _, n := range notes {
-		content = append(content, llm.Text("\n\n"+n))
+	if len(steers) > 0 && r.a.cfg.Unread != nil {
+		r.a.cfg.Unread(steers)
 	}
-	r.msgs[last] = llm.Message{Role: llm.RoleUser, Content: content}
 }
 
 // wrapUpNote is the note that tells the model to finish, the first time

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -113,6 +114,7 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		Budget:      h.req.group.sharedBudget(),
 		WrapUpAt:    m.opt.WrapUpAt,
 		Inbox:       h.takeSteers,
+		Unread:      h.returnSteers,
 		CheckAnswer: h.checkAnswer,
 		Checkpoint:  h.checkpoint,
 		Publisher:   h.m.opt.Hub,
@@ -190,6 +192,15 @@ func (h *Handle) takeSteers() []string {
 	s := h.steers
 	h.steers = nil
 	return s
+}
+
+// returnSteers puts back, first, steers a failed model call never
+// delivered (agent.Config.Unread): the turn's end makes them a
+// follow-up.
+func (h *Handle) returnSteers(steers []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.steers = append(slices.Clone(steers), h.steers...)
 }
 
 // checkAnswer vets the final answer against the role's required output
