@@ -99,8 +99,8 @@ func (s *Store) RecoverOwner(ctx context.Context, owner string, at time.Time, t 
 			return err
 		}
 		for _, r := range active {
-			pick := t.Resume != nil && t.Resume(r)
-			if pick && r.Attempts < t.MaxAttempts {
+			resume, pick, reason := record.Takeover(r, t)
+			if resume {
 				r, err = scanRun(tx.QueryRow(ctx, `UPDATE runs SET owner = $1, attempts = attempts + 1
 					WHERE id = $2 RETURNING `+runColumns, t.Owner, r.ID))
 				if err != nil {
@@ -108,10 +108,6 @@ func (s *Store) RecoverOwner(ctx context.Context, owner string, at time.Time, t 
 				}
 				resumed = append(resumed, r)
 				continue
-			}
-			reason := interruptedError
-			if pick {
-				reason = store.QuarantinedError
 			}
 			r, err = scanRun(tx.QueryRow(ctx, `UPDATE runs SET status = $1, ended_at = $2,
 				error = CASE WHEN error = '' OR $3 THEN $4 ELSE error END
@@ -142,7 +138,7 @@ func (s *Store) InterruptOwner(ctx context.Context, owner string, at time.Time) 
 		rows, err := tx.Query(ctx, `UPDATE runs SET status = $1, ended_at = $2,
 			error = CASE WHEN error = '' THEN $3 ELSE error END
 			WHERE owner = $4 AND status IN `+record.ActiveStatuses+` RETURNING `+runColumns,
-			string(lifecycle.Interrupted), record.ToNS(at), interruptedError, owner)
+			string(lifecycle.Interrupted), record.ToNS(at), record.InterruptedError, owner)
 		if err != nil {
 			return err
 		}

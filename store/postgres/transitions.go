@@ -14,9 +14,6 @@ import (
 	"github.com/avaagent/ava/store/internal/record"
 )
 
-// interruptedError is recorded on runs InterruptOwner ends.
-const interruptedError = "the process stopped while the run was active"
-
 // TransitionRun moves the run (full or short ID) to status to, if and only
 // if its status is one of from. In one transaction it locks the run's row
 // (SELECT … FOR UPDATE), checks the status it finds against from and

@@ -98,7 +98,7 @@ func (s *Store) InterruptOwner(ctx context.Context, owner string, at time.Time) 
 		rows, err := tx.QueryContext(ctx, `UPDATE runs SET status = ?, ended_at = ?,
 			error = CASE WHEN error = '' THEN ? ELSE error END
 			WHERE owner = ? AND status IN `+record.ActiveStatuses+` RETURNING `+runColumns,
-			lifecycle.Interrupted, record.ToNS(at), interruptedError, owner)
+			lifecycle.Interrupted, record.ToNS(at), record.InterruptedError, owner)
 		if err != nil {
 			return err
 		}
@@ -140,8 +140,8 @@ func (s *Store) RecoverOwner(ctx context.Context, owner string, at time.Time, t 
 			return err
 		}
 		for _, r := range active {
-			pick := t.Resume != nil && t.Resume(r)
-			if pick && r.Attempts < t.MaxAttempts {
+			resume, pick, reason := record.Takeover(r, t)
+			if resume {
 				r, err = scanRun(tx.QueryRowContext(ctx, `UPDATE runs SET owner = ?, attempts = attempts + 1
 					WHERE id = ? RETURNING `+runColumns, t.Owner, r.ID))
 				if err != nil {
@@ -149,10 +149,6 @@ func (s *Store) RecoverOwner(ctx context.Context, owner string, at time.Time, t 
 				}
 				resumed = append(resumed, r)
 				continue
-			}
-			reason := interruptedError
-			if pick {
-				reason = store.QuarantinedError
 			}
 			r, err = scanRun(tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, ended_at = ?,
 				error = CASE WHEN error = '' OR ? THEN ? ELSE error END

@@ -198,23 +198,10 @@ func (s *Store) runsWithPrefix(ctx context.Context, prefix string) (ids, shorts 
 	return ids, shorts, rows.Err()
 }
 
-// checkStatuses refuses any value in ss that is not a run status.
-func checkStatuses(ss []lifecycle.Status) error {
-	for _, st := range ss {
-		if _, err := lifecycle.Parse(string(st)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // ListRuns returns the runs f selects, newest first.
 func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, error) {
-	if err := checkStatuses(f.Status); err != nil {
+	if err := record.CheckRunFilter(f); err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	if f.Limit < 0 {
-		return nil, fmt.Errorf("list runs: limit must be >= 0, got %d", f.Limit)
 	}
 	var (
 		where []string

@@ -13,9 +13,6 @@ import (
 	"github.com/avaagent/ava/store/internal/record"
 )
 
-// interruptedError is recorded on runs MarkInterrupted ends.
-const interruptedError = "the process stopped while the run was active"
-
 // TransitionRun moves the run (full or short ID) to status to, if and only
 // if its status is one of from, in one conditional UPDATE. When cancel
 // races completion, SQLite applies the two UPDATEs one after the other;

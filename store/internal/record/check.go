@@ -230,3 +230,37 @@ func WriteFinish(key string, now func() time.Time, msgs []store.Message,
 	}
 	return nil
 }
+
+// CheckRunFilter refuses a run filter naming a status that is not one or
+// with a negative limit.
+func CheckRunFilter(f store.RunFilter) error {
+	for _, st := range f.Status {
+		if _, err := lifecycle.Parse(string(st)); err != nil {
+			return err
+		}
+	}
+	if f.Limit < 0 {
+		return fmt.Errorf("limit must be >= 0, got %d", f.Limit)
+	}
+	return nil
+}
+
+// InterruptedError is recorded on the runs a gone owner leaves active
+// when they are ended (InterruptOwner, RecoverOwner).
+const InterruptedError = "the process stopped while the run was active"
+
+// Takeover says what RecoverOwner does with a gone owner's active run r:
+// resume it (t picks it and it was resumed fewer than t.MaxAttempts
+// times), or end it interrupted with reason; picked says t picked it, in
+// which case reason (store.QuarantinedError) replaces any error the run
+// has, where InterruptedError only fills an empty one.
+func Takeover(r store.Run, t store.Takeover) (resume, picked bool, reason string) {
+	picked = t.Resume != nil && t.Resume(r)
+	if picked && r.Attempts < t.MaxAttempts {
+		return true, true, ""
+	}
+	if picked {
+		return false, true, store.QuarantinedError
+	}
+	return false, false, InterruptedError
+}
