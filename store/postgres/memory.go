@@ -33,23 +33,7 @@ const memoryColumns = `id, content, tags, source, created_at`
 
 func scanMemories(rows pgx.Rows) ([]store.Memory, error) {
 	defer rows.Close()
-	var out []store.Memory
-	for rows.Next() {
-		var (
-			m    store.Memory
-			tags string
-			at   int64
-		)
-		if err := rows.Scan(&m.ID, &m.Content, &tags, &m.Source, &at); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(tags), &m.Tags); err != nil {
-			return nil, fmt.Errorf("memory %d: stored tags: %w", m.ID, err)
-		}
-		m.CreatedAt = record.FromNS(at)
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return record.Collect(rows, record.ScanMemory)
 }
 
 // searchWords splits text into words as SQLite's unicode61 tokenizer

@@ -58,19 +58,8 @@ func (s *Store) Instances(ctx context.Context) ([]store.Instance, error) {
 		return nil, fmt.Errorf("list instances: %w", err)
 	}
 	defer rows.Close()
-	var out []store.Instance
-	for rows.Next() {
-		var (
-			in                 store.Instance
-			pid, started, beat int64
-		)
-		if err := rows.Scan(&in.ID, &in.Host, &pid, &started, &beat); err != nil {
-			return nil, fmt.Errorf("list instances: %w", err)
-		}
-		in.PID, in.StartedAt, in.HeartbeatAt = int(pid), record.FromNS(started), record.FromNS(beat)
-		out = append(out, in)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := record.Collect(rows, record.ScanInstance)
+	if err != nil {
 		return nil, fmt.Errorf("list instances: %w", err)
 	}
 	return out, nil
@@ -89,7 +78,7 @@ func (s *Store) RecoverOwner(ctx context.Context, owner string, at time.Time, t 
 	at = s.rec.OrNow(at)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		resumed, ended = nil, nil
-		rows, err := tx.Query(ctx, `SELECT `+runColumns+` FROM runs
+		rows, err := tx.Query(ctx, `SELECT `+record.RunColumns+` FROM runs
 			WHERE owner = $1 AND status IN `+record.ActiveStatuses+` ORDER BY created_at, position FOR UPDATE`, owner)
 		if err != nil {
 			return err
@@ -101,17 +90,17 @@ func (s *Store) RecoverOwner(ctx context.Context, owner string, at time.Time, t 
 		for _, r := range active {
 			resume, pick, reason := record.Takeover(r, t)
 			if resume {
-				r, err = scanRun(tx.QueryRow(ctx, `UPDATE runs SET owner = $1, attempts = attempts + 1
-					WHERE id = $2 RETURNING `+runColumns, t.Owner, r.ID))
+				r, err = record.ScanRun(tx.QueryRow(ctx, `UPDATE runs SET owner = $1, attempts = attempts + 1
+					WHERE id = $2 RETURNING `+record.RunColumns, t.Owner, r.ID))
 				if err != nil {
 					return fmt.Errorf("take over run %s: %w", r.ShortID, err)
 				}
 				resumed = append(resumed, r)
 				continue
 			}
-			r, err = scanRun(tx.QueryRow(ctx, `UPDATE runs SET status = $1, ended_at = $2,
+			r, err = record.ScanRun(tx.QueryRow(ctx, `UPDATE runs SET status = $1, ended_at = $2,
 				error = CASE WHEN error = '' OR $3 THEN $4 ELSE error END
-				WHERE id = $5 RETURNING `+runColumns, string(lifecycle.Interrupted), record.ToNS(at), pick, reason, r.ID))
+				WHERE id = $5 RETURNING `+record.RunColumns, string(lifecycle.Interrupted), record.ToNS(at), pick, reason, r.ID))
 			if err != nil {
 				return fmt.Errorf("interrupt run %s: %w", r.ShortID, err)
 			}
@@ -137,7 +126,7 @@ func (s *Store) InterruptOwner(ctx context.Context, owner string, at time.Time) 
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `UPDATE runs SET status = $1, ended_at = $2,
 			error = CASE WHEN error = '' THEN $3 ELSE error END
-			WHERE owner = $4 AND status IN `+record.ActiveStatuses+` RETURNING `+runColumns,
+			WHERE owner = $4 AND status IN `+record.ActiveStatuses+` RETURNING `+record.RunColumns,
 			string(lifecycle.Interrupted), record.ToNS(at), record.InterruptedError, owner)
 		if err != nil {
 			return err

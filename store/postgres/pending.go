@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -10,30 +9,6 @@ import (
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/store/internal/record"
 )
-
-const pendingColumns = `id, session_key, config, estimate_min_seconds, estimate_max_seconds,
-	max_cost_cents, tools, rationale, status, created_at, expires_at, run_id`
-
-func scanPending(sc rowScanner) (store.PendingSpawn, error) {
-	var (
-		p                store.PendingSpawn
-		config           sql.NullString
-		tools            string
-		minS, maxS       int64
-		created, expires int64
-	)
-	err := sc.Scan(&p.ID, &p.SessionKey, &config, &minS, &maxS,
-		&p.MaxCostCents, &tools, &p.Rationale, &p.Status, &created, &expires, &p.RunID)
-	if err != nil {
-		return store.PendingSpawn{}, err
-	}
-	if err := json.Unmarshal([]byte(tools), &p.Tools); err != nil {
-		return store.PendingSpawn{}, fmt.Errorf("pending spawn %s: stored tools: %w", p.ID, err)
-	}
-	p.EstimateMinSeconds, p.EstimateMaxSeconds = int(minS), int(maxS)
-	p.Config, p.CreatedAt, p.ExpiresAt = record.RawJSON(config), record.FromNS(created), record.FromNS(expires)
-	return p, nil
-}
 
 // CreatePending stores a new pending spawn; an ID already in use gives an
 // error wrapping store.ErrDuplicate.
@@ -50,7 +25,7 @@ func (s *Store) CreatePending(ctx context.Context, p store.PendingSpawn) error {
 	if err != nil {
 		return fmt.Errorf("create pending spawn %s: tools: %w", p.ID, err)
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO pending_spawns (`+pendingColumns+`)
+	_, err = s.pool.Exec(ctx, `INSERT INTO pending_spawns (`+record.PendingColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		p.ID, p.SessionKey, config, p.EstimateMinSeconds, p.EstimateMaxSeconds, p.MaxCostCents,
 		string(tools), p.Rationale, p.Status, record.ToNS(p.CreatedAt), record.ToNS(p.ExpiresAt), p.RunID)
@@ -69,8 +44,8 @@ func (s *Store) GetPending(ctx context.Context, id string) (store.PendingSpawn, 
 	if err := record.CheckKey("pending spawn ID", id); err != nil {
 		return store.PendingSpawn{}, fmt.Errorf("get pending spawn: %w", err)
 	}
-	p, err := scanPending(s.pool.QueryRow(ctx,
-		`SELECT `+pendingColumns+` FROM pending_spawns WHERE id = $1`, id))
+	p, err := record.ScanPending(s.pool.QueryRow(ctx,
+		`SELECT `+record.PendingColumns+` FROM pending_spawns WHERE id = $1`, id))
 	if noRows(err) {
 		return store.PendingSpawn{}, fmt.Errorf("pending spawn %s: %w", id, store.ErrNotFound)
 	}
@@ -84,7 +59,7 @@ func (s *Store) GetPending(ctx context.Context, id string) (store.PendingSpawn, 
 // pending, not yet past ExpiresAt), oldest first; an empty sessionKey lists
 // every session's.
 func (s *Store) ListPending(ctx context.Context, sessionKey string) ([]store.PendingSpawn, error) {
-	query := `SELECT ` + pendingColumns + ` FROM pending_spawns WHERE status = $1 AND expires_at > $2`
+	query := `SELECT ` + record.PendingColumns + ` FROM pending_spawns WHERE status = $1 AND expires_at > $2`
 	args := []any{store.SpawnPending, record.ToNS(s.now())}
 	if sessionKey != "" {
 		query, args = query+` AND session_key = $3`, append(args, sessionKey)
@@ -94,15 +69,8 @@ func (s *Store) ListPending(ctx context.Context, sessionKey string) ([]store.Pen
 		return nil, fmt.Errorf("list pending spawns: %w", err)
 	}
 	defer rows.Close()
-	var out []store.PendingSpawn
-	for rows.Next() {
-		p, err := scanPending(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list pending spawns: %w", err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := record.Collect(rows, record.ScanPending)
+	if err != nil {
 		return nil, fmt.Errorf("list pending spawns: %w", err)
 	}
 	return out, nil
@@ -165,21 +133,14 @@ func (s *Store) decideFailure(ctx context.Context, id, decision string, now int6
 func (s *Store) ExpirePending(ctx context.Context, now time.Time) ([]store.PendingSpawn, error) {
 	now = s.rec.OrNow(now)
 	rows, err := s.pool.Query(ctx, `UPDATE pending_spawns SET status = $1
-		WHERE status = $2 AND expires_at <= $3 RETURNING `+pendingColumns,
+		WHERE status = $2 AND expires_at <= $3 RETURNING `+record.PendingColumns,
 		store.SpawnExpired, store.SpawnPending, record.ToNS(now))
 	if err != nil {
 		return nil, fmt.Errorf("expire pending spawns: %w", err)
 	}
 	defer rows.Close()
-	var out []store.PendingSpawn
-	for rows.Next() {
-		p, err := scanPending(rows)
-		if err != nil {
-			return nil, fmt.Errorf("expire pending spawns: %w", err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := record.Collect(rows, record.ScanPending)
+	if err != nil {
 		return nil, fmt.Errorf("expire pending spawns: %w", err)
 	}
 	return out, nil

@@ -209,11 +209,6 @@ func uniqueViolation(err error) (constraint string, ok bool) {
 // noRows reports whether err says a query returned no row.
 func noRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows) }
 
-// rowScanner is a pgx.Row or pgx.Rows.
-type rowScanner interface {
-	Scan(dest ...any) error
-}
-
 // querier is what both the pool and a transaction offer.
 type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)

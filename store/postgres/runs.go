@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,47 +9,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/store/internal/record"
 )
 
-const runColumns = `id, short_id, session_key, parent_session, parent_agent, group_id, mode,
-	role, task, model, config, status, result, error, tokens, cost_cents, iterations,
-	created_at, started_at, ended_at, announced, owner, attempts`
-
-func scanRun(sc rowScanner) (store.Run, error) {
-	var (
-		r                  store.Run
-		config, result     sql.NullString
-		status             string
-		tokens, iterations int64
-		created, attempts  int64
-		started, ended     sql.NullInt64
-	)
-	err := sc.Scan(&r.ID, &r.ShortID, &r.SessionKey, &r.ParentSession, &r.ParentAgent, &r.GroupID,
-		&r.Mode, &r.Role, &r.Task, &r.Model, &config, &status, &result, &r.Error, &tokens,
-		&r.CostCents, &iterations, &created, &started, &ended, &r.Announced, &r.Owner, &attempts)
-	if err != nil {
-		return store.Run{}, err
-	}
-	r.Status, r.Tokens, r.Iterations, r.Attempts = lifecycle.Status(status), int(tokens), int(iterations), int(attempts)
-	r.Config, r.Result = record.RawJSON(config), record.RawJSON(result)
-	r.CreatedAt, r.StartedAt, r.EndedAt = record.FromNS(created), record.TimePtr(started), record.TimePtr(ended)
-	return r, nil
-}
-
 func scanRuns(rows pgx.Rows) ([]store.Run, error) {
 	defer rows.Close()
-	var out []store.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return record.Collect(rows, record.ScanRun)
 }
 
 // CreateRun stores a new run and creates its session. A short ID or ID
@@ -74,7 +39,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 			ON CONFLICT (key) DO NOTHING`, r.SessionKey, created); err != nil {
 			return fmt.Errorf("create run session: %w", err)
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO runs (`+runColumns+`)
+		_, err := tx.Exec(ctx, `INSERT INTO runs (`+record.RunColumns+`)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
 			r.ID, r.ShortID, r.SessionKey, r.ParentSession, r.ParentAgent, r.GroupID, r.Mode,
 			r.Role, r.Task, r.Model, config, string(r.Status), result, r.Error, r.Tokens, r.CostCents,
@@ -134,8 +99,8 @@ func (s *Store) GetRun(ctx context.Context, idOrPrefix string) (store.Run, error
 	if ref == "" || ref == "S-" {
 		return store.Run{}, fmt.Errorf("get run: ID %q is empty; give a run ID, short ID (S-xxxxxx) or a prefix of one", idOrPrefix)
 	}
-	r, err := scanRun(s.pool.QueryRow(ctx,
-		`SELECT `+runColumns+` FROM runs WHERE id = $1 OR short_id = $1`, ref))
+	r, err := record.ScanRun(s.pool.QueryRow(ctx,
+		`SELECT `+record.RunColumns+` FROM runs WHERE id = $1 OR short_id = $1`, ref))
 	if err == nil {
 		return r, nil
 	}
@@ -150,7 +115,7 @@ func (s *Store) GetRun(ctx context.Context, idOrPrefix string) (store.Run, error
 	case 0:
 		return store.Run{}, fmt.Errorf("run %s: %w", idOrPrefix, store.ErrNotFound)
 	case 1:
-		r, err = scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, ids[0]))
+		r, err = record.ScanRun(s.pool.QueryRow(ctx, `SELECT `+record.RunColumns+` FROM runs WHERE id = $1`, ids[0]))
 		if err != nil {
 			return store.Run{}, fmt.Errorf("get run %s: %w", ids[0], err)
 		}
@@ -208,7 +173,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, e
 	if f.Active {
 		where = append(where, "status IN "+record.ActiveStatuses)
 	}
-	query := `SELECT ` + runColumns + ` FROM runs`
+	query := `SELECT ` + record.RunColumns + ` FROM runs`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}

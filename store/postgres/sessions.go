@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"time"
@@ -13,20 +12,6 @@ import (
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/store/internal/record"
 )
-
-const sessionColumns = `key, created_at, updated_at, budget_cents, spent_cents`
-
-func scanSession(sc rowScanner) (store.Session, error) {
-	var (
-		s                store.Session
-		created, updated int64
-	)
-	if err := sc.Scan(&s.Key, &created, &updated, &s.BudgetCents, &s.SpentCents); err != nil {
-		return store.Session{}, err
-	}
-	s.CreatedAt, s.UpdatedAt = record.FromNS(created), record.FromNS(updated)
-	return s, nil
-}
 
 // EnsureSession returns the session key, creating it if missing.
 func (s *Store) EnsureSession(ctx context.Context, key string) (store.Session, error) {
@@ -39,8 +24,8 @@ func (s *Store) EnsureSession(ctx context.Context, key string) (store.Session, e
 	row := s.pool.QueryRow(ctx, `
 		INSERT INTO sessions (key, created_at, updated_at) VALUES ($1, $2, $2)
 		ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key
-		RETURNING `+sessionColumns, key, now)
-	sess, err := scanSession(row)
+		RETURNING `+record.SessionColumns, key, now)
+	sess, err := record.ScanSession(row)
 	if err != nil {
 		return store.Session{}, fmt.Errorf("ensure session %s: %w", key, err)
 	}
@@ -52,8 +37,8 @@ func (s *Store) GetSession(ctx context.Context, key string) (store.Session, erro
 	if err := record.CheckKey("session key", key); err != nil {
 		return store.Session{}, fmt.Errorf("get session: %w", err)
 	}
-	row := s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE key = $1`, key)
-	sess, err := scanSession(row)
+	row := s.pool.QueryRow(ctx, `SELECT `+record.SessionColumns+` FROM sessions WHERE key = $1`, key)
+	sess, err := record.ScanSession(row)
 	if noRows(err) {
 		return store.Session{}, fmt.Errorf("session %s: %w", key, store.ErrNotFound)
 	}
@@ -243,7 +228,7 @@ func (s *Store) Messages(ctx context.Context, sessionKey string, limit int) ([]s
 	if limit < 0 {
 		return nil, fmt.Errorf("list messages of %s: limit must be >= 0, got %d", sessionKey, limit)
 	}
-	const cols = `id, session_key, role, sender, text, blocks, run_id, created_at`
+	const cols = record.MessageColumns
 	query := `SELECT ` + cols + ` FROM messages WHERE session_key = $1 ORDER BY id`
 	args := []any{sessionKey}
 	if limit > 0 {
@@ -256,20 +241,8 @@ func (s *Store) Messages(ctx context.Context, sessionKey string, limit int) ([]s
 		return nil, fmt.Errorf("list messages of %s: %w", sessionKey, err)
 	}
 	defer rows.Close()
-	var out []store.Message
-	for rows.Next() {
-		var (
-			m      store.Message
-			blocks sql.NullString
-			at     int64
-		)
-		if err := rows.Scan(&m.ID, &m.SessionKey, &m.Role, &m.Sender, &m.Text, &blocks, &m.RunID, &at); err != nil {
-			return nil, fmt.Errorf("list messages of %s: %w", sessionKey, err)
-		}
-		m.Blocks, m.CreatedAt = record.RawJSON(blocks), record.FromNS(at)
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := record.Collect(rows, record.ScanMessage)
+	if err != nil {
 		return nil, fmt.Errorf("list messages of %s: %w", sessionKey, err)
 	}
 	return out, nil
@@ -282,7 +255,7 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]stor
 		return nil, fmt.Errorf("list sessions: negative limit %d", f.Limit)
 	}
 	var p params
-	q := `SELECT ` + sessionColumns + ` FROM sessions`
+	q := `SELECT ` + record.SessionColumns + ` FROM sessions`
 	if f.Main {
 		q += ` WHERE NOT starts_with(key, ` + p.add(store.SubagentSessionPrefix) + `)`
 	}
@@ -295,15 +268,8 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]stor
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
 	defer rows.Close()
-	var out []store.Session
-	for rows.Next() {
-		sess, err := scanSession(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list sessions: %w", err)
-		}
-		out = append(out, sess)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := record.Collect(rows, record.ScanSession)
+	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
 	return out, nil

@@ -187,7 +187,7 @@ func (s *Store) announce(ctx context.Context, tx pgx.Tx, ref string, msg store.M
 // not yet announced, oldest end first: what a restarted daemon still owes
 // the orchestrators.
 func (s *Store) Unannounced(ctx context.Context) ([]store.Run, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM runs
+	rows, err := s.pool.Query(ctx, `SELECT `+record.RunColumns+` FROM runs
 		WHERE NOT announced AND parent_session <> '' AND status NOT IN `+record.ActiveStatuses+`
 		ORDER BY ended_at NULLS FIRST, created_at, position`)
 	if err != nil {

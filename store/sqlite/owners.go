@@ -69,19 +69,8 @@ func (s *Store) Instances(ctx context.Context) ([]store.Instance, error) {
 		return nil, fmt.Errorf("list instances: %w", err)
 	}
 	defer rows.Close()
-	var out []store.Instance
-	for rows.Next() {
-		var (
-			in            store.Instance
-			started, beat int64
-		)
-		if err := rows.Scan(&in.ID, &in.Host, &in.PID, &started, &beat); err != nil {
-			return nil, fmt.Errorf("list instances: %w", err)
-		}
-		in.StartedAt, in.HeartbeatAt = record.FromNS(started), record.FromNS(beat)
-		out = append(out, in)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := record.Collect(rows, record.ScanInstance)
+	if err != nil {
 		return nil, fmt.Errorf("list instances: %w", err)
 	}
 	return out, nil
@@ -97,7 +86,7 @@ func (s *Store) InterruptOwner(ctx context.Context, owner string, at time.Time) 
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `UPDATE runs SET status = ?, ended_at = ?,
 			error = CASE WHEN error = '' THEN ? ELSE error END
-			WHERE owner = ? AND status IN `+record.ActiveStatuses+` RETURNING `+runColumns,
+			WHERE owner = ? AND status IN `+record.ActiveStatuses+` RETURNING `+record.RunColumns,
 			lifecycle.Interrupted, record.ToNS(at), record.InterruptedError, owner)
 		if err != nil {
 			return err
@@ -130,7 +119,7 @@ func (s *Store) RecoverOwner(ctx context.Context, owner string, at time.Time, t 
 	at = s.rec.OrNow(at)
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		resumed, ended = nil, nil
-		rows, err := tx.QueryContext(ctx, `SELECT `+runColumns+` FROM runs
+		rows, err := tx.QueryContext(ctx, `SELECT `+record.RunColumns+` FROM runs
 			WHERE owner = ? AND status IN `+record.ActiveStatuses+` ORDER BY created_at, rowid`, owner)
 		if err != nil {
 			return err
@@ -142,17 +131,17 @@ func (s *Store) RecoverOwner(ctx context.Context, owner string, at time.Time, t 
 		for _, r := range active {
 			resume, pick, reason := record.Takeover(r, t)
 			if resume {
-				r, err = scanRun(tx.QueryRowContext(ctx, `UPDATE runs SET owner = ?, attempts = attempts + 1
-					WHERE id = ? RETURNING `+runColumns, t.Owner, r.ID))
+				r, err = record.ScanRun(tx.QueryRowContext(ctx, `UPDATE runs SET owner = ?, attempts = attempts + 1
+					WHERE id = ? RETURNING `+record.RunColumns, t.Owner, r.ID))
 				if err != nil {
 					return fmt.Errorf("take over run %s: %w", r.ShortID, err)
 				}
 				resumed = append(resumed, r)
 				continue
 			}
-			r, err = scanRun(tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, ended_at = ?,
+			r, err = record.ScanRun(tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, ended_at = ?,
 				error = CASE WHEN error = '' OR ? THEN ? ELSE error END
-				WHERE id = ? RETURNING `+runColumns, lifecycle.Interrupted, record.ToNS(at), pick, reason, r.ID))
+				WHERE id = ? RETURNING `+record.RunColumns, lifecycle.Interrupted, record.ToNS(at), pick, reason, r.ID))
 			if err != nil {
 				return fmt.Errorf("interrupt run %s: %w", r.ShortID, err)
 			}

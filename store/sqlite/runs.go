@@ -15,46 +15,16 @@ import (
 	"github.com/avaagent/ava/store/internal/record"
 )
 
-const runColumns = `id, short_id, session_key, parent_session, parent_agent, group_id, mode,
-	role, task, model, config, status, result, error, tokens, cost_cents, iterations,
-	created_at, started_at, ended_at, announced, owner, attempts`
-
-func scanRun(sc rowScanner) (store.Run, error) {
-	var (
-		r              store.Run
-		config, result sql.NullString
-		created        int64
-		started, ended sql.NullInt64
-	)
-	err := sc.Scan(&r.ID, &r.ShortID, &r.SessionKey, &r.ParentSession, &r.ParentAgent, &r.GroupID,
-		&r.Mode, &r.Role, &r.Task, &r.Model, &config, &r.Status, &result, &r.Error, &r.Tokens,
-		&r.CostCents, &r.Iterations, &created, &started, &ended, &r.Announced, &r.Owner, &r.Attempts)
-	if err != nil {
-		return store.Run{}, err
-	}
-	r.Config, r.Result = record.RawJSON(config), record.RawJSON(result)
-	r.CreatedAt, r.StartedAt, r.EndedAt = record.FromNS(created), record.TimePtr(started), record.TimePtr(ended)
-	return r, nil
-}
-
 func scanRuns(rows *sql.Rows) ([]store.Run, error) {
 	defer rows.Close()
-	var out []store.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return record.Collect(rows, record.ScanRun)
 }
 
 // The statements of CreateRun, prepared at Open: a spawn writes its run
 // record before its first model call.
 const (
 	insertRunSessionSQL = `INSERT INTO sessions (key, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING`
-	insertRunSQL        = `INSERT INTO runs (` + runColumns + `)
+	insertRunSQL        = `INSERT INTO runs (` + record.RunColumns + `)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
@@ -147,8 +117,8 @@ func (s *Store) GetRun(ctx context.Context, idOrPrefix string) (store.Run, error
 	if ref == "" || ref == "S-" {
 		return store.Run{}, fmt.Errorf("get run: ID %q is empty; give a run ID, short ID (S-xxxxxx) or a prefix of one", idOrPrefix)
 	}
-	r, err := scanRun(s.reader.QueryRowContext(ctx,
-		`SELECT `+runColumns+` FROM runs WHERE id = ? OR short_id = ?`, ref, ref))
+	r, err := record.ScanRun(s.reader.QueryRowContext(ctx,
+		`SELECT `+record.RunColumns+` FROM runs WHERE id = ? OR short_id = ?`, ref, ref))
 	if err == nil {
 		return r, nil
 	}
@@ -163,7 +133,7 @@ func (s *Store) GetRun(ctx context.Context, idOrPrefix string) (store.Run, error
 	case 0:
 		return store.Run{}, fmt.Errorf("run %s: %w", idOrPrefix, store.ErrNotFound)
 	case 1:
-		r, err = scanRun(s.reader.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, ids[0]))
+		r, err = record.ScanRun(s.reader.QueryRowContext(ctx, `SELECT `+record.RunColumns+` FROM runs WHERE id = ?`, ids[0]))
 		if err != nil {
 			return store.Run{}, fmt.Errorf("get run %s: %w", ids[0], err)
 		}
@@ -221,7 +191,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, e
 		where = append(where, "status IN ("+placeholders(len(lifecycle.Active))+")")
 		args = append(args, stringArgs(lifecycle.Active)...)
 	}
-	query := `SELECT ` + runColumns + ` FROM runs`
+	query := `SELECT ` + record.RunColumns + ` FROM runs`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}

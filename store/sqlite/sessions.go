@@ -13,20 +13,6 @@ import (
 	"github.com/avaagent/ava/store/internal/record"
 )
 
-const sessionColumns = `key, created_at, updated_at, budget_cents, spent_cents`
-
-func scanSession(sc rowScanner) (store.Session, error) {
-	var (
-		s                store.Session
-		created, updated int64
-	)
-	if err := sc.Scan(&s.Key, &created, &updated, &s.BudgetCents, &s.SpentCents); err != nil {
-		return store.Session{}, err
-	}
-	s.CreatedAt, s.UpdatedAt = record.FromNS(created), record.FromNS(updated)
-	return s, nil
-}
-
 // EnsureSession returns the session key, creating it if missing.
 func (s *Store) EnsureSession(ctx context.Context, key string) (store.Session, error) {
 	if err := record.CheckKey("session key", key); err != nil {
@@ -38,8 +24,8 @@ func (s *Store) EnsureSession(ctx context.Context, key string) (store.Session, e
 	row := s.writer.QueryRowContext(ctx, `
 		INSERT INTO sessions (key, created_at, updated_at) VALUES (?, ?, ?)
 		ON CONFLICT (key) DO UPDATE SET key = excluded.key
-		RETURNING `+sessionColumns, key, now, now)
-	sess, err := scanSession(row)
+		RETURNING `+record.SessionColumns, key, now, now)
+	sess, err := record.ScanSession(row)
 	if err != nil {
 		return store.Session{}, fmt.Errorf("ensure session %s: %w", key, err)
 	}
@@ -51,8 +37,8 @@ func (s *Store) GetSession(ctx context.Context, key string) (store.Session, erro
 	if err := record.CheckKey("session key", key); err != nil {
 		return store.Session{}, fmt.Errorf("get session: %w", err)
 	}
-	row := s.reader.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE key = ?`, key)
-	sess, err := scanSession(row)
+	row := s.reader.QueryRowContext(ctx, `SELECT `+record.SessionColumns+` FROM sessions WHERE key = ?`, key)
+	sess, err := record.ScanSession(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Session{}, fmt.Errorf("session %s: %w", key, store.ErrNotFound)
 	}
@@ -237,7 +223,7 @@ func (s *Store) Messages(ctx context.Context, sessionKey string, limit int) ([]s
 	if limit < 0 {
 		return nil, fmt.Errorf("list messages of %s: limit must be >= 0, got %d", sessionKey, limit)
 	}
-	const cols = `id, session_key, role, sender, text, blocks, run_id, created_at`
+	const cols = record.MessageColumns
 	query := `SELECT ` + cols + ` FROM messages WHERE session_key = ? ORDER BY id`
 	args := []any{sessionKey}
 	if limit > 0 {
@@ -250,20 +236,8 @@ func (s *Store) Messages(ctx context.Context, sessionKey string, limit int) ([]s
 		return nil, fmt.Errorf("list messages of %s: %w", sessionKey, err)
 	}
 	defer rows.Close()
-	var out []store.Message
-	for rows.Next() {
-		var (
-			m      store.Message
-			blocks sql.NullString
-			at     int64
-		)
-		if err := rows.Scan(&m.ID, &m.SessionKey, &m.Role, &m.Sender, &m.Text, &blocks, &m.RunID, &at); err != nil {
-			return nil, fmt.Errorf("list messages of %s: %w", sessionKey, err)
-		}
-		m.Blocks, m.CreatedAt = record.RawJSON(blocks), record.FromNS(at)
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := record.Collect(rows, record.ScanMessage)
+	if err != nil {
 		return nil, fmt.Errorf("list messages of %s: %w", sessionKey, err)
 	}
 	return out, nil
@@ -275,7 +249,7 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]stor
 	if f.Limit < 0 {
 		return nil, fmt.Errorf("list sessions: negative limit %d", f.Limit)
 	}
-	q := `SELECT ` + sessionColumns + ` FROM sessions`
+	q := `SELECT ` + record.SessionColumns + ` FROM sessions`
 	var args []any
 	if f.Main {
 		q += ` WHERE substr(key, 1, ?) <> ?`
@@ -291,15 +265,8 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]stor
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
 	defer rows.Close()
-	var out []store.Session
-	for rows.Next() {
-		sess, err := scanSession(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list sessions: %w", err)
-		}
-		out = append(out, sess)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := record.Collect(rows, record.ScanSession)
+	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
 	return out, nil

@@ -475,8 +475,3 @@ func isUniqueViolation(err error) bool {
 	c := sqliteCode(err)
 	return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 }
-
-// rowScanner is a *sql.Row or *sql.Rows.
-type rowScanner interface {
-	Scan(dest ...any) error
-}

@@ -192,7 +192,7 @@ func (s *Store) announce(ctx context.Context, tx *sql.Tx, ref string, msg store.
 // not yet announced, oldest end first: what a restarted daemon still owes
 // the orchestrators.
 func (s *Store) Unannounced(ctx context.Context) ([]store.Run, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+runColumns+` FROM runs
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+record.RunColumns+` FROM runs
 		WHERE announced = 0 AND parent_session != '' AND status NOT IN `+record.ActiveStatuses+`
 		ORDER BY ended_at, created_at, rowid`)
 	if err != nil {

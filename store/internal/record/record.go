@@ -2,7 +2,8 @@
 // to a record outside SQL: it validates a run, message, pending spawn,
 // memory or event and fills in its defaults, masks its free text with
 // the redactor, converts times and JSON to and from column values, and
-// turns memory search text into terms. Each store keeps its own SQL and
+// turns memory search text into terms; it also scans their rows (both
+// drivers' rows have the same Scan). Each store keeps its own SQL and
 // driver code; the rules a record passes are written once, here, so the
 // two stores cannot drift apart.
 package record
