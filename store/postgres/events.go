@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/store/internal/record"
 )
 
 // LastSeq returns the highest sequence number stored for the session: the
@@ -37,17 +38,11 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	}
 	rows := make([][]any, len(evs))
 	for i, ev := range evs {
-		if err := checkKey("event session", ev.Session); err != nil {
-			return fmt.Errorf("append event: %w", err)
-		}
-		if ev.Seq == 0 || ev.Seq > math.MaxInt64 {
-			return fmt.Errorf("append event to %s: sequence number %d is out of range", ev.Session, ev.Seq)
-		}
-		line, err := json.Marshal(ev)
+		line, err := record.EventLine(ev)
 		if err != nil {
-			return fmt.Errorf("append event to %s: %w", ev.Session, err)
+			return err
 		}
-		rows[i] = []any{ev.Session, int64(ev.Seq), string(ev.Type), ev.Agent, toNS(ev.Time), string(line)}
+		rows[i] = []any{ev.Session, int64(ev.Seq), string(ev.Type), ev.Agent, record.ToNS(ev.Time), line}
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}

@@ -9,24 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/store/internal/record"
 )
-
-// DefaultMemoryLimit is how many memories SearchMemory and RecentMemory
-// return when limit is 0.
-const DefaultMemoryLimit = 10
-
-// maxSearchTerms bounds how many words of a query are searched for.
-const maxSearchTerms = 32
-
-// minPrefixTermLen is the shortest term also matched as a word prefix
-// ("deploy" finds "deployment"); shorter ones would match too much.
-const minPrefixTermLen = 3
 
 // Limits of a tsvector: a lexeme's length in bytes, a position, and the
 // positions kept per lexeme.
@@ -36,40 +25,15 @@ const (
 	maxPositions   = 256
 )
 
+// DefaultMemoryLimit is how many memories SearchMemory and RecentMemory
+// return when limit is 0.
+const DefaultMemoryLimit = record.DefaultMemoryLimit
+
 const memoryColumns = `id, content, tags, source, created_at`
 
 func scanMemories(rows pgx.Rows) ([]store.Memory, error) {
 	defer rows.Close()
-	var out []store.Memory
-	for rows.Next() {
-		var (
-			m    store.Memory
-			tags string
-			at   int64
-		)
-		if err := rows.Scan(&m.ID, &m.Content, &tags, &m.Source, &at); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(tags), &m.Tags); err != nil {
-			return nil, fmt.Errorf("memory %d: stored tags: %w", m.ID, err)
-		}
-		m.CreatedAt = fromNS(at)
-		out = append(out, m)
-	}
-	return out, rows.Err()
-}
-
-// normalizeTags trims tags and drops empty and repeated ones, keeping
-// their order.
-func normalizeTags(tags []string) []string {
-	out := []string{}
-	for _, t := range tags {
-		t = strings.TrimSpace(t)
-		if t != "" && !slices.Contains(out, t) {
-			out = append(out, t)
-		}
-	}
-	return out
+	return record.Collect(rows, record.ScanMemory)
 }
 
 // searchWords splits text into words as SQLite's unicode61 tokenizer
@@ -82,9 +46,7 @@ func searchWords(text string) []string {
 			b.WriteRune(unicode.ToLower(r))
 		}
 	}
-	words := strings.FieldsFunc(b.String(), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r)
-	})
+	words := record.Words(b.String())
 	return slices.DeleteFunc(words, func(w string) bool { return len(w) > maxLexemeBytes })
 }
 
@@ -119,53 +81,26 @@ func searchVector(content string, tags []string) string {
 // nothing in the text is read as query syntax: "!", "&", "|", "<->" and
 // "NOT" are separators or words. Text with no words gives "".
 func searchQuery(text string) string {
-	var terms []string
-	for _, w := range searchWords(text) {
-		q := quoteLexeme(w)
-		if utf8.RuneCountInString(w) >= minPrefixTermLen {
-			q += ":*"
-		}
-		if !slices.Contains(terms, q) {
-			terms = append(terms, q)
-		}
-		if len(terms) == maxSearchTerms {
-			break
-		}
-	}
-	return strings.Join(terms, " | ")
+	return record.AnyOf(searchWords(text), quoteLexeme, ":*", " | ")
 }
 
 // WriteMemory stores m and returns it with ID, CreatedAt and normalised
 // Tags set.
 func (s *Store) WriteMemory(ctx context.Context, m store.Memory) (store.Memory, error) {
-	if strings.TrimSpace(m.Content) == "" {
-		return store.Memory{}, errors.New("write memory: content is empty")
+	if err := s.rec.CheckMemory(&m); err != nil {
+		return store.Memory{}, fmt.Errorf("write memory: %w", err)
 	}
-	s.maskMemory(&m)
-	m.Tags = normalizeTags(m.Tags)
-	m.CreatedAt = s.orNow(m.CreatedAt).UTC()
 	tags, err := json.Marshal(m.Tags)
 	if err != nil {
 		return store.Memory{}, fmt.Errorf("write memory: tags: %w", err)
 	}
 	err = s.pool.QueryRow(ctx, `INSERT INTO memories (content, tags, source, created_at, search)
 		VALUES ($1, $2, $3, $4, $5::tsvector) RETURNING id`,
-		m.Content, string(tags), m.Source, toNS(m.CreatedAt), searchVector(m.Content, m.Tags)).Scan(&m.ID)
+		m.Content, string(tags), m.Source, record.ToNS(m.CreatedAt), searchVector(m.Content, m.Tags)).Scan(&m.ID)
 	if err != nil {
 		return store.Memory{}, fmt.Errorf("write memory: %w", err)
 	}
 	return m, nil
-}
-
-// memoryLimit applies the default to limit and refuses a negative one.
-func memoryLimit(limit int) (int, error) {
-	switch {
-	case limit < 0:
-		return 0, fmt.Errorf("limit must be >= 0, got %d", limit)
-	case limit == 0:
-		return DefaultMemoryLimit, nil
-	}
-	return limit, nil
 }
 
 // SearchMemory returns up to limit memories (DefaultMemoryLimit when 0)
@@ -175,7 +110,7 @@ func memoryLimit(limit int) (int, error) {
 // text, never tsquery syntax. A query with no letters or digits matches
 // nothing; a blank one is an error.
 func (s *Store) SearchMemory(ctx context.Context, query string, limit int) ([]store.Memory, error) {
-	limit, err := memoryLimit(limit)
+	limit, err := record.MemoryLimit(limit)
 	if err != nil {
 		return nil, fmt.Errorf("search memory: %w", err)
 	}
@@ -201,7 +136,7 @@ func (s *Store) SearchMemory(ctx context.Context, query string, limit int) ([]st
 // RecentMemory returns up to limit memories (DefaultMemoryLimit when 0),
 // newest first.
 func (s *Store) RecentMemory(ctx context.Context, limit int) ([]store.Memory, error) {
-	limit, err := memoryLimit(limit)
+	limit, err := record.MemoryLimit(limit)
 	if err != nil {
 		return nil, fmt.Errorf("recent memory: %w", err)
 	}

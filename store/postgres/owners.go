@@ -9,18 +9,19 @@ import (
 
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/store/internal/record"
 )
 
 // RegisterInstance stores in, replacing an instance with the same ID.
 func (s *Store) RegisterInstance(ctx context.Context, in store.Instance) error {
-	if err := checkKey("instance ID", in.ID); err != nil {
+	if err := record.CheckKey("instance ID", in.ID); err != nil {
 		return fmt.Errorf("register instance: %w", err)
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO instances (id, host, pid, started_at, heartbeat_at)
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid,
 			started_at = EXCLUDED.started_at, heartbeat_at = EXCLUDED.heartbeat_at`,
-		in.ID, in.Host, in.PID, toNS(s.orNow(in.StartedAt)), toNS(s.orNow(in.HeartbeatAt)))
+		in.ID, in.Host, in.PID, record.ToNS(s.rec.OrNow(in.StartedAt)), record.ToNS(s.rec.OrNow(in.HeartbeatAt)))
 	if err != nil {
 		return fmt.Errorf("register instance %s: %w", in.ID, err)
 	}
@@ -31,7 +32,7 @@ func (s *Store) RegisterInstance(ctx context.Context, in store.Instance) error {
 // wrapping store.ErrNotFound when it is no longer registered.
 func (s *Store) Heartbeat(ctx context.Context, id string, at time.Time) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE instances SET heartbeat_at = GREATEST(heartbeat_at, $1) WHERE id = $2`,
-		toNS(s.orNow(at)), id)
+		record.ToNS(s.rec.OrNow(at)), id)
 	if err != nil {
 		return fmt.Errorf("heartbeat of instance %s: %w", id, err)
 	}
@@ -57,19 +58,8 @@ func (s *Store) Instances(ctx context.Context) ([]store.Instance, error) {
 		return nil, fmt.Errorf("list instances: %w", err)
 	}
 	defer rows.Close()
-	var out []store.Instance
-	for rows.Next() {
-		var (
-			in                 store.Instance
-			pid, started, beat int64
-		)
-		if err := rows.Scan(&in.ID, &in.Host, &pid, &started, &beat); err != nil {
-			return nil, fmt.Errorf("list instances: %w", err)
-		}
-		in.PID, in.StartedAt, in.HeartbeatAt = int(pid), fromNS(started), fromNS(beat)
-		out = append(out, in)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := record.Collect(rows, record.ScanInstance)
+	if err != nil {
 		return nil, fmt.Errorf("list instances: %w", err)
 	}
 	return out, nil
@@ -81,15 +71,15 @@ func (s *Store) Instances(ctx context.Context) ([]store.Instance, error) {
 // store.OwnerStore). One transaction, with the runs locked.
 func (s *Store) RecoverOwner(ctx context.Context, owner string, at time.Time, t store.Takeover) (resumed, ended []store.Run, err error) {
 	if t.Resume != nil {
-		if err := checkKey("instance ID", t.Owner); err != nil {
+		if err := record.CheckKey("instance ID", t.Owner); err != nil {
 			return nil, nil, fmt.Errorf("recover runs of instance %q: %w", owner, err)
 		}
 	}
-	at = s.orNow(at)
+	at = s.rec.OrNow(at)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		resumed, ended = nil, nil
-		rows, err := tx.Query(ctx, `SELECT `+runColumns+` FROM runs
-			WHERE owner = $1 AND status IN `+activeStatuses+` ORDER BY created_at, position FOR UPDATE`, owner)
+		rows, err := tx.Query(ctx, `SELECT `+record.RunColumns+` FROM runs
+			WHERE owner = $1 AND status IN `+record.ActiveStatuses+` ORDER BY created_at, position FOR UPDATE`, owner)
 		if err != nil {
 			return err
 		}
@@ -98,23 +88,19 @@ func (s *Store) RecoverOwner(ctx context.Context, owner string, at time.Time, t 
 			return err
 		}
 		for _, r := range active {
-			pick := t.Resume != nil && t.Resume(r)
-			if pick && r.Attempts < t.MaxAttempts {
-				r, err = scanRun(tx.QueryRow(ctx, `UPDATE runs SET owner = $1, attempts = attempts + 1
-					WHERE id = $2 RETURNING `+runColumns, t.Owner, r.ID))
+			resume, pick, reason := record.Takeover(r, t)
+			if resume {
+				r, err = record.ScanRun(tx.QueryRow(ctx, `UPDATE runs SET owner = $1, attempts = attempts + 1
+					WHERE id = $2 RETURNING `+record.RunColumns, t.Owner, r.ID))
 				if err != nil {
 					return fmt.Errorf("take over run %s: %w", r.ShortID, err)
 				}
 				resumed = append(resumed, r)
 				continue
 			}
-			reason := interruptedError
-			if pick {
-				reason = store.QuarantinedError
-			}
-			r, err = scanRun(tx.QueryRow(ctx, `UPDATE runs SET status = $1, ended_at = $2,
+			r, err = record.ScanRun(tx.QueryRow(ctx, `UPDATE runs SET status = $1, ended_at = $2,
 				error = CASE WHEN error = '' OR $3 THEN $4 ELSE error END
-				WHERE id = $5 RETURNING `+runColumns, string(lifecycle.Interrupted), toNS(at), pick, reason, r.ID))
+				WHERE id = $5 RETURNING `+record.RunColumns, string(lifecycle.Interrupted), record.ToNS(at), pick, reason, r.ID))
 			if err != nil {
 				return fmt.Errorf("interrupt run %s: %w", r.ShortID, err)
 			}
@@ -135,13 +121,13 @@ func (s *Store) RecoverOwner(ctx context.Context, owner string, at time.Time, t 
 // touched, so a run that ended on its own meanwhile keeps its end; of two
 // processes interrupting the same owner, the second finds nothing left.
 func (s *Store) InterruptOwner(ctx context.Context, owner string, at time.Time) ([]store.Run, error) {
-	at = s.orNow(at)
+	at = s.rec.OrNow(at)
 	var runs []store.Run
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `UPDATE runs SET status = $1, ended_at = $2,
 			error = CASE WHEN error = '' THEN $3 ELSE error END
-			WHERE owner = $4 AND status IN `+activeStatuses+` RETURNING `+runColumns,
-			string(lifecycle.Interrupted), toNS(at), interruptedError, owner)
+			WHERE owner = $4 AND status IN `+record.ActiveStatuses+` RETURNING `+record.RunColumns,
+			string(lifecycle.Interrupted), record.ToNS(at), record.InterruptedError, owner)
 		if err != nil {
 			return err
 		}

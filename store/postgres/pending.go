@@ -2,84 +2,22 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/store/internal/record"
 )
-
-const pendingColumns = `id, session_key, config, estimate_min_seconds, estimate_max_seconds,
-	max_cost_cents, tools, rationale, status, created_at, expires_at, run_id`
-
-func scanPending(sc rowScanner) (store.PendingSpawn, error) {
-	var (
-		p                store.PendingSpawn
-		config           sql.NullString
-		tools            string
-		minS, maxS       int64
-		created, expires int64
-	)
-	err := sc.Scan(&p.ID, &p.SessionKey, &config, &minS, &maxS,
-		&p.MaxCostCents, &tools, &p.Rationale, &p.Status, &created, &expires, &p.RunID)
-	if err != nil {
-		return store.PendingSpawn{}, err
-	}
-	if err := json.Unmarshal([]byte(tools), &p.Tools); err != nil {
-		return store.PendingSpawn{}, fmt.Errorf("pending spawn %s: stored tools: %w", p.ID, err)
-	}
-	p.EstimateMinSeconds, p.EstimateMaxSeconds = int(minS), int(maxS)
-	p.Config, p.CreatedAt, p.ExpiresAt = rawJSON(config), fromNS(created), fromNS(expires)
-	return p, nil
-}
-
-// checkPending validates a new pending spawn and fills in its defaults.
-func (s *Store) checkPending(p *store.PendingSpawn) error {
-	if err := errors.Join(checkKey("pending spawn ID", p.ID), checkKey("pending spawn session key", p.SessionKey)); err != nil {
-		return err
-	}
-	if p.Status == "" {
-		p.Status = store.SpawnPending
-	}
-	switch p.Status {
-	case store.SpawnPending, store.SpawnConfirmed, store.SpawnRejected, store.SpawnExpired:
-	default:
-		return fmt.Errorf("pending spawn status %q is not one of pending, confirmed, rejected, expired", p.Status)
-	}
-	if err := errors.Join(
-		checkCount("estimate min seconds", p.EstimateMinSeconds),
-		checkCount("estimate max seconds", p.EstimateMaxSeconds),
-		checkAmount("max cost", p.MaxCostCents),
-	); err != nil {
-		return err
-	}
-	if p.EstimateMaxSeconds > 0 && p.EstimateMinSeconds > p.EstimateMaxSeconds {
-		return fmt.Errorf("estimate min seconds %d is above max %d", p.EstimateMinSeconds, p.EstimateMaxSeconds)
-	}
-	p.CreatedAt = s.orNow(p.CreatedAt).UTC()
-	if p.ExpiresAt.IsZero() {
-		return errors.New("pending spawn has no expiry time")
-	}
-	if !p.ExpiresAt.After(p.CreatedAt) {
-		return fmt.Errorf("pending spawn expires at %s, not after its creation at %s",
-			p.ExpiresAt.Format(time.RFC3339), p.CreatedAt.Format(time.RFC3339))
-	}
-	if p.Tools == nil {
-		p.Tools = []string{}
-	}
-	return nil
-}
 
 // CreatePending stores a new pending spawn; an ID already in use gives an
 // error wrapping store.ErrDuplicate.
 func (s *Store) CreatePending(ctx context.Context, p store.PendingSpawn) error {
-	if err := s.checkPending(&p); err != nil {
+	if err := s.rec.CheckPending(&p); err != nil {
 		return fmt.Errorf("create pending spawn: %w", err)
 	}
-	s.maskPending(&p)
-	config, err := jsonArg("pending spawn config", p.Config)
+	s.rec.Mask.Pending(&p)
+	config, err := record.JSONArg("pending spawn config", p.Config)
 	if err != nil {
 		return fmt.Errorf("create pending spawn %s: %w", p.ID, err)
 	}
@@ -87,10 +25,10 @@ func (s *Store) CreatePending(ctx context.Context, p store.PendingSpawn) error {
 	if err != nil {
 		return fmt.Errorf("create pending spawn %s: tools: %w", p.ID, err)
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO pending_spawns (`+pendingColumns+`)
+	_, err = s.pool.Exec(ctx, `INSERT INTO pending_spawns (`+record.PendingColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		p.ID, p.SessionKey, config, p.EstimateMinSeconds, p.EstimateMaxSeconds, p.MaxCostCents,
-		string(tools), p.Rationale, p.Status, toNS(p.CreatedAt), toNS(p.ExpiresAt), p.RunID)
+		string(tools), p.Rationale, p.Status, record.ToNS(p.CreatedAt), record.ToNS(p.ExpiresAt), p.RunID)
 	if _, dup := uniqueViolation(err); dup {
 		return fmt.Errorf("create pending spawn: ID %s is already used: %w", p.ID, store.ErrDuplicate)
 	}
@@ -103,11 +41,11 @@ func (s *Store) CreatePending(ctx context.Context, p store.PendingSpawn) error {
 // GetPending returns the pending spawn id or an error wrapping
 // store.ErrNotFound.
 func (s *Store) GetPending(ctx context.Context, id string) (store.PendingSpawn, error) {
-	if err := checkKey("pending spawn ID", id); err != nil {
+	if err := record.CheckKey("pending spawn ID", id); err != nil {
 		return store.PendingSpawn{}, fmt.Errorf("get pending spawn: %w", err)
 	}
-	p, err := scanPending(s.pool.QueryRow(ctx,
-		`SELECT `+pendingColumns+` FROM pending_spawns WHERE id = $1`, id))
+	p, err := record.ScanPending(s.pool.QueryRow(ctx,
+		`SELECT `+record.PendingColumns+` FROM pending_spawns WHERE id = $1`, id))
 	if noRows(err) {
 		return store.PendingSpawn{}, fmt.Errorf("pending spawn %s: %w", id, store.ErrNotFound)
 	}
@@ -121,8 +59,8 @@ func (s *Store) GetPending(ctx context.Context, id string) (store.PendingSpawn, 
 // pending, not yet past ExpiresAt), oldest first; an empty sessionKey lists
 // every session's.
 func (s *Store) ListPending(ctx context.Context, sessionKey string) ([]store.PendingSpawn, error) {
-	query := `SELECT ` + pendingColumns + ` FROM pending_spawns WHERE status = $1 AND expires_at > $2`
-	args := []any{store.SpawnPending, toNS(s.now())}
+	query := `SELECT ` + record.PendingColumns + ` FROM pending_spawns WHERE status = $1 AND expires_at > $2`
+	args := []any{store.SpawnPending, record.ToNS(s.now())}
 	if sessionKey != "" {
 		query, args = query+` AND session_key = $3`, append(args, sessionKey)
 	}
@@ -131,15 +69,8 @@ func (s *Store) ListPending(ctx context.Context, sessionKey string) ([]store.Pen
 		return nil, fmt.Errorf("list pending spawns: %w", err)
 	}
 	defer rows.Close()
-	var out []store.PendingSpawn
-	for rows.Next() {
-		p, err := scanPending(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list pending spawns: %w", err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := record.Collect(rows, record.ScanPending)
+	if err != nil {
 		return nil, fmt.Errorf("list pending spawns: %w", err)
 	}
 	return out, nil
@@ -152,17 +83,14 @@ func (s *Store) ListPending(ctx context.Context, sessionKey string) ([]store.Pen
 // it. After ExpiresAt it fails with store.ErrExpired (and marks the spawn
 // expired); when already decided, with store.ErrInvalidTransition.
 func (s *Store) DecidePending(ctx context.Context, id, decision string, config json.RawMessage, runID string) error {
-	if err := checkKey("pending spawn ID", id); err != nil {
-		return fmt.Errorf("decide pending spawn: %w", err)
+	if err := record.CheckDecision(id, decision); err != nil {
+		return err
 	}
-	if decision != store.SpawnConfirmed && decision != store.SpawnRejected {
-		return fmt.Errorf("decide pending spawn %s: decision %q is not confirmed or rejected", id, decision)
-	}
-	cfg, err := jsonArg("pending spawn config", s.json(config))
+	cfg, err := record.JSONArg("pending spawn config", s.rec.Mask.JSON(config))
 	if err != nil {
 		return fmt.Errorf("decide pending spawn %s: %w", id, err)
 	}
-	now := toNS(s.now())
+	now := record.ToNS(s.now())
 	tag, err := s.pool.Exec(ctx, `UPDATE pending_spawns
 		SET status = $1, config = coalesce($2, config), run_id = $3, decided_at = $4
 		WHERE id = $5 AND status = $6 AND expires_at > $4`,
@@ -203,23 +131,16 @@ func (s *Store) decideFailure(ctx context.Context, id, decision string, now int6
 // first's row locks, finds those spawns expired and skips them, so each
 // expiry is returned to exactly one.
 func (s *Store) ExpirePending(ctx context.Context, now time.Time) ([]store.PendingSpawn, error) {
-	now = s.orNow(now)
+	now = s.rec.OrNow(now)
 	rows, err := s.pool.Query(ctx, `UPDATE pending_spawns SET status = $1
-		WHERE status = $2 AND expires_at <= $3 RETURNING `+pendingColumns,
-		store.SpawnExpired, store.SpawnPending, toNS(now))
+		WHERE status = $2 AND expires_at <= $3 RETURNING `+record.PendingColumns,
+		store.SpawnExpired, store.SpawnPending, record.ToNS(now))
 	if err != nil {
 		return nil, fmt.Errorf("expire pending spawns: %w", err)
 	}
 	defer rows.Close()
-	var out []store.PendingSpawn
-	for rows.Next() {
-		p, err := scanPending(rows)
-		if err != nil {
-			return nil, fmt.Errorf("expire pending spawns: %w", err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := record.Collect(rows, record.ScanPending)
+	if err != nil {
 		return nil, fmt.Errorf("expire pending spawns: %w", err)
 	}
 	return out, nil

@@ -38,6 +38,7 @@ import (
 
 	"github.com/avaagent/ava/redact"
 	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/store/internal/record"
 )
 
 //go:embed migrations/*.sql
@@ -64,10 +65,10 @@ type Store struct {
 	pool *pgxpool.Pool
 	// where names the database (host and name, never the password) in
 	// errors and logs.
-	where    string
-	log      *slog.Logger
-	now      func() time.Time
-	redactor *redact.Redactor
+	where string
+	log   *slog.Logger
+	now   func() time.Time
+	rec   record.Checker // checks, fills in, masks and cleans every record written
 
 	closeOnce sync.Once
 }
@@ -87,13 +88,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		cfg.MaxConns = opts.MaxConns
 	}
 	s := &Store{
-		where:    fmt.Sprintf("postgres %s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database),
-		log:      opts.Logger,
-		now:      opts.Now,
-		redactor: opts.Redactor,
-	}
-	if s.redactor == nil {
-		s.redactor = &redact.Redactor{}
+		where: fmt.Sprintf("postgres %s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database),
+		log:   opts.Logger,
+		now:   opts.Now,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -101,6 +98,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.rec = record.Checker{Now: s.now, Mask: masker(opts.Redactor)}
 	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", s.where, err)
@@ -210,11 +208,6 @@ func uniqueViolation(err error) (constraint string, ok bool) {
 
 // noRows reports whether err says a query returned no row.
 func noRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows) }
-
-// rowScanner is a pgx.Row or pgx.Rows.
-type rowScanner interface {
-	Scan(dest ...any) error
-}
 
 // querier is what both the pool and a transaction offer.
 type querier interface {

@@ -2,135 +2,48 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/store/internal/record"
 )
-
-const runColumns = `id, short_id, session_key, parent_session, parent_agent, group_id, mode,
-	role, task, model, config, status, result, error, tokens, cost_cents, iterations,
-	created_at, started_at, ended_at, announced, owner, attempts`
-
-func scanRun(sc rowScanner) (store.Run, error) {
-	var (
-		r                  store.Run
-		config, result     sql.NullString
-		status             string
-		tokens, iterations int64
-		created, attempts  int64
-		started, ended     sql.NullInt64
-	)
-	err := sc.Scan(&r.ID, &r.ShortID, &r.SessionKey, &r.ParentSession, &r.ParentAgent, &r.GroupID,
-		&r.Mode, &r.Role, &r.Task, &r.Model, &config, &status, &result, &r.Error, &tokens,
-		&r.CostCents, &iterations, &created, &started, &ended, &r.Announced, &r.Owner, &attempts)
-	if err != nil {
-		return store.Run{}, err
-	}
-	r.Status, r.Tokens, r.Iterations, r.Attempts = lifecycle.Status(status), int(tokens), int(iterations), int(attempts)
-	r.Config, r.Result = rawJSON(config), rawJSON(result)
-	r.CreatedAt, r.StartedAt, r.EndedAt = fromNS(created), timePtr(started), timePtr(ended)
-	return r, nil
-}
 
 func scanRuns(rows pgx.Rows) ([]store.Run, error) {
 	defer rows.Close()
-	var out []store.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
-// normalizeRunRef canonicalises a run reference: full IDs are lowercase
-// hex, short IDs are "S-" and lowercase hex, whatever the user typed.
-func normalizeRunRef(ref string) string {
-	ref = strings.TrimSpace(ref)
-	if len(ref) >= 2 && (ref[:2] == "S-" || ref[:2] == "s-") {
-		return "S-" + strings.ToLower(ref[2:])
-	}
-	return strings.ToLower(ref)
-}
-
-// checkRun validates a new run and fills in its defaults.
-func (s *Store) checkRun(r *store.Run) error {
-	id, err := uuid.Parse(r.ID)
-	if err != nil || len(r.ID) != 36 {
-		return fmt.Errorf("run ID %q is not a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", r.ID)
-	}
-	r.ID = id.String()
-	if !store.ValidShortID(r.ShortID) {
-		return fmt.Errorf("run short ID %q is not S- and six lowercase hex characters", r.ShortID)
-	}
-	if err := checkKey("run session key", r.SessionKey); err != nil {
-		return err
-	}
-	if r.Mode == "" {
-		r.Mode = store.ModeSingle
-	}
-	if !store.ValidMode(r.Mode) {
-		return fmt.Errorf("run mode %q is not one of single, parallel, chain", r.Mode)
-	}
-	if r.Status == "" {
-		r.Status = lifecycle.Pending
-	}
-	if !r.Status.IsActive() {
-		return fmt.Errorf("a new run starts queued, pending or running, not %q", r.Status)
-	}
-	if strings.TrimSpace(r.Role) == "" {
-		return errors.New("run role is empty")
-	}
-	if strings.TrimSpace(r.Task) == "" {
-		return errors.New("run task is empty")
-	}
-	if err := checkCounters(r.Tokens, r.CostCents, r.Iterations); err != nil {
-		return err
-	}
-	r.CreatedAt = s.orNow(r.CreatedAt).UTC()
-	return nil
-}
-
-func checkCounters(tokens int, cost float64, iterations int) error {
-	return errors.Join(checkCount("tokens", tokens), checkAmount("cost", cost), checkCount("iterations", iterations))
+	return record.Collect(rows, record.ScanRun)
 }
 
 // CreateRun stores a new run and creates its session. A short ID or ID
 // already in use gives an error wrapping store.ErrDuplicate.
 func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
-	if err := s.checkRun(&r); err != nil {
+	if err := s.rec.CheckRun(&r); err != nil {
 		return fmt.Errorf("create run: %w", err)
 	}
-	s.maskRun(&r)
-	config, err := jsonArg("run config", r.Config)
+	s.rec.Mask.Run(&r)
+	config, err := record.JSONArg("run config", r.Config)
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ShortID, err)
 	}
-	result, err := jsonArg("run result", r.Result)
+	result, err := record.JSONArg("run result", r.Result)
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ShortID, err)
 	}
-	created := toNS(r.CreatedAt)
+	created := record.ToNS(r.CreatedAt)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO sessions (key, created_at, updated_at) VALUES ($1, $2, $2)
 			ON CONFLICT (key) DO NOTHING`, r.SessionKey, created); err != nil {
 			return fmt.Errorf("create run session: %w", err)
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO runs (`+runColumns+`)
+		_, err := tx.Exec(ctx, `INSERT INTO runs (`+record.RunColumns+`)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
 			r.ID, r.ShortID, r.SessionKey, r.ParentSession, r.ParentAgent, r.GroupID, r.Mode,
 			r.Role, r.Task, r.Model, config, string(r.Status), result, r.Error, r.Tokens, r.CostCents,
-			r.Iterations, created, nullNS(r.StartedAt), nullNS(r.EndedAt), r.Announced, r.Owner, r.Attempts)
+			r.Iterations, created, record.NullNS(r.StartedAt), record.NullNS(r.EndedAt), r.Announced, r.Owner, r.Attempts)
 		return err
 	})
 	constraint, dup := uniqueViolation(err)
@@ -182,12 +95,12 @@ func (s *Store) ShortIDExists(ctx context.Context, short string) (bool, error) {
 // (case-insensitive). It returns an error wrapping store.ErrNotFound, or an
 // *store.AmbiguousError listing the candidates.
 func (s *Store) GetRun(ctx context.Context, idOrPrefix string) (store.Run, error) {
-	ref := normalizeRunRef(idOrPrefix)
+	ref := record.NormalizeRunRef(idOrPrefix)
 	if ref == "" || ref == "S-" {
 		return store.Run{}, fmt.Errorf("get run: ID %q is empty; give a run ID, short ID (S-xxxxxx) or a prefix of one", idOrPrefix)
 	}
-	r, err := scanRun(s.pool.QueryRow(ctx,
-		`SELECT `+runColumns+` FROM runs WHERE id = $1 OR short_id = $1`, ref))
+	r, err := record.ScanRun(s.pool.QueryRow(ctx,
+		`SELECT `+record.RunColumns+` FROM runs WHERE id = $1 OR short_id = $1`, ref))
 	if err == nil {
 		return r, nil
 	}
@@ -202,7 +115,7 @@ func (s *Store) GetRun(ctx context.Context, idOrPrefix string) (store.Run, error
 	case 0:
 		return store.Run{}, fmt.Errorf("run %s: %w", idOrPrefix, store.ErrNotFound)
 	case 1:
-		r, err = scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, ids[0]))
+		r, err = record.ScanRun(s.pool.QueryRow(ctx, `SELECT `+record.RunColumns+` FROM runs WHERE id = $1`, ids[0]))
 		if err != nil {
 			return store.Run{}, fmt.Errorf("get run %s: %w", ids[0], err)
 		}
@@ -239,23 +152,10 @@ func (s *Store) runsWithPrefix(ctx context.Context, prefix string) (ids, shorts 
 	return ids, shorts, rows.Err()
 }
 
-// checkStatuses refuses any value in ss that is not a run status.
-func checkStatuses(ss []lifecycle.Status) error {
-	for _, st := range ss {
-		if _, err := lifecycle.Parse(string(st)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // ListRuns returns the runs f selects, newest first.
 func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, error) {
-	if err := checkStatuses(f.Status); err != nil {
+	if err := record.CheckRunFilter(f); err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	if f.Limit < 0 {
-		return nil, fmt.Errorf("list runs: limit must be >= 0, got %d", f.Limit)
 	}
 	var (
 		where []string
@@ -271,9 +171,9 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, e
 		where = append(where, "role = "+p.add(f.Role))
 	}
 	if f.Active {
-		where = append(where, "status IN "+activeStatuses)
+		where = append(where, "status IN "+record.ActiveStatuses)
 	}
-	query := `SELECT ` + runColumns + ` FROM runs`
+	query := `SELECT ` + record.RunColumns + ` FROM runs`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -310,12 +210,12 @@ func (s *Store) runStatus(ctx context.Context, ref string) (short, status string
 // has ended keeps its final counters and the call returns an error
 // wrapping store.ErrInvalidTransition.
 func (s *Store) UpdateRunProgress(ctx context.Context, id string, tokens int, costCents float64, iterations int) error {
-	ref := normalizeRunRef(id)
-	if err := errors.Join(checkKey("run ID", ref), checkCounters(tokens, costCents, iterations)); err != nil {
+	ref := record.NormalizeRunRef(id)
+	if err := errors.Join(record.CheckKey("run ID", ref), record.CheckCounters(tokens, costCents, iterations)); err != nil {
 		return fmt.Errorf("update run progress: %w", err)
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE runs SET tokens = $1, cost_cents = $2, iterations = $3
-		WHERE (id = $4 OR short_id = $4) AND status IN `+activeStatuses,
+		WHERE (id = $4 OR short_id = $4) AND status IN `+record.ActiveStatuses,
 		tokens, costCents, iterations, ref)
 	if err != nil {
 		return fmt.Errorf("update run progress %s: %w", ref, err)
@@ -333,20 +233,20 @@ func (s *Store) UpdateRunProgress(ctx context.Context, id string, tokens int, co
 // CheckpointRun records an active run's counters and appends c.Messages
 // to the conversation, in one transaction (see store.RunStore).
 func (s *Store) CheckpointRun(ctx context.Context, id string, c store.Checkpoint) error {
-	ref := normalizeRunRef(id)
-	if err := errors.Join(checkKey("run ID", ref), checkCounters(c.Tokens, c.CostCents, c.Iterations)); err != nil {
+	ref := record.NormalizeRunRef(id)
+	if err := errors.Join(record.CheckKey("run ID", ref), record.CheckCounters(c.Tokens, c.CostCents, c.Iterations)); err != nil {
 		return fmt.Errorf("checkpoint run: %w", err)
 	}
 	msgs := slices.Clone(c.Messages)
 	for i := range msgs {
-		if err := s.checkMessage(&msgs[i]); err != nil {
+		if err := s.rec.CheckMessage(&msgs[i]); err != nil {
 			return fmt.Errorf("checkpoint run %s: message %d of %d: %w", ref, i+1, len(msgs), err)
 		}
 	}
 	var moved bool
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE runs SET tokens = $1, cost_cents = $2, iterations = $3
-			WHERE (id = $4 OR short_id = $4) AND status IN `+activeStatuses+` AND ($5 = '' OR owner = $5)`,
+			WHERE (id = $4 OR short_id = $4) AND status IN `+record.ActiveStatuses+` AND ($5 = '' OR owner = $5)`,
 			c.Tokens, c.CostCents, c.Iterations, ref, c.Owner)
 		if err != nil || tag.RowsAffected() != 1 {
 			return err
@@ -378,12 +278,12 @@ func (s *Store) CheckpointRun(ctx context.Context, id string, c store.Checkpoint
 // error. A run still active gives store.ErrInvalidTransition, so a run
 // cannot be marked before its result exists.
 func (s *Store) MarkAnnounced(ctx context.Context, runID string) error {
-	ref := normalizeRunRef(runID)
-	if err := checkKey("run ID", ref); err != nil {
+	ref := record.NormalizeRunRef(runID)
+	if err := record.CheckKey("run ID", ref); err != nil {
 		return fmt.Errorf("mark announced: %w", err)
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE runs SET announced = TRUE
-		WHERE (id = $1 OR short_id = $1) AND status NOT IN `+activeStatuses, ref)
+		WHERE (id = $1 OR short_id = $1) AND status NOT IN `+record.ActiveStatuses, ref)
 	if err != nil {
 		return fmt.Errorf("mark run %s announced: %w", runID, err)
 	}

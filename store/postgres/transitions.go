@@ -2,19 +2,17 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/store/internal/record"
 )
-
-// interruptedError is recorded on runs InterruptOwner ends.
-const interruptedError = "the process stopped while the run was active"
 
 // TransitionRun moves the run (full or short ID) to status to, if and only
 // if its status is one of from. In one transaction it locks the run's row
@@ -29,14 +27,14 @@ const interruptedError = "the process stopped while the run was active"
 // Moving to a final status sets EndedAt (fin.EndedAt, or now) and records
 // fin when given; fin is refused for an active status.
 func (s *Store) TransitionRun(ctx context.Context, id string, from []lifecycle.Status, to lifecycle.Status, fin *store.RunFinish) error {
-	ref := normalizeRunRef(id)
-	if err := checkTransition(ref, from, to, fin); err != nil {
+	ref := record.NormalizeRunRef(id)
+	if err := record.CheckTransition(ref, from, to, fin); err != nil {
 		return fmt.Errorf("transition run %s: %w", id, err)
 	}
-	fin = s.maskFinish(fin)
+	fin = s.rec.Mask.Finish(fin)
 	if fin != nil {
 		for i := range fin.Messages {
-			if err := s.checkMessage(&fin.Messages[i]); err != nil {
+			if err := s.rec.CheckMessage(&fin.Messages[i]); err != nil {
 				return fmt.Errorf("transition run %s: message %d: %w", id, i+1, err)
 			}
 		}
@@ -53,7 +51,7 @@ func (s *Store) TransitionRun(ctx context.Context, id string, from []lifecycle.S
 		}
 		cur := lifecycle.Status(status)
 		if !slices.Contains(from, cur) || !lifecycle.CanMove(cur, to) {
-			return fmt.Errorf("run %s is %s, not %s: %w", short, status, joinStatuses(from, " or "), store.ErrInvalidTransition)
+			return fmt.Errorf("run %s is %s, not %s: %w", short, status, record.JoinStatuses(from, " or "), store.ErrInvalidTransition)
 		}
 		var p params
 		set, err := s.transitionSet(&p, to, fin)
@@ -71,7 +69,7 @@ func (s *Store) TransitionRun(ctx context.Context, id string, from []lifecycle.S
 		}
 		if fin.SpendSession != "" && (fin.CostCents > 0 || fin.Tokens > 0) {
 			return addSpend(ctx, tx, fin.SpendSession, "subagents",
-				store.Spend{Model: fin.SpendModel, Tokens: fin.Tokens, CostCents: fin.CostCents}, toNS(s.now()))
+				store.Spend{Model: fin.SpendModel, Tokens: fin.Tokens, CostCents: fin.CostCents}, record.ToNS(s.now()))
 		}
 		return nil
 	})
@@ -87,47 +85,12 @@ func (s *Store) finishConversation(ctx context.Context, tx pgx.Tx, key string, f
 	if len(fin.Messages) == 0 {
 		return nil
 	}
-	at := s.now()
-	for _, m := range fin.Messages {
-		if m.CreatedAt.After(at) {
-			at = m.CreatedAt
-		}
-	}
-	if err := touchSession(ctx, tx, key, at); err != nil {
-		return err
-	}
-	for _, m := range fin.Messages {
-		if m.SessionKey != key {
-			if err := touchSession(ctx, tx, m.SessionKey, m.CreatedAt); err != nil {
-				return err
-			}
-		}
-		if _, err := insertMessageRow(ctx, tx, m); err != nil {
+	return record.WriteFinish(key, s.now, fin.Messages,
+		func(key string, at time.Time) error { return touchSession(ctx, tx, key, at) },
+		func(m store.Message) error {
+			_, err := insertMessageRow(ctx, tx, m)
 			return err
-		}
-	}
-	return nil
-}
-
-func checkTransition(ref string, from []lifecycle.Status, to lifecycle.Status, fin *store.RunFinish) error {
-	if err := checkKey("run ID", ref); err != nil {
-		return err
-	}
-	if len(from) == 0 {
-		return errors.New("no status to move from")
-	}
-	for _, f := range from {
-		if err := lifecycle.Check(f, to); err != nil {
-			return err
-		}
-	}
-	if fin == nil {
-		return nil
-	}
-	if !to.Final() {
-		return fmt.Errorf("a finish record needs a final status, not %s", to)
-	}
-	return checkCounters(fin.Tokens, fin.CostCents, fin.Iterations)
+		})
 }
 
 // transitionSet builds the SET clause of TransitionRun's UPDATE, adding
@@ -136,7 +99,7 @@ func (s *Store) transitionSet(p *params, to lifecycle.Status, fin *store.RunFini
 	set := []string{"status = " + p.add(string(to))}
 	now := s.now()
 	if to == lifecycle.Running {
-		set = append(set, "started_at = coalesce(started_at, "+p.add(toNS(now))+")", "ended_at = NULL", "announced = FALSE")
+		set = append(set, "started_at = coalesce(started_at, "+p.add(record.ToNS(now))+")", "ended_at = NULL", "announced = FALSE")
 	}
 	if !to.Final() {
 		return set, nil
@@ -145,11 +108,11 @@ func (s *Store) transitionSet(p *params, to lifecycle.Status, fin *store.RunFini
 	if fin != nil && !fin.EndedAt.IsZero() {
 		ended = fin.EndedAt
 	}
-	set = append(set, "ended_at = "+p.add(toNS(ended)))
+	set = append(set, "ended_at = "+p.add(record.ToNS(ended)))
 	if fin == nil {
 		return set, nil
 	}
-	result, err := jsonArg("run result", fin.Result)
+	result, err := record.JSONArg("run result", fin.Result)
 	if err != nil {
 		return nil, err
 	}
@@ -172,8 +135,8 @@ func (s *Store) transitionSet(p *params, to lifecycle.Status, fin *store.RunFini
 // given; msg.RunID defaults to the run's ID; msg.Role to subagent. A run
 // still active gives store.ErrInvalidTransition.
 func (s *Store) AnnounceResult(ctx context.Context, runID string, msg store.Message) (bool, error) {
-	ref := normalizeRunRef(runID)
-	if err := checkKey("run ID", ref); err != nil {
+	ref := record.NormalizeRunRef(runID)
+	if err := record.CheckKey("run ID", ref); err != nil {
 		return false, fmt.Errorf("announce result: %w", err)
 	}
 	var announced bool
@@ -208,7 +171,7 @@ func (s *Store) announce(ctx context.Context, tx pgx.Tx, ref string, msg store.M
 		return false, fmt.Errorf("run %s is %s; only a finished run's result is announced: %w",
 			short, status, store.ErrInvalidTransition)
 	}
-	if err := s.fillAnnouncement(&msg, id, parent); err != nil {
+	if err := s.rec.FillAnnouncement(&msg, id, parent); err != nil {
 		return false, err
 	}
 	if _, err := insertMessage(ctx, tx, msg); err != nil {
@@ -220,35 +183,12 @@ func (s *Store) announce(ctx context.Context, tx pgx.Tx, ref string, msg store.M
 	return true, nil
 }
 
-// fillAnnouncement checks an announcement message against its run and
-// fills in its defaults.
-func (s *Store) fillAnnouncement(msg *store.Message, runID, parent string) error {
-	switch {
-	case msg.SessionKey == "" && parent == "":
-		return errors.New("the run has no parent session and the message names none")
-	case msg.SessionKey == "":
-		msg.SessionKey = parent
-	case parent != "" && msg.SessionKey != parent:
-		return fmt.Errorf("message session %s is not the run's parent session %s", msg.SessionKey, parent)
-	}
-	switch {
-	case msg.RunID == "":
-		msg.RunID = runID
-	case normalizeRunRef(msg.RunID) != runID:
-		return fmt.Errorf("message run ID %s is not the run's ID %s", msg.RunID, runID)
-	}
-	if msg.Role == "" {
-		msg.Role = store.RoleSubagent
-	}
-	return s.checkMessage(msg)
-}
-
 // Unannounced returns finished runs with a parent session whose result was
 // not yet announced, oldest end first: what a restarted daemon still owes
 // the orchestrators.
 func (s *Store) Unannounced(ctx context.Context) ([]store.Run, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM runs
-		WHERE NOT announced AND parent_session <> '' AND status NOT IN `+activeStatuses+`
+	rows, err := s.pool.Query(ctx, `SELECT `+record.RunColumns+` FROM runs
+		WHERE NOT announced AND parent_session <> '' AND status NOT IN `+record.ActiveStatuses+`
 		ORDER BY ended_at NULLS FIRST, created_at, position`)
 	if err != nil {
 		return nil, fmt.Errorf("list unannounced runs: %w", err)

@@ -7,18 +7,19 @@ import (
 	"fmt"
 
 	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/store/internal/record"
 )
 
 // SaveUpdates stores the updates not stored before, in one transaction,
 // and returns the ones that were new.
 func (s *Store) SaveUpdates(ctx context.Context, channel string, ups []store.ChannelUpdate) ([]store.ChannelUpdate, error) {
-	if err := checkKey("channel", channel); err != nil {
+	if err := record.CheckKey("channel", channel); err != nil {
 		return nil, fmt.Errorf("save updates: %w", err)
 	}
 	var fresh []store.ChannelUpdate
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		fresh = fresh[:0]
-		now := toNS(s.now())
+		now := record.ToNS(s.now())
 		for _, u := range ups {
 			res, err := tx.ExecContext(ctx, `INSERT INTO channel_updates (channel, update_id, chat_id, payload, received_at)
 				VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, channel, u.ID, u.ChatID, string(u.Payload), now)
@@ -125,7 +126,7 @@ func (s *Store) ChatSession(ctx context.Context, channel string, chat int64) (st
 
 // SetChatSession moves a chat to another session key.
 func (s *Store) SetChatSession(ctx context.Context, channel string, chat int64, key string) error {
-	if err := checkKey("session key", key); err != nil {
+	if err := record.CheckKey("session key", key); err != nil {
 		return fmt.Errorf("set chat session: %w", err)
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {

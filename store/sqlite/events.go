@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/store/internal/record"
 )
 
 // LastSeq returns the highest sequence number stored for the session: the
@@ -36,17 +37,11 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	}
 	lines := make([]string, len(evs))
 	for i, ev := range evs {
-		if err := checkKey("event session", ev.Session); err != nil {
-			return fmt.Errorf("append event: %w", err)
-		}
-		if ev.Seq == 0 || ev.Seq > math.MaxInt64 {
-			return fmt.Errorf("append event to %s: sequence number %d is out of range", ev.Session, ev.Seq)
-		}
-		line, err := json.Marshal(ev)
+		line, err := record.EventLine(ev)
 		if err != nil {
-			return fmt.Errorf("append event to %s: %w", ev.Session, err)
+			return err
 		}
-		lines[i] = string(line)
+		lines[i] = line
 	}
 	stmt, err := s.prepared(insertEventSQL)
 	if err != nil {
@@ -55,7 +50,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		insert := tx.StmtContext(ctx, stmt)
 		for i, ev := range evs {
-			if _, err := insert.ExecContext(ctx, ev.Session, int64(ev.Seq), string(ev.Type), ev.Agent, toNS(ev.Time), lines[i]); err != nil {
+			if _, err := insert.ExecContext(ctx, ev.Session, int64(ev.Seq), string(ev.Type), ev.Agent, record.ToNS(ev.Time), lines[i]); err != nil {
 				return err
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/store/internal/record"
 )
 
 // MarkAnnounced marks a finished run's result as delivered without adding
@@ -13,12 +14,12 @@ import (
 // error. A run still pending or running gives store.ErrInvalidTransition,
 // so a run cannot be marked before its result exists.
 func (s *Store) MarkAnnounced(ctx context.Context, runID string) error {
-	ref := normalizeRunRef(runID)
-	if err := checkKey("run ID", ref); err != nil {
+	ref := record.NormalizeRunRef(runID)
+	if err := record.CheckKey("run ID", ref); err != nil {
 		return fmt.Errorf("mark announced: %w", err)
 	}
 	res, err := s.writer.ExecContext(ctx, `UPDATE runs SET announced = 1
-		WHERE (id = ? OR short_id = ?) AND status NOT IN `+activeStatuses,
+		WHERE (id = ? OR short_id = ?) AND status NOT IN `+record.ActiveStatuses,
 		ref, ref)
 	if err != nil {
 		return fmt.Errorf("mark run %s announced: %w", runID, err)

@@ -9,16 +9,17 @@ import (
 
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/store/internal/record"
 )
 
 // RegisterInstance stores in, replacing an instance with the same ID.
 func (s *Store) RegisterInstance(ctx context.Context, in store.Instance) error {
-	if err := checkKey("instance ID", in.ID); err != nil {
+	if err := record.CheckKey("instance ID", in.ID); err != nil {
 		return fmt.Errorf("register instance: %w", err)
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO instances (id, host, pid, started_at, heartbeat_at)
-			VALUES (?, ?, ?, ?, ?)`, in.ID, in.Host, in.PID, toNS(s.orNow(in.StartedAt)), toNS(s.orNow(in.HeartbeatAt)))
+			VALUES (?, ?, ?, ?, ?)`, in.ID, in.Host, in.PID, record.ToNS(s.rec.OrNow(in.StartedAt)), record.ToNS(s.rec.OrNow(in.HeartbeatAt)))
 		return err
 	})
 	if err != nil {
@@ -32,7 +33,7 @@ func (s *Store) RegisterInstance(ctx context.Context, in store.Instance) error {
 func (s *Store) Heartbeat(ctx context.Context, id string, at time.Time) error {
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE instances SET heartbeat_at = max(heartbeat_at, ?) WHERE id = ?`, toNS(s.orNow(at)), id)
+		res, err := tx.ExecContext(ctx, `UPDATE instances SET heartbeat_at = max(heartbeat_at, ?) WHERE id = ?`, record.ToNS(s.rec.OrNow(at)), id)
 		if err != nil {
 			return err
 		}
@@ -68,19 +69,8 @@ func (s *Store) Instances(ctx context.Context) ([]store.Instance, error) {
 		return nil, fmt.Errorf("list instances: %w", err)
 	}
 	defer rows.Close()
-	var out []store.Instance
-	for rows.Next() {
-		var (
-			in            store.Instance
-			started, beat int64
-		)
-		if err := rows.Scan(&in.ID, &in.Host, &in.PID, &started, &beat); err != nil {
-			return nil, fmt.Errorf("list instances: %w", err)
-		}
-		in.StartedAt, in.HeartbeatAt = fromNS(started), fromNS(beat)
-		out = append(out, in)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := record.Collect(rows, record.ScanInstance)
+	if err != nil {
 		return nil, fmt.Errorf("list instances: %w", err)
 	}
 	return out, nil
@@ -91,13 +81,13 @@ func (s *Store) Instances(ctx context.Context) ([]store.Instance, error) {
 // ended. Only runs still active are touched, so a run that ended on its
 // own meanwhile keeps its end.
 func (s *Store) InterruptOwner(ctx context.Context, owner string, at time.Time) ([]store.Run, error) {
-	at = s.orNow(at)
+	at = s.rec.OrNow(at)
 	var runs []store.Run
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `UPDATE runs SET status = ?, ended_at = ?,
 			error = CASE WHEN error = '' THEN ? ELSE error END
-			WHERE owner = ? AND status IN `+activeStatuses+` RETURNING `+runColumns,
-			lifecycle.Interrupted, toNS(at), interruptedError, owner)
+			WHERE owner = ? AND status IN `+record.ActiveStatuses+` RETURNING `+record.RunColumns,
+			lifecycle.Interrupted, record.ToNS(at), record.InterruptedError, owner)
 		if err != nil {
 			return err
 		}
@@ -122,15 +112,15 @@ func (s *Store) InterruptOwner(ctx context.Context, owner string, at time.Time) 
 // ended, as they are now.
 func (s *Store) RecoverOwner(ctx context.Context, owner string, at time.Time, t store.Takeover) (resumed, ended []store.Run, err error) {
 	if t.Resume != nil {
-		if err := checkKey("instance ID", t.Owner); err != nil {
+		if err := record.CheckKey("instance ID", t.Owner); err != nil {
 			return nil, nil, fmt.Errorf("recover runs of instance %q: %w", owner, err)
 		}
 	}
-	at = s.orNow(at)
+	at = s.rec.OrNow(at)
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		resumed, ended = nil, nil
-		rows, err := tx.QueryContext(ctx, `SELECT `+runColumns+` FROM runs
-			WHERE owner = ? AND status IN `+activeStatuses+` ORDER BY created_at, rowid`, owner)
+		rows, err := tx.QueryContext(ctx, `SELECT `+record.RunColumns+` FROM runs
+			WHERE owner = ? AND status IN `+record.ActiveStatuses+` ORDER BY created_at, rowid`, owner)
 		if err != nil {
 			return err
 		}
@@ -139,23 +129,19 @@ func (s *Store) RecoverOwner(ctx context.Context, owner string, at time.Time, t 
 			return err
 		}
 		for _, r := range active {
-			pick := t.Resume != nil && t.Resume(r)
-			if pick && r.Attempts < t.MaxAttempts {
-				r, err = scanRun(tx.QueryRowContext(ctx, `UPDATE runs SET owner = ?, attempts = attempts + 1
-					WHERE id = ? RETURNING `+runColumns, t.Owner, r.ID))
+			resume, pick, reason := record.Takeover(r, t)
+			if resume {
+				r, err = record.ScanRun(tx.QueryRowContext(ctx, `UPDATE runs SET owner = ?, attempts = attempts + 1
+					WHERE id = ? RETURNING `+record.RunColumns, t.Owner, r.ID))
 				if err != nil {
 					return fmt.Errorf("take over run %s: %w", r.ShortID, err)
 				}
 				resumed = append(resumed, r)
 				continue
 			}
-			reason := interruptedError
-			if pick {
-				reason = store.QuarantinedError
-			}
-			r, err = scanRun(tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, ended_at = ?,
+			r, err = record.ScanRun(tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, ended_at = ?,
 				error = CASE WHEN error = '' OR ? THEN ? ELSE error END
-				WHERE id = ? RETURNING `+runColumns, lifecycle.Interrupted, toNS(at), pick, reason, r.ID))
+				WHERE id = ? RETURNING `+record.RunColumns, lifecycle.Interrupted, record.ToNS(at), pick, reason, r.ID))
 			if err != nil {
 				return fmt.Errorf("interrupt run %s: %w", r.ShortID, err)
 			}

@@ -9,75 +9,17 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/store/internal/record"
 )
-
-const pendingColumns = `id, session_key, config, estimate_min_seconds, estimate_max_seconds,
-	max_cost_cents, tools, rationale, status, created_at, expires_at, run_id`
-
-func scanPending(sc rowScanner) (store.PendingSpawn, error) {
-	var (
-		p                store.PendingSpawn
-		config           sql.NullString
-		tools            string
-		created, expires int64
-	)
-	err := sc.Scan(&p.ID, &p.SessionKey, &config, &p.EstimateMinSeconds, &p.EstimateMaxSeconds,
-		&p.MaxCostCents, &tools, &p.Rationale, &p.Status, &created, &expires, &p.RunID)
-	if err != nil {
-		return store.PendingSpawn{}, err
-	}
-	if err := json.Unmarshal([]byte(tools), &p.Tools); err != nil {
-		return store.PendingSpawn{}, fmt.Errorf("pending spawn %s: stored tools: %w", p.ID, err)
-	}
-	p.Config, p.CreatedAt, p.ExpiresAt = rawJSON(config), fromNS(created), fromNS(expires)
-	return p, nil
-}
-
-// checkPending validates a new pending spawn and fills in its defaults.
-func (s *Store) checkPending(p *store.PendingSpawn) error {
-	if err := errors.Join(checkKey("pending spawn ID", p.ID), checkKey("pending spawn session key", p.SessionKey)); err != nil {
-		return err
-	}
-	if p.Status == "" {
-		p.Status = store.SpawnPending
-	}
-	switch p.Status {
-	case store.SpawnPending, store.SpawnConfirmed, store.SpawnRejected, store.SpawnExpired:
-	default:
-		return fmt.Errorf("pending spawn status %q is not one of pending, confirmed, rejected, expired", p.Status)
-	}
-	if err := errors.Join(
-		checkCount("estimate min seconds", p.EstimateMinSeconds),
-		checkCount("estimate max seconds", p.EstimateMaxSeconds),
-		checkAmount("max cost", p.MaxCostCents),
-	); err != nil {
-		return err
-	}
-	if p.EstimateMaxSeconds > 0 && p.EstimateMinSeconds > p.EstimateMaxSeconds {
-		return fmt.Errorf("estimate min seconds %d is above max %d", p.EstimateMinSeconds, p.EstimateMaxSeconds)
-	}
-	p.CreatedAt = s.orNow(p.CreatedAt).UTC()
-	if p.ExpiresAt.IsZero() {
-		return errors.New("pending spawn has no expiry time")
-	}
-	if !p.ExpiresAt.After(p.CreatedAt) {
-		return fmt.Errorf("pending spawn expires at %s, not after its creation at %s",
-			p.ExpiresAt.Format(time.RFC3339), p.CreatedAt.Format(time.RFC3339))
-	}
-	if p.Tools == nil {
-		p.Tools = []string{}
-	}
-	return nil
-}
 
 // CreatePending stores a new pending spawn; an ID already in use gives an
 // error wrapping store.ErrDuplicate.
 func (s *Store) CreatePending(ctx context.Context, p store.PendingSpawn) error {
-	if err := s.checkPending(&p); err != nil {
+	if err := s.rec.CheckPending(&p); err != nil {
 		return fmt.Errorf("create pending spawn: %w", err)
 	}
-	s.maskPending(&p)
-	config, err := jsonArg("pending spawn config", p.Config)
+	s.rec.Mask.Pending(&p)
+	config, err := record.JSONArg("pending spawn config", p.Config)
 	if err != nil {
 		return fmt.Errorf("create pending spawn %s: %w", p.ID, err)
 	}
@@ -85,10 +27,10 @@ func (s *Store) CreatePending(ctx context.Context, p store.PendingSpawn) error {
 	if err != nil {
 		return fmt.Errorf("create pending spawn %s: tools: %w", p.ID, err)
 	}
-	_, err = s.writer.ExecContext(ctx, `INSERT INTO pending_spawns (`+pendingColumns+`)
+	_, err = s.writer.ExecContext(ctx, `INSERT INTO pending_spawns (`+record.PendingColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		p.ID, p.SessionKey, config, p.EstimateMinSeconds, p.EstimateMaxSeconds, p.MaxCostCents,
-		string(tools), p.Rationale, p.Status, toNS(p.CreatedAt), toNS(p.ExpiresAt), p.RunID)
+		string(tools), p.Rationale, p.Status, record.ToNS(p.CreatedAt), record.ToNS(p.ExpiresAt), p.RunID)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("create pending spawn: ID %s is already used: %w", p.ID, store.ErrDuplicate)
 	}
@@ -101,11 +43,11 @@ func (s *Store) CreatePending(ctx context.Context, p store.PendingSpawn) error {
 // GetPending returns the pending spawn id or an error wrapping
 // store.ErrNotFound.
 func (s *Store) GetPending(ctx context.Context, id string) (store.PendingSpawn, error) {
-	if err := checkKey("pending spawn ID", id); err != nil {
+	if err := record.CheckKey("pending spawn ID", id); err != nil {
 		return store.PendingSpawn{}, fmt.Errorf("get pending spawn: %w", err)
 	}
-	p, err := scanPending(s.reader.QueryRowContext(ctx,
-		`SELECT `+pendingColumns+` FROM pending_spawns WHERE id = ?`, id))
+	p, err := record.ScanPending(s.reader.QueryRowContext(ctx,
+		`SELECT `+record.PendingColumns+` FROM pending_spawns WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.PendingSpawn{}, fmt.Errorf("pending spawn %s: %w", id, store.ErrNotFound)
 	}
@@ -119,8 +61,8 @@ func (s *Store) GetPending(ctx context.Context, id string) (store.PendingSpawn, 
 // pending, not yet past ExpiresAt), oldest first; an empty sessionKey lists
 // every session's.
 func (s *Store) ListPending(ctx context.Context, sessionKey string) ([]store.PendingSpawn, error) {
-	query := `SELECT ` + pendingColumns + ` FROM pending_spawns WHERE status = ? AND expires_at > ?`
-	args := []any{store.SpawnPending, toNS(s.now())}
+	query := `SELECT ` + record.PendingColumns + ` FROM pending_spawns WHERE status = ? AND expires_at > ?`
+	args := []any{store.SpawnPending, record.ToNS(s.now())}
 	if sessionKey != "" {
 		query, args = query+` AND session_key = ?`, append(args, sessionKey)
 	}
@@ -129,15 +71,8 @@ func (s *Store) ListPending(ctx context.Context, sessionKey string) ([]store.Pen
 		return nil, fmt.Errorf("list pending spawns: %w", err)
 	}
 	defer rows.Close()
-	var out []store.PendingSpawn
-	for rows.Next() {
-		p, err := scanPending(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list pending spawns: %w", err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := record.Collect(rows, record.ScanPending)
+	if err != nil {
 		return nil, fmt.Errorf("list pending spawns: %w", err)
 	}
 	return out, nil
@@ -150,17 +85,14 @@ func (s *Store) ListPending(ctx context.Context, sessionKey string) ([]store.Pen
 // it. After ExpiresAt it fails with store.ErrExpired (and marks the spawn
 // expired); when already decided, with store.ErrInvalidTransition.
 func (s *Store) DecidePending(ctx context.Context, id, decision string, config json.RawMessage, runID string) error {
-	if err := checkKey("pending spawn ID", id); err != nil {
-		return fmt.Errorf("decide pending spawn: %w", err)
+	if err := record.CheckDecision(id, decision); err != nil {
+		return err
 	}
-	if decision != store.SpawnConfirmed && decision != store.SpawnRejected {
-		return fmt.Errorf("decide pending spawn %s: decision %q is not confirmed or rejected", id, decision)
-	}
-	cfg, err := jsonArg("pending spawn config", s.redactor.JSON(config))
+	cfg, err := record.JSONArg("pending spawn config", s.rec.Mask.JSON(config))
 	if err != nil {
 		return fmt.Errorf("decide pending spawn %s: %w", id, err)
 	}
-	now := toNS(s.now())
+	now := record.ToNS(s.now())
 	res, err := s.writer.ExecContext(ctx, `UPDATE pending_spawns
 		SET status = ?, config = coalesce(?, config), run_id = ?, decided_at = ?
 		WHERE id = ? AND status = ? AND expires_at > ?`,
@@ -200,23 +132,16 @@ func (s *Store) decideFailure(ctx context.Context, id, decision string, now int6
 // RETURNING: of two processes sweeping at once, each expiry is returned
 // to exactly one.
 func (s *Store) ExpirePending(ctx context.Context, now time.Time) ([]store.PendingSpawn, error) {
-	now = s.orNow(now)
+	now = s.rec.OrNow(now)
 	rows, err := s.writer.QueryContext(ctx, `UPDATE pending_spawns SET status = ?
-		WHERE status = ? AND expires_at <= ? RETURNING `+pendingColumns,
-		store.SpawnExpired, store.SpawnPending, toNS(now))
+		WHERE status = ? AND expires_at <= ? RETURNING `+record.PendingColumns,
+		store.SpawnExpired, store.SpawnPending, record.ToNS(now))
 	if err != nil {
 		return nil, fmt.Errorf("expire pending spawns: %w", err)
 	}
 	defer rows.Close()
-	var out []store.PendingSpawn
-	for rows.Next() {
-		p, err := scanPending(rows)
-		if err != nil {
-			return nil, fmt.Errorf("expire pending spawns: %w", err)
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := record.Collect(rows, record.ScanPending)
+	if err != nil {
 		return nil, fmt.Errorf("expire pending spawns: %w", err)
 	}
 	return out, nil

@@ -12,122 +12,41 @@ import (
 
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/store/internal/record"
 )
-
-const runColumns = `id, short_id, session_key, parent_session, parent_agent, group_id, mode,
-	role, task, model, config, status, result, error, tokens, cost_cents, iterations,
-	created_at, started_at, ended_at, announced, owner, attempts`
-
-func scanRun(sc rowScanner) (store.Run, error) {
-	var (
-		r              store.Run
-		config, result sql.NullString
-		created        int64
-		started, ended sql.NullInt64
-	)
-	err := sc.Scan(&r.ID, &r.ShortID, &r.SessionKey, &r.ParentSession, &r.ParentAgent, &r.GroupID,
-		&r.Mode, &r.Role, &r.Task, &r.Model, &config, &r.Status, &result, &r.Error, &r.Tokens,
-		&r.CostCents, &r.Iterations, &created, &started, &ended, &r.Announced, &r.Owner, &r.Attempts)
-	if err != nil {
-		return store.Run{}, err
-	}
-	r.Config, r.Result = rawJSON(config), rawJSON(result)
-	r.CreatedAt, r.StartedAt, r.EndedAt = fromNS(created), timePtr(started), timePtr(ended)
-	return r, nil
-}
 
 func scanRuns(rows *sql.Rows) ([]store.Run, error) {
 	defer rows.Close()
-	var out []store.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
-// normalizeRunRef canonicalises a run reference: full IDs are lowercase
-// hex, short IDs are "S-" and lowercase hex, whatever the user typed.
-func normalizeRunRef(ref string) string {
-	ref = strings.TrimSpace(ref)
-	if len(ref) >= 2 && (ref[:2] == "S-" || ref[:2] == "s-") {
-		return "S-" + strings.ToLower(ref[2:])
-	}
-	return strings.ToLower(ref)
-}
-
-// checkRun validates a new run and fills in its defaults.
-func (s *Store) checkRun(r *store.Run) error {
-	id, err := uuid.Parse(r.ID)
-	if err != nil || len(r.ID) != 36 {
-		return fmt.Errorf("run ID %q is not a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", r.ID)
-	}
-	r.ID = id.String()
-	if !store.ValidShortID(r.ShortID) {
-		return fmt.Errorf("run short ID %q is not S- and six lowercase hex characters", r.ShortID)
-	}
-	if err := checkKey("run session key", r.SessionKey); err != nil {
-		return err
-	}
-	if r.Mode == "" {
-		r.Mode = store.ModeSingle
-	}
-	if !store.ValidMode(r.Mode) {
-		return fmt.Errorf("run mode %q is not one of single, parallel, chain", r.Mode)
-	}
-	if r.Status == "" {
-		r.Status = lifecycle.Pending
-	}
-	if !r.Status.IsActive() {
-		return fmt.Errorf("a new run starts queued, pending or running, not %q", r.Status)
-	}
-	if strings.TrimSpace(r.Role) == "" {
-		return errors.New("run role is empty")
-	}
-	if strings.TrimSpace(r.Task) == "" {
-		return errors.New("run task is empty")
-	}
-	if err := checkCounters(r.Tokens, r.CostCents, r.Iterations); err != nil {
-		return err
-	}
-	if r.Attempts < 0 {
-		return fmt.Errorf("run attempts %d is negative", r.Attempts)
-	}
-	r.CreatedAt = s.orNow(r.CreatedAt).UTC()
-	return nil
-}
-
-func checkCounters(tokens int, cost float64, iterations int) error {
-	return errors.Join(checkCount("tokens", tokens), checkAmount("cost", cost), checkCount("iterations", iterations))
+	return record.Collect(rows, record.ScanRun)
 }
 
 // The statements of CreateRun, prepared at Open: a spawn writes its run
 // record before its first model call.
 const (
 	insertRunSessionSQL = `INSERT INTO sessions (key, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING`
-	insertRunSQL        = `INSERT INTO runs (` + runColumns + `)
+	insertRunSQL        = `INSERT INTO runs (` + record.RunColumns + `)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // CreateRun stores a new run and creates its session. A short ID or ID
 // already in use gives an error wrapping store.ErrDuplicate.
 func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
-	if err := s.checkRun(&r); err != nil {
+	if err := s.rec.CheckRun(&r); err != nil {
 		return fmt.Errorf("create run: %w", err)
 	}
-	s.maskRun(&r)
-	config, err := jsonArg("run config", r.Config)
+	if r.Attempts < 0 { // checked here only: store/postgres does not refuse it
+		return fmt.Errorf("create run: run attempts %d is negative", r.Attempts)
+	}
+	s.rec.Mask.Run(&r)
+	config, err := record.JSONArg("run config", r.Config)
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ShortID, err)
 	}
-	result, err := jsonArg("run result", r.Result)
+	result, err := record.JSONArg("run result", r.Result)
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ShortID, err)
 	}
-	created := toNS(r.CreatedAt)
+	created := record.ToNS(r.CreatedAt)
 	insertSession, err := s.prepared(insertRunSessionSQL)
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ShortID, err)
@@ -143,7 +62,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 		_, err := tx.StmtContext(ctx, insertRun).ExecContext(ctx,
 			r.ID, r.ShortID, r.SessionKey, r.ParentSession, r.ParentAgent, r.GroupID, r.Mode,
 			r.Role, r.Task, r.Model, config, r.Status, result, r.Error, r.Tokens, r.CostCents,
-			r.Iterations, created, nullNS(r.StartedAt), nullNS(r.EndedAt), r.Announced, r.Owner, r.Attempts)
+			r.Iterations, created, record.NullNS(r.StartedAt), record.NullNS(r.EndedAt), r.Announced, r.Owner, r.Attempts)
 		return err
 	})
 	switch {
@@ -194,12 +113,12 @@ func (s *Store) ShortIDExists(ctx context.Context, short string) (bool, error) {
 // (case-insensitive). It returns an error wrapping store.ErrNotFound, or an
 // *store.AmbiguousError listing the candidates.
 func (s *Store) GetRun(ctx context.Context, idOrPrefix string) (store.Run, error) {
-	ref := normalizeRunRef(idOrPrefix)
+	ref := record.NormalizeRunRef(idOrPrefix)
 	if ref == "" || ref == "S-" {
 		return store.Run{}, fmt.Errorf("get run: ID %q is empty; give a run ID, short ID (S-xxxxxx) or a prefix of one", idOrPrefix)
 	}
-	r, err := scanRun(s.reader.QueryRowContext(ctx,
-		`SELECT `+runColumns+` FROM runs WHERE id = ? OR short_id = ?`, ref, ref))
+	r, err := record.ScanRun(s.reader.QueryRowContext(ctx,
+		`SELECT `+record.RunColumns+` FROM runs WHERE id = ? OR short_id = ?`, ref, ref))
 	if err == nil {
 		return r, nil
 	}
@@ -214,7 +133,7 @@ func (s *Store) GetRun(ctx context.Context, idOrPrefix string) (store.Run, error
 	case 0:
 		return store.Run{}, fmt.Errorf("run %s: %w", idOrPrefix, store.ErrNotFound)
 	case 1:
-		r, err = scanRun(s.reader.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, ids[0]))
+		r, err = record.ScanRun(s.reader.QueryRowContext(ctx, `SELECT `+record.RunColumns+` FROM runs WHERE id = ?`, ids[0]))
 		if err != nil {
 			return store.Run{}, fmt.Errorf("get run %s: %w", ids[0], err)
 		}
@@ -249,23 +168,10 @@ func (s *Store) runsWithPrefix(ctx context.Context, prefix string) (ids, shorts 
 	return ids, shorts, rows.Err()
 }
 
-// checkStatuses refuses any value in ss that is not a run status.
-func checkStatuses(ss []lifecycle.Status) error {
-	for _, st := range ss {
-		if _, err := lifecycle.Parse(string(st)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // ListRuns returns the runs f selects, newest first.
 func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, error) {
-	if err := checkStatuses(f.Status); err != nil {
+	if err := record.CheckRunFilter(f); err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	if f.Limit < 0 {
-		return nil, fmt.Errorf("list runs: limit must be >= 0, got %d", f.Limit)
 	}
 	var (
 		where []string
@@ -285,7 +191,7 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, e
 		where = append(where, "status IN ("+placeholders(len(lifecycle.Active))+")")
 		args = append(args, stringArgs(lifecycle.Active)...)
 	}
-	query := `SELECT ` + runColumns + ` FROM runs`
+	query := `SELECT ` + record.RunColumns + ` FROM runs`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -323,12 +229,12 @@ func (s *Store) runStatus(ctx context.Context, ref string) (short, status string
 // has ended keeps its final counters and the call returns an error
 // wrapping store.ErrInvalidTransition.
 func (s *Store) UpdateRunProgress(ctx context.Context, id string, tokens int, costCents float64, iterations int) error {
-	ref := normalizeRunRef(id)
-	if err := errors.Join(checkKey("run ID", ref), checkCounters(tokens, costCents, iterations)); err != nil {
+	ref := record.NormalizeRunRef(id)
+	if err := errors.Join(record.CheckKey("run ID", ref), record.CheckCounters(tokens, costCents, iterations)); err != nil {
 		return fmt.Errorf("update run progress: %w", err)
 	}
 	res, err := s.writer.ExecContext(ctx, `UPDATE runs SET tokens = ?, cost_cents = ?, iterations = ?
-		WHERE (id = ? OR short_id = ?) AND status IN `+activeStatuses,
+		WHERE (id = ? OR short_id = ?) AND status IN `+record.ActiveStatuses,
 		tokens, costCents, iterations, ref, ref)
 	if err != nil {
 		return fmt.Errorf("update run progress %s: %w", ref, err)
@@ -347,7 +253,7 @@ func (s *Store) UpdateRunProgress(ctx context.Context, id string, tokens int, co
 // one checkpoint per step.
 var (
 	checkpointRunSQL = `UPDATE runs SET tokens = ?, cost_cents = ?, iterations = ?
-		WHERE id = ? AND status IN ` + activeStatuses + ` AND (? = '' OR owner = ?)`
+		WHERE id = ? AND status IN ` + record.ActiveStatuses + ` AND (? = '' OR owner = ?)`
 	checkpointSessionSQL = `INSERT INTO sessions (key, created_at, updated_at) VALUES (?, ?, ?)
 		ON CONFLICT (key) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at)`
 	checkpointMessageSQL = `INSERT INTO messages (session_key, role, sender, text, blocks, run_id, created_at)
@@ -359,8 +265,8 @@ var (
 // is not c.Owner's (when set), gives store.ErrInvalidTransition and
 // nothing is stored.
 func (s *Store) CheckpointRun(ctx context.Context, id string, c store.Checkpoint) error {
-	ref := normalizeRunRef(id)
-	if err := errors.Join(checkKey("run ID", ref), checkCounters(c.Tokens, c.CostCents, c.Iterations)); err != nil {
+	ref := record.NormalizeRunRef(id)
+	if err := errors.Join(record.CheckKey("run ID", ref), record.CheckCounters(c.Tokens, c.CostCents, c.Iterations)); err != nil {
 		return fmt.Errorf("checkpoint run: %w", err)
 	}
 	if _, err := uuid.Parse(ref); err != nil || len(ref) != 36 {
@@ -373,10 +279,10 @@ func (s *Store) CheckpointRun(ctx context.Context, id string, c store.Checkpoint
 	msgs := slices.Clone(c.Messages)
 	blocks := make([]any, len(msgs))
 	for i := range msgs {
-		if err := s.checkMessage(&msgs[i]); err != nil {
+		if err := s.rec.CheckMessage(&msgs[i]); err != nil {
 			return fmt.Errorf("checkpoint run %s: message %d of %d: %w", ref, i+1, len(msgs), err)
 		}
-		b, err := jsonArg("message blocks", msgs[i].Blocks)
+		b, err := record.JSONArg("message blocks", msgs[i].Blocks)
 		if err != nil {
 			return fmt.Errorf("checkpoint run %s: message %d of %d: %w", ref, i+1, len(msgs), err)
 		}
@@ -401,7 +307,7 @@ func (s *Store) CheckpointRun(ctx context.Context, id string, c store.Checkpoint
 		}
 		moved = true
 		for i, m := range msgs {
-			at := toNS(m.CreatedAt)
+			at := record.ToNS(m.CreatedAt)
 			if i == 0 || m.SessionKey != msgs[i-1].SessionKey || i == len(msgs)-1 {
 				if _, err := tx.StmtContext(ctx, stmts[1]).ExecContext(ctx, m.SessionKey, at, at); err != nil {
 					return fmt.Errorf("touch session: %w", err)

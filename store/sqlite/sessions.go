@@ -10,35 +10,22 @@ import (
 
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/store/internal/record"
 )
-
-const sessionColumns = `key, created_at, updated_at, budget_cents, spent_cents`
-
-func scanSession(sc rowScanner) (store.Session, error) {
-	var (
-		s                store.Session
-		created, updated int64
-	)
-	if err := sc.Scan(&s.Key, &created, &updated, &s.BudgetCents, &s.SpentCents); err != nil {
-		return store.Session{}, err
-	}
-	s.CreatedAt, s.UpdatedAt = fromNS(created), fromNS(updated)
-	return s, nil
-}
 
 // EnsureSession returns the session key, creating it if missing.
 func (s *Store) EnsureSession(ctx context.Context, key string) (store.Session, error) {
-	if err := checkKey("session key", key); err != nil {
+	if err := record.CheckKey("session key", key); err != nil {
 		return store.Session{}, fmt.Errorf("ensure session: %w", err)
 	}
-	now := toNS(s.now())
+	now := record.ToNS(s.now())
 	// The no-op update makes RETURNING yield the row whether or not it
 	// was just inserted.
 	row := s.writer.QueryRowContext(ctx, `
 		INSERT INTO sessions (key, created_at, updated_at) VALUES (?, ?, ?)
 		ON CONFLICT (key) DO UPDATE SET key = excluded.key
-		RETURNING `+sessionColumns, key, now, now)
-	sess, err := scanSession(row)
+		RETURNING `+record.SessionColumns, key, now, now)
+	sess, err := record.ScanSession(row)
 	if err != nil {
 		return store.Session{}, fmt.Errorf("ensure session %s: %w", key, err)
 	}
@@ -47,11 +34,11 @@ func (s *Store) EnsureSession(ctx context.Context, key string) (store.Session, e
 
 // GetSession returns the session key or an error wrapping store.ErrNotFound.
 func (s *Store) GetSession(ctx context.Context, key string) (store.Session, error) {
-	if err := checkKey("session key", key); err != nil {
+	if err := record.CheckKey("session key", key); err != nil {
 		return store.Session{}, fmt.Errorf("get session: %w", err)
 	}
-	row := s.reader.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE key = ?`, key)
-	sess, err := scanSession(row)
+	row := s.reader.QueryRowContext(ctx, `SELECT `+record.SessionColumns+` FROM sessions WHERE key = ?`, key)
+	sess, err := record.ScanSession(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Session{}, fmt.Errorf("session %s: %w", key, store.ErrNotFound)
 	}
@@ -65,17 +52,17 @@ func (s *Store) GetSession(ctx context.Context, key string) (store.Session, erro
 // total and to its own spend on the model, creating the session if
 // missing.
 func (s *Store) AddSessionSpend(ctx context.Context, key string, sp store.Spend) error {
-	if err := checkKey("session key", key); err != nil {
+	if err := record.CheckKey("session key", key); err != nil {
 		return fmt.Errorf("add session spend: %w", err)
 	}
-	if err := checkAmount("spend", sp.CostCents); err != nil {
+	if err := record.CheckAmount("spend", sp.CostCents); err != nil {
 		return fmt.Errorf("add session spend %s: %w", key, err)
 	}
 	if sp.Tokens < 0 {
 		return fmt.Errorf("add session spend %s: negative tokens %d", key, sp.Tokens)
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		return addSpend(ctx, tx, key, "own", sp, toNS(s.now()))
+		return addSpend(ctx, tx, key, "own", sp, record.ToNS(s.now()))
 	})
 	if err != nil {
 		return fmt.Errorf("add session spend %s: %w", key, err)
@@ -127,13 +114,13 @@ func (s *Store) SessionSpend(ctx context.Context, key string) (event.Spend, erro
 // SetSessionBudget sets the session's cap in cents (0 = none), creating the
 // session if missing.
 func (s *Store) SetSessionBudget(ctx context.Context, key string, cents float64) error {
-	if err := checkKey("session key", key); err != nil {
+	if err := record.CheckKey("session key", key); err != nil {
 		return fmt.Errorf("set session budget: %w", err)
 	}
-	if err := checkAmount("budget", cents); err != nil {
+	if err := record.CheckAmount("budget", cents); err != nil {
 		return fmt.Errorf("set session budget %s: %w", key, err)
 	}
-	now := toNS(s.now())
+	now := record.ToNS(s.now())
 	_, err := s.writer.ExecContext(ctx, `
 		INSERT INTO sessions (key, created_at, updated_at, budget_cents) VALUES (?, ?, ?, ?)
 		ON CONFLICT (key) DO UPDATE SET
@@ -145,41 +132,10 @@ func (s *Store) SetSessionBudget(ctx context.Context, key string, cents float64)
 	return nil
 }
 
-// defaultSender is the display name of a role when the caller gave none.
-func defaultSender(role string) string {
-	switch role {
-	case store.RoleUser:
-		return store.SenderUser
-	case store.RoleAssistant:
-		return store.SenderAva
-	default:
-		return store.SenderSubagent
-	}
-}
-
-// checkMessage validates m, fills in its defaults and masks its secrets:
-// every message stored passes here.
-func (s *Store) checkMessage(m *store.Message) error {
-	if err := checkKey("message session key", m.SessionKey); err != nil {
-		return err
-	}
-	switch m.Role {
-	case store.RoleUser, store.RoleAssistant, store.RoleSubagent:
-	default:
-		return fmt.Errorf("message role %q is not one of user, assistant, subagent", m.Role)
-	}
-	if m.Sender == "" {
-		m.Sender = defaultSender(m.Role)
-	}
-	m.CreatedAt = s.orNow(m.CreatedAt).UTC()
-	s.maskMessage(m)
-	return nil
-}
-
 // AppendMessage stores m, creating its session if missing, and returns it
 // with ID and CreatedAt set.
 func (s *Store) AppendMessage(ctx context.Context, m store.Message) (store.Message, error) {
-	if err := s.checkMessage(&m); err != nil {
+	if err := s.rec.CheckMessage(&m); err != nil {
 		return store.Message{}, fmt.Errorf("append message: %w", err)
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -197,7 +153,7 @@ func (s *Store) AppendMessage(ctx context.Context, m store.Message) (store.Messa
 func (s *Store) AppendMessages(ctx context.Context, msgs []store.Message) error {
 	msgs = slices.Clone(msgs) // checked and masked here, not in the caller's slice
 	for i := range msgs {
-		if err := s.checkMessage(&msgs[i]); err != nil {
+		if err := s.rec.CheckMessage(&msgs[i]); err != nil {
 			return fmt.Errorf("append message %d of %d: %w", i+1, len(msgs), err)
 		}
 	}
@@ -230,7 +186,7 @@ func insertMessage(ctx context.Context, tx *sql.Tx, m store.Message) (int64, err
 // touchSession creates the session if missing and moves its updated_at
 // forward to at.
 func touchSession(ctx context.Context, tx *sql.Tx, key string, at time.Time) error {
-	ns := toNS(at)
+	ns := record.ToNS(at)
 	if _, err := tx.ExecContext(ctx, `
 		INSERT INTO sessions (key, created_at, updated_at) VALUES (?, ?, ?)
 		ON CONFLICT (key) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at)`,
@@ -242,11 +198,11 @@ func touchSession(ctx context.Context, tx *sql.Tx, key string, at time.Time) err
 
 // insertMessageRow stores a checked message whose session exists.
 func insertMessageRow(ctx context.Context, tx *sql.Tx, m store.Message) (int64, error) {
-	blocks, err := jsonArg("message blocks", m.Blocks)
+	blocks, err := record.JSONArg("message blocks", m.Blocks)
 	if err != nil {
 		return 0, err
 	}
-	at := toNS(m.CreatedAt)
+	at := record.ToNS(m.CreatedAt)
 	var id int64
 	err = tx.QueryRowContext(ctx, `
 		INSERT INTO messages (session_key, role, sender, text, blocks, run_id, created_at)
@@ -261,13 +217,13 @@ func insertMessageRow(ctx context.Context, tx *sql.Tx, m store.Message) (int64, 
 // Messages returns the session's messages oldest first; with limit > 0,
 // only the last limit of them. An unknown session has no messages.
 func (s *Store) Messages(ctx context.Context, sessionKey string, limit int) ([]store.Message, error) {
-	if err := checkKey("session key", sessionKey); err != nil {
+	if err := record.CheckKey("session key", sessionKey); err != nil {
 		return nil, fmt.Errorf("list messages: %w", err)
 	}
 	if limit < 0 {
 		return nil, fmt.Errorf("list messages of %s: limit must be >= 0, got %d", sessionKey, limit)
 	}
-	const cols = `id, session_key, role, sender, text, blocks, run_id, created_at`
+	const cols = record.MessageColumns
 	query := `SELECT ` + cols + ` FROM messages WHERE session_key = ? ORDER BY id`
 	args := []any{sessionKey}
 	if limit > 0 {
@@ -280,20 +236,8 @@ func (s *Store) Messages(ctx context.Context, sessionKey string, limit int) ([]s
 		return nil, fmt.Errorf("list messages of %s: %w", sessionKey, err)
 	}
 	defer rows.Close()
-	var out []store.Message
-	for rows.Next() {
-		var (
-			m      store.Message
-			blocks sql.NullString
-			at     int64
-		)
-		if err := rows.Scan(&m.ID, &m.SessionKey, &m.Role, &m.Sender, &m.Text, &blocks, &m.RunID, &at); err != nil {
-			return nil, fmt.Errorf("list messages of %s: %w", sessionKey, err)
-		}
-		m.Blocks, m.CreatedAt = rawJSON(blocks), fromNS(at)
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := record.Collect(rows, record.ScanMessage)
+	if err != nil {
 		return nil, fmt.Errorf("list messages of %s: %w", sessionKey, err)
 	}
 	return out, nil
@@ -305,7 +249,7 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]stor
 	if f.Limit < 0 {
 		return nil, fmt.Errorf("list sessions: negative limit %d", f.Limit)
 	}
-	q := `SELECT ` + sessionColumns + ` FROM sessions`
+	q := `SELECT ` + record.SessionColumns + ` FROM sessions`
 	var args []any
 	if f.Main {
 		q += ` WHERE substr(key, 1, ?) <> ?`
@@ -321,15 +265,8 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]stor
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
 	defer rows.Close()
-	var out []store.Session
-	for rows.Next() {
-		sess, err := scanSession(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list sessions: %w", err)
-		}
-		out = append(out, sess)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := record.Collect(rows, record.ScanSession)
+	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
 	return out, nil

@@ -40,6 +40,7 @@ import (
 	"github.com/avaagent/ava/internal/groupcommit"
 	"github.com/avaagent/ava/redact"
 	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/store/internal/record"
 )
 
 // FileName is the store's file name inside the data root.
@@ -74,8 +75,9 @@ type Store struct {
 	reader *sql.DB
 	log    *slog.Logger
 	now    func() time.Time
-	// redactor masks secrets in every free text written.
-	redactor *redact.Redactor
+	// rec checks, fills in and masks every record written (its Mask
+	// masks secrets in every free text).
+	rec record.Checker
 
 	closeOnce sync.Once
 	closeErr  error
@@ -105,15 +107,16 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := prepareFile(abs); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
-	s := &Store{path: abs, log: opts.Logger, now: opts.Now, redactor: opts.Redactor}
-	if s.redactor == nil {
-		s.redactor = &redact.Redactor{}
-	}
+	s := &Store{path: abs, log: opts.Logger, now: opts.Now}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	s.rec = record.Checker{Now: s.now, Mask: record.Masker{Redactor: opts.Redactor}}
+	if s.rec.Mask.Redactor == nil {
+		s.rec.Mask.Redactor = &redact.Redactor{}
 	}
 	if err := s.openPools(ctx, opts.ReadConns); err != nil {
 		s.closePools()
@@ -471,9 +474,4 @@ func sqliteCode(err error) int {
 func isUniqueViolation(err error) bool {
 	c := sqliteCode(err)
 	return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
-}
-
-// rowScanner is a *sql.Row or *sql.Rows.
-type rowScanner interface {
-	Scan(dest ...any) error
 }

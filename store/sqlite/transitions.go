@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/store/internal/record"
 )
-
-// interruptedError is recorded on runs MarkInterrupted ends.
-const interruptedError = "the process stopped while the run was active"
 
 // TransitionRun moves the run (full or short ID) to status to, if and only
 // if its status is one of from, in one conditional UPDATE. When cancel
@@ -26,18 +25,18 @@ const interruptedError = "the process stopped while the run was active"
 // Moving to a final status sets EndedAt (fin.EndedAt, or now) and records
 // fin when given; fin is refused for an active status.
 func (s *Store) TransitionRun(ctx context.Context, id string, from []lifecycle.Status, to lifecycle.Status, fin *store.RunFinish) error {
-	ref := normalizeRunRef(id)
-	if err := checkTransition(ref, from, to, fin); err != nil {
+	ref := record.NormalizeRunRef(id)
+	if err := record.CheckTransition(ref, from, to, fin); err != nil {
 		return fmt.Errorf("transition run %s: %w", id, err)
 	}
-	fin = s.maskFinish(fin)
+	fin = s.rec.Mask.Finish(fin)
 	set, args, err := s.transitionSet(to, fin)
 	if err != nil {
 		return fmt.Errorf("transition run %s: %w", id, err)
 	}
 	if fin != nil {
 		for i := range fin.Messages {
-			if err := s.checkMessage(&fin.Messages[i]); err != nil {
+			if err := s.rec.CheckMessage(&fin.Messages[i]); err != nil {
 				return fmt.Errorf("transition run %s: message %d: %w", id, i+1, err)
 			}
 		}
@@ -64,7 +63,7 @@ func (s *Store) TransitionRun(ctx context.Context, id string, from []lifecycle.S
 		}
 		if fin.SpendSession != "" && (fin.CostCents > 0 || fin.Tokens > 0) {
 			err = addSpend(ctx, tx, fin.SpendSession, "subagents",
-				store.Spend{Model: fin.SpendModel, Tokens: fin.Tokens, CostCents: fin.CostCents}, toNS(s.now()))
+				store.Spend{Model: fin.SpendModel, Tokens: fin.Tokens, CostCents: fin.CostCents}, record.ToNS(s.now()))
 		}
 		return err
 	})
@@ -79,7 +78,7 @@ func (s *Store) TransitionRun(ctx context.Context, id string, from []lifecycle.S
 		return fmt.Errorf("transition run to %s: %w", to, err)
 	}
 	return fmt.Errorf("transition run %s to %s: it is %s, not %s: %w",
-		short, to, status, joinStatuses(from, " or "), store.ErrInvalidTransition)
+		short, to, status, record.JoinStatuses(from, " or "), store.ErrInvalidTransition)
 }
 
 // finishConversation records a finish's messages in the run's own
@@ -92,47 +91,12 @@ func (s *Store) finishConversation(ctx context.Context, tx *sql.Tx, ref string, 
 	if err := tx.QueryRowContext(ctx, `SELECT session_key FROM runs WHERE id = ? OR short_id = ?`, ref, ref).Scan(&key); err != nil {
 		return fmt.Errorf("read run session: %w", err)
 	}
-	at := s.now()
-	for _, m := range fin.Messages {
-		if m.CreatedAt.After(at) {
-			at = m.CreatedAt
-		}
-	}
-	if err := touchSession(ctx, tx, key, at); err != nil {
-		return err
-	}
-	for _, m := range fin.Messages {
-		if m.SessionKey != key {
-			if err := touchSession(ctx, tx, m.SessionKey, m.CreatedAt); err != nil {
-				return err
-			}
-		}
-		if _, err := insertMessageRow(ctx, tx, m); err != nil {
+	return record.WriteFinish(key, s.now, fin.Messages,
+		func(key string, at time.Time) error { return touchSession(ctx, tx, key, at) },
+		func(m store.Message) error {
+			_, err := insertMessageRow(ctx, tx, m)
 			return err
-		}
-	}
-	return nil
-}
-
-func checkTransition(ref string, from []lifecycle.Status, to lifecycle.Status, fin *store.RunFinish) error {
-	if err := checkKey("run ID", ref); err != nil {
-		return err
-	}
-	if len(from) == 0 {
-		return errors.New("no status to move from")
-	}
-	for _, f := range from {
-		if err := lifecycle.Check(f, to); err != nil {
-			return err
-		}
-	}
-	if fin == nil {
-		return nil
-	}
-	if !to.Final() {
-		return fmt.Errorf("a finish record needs a final status, not %s", to)
-	}
-	return checkCounters(fin.Tokens, fin.CostCents, fin.Iterations)
+		})
 }
 
 // transitionSet builds the SET clause of TransitionRun's UPDATE.
@@ -141,7 +105,7 @@ func (s *Store) transitionSet(to lifecycle.Status, fin *store.RunFinish) ([]stri
 	now := s.now()
 	if to == lifecycle.Running {
 		set = append(set, "started_at = coalesce(started_at, ?)", "ended_at = NULL", "announced = 0")
-		args = append(args, toNS(now))
+		args = append(args, record.ToNS(now))
 	}
 	if !to.Final() {
 		return set, args, nil
@@ -150,11 +114,11 @@ func (s *Store) transitionSet(to lifecycle.Status, fin *store.RunFinish) ([]stri
 	if fin != nil && !fin.EndedAt.IsZero() {
 		ended = fin.EndedAt
 	}
-	set, args = append(set, "ended_at = ?"), append(args, toNS(ended))
+	set, args = append(set, "ended_at = ?"), append(args, record.ToNS(ended))
 	if fin == nil {
 		return set, args, nil
 	}
-	result, err := jsonArg("run result", fin.Result)
+	result, err := record.JSONArg("run result", fin.Result)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -176,8 +140,8 @@ func (s *Store) transitionSet(to lifecycle.Status, fin *store.RunFinish) ([]stri
 // given; msg.RunID defaults to the run's ID; msg.Role to subagent. A run
 // still pending or running gives store.ErrInvalidTransition.
 func (s *Store) AnnounceResult(ctx context.Context, runID string, msg store.Message) (bool, error) {
-	ref := normalizeRunRef(runID)
-	if err := checkKey("run ID", ref); err != nil {
+	ref := record.NormalizeRunRef(runID)
+	if err := record.CheckKey("run ID", ref); err != nil {
 		return false, fmt.Errorf("announce result: %w", err)
 	}
 	var announced bool
@@ -212,7 +176,7 @@ func (s *Store) announce(ctx context.Context, tx *sql.Tx, ref string, msg store.
 		return false, fmt.Errorf("run %s is %s; only a finished run's result is announced: %w",
 			short, status, store.ErrInvalidTransition)
 	}
-	if err := s.fillAnnouncement(&msg, id, parent); err != nil {
+	if err := s.rec.FillAnnouncement(&msg, id, parent); err != nil {
 		return false, err
 	}
 	if _, err := insertMessage(ctx, tx, msg); err != nil {
@@ -224,35 +188,12 @@ func (s *Store) announce(ctx context.Context, tx *sql.Tx, ref string, msg store.
 	return true, nil
 }
 
-// fillAnnouncement checks an announcement message against its run and
-// fills in its defaults.
-func (s *Store) fillAnnouncement(msg *store.Message, runID, parent string) error {
-	switch {
-	case msg.SessionKey == "" && parent == "":
-		return errors.New("the run has no parent session and the message names none")
-	case msg.SessionKey == "":
-		msg.SessionKey = parent
-	case parent != "" && msg.SessionKey != parent:
-		return fmt.Errorf("message session %s is not the run's parent session %s", msg.SessionKey, parent)
-	}
-	switch {
-	case msg.RunID == "":
-		msg.RunID = runID
-	case normalizeRunRef(msg.RunID) != runID:
-		return fmt.Errorf("message run ID %s is not the run's ID %s", msg.RunID, runID)
-	}
-	if msg.Role == "" {
-		msg.Role = store.RoleSubagent
-	}
-	return s.checkMessage(msg)
-}
-
 // Unannounced returns finished runs with a parent session whose result was
 // not yet announced, oldest end first: what a restarted daemon still owes
 // the orchestrators.
 func (s *Store) Unannounced(ctx context.Context) ([]store.Run, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+runColumns+` FROM runs
-		WHERE announced = 0 AND parent_session != '' AND status NOT IN `+activeStatuses+`
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+record.RunColumns+` FROM runs
+		WHERE announced = 0 AND parent_session != '' AND status NOT IN `+record.ActiveStatuses+`
 		ORDER BY ended_at, created_at, rowid`)
 	if err != nil {
 		return nil, fmt.Errorf("list unannounced runs: %w", err)
