@@ -240,7 +240,7 @@ type AnsweredContent struct {
 	Role       string `json:"role"`
 	// Answer is the person's answer, "" when none came.
 	Answer string `json:"answer,omitempty"`
-	// By is "person", "orchestrator" (AVA_ASK_ANSWERS), or "timeout"
-	// when no answer came in time.
+	// By is "person", "orchestrator" (AVA_ASK_ANSWERS), "timeout" when
+	// no answer came in time, or "cancelled" when the run ended first.
 	By string `json:"by"`
 }

@@ -197,6 +197,12 @@ func (s *Service) Answer(key, id, answer string) (Question, error) {
 // question is marked as the subagent's words (untrusted). The person may
 // answer first; then the orchestrator's answer is dropped.
 func (s *Service) answerForThePerson(ctx context.Context, q Question) {
+	if s.State(q.Session) == Running {
+		// The running turn may be waiting for this very subagent: a turn
+		// queued behind it would come only after the question's limit.
+		s.log.Info("a subagent's question is left to the person: its session's turn is running", "question", q.ID)
+		return
+	}
 	msg := fmt.Sprintf("[Subagent %s (%s) asks you, question %s]\n%s\n\nYou answer the subagents' questions for the person. "+
 		"Reply with the answer only: your reply goes back to the subagent as it is.",
 		q.SubagentID, q.Role, q.ID, tool.Untrusted("subagent "+q.SubagentID, q.Text))

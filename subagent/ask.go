@@ -192,18 +192,38 @@ func (h *Handle) ask(ctx context.Context, text string) (tool.Result, error) {
 
 	timer := time.NewTimer(m.askTimeout())
 	defer timer.Stop()
+	var a answered
 	select {
-	case a := <-q.answer:
-		h.publishParent(event.New(event.QuestionAnswered, event.AnsweredContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name, Answer: a.text, By: a.by}))
-		if a.by == ByOrchestrator {
-			return tool.Result{Output: "The orchestrator answered for the person: " + a.text}, nil
-		}
-		return tool.Result{Output: "The person answered: " + a.text}, nil
+	case a = <-q.answer:
 	case <-timer.C:
-		h.publishParent(event.New(event.QuestionAnswered, event.AnsweredContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name, By: "timeout"}))
-		return tool.Result{Output: fmt.Sprintf("No answer from the person within %s. Go on with your best judgement, and say in your answer what you assumed.", m.askTimeout())}, nil
+		a = m.closeQuestion(q, "timeout")
 	case <-ctx.Done():
+		a = m.closeQuestion(q, "cancelled")
+	}
+	h.publishParent(event.New(event.QuestionAnswered, event.AnsweredContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name,
+		Answer: a.text, By: a.by}))
+	switch a.by {
+	case "cancelled":
 		return tool.Result{}, context.Cause(ctx)
+	case "timeout":
+		return tool.Result{Output: fmt.Sprintf("No answer from the person within %s. Go on with your best judgement, and say in your answer what you assumed.", m.askTimeout())}, nil
+	case ByOrchestrator:
+		return tool.Result{Output: "The orchestrator answered for the person: " + a.text}, nil
+	}
+	return tool.Result{Output: "The person answered: " + a.text}, nil
+}
+
+// closeQuestion closes q unanswered (by "timeout" or "cancelled"),
+// unless an answer was taken in the meantime: that one is returned.
+func (m *Manager) closeQuestion(q *openQuestion, by string) answered {
+	m.asked.mu.Lock()
+	delete(m.asked.open, q.ID)
+	m.asked.mu.Unlock()
+	select {
+	case a := <-q.answer: // taken before it was closed
+		return a
+	default:
+		return answered{by: by}
 	}
 }
 

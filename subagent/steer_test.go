@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
@@ -186,5 +187,41 @@ conversations:
 		if want == lifecycle.Error && !strings.Contains(r.Error, agent.ErrEmptyResult.Error()) {
 			t.Errorf("%s: error %q, want empty_result", task, r.Error)
 		}
+	}
+}
+
+// TestCancelledQuestionIsClosed: a question whose run is cancelled while
+// it waits is closed in the parent's stream (by "cancelled"), so that no
+// channel shows it open for ever.
+func TestCancelledQuestionIsClosed(t *testing.T) {
+	h := newHarness(t, `
+turns:
+  - tool_calls: [{name: ask_user, args: {question: "Which?"}}]
+  - text: "never"
+`, func(o *subagent.Options) {
+		o.Roles = map[string]subagent.Role{"asker": {Name: "asker", Tools: []string{"read_file", subagent.AskUserTool},
+			Model: "haiku", Limits: subagent.DefaultLimits}}
+	})
+	hd := h.spawn(t, subagent.Config{Role: "asker", Task: "ask"})
+	for deadline := time.Now().Add(10 * time.Second); len(h.m.Questions(parent.SessionKey)) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no question asked")
+		}
+	}
+	hd.Cancel()
+	if r := wait(t, hd); r.Status != lifecycle.Cancelled {
+		t.Fatalf("status %s", r.Status)
+	}
+	evs, err := h.store.ReadEvents(context.Background(), parent.SessionKey, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	for _, ev := range evs {
+		var c event.AnsweredContent
+		closed = closed || ev.Type == event.QuestionAnswered && ev.Decode(&c) == nil && c.By == "cancelled"
+	}
+	if !closed || len(h.m.Questions(parent.SessionKey)) != 0 {
+		t.Fatalf("question not closed: events %d, open %v", len(evs), h.m.Questions(parent.SessionKey))
 	}
 }

@@ -227,6 +227,8 @@ func (r *Remote) Follow(ctx context.Context, emit func(event.Event)) error {
 		return nil
 	}
 	key := r.Key()
+	// A continued session is followed from its end until a numbered event
+	// gives a cursor to resume from; a new one from its start.
 	after, live := uint64(0), !r.fresh
 	for ctx.Err() == nil {
 		var s *client.Stream
@@ -237,17 +239,17 @@ func (r *Remote) Follow(ctx context.Context, emit func(event.Event)) error {
 			s, err = r.Client.Stream(ctx, key, after)
 		}
 		if err != nil {
-			if errors.Is(err, client.ErrNoDaemon) {
-				if !wait.Sleep(ctx, time.Second) {
-					return nil
-				}
-				continue
+			if !retryable(err) {
+				return err
 			}
-			return err
+			if !wait.Sleep(ctx, time.Second) {
+				return nil
+			}
+			continue
 		}
 		after, err = readStream(s, after, emit)
 		s.Close()
-		live = false
+		live = live && after == 0
 		if ctx.Err() == nil && err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			if !wait.Sleep(ctx, time.Second) {
 				return nil
@@ -255,6 +257,13 @@ func (r *Remote) Follow(ctx context.Context, emit func(event.Event)) error {
 		}
 	}
 	return nil
+}
+
+// retryable reports an error that a later try may not meet: no daemon
+// (restarting), or one that answers 5xx (draining, starting).
+func retryable(err error) bool {
+	var apiErr *client.APIError
+	return errors.Is(err, client.ErrNoDaemon) || errors.As(err, &apiErr) && apiErr.StatusCode >= 500
 }
 
 // readStream emits a stream's session events until it ends and returns

@@ -110,8 +110,11 @@ func EventLine(role string, ev event.Event) string {
 	case event.QuestionAnswered:
 		var c event.AnsweredContent
 		_ = ev.Decode(&c)
-		if c.By == "timeout" {
+		switch c.By {
+		case "timeout":
 			return fmt.Sprintf("⌛ %s: no answer to %s in time; it goes on without one", name, c.QuestionID)
+		case "cancelled":
+			return fmt.Sprintf("🛑 %s: stopped; question %s is closed", name, c.QuestionID)
 		}
 		who := "your"
 		if c.By == "orchestrator" {
