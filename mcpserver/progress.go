@@ -41,6 +41,7 @@ func (s *Server) follow(ctx context.Context, req *mcp.CallToolRequest, done <-ch
 		}
 	}
 	notify()
+	defer ask.stop()
 	for {
 		select {
 		case <-done:

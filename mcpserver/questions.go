@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -41,6 +42,12 @@ type asker struct {
 	// rounds allows answering by input requests (spawn_subagent).
 	rounds bool
 	asked  map[string]bool
+	// Elicitation requests in flight (older protocols): each in its own
+	// goroutine, so that the call's progress and its end go on; stop
+	// cancels those still waiting and waits for them.
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
+	ctx    context.Context
 }
 
 // newAsker returns the call's asker, or nil when its client cannot be
@@ -76,14 +83,30 @@ func (a *asker) poll(ctx context.Context, runs []*subagent.Handle) (*mcp.CallToo
 			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{questionInput: params},
 				RequestState: a.s.sign(a.req.Session, q.ID+"/"+q.SubagentID)}, nil
 		}
-		res, err := a.req.Session.Elicit(ctx, params)
-		if err != nil {
-			a.s.log.Debug("elicit a subagent's question", "question", q.ID, "err", err)
-			continue // it stays open for the API and the panel
+		if a.ctx == nil {
+			a.ctx, a.cancel = context.WithCancel(ctx)
 		}
-		a.answer(q.ID, res)
+		id := q.ID
+		a.wg.Go(func() {
+			res, err := a.req.Session.Elicit(a.ctx, params)
+			if err != nil {
+				a.s.log.Debug("elicit a subagent's question", "question", id, "err", err)
+				return // it stays open for the API and the panel
+			}
+			a.answer(id, res)
+		})
 	}
 	return nil, nil
+}
+
+// stop cancels the elicitation requests still waiting (the call ends)
+// and waits for their goroutines.
+func (a *asker) stop() {
+	if a == nil || a.cancel == nil {
+		return
+	}
+	a.cancel()
+	a.wg.Wait()
 }
 
 // answer applies the client's answer to a question; a declined or
