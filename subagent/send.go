@@ -2,6 +2,7 @@ package subagent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -76,6 +77,12 @@ func (m *Manager) SendFollowUp(ctx context.Context, id, message string, queue, s
 	h.sendSpan = sender
 	h.mu.Unlock()
 	if err := m.admit(m.opt.Overflow == OverflowQueue, h); err != nil {
+		if errors.Is(err, ErrBusy) && queue {
+			// Another follow-up started the run first: this one now
+			// joins it (queued, or steered) like any message to a
+			// running subagent.
+			return m.SendFollowUp(ctx, id, message, queue, steer)
+		}
 		return nil, false, fmt.Errorf("send to %s: %w", h.id, err)
 	}
 	if h.isQueued() {

@@ -225,3 +225,35 @@ turns:
 		t.Fatalf("question not closed: events %d, open %v", len(evs), h.m.Questions(parent.SessionKey))
 	}
 }
+
+// TestConcurrentFollowUpsToAFinishedRun: two queued follow-ups sent at
+// once to a finished subagent both run: the second joins the run the
+// first starts instead of being refused as busy.
+func TestConcurrentFollowUpsToAFinishedRun(t *testing.T) {
+	h := newHarness(t, `
+turns:
+  - text: "first"
+  - text: "second"
+  - text: "third"
+`, nil)
+	hd := h.spawn(t, subagent.Config{Role: "researcher", Task: "look"})
+	wait(t, hd)
+	errs := make(chan error, 2)
+	for _, msg := range []string{"one", "two"} {
+		go func() {
+			_, err := h.m.Send(context.Background(), hd.ID(), msg, true)
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a follow-up was refused: %v", err)
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); len(h.model.requests()) < 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d model calls, want 3", len(h.model.requests()))
+		}
+	}
+	wait(t, hd)
+}
