@@ -27,8 +27,8 @@ func (c *Channel) converse(ctx context.Context, ch *chat, m *models.Message) err
 	}
 	a := ch.link(key)
 	// An answer of the chat still reading the session hands its reader
-	// on; else (or when the session has gone idle, which ends its
-	// subscription) the answer reads from here, subscribed before the
+	// on; else (or when the session is idle: what the old reader left
+	// unread is over) the answer reads from here, subscribed before the
 	// turn starts so that none of its events is missed.
 	if !a.inherit || c.cfg.Sessions.State(key) == session.Idle {
 		a.own, a.err = c.subscribe(key)
@@ -122,8 +122,7 @@ func (s *stream) finish(ctx context.Context, turn *session.Turn, streamed string
 // takeOver stops the chat's subagent watcher, if one runs, and returns
 // the reader a's answer reads with: its own, or the one the previous
 // reader of its session handed on (where that one stopped, so that no
-// event is missed or shown twice). A reader whose subscription ended
-// (the session went idle) is renewed from where it stopped.
+// event is missed or shown twice).
 func (c *Channel) takeOver(ch *chat, a *answer) (*reader, error) {
 	ch.stopWatching()
 	ch.mu.Lock()
@@ -139,9 +138,6 @@ func (c *Channel) takeOver(ch *chat, a *answer) (*reader, error) {
 		return a.own, nil
 	case r == nil: // the previous answer stopped early (shutdown)
 		return c.subscribe(a.key)
-	case r.ended:
-		r.sub.Close()
-		r.sub, r.ended = c.cfg.Sessions.Subscribe(a.key, r.sub.Cursor()), false
 	}
 	return r, nil
 }
@@ -194,11 +190,10 @@ func (ch *chat) leaveLocked(gen uint64, r *reader) bool {
 // the next and to the subagent watcher: each reads on where the one
 // before stopped.
 type reader struct {
-	key   string
-	sub   *event.Subscription
-	seq   uint64        // the last event number handled
-	rest  []event.Event // read but not yet handled
-	ended bool          // the subscription has ended (the session was idle)
+	key  string
+	sub  *event.Subscription // a Follow subscription: it outlives idle periods
+	seq  uint64              // the last event number handled
+	rest []event.Event       // read but not yet handled
 }
 
 // subscribe returns a reader of key's events from its last one on.
@@ -207,7 +202,7 @@ func (c *Channel) subscribe(key string) (*reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", key, err)
 	}
-	return &reader{key: key, sub: c.cfg.Sessions.Subscribe(key, last), seq: last}, nil
+	return &reader{key: key, sub: c.cfg.Sessions.Follow(key, last), seq: last}, nil
 }
 
 func (r *reader) close() { r.sub.Close() }
@@ -222,7 +217,6 @@ func (r *reader) feed(ctx context.Context) (evs <-chan []event.Event, stop func(
 	ch := make(chan []event.Event)
 	first := r.rest
 	r.rest = nil
-	var ended bool
 	go func() {
 		defer close(ch)
 		if len(first) > 0 {
@@ -231,7 +225,6 @@ func (r *reader) feed(ctx context.Context) (evs <-chan []event.Event, stop func(
 		for {
 			batch, err := r.sub.Next(ctx)
 			if err != nil {
-				ended = errors.Is(err, event.ErrClosed)
 				return
 			}
 			ch <- batch
@@ -243,7 +236,7 @@ func (r *reader) feed(ctx context.Context) (evs <-chan []event.Event, stop func(
 		for batch := range ch {
 			rest = append(rest, batch...)
 		}
-		r.rest, r.ended = rest, r.ended || ended
+		r.rest = rest
 	}
 }
 
