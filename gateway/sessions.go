@@ -32,14 +32,10 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	out := make([]client.Session, 0, len(stored))
-	for _, ss := range stored {
-		v, err := s.sessionView(r.Context(), ss)
-		if err != nil {
-			fail(w, err)
-			return
-		}
-		out = append(out, v)
+	out, err := s.sessionViews(r.Context(), stored)
+	if err != nil {
+		fail(w, err)
+		return
 	}
 	writeJSON(w, http.StatusOK, client.SessionList{Sessions: out})
 }
@@ -57,24 +53,32 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	v, err := s.sessionView(r.Context(), ss)
+	v, err := s.sessionViews(r.Context(), []store.Session{ss})
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	writeJSON(w, http.StatusOK, v[0])
 }
 
-// sessionView is a stored session as the API shows it: its live state,
-// running subagents and spend rolled up.
-func (s *Server) sessionView(ctx context.Context, ss store.Session) (client.Session, error) {
-	sp, err := s.in.Store.SessionSpend(ctx, ss.Key)
-	if err != nil {
-		return client.Session{}, err
+// sessionViews are stored sessions as the API shows them: their live
+// state, running subagents and spend rolled up (one query for all).
+func (s *Server) sessionViews(ctx context.Context, stored []store.Session) ([]client.Session, error) {
+	keys := make([]string, len(stored))
+	for i, ss := range stored {
+		keys[i] = ss.Key
 	}
-	return client.Session{Key: ss.Key, State: string(s.in.Sessions.State(ss.Key)), CreatedAt: ss.CreatedAt,
-		UpdatedAt: ss.UpdatedAt, SpentCents: ss.SpentCents, BudgetCents: ss.BudgetCents,
-		RunningSubagents: len(s.in.Sessions.Subagents(ss.Key)), Spend: wireSpend(sp)}, nil
+	spends, err := s.in.Store.SessionSpends(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]client.Session, 0, len(stored))
+	for _, ss := range stored {
+		out = append(out, client.Session{Key: ss.Key, State: string(s.in.Sessions.State(ss.Key)), CreatedAt: ss.CreatedAt,
+			UpdatedAt: ss.UpdatedAt, SpentCents: ss.SpentCents, BudgetCents: ss.BudgetCents,
+			RunningSubagents: len(s.in.Sessions.Subagents(ss.Key)), Spend: wireSpend(spends[ss.Key])})
+	}
+	return out, nil
 }
 
 // wireSpend is a spend roll-up in the API's form (the same JSON).

@@ -240,14 +240,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		fail(w, errDraining)
 		return
 	}
-	fromNow := r.Header.Get("Last-Event-ID") == "" && r.URL.Query().Get("after") == "now"
-	var after uint64
-	var err error
-	if !fromNow {
-		if after, err = streamAfter(r); err != nil {
-			fail(w, err)
-			return
-		}
+	after, fromNow, err := streamAfter(r)
+	if err != nil {
+		fail(w, err)
+		return
 	}
 	t, err := s.resolve(r.Context(), r.URL.Query().Get("sessionKey"))
 	if err != nil {
@@ -276,19 +272,22 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 }
 
 // streamAfter is the number a stream resumes after: Last-Event-ID, else
-// the after parameter, else 0. (after=now, the session's current end,
-// is read by the stream handler.)
-func streamAfter(r *http.Request) (uint64, error) {
+// the after parameter, else 0; fromNow when it is after=now (the
+// session's current end, which the caller looks up).
+func streamAfter(r *http.Request) (after uint64, fromNow bool, err error) {
 	v, name := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
 	if v == "" {
 		v, name = r.URL.Query().Get("after"), "after"
 	}
 	if v == "" {
-		return 0, nil
+		return 0, false, nil
+	}
+	if v == "now" && name == "after" {
+		return 0, true, nil
 	}
 	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 	if err != nil {
-		return 0, badRequestf("%s %q: want a sequence number (0 or more)", name, v)
+		return 0, false, badRequestf("%s %q: want a sequence number (0 or more)", name, v)
 	}
-	return n, nil
+	return n, false, nil
 }

@@ -321,6 +321,9 @@ type SessionStore interface {
 	// SessionSpend is the session's spend rolled up: its own, its
 	// subagents', the total and per model.
 	SessionSpend(ctx context.Context, key string) (event.Spend, error)
+	// SessionSpends is SessionSpend for several sessions in one query;
+	// a session that spent nothing has no entry.
+	SessionSpends(ctx context.Context, keys []string) (map[string]event.Spend, error)
 	// SetSessionBudget sets the session's cap (0 = none), creating the
 	// session if missing.
 	SetSessionBudget(ctx context.Context, key string, cents float64) error

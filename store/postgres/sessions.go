@@ -93,29 +93,40 @@ func addSpend(ctx context.Context, q querier, key, source string, sp store.Spend
 
 // SessionSpend rolls up the session's spend.
 func (s *Store) SessionSpend(ctx context.Context, key string) (event.Spend, error) {
-	var sp event.Spend
-	rows, err := s.pool.Query(ctx, `SELECT source, model, tokens, cost_cents FROM session_spend
-		WHERE session_key = $1 ORDER BY cost_cents DESC, model`, key)
+	m, err := s.SessionSpends(ctx, []string{key})
+	return m[key], err
+}
+
+// SessionSpends rolls up the spend of several sessions in one query.
+func (s *Store) SessionSpends(ctx context.Context, keys []string) (map[string]event.Spend, error) {
+	out := map[string]event.Spend{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT session_key, source, model, tokens, cost_cents FROM session_spend
+		WHERE session_key = ANY($1) ORDER BY session_key, cost_cents DESC, model`, keys)
 	if err != nil {
-		return sp, fmt.Errorf("spend of %s: %w", key, err)
+		return nil, fmt.Errorf("spend of %d sessions: %w", len(keys), err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			source, model string
-			tokens        int64
-			u             event.Usage
+			key, source, model string
+			tokens             int64
+			u                  event.Usage
 		)
-		if err := rows.Scan(&source, &model, &tokens, &u.CostCents); err != nil {
-			return sp, fmt.Errorf("spend of %s: %w", key, err)
+		if err := rows.Scan(&key, &source, &model, &tokens, &u.CostCents); err != nil {
+			return nil, fmt.Errorf("spend of %d sessions: %w", len(keys), err)
 		}
 		u.Tokens = int(tokens)
+		sp := out[key]
 		sp.Add(source == "subagents", model, u)
+		out[key] = sp
 	}
 	if err := rows.Err(); err != nil {
-		return sp, fmt.Errorf("spend of %s: %w", key, err)
+		return nil, fmt.Errorf("spend of %d sessions: %w", len(keys), err)
 	}
-	return sp, nil
+	return out, nil
 }
 
 // SetSessionBudget sets the session's cap in cents (0 = none), creating the

@@ -68,6 +68,11 @@ func testFinishWithSpendAndDelivery(t *testing.T, s store.Store) {
 	if diff := cmp.Diff(want, sp); diff != "" {
 		t.Fatalf("SessionSpend (-want +got):\n%s", diff)
 	}
+	many, err := s.SessionSpends(ctx(t), []string{"ava:cli:spend", "ava:cli:nothing"})
+	must(t, err)
+	if diff := cmp.Diff(map[string]event.Spend{"ava:cli:spend": want}, many); diff != "" {
+		t.Fatalf("SessionSpends (-want +got):\n%s", diff)
+	}
 	msgs, err := s.Messages(ctx(t), r.SessionKey, 0)
 	must(t, err)
 	if len(msgs) != 1 || msgs[0].Text != "done" {
