@@ -124,16 +124,7 @@ func (m *Manager) recordInterrupted(r store.Run) {
 	if r.ParentSession == "" {
 		return
 	}
-	ev := completeEvent(r.Role, r.Mode, r.Model, res, agent.Result{CostCents: r.CostCents, Duration: end.Sub(start)}, start)
-	if r.Attempts > 0 {
-		var c event.SubagentCompleteContent
-		if ev.Decode(&c) == nil {
-			c.Attempt = r.Attempts
-			meta := ev.Meta
-			ev = event.New(event.SubagentComplete, c)
-			ev.Meta = meta
-		}
-	}
+	ev := completeEvent(r.Role, r.Mode, r.Model, res, agent.Result{CostCents: r.CostCents, Duration: end.Sub(start)}, start, r.Attempts)
 	ev.Session, ev.Agent, ev.Time = r.ParentSession, r.ParentAgent, end
 	if ev.Agent == "" {
 		ev.Agent = event.OrchestratorID

@@ -402,21 +402,13 @@ func (h *Handle) buildResult(res agent.Result, prior int) Result {
 // completeEvent is the parent's SubagentComplete for a turn that started
 // at start: what its lifecycle entry and its readers need.
 func (h *Handle) completeEvent(r Result, res agent.Result, start time.Time) event.Event {
-	ev := completeEvent(h.role.Name, string(h.req.mode), h.model.Name(), r, res, start)
-	if h.attempt > 0 {
-		var c event.SubagentCompleteContent
-		if ev.Decode(&c) == nil {
-			c.Attempt = h.attempt
-			meta := ev.Meta
-			ev = event.New(event.SubagentComplete, c)
-			ev.Meta = meta
-		}
-	}
-	return ev
+	return completeEvent(h.role.Name, string(h.req.mode), h.model.Name(), r, res, start, h.attempt)
 }
 
-func completeEvent(role, mode, model string, r Result, res agent.Result, start time.Time) event.Event {
-	ev := event.New(event.SubagentComplete, event.SubagentCompleteContent{SubagentID: r.SubagentID, Role: role, Status: r.Status,
+// completeEvent is a run's SubagentComplete; attempt is how often it was
+// resumed (0: never).
+func completeEvent(role, mode, model string, r Result, res agent.Result, start time.Time, attempt int) event.Event {
+	ev := event.New(event.SubagentComplete, event.SubagentCompleteContent{SubagentID: r.SubagentID, Role: role, Status: r.Status, Attempt: attempt,
 		Summary: r.Summary, Tokens: r.TokensUsed, CostCents: r.CostCents, DurationMs: res.Duration.Milliseconds(),
 		Iterations: r.Iterations, StartedAt: start, Model: model, Mode: mode,
 		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens,
