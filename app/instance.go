@@ -63,6 +63,10 @@ type Instance struct {
 	RoleErrors []error
 	Log        *slog.Logger
 
+	// cluster is the process's part in a cluster on PostgreSQL (nil:
+	// embedded).
+	cluster *clusterNode
+
 	closers []func() error
 }
 
@@ -205,6 +209,11 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	if err != nil {
 		return err
 	}
+	node, err := in.openCluster(ctx, o)
+	if err != nil {
+		return err
+	}
+	in.cluster = node
 	resumeAttempts := cfg.ResumeAttempts
 	if resumeAttempts == 0 {
 		resumeAttempts = -1 // AVA_RESUME_ATTEMPTS=0: never resume
@@ -214,12 +223,16 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 		ProgressAfter: cfg.ProgressAfter, ProgressEvery: cfg.ProgressEvery, WrapUpAt: cfg.WrapUpAt, AskTimeout: cfg.AskTimeout,
 		Overflow: subagent.Overflow(cfg.SpawnOverflow), MaxQueued: cfg.MaxQueuedSubagents,
 		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly, ResumeAttempts: resumeAttempts, LifecycleFiles: sessionFiles,
-		Confirm: policy, ConfirmTimeout: cfg.ConfirmTimeout, Tracer: in.Tracing.Tracer()})
+		Confirm: policy, ConfirmTimeout: cfg.ConfirmTimeout, Tracer: in.Tracing.Tracer(),
+		Dispatch: node.Dispatcher(), Worker: node.Runs()})
 	// Registered before Start: a Start that fails half way may already
 	// have started work that Close must stop.
-	in.closers = append(in.closers, in.Subagent.Close)
+	in.closers = append(in.closers, node.closer(in.Subagent.Close))
 	if err := in.Subagent.Start(ctx); err != nil {
 		return fmt.Errorf("start subagent manager: %w", err)
+	}
+	if err := node.start(ctx, in.Subagent); err != nil {
+		return err
 	}
 	if o.readOnly {
 		return nil

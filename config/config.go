@@ -107,6 +107,11 @@ type Config struct {
 	// the PostgreSQL database at this postgres:// or postgresql:// URL.
 	// Empty keeps SQLite.
 	DatabaseURL string `yaml:"-"`
+	// Role (AVA_ROLE, or ava serve --role) is what this process does in
+	// a cluster on PostgreSQL: "gateway" (chats and streams; subagents
+	// run on workers), "worker" (runs subagents) or "all" (both, the
+	// default). Ignored with the embedded SQLite store.
+	Role string `yaml:"-"`
 
 	// TrustedWorkspaces are the workspaces whose .ava/agents/ role files
 	// may replace a built-in or user role of the same name
@@ -288,6 +293,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str(&c.TelegramAPIURL, "AVA_TELEGRAM_API_URL")
 	str(&c.TelegramWebhookSecret, "AVA_TELEGRAM_WEBHOOK_SECRET")
 	str(&c.DatabaseURL, "AVA_DATABASE_URL")
+	str(&c.Role, "AVA_ROLE")
 	if v := getenv("AVA_TELEGRAM_ALLOWED"); v != "" {
 		c.TelegramAllowed = strings.Split(v, ",")
 	}
@@ -406,6 +412,11 @@ func (c Config) Validate() error {
 	if c.DatabaseURL != "" && !IsPostgresURL(c.DatabaseURL) {
 		errs = append(errs, errors.New("AVA_DATABASE_URL: not a postgres:// or postgresql:// URL; leave it unset to use the embedded SQLite store"))
 	}
+	switch c.Role {
+	case "", RoleAll, RoleGateway, RoleWorker:
+	default:
+		errs = append(errs, fmt.Errorf("AVA_ROLE=%q: use gateway, worker or all", c.Role))
+	}
 	seen := map[string]bool{}
 	for _, sp := range c.MCPServers {
 		if err := sp.Validate(c.MCPAllowedHosts); err != nil {
@@ -489,3 +500,10 @@ func databasePassword(raw string) string {
 	p, _ := u.User.Password()
 	return p
 }
+
+// Roles of a process in a cluster (Config.Role).
+const (
+	RoleAll     = "all"
+	RoleGateway = "gateway"
+	RoleWorker  = "worker"
+)

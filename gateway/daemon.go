@@ -164,6 +164,7 @@ func shutdown(srv *Server, hs *http.Server, in *app.Instance, served <-chan erro
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
+	in.StopTaking()
 	running := srv.countRunning()
 	log.Info("shutting down", "running", running, "grace", grace)
 	if opt.Draining != nil {

@@ -73,10 +73,10 @@ func (g guard) wrap(next http.Handler) http.Handler {
 	})
 }
 
-// open reports whether r needs no token: /healthz, and GETs of the web
+// open reports whether r needs no token: /healthz, /readyz, and GETs of the web
 // panel's files.
 func (g guard) open(r *http.Request) bool {
-	if r.URL.Path == "/healthz" {
+	if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 		return true
 	}
 	return g.public != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) && g.public(r.URL.Path)

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/mcpserver"
 )
 
@@ -158,6 +159,17 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 
 func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.health)
+	mux.HandleFunc("GET /readyz", s.ready)
+	mux.Handle("GET /metrics", s.metrics.Handler())
+	if s.in.Config.Role == config.RoleWorker {
+		// A worker of a cluster runs subagents; chats, streams and the
+		// panel are the gateways'.
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s: this process is a worker (AVA_ROLE=worker); use a gateway's address", r.Method, r.URL.Path))
+		})
+		return mux
+	}
 	mux.HandleFunc("POST /api/chat", s.chat)
 	mux.HandleFunc("POST /api/chat/stop", s.stop)
 	mux.HandleFunc("GET /api/chat/stream", s.stream)
@@ -176,13 +188,40 @@ func (s *Server) routes() *http.ServeMux {
 	for _, m := range []string{"GET", "POST", "DELETE"} {
 		mux.Handle(m+" /mcp", mcpHandler)
 	}
-	mux.HandleFunc("GET /healthz", s.health)
-	mux.Handle("GET /metrics", s.metrics.Handler())
 	mux.Handle("GET /", s.panel)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s (see the API in the README)", r.Method, r.URL.Path))
 	})
 	return mux
+}
+
+// readyTimeout bounds the store check of GET /readyz.
+const readyTimeout = 2 * time.Second
+
+// ready answers GET /readyz: 200 when the store answers (the database,
+// in a cluster) and the daemon is not draining, else 503 saying why.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	if s.isDraining() {
+		writeError(w, http.StatusServiceUnavailable, "draining: shutting down")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	if p, ok := s.in.Store.(interface{ Ping(context.Context) error }); ok {
+		if err := p.Ping(ctx); err != nil {
+			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("store unavailable: %v", err))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "role": s.role()})
+}
+
+// role is the process's role in a cluster ("all" when embedded).
+func (s *Server) role() string {
+	if s.in.Config.Role == "" {
+		return config.RoleAll
+	}
+	return s.in.Config.Role
 }
 
 // health answers GET /healthz.

@@ -199,6 +199,11 @@ type OwnerStore interface {
 	RecoverOwner(ctx context.Context, owner string, at time.Time, t Takeover) (resumed, ended []Run, err error)
 }
 
+// OwnerQueue is the owner of a run waiting in the cluster's job queue
+// (package cluster): no process runs it yet, and none is gone, so
+// recovery leaves it alone until a worker claims it.
+const OwnerQueue = "queue"
+
 // QuarantinedError is the error recorded on a run that RecoverOwner
 // interrupted because it was already resumed as often as allowed.
 const QuarantinedError = "quarantined: the run was resumed as many times as allowed and its process stopped again"

@@ -121,12 +121,14 @@ func (m *Manager) startParallel(ctx context.Context, g *Group, req GroupRequest)
 	if err := m.assignIDs(ctx, hs...); err != nil {
 		return err
 	}
-	if err := m.admit(true, hs...); err != nil {
-		m.dropIDs(hs...)
-		return err
+	if m.opt.Dispatch == nil {
+		if err := m.admit(true, hs...); err != nil {
+			m.dropIDs(hs...)
+			return err
+		}
 	}
 	for i, h := range hs {
-		if err := m.start(ctx, h); err != nil {
+		if err := m.launch(ctx, h); err != nil {
 			// The members started so far end with the group's context
 			// (SpawnGroup cancels it); the others never start.
 			for _, rest := range hs[i+1:] {
@@ -149,6 +151,15 @@ func (m *Manager) startParallel(ctx context.Context, g *Group, req GroupRequest)
 		g.mu.Unlock()
 	})
 	return nil
+}
+
+// launch starts an admitted group member here, or dispatches it to the
+// cluster.
+func (m *Manager) launch(ctx context.Context, h *Handle) error {
+	if m.opt.Dispatch != nil {
+		return m.dispatch(ctx, h)
+	}
+	return m.start(ctx, h)
 }
 
 func (m *Manager) startChain(ctx context.Context, g *Group, req GroupRequest) error {

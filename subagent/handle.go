@@ -70,6 +70,18 @@ type Handle struct {
 	ckErr       error         // the background checkpoint's error
 
 	watched bool // a cleanup drops its weak index entry (guarded by m.mu)
+
+	// remote marks the view of a run that runs in another process of a
+	// cluster (dispatch.go): its status is read from the store, Cancel
+	// reaches its worker, and its end comes from RemoteEnded.
+	remote bool
+}
+
+// isRemote reports whether the run runs in another process.
+func (h *Handle) isRemote() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.remote
 }
 
 func newHandle(m *Manager, req Request, role Role, model llm.Model, tools *tool.Registry, limits agent.Limits, thinking bool) *Handle {
@@ -171,6 +183,9 @@ func (h *Handle) Status() RunStatus {
 	case res != nil: // restored from the store
 		st.Iteration, st.Tokens, st.CostCents = res.Iterations, res.TokensUsed, res.CostCents
 	}
+	if h.isRemote() && !st.Status.Final() {
+		return h.m.remoteStatus(h, st)
+	}
 	if st.Status == lifecycle.Queued {
 		st.QueuePosition = h.m.queuePosition(h)
 	}
@@ -231,6 +246,10 @@ func (h *Handle) Cancel() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.status.Final() {
+		return
+	}
+	if h.remote {
+		go h.m.remoteCancel(h)
 		return
 	}
 	h.cancelled = true

@@ -147,7 +147,7 @@ func ambiguous(prefix string, mem []*Handle, stored []string) error {
 // way a run that is not in memory comes back: for Get, Send, the status
 // tools and Cancel alike.
 func (m *Manager) restore(ctx context.Context, run store.Run) (*Handle, error) {
-	if !run.Status.Final() {
+	if !run.Status.Final() && m.opt.Dispatch == nil {
 		return nil, fmt.Errorf("subagent %s is %s in another process: %w", run.ShortID, run.Status, ErrBusy)
 	}
 	var cfg Config
@@ -165,11 +165,9 @@ func (m *Manager) restore(ctx context.Context, run store.Run) (*Handle, error) {
 	if run.StartedAt != nil {
 		h.startedAt = *run.StartedAt
 	}
-	if len(run.Result) > 0 {
-		var r Result
-		if json.Unmarshal(run.Result, &r) == nil {
-			h.result = &r
-		}
+	h.result, _ = m.restoreResult(run)
+	if !run.Status.Final() {
+		return m.remoteView(h)
 	}
 	close(h.done)
 	m.mu.Lock()
@@ -181,6 +179,42 @@ func (m *Manager) restore(ctx context.Context, run store.Run) (*Handle, error) {
 		return other, nil // restored meanwhile by another caller
 	}
 	m.retire(h)
+	return h, nil
+}
+
+// restoreResult is a finished run's stored result (nil when it has
+// none).
+func (m *Manager) restoreResult(run store.Run) (*Result, error) {
+	if len(run.Result) == 0 {
+		return nil, nil
+	}
+	var r Result
+	if err := json.Unmarshal(run.Result, &r); err != nil {
+		return nil, fmt.Errorf("stored result of %s: %w", run.ShortID, err)
+	}
+	return &r, nil
+}
+
+// remoteView makes h, rebuilt from an active run's record, the view of
+// a run another process of the cluster runs: completed by RemoteEnded,
+// cancelled through the worker.
+func (m *Manager) remoteView(h *Handle) (*Handle, error) {
+	m.mu.Lock()
+	if other, ok := m.handles[h.id]; ok {
+		m.mu.Unlock()
+		return other, nil
+	}
+	m.mu.Unlock()
+	h.remote = true
+	m.remote.mu.Lock()
+	defer m.remote.mu.Unlock()
+	if other := m.remote.byUUID[h.uuid]; other != nil {
+		return other, nil
+	}
+	if m.remote.byUUID == nil {
+		m.remote.byUUID = map[string]*Handle{}
+	}
+	m.remote.byUUID[h.uuid] = h
 	return h, nil
 }
 

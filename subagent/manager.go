@@ -121,6 +121,15 @@ type Options struct {
 	// Tracer records runs as OpenTelemetry spans (agent.Config.Tracer);
 	// nil traces nothing.
 	Tracer *tracing.Tracer
+	// Dispatch, when set, sends every new run to a cluster's job queue
+	// (package cluster) instead of running it here: a worker's Manager
+	// runs it with Execute. Nil: runs run in this process (embedded).
+	Dispatch Dispatcher
+	// Worker marks a cluster process that runs subagents (Execute) and
+	// so also takes over the runs of gone processes; a gateway-only
+	// process (false) leaves that to the workers. Ignored without
+	// Dispatch.
+	Worker bool
 }
 
 // LifecycleFiles writes the lifecycle entries of events that the session
@@ -165,6 +174,9 @@ type Manager struct {
 	deciding map[string]bool
 	// finished is called with the parent session of each run that ends.
 	finished func(parent string)
+	// remote are the runs this process dispatched to other processes
+	// (dispatch.go).
+	remote remoteRuns
 	// proposalSpans are the spans of the tool calls that made pending
 	// proposals (by proposal ID), kept while tracing is on so that a
 	// confirmed spawn's runs are children of the call that proposed it.
@@ -321,6 +333,12 @@ func (m *Manager) spawn(ctx context.Context, req Request) (*Handle, error) {
 	}
 	if err := m.assignIDs(ctx, h); err != nil {
 		return nil, err
+	}
+	if m.opt.Dispatch != nil {
+		if err := m.dispatch(ctx, h); err != nil {
+			return nil, err
+		}
+		return h, nil
 	}
 	if err := m.admit(req.group != nil || m.opt.Overflow == OverflowQueue, h); err != nil {
 		m.dropIDs(h)

@@ -29,7 +29,7 @@ func (m *Manager) ownerID() string {
 // every finished result its parent has not had. Runs owned by a live
 // process, in this one or another, are left alone.
 func (m *Manager) Recover(ctx context.Context) error {
-	if m.opt.Owner != nil {
+	if m.opt.Owner != nil && (m.opt.Dispatch == nil || m.opt.Worker) {
 		if err := m.recoverGone(ctx); err != nil {
 			return err
 		}
@@ -53,7 +53,7 @@ func (m *Manager) recoverGone(ctx context.Context) error {
 	}
 	var owners []string
 	for _, r := range active {
-		if r.Owner != m.ownerID() && !slices.Contains(owners, r.Owner) {
+		if r.Owner != m.ownerID() && r.Owner != store.OwnerQueue && !slices.Contains(owners, r.Owner) {
 			owners = append(owners, r.Owner)
 		}
 	}

@@ -111,6 +111,11 @@ func (m *Manager) prepareResume(ctx context.Context, r store.Run) (*Handle, []ll
 		return nil, nil, llm.Message{}, false, fmt.Errorf("load conversation: %w", err)
 	}
 	history, input, stored := resumePoint(conv, taskPrompt(cfg), r.Attempts)
+	if r.Status == lifecycle.Queued {
+		// It never started: what is stored is the context it starts
+		// from (a forked conversation), and its task comes next.
+		history, input, stored = conv, llm.UserText(taskPrompt(cfg)), false
+	}
 	h.messages = history
 	return h, history, input, stored, nil
 }

@@ -26,10 +26,12 @@ func (m *Manager) Runs(ctx context.Context, session string, all bool) ([]RunStat
 			seen[h.ID()] = true
 		}
 	}
-	if !all {
+	if !all && m.opt.Dispatch == nil {
 		return out, nil
 	}
-	runs, err := m.opt.Store.ListRuns(ctx, store.RunFilter{ParentSession: session, Limit: listLimit})
+	// In a cluster the active runs of every process are listed too.
+	f := store.RunFilter{ParentSession: session, Limit: listLimit, Active: !all}
+	runs, err := m.opt.Store.ListRuns(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("list subagents: %w", err)
 	}

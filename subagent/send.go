@@ -46,6 +46,11 @@ func (m *Manager) SendFollowUp(ctx context.Context, id, message string, queue, s
 	if err != nil {
 		return nil, false, fmt.Errorf("send to %s: %w", id, err)
 	}
+	if m.opt.Dispatch != nil {
+		if done, err := m.sendInCluster(ctx, h, message, steer); done || err != nil {
+			return h, false, err
+		}
+	}
 	h.mu.Lock()
 	if !h.status.Final() {
 		defer h.mu.Unlock()
@@ -93,4 +98,26 @@ func (m *Manager) SendFollowUp(ctx context.Context, id, message string, queue, s
 	}
 	m.wg.Go(func() { h.afterSlot(func() { h.runFrom(history, llm.UserText(message)) }) })
 	return h, false, nil
+}
+
+// sendInCluster delivers a steer to a run on another process of the
+// cluster (done). A run here goes the embedded way (not done); a
+// follow-up that would start a finished run again is refused: it is not
+// dispatched to the workers yet.
+func (m *Manager) sendInCluster(ctx context.Context, h *Handle, message string, steer bool) (done bool, err error) {
+	h.mu.Lock()
+	remote, final := h.remote, h.status.Final()
+	h.mu.Unlock()
+	switch {
+	case remote && !final && steer:
+		if err := m.opt.Dispatch.Control(ctx, Control{Op: ControlSteer, Run: h.id, Text: message}); err != nil {
+			return true, fmt.Errorf("steer %s: %w", h.id, err)
+		}
+		return true, nil
+	case remote && !final:
+		return true, fmt.Errorf("send to %s: %w (it runs on a worker); steer it instead, or wait until it ends", h.id, ErrBusy)
+	case final:
+		return true, fmt.Errorf("send to %s: a follow-up to a finished subagent is %w; spawn a new one with its result as context", h.id, ErrNotInCluster)
+	}
+	return false, nil
 }

@@ -14,6 +14,7 @@ import (
 
 type serveOptions struct {
 	addr      string
+	role      string
 	grace     time.Duration
 	heartbeat time.Duration
 }
@@ -48,6 +49,7 @@ and records as interrupted what still runs, flushes the logs and exits 0.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", "", "listen address (default $AVA_ADDR, else 127.0.0.1:7777)")
+	f.StringVar(&o.role, "role", "", "with AVA_DATABASE_URL, what this process does in the cluster: gateway (chats, streams, the panel), worker (runs subagents; serves /healthz, /readyz and /metrics only) or all (default $AVA_ROLE, else all)")
 	f.DurationVar(&o.grace, "grace", gateway.DefaultGrace, "how long a shutdown lets running turns finish (default $AVA_SHUTDOWN_GRACE, else 30s)")
 	f.DurationVar(&o.heartbeat, "heartbeat", gateway.DefaultHeartbeat, "interval of the streams' heartbeat comments")
 	_ = f.MarkHidden("heartbeat")
@@ -81,6 +83,15 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 	if o.addr != "" {
 		cfg.Addr = o.addr
 	}
+	if o.role != "" {
+		cfg.Role = o.role
+		if err := cfg.Validate(); err != nil {
+			return usageError(fmt.Errorf("--role: %w", err))
+		}
+	}
+	if cfg.Role != "" && cfg.Role != config.RoleAll && !config.IsPostgresURL(cfg.DatabaseURL) {
+		return usageError(fmt.Errorf("role %s needs a cluster: set AVA_DATABASE_URL=postgres://… (the embedded SQLite store runs everything in one process)", cfg.Role))
+	}
 	cfg, offline := gateway.Offline(cfg)
 	if offline {
 		fmt.Fprintf(a.Stderr, "[offline] no model provider is configured: Ava answers with the offline scripted model %s (no network, not a real model).\n"+
@@ -88,6 +99,10 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 	}
 	err = gateway.Run(cmd.Context(), gateway.DaemonOptions{Config: cfg, Grace: o.grace, Heartbeat: o.heartbeat, Logger: a.Logger(),
 		Ready: func(addr string) {
+			if cfg.Role == config.RoleWorker {
+				fmt.Fprintf(a.Stdout, "ava worker: running subagents from the cluster's queue; health on http://%s/healthz and /readyz\n", addr)
+				return
+			}
 			fmt.Fprintf(a.Stdout, "ava serve: listening on http://%s/ (open it in a browser for the web panel; the API is under /api)\n", addr)
 		},
 		Channels: func(in *app.Instance) ([]gateway.Channel, error) { return chatChannels(a, cfg, in) },
@@ -118,4 +133,39 @@ func chatChannels(a *App, cfg config.Config, in *app.Instance) ([]gateway.Channe
 	}
 	fmt.Fprintln(a.Stderr, "ava serve: "+ch.Describe())
 	return []gateway.Channel{ch}, nil
+}
+
+func newWorkerCmd(a *App) *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "worker [--addr 127.0.0.1:7778]",
+		Short: "Run subagents from a cluster's job queue (ava serve --role worker)",
+		Long: `Run a worker of an Ava cluster on PostgreSQL (AVA_DATABASE_URL): it takes
+subagent runs from the shared job queue and runs them, as many at once as
+AVA_MAX_CONCURRENT_SUBAGENTS allows in the whole cluster. Gateways (ava serve
+--role gateway) accept the chats. It serves only /healthz, /readyz and
+/metrics, on --addr (default 127.0.0.1:7778).
+
+SIGINT or SIGTERM drains it: it stops taking jobs, checkpoints its resumable
+runs and hands them over to the other workers, records the others as
+interrupted, and exits 0. See docs/cluster.md.`,
+		Example: `  AVA_DATABASE_URL=postgres://ava@db/ava ava worker`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.fromEnv(a, cmd); err != nil {
+				return err
+			}
+			o.role = config.RoleWorker
+			if o.addr == "" {
+				o.addr = "127.0.0.1:7778"
+			}
+			return serve(cmd, a, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", "", "listen address of the health endpoints (default 127.0.0.1:7778)")
+	f.DurationVar(&o.grace, "grace", gateway.DefaultGrace, "how long a shutdown lets running subagents finish (default $AVA_SHUTDOWN_GRACE, else 30s)")
+	f.DurationVar(&o.heartbeat, "heartbeat", gateway.DefaultHeartbeat, "interval of the streams' heartbeat comments")
+	_ = f.MarkHidden("heartbeat")
+	return cmd
 }

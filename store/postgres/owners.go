@@ -45,7 +45,13 @@ func (s *Store) Heartbeat(ctx context.Context, id string, at time.Time) error {
 // RemoveInstance forgets the instance; removing an unknown one is not an
 // error.
 func (s *Store) RemoveInstance(ctx context.Context, id string) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM instances WHERE id = $1`, id); err != nil {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM instances WHERE id = $1`, id); err != nil {
+			return err
+		}
+		return notifyTx(ctx, tx, ChannelInstances, id)
+	})
+	if err != nil {
 		return fmt.Errorf("remove instance %s: %w", id, err)
 	}
 	return nil
@@ -106,6 +112,9 @@ func (s *Store) RecoverOwner(ctx context.Context, owner string, at time.Time, t 
 			}
 			ended = append(ended, r)
 		}
+		if err := notifyEnded(ctx, tx, ended...); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `DELETE FROM instances WHERE id = $1`, owner)
 		return err
 	})
@@ -132,6 +141,9 @@ func (s *Store) InterruptOwner(ctx context.Context, owner string, at time.Time) 
 			return err
 		}
 		if runs, err = scanRuns(rows); err != nil {
+			return err
+		}
+		if err := notifyEnded(ctx, tx, runs...); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM instances WHERE id = $1`, owner)

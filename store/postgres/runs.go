@@ -21,6 +21,12 @@ func scanRuns(rows pgx.Rows) ([]store.Run, error) {
 // CreateRun stores a new run and creates its session. A short ID or ID
 // already in use gives an error wrapping store.ErrDuplicate.
 func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
+	return s.createRun(ctx, r, nil)
+}
+
+// createRun stores a new run and creates its session, then runs also (if
+// not nil) in the same transaction.
+func (s *Store) createRun(ctx context.Context, r store.Run, also func(tx pgx.Tx) error) error {
 	if err := s.rec.CheckRun(&r); err != nil {
 		return fmt.Errorf("create run: %w", err)
 	}
@@ -44,7 +50,10 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 			r.ID, r.ShortID, r.SessionKey, r.ParentSession, r.ParentAgent, r.GroupID, r.Mode,
 			r.Role, r.Task, r.Model, config, string(r.Status), result, r.Error, r.Tokens, r.CostCents,
 			r.Iterations, created, record.NullNS(r.StartedAt), record.NullNS(r.EndedAt), r.Announced, r.Owner, r.Attempts)
-		return err
+		if err != nil || also == nil {
+			return err
+		}
+		return also(tx)
 	})
 	constraint, dup := uniqueViolation(err)
 	switch {

@@ -61,6 +61,9 @@ func (s *Store) TransitionRun(ctx context.Context, id string, from []lifecycle.S
 		if _, err := tx.Exec(ctx, `UPDATE runs SET `+strings.Join(set, ", ")+` WHERE id = `+p.add(runID), p...); err != nil {
 			return fmt.Errorf("update run: %w", err)
 		}
+		if err := notifyFinal(ctx, tx, runID, to); err != nil {
+			return err
+		}
 		if fin == nil {
 			return nil
 		}

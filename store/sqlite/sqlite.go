@@ -475,3 +475,11 @@ func isUniqueViolation(err error) bool {
 	c := sqliteCode(err)
 	return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 }
+
+// Ping checks that the database file answers (readiness).
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.reader.PingContext(ctx); err != nil {
+		return fmt.Errorf("%s: %w", s.path, err)
+	}
+	return nil
+}

@@ -1,0 +1,291 @@
+package subagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/transcript"
+)
+
+// Dispatcher hands runs to the workers of a cluster (package cluster)
+// instead of running them in the process that spawns them: the runs wait
+// in a job queue in the shared database, and any worker's Manager runs
+// them with Execute, with the same code as a run started here.
+type Dispatcher interface {
+	// Dispatch records run (queued, owned by store.OwnerQueue) with msgs
+	// in its own session (the context it starts from) and schedules it,
+	// in one transaction.
+	Dispatch(ctx context.Context, run store.Run, msgs []store.Message) error
+	// Claim makes owner the owner of a queued run, when fewer than limit
+	// runs are active in the whole cluster (limit 0: no limit). A run no
+	// longer waiting gives an error wrapping store.ErrInvalidTransition;
+	// a full cluster one wrapping ErrLimit.
+	Claim(ctx context.Context, runID, owner string, limit int) (store.Run, error)
+	// Control sends c to the process running the run, wherever it is.
+	Control(ctx context.Context, c Control) error
+}
+
+// Control operations.
+const (
+	// ControlCancel stops the run.
+	ControlCancel = "cancel"
+	// ControlSteer delivers Text into the running run's conversation.
+	ControlSteer = "steer"
+)
+
+// Control is a request to the process that runs a subagent.
+type Control struct {
+	Op string `json:"op"`
+	// Run is the run's short ID.
+	Run  string `json:"run"`
+	Text string `json:"text,omitempty"`
+}
+
+// ErrNotInCluster names what a cluster does not do yet.
+var ErrNotInCluster = errors.New("not available when subagents run on workers (AVA_DATABASE_URL)")
+
+// earlyControlTTL is how long a control request for a run this process
+// has not started yet is kept: a worker that has just claimed the run
+// applies it once the run's handle exists.
+const earlyControlTTL = time.Minute
+
+// remoteRuns are the runs this process dispatched that run elsewhere.
+type remoteRuns struct {
+	mu     sync.Mutex
+	byUUID map[string]*Handle
+	// early are cancellations that came before their run started here.
+	early map[string]time.Time
+}
+
+// dispatch records an admitted-by-the-cluster run and schedules it on a
+// worker; the handle stays here as the run's remote view (Status, Wait,
+// Cancel), completed when the run ends wherever it runs (RemoteEnded).
+func (m *Manager) dispatch(ctx context.Context, h *Handle) error {
+	if m.isClosed() {
+		return ErrClosed
+	}
+	m.register(h)
+	h.mu.Lock()
+	h.remote, h.status, h.stored = true, lifecycle.Queued, lifecycle.Queued
+	h.queuedAt = m.now()
+	h.mu.Unlock()
+	run := h.storeRun(lifecycle.Queued, nil)
+	run.Owner = store.OwnerQueue
+	fork, err := transcript.ToStore(h.SessionKey(), h.id, h.req.Fork)
+	if err != nil {
+		m.dropIDs(h)
+		return fmt.Errorf("spawn: encode the forked conversation: %w", err)
+	}
+	m.remote.mu.Lock()
+	if m.remote.byUUID == nil {
+		m.remote.byUUID = map[string]*Handle{}
+	}
+	m.remote.byUUID[h.uuid] = h
+	m.remote.mu.Unlock()
+	if err := m.opt.Dispatch.Dispatch(context.WithoutCancel(ctx), run, fork); err != nil {
+		m.remote.mu.Lock()
+		delete(m.remote.byUUID, h.uuid)
+		m.remote.mu.Unlock()
+		m.dropIDs(h)
+		m.opt.Hub.Forget(h.SessionKey())
+		return fmt.Errorf("spawn: %w", err)
+	}
+	m.mu.Lock()
+	m.handles[h.id] = h
+	m.mu.Unlock()
+	h.markSpawned()
+	if g := h.req.group; g != nil {
+		m.wg.Go(func() { m.cancelWithGroup(g, h) })
+	}
+	return nil
+}
+
+// cancelWithGroup cancels a remote group member when its group ends
+// first (its combined timeout, a cancel).
+func (m *Manager) cancelWithGroup(g *Group, h *Handle) {
+	select {
+	case <-g.ctx.Done():
+		h.Cancel()
+	case <-h.Done():
+	}
+}
+
+// remoteCancel stops a run that runs elsewhere.
+func (m *Manager) remoteCancel(h *Handle) {
+	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
+	defer cancel()
+	if err := m.opt.Dispatch.Control(ctx, Control{Op: ControlCancel, Run: h.id}); err != nil {
+		m.log.Error("cancel subagent on its worker", "id", h.id, "err", err)
+	}
+	// A run no worker claimed yet is claimed here and ends cancelled
+	// without calling the model, through the same path as any queued
+	// run's end.
+	if err := m.execute(ctx, h.uuid, 0, true); err != nil && !errors.Is(err, ErrClosed) {
+		m.log.Error("cancel queued subagent", "id", h.id, "err", err)
+	}
+}
+
+// RemoteEnded completes the remote view of a run this process
+// dispatched, once the run has ended on its worker (called for every
+// ended run's ID; others are ignored). It reads the run's end from the
+// store.
+func (m *Manager) RemoteEnded(ctx context.Context, runID string) {
+	m.remote.mu.Lock()
+	h := m.remote.byUUID[runID]
+	m.remote.mu.Unlock()
+	if h == nil {
+		return
+	}
+	r, err := m.opt.Store.GetRun(ctx, runID)
+	if err != nil {
+		m.log.Error("read the end of a subagent run elsewhere", "id", h.id, "err", err)
+		return
+	}
+	if !r.Status.Final() {
+		return
+	}
+	m.remote.mu.Lock()
+	_, mine := m.remote.byUUID[runID]
+	delete(m.remote.byUUID, runID)
+	m.remote.mu.Unlock()
+	if !mine {
+		return
+	}
+	restored, err := m.restoreResult(r)
+	if err != nil {
+		m.log.Error("read the end of a subagent run elsewhere", "id", h.id, "err", err)
+	}
+	h.mu.Lock()
+	h.status, h.stored, h.result = r.Status, r.Status, restored
+	if r.StartedAt != nil {
+		h.startedAt = *r.StartedAt
+	}
+	h.mu.Unlock()
+	h.end()
+}
+
+// SyncRemote completes the remote views whose runs ended while this
+// process was not listening (a lost connection to the database).
+func (m *Manager) SyncRemote(ctx context.Context) {
+	m.remote.mu.Lock()
+	ids := make([]string, 0, len(m.remote.byUUID))
+	for id := range m.remote.byUUID {
+		ids = append(ids, id)
+	}
+	m.remote.mu.Unlock()
+	for _, id := range ids {
+		m.RemoteEnded(ctx, id)
+	}
+}
+
+// remoteStatus is the stored state of a run that runs elsewhere.
+func (m *Manager) remoteStatus(h *Handle, st RunStatus) RunStatus {
+	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+	defer cancel()
+	r, err := m.opt.Store.GetRun(ctx, h.uuid)
+	if err != nil {
+		return st
+	}
+	live := statusOfRun(r)
+	live.Mode, live.Stalled = st.Mode, false
+	if r.Status == lifecycle.Queued {
+		live.QueuedAt = st.QueuedAt
+	}
+	if r.StartedAt != nil && !r.Status.Final() {
+		live.Elapsed = m.now().Sub(*r.StartedAt)
+	}
+	return live
+}
+
+// HandleControl applies a control request to the run it names when it
+// runs in this process; a cancellation for a run not here yet is kept
+// for a while, for a worker that is just starting it.
+func (m *Manager) HandleControl(c Control) {
+	m.mu.Lock()
+	h := m.handles[c.Run]
+	m.mu.Unlock()
+	if h != nil && h.isRemote() {
+		h = nil
+	}
+	switch {
+	case h != nil && c.Op == ControlCancel:
+		h.Cancel()
+	case h != nil && c.Op == ControlSteer:
+		h.mu.Lock()
+		if !h.status.Final() {
+			h.steers = append(h.steers, c.Text)
+		}
+		h.mu.Unlock()
+	case c.Op == ControlCancel:
+		m.remote.mu.Lock()
+		if m.remote.early == nil {
+			m.remote.early = map[string]time.Time{}
+		}
+		now := m.now()
+		for id, at := range m.remote.early {
+			if now.Sub(at) > earlyControlTTL {
+				delete(m.remote.early, id)
+			}
+		}
+		m.remote.early[c.Run] = now
+		m.remote.mu.Unlock()
+	}
+}
+
+// takeEarlyCancel reports whether a cancellation for the run came before
+// it started here, and forgets it.
+func (m *Manager) takeEarlyCancel(id string) bool {
+	m.remote.mu.Lock()
+	defer m.remote.mu.Unlock()
+	_, ok := m.remote.early[id]
+	delete(m.remote.early, id)
+	return ok
+}
+
+// Execute claims a run waiting in the cluster's job queue and runs it in
+// this process, from what is stored of it, with the same code as a run
+// spawned here, until it ends (or, at a shutdown, is left to resume
+// elsewhere). It returns nil at once when the run no longer waits (a
+// worker claimed it, it was cancelled), and an error wrapping ErrLimit
+// when the cluster runs as many subagents as its limit allows (the job
+// waits and tries again).
+func (m *Manager) Execute(ctx context.Context, runID string) error {
+	return m.execute(ctx, runID, m.opt.MaxConcurrent, false)
+}
+
+// execute claims and runs a queued run; cancelled ends it cancelled
+// before it calls the model.
+func (m *Manager) execute(ctx context.Context, runID string, limit int, cancelled bool) error {
+	if m.isClosed() {
+		return ErrClosed
+	}
+	r, err := m.opt.Dispatch.Claim(ctx, runID, m.ownerID(), limit)
+	if errors.Is(err, store.ErrInvalidTransition) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	h, history, input, _, err := m.prepareResume(ctx, r)
+	if err != nil {
+		m.log.Error("start dispatched subagent; ending it interrupted", "id", r.ShortID, "err", err)
+		m.endUnresumable(ctx, r, err)
+		return nil
+	}
+	if err := m.admitResumed(h); err != nil {
+		m.endUnresumable(ctx, r, err)
+		return nil
+	}
+	done := h.Done()
+	if cancelled || m.takeEarlyCancel(h.id) {
+		h.Cancel()
+	}
+	m.wg.Go(func() { h.afterSlot(func() { h.runFrom(history, input) }) })
+	<-done
+	return nil
+}
