@@ -224,7 +224,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 		Overflow: subagent.Overflow(cfg.SpawnOverflow), MaxQueued: cfg.MaxQueuedSubagents,
 		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly, ResumeAttempts: resumeAttempts, LifecycleFiles: sessionFiles,
 		Confirm: policy, ConfirmTimeout: cfg.ConfirmTimeout, Tracer: in.Tracing.Tracer(),
-		Dispatch: node.Dispatcher(), Worker: node.Runs()})
+		Dispatch: node.Dispatcher(), Worker: node.Runs(), RecoverEvery: cfg.RecoverEvery})
 	// Registered before Start: a Start that fails half way may already
 	// have started work that Close must stop.
 	in.closers = append(in.closers, node.closer(in.Subagent.Close))

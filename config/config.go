@@ -112,6 +112,10 @@ type Config struct {
 	// run on workers), "worker" (runs subagents) or "all" (both, the
 	// default). Ignored with the embedded SQLite store.
 	Role string `yaml:"-"`
+	// RecoverEvery (AVA_RECOVER_EVERY) is how often a process that runs
+	// subagents looks for the runs of processes that are gone (default
+	// 10s): in a cluster, how soon a dead worker's runs resume elsewhere.
+	RecoverEvery time.Duration `yaml:"-"`
 
 	// TrustedWorkspaces are the workspaces whose .ava/agents/ role files
 	// may replace a built-in or user role of the same name
@@ -345,6 +349,13 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 			return fmt.Errorf("AVA_WRAP_UP_AT=%q: not a number like 0.8", v)
 		}
 		c.WrapUpAt = f
+	}
+	if v := getenv("AVA_RECOVER_EVERY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("AVA_RECOVER_EVERY=%q: not a positive duration like 10s", v)
+		}
+		c.RecoverEvery = d
 	}
 	if v := getenv("AVA_STALL_AFTER"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -100,7 +100,7 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 	err = gateway.Run(cmd.Context(), gateway.DaemonOptions{Config: cfg, Grace: o.grace, Heartbeat: o.heartbeat, Logger: a.Logger(),
 		Ready: func(addr string) {
 			if cfg.Role == config.RoleWorker {
-				fmt.Fprintf(a.Stdout, "ava worker: running subagents from the cluster's queue; health on http://%s/healthz and /readyz\n", addr)
+				fmt.Fprintf(a.Stdout, "ava worker: listening on http://%s/ (/healthz, /readyz and /metrics); running subagents from the cluster's job queue\n", addr)
 				return
 			}
 			fmt.Fprintf(a.Stdout, "ava serve: listening on http://%s/ (open it in a browser for the web panel; the API is under /api)\n", addr)

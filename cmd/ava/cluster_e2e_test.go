@@ -1,0 +1,276 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/avaagent/ava/gateway/client"
+	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/store/postgres"
+	"github.com/avaagent/ava/store/postgres/pgtest"
+)
+
+// clusterScript: QUICK subagents answer after a short pause; STEPS ones
+// read a file and answer ten seconds later (so that a worker killed
+// meanwhile leaves a checkpoint); BLOCK ones wait until stopped.
+const clusterScript = `conversations:
+  - match: "QUICK"
+    turns:
+      - text: "quick done"
+        delay: 200ms
+  - match: "STEPS"
+    turns:
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+      - text: "steps done: {{last_result}}"
+        delay: 10s
+  - match: "BLOCK"
+    turns:
+      - text: "never"
+        delay: 1h
+  - turns:
+      - text: "hello back"
+`
+
+// cluster is a PostgreSQL database shared by the processes of a test,
+// each with a data root of its own.
+type cluster struct {
+	t     *testing.T
+	url   string
+	root  string
+	model string
+	procs int
+}
+
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	url := pgtest.URL(t)
+	root := t.TempDir()
+	script := filepath.Join(root, "script.yaml")
+	if err := os.WriteFile(script, []byte(clusterScript), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "notes.txt"), []byte("the notes"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &cluster{t: t, url: url, root: root, model: "scripted/" + script}
+}
+
+// start starts a process of the cluster in role (gateway or worker).
+func (c *cluster) start(role string, extra ...string) *daemon {
+	c.t.Helper()
+	c.procs++
+	data := filepath.Join(c.root, fmt.Sprintf("data-%s-%d", role, c.procs))
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + c.root, "AVA_DATA_ROOT=" + data, "AVA_WORKSPACE=" + c.root,
+		"AVA_MODEL=" + c.model, "AVA_CONFIRM=never", "AVA_DATABASE_URL=" + c.url, "AVA_MAX_CONCURRENT_SUBAGENTS=60",
+		"AVA_MAX_QUEUED_SUBAGENTS=1000", "AVA_SPAWN_OVERFLOW=queue"}
+	return startDaemon(c.t, append(env, extra...), "--role", role)
+}
+
+// store opens the cluster's database for the test's own checks.
+func (c *cluster) store() *postgres.Store {
+	c.t.Helper()
+	s, err := postgres.Open(context.Background(), c.url, postgres.Options{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// spawnN spawns n subagents through the gateway with tasks kind 0…n-1.
+func spawnN(t *testing.T, c *client.Client, model, parent, role, kind string, n int) []job {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		jobs []job
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, 16)
+	)
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			sa, _, err := c.Spawn(bg(t), client.SpawnRequest{Role: role, Task: fmt.Sprintf("%s %d", kind, i), Model: model, Parent: parent})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			jobs = append(jobs, job{sa.ID, role, kind})
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if t.Failed() || len(jobs) != n {
+		t.Fatalf("spawned %d of %d", len(jobs), n)
+	}
+	return jobs
+}
+
+// deliveredOnce checks that each job's result reached the parent once.
+func deliveredOnce(t *testing.T, st store.Store, parent string, jobs []job) {
+	t.Helper()
+	msgs, err := st.Messages(context.Background(), parent, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		n := 0
+		for _, m := range msgs {
+			if strings.Contains(m.Text, "Subagent "+j.id+" finished") {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: the parent got its result %d times", j.id, n)
+		}
+	}
+}
+
+// TestClusterGatewayAndTwoWorkers: one gateway and two worker processes
+// on one database; 200 subagents spawned through the gateway all run
+// on the workers (both take part), and every run is accounted for: it
+// succeeded, its result reached the parent once, and it was run by a
+// worker, never by the gateway.
+func TestClusterGatewayAndTwoWorkers(t *testing.T) {
+	const n = 200
+	cl := newCluster(t)
+	gw := cl.start("gateway")
+	w1, w2 := cl.start("worker"), cl.start("worker")
+	first := chatText(t, gw.c, client.ChatRequest{Message: "hello"})
+	jobs := spawnN(t, gw.c, cl.model, first.Session, "researcher", "QUICK", n)
+	waitAll(t, gw.c, jobs, func(sa client.Subagent) bool { return lifecycle.Status(sa.Status).Final() })
+
+	st := cl.store()
+	ctx := context.Background()
+	pids := map[int]int{}
+	instances := map[string]int{}
+	for _, d := range []*daemon{w1, w2} {
+		pids[d.cmd.Process.Pid] = 0
+	}
+	all, err := st.Instances(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range all {
+		instances[in.ID] = in.PID
+	}
+	for _, j := range jobs {
+		r, err := st.GetRun(ctx, j.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != lifecycle.Success || !r.Announced {
+			t.Errorf("%s: %s announced=%v %s", j.id, r.Status, r.Announced, r.Error)
+		}
+		pid, ok := instances[r.Owner]
+		if _, worker := pids[pid]; !ok || !worker {
+			t.Errorf("%s was run by %q (pid %d), not by a worker", j.id, r.Owner, pid)
+		}
+		pids[pid]++
+	}
+	deliveredOnce(t, st, first.Session, jobs)
+	for pid, runs := range pids {
+		if runs == 0 {
+			t.Errorf("worker %d ran nothing: %v", pid, pids)
+		}
+	}
+	t.Logf("runs per worker: %v", pids)
+}
+
+// TestClusterWorkerKilledRunsResumeElsewhere: a worker killed with
+// SIGKILL mid-run: its runs resume on the other worker from their
+// checkpoints (the file read is not done again), and each result
+// reaches the parent once.
+func TestClusterWorkerKilledRunsResumeElsewhere(t *testing.T) {
+	const n = 30
+	cl := newCluster(t)
+	gw := cl.start("gateway", "AVA_RECOVER_EVERY=1s")
+	w1 := cl.start("worker", "AVA_RECOVER_EVERY=1s")
+	first := chatText(t, gw.c, client.ChatRequest{Message: "hello"})
+	jobs := spawnN(t, gw.c, cl.model, first.Session, "researcher", "STEPS", n)
+	// Every run is past its first model call on w1 (the only worker so
+	// far): the call to read the file is checkpointed (the store's
+	// counters, which the gateway shows for a run elsewhere, move at
+	// each checkpoint).
+	waitAll(t, gw.c, jobs, func(sa client.Subagent) bool { return sa.Status == "running" && sa.Iteration >= 1 })
+	w2 := cl.start("worker", "AVA_RECOVER_EVERY=1s")
+	killed := time.Now()
+	kill(t, w1)
+	waitAll(t, gw.c, jobs, func(sa client.Subagent) bool { return lifecycle.Status(sa.Status).Final() })
+	t.Logf("worker killed → every run resumed and finished elsewhere in %s", time.Since(killed).Round(time.Millisecond))
+
+	st := cl.store()
+	ctx := context.Background()
+	all, err := st.Instances(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w2ID string
+	for _, in := range all {
+		if in.PID == w2.cmd.Process.Pid {
+			w2ID = in.ID
+		}
+	}
+	for _, j := range jobs {
+		r, err := st.GetRun(ctx, j.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != lifecycle.Success || r.Attempts != 1 || r.Owner != w2ID {
+			t.Errorf("%s: %s attempts %d owner %s (w2 %s) %s", j.id, r.Status, r.Attempts, r.Owner, w2ID, r.Error)
+		}
+		msgs, err := st.Messages(ctx, r.SessionKey, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads := 0
+		for _, m := range msgs {
+			if strings.Contains(string(m.Blocks), `"read_file"`) && m.Role == store.RoleAssistant {
+				reads++
+			}
+		}
+		if reads != 1 {
+			t.Errorf("%s: the model asked to read the file %d times, want once (resumed after it)", j.id, reads)
+		}
+	}
+	deliveredOnce(t, st, first.Session, jobs)
+}
+
+// TestClusterCancelAcrossProcesses: a subagent spawned through the
+// gateway and running on a worker is stopped through the gateway; the
+// worker stops it at once, and a queued one no worker took is cancelled
+// too.
+func TestClusterCancelAcrossProcesses(t *testing.T) {
+	cl := newCluster(t)
+	gw := cl.start("gateway")
+	cl.start("worker")
+	first := chatText(t, gw.c, client.ChatRequest{Message: "hello"})
+	jobs := spawnN(t, gw.c, cl.model, first.Session, "researcher", "BLOCK", 3)
+	waitAll(t, gw.c, jobs, func(sa client.Subagent) bool { return sa.Status == "running" })
+	for _, j := range jobs {
+		asked := time.Now()
+		if _, err := gw.c.Stop(bg(t), store.SubagentSessionPrefix+j.id); err != nil {
+			t.Fatal(err)
+		}
+		waitAll(t, gw.c, []job{j}, func(sa client.Subagent) bool { return sa.Status == "cancelled" })
+		t.Logf("%s cancelled on its worker %s after the request", j.id, time.Since(asked).Round(time.Millisecond))
+	}
+	st := cl.store()
+	for _, j := range jobs {
+		r, err := st.GetRun(context.Background(), j.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != lifecycle.Cancelled || r.Owner == store.OwnerQueue {
+			t.Errorf("%s: %s owner %q", j.id, r.Status, r.Owner)
+		}
+	}
+}
