@@ -14,10 +14,12 @@ import (
 // transaction that made the change, so it is delivered only if, and once,
 // the change is committed.
 const (
-	// ChannelEvents carries "<session> <last seq>" after events are
-	// stored (AppendEvents).
+	// ChannelEvents carries "<last seq> <session>" after events are
+	// stored (AppendEvents): the number first, so the session key may
+	// hold anything.
 	ChannelEvents = "ava_events"
-	// ChannelLive carries a live-only event (streamed text) as JSON.
+	// ChannelLive carries live-only events (streamed text) as JSON: a
+	// Relay's batch (see Relay).
 	ChannelLive = "ava_live"
 	// ChannelRuns carries a run's ID when it reaches a final status
 	// (TransitionRun, InterruptOwner, RecoverOwner).
