@@ -77,8 +77,12 @@ func (h *Hub) Live(ev Event) {
 }
 
 // storedOwn records that this process stored the journal's events up to
-// last: their notifications need no Log read, Publish appends them.
+// last: their notifications need no Log read, Publish appends them. Only
+// a hub with a relay hears of other processes, so only it keeps count.
 func (j *Journal) storedOwn(last uint64) {
+	if j.hub.relay.Load() == nil {
+		return
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.own = max(j.own, last)

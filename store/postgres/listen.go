@@ -63,11 +63,21 @@ func notifyTx(ctx context.Context, tx pgx.Tx, channel, payload string) error {
 // from the store there. A lost connection is opened again with backoff;
 // fn must not block for long.
 func (s *Store) Listen(ctx context.Context, channels []string, ready func(), fn func(channel, payload string)) error {
-	backoff := 50 * time.Millisecond
+	const firstBackoff = 50 * time.Millisecond
+	backoff := firstBackoff
 	for {
-		err := s.listenOnce(ctx, channels, ready, fn)
+		listening := false
+		err := s.listenOnce(ctx, channels, func() {
+			listening = true
+			if ready != nil {
+				ready()
+			}
+		}, fn)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if listening {
+			backoff = firstBackoff // it worked until now: reconnect soon
 		}
 		s.log.Warn("store notifications: connection lost; reconnecting", "store", s.where, "err", err, "in", backoff)
 		select {
