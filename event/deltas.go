@@ -72,7 +72,7 @@ func (j *Journal) releaseHeld(r Redactor, except Type) {
 		if t == except || h == nil || len(h.text) == 0 {
 			continue
 		}
-		j.appendLocked(releasedDelta(h.last, r.Redact(h.text)))
+		j.emitLocked(releasedDelta(h.last, r.Redact(h.text)))
 		h.text = h.text[:0]
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/avaagent/ava/internal/groupcommit"
@@ -48,6 +49,10 @@ type Hub struct {
 	redactor Redactor // nil: events are kept as published
 	retain   int
 	now      func() time.Time
+
+	// relay, when set (SetRelay), hears every live-only event
+	// subscribers of this process see, for other processes.
+	relay atomic.Pointer[func(Event)]
 
 	mu       sync.Mutex
 	journals map[string]*Journal
@@ -377,6 +382,12 @@ type Journal struct {
 	wake    chan struct{} // closed and replaced on every append
 	closed  bool
 	held    map[Type]*heldText // streamed text not yet released (with a redactor)
+
+	// Kept events stored by other processes (see Hub.Stored).
+	own      uint64 // the highest number this process stored
+	notified uint64 // the highest number another process said it stored
+	floor    uint64 // with no kept entry: the lowest cursor attached at the end
+	anchored bool   // a subscription attached at the end (floor is set)
 }
 
 func newJournal(h *Hub, session string, retain int) *Journal {
@@ -409,6 +420,7 @@ func (j *Journal) store(evs []Event) error {
 		err := j.hub.log.AppendEvents(ctx, evs)
 		if err == nil {
 			j.next += uint64(len(evs))
+			j.storedOwn(j.next - 1)
 			return nil
 		}
 		if !errors.Is(err, ErrSeqTaken) {
@@ -435,7 +447,19 @@ func (j *Journal) append(ev Event) {
 			}
 		}
 	}
+	j.emitLocked(ev)
+}
+
+// emitLocked appends an event published in this process and hands a
+// live-only one, as subscribers see it, to the hub's relay if it has one;
+// j.mu is held.
+func (j *Journal) emitLocked(ev Event) {
 	j.appendLocked(ev)
+	if !ev.Type.Kept() {
+		if relay := j.hub.relay.Load(); relay != nil {
+			(*relay)(ev)
+		}
+	}
 }
 
 // appendLocked adds ev to the window and wakes subscribers; j.mu is
@@ -506,7 +530,9 @@ func (j *Journal) Subscribe(after uint64) *Subscription {
 // attach finds where a subscription that has read every stored event up
 // to after joins the window: at the first kept event after it if that is
 // after+1, at the end if none is retained. It reports false when a later
-// event is retained but after+1 is not (read the Log again).
+// event is retained but after+1 is not, or when another process reported
+// a later event this window does not have yet (see Hub.Stored): read the
+// Log again.
 func (j *Journal) attach(after uint64) (uint64, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -515,6 +541,11 @@ func (j *Journal) attach(after uint64) (uint64, bool) {
 			return j.base + uint64(i), ev.Seq == after+1
 		}
 	}
+	if j.notified > after {
+		// Another process stored more, not caught up here yet.
+		return 0, false
+	}
+	j.anchorLocked(after)
 	return j.base + uint64(len(j.entries)), true
 }
 

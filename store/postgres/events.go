@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -44,14 +46,21 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 		}
 		rows[i] = []any{ev.Session, int64(ev.Seq), string(ev.Type), ev.Agent, record.ToNS(ev.Time), line}
 	}
+	first, last := evs[0], evs[len(evs)-1]
+	note := storedPayload(last.Session, last.Seq)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		for _, r := range rows {
 			b.Queue(`INSERT INTO events (session_key, seq, type, agent, time, line) VALUES ($1, $2, $3, $4, $5, $6)`, r...)
 		}
-		return tx.SendBatch(ctx, b).Close()
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		if len(note) > MaxPayload {
+			return nil // a session key of kilobytes: its followers elsewhere catch up later
+		}
+		return notifyTx(ctx, tx, ChannelEvents, note)
 	})
-	first, last := evs[0], evs[len(evs)-1]
 	if _, taken := uniqueViolation(err); taken {
 		return fmt.Errorf("append events #%d–#%d to %s: %w", first.Seq, last.Seq, first.Session, event.ErrSeqTaken)
 	}
@@ -59,6 +68,25 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 		return fmt.Errorf("append events #%d–#%d to %s: %w", first.Seq, last.Seq, first.Session, err)
 	}
 	return nil
+}
+
+// storedPayload is the ChannelEvents notification of a session's events
+// stored up to last: the number first, so the key may hold anything.
+func storedPayload(session string, last uint64) string {
+	return strconv.FormatUint(last, 10) + " " + session
+}
+
+// parseStored reads a ChannelEvents payload.
+func parseStored(payload string) (session string, last uint64, err error) {
+	num, session, ok := strings.Cut(payload, " ")
+	if !ok {
+		return "", 0, fmt.Errorf("stored events notification %q: no session", payload)
+	}
+	last, err = strconv.ParseUint(num, 10, 64)
+	if err != nil {
+		return "", 0, fmt.Errorf("stored events notification %q: %w", payload, err)
+	}
+	return session, last, nil
 }
 
 // ReadEvents returns up to limit (0: all) of the session's events

@@ -14,10 +14,12 @@ import (
 // transaction that made the change, so it is delivered only if, and once,
 // the change is committed.
 const (
-	// ChannelEvents carries "<session> <last seq>" after events are
-	// stored (AppendEvents).
+	// ChannelEvents carries "<last seq> <session>" after events are
+	// stored (AppendEvents): the number first, so the session key may
+	// hold anything.
 	ChannelEvents = "ava_events"
-	// ChannelLive carries a live-only event (streamed text) as JSON.
+	// ChannelLive carries live-only events (streamed text) as JSON: a
+	// Relay's batch (see Relay).
 	ChannelLive = "ava_live"
 	// ChannelRuns carries a run's ID when it reaches a final status
 	// (TransitionRun, InterruptOwner, RecoverOwner).
@@ -61,11 +63,21 @@ func notifyTx(ctx context.Context, tx pgx.Tx, channel, payload string) error {
 // from the store there. A lost connection is opened again with backoff;
 // fn must not block for long.
 func (s *Store) Listen(ctx context.Context, channels []string, ready func(), fn func(channel, payload string)) error {
-	backoff := 50 * time.Millisecond
+	const firstBackoff = 50 * time.Millisecond
+	backoff := firstBackoff
 	for {
-		err := s.listenOnce(ctx, channels, ready, fn)
+		listening := false
+		err := s.listenOnce(ctx, channels, func() {
+			listening = true
+			if ready != nil {
+				ready()
+			}
+		}, fn)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if listening {
+			backoff = firstBackoff // it worked until now: reconnect soon
 		}
 		s.log.Warn("store notifications: connection lost; reconnecting", "store", s.where, "err", err, "in", backoff)
 		select {

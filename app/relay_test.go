@@ -1,0 +1,60 @@
+package app_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/store/postgres/pgtest"
+)
+
+// openOn opens an instance with its own data root on the database at
+// url, closed when t ends.
+func openOn(t *testing.T, url string) *app.Instance {
+	t.Helper()
+	root := t.TempDir()
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root, "AVA_CONFIRM": "never", "AVA_DATABASE_URL": url}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	in, err := app.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := in.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return in
+}
+
+// TestInstancesRelayEvents opens two instances on one PostgreSQL
+// database: a live reader of one sees what the other publishes.
+func TestInstancesRelayEvents(t *testing.T) {
+	url := pgtest.URL(t)
+	a, b := openOn(t, url), openOn(t, url)
+	const s = "ava:cli:relayed"
+	sub := b.Hub.Follow(s, 0)
+	defer sub.Close()
+	ev := event.New(event.UserMessage, event.TextContent{Text: "from a"})
+	ev.Session, ev.Agent = s, event.OrchestratorID
+	if _, err := a.Hub.Publish(ev); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	evs, err := sub.Next(ctx)
+	if err != nil || len(evs) != 1 || evs[0].Seq != 1 || evs[0].Type != event.UserMessage {
+		t.Fatalf("b's reader got %+v, %v", evs, err)
+	}
+}
