@@ -12,6 +12,7 @@ import (
 
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/llm/llmfake"
+	"github.com/avaagent/ava/store/postgres/pgtest"
 	"github.com/avaagent/ava/store/sqlite"
 )
 
@@ -27,7 +28,8 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic("build ava: " + err.Error() + "\n" + string(out))
 	}
-	code := m.Run()
+	// pgtest stops the PostgreSQL server the logs tests start.
+	code := pgtest.Main(m).Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

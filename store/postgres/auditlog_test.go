@@ -129,7 +129,9 @@ func TestLogsStoredEntriesAreTheFileEntries(t *testing.T) {
 	a, _, r := cluster(t)
 	ctx := context.Background()
 	files := audit.NewReader(a.root, audit.ReaderOptions{})
-	mine := func(e audit.Entry) bool { return e.Event.Session == "ava:cli:a" || e.Event.Session == "ava:subagent:S-7f3e00" }
+	mine := func(e audit.Entry) bool {
+		return e.Event.Session == "ava:cli:a" || e.Event.Session == "ava:subagent:S-7f3e00"
+	}
 	for _, q := range []audit.Query{{}, {Agent: "S-7f3e00"}, {Session: "ava:cli:a", Limit: 1}, {Search: "pricing"}} {
 		want, _, err := files.QueryEntries(ctx, q)
 		if err != nil {
