@@ -249,7 +249,7 @@ func (in *Instance) openSessions(ctx context.Context) error {
 		return fmt.Errorf("orchestrator tools: %w", err)
 	}
 	in.Sessions = session.New(session.Config{Hub: in.Hub, Subagents: in.Subagent, Budgets: in.Store, Offline: IsOffline,
-		CancelSubagentsOnStop: true, MergeWindow: cfg.MergeWindow, OrchestratorAnswers: cfg.AskAnswers == "orchestrator", Logger: log, Traces: audit.NewReader(cfg.DataRoot, audit.ReaderOptions{}),
+		CancelSubagentsOnStop: true, MergeWindow: cfg.MergeWindow, OrchestratorAnswers: cfg.AskAnswers == "orchestrator", Logger: log, Traces: in.LogReader(audit.ReaderOptions{}),
 		Orchestrator: func(model string, limits session.Limits) (*orchestrator.Orchestrator, llm.Model, error) {
 			m, err := OrchestratorModel(cfg, in.Catalog, model)
 			if err != nil {

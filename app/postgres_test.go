@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/store/postgres"
@@ -74,5 +75,24 @@ func TestOpenOnPostgres(t *testing.T) {
 	evs, err := in.Store.ReadEvents(ctx, "ava:cli:pg", 0, 0)
 	if err != nil || len(evs) != 1 || evs[0].Seq != published.Seq {
 		t.Fatalf("events on postgres: %+v, %v", evs, err)
+	}
+	// Another process (its own pool, another data root) stores an event:
+	// the logs of this one are the cluster's, read from the database.
+	other, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	far := event.New(event.Error, event.ErrorContent{Error: "failed on another machine"})
+	far.Seq, far.Session, far.Agent, far.Time = 1, "ava:subagent:S-00beef", "S-00beef", published.Time
+	if err := other.AppendEvents(ctx, []event.Event{far}); err != nil {
+		t.Fatal(err)
+	}
+	if !in.LogReader(audit.ReaderOptions{}).Stored() {
+		t.Error("the log reader of a PostgreSQL instance reads files")
+	}
+	res := run(t, reg, "read_ava_logs", ava, `{}`)
+	if res.IsError || !strings.Contains(res.Output, "hello postgres") || !strings.Contains(res.Output, "S-00beef Error: failed on another machine") {
+		t.Fatalf("read_ava_logs on postgres: %+v", res)
 	}
 }

@@ -28,6 +28,6 @@ func (in *Instance) builtinTools() []tool.Tool {
 // OrchestratorTools returns the orchestrator's registry: the built-ins
 // plus the subagent tools.
 func (in *Instance) OrchestratorTools(ctx context.Context) (*tool.Registry, error) {
-	extra := append(in.Subagent.Tools(), logs.New(audit.NewReader(in.Config.DataRoot, audit.ReaderOptions{Logger: in.Log}), nil))
+	extra := append(in.Subagent.Tools(), logs.New(in.LogReader(audit.ReaderOptions{Logger: in.Log}), nil))
 	return in.Tools.With(extra...)
 }

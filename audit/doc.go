@@ -57,4 +57,11 @@
 // following, it is not read until its newline arrives. A [Reader] answers [Query] values (which read only the files
 // that can hold matching entries: a subagent's trace, or the daily files
 // of the time range) and follows the logs as they grow ([Reader.Follow]).
+//
+// Given an [EventSource] (ReaderOptions.Events: the events table of a
+// PostgreSQL store shared by a cluster), a Reader reads the stored events
+// of every process instead of the data root's files, with the same
+// queries, the same matching and the same entries (a stored line is the
+// line the Writer writes); Follow then polls the store by a cursor that
+// only moves past events stored for good.
 package audit

@@ -31,6 +31,10 @@ const rotationGrace = 10 * time.Second
 // reaches back to earlier days only with q.Since. History and live
 // entries meet without a gap or a duplicate. Skipped lines go to
 // ReaderOptions.OnSkip.
+//
+// Reading a store's events (ReaderOptions.Events), it polls the store
+// instead, by a cursor that only moves past events stored for good; the
+// history is the same, and the events of each poll come by time.
 func (r *Reader) Follow(ctx context.Context, q Query, fn func(event.Event) error) error {
 	return r.FollowEntries(ctx, q, func(e Entry) error { return fn(e.Event) })
 }
@@ -39,6 +43,9 @@ func (r *Reader) Follow(ctx context.Context, q Query, fn func(event.Event) error
 func (r *Reader) FollowEntries(ctx context.Context, q Query, fn func(Entry) error) error {
 	if err := q.Validate(); err != nil {
 		return err
+	}
+	if r.events != nil {
+		return r.followStored(ctx, q, fn)
 	}
 	m := newMatcher(q)
 	tails, err := r.followStart(ctx, q, m, fn)

@@ -58,13 +58,19 @@ type ReaderOptions struct {
 	OnSkip func(Skip)
 	// Logger is used for the default OnSkip (default slog.Default()).
 	Logger *slog.Logger
+	// Events, when set, is where the reader finds audit entries instead
+	// of the data root's files: a store shared by a cluster, whose events
+	// are those of every process (see [EventSource]).
+	Events EventSource
 }
 
-// Reader queries and follows the audit logs of a data root. It keeps no
-// state between calls and starts no goroutines; it is safe for concurrent
-// use.
+// Reader queries and follows the audit logs of a data root, or, given
+// ReaderOptions.Events, the audit events of a cluster's store: the same
+// queries, entries and output either way. It keeps no state between calls
+// and starts no goroutines; it is safe for concurrent use.
 type Reader struct {
 	root   string
+	events EventSource
 	clock  func() time.Time
 	poll   time.Duration
 	onSkip func(Skip)
@@ -74,7 +80,7 @@ type Reader struct {
 
 // NewReader returns a reader of the logs under root.
 func NewReader(root string, opts ReaderOptions) *Reader {
-	r := &Reader{root: root, clock: opts.Clock, poll: cmpOr(opts.PollInterval, DefaultSyncInterval), onSkip: opts.OnSkip}
+	r := &Reader{root: root, events: opts.Events, clock: opts.Clock, poll: cmpOr(opts.PollInterval, DefaultSyncInterval), onSkip: opts.OnSkip}
 	if r.clock == nil {
 		r.clock = time.Now
 	}
@@ -85,10 +91,27 @@ func NewReader(root string, opts ReaderOptions) *Reader {
 	return r
 }
 
-// Files returns the files q reads, oldest first: the trace of q.Agent when
+// Stored reports whether the reader reads a store's events
+// (ReaderOptions.Events) rather than the data root's files.
+func (r *Reader) Stored() bool { return r.events != nil }
+
+// Where names what the reader reads: the data root's log directory, or
+// the store of its events.
+func (r *Reader) Where() string {
+	if r.events != nil {
+		return "the events of " + r.events.Where()
+	}
+	return LogDir(r.root)
+}
+
+// Files returns the files q reads (none when the reader reads a store's
+// events), oldest first: the trace of q.Agent when
 // it is a subagent ID (an error wrapping fs.ErrNotExist when there is
 // none), otherwise the daily files whose dates overlap [Since, Until].
 func (r *Reader) Files(q Query) ([]string, error) {
+	if r.events != nil {
+		return nil, nil
+	}
 	if IsSubagentID(q.Agent) {
 		p := TracePath(r.root, q.Agent)
 		if _, err := os.Stat(p); err != nil {
@@ -165,6 +188,9 @@ func (r *Reader) QueryEntries(ctx context.Context, q Query) ([]Entry, []Skip, er
 func (r *Reader) query(ctx context.Context, q Query, keepRaw bool) ([]Entry, []Skip, error) {
 	if err := q.Validate(); err != nil {
 		return nil, nil, err
+	}
+	if r.events != nil {
+		return r.queryEvents(ctx, q, keepRaw)
 	}
 	files, err := r.Files(q)
 	if err != nil {
@@ -275,9 +301,16 @@ func (r *ring) items() []Entry {
 }
 
 // ResolveSubagent returns the subagent ID whose trace file name starts
-// with prefix ("S-7f3", "7f3a2b", "s-7F3A2B"); an ambiguous or unknown
-// prefix is an error.
+// with prefix ("S-7f3", "7f3a2b", "s-7F3A2B"), or, reading a store's
+// events, the subagent with stored events whose ID does; an ambiguous or
+// unknown prefix is an error.
 func (r *Reader) ResolveSubagent(prefix string) (string, error) {
+	return r.ResolveSubagentContext(context.Background(), prefix)
+}
+
+// ResolveSubagentContext is ResolveSubagent with a context for reading a
+// store.
+func (r *Reader) ResolveSubagentContext(ctx context.Context, prefix string) (string, error) {
 	p := strings.ToLower(strings.TrimSpace(prefix))
 	if !strings.HasPrefix(p, "s-") {
 		p = "s-" + p
@@ -288,6 +321,9 @@ func (r *Reader) ResolveSubagent(prefix string) (string, error) {
 	}
 	if len(p) > 8 || !IsSubagentID(p+strings.Repeat("0", 8-len(p))) {
 		return "", fmt.Errorf("%q is not a subagent ID (S- and six hex digits, e.g. S-7f3a2b)", prefix)
+	}
+	if r.events != nil {
+		return r.resolveStored(ctx, prefix, p)
 	}
 	des, err := os.ReadDir(TraceDir(r.root))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -111,7 +111,7 @@ const defaultLogs = 100
 // or a subagent ID or prefix), last, type (repeatable or
 // comma-separated), since, until, search, session, user.
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
-	rd := audit.NewReader(s.in.Config.DataRoot, audit.ReaderOptions{Logger: s.log})
+	rd := s.in.LogReader(audit.ReaderOptions{Logger: s.log})
 	q, err := logsQuery(r, rd, time.Now())
 	if err != nil {
 		fail(w, err)
@@ -144,7 +144,7 @@ func logsQuery(r *http.Request, rd *audit.Reader, now time.Time) (audit.Query, e
 		if strings.EqualFold(a, "ava") {
 			q.Agent = "ava"
 		} else if len(a) > 2 && strings.EqualFold(a[:2], "S-") {
-			if q.Agent, err = rd.ResolveSubagent(a); err != nil {
+			if q.Agent, err = rd.ResolveSubagentContext(r.Context(), a); err != nil {
 				return q, traceError(err)
 			}
 		}

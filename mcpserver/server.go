@@ -121,7 +121,7 @@ func New(opt Options) (*Server, error) {
 	}
 	s := &Server{opt: opt, in: opt.Instance, log: opt.Logger.With("component", "mcp"), salt: salt,
 		stdioKey: SessionPrefix + hex.EncodeToString(salt[:4]), tools: map[string]tool.Tool{}}
-	reader := audit.NewReader(s.in.Config.DataRoot, audit.ReaderOptions{Logger: opt.Logger})
+	reader := s.in.LogReader(audit.ReaderOptions{Logger: opt.Logger})
 	for _, t := range append(s.in.Subagent.Tools(), logs.New(reader, nil)) {
 		s.tools[t.Name()] = t
 	}

@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic("build ava: " + err.Error() + "\n" + string(out))
 	}
+	// pgtest stops the PostgreSQL server the cluster and logs tests start.
 	code := pgtest.Main(m).Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -14,7 +14,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/config"
 )
 
 // Default --last when the query does not name a trace or a time range.
@@ -82,13 +84,19 @@ func runLogs(ctx context.Context, app *App, cmd *cobra.Command, o logsOptions, a
 		return err
 	}
 	root := cfg.DataRoot
-	r := audit.NewReader(root, audit.ReaderOptions{Clock: app.Now, OnSkip: warnSkip(app.Stderr)})
-	q, err := logsQuery(app, r, cmd, o, args)
+	r, closeReader, err := openLogReader(ctx, app, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeReader()
+	q, err := logsQuery(ctx, app, r, cmd, o, args)
 	if isUsage(err) {
 		return err
 	}
-	if rootErr := requireDataRoot(root); rootErr != nil {
-		return rootErr
+	if !r.Stored() {
+		if rootErr := requireDataRoot(root); rootErr != nil {
+			return rootErr
+		}
 	}
 	if err != nil {
 		return err
@@ -97,14 +105,14 @@ func runLogs(ctx context.Context, app *App, cmd *cobra.Command, o logsOptions, a
 	if o.follow {
 		p.showDate = !q.Since.IsZero() && q.Since.In(app.Now().Location()).Format(time.DateOnly) != app.Now().Format(time.DateOnly)
 		err := r.FollowEntries(ctx, q, func(e audit.Entry) error { return p.print(e, true) })
-		return logsError(err, root)
+		return logsError(err, r, root)
 	}
 	entries, skips, err := r.QueryEntries(ctx, q)
 	for _, s := range skips {
 		warnSkip(app.Stderr)(s)
 	}
 	if err != nil {
-		return logsError(err, root)
+		return logsError(err, r, root)
 	}
 	p.showDate = spansDays(entries, app.Now())
 	for _, e := range entries {
@@ -116,14 +124,29 @@ func runLogs(ctx context.Context, app *App, cmd *cobra.Command, o logsOptions, a
 		return fmt.Errorf("write logs: %w", err)
 	}
 	if len(entries) == 0 && !o.json {
-		fmt.Fprintf(app.Stderr, "no matching log entries under %s\n", audit.LogDir(root))
+		fmt.Fprintf(app.Stderr, "no matching log entries in %s\n", r.Where())
 	}
 	return nil
 }
 
+// openLogReader opens the reader of the logs of cfg: the data root's
+// files, or with AVA_DATABASE_URL the cluster's events in PostgreSQL,
+// opened read-only (see app.OpenLogReader).
+func openLogReader(ctx context.Context, a *App, cfg config.Config) (*audit.Reader, func() error, error) {
+	r, closeReader, err := app.OpenLogReader(ctx, cfg, nil, audit.ReaderOptions{Clock: a.Now, OnSkip: warnSkip(a.Stderr)})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the cluster's logs: %w", err)
+	}
+	return r, closeReader, nil
+}
+
 // logsError says what a reader error means: a trace that does not exist
-// is a subagent this data root never ran.
-func logsError(err error, root string) error {
+// is a subagent this data root (or, reading the cluster's store, the
+// cluster) never ran.
+func logsError(err error, r *audit.Reader, root string) error {
+	if errors.Is(err, fs.ErrNotExist) && r.Stored() {
+		return fmt.Errorf("%w: no such subagent in the cluster's logs", err)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: no such subagent in the logs of the data root %s (one run under another data root needs --data-root or AVA_DATA_ROOT)", err, root)
 	}
@@ -147,11 +170,11 @@ func requireDataRoot(root string) error {
 }
 
 // logsQuery turns the flags into a query.
-func logsQuery(app *App, r *audit.Reader, cmd *cobra.Command, o logsOptions, args []string) (audit.Query, error) {
+func logsQuery(ctx context.Context, app *App, r *audit.Reader, cmd *cobra.Command, o logsOptions, args []string) (audit.Query, error) {
 	var q audit.Query
 	var err error
 	if len(args) == 1 {
-		if q.Agent, err = r.ResolveSubagent(args[0]); err != nil {
+		if q.Agent, err = r.ResolveSubagentContext(ctx, args[0]); err != nil {
 			return q, err
 		}
 	}
@@ -161,7 +184,7 @@ func logsQuery(app *App, r *audit.Reader, cmd *cobra.Command, o logsOptions, arg
 			agent = "ava"
 		}
 		if looksLikeSubagent(agent) {
-			if agent, err = r.ResolveSubagent(agent); err != nil {
+			if agent, err = r.ResolveSubagentContext(ctx, agent); err != nil {
 				return q, fmt.Errorf("--agent: %w", err)
 			}
 		}

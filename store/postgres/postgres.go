@@ -26,6 +26,9 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"path"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,6 +61,11 @@ type Options struct {
 	// means a zero redact.Redactor, which masks the credential formats
 	// it knows but no configured value.
 	Redactor *redact.Redactor
+	// ReadOnly opens the store for reading only (ava logs): it never
+	// migrates, refuses a schema older than this build's, and its
+	// connections run read-only transactions, so that nothing can be
+	// written through it.
+	ReadOnly bool
 }
 
 // Store is a store.Store on one PostgreSQL database.
@@ -87,6 +95,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	if opts.ReadOnly {
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	s := &Store{
 		where: fmt.Sprintf("postgres %s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database),
 		log:   opts.Logger,
@@ -107,7 +118,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		s.pool.Close()
 		return nil, fmt.Errorf("open store %s: %w", s.where, err)
 	}
-	if err := s.migrate(ctx); err != nil {
+	prepare := s.migrate
+	if opts.ReadOnly {
+		prepare = s.checkSchema
+	}
+	if err := prepare(ctx); err != nil {
 		s.pool.Close()
 		return nil, fmt.Errorf("open store %s: %w", s.where, err)
 	}
@@ -140,6 +155,42 @@ func (s *Store) migrate(ctx context.Context) error {
 		s.log.Info("store migration applied", "store", s.where, "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
 	}
 	return nil
+}
+
+// checkSchema fails unless the database's schema is at least this
+// build's (for a ReadOnly store, which does not migrate).
+func (s *Store) checkSchema(ctx context.Context) error {
+	want, err := latestMigration()
+	if err != nil {
+		return err
+	}
+	var have int64
+	err = s.pool.QueryRow(ctx, `SELECT coalesce(max(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&have)
+	if pgCode(err) == codeUndefinedTable {
+		have, err = 0, nil
+	}
+	if err != nil {
+		return fmt.Errorf("schema version: %w", err)
+	}
+	if have < want {
+		return fmt.Errorf("the database schema is at version %d and this ava needs %d; it is opened read-only and not migrated: start an ava of this version on it (any command but logs) to migrate it", have, want)
+	}
+	return nil
+}
+
+// latestMigration is the version of the last embedded migration.
+func latestMigration() (int64, error) {
+	files, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil || len(files) == 0 {
+		return 0, fmt.Errorf("embedded migrations: %v", err)
+	}
+	last := path.Base(files[len(files)-1])
+	num, _, _ := strings.Cut(last, "_")
+	v, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("migration %s: %w", last, err)
+	}
+	return v, nil
 }
 
 // Where names the database: host, port and name, never the password.
@@ -176,6 +227,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // PostgreSQL error codes the store acts on.
 const (
 	codeUniqueViolation      = "23505"
+	codeUndefinedTable       = "42P01"
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
 )
