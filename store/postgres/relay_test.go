@@ -52,8 +52,8 @@ func twoProcesses(t *testing.T) (a, b *process, url string) {
 	return startProcess(t, url), startProcess(t, url), url
 }
 
-// follow is a Follow subscription closed when t ends.
-func follow(t *testing.T, h *event.Hub, session string) *event.Subscription {
+// followHub is a Follow subscription closed when t ends.
+func followHub(t *testing.T, h *event.Hub, session string) *event.Subscription {
 	sub := h.Follow(session, 0)
 	t.Cleanup(sub.Close)
 	return sub
@@ -127,7 +127,7 @@ func hasText(evs []event.Event, text string) bool {
 func warmUp(t *testing.T, a, b *process) {
 	t.Helper()
 	session := "ava:cli:warmup-" + b.relay.Origin()
-	sub := follow(t, b.hub, session)
+	sub := followHub(t, b.hub, session)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -150,7 +150,7 @@ func warmUp(t *testing.T, a, b *process) {
 func TestRelayFollowsAnotherProcess(t *testing.T) {
 	a, b, _ := twoProcesses(t)
 	const s = "ava:cli:relay"
-	sub := follow(t, b.hub, s)
+	sub := followHub(t, b.hub, s)
 	for i := 1; i <= 50; i++ {
 		publish(t, a.hub, s, event.UserMessage, fmt.Sprint(i))
 	}
@@ -171,7 +171,7 @@ func TestRelayFollowsAnotherProcess(t *testing.T) {
 func TestRelayBothPublish(t *testing.T) {
 	a, b, _ := twoProcesses(t)
 	const s, each = "ava:cli:both", 200
-	subs := []*event.Subscription{follow(t, a.hub, s), follow(t, b.hub, s)}
+	subs := []*event.Subscription{followHub(t, a.hub, s), followHub(t, b.hub, s)}
 	var wg sync.WaitGroup
 	for _, p := range []*process{a, b} {
 		wg.Go(func() {
@@ -210,7 +210,7 @@ func TestRelayLiveEvents(t *testing.T) {
 	warmUp(t, a, b)
 	warmUp(t, b, a)
 	const s = "ava:cli:stream"
-	subA, subB := follow(t, a.hub, s), follow(t, b.hub, s)
+	subA, subB := followHub(t, a.hub, s), followHub(t, b.hub, s)
 	var want []string
 	for i := 0; i < 30; i++ {
 		want = append(want, fmt.Sprintf("piece-%d ", i))
@@ -244,7 +244,7 @@ func TestRelayLiveEvents(t *testing.T) {
 func TestRelayCatchesUpAfterReconnect(t *testing.T) {
 	a, b, url := twoProcesses(t)
 	const s = "ava:cli:reconnect"
-	sub := follow(t, b.hub, s)
+	sub := followHub(t, b.hub, s)
 	publish(t, a.hub, s, event.UserMessage, "before")
 	readKept(t, sub, 1)
 
