@@ -30,6 +30,16 @@ const clusterScript = `conversations:
       - tool_calls: [{name: read_file, args: {path: notes.txt}}]
       - text: "steps done: {{last_result}}"
         delay: 10s
+  - match: "STREAM"
+    turns:
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - text: "streamed done"
+        delay: 1s
   - match: "BLOCK"
     turns:
       - text: "never"
@@ -273,4 +283,60 @@ func TestClusterCancelAcrossProcesses(t *testing.T) {
 			t.Errorf("%s: %s owner %q", j.id, r.Status, r.Owner)
 		}
 	}
+}
+
+// TestClusterStreamAcrossReplicas: a subagent spawned through one
+// gateway runs on a worker; its stream is read live from a second
+// gateway, then, after a disconnect, from the first one from where it
+// stopped: every kept event arrives once, in order, with no gap, and
+// the first part arrives while the run is still going (live, not a
+// replay at the end).
+func TestClusterStreamAcrossReplicas(t *testing.T) {
+	cl := newCluster(t)
+	g1, g2 := cl.start("gateway"), cl.start("gateway")
+	cl.start("worker")
+	first := chatText(t, g1.c, client.ChatRequest{Message: "hello"})
+	j := spawnN(t, g1.c, cl.model, first.Session, "researcher", "STREAM", 1)[0]
+	key := store.SubagentSessionPrefix + j.id
+
+	var seqs []uint64
+	read := func(c *client.Client, after uint64, until func(client.Event) bool) {
+		t.Helper()
+		st, err := c.Stream(bg(t), key, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		for {
+			ev, err := st.Next()
+			if err != nil {
+				t.Fatalf("stream of %s after #%d: %v (read %v)", key, after, err, seqs)
+			}
+			if ev.ID > 0 {
+				seqs = append(seqs, ev.ID)
+			}
+			if until(ev) {
+				return
+			}
+		}
+	}
+	// From the second gateway: until the first tool result, which the
+	// worker publishes a second or more before the run ends.
+	read(g2.c, 0, func(ev client.Event) bool { return ev.Type == "ToolResult" })
+	sa, err := g2.c.Subagent(bg(t), j.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lifecycle.Status(sa.Status).Final() {
+		t.Fatalf("the run had ended (%s) before the second gateway streamed its first tool result: not live", sa.Status)
+	}
+	// Reconnect to the first gateway from the last number seen, to the
+	// end of the run.
+	read(g1.c, seqs[len(seqs)-1], func(ev client.Event) bool { return ev.Type == "SessionEnd" })
+	for i, s := range seqs {
+		if s != uint64(i+1) {
+			t.Fatalf("sequence numbers across the two gateways: %v, want 1…%d without gap or duplicate", seqs, len(seqs))
+		}
+	}
+	t.Logf("%d events of %s read from two gateways while it ran on a worker", len(seqs), j.id)
 }
