@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -339,4 +340,57 @@ func TestClusterStreamAcrossReplicas(t *testing.T) {
 		}
 	}
 	t.Logf("%d events of %s read from two gateways while it ran on a worker", len(seqs), j.id)
+}
+
+// TestClusterWorkerDrainHandsOver: SIGTERM drains a worker: it stops
+// taking jobs, and once its grace is over its resumable runs are
+// checkpointed and taken over by the other worker at once (its instance
+// is removed, which the others hear), while it exits 0.
+func TestClusterWorkerDrainHandsOver(t *testing.T) {
+	const n = 10
+	cl := newCluster(t)
+	gw := cl.start("gateway")
+	w1 := cl.start("worker", "AVA_SHUTDOWN_GRACE=1s")
+	first := chatText(t, gw.c, client.ChatRequest{Message: "hello"})
+	jobs := spawnN(t, gw.c, cl.model, first.Session, "researcher", "STEPS", n)
+	waitAll(t, gw.c, jobs, func(sa client.Subagent) bool { return sa.Status == "running" && sa.Iteration >= 1 })
+	w2 := cl.start("worker")
+	drained := time.Now()
+	if err := w1.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := w1.exitCode(t); code != 0 {
+		t.Fatalf("drained worker exit %d\n%s", code, w1.stderr)
+	}
+	st := cl.store()
+	ctx := context.Background()
+	var w2ID string
+	all, err := st.Instances(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range all {
+		if in.PID == w2.cmd.Process.Pid {
+			w2ID = in.ID
+		}
+	}
+	// Taken over without waiting for the periodic sweep (10 s).
+	for _, j := range jobs {
+		for {
+			r, err := st.GetRun(ctx, j.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Owner == w2ID && r.Attempts == 1 {
+				break
+			}
+			if time.Since(drained) > 60*time.Second {
+				t.Fatalf("%s not taken over: owner %s attempts %d status %s", j.id, r.Owner, r.Attempts, r.Status)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	t.Logf("SIGTERM → every run taken over by the other worker in %s", time.Since(drained).Round(time.Millisecond))
+	waitAll(t, gw.c, jobs, func(sa client.Subagent) bool { return sa.Status == "success" })
+	deliveredOnce(t, st, first.Session, jobs)
 }
