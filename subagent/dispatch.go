@@ -2,6 +2,7 @@ package subagent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -70,6 +71,13 @@ func (m *Manager) dispatch(ctx context.Context, h *Handle) error {
 		return ErrClosed
 	}
 	m.register(h)
+	// The cost cap it was given (the session's budget left, the group's
+	// share) goes with its record, so that the worker applies it and
+	// every process counts it as committed (reservedCents).
+	if share := h.req.group.remoteShare(); share > 0 && (h.limits.MaxCostCents == 0 || share < h.limits.MaxCostCents) {
+		h.limits.MaxCostCents = share
+	}
+	h.req.Config.MaxCostCents = h.limits.MaxCostCents
 	h.mu.Lock()
 	h.remote, h.status, h.stored = true, lifecycle.Queued, lifecycle.Queued
 	h.queuedAt = m.now()
@@ -288,4 +296,22 @@ func (m *Manager) execute(ctx context.Context, runID string, limit int, cancelle
 	m.wg.Go(func() { h.afterSlot(func() { h.runFrom(history, input) }) })
 	<-done
 	return nil
+}
+
+// clusterReservedCents is the cost still committable by the session's
+// active runs anywhere in the cluster: each one's cap (stored with its
+// record) minus what it has spent, as the store records it.
+func (m *Manager) clusterReservedCents(ctx context.Context, session string) (float64, error) {
+	runs, err := m.opt.Store.ListRuns(ctx, store.RunFilter{ParentSession: session, Active: true})
+	if err != nil {
+		return 0, fmt.Errorf("read the session's running subagents: %w", err)
+	}
+	var sum float64
+	for _, r := range runs {
+		var cfg Config
+		if json.Unmarshal(r.Config, &cfg) == nil && cfg.MaxCostCents > 0 {
+			sum += max(cfg.MaxCostCents-r.CostCents, 0)
+		}
+	}
+	return sum, nil
 }

@@ -48,6 +48,7 @@ type Group struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	budget float64
+	size   int // members asked for
 	done   chan struct{}
 
 	mu       sync.Mutex
@@ -79,7 +80,7 @@ func (m *Manager) SpawnGroup(ctx context.Context, req GroupRequest) (*Group, err
 	if req.BudgetCents < 0 || req.Timeout < 0 {
 		return nil, fmt.Errorf("spawn group: budget and timeout must not be negative")
 	}
-	g := &Group{ID: uuid.NewString(), Mode: req.Mode, budget: req.BudgetCents, done: make(chan struct{}),
+	g := &Group{ID: uuid.NewString(), Mode: req.Mode, budget: req.BudgetCents, size: len(req.Configs), done: make(chan struct{}),
 		freed: make(chan struct{})}
 	g.ctx, g.cancel = context.WithCancelCause(m.ctx)
 	if req.Timeout > 0 {
@@ -320,4 +321,24 @@ func (g *Group) settler(granted float64) func(float64) {
 			g.mu.Unlock()
 		})
 	}
+}
+
+// remoteShare is the part of the group's budget a member that runs on
+// another process may spend: the members of a parallel group cannot
+// share one budget across processes, so each gets an equal share; a
+// chain's next step gets what the steps before it left. 0: no budget.
+func (g *Group) remoteShare() float64 {
+	if g == nil || g.budget <= 0 {
+		return 0
+	}
+	if g.Mode == ModeParallel {
+		return g.budget / float64(max(g.size, 1))
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	left := g.budget
+	for _, r := range g.results {
+		left -= r.CostCents
+	}
+	return max(left, 0.01)
 }

@@ -155,7 +155,8 @@ func (m *Manager) restore(ctx context.Context, run store.Run) (*Handle, error) {
 		return nil, fmt.Errorf("restore %s: stored config: %w", run.ShortID, err)
 	}
 	cfg.Model = run.Model // the model it ran on, not the alias it was asked for
-	req := Request{Config: cfg, Parent: tool.Caller{AgentID: run.ParentAgent, SessionKey: run.ParentSession}, mode: Mode(run.Mode), groupID: run.GroupID}
+	req := Request{Config: cfg, Parent: tool.Caller{AgentID: run.ParentAgent, SessionKey: run.ParentSession}, mode: Mode(run.Mode), groupID: run.GroupID,
+		admitted: m.opt.Dispatch != nil}
 	h, err := m.prepare(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", run.ShortID, err)

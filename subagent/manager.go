@@ -314,6 +314,10 @@ type Request struct {
 	mode    Mode
 	groupID string
 	group   *Group
+	// admitted marks a dispatched run a worker starts: its cost cap was
+	// drawn from the session's budget when it was spawned and is in its
+	// configuration, so it is not drawn again.
+	admitted bool
 }
 
 // Spawn starts a subagent and returns its handle at once. When every
@@ -402,8 +406,10 @@ func (m *Manager) plan(ctx context.Context, req Request) (plan, error) {
 		return plan{}, fmt.Errorf("spawn %s: %w", role.Name, rt.err)
 	}
 	limits := req.Config.limits(role)
-	if err := m.applyBudget(ctx, req.Parent.SessionKey, &limits); err != nil {
-		return plan{}, err
+	if !req.admitted {
+		if err := m.applyBudget(ctx, req.Parent.SessionKey, &limits); err != nil {
+			return plan{}, err
+		}
 	}
 	thinking := role.ExtendedThinking
 	if req.Config.ExtendedThinking != nil {
@@ -475,7 +481,13 @@ func (m *Manager) applyBudget(ctx context.Context, session string, l *agent.Limi
 	if s.BudgetCents <= 0 {
 		return nil
 	}
-	left := s.BudgetCents - s.SpentCents - m.reservedCents(session)
+	reserved := m.reservedCents(session)
+	if m.opt.Dispatch != nil {
+		if reserved, err = m.clusterReservedCents(ctx, session); err != nil {
+			return fmt.Errorf("spawn: %w", err)
+		}
+	}
+	left := s.BudgetCents - s.SpentCents - reserved
 	if left <= 0 {
 		return fmt.Errorf("spawn: %w: %.2f¢ of %.2f¢ spent or committed to running subagents", ErrBudget, s.BudgetCents-left, s.BudgetCents)
 	}

@@ -87,7 +87,7 @@ func (m *Manager) prepareResume(ctx context.Context, r store.Run) (*Handle, []ll
 	// The tool call that waited for it died with its process: the result
 	// is announced into the parent's history.
 	req := Request{Config: cfg, Parent: tool.Caller{AgentID: r.ParentAgent, SessionKey: r.ParentSession}, Background: true,
-		mode: Mode(r.Mode), groupID: r.GroupID}
+		mode: Mode(r.Mode), groupID: r.GroupID, admitted: m.opt.Dispatch != nil}
 	h, err := m.prepare(ctx, req)
 	if err != nil {
 		return nil, nil, llm.Message{}, false, err

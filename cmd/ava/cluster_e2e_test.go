@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -393,4 +394,58 @@ func TestClusterWorkerDrainHandsOver(t *testing.T) {
 	t.Logf("SIGTERM → every run taken over by the other worker in %s", time.Since(drained).Round(time.Millisecond))
 	waitAll(t, gw.c, jobs, func(sa client.Subagent) bool { return sa.Status == "success" })
 	deliveredOnce(t, st, first.Session, jobs)
+}
+
+// TestClusterBudgetAcrossGateways: a session's budget holds across the
+// gateways of a cluster: what a run spawned through one gateway may
+// still spend is committed when another gateway spawns for the same
+// session, and the worker applies the cap each run was given.
+func TestClusterBudgetAcrossGateways(t *testing.T) {
+	cl := newCluster(t)
+	g1, g2 := cl.start("gateway"), cl.start("gateway")
+	cl.start("worker")
+	first := chatText(t, g1.c, client.ChatRequest{Message: "hello"})
+	st := cl.store()
+	ctx := context.Background()
+	if err := st.SetSessionBudget(ctx, first.Session, 1.0); err != nil {
+		t.Fatal(err)
+	}
+	spawn := func(c *client.Client, task string) (client.Subagent, error) {
+		sa, _, err := c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: task, Model: cl.model, MaxCostCents: 0.8, Parent: first.Session})
+		return sa, err
+	}
+	a, err := spawn(g1.c, "BLOCK a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := spawn(g2.c, "BLOCK b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spawn(g2.c, "BLOCK c"); err == nil || !strings.Contains(err.Error(), "budget") {
+		t.Fatalf("a third spawn past the budget: %v, want a budget refusal", err)
+	}
+	jobs := []job{{a.ID, "researcher", "BLOCK"}, {b.ID, "researcher", "BLOCK"}}
+	waitAll(t, g1.c, jobs, func(sa client.Subagent) bool { return sa.Status == "running" })
+	for id, want := range map[string]float64{a.ID: 0.8, b.ID: 0.2} {
+		r, err := st.GetRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg struct {
+			MaxCostCents float64 `json:"max_cost_cents"`
+		}
+		if err := json.Unmarshal(r.Config, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.MaxCostCents < want-1e-9 || cfg.MaxCostCents > want+1e-9 {
+			t.Errorf("%s: cap %v, want %v", id, cfg.MaxCostCents, want)
+		}
+	}
+	for _, j := range jobs {
+		if _, err := g2.c.Stop(bg(t), store.SubagentSessionPrefix+j.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitAll(t, g1.c, jobs, func(sa client.Subagent) bool { return sa.Status == "cancelled" })
 }
