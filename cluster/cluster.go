@@ -31,6 +31,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/store/postgres"
 	"github.com/avaagent/ava/subagent"
@@ -157,13 +158,24 @@ func migrate(ctx context.Context, s *postgres.Store) error {
 // Dispatch implements subagent.Dispatcher: the run and its job commit in
 // one transaction.
 func (n *Node) Dispatch(ctx context.Context, run store.Run, msgs []store.Message) error {
-	return n.opt.Store.EnqueueRun(ctx, run, msgs, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := n.client.InsertTx(ctx, tx, RunArgs{RunID: run.ID}, &river.InsertOpts{Queue: Queue, MaxAttempts: 25})
+	return n.opt.Store.EnqueueRun(ctx, run, msgs, n.insertJob(run.ID))
+}
+
+// insertJob inserts the job of a run in a transaction of the store.
+func (n *Node) insertJob(runID string) func(ctx context.Context, tx pgx.Tx) error {
+	return func(ctx context.Context, tx pgx.Tx) error {
+		_, err := n.client.InsertTx(ctx, tx, RunArgs{RunID: runID}, &river.InsertOpts{Queue: Queue, MaxAttempts: 25})
 		if err != nil {
 			return fmt.Errorf("insert job: %w", err)
 		}
 		return nil
-	})
+	}
+}
+
+// Requeue implements subagent.Dispatcher: the follow-up and its job
+// commit in one transaction.
+func (n *Node) Requeue(ctx context.Context, runID string, from lifecycle.Status, msgs []store.Message) error {
+	return n.opt.Store.RequeueRun(ctx, runID, from, msgs, n.insertJob(runID))
 }
 
 // Claim implements subagent.Dispatcher.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/transcript"
 )
@@ -22,6 +23,11 @@ type Dispatcher interface {
 	// in its own session (the context it starts from) and schedules it,
 	// in one transaction.
 	Dispatch(ctx context.Context, run store.Run, msgs []store.Message) error
+	// Requeue gives a finished run (status from) a follow-up: it moves
+	// back to queued, owned by store.OwnerQueue, with msgs added to its
+	// conversation, and is scheduled, in one transaction. A run no
+	// longer from gives an error wrapping store.ErrInvalidTransition.
+	Requeue(ctx context.Context, runID string, from lifecycle.Status, msgs []store.Message) error
 	// Claim makes owner the owner of a queued run, when fewer than limit
 	// runs are active in the whole cluster (limit 0: no limit). A run no
 	// longer waiting gives an error wrapping store.ErrInvalidTransition;
@@ -279,7 +285,7 @@ func (m *Manager) execute(ctx context.Context, runID string, limit int, cancelle
 	if err != nil {
 		return err
 	}
-	h, history, input, _, err := m.prepareResume(ctx, r)
+	h, history, input, stored, err := m.prepareResume(ctx, r)
 	if err != nil {
 		m.log.Error("start dispatched subagent; ending it interrupted", "id", r.ShortID, "err", err)
 		m.endUnresumable(ctx, r, err)
@@ -293,8 +299,55 @@ func (m *Manager) execute(ctx context.Context, runID string, limit int, cancelle
 	if cancelled || m.takeEarlyCancel(h.id) {
 		h.Cancel()
 	}
-	m.wg.Go(func() { h.afterSlot(func() { h.runFrom(history, input) }) })
+	m.wg.Go(func() {
+		h.afterSlot(func() {
+			h.mu.Lock()
+			h.inputStored = stored
+			h.mu.Unlock()
+			h.runFrom(history, input)
+		})
+	})
 	<-done
+	return nil
+}
+
+// followUpRemote gives a finished run a follow-up through the cluster's
+// job queue: its record goes back to queued with the message added to
+// its conversation, and h becomes the waiting view of its next turn.
+func (m *Manager) followUpRemote(ctx context.Context, h *Handle, message string) error {
+	<-h.Done() // a run that has just ended may still be finishing
+	h.mu.Lock()
+	from := h.status
+	h.mu.Unlock()
+	msgs, err := transcript.ToStore(h.SessionKey(), h.id, []llm.Message{llm.UserText(message)})
+	if err != nil {
+		return fmt.Errorf("send to %s: %w", h.id, err)
+	}
+	m.mu.Lock()
+	if _, active := m.handles[h.id]; active {
+		m.mu.Unlock()
+		return fmt.Errorf("send to %s: %w", h.id, ErrBusy)
+	}
+	m.mu.Unlock()
+	if err := m.opt.Dispatch.Requeue(context.WithoutCancel(ctx), h.uuid, from, msgs); err != nil {
+		if errors.Is(err, store.ErrInvalidTransition) {
+			return fmt.Errorf("send to %s: %w (another message started it first); send again to queue", h.id, ErrBusy)
+		}
+		return fmt.Errorf("send to %s: %w", h.id, err)
+	}
+	h.reset(lifecycle.Queued, nil)
+	h.mu.Lock()
+	h.remote, h.stored, h.result = true, lifecycle.Queued, nil
+	h.mu.Unlock()
+	m.remote.mu.Lock()
+	if m.remote.byUUID == nil {
+		m.remote.byUUID = map[string]*Handle{}
+	}
+	m.remote.byUUID[h.uuid] = h
+	m.remote.mu.Unlock()
+	m.mu.Lock()
+	m.handles[h.id] = h
+	m.mu.Unlock()
 	return nil
 }
 

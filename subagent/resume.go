@@ -93,11 +93,15 @@ func (m *Manager) prepareResume(ctx context.Context, r store.Run) (*Handle, []ll
 		return nil, nil, llm.Message{}, false, err
 	}
 	h.id, h.uuid, h.created, h.turns = r.ShortID, r.ID, r.CreatedAt, 1
-	if r.Status == lifecycle.Queued {
+	if r.Status == lifecycle.Queued && r.StartedAt == nil {
 		h.turns = 0 // it never started: its first turn announces its start
 	}
 	h.status, h.stored, h.attempt = r.Status, r.Status, r.Attempts
-	h.base = counters{tokens: r.Tokens, cost: r.CostCents, iterations: r.Iterations}
+	if r.Status != lifecycle.Queued {
+		// A queued turn has used nothing yet; the counters are the
+		// previous turn's.
+		h.base = counters{tokens: r.Tokens, cost: r.CostCents, iterations: r.Iterations}
+	}
 	h.limits = remainingLimits(h.limits, h.base)
 	if r.StartedAt != nil {
 		h.startedAt = *r.StartedAt
@@ -111,7 +115,7 @@ func (m *Manager) prepareResume(ctx context.Context, r store.Run) (*Handle, []ll
 		return nil, nil, llm.Message{}, false, fmt.Errorf("load conversation: %w", err)
 	}
 	history, input, stored := resumePoint(conv, taskPrompt(cfg), r.Attempts)
-	if r.Status == lifecycle.Queued {
+	if r.Status == lifecycle.Queued && r.StartedAt == nil {
 		// It never started: what is stored is the context it starts
 		// from (a forked conversation), and its task comes next.
 		history, input, stored = conv, llm.UserText(taskPrompt(cfg)), false
@@ -204,7 +208,9 @@ func (m *Manager) admitResumed(h *Handle) error {
 	if m.closed {
 		return ErrClosed
 	}
-	if _, active := m.handles[h.id]; active {
+	// A remote view of the run (it was dispatched from this process)
+	// gives way to the run itself; it still ends with RemoteEnded.
+	if other, active := m.handles[h.id]; active && !other.isRemote() {
 		return fmt.Errorf("resume %s: %w", h.id, ErrBusy)
 	}
 	m.handles[h.id] = h

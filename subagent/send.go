@@ -101,9 +101,8 @@ func (m *Manager) SendFollowUp(ctx context.Context, id, message string, queue, s
 }
 
 // sendInCluster delivers a steer to a run on another process of the
-// cluster (done). A run here goes the embedded way (not done); a
-// follow-up that would start a finished run again is refused: it is not
-// dispatched to the workers yet.
+// cluster, or a follow-up to a finished run through the job queue
+// (done). A run active here goes the embedded way (not done).
 func (m *Manager) sendInCluster(ctx context.Context, h *Handle, message string, steer bool) (done bool, err error) {
 	h.mu.Lock()
 	remote, final := h.remote, h.status.Final()
@@ -117,7 +116,7 @@ func (m *Manager) sendInCluster(ctx context.Context, h *Handle, message string, 
 	case remote && !final:
 		return true, fmt.Errorf("send to %s: %w (it runs on a worker); steer it instead, or wait until it ends", h.id, ErrBusy)
 	case final:
-		return true, fmt.Errorf("send to %s: a follow-up to a finished subagent is %w; spawn a new one with its result as context", h.id, ErrNotInCluster)
+		return true, m.followUpRemote(ctx, h, message)
 	}
 	return false, nil
 }

@@ -42,6 +42,10 @@ const clusterScript = `conversations:
         delay: 1s
       - text: "streamed done"
         delay: 1s
+  - match: "FOLLOW"
+    turns:
+      - text: "first answer"
+      - text: "answer to the follow-up"
   - match: "BLOCK"
     turns:
       - text: "never"
@@ -448,4 +452,36 @@ func TestClusterBudgetAcrossGateways(t *testing.T) {
 		}
 	}
 	waitAll(t, g1.c, jobs, func(sa client.Subagent) bool { return sa.Status == "cancelled" })
+}
+
+// TestClusterFollowUpAndAllInOne: one process in role all (ava serve
+// on PostgreSQL) runs what it spawns itself through the job queue; a
+// follow-up to a finished subagent, sent through a gateway, runs as a
+// job on that process with its conversation, and its answer comes back.
+func TestClusterFollowUpAndAllInOne(t *testing.T) {
+	cl := newCluster(t)
+	all := cl.start("all")
+	gw := cl.start("gateway")
+	first := chatText(t, all.c, client.ChatRequest{Message: "hello"})
+	jobs := spawnN(t, all.c, cl.model, first.Session, "researcher", "FOLLOW", 3)
+	waitAll(t, all.c, jobs, func(sa client.Subagent) bool { return sa.Status == "success" })
+	j := jobs[0]
+	res := chatText(t, gw.c, client.ChatRequest{SessionKey: store.SubagentSessionPrefix + j.id, Message: "and the second part?"})
+	if !strings.Contains(res.Text, "answer to the follow-up") {
+		t.Fatalf("follow-up answer %+v", res)
+	}
+	st := cl.store()
+	msgs, err := st.Messages(context.Background(), store.SubagentSessionPrefix+j.id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, m := range msgs {
+		texts = append(texts, m.Role+": "+m.Text)
+	}
+	joined := strings.Join(texts, "\n")
+	if !strings.Contains(joined, "first answer") || !strings.Contains(joined, "and the second part?") ||
+		strings.Count(joined, "and the second part?") != 1 {
+		t.Fatalf("conversation after the follow-up:\n%s", joined)
+	}
 }

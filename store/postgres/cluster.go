@@ -119,3 +119,42 @@ func notifyFinal(ctx context.Context, tx pgx.Tx, id string, to lifecycle.Status)
 	}
 	return notifyTx(ctx, tx, ChannelRuns, id)
 }
+
+// RequeueRun gives a finished run a follow-up in the job queue: in one
+// transaction, if the run is still from (a final status), it moves back
+// to queued, owned by store.OwnerQueue, with msgs (the follow-up) added
+// to its conversation, and enqueue runs with the same transaction (the
+// job's insert). A run no longer from gives an error wrapping
+// store.ErrInvalidTransition and changes nothing.
+func (s *Store) RequeueRun(ctx context.Context, id string, from lifecycle.Status, msgs []store.Message, enqueue func(ctx context.Context, tx pgx.Tx) error) error {
+	ref := record.NormalizeRunRef(id)
+	if err := record.CheckTransition(ref, []lifecycle.Status{from}, lifecycle.Queued, nil); err != nil {
+		return fmt.Errorf("requeue run %s: %w", ref, err)
+	}
+	msgs = slices.Clone(msgs)
+	for i := range msgs {
+		if err := s.rec.CheckMessage(&msgs[i]); err != nil {
+			return fmt.Errorf("requeue run %s: message %d: %w", ref, i+1, err)
+		}
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE runs SET status = $1, owner = $2, ended_at = NULL, announced = FALSE
+			WHERE (id = $3 OR short_id = $3) AND status = $4`, string(lifecycle.Queued), store.OwnerQueue, ref, string(from))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("run %s is not %s: %w", ref, from, store.ErrInvalidTransition)
+		}
+		for _, m := range msgs {
+			if _, err := insertMessage(ctx, tx, m); err != nil {
+				return err
+			}
+		}
+		return enqueue(ctx, tx)
+	})
+	if err != nil {
+		return fmt.Errorf("requeue run %s: %w", ref, err)
+	}
+	return nil
+}
