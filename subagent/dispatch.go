@@ -299,14 +299,7 @@ func (m *Manager) execute(ctx context.Context, runID string, limit int, cancelle
 	if cancelled || m.takeEarlyCancel(h.id) {
 		h.Cancel()
 	}
-	m.wg.Go(func() {
-		h.afterSlot(func() {
-			h.mu.Lock()
-			h.inputStored = stored
-			h.mu.Unlock()
-			h.runFrom(history, input)
-		})
-	})
+	m.wg.Go(func() { h.goOn(history, input, stored) })
 	<-done
 	return nil
 }

@@ -65,13 +65,17 @@ func (m *Manager) resume(ctx context.Context, r store.Run) {
 	}
 	m.log.Info("subagent resumed from its last checkpoint", "id", r.ShortID, "attempt", r.Attempts, "messages", len(history))
 	h.announceResumed(r.Attempts, len(history))
-	m.wg.Go(func() {
-		h.afterSlot(func() {
-			h.mu.Lock()
-			h.inputStored = stored
-			h.mu.Unlock()
-			h.runFrom(history, input)
-		})
+	m.wg.Go(func() { h.goOn(history, input, stored) })
+}
+
+// goOn runs a run rebuilt from its record once it has a slot: from
+// history with input, which is already stored when stored is set.
+func (h *Handle) goOn(history []llm.Message, input llm.Message, stored bool) {
+	h.afterSlot(func() {
+		h.mu.Lock()
+		h.inputStored = stored
+		h.mu.Unlock()
+		h.runFrom(history, input)
 	})
 }
 
