@@ -10,8 +10,8 @@
 //
 // The concurrency limit (AVA_MAX_CONCURRENT_SUBAGENTS) holds for the
 // whole cluster: a claim counts the runs active in the database under an
-// advisory lock, and a job that finds the cluster full waits (it is
-// snoozed, which River does not count as an attempt). A worker that dies
+// advisory lock, and a job that finds the cluster full waits on its
+// worker until a run ends somewhere (or a second), then claims again. A worker that dies
 // leaves its runs to the others' recovery (package instance's leases):
 // resumable runs continue from their last checkpoint on another worker.
 package cluster
@@ -50,9 +50,10 @@ func (r Role) Chats() bool { return r != config.RoleWorker }
 // Queue is the River queue of subagent runs.
 const Queue = "ava_subagents"
 
-// snoozeFull is how long a job that found the cluster full waits before
-// it tries again.
-const snoozeFull = 250 * time.Millisecond
+// fullWait is the longest a job that found the cluster full waits
+// before it tries to claim again (a run's end, anywhere, wakes one
+// waiting job per worker sooner).
+const fullWait = time.Second
 
 // rescueAfter is how long a job may be running before River hands it to
 // another worker; the run itself is recovered by the instance leases
@@ -97,6 +98,11 @@ type Node struct {
 	wg      sync.WaitGroup
 	started bool
 
+	// room wakes one job waiting for room in the cluster whenever a run
+	// ends anywhere (ChannelRuns): one claim per freed slot and worker,
+	// not a stampede.
+	room chan struct{}
+
 	stopOnce sync.Once
 	stopped  chan struct{} // closed when River has stopped
 	stopErr  error
@@ -110,7 +116,7 @@ func New(ctx context.Context, opt Options) (*Node, error) {
 	if opt.Workers <= 0 {
 		opt.Workers = 3
 	}
-	n := &Node{opt: opt, log: opt.Logger, stopped: make(chan struct{})}
+	n := &Node{opt: opt, log: opt.Logger, stopped: make(chan struct{}), room: make(chan struct{})}
 	if n.log == nil {
 		n.log = slog.Default()
 	}
@@ -118,13 +124,17 @@ func New(ctx context.Context, opt Options) (*Node, error) {
 	if err := migrate(ctx, opt.Store); err != nil {
 		return nil, err
 	}
-	cfg := &river.Config{Logger: n.log.With("component", "river"), JobTimeout: -1, RescueStuckJobsAfter: rescueAfter}
+	// FetchCooldown also spaces the insert notifications a gateway sends
+	// (River's default, 100 ms, leaves a spawn that follows another
+	// within it to the workers' next poll); workers poll every 200 ms
+	// in case a notification is lost.
+	cfg := &river.Config{Logger: n.log.With("component", "river"), JobTimeout: -1, RescueStuckJobsAfter: rescueAfter,
+		FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 200 * time.Millisecond}
 	if opt.Role.Runs() {
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &runWorker{n: n})
 		cfg.Workers = workers
 		cfg.Queues = map[string]river.QueueConfig{Queue: {MaxWorkers: opt.Workers}}
-		cfg.FetchCooldown = 20 * time.Millisecond
 	}
 	client, err := river.NewClient(riverpgxv5.New(opt.Store.Pool()), cfg)
 	if err != nil {
@@ -250,6 +260,7 @@ func (n *Node) listen(ctx context.Context, ready func()) {
 	}, func(channel, payload string) {
 		switch channel {
 		case postgres.ChannelRuns:
+			n.wakeWaiting()
 			select {
 			case ended <- payload:
 			default:
@@ -333,19 +344,36 @@ type runWorker struct {
 	n *Node
 }
 
-// Work runs the job's subagent until it ends. A full cluster snoozes the
-// job; a run that no longer waits (claimed elsewhere, cancelled) ends
-// the job at once.
+// Work runs the job's subagent until it ends. When the cluster is full
+// it waits, holding its slot on this worker, until a run ends somewhere
+// and tries again; a run that no longer waits (claimed elsewhere,
+// cancelled) ends the job at once.
 func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	w.n.mu.Lock()
 	m := w.n.manager
 	w.n.mu.Unlock()
-	err := m.Execute(ctx, job.Args.RunID)
-	switch {
-	case errors.Is(err, subagent.ErrLimit):
-		return river.JobSnooze(snoozeFull)
-	case errors.Is(err, subagent.ErrClosed):
-		return river.JobSnooze(0)
+	for {
+		err := m.Execute(ctx, job.Args.RunID)
+		switch {
+		case errors.Is(err, subagent.ErrLimit):
+			select {
+			case <-w.n.room:
+			case <-time.After(fullWait):
+			case <-ctx.Done():
+				return river.JobSnooze(0)
+			}
+			continue
+		case errors.Is(err, subagent.ErrClosed):
+			return river.JobSnooze(0)
+		}
+		return err
 	}
-	return err
+}
+
+// wakeWaiting wakes one job waiting for room, if any: a run has ended.
+func (n *Node) wakeWaiting() {
+	select {
+	case n.room <- struct{}{}:
+	default:
+	}
 }
