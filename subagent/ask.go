@@ -88,7 +88,9 @@ func (m *Manager) Questions(session string) []Question {
 
 // AnswerQuestion answers an open question of session ("" for any
 // session) on behalf of by (ByPerson or ByOrchestrator) and returns it.
-// ErrNoQuestion when there is no such open question.
+// ErrNoQuestion when there is no such open question. In a cluster, a
+// question this process does not hold is answered on the process whose
+// run asked it (given its session).
 func (m *Manager) AnswerQuestion(id, session, answer, by string) (Question, error) {
 	answer = strings.TrimSpace(answer)
 	if answer == "" {
@@ -97,6 +99,15 @@ func (m *Manager) AnswerQuestion(id, session, answer, by string) (Question, erro
 	if len(id) > 2 && strings.EqualFold(id[:2], "Q-") {
 		id = "Q-" + strings.ToLower(id[2:])
 	}
+	q, err := m.answerLocal(id, session, answer, by)
+	if errors.Is(err, ErrNoQuestion) && m.opt.Dispatch != nil && session != "" {
+		return m.answerRemote(id, session, answer, by)
+	}
+	return q, err
+}
+
+// answerLocal answers an open question of this process's runs.
+func (m *Manager) answerLocal(id, session, answer, by string) (Question, error) {
 	m.asked.mu.Lock()
 	q, ok := m.asked.open[id]
 	if ok && (session == "" || q.Session == session) {

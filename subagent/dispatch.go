@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
@@ -43,14 +44,19 @@ const (
 	ControlCancel = "cancel"
 	// ControlSteer delivers Text into the running run's conversation.
 	ControlSteer = "steer"
+	// ControlAnswer answers the open question Run (a question ID, Q-…)
+	// of Session with Text, by By.
+	ControlAnswer = "answer"
 )
 
 // Control is a request to the process that runs a subagent.
 type Control struct {
 	Op string `json:"op"`
 	// Run is the run's short ID.
-	Run  string `json:"run"`
-	Text string `json:"text,omitempty"`
+	Run     string `json:"run"`
+	Text    string `json:"text,omitempty"`
+	Session string `json:"session,omitempty"`
+	By      string `json:"by,omitempty"`
 }
 
 // ErrNotInCluster names what a cluster does not do yet.
@@ -220,6 +226,11 @@ func (m *Manager) remoteStatus(h *Handle, st RunStatus) RunStatus {
 // runs in this process; a cancellation for a run not here yet is kept
 // for a while, for a worker that is just starting it.
 func (m *Manager) HandleControl(c Control) {
+	if c.Op == ControlAnswer {
+		// Only the process whose run asked holds the question.
+		_, _ = m.answerLocal(c.Run, c.Session, c.Text, c.By)
+		return
+	}
 	m.mu.Lock()
 	h := m.handles[c.Run]
 	m.mu.Unlock()
@@ -360,4 +371,43 @@ func (m *Manager) clusterReservedCents(ctx context.Context, session string) (flo
 		}
 	}
 	return sum, nil
+}
+
+// remoteAnswerWait bounds how long an answer sent to another process
+// waits for that process to confirm it (its QuestionAnswered event).
+const remoteAnswerWait = 5 * time.Second
+
+// answerRemote answers a question that a run on another process of the
+// cluster asked: the answer goes out as a control request, and it counts
+// as given once the asking process publishes the question's
+// QuestionAnswered event in session with this answer. Otherwise the
+// question was not open (ErrNoQuestion).
+func (m *Manager) answerRemote(id, session, answer, by string) (Question, error) {
+	last, err := m.opt.Hub.LastSeq(session)
+	if err != nil {
+		return Question{}, fmt.Errorf("answer %s: %w", id, err)
+	}
+	sub := m.opt.Hub.Follow(session, last)
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(m.ctx, remoteAnswerWait)
+	defer cancel()
+	if err := m.opt.Dispatch.Control(ctx, Control{Op: ControlAnswer, Run: id, Text: answer, Session: session, By: by}); err != nil {
+		return Question{}, fmt.Errorf("answer %s: %w", id, err)
+	}
+	for {
+		evs, err := sub.Next(ctx)
+		if err != nil {
+			return Question{}, fmt.Errorf("answer %s: %w (no process of the cluster holds it open)", id, ErrNoQuestion)
+		}
+		for _, ev := range evs {
+			var c event.AnsweredContent
+			if ev.Type != event.QuestionAnswered || ev.Decode(&c) != nil || c.QuestionID != id {
+				continue
+			}
+			if c.By != by || c.Answer != answer {
+				return Question{}, fmt.Errorf("answer %s: %w (it ended %s first)", id, ErrNoQuestion, c.By)
+			}
+			return Question{ID: id, Session: session, SubagentID: c.SubagentID, Role: c.Role}, nil
+		}
+	}
 }

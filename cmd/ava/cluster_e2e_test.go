@@ -46,6 +46,10 @@ const clusterScript = `conversations:
     turns:
       - text: "first answer"
       - text: "answer to the follow-up"
+  - match: "ASK"
+    turns:
+      - tool_calls: [{name: ask_user, args: {question: "Which branch should I read?"}}]
+      - text: "done: {{last_result}}"
   - match: "BLOCK"
     turns:
       - text: "never"
@@ -483,5 +487,66 @@ func TestClusterFollowUpAndAllInOne(t *testing.T) {
 	if !strings.Contains(joined, "first answer") || !strings.Contains(joined, "and the second part?") ||
 		strings.Count(joined, "and the second part?") != 1 {
 		t.Fatalf("conversation after the follow-up:\n%s", joined)
+	}
+}
+
+// TestClusterAnswerAcrossProcesses: a subagent on a worker asks the
+// person (ask_user); the question reaches the parent session's stream on
+// the gateway, and the answer given to the gateway reaches the run on
+// the worker, which goes on with it.
+func TestClusterAnswerAcrossProcesses(t *testing.T) {
+	cl := newCluster(t)
+	roles := filepath.Join(cl.root, ".ava", "agents")
+	if err := os.MkdirAll(roles, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	role := "---\nname: asker\ndescription: asks the person\ntools: [read_file, ask_user]\n---\nAsk when unsure.\n"
+	if err := os.WriteFile(filepath.Join(roles, "asker.md"), []byte(role), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw := cl.start("gateway")
+	cl.start("worker")
+	first := chatText(t, gw.c, client.ChatRequest{Message: "hello"})
+	st, err := gw.c.Stream(bg(t), first.Session, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	j := spawnN(t, gw.c, cl.model, first.Session, "asker", "ASK", 1)[0]
+	var qid string
+	for qid == "" {
+		ev, err := st.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type != "UserQuestion" {
+			continue
+		}
+		var se client.SessionEvent
+		var q struct {
+			QuestionID string `json:"questionId"`
+		}
+		if err := json.Unmarshal(ev.Data, &se); err != nil || json.Unmarshal(se.Content, &q) != nil {
+			t.Fatalf("question event %s", ev.Data)
+		}
+		qid = q.QuestionID
+	}
+	if _, err := gw.c.Answer(bg(t), "Q-nothere", client.AnswerRequest{Answer: "x", SessionKey: first.Session}); err == nil {
+		t.Fatal("an answer to a question nobody asked was taken")
+	}
+	got, err := gw.c.Answer(bg(t), qid, client.AnswerRequest{Answer: "the main branch", SessionKey: first.Session})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.SubagentID != j.id {
+		t.Errorf("answered question of %q, want %s", got.SubagentID, j.id)
+	}
+	waitAll(t, gw.c, []job{j}, func(sa client.Subagent) bool { return sa.Status == "success" })
+	sa, err := gw.c.Subagent(bg(t), j.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(sa.Result), "the main branch") {
+		t.Errorf("result %s does not carry the answer", sa.Result)
 	}
 }
