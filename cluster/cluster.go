@@ -55,11 +55,19 @@ const Queue = "ava_subagents"
 // waiting job per worker sooner).
 const fullWait = time.Second
 
-// rescueAfter is how long a job may be running before River hands it to
-// another worker; the run itself is recovered by the instance leases
-// (a job retried for a run that is still going finds it claimed and
-// ends at once).
-const rescueAfter = 2 * time.Minute
+// A job only claims its run and starts it (the run then belongs to the
+// worker's instance, whose lease recovery covers): jobTimeout bounds
+// the wait for room in a full cluster, after which the job goes back to
+// the queue; a job whose worker died before it claimed is rescued by
+// River rescueAfter later and run again.
+const (
+	jobTimeout  = 5 * time.Second
+	rescueAfter = 15 * time.Second
+)
+
+// syncEvery is how often the ends of runs elsewhere are looked for in
+// the store besides their notices.
+const syncEvery = 10 * time.Second
 
 // migrateLock is the advisory lock key that makes replicas starting
 // together migrate River's tables once.
@@ -128,7 +136,7 @@ func New(ctx context.Context, opt Options) (*Node, error) {
 	// (River's default, 100 ms, leaves a spawn that follows another
 	// within it to the workers' next poll); workers poll every 200 ms
 	// in case a notification is lost.
-	cfg := &river.Config{Logger: n.log.With("component", "river"), JobTimeout: -1, RescueStuckJobsAfter: rescueAfter,
+	cfg := &river.Config{Logger: n.log.With("component", "river"), JobTimeout: jobTimeout, RescueStuckJobsAfter: rescueAfter,
 		FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 200 * time.Millisecond}
 	if opt.Role.Runs() {
 		workers := river.NewWorkers()
@@ -197,6 +205,11 @@ func (n *Node) Claim(ctx context.Context, runID, owner string, limit int) (store
 	return r, err
 }
 
+// Unclaim implements subagent.Dispatcher.
+func (n *Node) Unclaim(ctx context.Context, runID, owner string) error {
+	return n.opt.Store.UnclaimRun(ctx, runID, owner)
+}
+
 // Control implements subagent.Dispatcher: every process hears it, the
 // one running the run acts on it.
 func (n *Node) Control(ctx context.Context, c subagent.Control) error {
@@ -240,12 +253,18 @@ func (n *Node) Start(ctx context.Context, m *subagent.Manager) error {
 func (n *Node) listen(ctx context.Context, ready func()) {
 	ended := make(chan string, 1024)
 	n.wg.Go(func() {
+		// A periodic look at the store completes the views whose end
+		// could not be read when its notice came.
+		sync := time.NewTicker(syncEvery)
+		defer sync.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case id := <-ended:
 				n.manager.RemoteEnded(ctx, id)
+			case <-sync.C:
+				n.manager.SyncRemote(ctx)
 			}
 		}
 	})
@@ -344,10 +363,11 @@ type runWorker struct {
 	n *Node
 }
 
-// Work runs the job's subagent until it ends. When the cluster is full
-// it waits, holding its slot on this worker, until a run ends somewhere
-// and tries again; a run that no longer waits (claimed elsewhere,
-// cancelled) ends the job at once.
+// Work claims the job's run and starts it on this worker's manager,
+// then ends: the run goes on under the worker's instance. When the
+// cluster is full it waits until a run ends somewhere and tries again,
+// until the job's timeout gives it back to the queue; a run that no
+// longer waits (claimed elsewhere, cancelled) ends the job at once.
 func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	w.n.mu.Lock()
 	m := w.n.manager

@@ -34,6 +34,9 @@ type Dispatcher interface {
 	// longer waiting gives an error wrapping store.ErrInvalidTransition;
 	// a full cluster one wrapping ErrLimit.
 	Claim(ctx context.Context, runID, owner string, limit int) (store.Run, error)
+	// Unclaim gives a run owner claimed but did not start back to the
+	// job queue.
+	Unclaim(ctx context.Context, runID, owner string) error
 	// Control sends c to the process running the run, wherever it is.
 	Control(ctx context.Context, c Control) error
 }
@@ -62,17 +65,18 @@ type Control struct {
 // ErrNotInCluster names what a cluster does not do yet.
 var ErrNotInCluster = errors.New("not available when subagents run on workers (AVA_DATABASE_URL)")
 
-// earlyControlTTL is how long a control request for a run this process
-// has not started yet is kept: a worker that has just claimed the run
-// applies it once the run's handle exists.
-const earlyControlTTL = time.Minute
+// cancelRetry is how often a cancel of a run elsewhere is sent again
+// while the run has not ended (the worker may have been claiming it when
+// the first one came), and cancelGiveUp when it stops trying.
+const (
+	cancelRetry  = 500 * time.Millisecond
+	cancelGiveUp = 30 * time.Second
+)
 
 // remoteRuns are the runs this process dispatched that run elsewhere.
 type remoteRuns struct {
 	mu     sync.Mutex
 	byUUID map[string]*Handle
-	// early are cancellations that came before their run started here.
-	early map[string]time.Time
 }
 
 // dispatch records an admitted-by-the-cluster run and schedules it on a
@@ -101,23 +105,13 @@ func (m *Manager) dispatch(ctx context.Context, h *Handle) error {
 		m.dropIDs(h)
 		return fmt.Errorf("spawn: encode the forked conversation: %w", err)
 	}
-	m.remote.mu.Lock()
-	if m.remote.byUUID == nil {
-		m.remote.byUUID = map[string]*Handle{}
-	}
-	m.remote.byUUID[h.uuid] = h
-	m.remote.mu.Unlock()
+	m.watchRemote(h)
 	if err := m.opt.Dispatch.Dispatch(context.WithoutCancel(ctx), run, fork); err != nil {
-		m.remote.mu.Lock()
-		delete(m.remote.byUUID, h.uuid)
-		m.remote.mu.Unlock()
+		m.unwatchRemote(h)
 		m.dropIDs(h)
 		m.opt.Hub.Forget(h.SessionKey())
 		return fmt.Errorf("spawn: %w", err)
 	}
-	m.mu.Lock()
-	m.handles[h.id] = h
-	m.mu.Unlock()
 	h.markSpawned()
 	if g := h.req.group; g != nil {
 		m.wg.Go(func() { m.cancelWithGroup(g, h) })
@@ -125,28 +119,94 @@ func (m *Manager) dispatch(ctx context.Context, h *Handle) error {
 	return nil
 }
 
+// watchRemote registers h, before its run is committed, as the view of
+// a run elsewhere: RemoteEnded completes it (its end can come as soon
+// as the commit), and it is the active handle of its ID here unless this
+// process already runs the run itself (role all).
+func (m *Manager) watchRemote(h *Handle) {
+	m.remote.mu.Lock()
+	if m.remote.byUUID == nil {
+		m.remote.byUUID = map[string]*Handle{}
+	}
+	m.remote.byUUID[h.uuid] = h
+	m.remote.mu.Unlock()
+	m.mu.Lock()
+	if _, ok := m.handles[h.id]; !ok {
+		m.handles[h.id] = h
+	}
+	m.mu.Unlock()
+}
+
+// unwatchRemote undoes watchRemote for a run that was not committed.
+func (m *Manager) unwatchRemote(h *Handle) {
+	m.remote.mu.Lock()
+	delete(m.remote.byUUID, h.uuid)
+	m.remote.mu.Unlock()
+	m.mu.Lock()
+	if m.handles[h.id] == h {
+		delete(m.handles, h.id)
+	}
+	m.mu.Unlock()
+}
+
 // cancelWithGroup cancels a remote group member when its group ends
-// first (its combined timeout, a cancel).
+// first (its combined timeout, a cancel), but not when this process
+// shuts down: the member goes on on its worker.
 func (m *Manager) cancelWithGroup(g *Group, h *Handle) {
 	select {
 	case <-g.ctx.Done():
-		h.Cancel()
+		if !errors.Is(context.Cause(g.ctx), ErrClosed) {
+			h.Cancel()
+		}
 	case <-h.Done():
 	}
 }
 
-// remoteCancel stops a run that runs elsewhere.
-func (m *Manager) remoteCancel(h *Handle) {
-	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
-	defer cancel()
-	if err := m.opt.Dispatch.Control(ctx, Control{Op: ControlCancel, Run: h.id}); err != nil {
-		m.log.Error("cancel subagent on its worker", "id", h.id, "err", err)
+// dropRemote ends this process's views of runs elsewhere at its
+// shutdown, so that nothing here waits for them: the runs go on on
+// their workers, and their results reach their parents there.
+func (m *Manager) dropRemote() {
+	m.remote.mu.Lock()
+	views := make([]*Handle, 0, len(m.remote.byUUID))
+	for id, h := range m.remote.byUUID {
+		views = append(views, h)
+		delete(m.remote.byUUID, id)
 	}
-	// A run no worker claimed yet is claimed here and ends cancelled
-	// without calling the model, through the same path as any queued
-	// run's end.
-	if err := m.execute(ctx, h.uuid, 0, true); err != nil && !errors.Is(err, ErrClosed) {
-		m.log.Error("cancel queued subagent", "id", h.id, "err", err)
+	m.remote.mu.Unlock()
+	for _, h := range views {
+		h.end()
+	}
+}
+
+// remoteCancel stops a run that runs elsewhere: the worker running it
+// hears the request; a run no worker claimed yet is claimed here and
+// ends cancelled without calling the model, through the same path as
+// any queued run's end. The request is sent again until the run has
+// ended, since a worker that was claiming the run as the first one came
+// had no handle to stop yet.
+func (m *Manager) remoteCancel(h *Handle) {
+	deadline := time.Now().Add(cancelGiveUp)
+	done := h.Done() // this turn's: a follow-up after it is not cancelled
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
+		if err := m.opt.Dispatch.Control(ctx, Control{Op: ControlCancel, Run: h.id}); err != nil {
+			m.log.Error("cancel subagent on its worker", "id", h.id, "err", err)
+		}
+		if err := m.execute(ctx, h.uuid, 0, true); err != nil && !errors.Is(err, ErrClosed) {
+			m.log.Error("cancel queued subagent", "id", h.id, "err", err)
+		}
+		cancel()
+		select {
+		case <-done:
+			return
+		case <-m.ctx.Done():
+			return
+		case <-time.After(cancelRetry):
+		}
+		if time.Now().After(deadline) {
+			m.log.Warn("subagent on another process did not stop after its cancel", "id", h.id)
+			return
+		}
 	}
 }
 
@@ -223,8 +283,7 @@ func (m *Manager) remoteStatus(h *Handle, st RunStatus) RunStatus {
 }
 
 // HandleControl applies a control request to the run it names when it
-// runs in this process; a cancellation for a run not here yet is kept
-// for a while, for a worker that is just starting it.
+// runs in this process (others ignore it).
 func (m *Manager) HandleControl(c Control) {
 	if c.Op == ControlAnswer {
 		// Only the process whose run asked holds the question.
@@ -234,51 +293,30 @@ func (m *Manager) HandleControl(c Control) {
 	m.mu.Lock()
 	h := m.handles[c.Run]
 	m.mu.Unlock()
-	if h != nil && h.isRemote() {
-		h = nil
+	if h == nil || h.isRemote() {
+		return
 	}
-	switch {
-	case h != nil && c.Op == ControlCancel:
+	switch c.Op {
+	case ControlCancel:
 		h.Cancel()
-	case h != nil && c.Op == ControlSteer:
+	case ControlSteer:
 		h.mu.Lock()
 		if !h.status.Final() {
 			h.steers = append(h.steers, c.Text)
 		}
 		h.mu.Unlock()
-	case c.Op == ControlCancel:
-		m.remote.mu.Lock()
-		if m.remote.early == nil {
-			m.remote.early = map[string]time.Time{}
-		}
-		now := m.now()
-		for id, at := range m.remote.early {
-			if now.Sub(at) > earlyControlTTL {
-				delete(m.remote.early, id)
-			}
-		}
-		m.remote.early[c.Run] = now
-		m.remote.mu.Unlock()
 	}
 }
 
-// takeEarlyCancel reports whether a cancellation for the run came before
-// it started here, and forgets it.
-func (m *Manager) takeEarlyCancel(id string) bool {
-	m.remote.mu.Lock()
-	defer m.remote.mu.Unlock()
-	_, ok := m.remote.early[id]
-	delete(m.remote.early, id)
-	return ok
-}
-
-// Execute claims a run waiting in the cluster's job queue and runs it in
-// this process, from what is stored of it, with the same code as a run
-// spawned here, until it ends (or, at a shutdown, is left to resume
-// elsewhere). It returns nil at once when the run no longer waits (a
-// worker claimed it, it was cancelled), and an error wrapping ErrLimit
-// when the cluster runs as many subagents as its limit allows (the job
-// waits and tries again).
+// Execute claims a run waiting in the cluster's job queue and starts it
+// in this process, from what is stored of it, with the same code as a
+// run spawned here; it returns once the run has started (the run then
+// belongs to this process, and recovery covers it if the process dies).
+// It returns nil at once when the run no longer waits (a worker claimed
+// it, it was cancelled), an error wrapping ErrLimit when the cluster
+// runs as many subagents as its limit allows (the job waits and tries
+// again), and ErrClosed, with the run given back to the queue, when the
+// manager is closing.
 func (m *Manager) Execute(ctx context.Context, runID string) error {
 	return m.execute(ctx, runID, m.opt.MaxConcurrent, false)
 }
@@ -303,16 +341,28 @@ func (m *Manager) execute(ctx context.Context, runID string, limit int, cancelle
 		return nil
 	}
 	if err := m.admitResumed(h); err != nil {
+		if errors.Is(err, ErrClosed) {
+			return m.giveBack(r, err)
+		}
 		m.endUnresumable(ctx, r, err)
 		return nil
 	}
-	done := h.Done()
-	if cancelled || m.takeEarlyCancel(h.id) {
+	if cancelled {
 		h.Cancel()
 	}
 	m.wg.Go(func() { h.goOn(history, input, stored) })
-	<-done
 	return nil
+}
+
+// giveBack returns a claimed run that did not start to the job queue
+// (the job is tried again), and returns cause.
+func (m *Manager) giveBack(r store.Run, cause error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
+	defer cancel()
+	if err := m.opt.Dispatch.Unclaim(ctx, r.ID, m.ownerID()); err != nil {
+		m.log.Error("give a subagent back to the job queue", "id", r.ShortID, "err", err)
+	}
+	return cause
 }
 
 // followUpRemote gives a finished run a follow-up through the cluster's
@@ -323,7 +373,14 @@ func (m *Manager) followUpRemote(ctx context.Context, h *Handle, message string)
 	h.mu.Lock()
 	from := h.status
 	h.mu.Unlock()
-	msgs, err := transcript.ToStore(h.SessionKey(), h.id, []llm.Message{llm.UserText(message)})
+	history, err := h.history(ctx)
+	if err != nil {
+		return fmt.Errorf("send to %s: %w", h.id, err)
+	}
+	// A run stopped in a tool call gets its calls answered first, as a
+	// follow-up in one process does.
+	input := answerPending(history, llm.UserText(message))
+	msgs, err := transcript.ToStore(h.SessionKey(), h.id, []llm.Message{input})
 	if err != nil {
 		return fmt.Errorf("send to %s: %w", h.id, err)
 	}
@@ -333,25 +390,24 @@ func (m *Manager) followUpRemote(ctx context.Context, h *Handle, message string)
 		return fmt.Errorf("send to %s: %w", h.id, ErrBusy)
 	}
 	m.mu.Unlock()
+	h.mu.Lock()
+	prev, prevDone := h.result, h.done
+	h.mu.Unlock()
+	h.reset(lifecycle.Queued, nil)
+	h.mu.Lock()
+	h.remote, h.stored, h.result = true, lifecycle.Queued, nil
+	h.mu.Unlock()
+	m.watchRemote(h)
 	if err := m.opt.Dispatch.Requeue(context.WithoutCancel(ctx), h.uuid, from, msgs); err != nil {
+		m.unwatchRemote(h)
+		h.mu.Lock()
+		h.status, h.stored, h.result, h.done = from, from, prev, prevDone
+		h.mu.Unlock()
 		if errors.Is(err, store.ErrInvalidTransition) {
 			return fmt.Errorf("send to %s: %w (another message started it first); send again to queue", h.id, ErrBusy)
 		}
 		return fmt.Errorf("send to %s: %w", h.id, err)
 	}
-	h.reset(lifecycle.Queued, nil)
-	h.mu.Lock()
-	h.remote, h.stored, h.result = true, lifecycle.Queued, nil
-	h.mu.Unlock()
-	m.remote.mu.Lock()
-	if m.remote.byUUID == nil {
-		m.remote.byUUID = map[string]*Handle{}
-	}
-	m.remote.byUUID[h.uuid] = h
-	m.remote.mu.Unlock()
-	m.mu.Lock()
-	m.handles[h.id] = h
-	m.mu.Unlock()
 	return nil
 }
 
@@ -410,4 +466,35 @@ func (m *Manager) answerRemote(id, session, answer, by string) (Question, error)
 			return Question{ID: id, Session: session, SubagentID: c.SubagentID, Role: c.Role}, nil
 		}
 	}
+}
+
+// storedConfig is a run's configuration as its record keeps it: the
+// spawn's Config, and "waited" when a caller waits for the result (a
+// worker running it then leaves the result to that caller instead of
+// announcing it into the parent's history).
+func storedConfig(cfg Config, waited bool) json.RawMessage {
+	raw, _ := json.Marshal(cfg)
+	if !waited {
+		return raw
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return raw
+	}
+	obj["waited"] = json.RawMessage("true")
+	out, _ := json.Marshal(obj)
+	return out
+}
+
+// waitedRun reports whether a dispatched run's result goes back to a
+// caller waiting for it (storedConfig). A run taken over after its
+// process died is announced instead, as in one process.
+func (m *Manager) waitedRun(r store.Run) bool {
+	if m.opt.Dispatch == nil || r.Attempts > 0 {
+		return false
+	}
+	var w struct {
+		Waited bool `json:"waited"`
+	}
+	return json.Unmarshal(r.Config, &w) == nil && w.Waited
 }

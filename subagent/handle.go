@@ -2,7 +2,6 @@ package subagent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -281,7 +280,7 @@ func (h *Handle) Subscribe(after uint64) *event.Subscription {
 // storeRun is the run's record as it is created: running since start,
 // or queued (start nil).
 func (h *Handle) storeRun(status lifecycle.Status, start *time.Time) store.Run {
-	cfg, _ := json.Marshal(h.req.Config)
+	cfg := storedConfig(h.req.Config, !h.req.Background)
 	return store.Run{ID: h.uuid, ShortID: h.id, SessionKey: h.SessionKey(), ParentSession: h.req.Parent.SessionKey,
 		ParentAgent: h.req.Parent.AgentID, GroupID: h.req.groupID, Mode: string(h.req.mode), Role: h.role.Name,
 		Task: h.req.Config.Task, Model: h.model.Name(), Config: cfg, Status: status,

@@ -216,6 +216,9 @@ func (m *Manager) remoteView(h *Handle) (*Handle, error) {
 		m.remote.byUUID = map[string]*Handle{}
 	}
 	m.remote.byUUID[h.uuid] = h
+	// An end between the read and now sent its notice before the view
+	// listened for it.
+	m.wg.Go(func() { m.RemoteEnded(m.ctx, h.uuid) })
 	return h, nil
 }
 

@@ -276,6 +276,7 @@ func (m *Manager) Close() error {
 	// The cause is also ErrCancelled, so the loops stop as cancelled;
 	// finish records them as interrupted (see Handle.finish).
 	m.cancel(fmt.Errorf("%w: shutting down: %w", ErrClosed, agent.ErrCancelled))
+	m.dropRemote()
 	m.wg.Wait()
 	return nil
 }

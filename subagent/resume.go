@@ -89,8 +89,9 @@ func (m *Manager) prepareResume(ctx context.Context, r store.Run) (*Handle, []ll
 	}
 	cfg.Model = r.Model
 	// The tool call that waited for it died with its process: the result
-	// is announced into the parent's history.
-	req := Request{Config: cfg, Parent: tool.Caller{AgentID: r.ParentAgent, SessionKey: r.ParentSession}, Background: true,
+	// is announced into the parent's history; unless it is a dispatched
+	// run starting on a worker, whose caller still waits (waitedRun).
+	req := Request{Config: cfg, Parent: tool.Caller{AgentID: r.ParentAgent, SessionKey: r.ParentSession}, Background: !m.waitedRun(r),
 		mode: Mode(r.Mode), groupID: r.GroupID, admitted: m.opt.Dispatch != nil}
 	h, err := m.prepare(ctx, req)
 	if err != nil {

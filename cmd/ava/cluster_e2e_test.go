@@ -50,6 +50,10 @@ const clusterScript = `conversations:
     turns:
       - tool_calls: [{name: ask_user, args: {question: "Which branch should I read?"}}]
       - text: "done: {{last_result}}"
+  - match: "DELEGATE"
+    turns:
+      - tool_calls: [{name: spawn_subagent, args: {role: researcher, task: "QUICK waited"}}]
+      - text: "delegated: {{last_result}}"
   - match: "BLOCK"
     turns:
       - text: "never"
@@ -549,4 +553,85 @@ func TestClusterAnswerAcrossProcesses(t *testing.T) {
 	if !strings.Contains(string(sa.Result), "the main branch") {
 		t.Errorf("result %s does not carry the answer", sa.Result)
 	}
+}
+
+// TestClusterWaitedSpawnDeliveredOnce: a spawn the orchestrator waits
+// for runs on a worker; its result comes back as the tool's result and
+// is not also announced into the parent's history.
+func TestClusterWaitedSpawnDeliveredOnce(t *testing.T) {
+	cl := newCluster(t)
+	gw := cl.start("gateway")
+	cl.start("worker")
+	res := chatText(t, gw.c, client.ChatRequest{Message: "DELEGATE please"})
+	if !strings.Contains(res.Text, "delegated:") {
+		t.Fatalf("answer %q", res.Text)
+	}
+	st := cl.store()
+	ctx := context.Background()
+	runs, err := st.ListRuns(ctx, store.RunFilter{ParentSession: res.Session})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs %v %v", runs, err)
+	}
+	if r := runs[0]; r.Status != lifecycle.Success || !r.Announced {
+		t.Errorf("%s: %s announced=%v", r.ShortID, r.Status, r.Announced)
+	}
+	msgs, err := st.Messages(ctx, res.Session, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if m.Role == store.RoleSubagent {
+			t.Errorf("the waited result was also announced: %q", m.Text)
+		}
+	}
+}
+
+// TestClusterStopThenFollowUp: a follow-up right after a stop runs; the
+// stop is not applied again to the next turn.
+func TestClusterStopThenFollowUp(t *testing.T) {
+	cl := newCluster(t)
+	gw := cl.start("gateway")
+	cl.start("worker")
+	cl.start("worker")
+	first := chatText(t, gw.c, client.ChatRequest{Message: "hello"})
+	jobs := spawnN(t, gw.c, cl.model, first.Session, "researcher", "BLOCK", 4)
+	waitAll(t, gw.c, jobs, func(sa client.Subagent) bool { return sa.Status == "running" })
+	for _, j := range jobs {
+		if _, err := gw.c.Stop(bg(t), store.SubagentSessionPrefix+j.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitAll(t, gw.c, jobs, func(sa client.Subagent) bool { return sa.Status == "cancelled" })
+	for _, j := range jobs {
+		s, err := gw.c.Chat(bg(t), client.ChatRequest{SessionKey: store.SubagentSessionPrefix + j.id, Message: "BLOCK again please"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+	}
+	waitAll(t, gw.c, jobs, func(sa client.Subagent) bool { return sa.Status == "running" })
+	time.Sleep(time.Second) // a stale stop would have struck by now
+	waitAll(t, gw.c, jobs, func(sa client.Subagent) bool { return sa.Status == "running" })
+}
+
+// TestClusterKilledWorkerJobsWaitingForRoom: jobs a worker held while
+// the cluster was full, when it is killed, go back to the queue (River
+// rescues them) and their runs run once there is room.
+func TestClusterKilledWorkerJobsWaitingForRoom(t *testing.T) {
+	cl := newCluster(t)
+	gw := cl.start("gateway")
+	w1 := cl.start("worker", "AVA_MAX_CONCURRENT_SUBAGENTS=2", "AVA_RECOVER_EVERY=1s")
+	cl.start("worker", "AVA_MAX_CONCURRENT_SUBAGENTS=2", "AVA_RECOVER_EVERY=1s")
+	first := chatText(t, gw.c, client.ChatRequest{Message: "hello"})
+	block := spawnN(t, gw.c, cl.model, first.Session, "code_reviewer", "BLOCK", 2)
+	waitAll(t, gw.c, block, func(sa client.Subagent) bool { return sa.Status == "running" })
+	quick := spawnN(t, gw.c, cl.model, first.Session, "researcher", "QUICK", 4)
+	time.Sleep(time.Second) // both workers hold jobs waiting for room
+	kill(t, w1)
+	for _, j := range block {
+		if _, err := gw.c.Stop(bg(t), store.SubagentSessionPrefix+j.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitAll(t, gw.c, quick, func(sa client.Subagent) bool { return sa.Status == "success" })
 }

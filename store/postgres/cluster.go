@@ -81,6 +81,19 @@ func (s *Store) ClaimRun(ctx context.Context, id, owner string, maxActive int) (
 	return run, nil
 }
 
+// UnclaimRun gives a run owner claimed but did not start back to the job
+// queue (owner store.OwnerQueue again); a run owner no longer holds
+// queued is left alone.
+func (s *Store) UnclaimRun(ctx context.Context, id, owner string) error {
+	ref := record.NormalizeRunRef(id)
+	_, err := s.pool.Exec(ctx, `UPDATE runs SET owner = $1 WHERE (id = $2 OR short_id = $2) AND owner = $3 AND status = $4`,
+		store.OwnerQueue, ref, owner, string(lifecycle.Queued))
+	if err != nil {
+		return fmt.Errorf("unclaim run %s: %w", ref, err)
+	}
+	return nil
+}
+
 // checkClusterRoom takes the claim lock and refuses with ErrClusterFull
 // when maxActive runs are active under a process's ownership.
 func checkClusterRoom(ctx context.Context, tx pgx.Tx, maxActive int) error {
