@@ -18,12 +18,14 @@ type clusterNode struct {
 
 // openCluster joins the cluster when the store is PostgreSQL: subagents
 // then run as jobs (package cluster), on this process when its role
-// (AVA_ROLE, ava serve --role) runs them.
+// (AVA_ROLE, ava serve --role) runs them, and the hub serves every
+// session live whichever process publishes to it (startRelay).
 func (in *Instance) openCluster(ctx context.Context, o openOptions) (*clusterNode, error) {
 	pg, ok := in.Store.(*postgres.Store)
 	if !ok || o.readOnly {
 		return nil, nil
 	}
+	in.startRelay(pg)
 	role := cluster.Role(in.Config.Role)
 	if role == "" {
 		role = config.RoleAll

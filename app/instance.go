@@ -173,7 +173,6 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	sinks := append([]event.Sink{in.Audit, sessionFiles}, o.sinks...)
 	in.Hub = event.NewHub(in.Store, sinks...)
 	in.Hub.SetRedactor(in.Redactor)
-	in.startRelay(o.readOnly)
 	if !o.readOnly {
 		in.hardenAndReport()
 	}

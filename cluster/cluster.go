@@ -44,9 +44,6 @@ type Role string
 // Runs reports whether the role runs subagents.
 func (r Role) Runs() bool { return r != config.RoleGateway }
 
-// Chats reports whether the role accepts chats.
-func (r Role) Chats() bool { return r != config.RoleWorker }
-
 // Queue is the River queue of subagent runs.
 const Queue = "ava_subagents"
 

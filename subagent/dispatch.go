@@ -62,9 +62,6 @@ type Control struct {
 	By      string `json:"by,omitempty"`
 }
 
-// ErrNotInCluster names what a cluster does not do yet.
-var ErrNotInCluster = errors.New("not available when subagents run on workers (AVA_DATABASE_URL)")
-
 // cancelRetry is how often a cancel of a run elsewhere is sent again
 // while the run has not ended (the worker may have been claiming it when
 // the first one came), and cancelGiveUp when it stops trying.
@@ -86,6 +83,11 @@ func (m *Manager) dispatch(ctx context.Context, h *Handle) error {
 	if m.isClosed() {
 		return ErrClosed
 	}
+	fork, err := transcript.ToStore(store.SubagentSessionPrefix+h.id, h.id, h.req.Fork)
+	if err != nil {
+		m.dropIDs(h)
+		return fmt.Errorf("spawn: encode the forked conversation: %w", err)
+	}
 	m.register(h)
 	// The cost cap it was given (the session's budget left, the group's
 	// share) goes with its record, so that the worker applies it and
@@ -100,11 +102,6 @@ func (m *Manager) dispatch(ctx context.Context, h *Handle) error {
 	h.mu.Unlock()
 	run := h.storeRun(lifecycle.Queued, nil)
 	run.Owner = store.OwnerQueue
-	fork, err := transcript.ToStore(h.SessionKey(), h.id, h.req.Fork)
-	if err != nil {
-		m.dropIDs(h)
-		return fmt.Errorf("spawn: encode the forked conversation: %w", err)
-	}
 	m.watchRemote(h)
 	if err := m.opt.Dispatch.Dispatch(context.WithoutCancel(ctx), run, fork); err != nil {
 		m.unwatchRemote(h)
@@ -125,9 +122,6 @@ func (m *Manager) dispatch(ctx context.Context, h *Handle) error {
 // process already runs the run itself (role all).
 func (m *Manager) watchRemote(h *Handle) {
 	m.remote.mu.Lock()
-	if m.remote.byUUID == nil {
-		m.remote.byUUID = map[string]*Handle{}
-	}
 	m.remote.byUUID[h.uuid] = h
 	m.remote.mu.Unlock()
 	m.mu.Lock()
@@ -250,15 +244,34 @@ func (m *Manager) RemoteEnded(ctx context.Context, runID string) {
 }
 
 // SyncRemote completes the remote views whose runs ended while this
-// process was not listening (a lost connection to the database).
+// process was not listening (a lost connection to the database, a
+// failed read): one query for the cluster's active runs, then a read of
+// each view's run that is no longer among them.
 func (m *Manager) SyncRemote(ctx context.Context) {
 	m.remote.mu.Lock()
-	ids := make([]string, 0, len(m.remote.byUUID))
+	n := len(m.remote.byUUID)
+	m.remote.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	active, err := m.opt.Store.ListRuns(ctx, store.RunFilter{Active: true})
+	if err != nil {
+		m.log.Error("look for the ends of subagent runs elsewhere", "err", err)
+		return
+	}
+	going := make(map[string]bool, len(active))
+	for _, r := range active {
+		going[r.ID] = true
+	}
+	m.remote.mu.Lock()
+	var ended []string
 	for id := range m.remote.byUUID {
-		ids = append(ids, id)
+		if !going[id] {
+			ended = append(ended, id)
+		}
 	}
 	m.remote.mu.Unlock()
-	for _, id := range ids {
+	for _, id := range ended {
 		m.RemoteEnded(ctx, id)
 	}
 }
@@ -272,7 +285,6 @@ func (m *Manager) remoteStatus(h *Handle, st RunStatus) RunStatus {
 		return st
 	}
 	live := statusOfRun(r)
-	live.Mode, live.Stalled = st.Mode, false
 	if r.Status == lifecycle.Queued {
 		live.QueuedAt = st.QueuedAt
 	}
@@ -473,17 +485,11 @@ func (m *Manager) answerRemote(id, session, answer, by string) (Question, error)
 // worker running it then leaves the result to that caller instead of
 // announcing it into the parent's history).
 func storedConfig(cfg Config, waited bool) json.RawMessage {
-	raw, _ := json.Marshal(cfg)
-	if !waited {
-		return raw
-	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil {
-		return raw
-	}
-	obj["waited"] = json.RawMessage("true")
-	out, _ := json.Marshal(obj)
-	return out
+	raw, _ := json.Marshal(struct {
+		Config
+		Waited bool `json:"waited,omitempty"`
+	}{cfg, waited})
+	return raw
 }
 
 // waitedRun reports whether a dispatched run's result goes back to a

@@ -212,9 +212,6 @@ func (m *Manager) remoteView(h *Handle) (*Handle, error) {
 	if other := m.remote.byUUID[h.uuid]; other != nil {
 		return other, nil
 	}
-	if m.remote.byUUID == nil {
-		m.remote.byUUID = map[string]*Handle{}
-	}
 	m.remote.byUUID[h.uuid] = h
 	// An end between the read and now sent its notice before the view
 	// listened for it.

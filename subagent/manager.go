@@ -217,7 +217,7 @@ func NewManager(opt Options) *Manager {
 		}
 	}
 	m := &Manager{opt: opt, log: opt.Logger, now: opt.Clock, running: map[string]*Handle{}, handles: map[string]*Handle{},
-		idle: map[string]weak.Pointer[Handle]{}, ids: newIDSet(opt.Rand)}
+		idle: map[string]weak.Pointer[Handle]{}, ids: newIDSet(opt.Rand), remote: remoteRuns{byUUID: map[string]*Handle{}}}
 	if m.log == nil {
 		m.log = slog.Default()
 	}
@@ -482,11 +482,11 @@ func (m *Manager) applyBudget(ctx context.Context, session string, l *agent.Limi
 	if s.BudgetCents <= 0 {
 		return nil
 	}
-	reserved := m.reservedCents(session)
-	if m.opt.Dispatch != nil {
-		if reserved, err = m.clusterReservedCents(ctx, session); err != nil {
-			return fmt.Errorf("spawn: %w", err)
-		}
+	var reserved float64
+	if m.opt.Dispatch == nil {
+		reserved = m.reservedCents(session)
+	} else if reserved, err = m.clusterReservedCents(ctx, session); err != nil {
+		return fmt.Errorf("spawn: %w", err)
 	}
 	left := s.BudgetCents - s.SpentCents - reserved
 	if left <= 0 {
