@@ -53,13 +53,13 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 		for _, r := range rows {
 			b.Queue(`INSERT INTO events (session_key, seq, type, agent, time, line) VALUES ($1, $2, $3, $4, $5, $6)`, r...)
 		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
+		// The notification rides in the same batch (no round trip of its
+		// own) and is sent on commit only. A session key of kilobytes
+		// sends none: its followers elsewhere catch up later.
+		if len(note) <= MaxPayload {
+			b.Queue(`SELECT pg_notify($1, $2)`, ChannelEvents, note)
 		}
-		if len(note) > MaxPayload {
-			return nil // a session key of kilobytes: its followers elsewhere catch up later
-		}
-		return notifyTx(ctx, tx, ChannelEvents, note)
+		return tx.SendBatch(ctx, b).Close()
 	})
 	if _, taken := uniqueViolation(err); taken {
 		return fmt.Errorf("append events #%d–#%d to %s: %w", first.Seq, last.Seq, first.Session, event.ErrSeqTaken)
