@@ -120,6 +120,12 @@ type Config struct {
 	// ends the run with lifecycle.Error, so no tool runs whose call could
 	// not be recorded.
 	Checkpoint func(Checkpoint) error
+	// Hold, when set, is called before each model call and before a
+	// step's tools start: it returns nil while this process still owns
+	// the run (a fresh ownership check), an error wrapping ErrNotOwner
+	// when it does not, which ends the run before the call. It may wait
+	// (the store is unreachable) until ctx ends.
+	Hold func(ctx context.Context) error
 	// Budget is a cost budget shared with other runs (a parallel group's);
 	// nil means only Limits.MaxCostCents bounds the run's cost.
 	Budget Budget
@@ -354,6 +360,9 @@ func (r *run) loop() error {
 		if err := r.stopped(); err != nil {
 			return err
 		}
+		if err := r.hold(); err != nil {
+			return err
+		}
 		steers, added := r.addNotes()
 		resp, plan, err := r.callModel()
 		if err != nil {
@@ -383,6 +392,9 @@ func (r *run) loop() error {
 		if err := r.checkpoint(true); err != nil {
 			return err
 		}
+		if err := r.hold(); err != nil {
+			return err
+		}
 		results := r.runTools(calls)
 		r.msgs = append(r.msgs, llm.Message{Role: llm.RoleUser, Content: results})
 		if err := r.checkpoint(false); err != nil {
@@ -402,6 +414,19 @@ func (r *run) checkpoint(toolsPending bool) error {
 		return fmt.Errorf("checkpoint after model call %d: %w", r.iter, err)
 	}
 	return nil
+}
+
+// hold asks Config.Hold, if set, whether the run is still this
+// process's: a call starts only after a fresh ownership check.
+func (r *run) hold() error {
+	if r.a.cfg.Hold == nil {
+		return nil
+	}
+	err := r.a.cfg.Hold(r.ctx)
+	if err != nil && r.ctx.Err() != nil {
+		return context.Cause(r.ctx)
+	}
+	return err
 }
 
 // stopped returns the reason the run must stop now, if any.

@@ -19,6 +19,10 @@ var (
 	// what its caller requires (Config.CheckAnswer): status error, never
 	// success.
 	ErrEmptyResult = errors.New("empty_result")
+	// ErrNotOwner ends a run this process no longer owns (Config.Hold):
+	// another process took it over or ended it. Status interrupted; the
+	// store refuses whatever the run would still record.
+	ErrNotOwner = errors.New("this process no longer owns the run")
 )
 
 // StatusOf maps a run's ending error (or its context's cause) to a final
@@ -37,6 +41,8 @@ func StatusOf(err error) lifecycle.Status {
 		return lifecycle.TokensExceeded
 	case errors.Is(err, ErrIterationsExceeded):
 		return lifecycle.IterationsExceeded
+	case errors.Is(err, ErrNotOwner):
+		return lifecycle.Interrupted
 	case errors.Is(err, ErrCancelled), errors.Is(err, context.Canceled):
 		return lifecycle.Cancelled
 	}

@@ -249,7 +249,7 @@ func announce(t *testing.T, st *sqlite.Store, session, text string) {
 	if err := st.CreateRun(ctx, run); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.TransitionRun(ctx, run.ID, []lifecycle.Status{lifecycle.Running}, lifecycle.Success, &store.RunFinish{Result: json.RawMessage(`{}`)}); err != nil {
+	if err := st.TransitionRun(ctx, run.ID, "", []lifecycle.Status{lifecycle.Running}, lifecycle.Success, &store.RunFinish{Result: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	blocks, _ := json.Marshal(llm.UserText("[Subagent] " + text))

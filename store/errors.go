@@ -23,6 +23,12 @@ var (
 	ErrExpired = errors.New("pending spawn expired")
 	// ErrAmbiguous is matched by every *AmbiguousError.
 	ErrAmbiguous = errors.New("ambiguous ID prefix")
+	// ErrStaleOwner means a fenced run write came from an instance that
+	// no longer owns the run: another process took it over, or the
+	// writer lost its lease (a process paused past it registers again
+	// under a new ID, so its old ID fences everything it started before).
+	// Nothing was written.
+	ErrStaleOwner = errors.New("the run is not this process's any more (another process took it over, or this process lost its lease)")
 )
 
 // maxListedCandidates caps how many candidates an AmbiguousError prints.

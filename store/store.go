@@ -13,6 +13,13 @@
 //     races completion, exactly one of the two transitions wins and the
 //     other gets ErrInvalidTransition naming the status that won, so a run
 //     never ends twice and never flips from cancelled to success.
+//   - Every write to a run carries its writer's owner (the instance ID,
+//     which is also the lease's epoch: a process that lost its lease
+//     registers again under a new ID). TransitionRun and CheckpointRun
+//     apply it in the same statement as the write: a run that is active
+//     is changed only by its owner, else the write stores nothing and
+//     returns ErrStaleOwner. So a process paused past its lease, whose
+//     runs another took over or ended, cannot overwrite them.
 //   - AnnounceResult delivers a finished run's result into its parent's
 //     messages exactly once, even when called concurrently or again after a
 //     restart: the message insert and the announced flag commit together.
@@ -219,6 +226,25 @@ type Takeover struct {
 	// MaxAttempts is how many times one run may be resumed; 0 resumes
 	// none.
 	MaxAttempts int
+	// Seen, when set, is the gone owner's registration as it was when
+	// it was judged gone (HeartbeatAt zero: it was not registered). RecoverOwner
+	// then changes nothing if the registration changed since (the owner
+	// renewed its lease: it was paused, not dead), in the same
+	// transaction, so a process never loses runs it holds a fresh lease
+	// on.
+	Seen *Instance
+}
+
+// LeaseUnchanged reports whether the registration now found (ok: it
+// exists) is the one seen when its owner was judged gone.
+func (t Takeover) LeaseUnchanged(now Instance, ok bool) bool {
+	if t.Seen == nil {
+		return true
+	}
+	if t.Seen.HeartbeatAt.IsZero() || !ok {
+		return t.Seen.HeartbeatAt.IsZero() && !ok
+	}
+	return now.HeartbeatAt.Equal(t.Seen.HeartbeatAt)
 }
 
 // RunFilter selects runs for ListRuns. Zero fields select everything.
@@ -267,7 +293,7 @@ type RunFinish struct {
 // Checkpoint is a running run's progress after a completed step (see
 // RunStore.CheckpointRun).
 type Checkpoint struct {
-	// Owner, when set, must be the run's owner.
+	// Owner is the writer: it must be the run's owner (the fence).
 	Owner string
 	// Messages are the step's new messages, in order.
 	Messages   []Message
@@ -376,14 +402,20 @@ type RunStore interface {
 	// CheckpointRun records an active run's progress after a completed
 	// step, in one transaction: c's counters, and c.Messages appended to
 	// the conversation after every message stored before. A run that has
-	// ended, or that another instance than c.Owner (when set) owns, gives
-	// an error wrapping ErrInvalidTransition and stores nothing.
+	// ended gives an error wrapping ErrInvalidTransition, one that another
+	// instance than c.Owner owns an error wrapping ErrStaleOwner; either
+	// stores nothing.
 	CheckpointRun(ctx context.Context, runID string, c Checkpoint) error
 	// TransitionRun moves the run to status to if its status is one of
 	// from, atomically, recording fin when given. Otherwise it returns
 	// an error wrapping ErrInvalidTransition that names the status. An
 	// edge lifecycle.CanMove does not allow is refused before any write.
-	TransitionRun(ctx context.Context, id string, from []lifecycle.Status, to lifecycle.Status, fin *RunFinish) error
+	//
+	// owner is the writer (the fence): a run that is active moves only
+	// if owner owns it, else the error wraps ErrStaleOwner and nothing is
+	// written. A finished run (a follow-up) may be moved by any owner.
+	// Moving to an active status records owner as the run's owner.
+	TransitionRun(ctx context.Context, id, owner string, from []lifecycle.Status, to lifecycle.Status, fin *RunFinish) error
 	// AnnounceResult inserts msg into the run's parent session and marks
 	// the run announced, together. It returns false, storing nothing, if
 	// the run was already announced.

@@ -100,8 +100,7 @@ func (m *Manager) dispatch(ctx context.Context, h *Handle) error {
 	h.remote, h.status, h.stored = true, lifecycle.Queued, lifecycle.Queued
 	h.queuedAt = m.now()
 	h.mu.Unlock()
-	run := h.storeRun(lifecycle.Queued, nil)
-	run.Owner = store.OwnerQueue
+	run := h.storeRun(lifecycle.Queued, nil, store.OwnerQueue)
 	m.watchRemote(h)
 	if err := m.opt.Dispatch.Dispatch(context.WithoutCancel(ctx), run, fork); err != nil {
 		m.unwatchRemote(h)

@@ -26,7 +26,7 @@ func addRun(t *testing.T, st store.Store, role, model string, created time.Time,
 	start := created.Add(time.Second)
 	must(t, st.CreateRun(context.Background(), store.Run{ID: id.String(), ShortID: short, SessionKey: store.SubagentSessionPrefix + short,
 		Role: role, Task: "t", Model: model, Status: lifecycle.Running, CreatedAt: created, StartedAt: &start}))
-	must(t, st.TransitionRun(context.Background(), id.String(), []lifecycle.Status{lifecycle.Running}, status,
+	must(t, st.TransitionRun(context.Background(), id.String(), "", []lifecycle.Status{lifecycle.Running}, status,
 		&store.RunFinish{CostCents: cents, EndedAt: start.Add(time.Duration(seconds * float64(time.Second)))}))
 }
 

@@ -38,6 +38,8 @@ type Handle struct {
 	mu         sync.Mutex
 	status     lifecycle.Status
 	stored     lifecycle.Status // the status last written to the store
+	owner      string           // the lease (instance ID) this process holds the run under: every write to its record carries it
+	lost       bool             // the store refused a write: another process owns the run now
 	current    *agent.Agent
 	cancel     context.CancelCauseFunc
 	cancelled  bool
@@ -279,10 +281,53 @@ func (h *Handle) Subscribe(after uint64) *event.Subscription {
 
 // storeRun is the run's record as it is created: running since start,
 // or queued (start nil).
-func (h *Handle) storeRun(status lifecycle.Status, start *time.Time) store.Run {
+func (h *Handle) storeRun(status lifecycle.Status, start *time.Time, owner string) store.Run {
 	cfg := storedConfig(h.req.Config, !h.req.Background)
 	return store.Run{ID: h.uuid, ShortID: h.id, SessionKey: h.SessionKey(), ParentSession: h.req.Parent.SessionKey,
 		ParentAgent: h.req.Parent.AgentID, GroupID: h.req.groupID, Mode: string(h.req.mode), Role: h.role.Name,
 		Task: h.req.Config.Task, Model: h.model.Name(), Config: cfg, Status: status,
-		CreatedAt: h.created, StartedAt: start, Owner: h.m.ownerID()}
+		CreatedAt: h.created, StartedAt: start, Owner: owner}
+}
+
+// claim returns the owner this process writes the run's record as when
+// it moves it from status from: the lease it holds the run under, or,
+// for a run it records afresh or moves back from a final status (a
+// follow-up), its current lease, which the write records.
+func (h *Handle) claim(from lifecycle.Status) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if from == lifecycle.Pending || from.Final() {
+		return h.m.ownerID()
+	}
+	return h.owner
+}
+
+// held records that the run's record was written as owner's.
+func (h *Handle) held(owner string, status lifecycle.Status) {
+	h.mu.Lock()
+	h.owner, h.stored = owner, status
+	h.mu.Unlock()
+}
+
+// writer is the owner the run's next write carries.
+func (h *Handle) writer() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.owner
+}
+
+// hold is the run's agent.Config.Hold: a fresh check, before each model
+// call and each step's tools, that this process still holds the lease it
+// runs the run under.
+func (h *Handle) hold(ctx context.Context) error {
+	if h.m.opt.Owner == nil {
+		return nil
+	}
+	if err := h.m.opt.Owner.Hold(ctx, h.writer()); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %w", agent.ErrNotOwner, err)
+	}
+	return nil
 }

@@ -143,8 +143,14 @@ type LifecycleFiles interface {
 type Owner interface {
 	// ID is recorded as the owner of the runs this process starts.
 	ID() string
-	// Gone returns which of owners are gone.
-	Gone(ctx context.Context, owners []string) ([]string, error)
+	// Gone returns which of owners are gone, each as its registration
+	// was seen (store.Takeover.Seen; no heartbeat when not registered).
+	Gone(ctx context.Context, owners []string) ([]store.Instance, error)
+	// Hold returns nil while this process still holds the lease under
+	// which it recorded runs as owner (an ID it had), an error when it
+	// lost it: those runs stop before their next model or tool call. It
+	// may wait while the store is unreachable, until ctx ends.
+	Hold(ctx context.Context, owner string) error
 }
 
 // Manager spawns and tracks subagents. Start it before use and Close it

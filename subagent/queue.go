@@ -200,17 +200,16 @@ func (h *Handle) recordQueued(ctx context.Context, isNew bool) error {
 	from, at := h.stored, h.queuedAt
 	h.mu.Unlock()
 	var err error
+	owner := h.claim(from)
 	if isNew {
-		err = h.m.opt.Store.CreateRun(ctx, h.storeRun(lifecycle.Queued, nil))
+		err = h.m.opt.Store.CreateRun(ctx, h.storeRun(lifecycle.Queued, nil, owner))
 	} else {
-		err = h.m.opt.Store.TransitionRun(ctx, h.uuid, []lifecycle.Status{from}, lifecycle.Queued, nil)
+		err = h.m.opt.Store.TransitionRun(ctx, h.uuid, owner, []lifecycle.Status{from}, lifecycle.Queued, nil)
 	}
 	if err != nil {
 		return fmt.Errorf("record queued run %s: %w", h.id, err)
 	}
-	h.mu.Lock()
-	h.stored = lifecycle.Queued
-	h.mu.Unlock()
+	h.held(owner, lifecycle.Queued)
 	if isNew {
 		ev := h.spawnEvent(event.SubagentQueued, h.m.queuePosition(h))
 		ev = h.parentEvent(ev)

@@ -68,7 +68,9 @@ func (m *Manager) recoverGone(ctx context.Context) error {
 	if tk.MaxAttempts > 0 && tk.Owner != "" {
 		tk.Resume = m.resumable
 	}
-	for _, owner := range gone {
+	for _, seen := range gone {
+		owner := seen.ID
+		tk.Seen = &seen
 		resumed, runs, err := m.opt.Store.RecoverOwner(ctx, owner, m.now(), tk)
 		if err != nil {
 			return fmt.Errorf("recover runs: %w", err)
@@ -95,6 +97,7 @@ func (m *Manager) recoverGone(ctx context.Context) error {
 // started.
 func (m *Manager) recoverLoop() {
 	m.every(m.opt.RecoverEvery, func() {
+		m.stopLost()
 		if err := m.Recover(m.ctx); err != nil && m.ctx.Err() == nil {
 			m.log.Error("recover runs of gone processes", "err", err)
 		}

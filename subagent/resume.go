@@ -101,7 +101,7 @@ func (m *Manager) prepareResume(ctx context.Context, r store.Run) (*Handle, []ll
 	if r.Status == lifecycle.Queued && r.StartedAt == nil {
 		h.turns = 0 // it never started: its first turn announces its start
 	}
-	h.status, h.stored, h.attempt = r.Status, r.Status, r.Attempts
+	h.status, h.stored, h.attempt, h.owner = r.Status, r.Status, r.Attempts, r.Owner
 	if r.Status != lifecycle.Queued {
 		// A queued turn has used nothing yet; the counters are the
 		// previous turn's.
@@ -251,7 +251,7 @@ func (h *Handle) announceResumed(attempt, messages int) {
 func (m *Manager) endUnresumable(ctx context.Context, r store.Run, cause error) {
 	fin := &store.RunFinish{Error: fmt.Sprintf("%s; it could not be resumed: %v", interruptedSummary, cause),
 		Tokens: r.Tokens, CostCents: r.CostCents, Iterations: r.Iterations, EndedAt: m.now()}
-	err := m.opt.Store.TransitionRun(context.WithoutCancel(ctx), r.ID, []lifecycle.Status{r.Status}, lifecycle.Interrupted, fin)
+	err := m.opt.Store.TransitionRun(context.WithoutCancel(ctx), r.ID, r.Owner, []lifecycle.Status{r.Status}, lifecycle.Interrupted, fin)
 	if err != nil {
 		m.log.Error("end unresumable run", "id", r.ShortID, "err", err)
 		return
@@ -286,7 +286,7 @@ func (h *Handle) checkpoint(cp agent.Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("encode conversation: %w", err)
 	}
-	c := store.Checkpoint{Owner: h.m.ownerID(), Messages: msgs, Tokens: h.base.tokens + cp.Usage.Total(),
+	c := store.Checkpoint{Owner: h.writer(), Messages: msgs, Tokens: h.base.tokens + cp.Usage.Total(),
 		CostCents: h.base.cost + cp.CostCents, Iterations: h.base.iterations + cp.Iterations}
 	h.mu.Lock()
 	h.ckStored = len(cp.Messages)
@@ -379,7 +379,7 @@ func (h *Handle) suspend(ctx context.Context, res agent.Result) bool {
 		h.attempt >= h.m.resumeAttempts() {
 		return false
 	}
-	c := store.Checkpoint{Owner: h.m.ownerID(), Tokens: res.Usage.Total(), CostCents: res.CostCents, Iterations: res.Iterations}
+	c := store.Checkpoint{Owner: h.writer(), Tokens: res.Usage.Total(), CostCents: res.CostCents, Iterations: res.Iterations}
 	if stored < len(res.Messages) {
 		msgs, err := transcript.ToStore(h.SessionKey(), h.id, res.Messages[stored:])
 		if err != nil {

@@ -117,6 +117,7 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		Unread:      h.returnSteers,
 		CheckAnswer: h.checkAnswer,
 		Checkpoint:  h.checkpoint,
+		Hold:        h.hold,
 		Publisher:   h.m.opt.Hub,
 		Clock:       m.now,
 		Logger:      m.log.With("subagent", h.id),
@@ -257,8 +258,9 @@ func (h *Handle) recordRun(first bool, start time.Time) error {
 		// is running and this process's already.
 		return nil
 	}
+	owner := h.claim(from)
 	if first && from != lifecycle.Queued { // a queued run's record exists
-		err = h.m.opt.Store.CreateRun(ctx, h.storeRun(lifecycle.Running, &start))
+		err = h.m.opt.Store.CreateRun(ctx, h.storeRun(lifecycle.Running, &start, owner))
 		if errors.Is(err, store.ErrDuplicate) {
 			// Another process recorded a run under this ID after it was
 			// checked: the ID and its stream are that run's.
@@ -267,15 +269,13 @@ func (h *Handle) recordRun(first bool, start time.Time) error {
 			h.mu.Unlock()
 		}
 	} else {
-		err = h.m.opt.Store.TransitionRun(ctx, h.uuid, []lifecycle.Status{from}, lifecycle.Running, nil)
+		err = h.m.opt.Store.TransitionRun(ctx, h.uuid, owner, []lifecycle.Status{from}, lifecycle.Running, nil)
 	}
 	if err != nil {
 		h.m.log.Error("record subagent start; not running it", "id", h.id, "err", err)
 		return fmt.Errorf("record run %s: %w", h.id, err)
 	}
-	h.mu.Lock()
-	h.stored = lifecycle.Running
-	h.mu.Unlock()
+	h.held(owner, lifecycle.Running)
 	return nil
 }
 
@@ -346,7 +346,10 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 		h.publishParent(h.completeEvent(result, res, start))
 		return res
 	}
-	if err := m.opt.Store.TransitionRun(ctx, h.uuid, []lifecycle.Status{from}, res.Status, fin); err != nil {
+	if err := m.opt.Store.TransitionRun(ctx, h.uuid, h.writer(), []lifecycle.Status{from}, res.Status, fin); err != nil {
+		if h.lose(ctx, err) {
+			return res
+		}
 		m.log.Error("record subagent end", "id", h.id, "status", res.Status, "err", err)
 	}
 	h.mu.Lock()
@@ -359,6 +362,31 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 	h.publishParent(h.completeEvent(result, res, start))
 	h.deliver(ctx, result)
 	return res
+}
+
+// lose handles a refused end write: when the store says the run is no
+// longer this process's (another process took it over, or ended it when
+// it found this one gone), nothing of this turn's end is published or
+// announced — the run's owner does that — and the handle shows the
+// stored record. It reports whether the refusal was that.
+func (h *Handle) lose(ctx context.Context, err error) bool {
+	if !errors.Is(err, store.ErrStaleOwner) && !errors.Is(err, store.ErrInvalidTransition) {
+		return false
+	}
+	h.m.log.Warn("subagent's end not recorded: another process owns the run now; this process stops it and publishes nothing of its end",
+		"id", h.id, "err", err)
+	status, result := lifecycle.Interrupted, &Result{SubagentID: h.id, Status: lifecycle.Interrupted,
+		Output: json.RawMessage("null"), OutputFormat: "none", Summary: "continued by another process", Error: err.Error()}
+	if run, gerr := h.m.opt.Store.GetRun(ctx, h.uuid); gerr == nil && run.Status.Final() {
+		status = run.Status
+		if r, rerr := h.m.restoreResult(run); rerr == nil && r != nil {
+			result = r
+		}
+	}
+	h.mu.Lock()
+	h.status, h.stored, h.result, h.stalled, h.lost = status, status, result, false, true
+	h.mu.Unlock()
+	return true
 }
 
 // conversation is the turn's messages not stored by a checkpoint, for

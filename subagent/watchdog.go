@@ -1,8 +1,10 @@
 package subagent
 
 import (
+	"fmt"
 	"time"
 
+	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 )
@@ -28,7 +30,30 @@ func (m *Manager) every(d time.Duration, fn func()) {
 	}
 }
 
+// stopLost cancels the running turns of runs recorded under a lease this
+// process lost (its instance registered again under a new ID after a
+// pause past the TTL): another process took them over or ended them, so
+// their model streams and tool processes stop now, not at their next
+// step's ownership check.
+func (m *Manager) stopLost() {
+	if m.opt.Owner == nil {
+		return
+	}
+	cur := m.ownerID()
+	for _, h := range m.runningHandles() {
+		h.mu.Lock()
+		lost := h.owner != cur && h.owner != "" && h.cancel != nil && !h.remote
+		cancel := h.cancel
+		h.mu.Unlock()
+		if lost {
+			m.log.Warn("stopping a subagent this process lost (its lease was taken)", "id", h.id)
+			cancel(fmt.Errorf("%w: it was recorded under a lease this process lost", agent.ErrNotOwner))
+		}
+	}
+}
+
 func (m *Manager) checkStalls() {
+	m.stopLost()
 	now := m.now()
 	for _, h := range m.runningHandles() {
 		snap := h.agentSnapshot()

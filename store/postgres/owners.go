@@ -84,6 +84,14 @@ func (s *Store) RecoverOwner(ctx context.Context, owner string, at time.Time, t 
 	at = s.rec.OrNow(at)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		resumed, ended = nil, nil
+		var hb int64
+		err := tx.QueryRow(ctx, `SELECT heartbeat_at FROM instances WHERE id = $1 FOR UPDATE`, owner).Scan(&hb)
+		if err != nil && !noRows(err) {
+			return fmt.Errorf("read the lease: %w", err)
+		}
+		if !t.LeaseUnchanged(store.Instance{HeartbeatAt: record.FromNS(hb)}, err == nil) {
+			return nil // the owner renewed its lease meanwhile: it is alive
+		}
 		rows, err := tx.Query(ctx, `SELECT `+record.RunColumns+` FROM runs
 			WHERE owner = $1 AND status IN `+record.ActiveStatuses+` ORDER BY created_at, position FOR UPDATE`, owner)
 		if err != nil {

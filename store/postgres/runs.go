@@ -201,6 +201,21 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, e
 	return runs, nil
 }
 
+// runState returns the run's short ID, status and owner, for the error
+// of a refused write.
+func (s *Store) runState(ctx context.Context, ref string) (record.RunState, error) {
+	var st record.RunState
+	err := s.pool.QueryRow(ctx, `SELECT short_id, status, owner FROM runs WHERE id = $1 OR short_id = $1`,
+		ref).Scan(&st.Short, &st.Status, &st.Owner)
+	if noRows(err) {
+		return st, fmt.Errorf("run %s: %w", ref, store.ErrNotFound)
+	}
+	if err != nil {
+		return st, fmt.Errorf("read run %s: %w", ref, err)
+	}
+	return st, nil
+}
+
 // runStatus returns the run's short ID and current status, for error
 // messages after a conditional update matched nothing.
 func (s *Store) runStatus(ctx context.Context, ref string) (short, status string, err error) {
@@ -255,7 +270,7 @@ func (s *Store) CheckpointRun(ctx context.Context, id string, c store.Checkpoint
 	var moved bool
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE runs SET tokens = $1, cost_cents = $2, iterations = $3
-			WHERE (id = $4 OR short_id = $4) AND status IN `+record.ActiveStatuses+` AND ($5 = '' OR owner = $5)`,
+			WHERE (id = $4 OR short_id = $4) AND status IN `+record.ActiveStatuses+` AND owner = $5`,
 			c.Tokens, c.CostCents, c.Iterations, ref, c.Owner)
 		if err != nil || tag.RowsAffected() != 1 {
 			return err
@@ -274,11 +289,11 @@ func (s *Store) CheckpointRun(ctx context.Context, id string, c store.Checkpoint
 	if moved {
 		return nil
 	}
-	short, status, err := s.runStatus(ctx, ref)
+	st, err := s.runState(ctx, ref)
 	if err != nil {
 		return fmt.Errorf("checkpoint run: %w", err)
 	}
-	return fmt.Errorf("checkpoint run %s: it is %s or another instance owns it: %w", short, status, store.ErrInvalidTransition)
+	return fmt.Errorf("checkpoint run: %w", record.Refused(st, c.Owner, nil))
 }
 
 // MarkAnnounced marks a finished run's result as delivered without adding

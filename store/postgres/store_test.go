@@ -73,9 +73,9 @@ func TestTransitionRaceTwoStores(t *testing.T) {
 		var errA, errB error
 		running := []lifecycle.Status{lifecycle.Running}
 		wg.Go(func() {
-			errA = a.TransitionRun(ctx, r.ID, running, lifecycle.Success, &store.RunFinish{Result: []byte(`{}`)})
+			errA = a.TransitionRun(ctx, r.ID, "", running, lifecycle.Success, &store.RunFinish{Result: []byte(`{}`)})
 		})
-		wg.Go(func() { errB = b.TransitionRun(ctx, r.ShortID, running, lifecycle.Cancelled, nil) })
+		wg.Go(func() { errB = b.TransitionRun(ctx, r.ShortID, "", running, lifecycle.Cancelled, nil) })
 		wg.Wait()
 		if (errA == nil) == (errB == nil) {
 			t.Fatalf("race %d: complete: %v, cancel: %v; want exactly one to win", i, errA, errB)

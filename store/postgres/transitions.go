@@ -22,11 +22,15 @@ import (
 // the first set, and gets an error wrapping store.ErrInvalidTransition
 // naming it.
 //
+// The write is fenced by owner (see store.RunStore): the run's row is
+// locked, and an active run moves only if owner owns it; otherwise the
+// error wraps store.ErrStaleOwner.
+//
 // Moving to running sets StartedAt the first time, clears EndedAt and
 // clears Announced, so a resumed run's next result is announced in turn.
 // Moving to a final status sets EndedAt (fin.EndedAt, or now) and records
 // fin when given; fin is refused for an active status.
-func (s *Store) TransitionRun(ctx context.Context, id string, from []lifecycle.Status, to lifecycle.Status, fin *store.RunFinish) error {
+func (s *Store) TransitionRun(ctx context.Context, id, owner string, from []lifecycle.Status, to lifecycle.Status, fin *store.RunFinish) error {
 	ref := record.NormalizeRunRef(id)
 	if err := record.CheckTransition(ref, from, to, fin); err != nil {
 		return fmt.Errorf("transition run %s: %w", id, err)
@@ -40,9 +44,9 @@ func (s *Store) TransitionRun(ctx context.Context, id string, from []lifecycle.S
 		}
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var runID, short, key, status string
-		err := tx.QueryRow(ctx, `SELECT id, short_id, session_key, status FROM runs
-			WHERE id = $1 OR short_id = $1 FOR UPDATE`, ref).Scan(&runID, &short, &key, &status)
+		var runID, short, key, status, runOwner string
+		err := tx.QueryRow(ctx, `SELECT id, short_id, session_key, status, owner FROM runs
+			WHERE id = $1 OR short_id = $1 FOR UPDATE`, ref).Scan(&runID, &short, &key, &status, &runOwner)
 		if noRows(err) {
 			return fmt.Errorf("run %s: %w", ref, store.ErrNotFound)
 		}
@@ -50,11 +54,11 @@ func (s *Store) TransitionRun(ctx context.Context, id string, from []lifecycle.S
 			return fmt.Errorf("lock run: %w", err)
 		}
 		cur := lifecycle.Status(status)
-		if !slices.Contains(from, cur) || !lifecycle.CanMove(cur, to) {
-			return fmt.Errorf("run %s is %s, not %s: %w", short, status, record.JoinStatuses(from, " or "), store.ErrInvalidTransition)
+		if !slices.Contains(from, cur) || !lifecycle.CanMove(cur, to) || !record.Fenced(cur, runOwner, owner) {
+			return record.Refused(record.RunState{Short: short, Status: status, Owner: runOwner}, owner, from)
 		}
 		var p params
-		set, err := s.transitionSet(&p, to, fin)
+		set, err := s.transitionSet(&p, to, owner, fin)
 		if err != nil {
 			return err
 		}
@@ -98,9 +102,12 @@ func (s *Store) finishConversation(ctx context.Context, tx pgx.Tx, key string, f
 
 // transitionSet builds the SET clause of TransitionRun's UPDATE, adding
 // its arguments to p.
-func (s *Store) transitionSet(p *params, to lifecycle.Status, fin *store.RunFinish) ([]string, error) {
+func (s *Store) transitionSet(p *params, to lifecycle.Status, owner string, fin *store.RunFinish) ([]string, error) {
 	set := []string{"status = " + p.add(string(to))}
 	now := s.now()
+	if !to.Final() {
+		set = append(set, "owner = "+p.add(owner))
+	}
 	if to == lifecycle.Running {
 		set = append(set, "started_at = coalesce(started_at, "+p.add(record.ToNS(now))+")", "ended_at = NULL", "announced = FALSE")
 	}

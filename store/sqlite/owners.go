@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 
 	"fmt"
 	"time"
@@ -119,6 +120,14 @@ func (s *Store) RecoverOwner(ctx context.Context, owner string, at time.Time, t 
 	at = s.rec.OrNow(at)
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		resumed, ended = nil, nil
+		var hb int64
+		err := tx.QueryRowContext(ctx, `SELECT heartbeat_at FROM instances WHERE id = ?`, owner).Scan(&hb)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("read the lease: %w", err)
+		}
+		if !t.LeaseUnchanged(store.Instance{HeartbeatAt: record.FromNS(hb)}, err == nil) {
+			return nil // the owner renewed its lease meanwhile: it is alive
+		}
 		rows, err := tx.QueryContext(ctx, `SELECT `+record.RunColumns+` FROM runs
 			WHERE owner = ? AND status IN `+record.ActiveStatuses+` ORDER BY created_at, rowid`, owner)
 		if err != nil {

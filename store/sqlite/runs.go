@@ -211,6 +211,21 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, e
 	return runs, nil
 }
 
+// runState returns the run's short ID, status and owner, for the error
+// of a refused write.
+func (s *Store) runState(ctx context.Context, ref string) (record.RunState, error) {
+	var st record.RunState
+	err := s.reader.QueryRowContext(ctx, `SELECT short_id, status, owner FROM runs WHERE id = ? OR short_id = ?`,
+		ref, ref).Scan(&st.Short, &st.Status, &st.Owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return st, fmt.Errorf("run %s: %w", ref, store.ErrNotFound)
+	}
+	if err != nil {
+		return st, fmt.Errorf("read run %s: %w", ref, err)
+	}
+	return st, nil
+}
+
 // runStatus returns the run's short ID and current status, for error
 // messages after a conditional update matched nothing.
 func (s *Store) runStatus(ctx context.Context, ref string) (short, status string, err error) {
@@ -253,7 +268,7 @@ func (s *Store) UpdateRunProgress(ctx context.Context, id string, tokens int, co
 // one checkpoint per step.
 var (
 	checkpointRunSQL = `UPDATE runs SET tokens = ?, cost_cents = ?, iterations = ?
-		WHERE id = ? AND status IN ` + record.ActiveStatuses + ` AND (? = '' OR owner = ?)`
+		WHERE id = ? AND status IN ` + record.ActiveStatuses + ` AND owner = ?`
 	checkpointSessionSQL = `INSERT INTO sessions (key, created_at, updated_at) VALUES (?, ?, ?)
 		ON CONFLICT (key) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at)`
 	checkpointMessageSQL = `INSERT INTO messages (session_key, role, sender, text, blocks, run_id, created_at)
@@ -261,9 +276,9 @@ var (
 )
 
 // CheckpointRun records an active run's counters and appends c.Messages
-// to its conversation in one transaction; a run that has ended, or that
-// is not c.Owner's (when set), gives store.ErrInvalidTransition and
-// nothing is stored.
+// to its conversation in one transaction; a run that has ended gives
+// store.ErrInvalidTransition, one that is not c.Owner's
+// store.ErrStaleOwner, and nothing is stored.
 func (s *Store) CheckpointRun(ctx context.Context, id string, c store.Checkpoint) error {
 	ref := record.NormalizeRunRef(id)
 	if err := errors.Join(record.CheckKey("run ID", ref), record.CheckCounters(c.Tokens, c.CostCents, c.Iterations)); err != nil {
@@ -298,7 +313,7 @@ func (s *Store) CheckpointRun(ctx context.Context, id string, c store.Checkpoint
 	}
 	var moved bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.StmtContext(ctx, stmts[0]).ExecContext(ctx, c.Tokens, c.CostCents, c.Iterations, ref, c.Owner, c.Owner)
+		res, err := tx.StmtContext(ctx, stmts[0]).ExecContext(ctx, c.Tokens, c.CostCents, c.Iterations, ref, c.Owner)
 		if err != nil {
 			return err
 		}
@@ -325,9 +340,9 @@ func (s *Store) CheckpointRun(ctx context.Context, id string, c store.Checkpoint
 	if moved {
 		return nil
 	}
-	short, status, err := s.runStatus(ctx, ref)
+	st, err := s.runState(ctx, ref)
 	if err != nil {
 		return fmt.Errorf("checkpoint run: %w", err)
 	}
-	return fmt.Errorf("checkpoint run %s: it is %s or another instance owns it: %w", short, status, store.ErrInvalidTransition)
+	return fmt.Errorf("checkpoint run: %w", record.Refused(st, c.Owner, nil))
 }

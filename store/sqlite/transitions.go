@@ -20,17 +20,21 @@ import (
 // an error wrapping store.ErrInvalidTransition naming the status the first
 // set.
 //
+// The write is fenced by owner (see store.RunStore): an active run moves
+// only if owner owns it, in the same UPDATE; otherwise the error wraps
+// store.ErrStaleOwner.
+//
 // Moving to running sets StartedAt the first time, clears EndedAt and
 // clears Announced, so a resumed run's next result is announced in turn.
 // Moving to a final status sets EndedAt (fin.EndedAt, or now) and records
 // fin when given; fin is refused for an active status.
-func (s *Store) TransitionRun(ctx context.Context, id string, from []lifecycle.Status, to lifecycle.Status, fin *store.RunFinish) error {
+func (s *Store) TransitionRun(ctx context.Context, id, owner string, from []lifecycle.Status, to lifecycle.Status, fin *store.RunFinish) error {
 	ref := record.NormalizeRunRef(id)
 	if err := record.CheckTransition(ref, from, to, fin); err != nil {
 		return fmt.Errorf("transition run %s: %w", id, err)
 	}
 	fin = s.rec.Mask.Finish(fin)
-	set, args, err := s.transitionSet(to, fin)
+	set, args, err := s.transitionSet(to, owner, fin)
 	if err != nil {
 		return fmt.Errorf("transition run %s: %w", id, err)
 	}
@@ -43,10 +47,11 @@ func (s *Store) TransitionRun(ctx context.Context, id string, from []lifecycle.S
 	}
 	args = append(args, ref, ref)
 	args = append(args, stringArgs(from)...)
+	args = append(args, owner)
 	var moved bool
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE runs SET `+strings.Join(set, ", ")+`
-			WHERE (id = ? OR short_id = ?) AND status IN (`+placeholders(len(from))+`)`, args...)
+			WHERE (id = ? OR short_id = ?) AND status IN (`+placeholders(len(from))+`) AND `+record.FenceSQL("?"), args...)
 		if err != nil {
 			return err
 		}
@@ -73,12 +78,11 @@ func (s *Store) TransitionRun(ctx context.Context, id string, from []lifecycle.S
 	if moved {
 		return nil
 	}
-	short, status, err := s.runStatus(ctx, ref)
+	st, err := s.runState(ctx, ref)
 	if err != nil {
 		return fmt.Errorf("transition run to %s: %w", to, err)
 	}
-	return fmt.Errorf("transition run %s to %s: it is %s, not %s: %w",
-		short, to, status, record.JoinStatuses(from, " or "), store.ErrInvalidTransition)
+	return fmt.Errorf("transition run %s to %s: %w", st.Short, to, record.Refused(st, owner, from))
 }
 
 // finishConversation records a finish's messages in the run's own
@@ -100,9 +104,13 @@ func (s *Store) finishConversation(ctx context.Context, tx *sql.Tx, ref string, 
 }
 
 // transitionSet builds the SET clause of TransitionRun's UPDATE.
-func (s *Store) transitionSet(to lifecycle.Status, fin *store.RunFinish) ([]string, []any, error) {
+// Moving to an active status records owner as the run's owner.
+func (s *Store) transitionSet(to lifecycle.Status, owner string, fin *store.RunFinish) ([]string, []any, error) {
 	set, args := []string{"status = ?"}, []any{to}
 	now := s.now()
+	if !to.Final() {
+		set, args = append(set, "owner = ?"), append(args, owner)
+	}
 	if to == lifecycle.Running {
 		set = append(set, "started_at = coalesce(started_at, ?)", "ended_at = NULL", "announced = 0")
 		args = append(args, record.ToNS(now))

@@ -40,7 +40,7 @@ func Masked(t *testing.T, open func(t *testing.T, r *redact.Redactor) store.Stor
 	}
 	fin := &store.RunFinish{Result: json.RawMessage(`{"summary":"` + secret + `"}`), Error: "failed with " + token,
 		Messages: []store.Message{{SessionKey: run.SessionKey, Role: store.RoleAssistant, Text: "said " + secret}}}
-	if err := s.TransitionRun(ctx, run.ID, []lifecycle.Status{lifecycle.Running}, lifecycle.Error, fin); err != nil {
+	if err := s.TransitionRun(ctx, run.ID, "", []lifecycle.Status{lifecycle.Running}, lifecycle.Error, fin); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.AnnounceResult(ctx, run.ID, store.Message{Text: "result " + token}); err != nil {

@@ -214,7 +214,7 @@ func testListRuns(t *testing.T, s store.Store) {
 
 func testUpdateRunProgress(t *testing.T, s store.Store) {
 	r := createRun(t, s, newRun("S-0b0b0b", "ava:cli:p"))
-	must(t, s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Pending}, lifecycle.Running, nil))
+	must(t, s.TransitionRun(ctx(t), r.ID, "", []lifecycle.Status{lifecycle.Pending}, lifecycle.Running, nil))
 	must(t, s.UpdateRunProgress(ctx(t), r.ID, 1200, 3.5, 4))
 	must(t, s.UpdateRunProgress(ctx(t), r.ShortID, 1500, 4.25, 5))
 	got, err := s.GetRun(ctx(t), r.ID)

@@ -143,7 +143,7 @@ func createRun(t *testing.T, s store.Store, r store.Run) store.Run {
 	}
 	must(t, s.CreateRun(ctx(t), r))
 	if final.Final() {
-		must(t, s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Running}, final, nil))
+		must(t, s.TransitionRun(ctx(t), r.ID, r.Owner, []lifecycle.Status{lifecycle.Running}, final, nil))
 	}
 	got, err := s.GetRun(ctx(t), r.ID)
 	must(t, err)
@@ -153,7 +153,7 @@ func createRun(t *testing.T, s store.Store, r store.Run) store.Run {
 // finish moves r from running (or pending) to status with a result.
 func finish(t *testing.T, s store.Store, id string, status lifecycle.Status) {
 	t.Helper()
-	must(t, s.TransitionRun(ctx(t), id, lifecycle.Active, status, &store.RunFinish{
+	must(t, s.TransitionRun(ctx(t), id, "", lifecycle.Active, status, &store.RunFinish{
 		Result: []byte(`{"summary":"done"}`), Tokens: 10, CostCents: 0.5, Iterations: 1,
 	}))
 }

@@ -26,6 +26,8 @@ func transitionCases() []testCase {
 		{"MarkInterrupted", testMarkInterrupted},
 		{"RecoverOwnerResumes", testRecoverOwnerResumes},
 		{"RecoverOwnerOnce", testRecoverOwnerOnce},
+		{"StaleOwnerFenced", testStaleOwnerFenced},
+		{"RecoverOwnerLeaseRenewed", testRecoverOwnerLeaseRenewed},
 		{"CheckpointRun", testCheckpointRun},
 		{"Instances", testInstances},
 		{"AnnounceResultOnce", testAnnounceResultOnce},
@@ -45,7 +47,7 @@ func testFinishWithSpendAndDelivery(t *testing.T, s store.Store) {
 	r := createRun(t, s, newRun("S-0e0e0e", "ava:cli:spend"))
 	fin := &store.RunFinish{CostCents: 7.5, Tokens: 10, Delivered: true, SpendSession: "ava:cli:spend", SpendModel: "anthropic/claude-haiku",
 		Messages: []store.Message{{SessionKey: r.SessionKey, Role: store.RoleAssistant, Sender: r.ShortID, Text: "done"}}}
-	must(t, s.TransitionRun(ctx(t), r.ID, lifecycle.Active, lifecycle.Success, fin))
+	must(t, s.TransitionRun(ctx(t), r.ID, "", lifecycle.Active, lifecycle.Success, fin))
 	got, err := s.GetRun(ctx(t), r.ID)
 	must(t, err)
 	if !got.Announced {
@@ -78,7 +80,7 @@ func testFinishWithSpendAndDelivery(t *testing.T, s store.Store) {
 	if len(msgs) != 1 || msgs[0].Text != "done" {
 		t.Fatalf("finish messages %+v", msgs)
 	}
-	err = s.TransitionRun(ctx(t), r.ID, lifecycle.Active, lifecycle.Error, fin)
+	err = s.TransitionRun(ctx(t), r.ID, "", lifecycle.Active, lifecycle.Error, fin)
 	if !errors.Is(err, store.ErrInvalidTransition) {
 		t.Fatalf("second finish: %v", err)
 	}
@@ -96,7 +98,7 @@ func testTransitionRun(t *testing.T, s store.Store) {
 	if r.StartedAt != nil || r.EndedAt != nil {
 		t.Fatalf("new run has times set: %+v", r)
 	}
-	must(t, s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Pending}, lifecycle.Running, nil))
+	must(t, s.TransitionRun(ctx(t), r.ID, "", []lifecycle.Status{lifecycle.Pending}, lifecycle.Running, nil))
 	got, err := s.GetRun(ctx(t), r.ID)
 	must(t, err)
 	if got.Status != lifecycle.Running || got.StartedAt == nil || got.EndedAt != nil {
@@ -106,7 +108,7 @@ func testTransitionRun(t *testing.T, s store.Store) {
 	ended := base.Add(time.Hour)
 	fin := &store.RunFinish{Result: []byte(`{"summary":"ok","confidence":0.9}`), Error: "",
 		Tokens: 321, CostCents: 1.75, Iterations: 3, EndedAt: ended}
-	must(t, s.TransitionRun(ctx(t), r.ShortID, []lifecycle.Status{lifecycle.Running}, lifecycle.Success, fin))
+	must(t, s.TransitionRun(ctx(t), r.ShortID, "", []lifecycle.Status{lifecycle.Running}, lifecycle.Success, fin))
 	got, err = s.GetRun(ctx(t), r.ID)
 	must(t, err)
 	want := r
@@ -116,21 +118,21 @@ func testTransitionRun(t *testing.T, s store.Store) {
 		t.Fatalf("after finish (-want +got):\n%s", diff)
 	}
 
-	err = s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Running}, lifecycle.Cancelled, nil)
+	err = s.TransitionRun(ctx(t), r.ID, "", []lifecycle.Status{lifecycle.Running}, lifecycle.Cancelled, nil)
 	wantErr(t, err, store.ErrInvalidTransition)
 	if !strings.Contains(err.Error(), string(lifecycle.Success)) {
 		t.Fatalf("refused transition error %q does not name the current status", err)
 	}
-	wantErr(t, s.TransitionRun(ctx(t), uuid.NewString(), []lifecycle.Status{lifecycle.Running}, lifecycle.Error, nil), store.ErrNotFound)
-	wantPlainErr(t, s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Success}, "finished", nil))
-	wantPlainErr(t, s.TransitionRun(ctx(t), r.ID, nil, lifecycle.Error, nil))
-	wantPlainErr(t, s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Success}, lifecycle.Running, &store.RunFinish{}))
+	wantErr(t, s.TransitionRun(ctx(t), uuid.NewString(), "", []lifecycle.Status{lifecycle.Running}, lifecycle.Error, nil), store.ErrNotFound)
+	wantPlainErr(t, s.TransitionRun(ctx(t), r.ID, "", []lifecycle.Status{lifecycle.Success}, "finished", nil))
+	wantPlainErr(t, s.TransitionRun(ctx(t), r.ID, "", nil, lifecycle.Error, nil))
+	wantPlainErr(t, s.TransitionRun(ctx(t), r.ID, "", []lifecycle.Status{lifecycle.Success}, lifecycle.Running, &store.RunFinish{}))
 
 	// The lifecycle table is the store's too: a finished run never goes
 	// back to pending, and a run never moves to its own status.
 	for _, edge := range [][2]lifecycle.Status{{lifecycle.Success, lifecycle.Pending},
 		{lifecycle.Success, lifecycle.Success}, {lifecycle.Success, lifecycle.Cancelled}} {
-		err = s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{edge[0]}, edge[1], nil)
+		err = s.TransitionRun(ctx(t), r.ID, "", []lifecycle.Status{edge[0]}, edge[1], nil)
 		wantErr(t, err, store.ErrInvalidTransition)
 	}
 	if got, _ := s.GetRun(ctx(t), r.ID); got.Status != lifecycle.Success {
@@ -164,7 +166,7 @@ func testTransitionRace(t *testing.T, s store.Store) {
 			}
 			wg.Go(func() {
 				<-start
-				err := s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Running}, to,
+				err := s.TransitionRun(ctx(t), r.ID, "", []lifecycle.Status{lifecycle.Running}, to,
 					&store.RunFinish{Result: []byte(`"` + to + `"`), Tokens: i})
 				switch {
 				case err == nil:
@@ -200,7 +202,7 @@ func testTransitionResume(t *testing.T, s store.Store) {
 	if !ok {
 		t.Fatal("first announcement refused")
 	}
-	must(t, s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Success}, lifecycle.Running, nil))
+	must(t, s.TransitionRun(ctx(t), r.ID, "", []lifecycle.Status{lifecycle.Success}, lifecycle.Running, nil))
 	got, err := s.GetRun(ctx(t), r.ID)
 	must(t, err)
 	if got.Announced || got.EndedAt != nil || got.StartedAt == nil {
@@ -418,7 +420,7 @@ func testUnannounced(t *testing.T, s store.Store) {
 		r.Status, r.CreatedAt = lifecycle.Running, at
 		r = createRun(t, s, r)
 		if status != lifecycle.Running {
-			must(t, s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Running}, status,
+			must(t, s.TransitionRun(ctx(t), r.ID, "", []lifecycle.Status{lifecycle.Running}, status,
 				&store.RunFinish{EndedAt: at.Add(time.Minute)}))
 		}
 		r, err := s.GetRun(ctx(t), r.ID)
@@ -580,8 +582,10 @@ func testRecoverOwnerResumes(t *testing.T, s store.Store) {
 	if len(resumed)+len(ended) != 0 {
 		t.Fatalf("second RecoverOwner: %v %v", resumed, ended)
 	}
+	// The dead owner's late end is refused (fenced); the heir's is taken.
+	wantErr(t, s.TransitionRun(ctx(t), resume.ID, "dead", lifecycle.Active, lifecycle.Success, nil), store.ErrStaleOwner)
 	// A resumed run ends as any run does, and its result is announced once.
-	finish(t, s, resume.ID, lifecycle.Success)
+	must(t, s.TransitionRun(ctx(t), resume.ID, "heir", lifecycle.Active, lifecycle.Success, &store.RunFinish{Result: []byte(`{}`)}))
 	ok, err := s.AnnounceResult(ctx(t), resume.ID, store.Message{Text: "[Task: find] done"})
 	must(t, err)
 	if !ok {
@@ -646,18 +650,20 @@ func testCheckpointRun(t *testing.T, s store.Store) {
 	}
 	must(t, s.CheckpointRun(ctx(t), r.ID, store.Checkpoint{Owner: "me", Tokens: 10, CostCents: 0.5, Iterations: 1,
 		Messages: []store.Message{msg(store.RoleUser, "task"), msg(store.RoleAssistant, "call")}}))
-	must(t, s.CheckpointRun(ctx(t), r.ShortID, store.Checkpoint{Tokens: 12, CostCents: 0.6, Iterations: 1,
+	must(t, s.CheckpointRun(ctx(t), r.ShortID, store.Checkpoint{Owner: "me", Tokens: 12, CostCents: 0.6, Iterations: 1,
 		Messages: []store.Message{msg(store.RoleUser, "result")}}))
+	wantErr(t, s.CheckpointRun(ctx(t), r.ID, store.Checkpoint{Messages: []store.Message{msg(store.RoleUser, "no owner")}}),
+		store.ErrStaleOwner)
 	got, err := s.GetRun(ctx(t), r.ID)
 	must(t, err)
 	if got.Tokens != 12 || got.CostCents != 0.6 || got.Iterations != 1 {
 		t.Fatalf("counters after checkpoints: %d %v %d", got.Tokens, got.CostCents, got.Iterations)
 	}
 	wantErr(t, s.CheckpointRun(ctx(t), r.ID, store.Checkpoint{Owner: "other", Messages: []store.Message{msg(store.RoleUser, "stale")}}),
-		store.ErrInvalidTransition)
-	must(t, s.TransitionRun(ctx(t), r.ID, []lifecycle.Status{lifecycle.Running}, lifecycle.Success,
+		store.ErrStaleOwner)
+	must(t, s.TransitionRun(ctx(t), r.ID, "me", []lifecycle.Status{lifecycle.Running}, lifecycle.Success,
 		&store.RunFinish{Tokens: 20, Iterations: 2, Messages: []store.Message{msg(store.RoleAssistant, "answer")}}))
-	wantErr(t, s.CheckpointRun(ctx(t), r.ID, store.Checkpoint{Messages: []store.Message{msg(store.RoleUser, "late")}}),
+	wantErr(t, s.CheckpointRun(ctx(t), r.ID, store.Checkpoint{Owner: "me", Messages: []store.Message{msg(store.RoleUser, "late")}}),
 		store.ErrInvalidTransition)
 	msgs, err := s.Messages(ctx(t), r.SessionKey, 0)
 	must(t, err)
@@ -667,5 +673,93 @@ func testCheckpointRun(t *testing.T, s store.Store) {
 	}
 	if diff := cmp.Diff([]string{"task", "call", "result", "answer"}, texts); diff != "" {
 		t.Fatalf("conversation (-want +got):\n%s", diff)
+	}
+}
+
+// testStaleOwnerFenced is a process paused past its lease: another took
+// one of its runs over and ended another as interrupted. Every write the
+// paused process then makes under its old ID is refused and stores
+// nothing (its "success" never overwrites the heir's run), while the
+// heir's writes and a later follow-up by anyone go through.
+func testStaleOwnerFenced(t *testing.T, s store.Store) {
+	mk := func(n int) store.Run {
+		r := newRun(shortID(0xe00+n), "ava:cli:p")
+		r.Status, r.Owner, r.Role = lifecycle.Running, "paused", "researcher"
+		return createRun(t, s, r)
+	}
+	taken, ended := mk(1), mk(2)
+	must(t, s.RegisterInstance(ctx(t), store.Instance{ID: "paused", Host: "h", PID: 1, StartedAt: time.Now(), HeartbeatAt: time.Now()}))
+	tk := store.Takeover{Owner: "heir", MaxAttempts: 3, Resume: func(r store.Run) bool { return r.ID == taken.ID }}
+	res, end, err := s.RecoverOwner(ctx(t), "paused", time.Time{}, tk)
+	must(t, err)
+	if len(res) != 1 || len(end) != 1 {
+		t.Fatalf("recover: %d taken over, %d ended", len(res), len(end))
+	}
+	msg := store.Message{SessionKey: taken.SessionKey, Role: store.RoleAssistant, Sender: taken.ShortID, Text: "stale step"}
+	fin := &store.RunFinish{Result: []byte(`{"summary":"stale"}`), Tokens: 999, Messages: []store.Message{msg}}
+	wantErr(t, s.TransitionRun(ctx(t), taken.ID, "paused", []lifecycle.Status{lifecycle.Running}, lifecycle.Success, fin), store.ErrStaleOwner)
+	wantErr(t, s.CheckpointRun(ctx(t), taken.ID, store.Checkpoint{Owner: "paused", Tokens: 999, Messages: []store.Message{msg}}), store.ErrStaleOwner)
+	wantErr(t, s.TransitionRun(ctx(t), ended.ID, "paused", []lifecycle.Status{lifecycle.Running}, lifecycle.Success, fin), store.ErrInvalidTransition)
+	for _, r := range []store.Run{taken, ended} {
+		got, err := s.GetRun(ctx(t), r.ID)
+		must(t, err)
+		if got.Tokens == 999 || string(got.Result) == `{"summary":"stale"}` {
+			t.Fatalf("a stale write reached %s: %+v", r.ShortID, got)
+		}
+		msgs, err := s.Messages(ctx(t), r.SessionKey, 0)
+		must(t, err)
+		if len(msgs) != 0 {
+			t.Fatalf("a stale write added messages to %s: %+v", r.ShortID, msgs)
+		}
+	}
+	must(t, s.CheckpointRun(ctx(t), taken.ID, store.Checkpoint{Owner: "heir", Tokens: 5}))
+	must(t, s.TransitionRun(ctx(t), taken.ID, "heir", []lifecycle.Status{lifecycle.Running}, lifecycle.Success, &store.RunFinish{Result: []byte(`{}`)}))
+	// A follow-up of a finished run is anyone's; the mover becomes its owner.
+	must(t, s.TransitionRun(ctx(t), ended.ID, "third", []lifecycle.Status{lifecycle.Interrupted}, lifecycle.Running, nil))
+	got, err := s.GetRun(ctx(t), ended.ID)
+	must(t, err)
+	if got.Owner != "third" {
+		t.Fatalf("owner after a follow-up = %q, want third", got.Owner)
+	}
+	wantErr(t, s.TransitionRun(ctx(t), ended.ID, "paused", lifecycle.Active, lifecycle.Cancelled, nil), store.ErrStaleOwner)
+}
+
+// testRecoverOwnerLeaseRenewed is a recovery that judged an owner gone
+// (its heartbeat old) while the owner woke up and renewed its lease:
+// RecoverOwner with the registration it saw changes nothing, so the
+// owner keeps runs it holds a fresh lease on; with the lease as seen it
+// recovers them.
+func testRecoverOwnerLeaseRenewed(t *testing.T, s store.Store) {
+	r := newRun(shortID(0xe10), "ava:cli:p")
+	r.Status, r.Owner = lifecycle.Running, "sleeper"
+	r = createRun(t, s, r)
+	old := time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
+	must(t, s.RegisterInstance(ctx(t), store.Instance{ID: "sleeper", Host: "h", PID: 1, StartedAt: old, HeartbeatAt: old}))
+	seen := store.Instance{ID: "sleeper", HeartbeatAt: old}
+	must(t, s.Heartbeat(ctx(t), "sleeper", time.Now()))
+	tk := store.Takeover{Owner: "heir", MaxAttempts: 3, Resume: func(store.Run) bool { return true }, Seen: &seen}
+	res, end, err := s.RecoverOwner(ctx(t), "sleeper", time.Time{}, tk)
+	must(t, err)
+	if len(res)+len(end) != 0 {
+		t.Fatalf("recovered an owner that renewed its lease: %d taken, %d ended", len(res), len(end))
+	}
+	insts, err := s.Instances(ctx(t))
+	must(t, err)
+	if !slices.ContainsFunc(insts, func(in store.Instance) bool { return in.ID == "sleeper" }) {
+		t.Fatal("the renewed instance was removed")
+	}
+	// Not registered when judged gone, and registered now: also left alone.
+	tk.Seen = &store.Instance{ID: "sleeper"}
+	res, end, err = s.RecoverOwner(ctx(t), "sleeper", time.Time{}, tk)
+	must(t, err)
+	if len(res)+len(end) != 0 {
+		t.Fatal("recovered an owner that registered meanwhile")
+	}
+	cur := insts[slices.IndexFunc(insts, func(in store.Instance) bool { return in.ID == "sleeper" })]
+	tk.Seen = &cur
+	res, _, err = s.RecoverOwner(ctx(t), "sleeper", time.Time{}, tk)
+	must(t, err)
+	if len(res) != 1 || res[0].Owner != "heir" {
+		t.Fatalf("recovery with the lease as seen: %+v", res)
 	}
 }

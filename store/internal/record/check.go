@@ -3,6 +3,7 @@ package record
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -263,4 +264,45 @@ func Takeover(r store.Run, t store.Takeover) (resume, picked bool, reason string
 		return false, true, store.QuarantinedError
 	}
 	return false, false, InterruptedError
+}
+
+// RunState is what a refused run write reads back to say why.
+type RunState struct {
+	Short, Status, Owner string
+}
+
+// Refused is the error of a fenced run write (TransitionRun with from,
+// CheckpointRun with from nil) that changed nothing: the run has the
+// wrong status (store.ErrInvalidTransition) or, being active, another
+// owner than writer (store.ErrStaleOwner).
+func Refused(st RunState, writer string, from []lifecycle.Status) error {
+	cur := lifecycle.Status(st.Status)
+	if !Fenced(cur, st.Owner, writer) && (from == nil || slices.Contains(from, cur)) {
+		return fmt.Errorf("run %s is owned by %s, not %s: %w", st.Short, ownerName(st.Owner), ownerName(writer), store.ErrStaleOwner)
+	}
+	if from == nil {
+		return fmt.Errorf("run %s has ended (%s): %w", st.Short, st.Status, store.ErrInvalidTransition)
+	}
+	return fmt.Errorf("run %s is %s, not %s: %w", st.Short, st.Status, JoinStatuses(from, " or "), store.ErrInvalidTransition)
+}
+
+// ownerName shows an owner ID in an error.
+func ownerName(id string) string {
+	if id == "" {
+		return "no instance"
+	}
+	return "instance " + id
+}
+
+// Fenced reports whether writer may change a run that is status and
+// owned by owner: an active run only its owner; a finished one anyone
+// (a follow-up). FenceSQL is the same rule as an SQL condition.
+func Fenced(status lifecycle.Status, owner, writer string) bool {
+	return !slices.Contains(lifecycle.Active, status) || owner == writer
+}
+
+// FenceSQL is Fenced as an SQL condition on the runs table, with one
+// placeholder (p) for the writer.
+func FenceSQL(p string) string {
+	return "(status NOT IN " + ActiveStatuses + " OR owner = " + p + ")"
 }
