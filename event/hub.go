@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/internal/groupcommit"
+	"github.com/avaagent/ava/internal/wait"
 )
 
 // Sink receives every kept event, in sequence order per session, after
@@ -37,6 +38,12 @@ const DefaultRetain = 4096
 // logTimeout bounds one Log call made by Publish or a subscription.
 const logTimeout = 30 * time.Second
 
+// OutageBound is how long Publish retries a store that cannot be
+// written (a database restarting, a disk briefly full) before it gives
+// up: the publisher waits meanwhile, so a run rides out a short outage
+// instead of ending.
+const OutageBound = 60 * time.Second
+
 // maxSeqAttempts bounds how often Publish draws a new number after
 // finding its number taken by another process.
 const maxSeqAttempts = 64
@@ -48,6 +55,7 @@ type Hub struct {
 	sinks    []Sink
 	redactor Redactor // nil: events are kept as published
 	retain   int
+	outage   time.Duration // how long a failing Log is retried (OutageBound)
 	now      func() time.Time
 
 	// relay, when set (SetRelay), hears every live-only event
@@ -64,7 +72,7 @@ func NewHub(log Log, sinks ...Sink) *Hub {
 	if log == nil {
 		log = NewMemoryLog()
 	}
-	return &Hub{log: log, sinks: sinks, retain: DefaultRetain, now: time.Now, journals: map[string]*Journal{}}
+	return &Hub{log: log, sinks: sinks, retain: DefaultRetain, outage: OutageBound, now: time.Now, journals: map[string]*Journal{}}
 }
 
 // Redactor masks secrets in an event's content; redact.Redactor is one.
@@ -94,6 +102,11 @@ func (h *Hub) redact(ev *Event) {
 // SetRetain sets how many events each new journal keeps in memory
 // (tests).
 func (h *Hub) SetRetain(n int) { h.retain = n }
+
+// SetOutageBound sets how long Publish retries a Log that fails before
+// it returns the error (default OutageBound). Call it before the first
+// Publish.
+func (h *Hub) SetOutageBound(d time.Duration) { h.outage = d }
 
 // Journal returns the session's in-memory journal, creating it if
 // needed. Its numbering continues from the Log's last number.
@@ -400,35 +413,58 @@ func newJournal(h *Hub, session string, retain int) *Journal {
 // store numbers evs consecutively and writes them to the Log in one
 // write. When another process took a number first, it reloads the last
 // number and numbers the batch again after it (none of it was delivered
-// yet), so numbers are never reused whoever publishes.
+// yet), so numbers are never reused whoever publishes. A Log that fails
+// (unreachable, full) is retried with a growing pause for up to
+// OutageBound: the publisher waits, nothing is lost or reordered.
 func (j *Journal) store(evs []Event) error {
 	j.pub.Lock()
 	defer j.pub.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), logTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), j.hub.outage)
 	defer cancel()
-	for attempt := 0; attempt < maxSeqAttempts; attempt++ {
-		if !j.loaded {
-			last, err := j.hub.log.LastSeq(ctx, j.session)
-			if err != nil {
-				return fmt.Errorf("read last sequence number: %w", err)
+	taken := 0
+	seqTaken := func(err error) bool { return errors.Is(err, ErrSeqTaken) }
+	return wait.Retry(ctx, 0, seqTaken, func(ctx context.Context) error {
+		for {
+			err := j.storeOnce(ctx, evs)
+			if !errors.Is(err, ErrSeqTaken) {
+				return err
 			}
-			j.next, j.loaded = last+1, true
+			if taken++; taken >= maxSeqAttempts {
+				return fmt.Errorf("store events: %w %d times in a row", ErrSeqTaken, maxSeqAttempts)
+			}
 		}
-		for i := range evs {
-			evs[i].Seq = j.next + uint64(i)
+	})
+}
+
+// storeOnce numbers evs after the last stored number and appends them.
+// When the numbers were taken (ErrSeqTaken) the last number is reloaded
+// on the next call.
+func (j *Journal) storeOnce(ctx context.Context, evs []Event) error {
+	if !j.loaded {
+		actx, cancel := context.WithTimeout(ctx, logTimeout)
+		last, err := j.hub.log.LastSeq(actx, j.session)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("read last sequence number: %w", err)
 		}
-		err := j.hub.log.AppendEvents(ctx, evs)
-		if err == nil {
-			j.next += uint64(len(evs))
-			j.storedOwn(j.next - 1)
-			return nil
-		}
-		if !errors.Is(err, ErrSeqTaken) {
-			return fmt.Errorf("store events: %w", err)
-		}
-		j.loaded = false
+		j.next, j.loaded = last+1, true
 	}
-	return fmt.Errorf("store events: %w %d times in a row", ErrSeqTaken, maxSeqAttempts)
+	for i := range evs {
+		evs[i].Seq = j.next + uint64(i)
+	}
+	actx, cancel := context.WithTimeout(ctx, logTimeout)
+	err := j.hub.log.AppendEvents(actx, evs)
+	cancel()
+	switch {
+	case err == nil:
+		j.next += uint64(len(evs))
+		j.storedOwn(j.next - 1)
+		return nil
+	case errors.Is(err, ErrSeqTaken):
+		j.loaded = false
+		return err
+	}
+	return fmt.Errorf("store events: %w", err)
 }
 
 // append adds ev to the window and wakes subscribers. Appending to a

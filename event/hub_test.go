@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,11 +231,53 @@ func (failingLog) AppendEvents(context.Context, []event.Event) error { return er
 func TestUnstorableEventIsNotDelivered(t *testing.T) {
 	delivered := 0
 	h := event.NewHub(failingLog{event.NewMemoryLog()}, event.SinkFunc(func(event.Event) error { delivered++; return nil }))
+	h.SetOutageBound(200 * time.Millisecond)
 	if _, err := h.Publish(event.Event{Session: "s", Type: event.Error}); err == nil {
 		t.Fatal("log error swallowed")
 	}
 	if delivered != 0 {
 		t.Fatal("an event that was not stored reached a sink")
+	}
+}
+
+// outageLog fails every call until up is set: a database restarting.
+type outageLog struct {
+	event.Log
+	up    atomic.Bool
+	fails atomic.Int32
+}
+
+func (l *outageLog) AppendEvents(ctx context.Context, evs []event.Event) error {
+	if !l.up.Load() {
+		l.fails.Add(1)
+		return errors.New("connection refused")
+	}
+	return l.Log.AppendEvents(ctx, evs)
+}
+
+// A Log that is briefly unavailable (a database restart) is retried: the
+// publisher waits and its event is stored once, numbered in order, with
+// no error; a run never ends because the log was briefly down.
+func TestPublishRidesOutAShortOutage(t *testing.T) {
+	log := &outageLog{Log: event.NewMemoryLog()}
+	h := event.NewHub(log)
+	log.up.Store(true)
+	pub(t, h, "s", 1) // numbered 1 while the log is up
+	log.up.Store(false)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		log.up.Store(true)
+	}()
+	ev, err := h.Publish(event.Event{Session: "s", Type: event.Error})
+	if err != nil {
+		t.Fatalf("publish during a short outage: %v", err)
+	}
+	if ev.Seq != 2 || log.fails.Load() == 0 {
+		t.Fatalf("seq %d after %d failed appends; want 2 after some", ev.Seq, log.fails.Load())
+	}
+	stored, err := log.ReadEvents(ctx5(t), "s", 0, 10)
+	if err != nil || len(stored) != 2 {
+		t.Fatalf("stored %d events (%v), want 2", len(stored), err)
 	}
 }
 

@@ -72,7 +72,10 @@ func statusOf(err error) int {
 		return http.StatusPaymentRequired
 	case errors.Is(err, tool.ErrForbidden):
 		return http.StatusForbidden
-	case errors.Is(err, errDraining), errors.Is(err, session.ErrClosed), errors.Is(err, subagent.ErrClosed):
+	case errors.Is(err, store.ErrDiskFull):
+		return http.StatusInsufficientStorage
+	case errors.Is(err, errDraining), errors.Is(err, session.ErrClosed), errors.Is(err, subagent.ErrClosed),
+		errors.Is(err, subagent.ErrNotRecorded):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

@@ -23,6 +23,9 @@ var (
 	ErrExpired = errors.New("pending spawn expired")
 	// ErrAmbiguous is matched by every *AmbiguousError.
 	ErrAmbiguous = errors.New("ambiguous ID prefix")
+	// ErrDiskFull means a write failed for want of space where the store
+	// keeps its data; it may succeed once space is freed.
+	ErrDiskFull = errors.New("no space left on the store's disk")
 	// ErrStaleOwner means a fenced run write came from an instance that
 	// no longer owns the run: another process took it over, or the
 	// writer lost its lease (a process paused past it registers again

@@ -38,6 +38,10 @@ var (
 	ErrBudget = errors.New("session budget exhausted")
 	// ErrClosed means the manager is shut down.
 	ErrClosed = errors.New("subagent manager is closed")
+	// ErrNotRecorded is a spawn whose run could not be recorded (the
+	// store is unreachable or its disk full): nothing started, and no ID
+	// was given out.
+	ErrNotRecorded = errors.New("the subagent could not be recorded, so it was not started")
 )
 
 // forbiddenTools are never given to a subagent, whatever its role says.
@@ -361,18 +365,25 @@ func (m *Manager) spawn(ctx context.Context, req Request) (*Handle, error) {
 	return h, nil
 }
 
-// start opens an admitted handle's stream and starts its run; a queued
-// run's record is written first, so it is in the store as queued when
-// the spawn returns.
+// start opens an admitted handle's stream and starts its run. The run's
+// record (queued, or running) is written first, so a spawn that returns
+// an ID has its run in the store; one that cannot be recorded returns
+// ErrNotRecorded and starts nothing.
 func (m *Manager) start(ctx context.Context, h *Handle) error {
 	m.register(h)
+	var err error
 	if h.isQueued() {
-		if err := h.recordQueued(context.WithoutCancel(ctx), true); err != nil {
-			m.abandon(h, true)
-			m.opt.Hub.Forget(h.SessionKey())
-			return fmt.Errorf("spawn: %w", err)
-		}
+		err = h.recordQueued(context.WithoutCancel(ctx), true)
+	} else {
+		err = h.recordRun(true, m.now())
 	}
+	if err != nil && !errors.Is(err, store.ErrDuplicate) {
+		m.abandon(h, true)
+		m.opt.Hub.Forget(h.SessionKey())
+		return fmt.Errorf("spawn: %w: %w", ErrNotRecorded, err)
+	}
+	// A clash with another process's new run (ErrDuplicate) is the
+	// run's to report: its turn finds the ID foreign and tells the parent.
 	m.wg.Go(h.run)
 	return nil
 }

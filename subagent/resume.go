@@ -8,6 +8,7 @@ import (
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/internal/wait"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
@@ -308,12 +309,17 @@ func (h *Handle) checkpoint(cp agent.Checkpoint) error {
 	return nil
 }
 
-// writeCheckpoint writes c; when it fails, the messages from index from
-// on are left to the run's end to record.
+// writeCheckpoint writes c, retrying a store that cannot take it for up
+// to event.OutageBound (the run waits); when it fails, the messages from
+// index from on are left to the run's end to record.
 func (h *Handle) writeCheckpoint(c store.Checkpoint, from int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), event.OutageBound)
 	defer cancel()
-	err := h.m.opt.Store.CheckpointRun(ctx, h.uuid, c)
+	err := wait.Retry(ctx, 0, refused, func(ctx context.Context) error {
+		actx, cancel := context.WithTimeout(ctx, finalWriteTimeout)
+		defer cancel()
+		return h.m.opt.Store.CheckpointRun(actx, h.uuid, c)
+	})
 	if err == nil {
 		return nil
 	}

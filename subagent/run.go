@@ -12,6 +12,7 @@ import (
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/internal/wait"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
@@ -346,7 +347,7 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 		h.publishParent(h.completeEvent(result, res, start))
 		return res
 	}
-	if err := m.opt.Store.TransitionRun(ctx, h.uuid, h.writer(), []lifecycle.Status{from}, res.Status, fin); err != nil {
+	if err := h.recordEnd(from, res.Status, fin); err != nil {
 		if h.lose(ctx, err) {
 			return res
 		}
@@ -362,6 +363,58 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 	h.publishParent(h.completeEvent(result, res, start))
 	h.deliver(ctx, result)
 	return res
+}
+
+// recordEnd writes the run's end, and keeps trying while the store
+// cannot take it (a database restarting, a full disk): the run's end is
+// recorded once, before anything of it is published, however long the
+// outage. It gives up only finalWriteTimeout after the manager closed;
+// the run then stays active under this process's lease, and the next
+// process's recovery ends or resumes it. A refusal (another owner, an
+// end already recorded) is returned at once.
+func (h *Handle) recordEnd(from, to lifecycle.Status, fin *store.RunFinish) error {
+	ctx, cancel := h.m.durableContext()
+	defer cancel()
+	attempts := 0
+	err := wait.Retry(ctx, 0, refused, func(ctx context.Context) error {
+		attempts++
+		actx, cancel := context.WithTimeout(ctx, finalWriteTimeout)
+		defer cancel()
+		err := h.m.opt.Store.TransitionRun(actx, h.uuid, h.writer(), []lifecycle.Status{from}, to, fin)
+		if err != nil && !refused(err) && attempts == 1 {
+			h.m.log.Warn("subagent's end not recorded yet; retrying until the store takes it", "id", h.id, "status", to, "err", err)
+		}
+		return err
+	})
+	if err == nil && attempts > 1 {
+		h.m.log.Info("subagent's end recorded after the store came back", "id", h.id, "status", to, "attempts", attempts)
+	}
+	return err
+}
+
+// refused reports whether a run write was refused for good: the run is
+// another owner's, or not in the status the write expects.
+func refused(err error) bool {
+	return errors.Is(err, store.ErrStaleOwner) || errors.Is(err, store.ErrInvalidTransition) || errors.Is(err, store.ErrNotFound)
+}
+
+// durableContext is the context of a write that must outlive an outage:
+// it ends finalWriteTimeout after the manager closes, not before.
+func (m *Manager) durableContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := context.AfterFunc(m.ctx, func() {
+		t := time.NewTimer(finalWriteTimeout)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-ctx.Done():
+		}
+	})
+	return ctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // lose handles a refused end write: when the store says the run is no

@@ -340,10 +340,10 @@ func (s *Store) describeWriteError(err error) error {
 	}
 	switch sqliteCode(err) & 0xff {
 	case sqlite3.SQLITE_FULL:
-		return fmt.Errorf("store %s: the disk is full; free some space: %w", s.path, err)
+		return fmt.Errorf("store %s: the disk is full; free some space: %w: %w", s.path, store.ErrDiskFull, err)
 	case sqlite3.SQLITE_IOERR:
 		if fserr.NoSpaceLeft(s.path) {
-			return fmt.Errorf("store %s: the disk is full; free some space: %w", s.path, err)
+			return fmt.Errorf("store %s: the disk is full; free some space: %w: %w", s.path, store.ErrDiskFull, err)
 		}
 	}
 	return err
