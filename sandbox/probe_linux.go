@@ -77,12 +77,27 @@ func explainProbe(err error) string {
 }
 
 // HardenSelf marks Ava's process non-dumpable, so that no process of the
-// same user (a command run unsandboxed included) can read its memory or
-// environment through /proc/<pid>/mem or /proc/<pid>/environ, or attach
-// a debugger. Call it once at start.
+// same user without CAP_SYS_PTRACE (a command run unsandboxed by a user
+// other than root included) can read its memory or environment through
+// /proc/<pid>/mem or /proc/<pid>/environ, or attach a debugger; and it
+// marks every descriptor Ava inherited close-on-exec, so that none
+// reaches a process Ava starts. Call it once at start.
 func HardenSelf() error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", err)
+	}
+	if err := closeOnExecAbove2(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// closeOnExecAbove2 marks every descriptor but the standard streams
+// close-on-exec: Ava's own already are, so this reaches only those Ava
+// inherited from its parent.
+func closeOnExecAbove2() error {
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("close_range(3, ~0, CLOSE_RANGE_CLOEXEC): %w", err)
 	}
 	return nil
 }
