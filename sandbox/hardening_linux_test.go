@@ -176,3 +176,50 @@ func TestCloseOnExecAbove2(t *testing.T) {
 		t.Error("an inherited descriptor is still passed on to children")
 	}
 }
+
+// /etc is an allow-list: what shells, interpreters, git, the resolver,
+// certificates and locales read is readable; anything else is not, a
+// root-only file planted under a new name included, while the usual
+// commands still work.
+func TestEtcIsAnAllowList(t *testing.T) {
+	planted := ""
+	if os.Getuid() == 0 {
+		planted = filepath.Join("/etc", "ava-test-secret-"+strconv.Itoa(os.Getpid()))
+		if err := os.WriteFile(planted, []byte("PLANTED-SECRET"), 0o600); err == nil {
+			t.Cleanup(func() { os.Remove(planted) })
+		} else {
+			t.Logf("cannot plant a file in /etc (%v): checking /etc/shadow only", err)
+			planted = ""
+		}
+	}
+	if _, err := os.Stat("/etc/shadow"); err != nil && planted == "" {
+		t.Skip("no /etc/shadow and no planted file to probe")
+	}
+	script := `cat /etc/shadow && echo READ-SHADOW
+[ -n "$PLANTED" ] && cat "$PLANTED" && echo READ-PLANTED
+ls /etc/ssh/ssh_host_* 2>/dev/null | while read f; do cat "$f" >/dev/null && echo "READ-$f"; done
+sh -c 'echo sh-ok'
+id -un
+grep -q localhost /etc/hosts && echo hosts-ok
+git --version >/dev/null && echo git-ok
+python3 -c 'import ssl, json, locale, pwd; n = ssl.create_default_context().cert_store_stats()["x509_ca"]; print("python-ok" if n > 0 else "python-no-certs", pwd.getpwuid(0).pw_name)'
+exit 0`
+	ex, out := runIn(t, Spec{Argv: []string{"bash", "-c", script},
+		Env: []string{"PATH=/usr/bin:/bin", "PLANTED=" + planted}})
+	t.Logf("exit %+v, output:\n%s", ex, out)
+	if strings.Contains(out, "READ-") || strings.Contains(out, "PLANTED-SECRET") {
+		t.Error("a root-only file in /etc was readable")
+	}
+	want := []string{"sh-ok", "hosts-ok", "root\n"}
+	if _, err := exec.LookPath("git"); err == nil {
+		want = append(want, "git-ok")
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		want = append(want, "python-ok root")
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q", w)
+		}
+	}
+}
