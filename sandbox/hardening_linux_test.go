@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -220,6 +221,33 @@ exit 0`
 	for _, w := range want {
 		if !strings.Contains(out, w) {
 			t.Errorf("output lacks %q", w)
+		}
+	}
+}
+
+// The sandbox's /tmp, /var/tmp, /run and /dev/shm share one tmpfs sized
+// from the memory limit: writing to the second does not get a fresh
+// budget once the first has used it.
+func TestTmpfsSharesOneBudgetFromTheMemoryLimit(t *testing.T) {
+	limits := Limits{MemoryBytes: 128 << 20}
+	script := `stat -f -c '%b %S' /tmp /var/tmp /dev/shm /run
+head -c 40M /dev/zero > /tmp/a && echo tmp-ok
+head -c 40M /dev/zero > /dev/shm/b && echo SHM-WROTE
+head -c 40M /dev/zero > /var/tmp/c && echo VARTMP-WROTE
+exit 0`
+	ex, out := runIn(t, Spec{Argv: []string{"bash", "-c", script}, Limits: limits})
+	t.Logf("exit %+v, output:\n%s", ex, out)
+	if !strings.Contains(out, "tmp-ok") {
+		t.Fatal("could not write 40 MiB to /tmp within a 64 MiB budget")
+	}
+	if strings.Contains(out, "SHM-WROTE") || strings.Contains(out, "VARTMP-WROTE") {
+		t.Error("a second tmpfs mount had a budget of its own")
+	}
+	want := limits.withDefaults().tmpfsBytes()
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[:4] {
+		var blocks, size uint64
+		if _, err := fmt.Sscan(line, &blocks, &size); err != nil || blocks*size != want {
+			t.Errorf("tmpfs size line %q, want %d bytes", line, want)
 		}
 	}
 }
