@@ -65,6 +65,11 @@ func setupMounts(s Spec) (mountState, error) {
 			return st, err
 		}
 	}
+	if !s.WorkspaceReadOnly {
+		if err := protectControl(keep[0]); err != nil {
+			return st, err
+		}
+	}
 	// Hidden folders inside a kept one (a data root in the workspace).
 	for _, h := range hide {
 		if insideAny(h, keep) {
