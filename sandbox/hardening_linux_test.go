@@ -122,15 +122,20 @@ func TestHelperClosesInheritedDescriptors(t *testing.T) {
 // neither kills it nor makes the Go runtime dump its goroutines into the
 // command's output.
 func TestHelperIgnoresDumpSignals(t *testing.T) {
-	script := `for s in QUIT ABRT SEGV BUS ILL TRAP SYS FPE STKFLT USR1 USR2 PIPE ALRM XCPU XFSZ VTALRM PROF; do kill -s $s 1 2>/dev/null; done
+	script := `grep SigIgn /proc/self/status
+for s in QUIT ABRT SEGV BUS ILL TRAP SYS FPE STKFLT USR1 USR2 PIPE ALRM XCPU XFSZ VTALRM PROF; do kill -s $s 1 2>/dev/null; done
 sleep 0.3; echo survived; exit 5`
 	ex, out := runIn(t, Spec{Argv: []string{"bash", "-c", script}})
 	t.Logf("exit %+v, output:\n%s", ex, out)
-	if strings.Contains(out, "goroutine") || strings.Contains(out, "SIG") {
+	if strings.Contains(out, "goroutine") || strings.Contains(out, "SIGQUIT") {
 		t.Error("the helper dumped into the command's output")
 	}
 	if ex.Code != 5 || !strings.Contains(out, "survived") {
 		t.Errorf("exit %+v, want the command's own 5", ex)
+	}
+	// The command itself starts with every signal at its default.
+	if !strings.Contains(out, "SigIgn:\t0000000000000000") {
+		t.Error("the command inherited ignored signals from its helper")
 	}
 }
 

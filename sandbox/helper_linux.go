@@ -80,16 +80,18 @@ func helperMain() int {
 
 // dumpSignals are the signals on which the Go runtime prints every
 // goroutine's stack and exits. The command may send any signal to the
-// helper, its namespace's first process, which receives only those it
-// handles: ignored, they never arrive.
+// helper, its namespace's first process.
 var dumpSignals = []os.Signal{syscall.SIGQUIT, syscall.SIGABRT, syscall.SIGILL, syscall.SIGTRAP,
 	syscall.SIGSYS, syscall.SIGSTKFLT, syscall.SIGBUS, syscall.SIGSEGV, syscall.SIGFPE}
 
 // quietRuntime makes the helper deaf to the signals that would make the
 // Go runtime dump its state into the command's output, and keeps any
-// crash report to its first line.
+// crash report to its first line. The signals are caught into a channel
+// nobody reads (a full channel drops them), not ignored: an ignored
+// signal would stay ignored in the command, across fork and exec, while
+// a caught one is reset to its default there.
 func quietRuntime() {
-	signal.Ignore(dumpSignals...)
+	signal.Notify(make(chan os.Signal, 1), dumpSignals...)
 	debug.SetTraceback("none")
 }
 
@@ -159,7 +161,10 @@ func setup(s Spec) ([]string, error) {
 	if err != nil {
 		return active, fmt.Errorf("mounts: %w", err)
 	}
-	active = append(active, "private /tmp, /run, $HOME and data root", "fresh /proc")
+	active = append(active, "private /tmp, /run, $HOME and data root", "fresh /proc", "only descriptors 0-2")
+	if !s.WorkspaceReadOnly {
+		active = append(active, "workspace control files (.ava, .git, …) read-only")
+	}
 	if err := setupNetwork(s); err != nil {
 		return active, fmt.Errorf("network: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -83,21 +84,32 @@ func explainProbe(err error) string {
 // marks every descriptor Ava inherited close-on-exec, so that none
 // reaches a process Ava starts. Call it once at start.
 func HardenSelf() error {
+	var errs []error
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", err)
+		errs = append(errs, fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", err))
 	}
 	if err := closeOnExecAbove2(); err != nil {
-		return err
+		errs = append(errs, err)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // closeOnExecAbove2 marks every descriptor but the standard streams
 // close-on-exec: Ava's own already are, so this reaches only those Ava
-// inherited from its parent.
+// inherited from its parent. Without close_range's flag (Linux < 5.11)
+// it marks each descriptor /proc lists.
 func closeOnExecAbove2() error {
-	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
-		return fmt.Errorf("close_range(3, ~0, CLOSE_RANGE_CLOEXEC): %w", err)
+	if unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return nil
+	}
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("mark inherited descriptors close-on-exec: %w", err)
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
 	}
 	return nil
 }
