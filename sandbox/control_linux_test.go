@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -163,4 +164,31 @@ func snapshot(t *testing.T, root string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// In a real repository, git's reading commands still work inside the
+// sandbox with .git read-only; those that write the repository fail.
+func TestGitReadsWorkWithReadOnlyGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	ws := t.TempDir()
+	writeFiles(t, ws, map[string]string{"main.go": "package main\n"})
+	for _, args := range [][]string{{"init", "-q"}, {"add", "main.go"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "first"}} {
+		if out, err := exec.Command("git", append([]string{"-C", ws}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	script := `echo changed >> main.go
+git status --short && git log --oneline | grep -q first && git diff --stat | grep -q main.go && echo GIT-READ-OK
+git add main.go 2>/dev/null && echo GIT-ADD-WROTE
+exit 0`
+	ex, out := runIn(t, Spec{Workspace: ws, Argv: []string{"bash", "-c", script}})
+	t.Logf("exit %+v, output:\n%s", ex, out)
+	if !strings.Contains(out, "GIT-READ-OK") {
+		t.Error("git status, log and diff did not work")
+	}
+	if strings.Contains(out, "GIT-ADD-WROTE") {
+		t.Error("git add wrote the repository's index")
+	}
 }
