@@ -32,11 +32,12 @@ func (in *Instance) shellConfig() shell.Config {
 }
 
 // hardenAndReport marks the process non-dumpable, so no command can read
-// its memory or environment through /proc, and logs which protections
+// its memory or environment through /proc, and what it inherited
+// close-on-exec, so no child gets it; and it logs which protections
 // the process tools have: a warning when they are off or missing.
 func (in *Instance) hardenAndReport() {
 	if err := sandbox.HardenSelf(); err != nil {
-		in.Log.Warn("could not mark the process non-dumpable", "err", err)
+		in.Log.Warn("could not harden the process (non-dumpable, inherited descriptors close-on-exec)", "err", err)
 	}
 	st := sandbox.Probe()
 	if st.Off || !st.Ready {

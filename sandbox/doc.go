@@ -15,10 +15,15 @@
 //
 // Before it starts the command, the helper, inside its namespaces:
 //
-//   - mounts tmpfs over /tmp, /var/tmp, /run, /dev/shm, Ava's $HOME and
-//     the data root (hiding their files and the Unix sockets in them), then
-//     binds the workspace and the per-run scratch folder back at their own
-//     paths, and mounts a fresh /proc that shows only the sandbox's
+//   - closes every descriptor it inherited but its own pipes, which it
+//     keeps close-on-exec, and catches the signals that would make the Go
+//     runtime dump its goroutines;
+//   - mounts tmpfs over /tmp, /var/tmp, /run, /dev/shm (one between them,
+//     sized from the memory limit), Ava's $HOME and the data root (hiding
+//     their files and the Unix sockets in them), then binds the workspace
+//     and the per-run scratch folder back at their own paths, mounts the
+//     workspace's control files (.ava, .git, …) read-only over
+//     themselves, and mounts a fresh /proc that shows only the sandbox's
 //     processes;
 //   - brings up a private loopback device; with network allowed, it
 //     listens on 127.0.0.1:ProxyPort and relays every connection to Ava's
@@ -27,12 +32,12 @@
 //   - drops every capability from the bounding set, so the command has
 //     none even as root of its namespace;
 //   - applies Landlock: system folders (/usr, /bin, /sbin, /lib*, /opt,
-//     /etc but its secrets) read and execute, a few device files, the
+//     an allow-list of /etc) read and execute, a few device files, the
 //     fresh /proc and the private /tmp, the workspace read-write
 //     (read-only if asked), the scratch folder read-write, nothing else;
 //   - installs a seccomp filter refusing the obvious escapes (ptrace,
 //     mount, new namespaces, keyctl, bpf, perf_event_open, kexec, module
-//     loading, …).
+//     loading, io_uring, memfd_secret, vsock sockets, …).
 //
 // Capabilities, Landlock and seccomp are applied to the helper's main
 // thread only, the one that forks the command (the helper's other

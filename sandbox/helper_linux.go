@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 
@@ -38,6 +39,11 @@ func helperMain() int {
 		data, _ := json.Marshal(st)
 		_, _ = status.Write(data)
 	}
+	quietRuntime()
+	if err := closeInherited(); err != nil {
+		report(helperStatus{Error: err.Error()})
+		return 125
+	}
 	hs, err := readSpec(os.NewFile(specFd, "spec"))
 	if err != nil {
 		report(helperStatus{Error: err.Error()})
@@ -63,12 +69,75 @@ func helperMain() int {
 		report(helperStatus{Error: err.Error()})
 		return 125
 	}
+	silenceStdio()
 	exit := reapUntil(pid)
 	// Whatever the command left running dies now; the kernel would kill
 	// it anyway when this process, the namespace's init, exits.
 	_ = syscall.Kill(-1, syscall.SIGKILL)
 	report(helperStatus{Exit: exit})
 	return 0
+}
+
+// dumpSignals are the signals on which the Go runtime prints every
+// goroutine's stack and exits. The command may send any signal to the
+// helper, its namespace's first process.
+var dumpSignals = []os.Signal{syscall.SIGQUIT, syscall.SIGABRT, syscall.SIGILL, syscall.SIGTRAP,
+	syscall.SIGSYS, syscall.SIGSTKFLT, syscall.SIGBUS, syscall.SIGSEGV, syscall.SIGFPE}
+
+// quietRuntime makes the helper deaf to the signals that would make the
+// Go runtime dump its state into the command's output, and keeps any
+// crash report to its first line. The signals are caught into a channel
+// nobody reads (a full channel drops them), not ignored: an ignored
+// signal would stay ignored in the command, across fork and exec, while
+// a caught one is reset to its default there.
+func quietRuntime() {
+	signal.Notify(make(chan os.Signal, 1), dumpSignals...)
+	debug.SetTraceback("none")
+}
+
+// closeInherited closes every descriptor the helper inherited but its
+// standard streams and its spec and status pipes, and marks those two
+// close-on-exec, so that the command gets only the descriptors
+// startCommand hands it. Ava's own descriptors are close-on-exec, but one
+// Ava inherited without the flag from its parent (`ava 8<secret`) would
+// pass on. Every descriptor the Go runtime opened since exec has the
+// flag: one without it was inherited.
+func closeInherited() error {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("list inherited descriptors: %w", err)
+	}
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 2 {
+			continue
+		}
+		if fd == specFd || fd == statusFd {
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+				return fmt.Errorf("mark descriptor %d close-on-exec: %w", fd, err)
+			}
+			continue
+		}
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		if err == nil && flags&unix.FD_CLOEXEC == 0 {
+			unix.Close(fd)
+		}
+	}
+	return nil
+}
+
+// silenceStdio points the helper's own standard streams at /dev/null
+// once the command holds them: nothing the helper might print (a crash)
+// reaches the command's output.
+func silenceStdio() {
+	null, err := unix.Open(os.DevNull, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(null)
+	for fd := 0; fd <= 2; fd++ {
+		_ = unix.Dup3(null, fd, 0)
+	}
 }
 
 func readSpec(f *os.File) (helperSpec, error) {
@@ -92,7 +161,10 @@ func setup(s Spec) ([]string, error) {
 	if err != nil {
 		return active, fmt.Errorf("mounts: %w", err)
 	}
-	active = append(active, "private /tmp, /run, $HOME and data root", "fresh /proc")
+	active = append(active, "private /tmp, /run, $HOME and data root", "fresh /proc", "only descriptors 0-2")
+	if !s.WorkspaceReadOnly {
+		active = append(active, "workspace control files (.ava, .git, …) read-only")
+	}
 	if err := setupNetwork(s); err != nil {
 		return active, fmt.Errorf("network: %w", err)
 	}

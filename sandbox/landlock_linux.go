@@ -4,22 +4,49 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
+	"strings"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
 // systemDirs are read and executed by every sandboxed command.
-var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/nix/store", "/etc/ssl/certs"}
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/nix/store"}
 
-// etcSecrets are entries of /etc a command may not read: password
-// hashes, host keys, private TLS keys, sudo rules, machine credentials.
-// Everything else in /etc (resolver, certificates, locale, interpreters'
-// configuration) is readable. /etc/ssl is replaced by its public
-// certificates (in systemDirs).
-var etcSecrets = []string{"shadow", "shadow-", "gshadow", "gshadow-", "ssh", "sudoers", "sudoers.d", "ssl",
-	"security", "krb5.keytab", "machine-id", "credstore", "credstore.encrypted", "wireguard", "NetworkManager"}
+// etcAllowed are the paths under /etc a command may read: what a shell,
+// the dynamic loader, the C library's name services and resolver,
+// locales and time zones, TLS clients (public certificates and OpenSSL's
+// configuration), Python, Perl, Java, git and the usual tools read.
+// Everything else in /etc is unreadable: password hashes, ssh host keys,
+// TLS private keys, sudo rules, machine credentials, files that often
+// hold tokens or proxy passwords (/etc/environment, pip.conf, npmrc,
+// wgetrc), and whatever a system keeps there under a name of its own.
+// Missing paths are skipped.
+var etcAllowed = []string{
+	// Shells and terminals.
+	"profile", "profile.d", "bash.bashrc", "bashrc", "bash_completion", "bash_completion.d", "inputrc",
+	"shells", "terminfo", "zshrc", "zsh", "alternatives",
+	// Dynamic loader.
+	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ld.so.preload",
+	// Name services, resolver, users and groups (no password hashes).
+	"nsswitch.conf", "passwd", "group", "hosts", "host.conf", "resolv.conf", "gai.conf", "services",
+	"protocols", "networks", "rpc", "ethertypes", "netconfig", "hostname", "mtab",
+	// Locales and time.
+	"locale.alias", "locale.conf", "locale.gen", "default/locale", "localtime", "timezone",
+	// Public certificates and TLS libraries' configuration.
+	"ssl/certs", "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf", "pki/tls/certs",
+	"pki/tls/cert.pem", "pki/tls/openssl.cnf", "pki/ca-trust/extracted", "crypto-policies", "gnutls",
+	// Interpreters and tools.
+	"perl", "gitconfig", "gitattributes", "vim", "fonts", "xml",
+	"mime.types", "magic", "magic.mime", "ssh/ssh_config", "ssh/ssh_config.d",
+	// What the system is.
+	"os-release", "lsb-release", "debian_version", "redhat-release", "fedora-release", "system-release",
+	"alpine-release", "arch-release",
+}
+
+// etcAllowedPrefixes are prefixes of names in /etc a command may read:
+// the configuration of each installed Python and Java.
+var etcAllowedPrefixes = []string{"python", "java"}
 
 // Landlock access rights, as sets.
 const (
@@ -131,17 +158,23 @@ func addRule(ruleset int, r llRule, handled uint64) error {
 	return nil
 }
 
-// etcEntries are the paths in /etc a command may read: all but its
-// secrets.
+// etcEntries are the paths in /etc a command may read: the allowed
+// ones, and the names in /etc that start with an allowed prefix.
 func etcEntries() []string {
+	out := make([]string, 0, len(etcAllowed)+4)
+	for _, p := range etcAllowed {
+		out = append(out, filepath.Join("/etc", p))
+	}
 	entries, err := os.ReadDir("/etc")
 	if err != nil {
-		return nil
+		return out
 	}
-	var out []string
 	for _, e := range entries {
-		if !slices.Contains(etcSecrets, e.Name()) {
-			out = append(out, filepath.Join("/etc", e.Name()))
+		for _, prefix := range etcAllowedPrefixes {
+			if strings.HasPrefix(e.Name(), prefix) {
+				out = append(out, filepath.Join("/etc", e.Name()))
+				break
+			}
 		}
 	}
 	return out

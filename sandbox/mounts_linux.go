@@ -47,25 +47,33 @@ func setupMounts(s Spec) (mountState, error) {
 	// folder inside them is bound back on top.
 	var covered []string
 	for _, h := range hide {
-		if !insideAny(h, keep) && !insideAny(h, covered) {
-			covered = append(covered, h)
-			if err := mountTmpfs(h); err != nil {
-				return st, err
-			}
-			if slices.Contains(systemHidden, h) {
-				st.private = append(st.private, h)
-			}
+		if insideAny(h, keep) || insideAny(h, covered) {
+			continue
 		}
+		covered = append(covered, h)
+		if slices.Contains(systemHidden, h) {
+			st.private = append(st.private, h)
+		} else if err := mountTmpfs(h, hiddenTmpfsBytes); err != nil {
+			return st, err
+		}
+	}
+	if err := mountPrivate(st.private, s.Limits.withDefaults().tmpfsBytes()); err != nil {
+		return st, err
 	}
 	for i, k := range keep {
 		if err := bindBack(k, fds[i], i == 0 && s.WorkspaceReadOnly); err != nil {
 			return st, err
 		}
 	}
+	if !s.WorkspaceReadOnly {
+		if err := protectControl(keep[0]); err != nil {
+			return st, err
+		}
+	}
 	// Hidden folders inside a kept one (a data root in the workspace).
 	for _, h := range hide {
 		if insideAny(h, keep) {
-			if err := mountTmpfs(h); err != nil {
+			if err := mountTmpfs(h, hiddenTmpfsBytes); err != nil {
 				return st, err
 			}
 		}
@@ -122,9 +130,41 @@ func openKeep(keep []string) ([]int, error) {
 	return fds, nil
 }
 
-func mountTmpfs(dir string) error {
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1g"); err != nil {
+// hiddenTmpfsBytes is the size of the tmpfs hiding a folder the command
+// may not write ($HOME, the data root): it holds only the mount points
+// of the folders bound back into it.
+const hiddenTmpfsBytes = 1 << 20
+
+// mountTmpfs covers dir with an empty tmpfs of size bytes.
+func mountTmpfs(dir string, size uint64) error {
+	opts := "mode=0755,size=" + strconv.FormatUint(size, 10)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("hide %s: %w", dir, err)
+	}
+	return nil
+}
+
+// mountPrivate gives the sandbox's writable temporary folders (/tmp,
+// /var/tmp, /run, /dev/shm) one tmpfs of size bytes between them, so
+// that together they hold at most that much: the tmpfs is mounted on the
+// first folder, and a subfolder of it is bound on each, the first last
+// (on top of the tmpfs itself, which it then covers).
+func mountPrivate(dirs []string, size uint64) error {
+	if len(dirs) == 0 {
+		return nil
+	}
+	stage := dirs[0]
+	if err := mountTmpfs(stage, size); err != nil {
+		return err
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		sub := filepath.Join(stage, "."+strconv.Itoa(i))
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			return fmt.Errorf("private %s: %w", dirs[i], err)
+		}
+		if err := unix.Mount(sub, dirs[i], "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("private %s: %w", dirs[i], err)
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -77,12 +78,38 @@ func explainProbe(err error) string {
 }
 
 // HardenSelf marks Ava's process non-dumpable, so that no process of the
-// same user (a command run unsandboxed included) can read its memory or
-// environment through /proc/<pid>/mem or /proc/<pid>/environ, or attach
-// a debugger. Call it once at start.
+// same user without CAP_SYS_PTRACE (a command run unsandboxed by a user
+// other than root included) can read its memory or environment through
+// /proc/<pid>/mem or /proc/<pid>/environ, or attach a debugger; and it
+// marks every descriptor Ava inherited close-on-exec, so that none
+// reaches a process Ava starts. Call it once at start.
 func HardenSelf() error {
+	var errs []error
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", err)
+		errs = append(errs, fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", err))
+	}
+	if err := closeOnExecAbove2(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// closeOnExecAbove2 marks every descriptor but the standard streams
+// close-on-exec: Ava's own already are, so this reaches only those Ava
+// inherited from its parent. Without close_range's flag (Linux < 5.11)
+// it marks each descriptor /proc lists.
+func closeOnExecAbove2() error {
+	if unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return nil
+	}
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("mark inherited descriptors close-on-exec: %w", err)
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
 	}
 	return nil
 }

@@ -39,6 +39,15 @@ type Limits struct {
 // DefaultLimits are the limits of a Spec that sets none.
 var DefaultLimits = Limits{Processes: 256, MemoryBytes: 2 << 30, CPUSeconds: 600, FileBytes: 1 << 30}
 
+// maxTmpfsBytes caps the size of a sandbox's private temporary folders.
+const maxTmpfsBytes = 1 << 30
+
+// tmpfsBytes is the size of the one tmpfs behind a sandbox's /tmp,
+// /var/tmp, /run and /dev/shm together. What a command writes there is
+// memory that RLIMIT_AS does not count, so it is taken from the memory
+// limit: half of MemoryBytes, at most maxTmpfsBytes.
+func (l Limits) tmpfsBytes() uint64 { return min(l.MemoryBytes/2, maxTmpfsBytes) }
+
 func (l Limits) withDefaults() Limits {
 	if l.Processes == 0 {
 		l.Processes = DefaultLimits.Processes

@@ -12,7 +12,10 @@ import (
 // deniedSyscalls fail with EPERM in a sandbox: debugging other processes,
 // mounting, entering or making namespaces, the kernel keyring, BPF,
 // performance counters, loading kernels and modules, and other
-// administration a contained command never needs.
+// administration a contained command never needs; io_uring, whose
+// operations bypass this filter (and much of the kernel's checking) and
+// whose history of kernel bugs is long; memfd_secret, memory hidden even
+// from the kernel's own inspection.
 var deniedSyscalls = append([]uintptr{
 	unix.SYS_PTRACE, unix.SYS_PROCESS_VM_READV, unix.SYS_PROCESS_VM_WRITEV, unix.SYS_KCMP,
 	unix.SYS_MOUNT, unix.SYS_UMOUNT2, unix.SYS_PIVOT_ROOT, unix.SYS_CHROOT,
@@ -24,6 +27,7 @@ var deniedSyscalls = append([]uintptr{
 	unix.SYS_REBOOT, unix.SYS_SWAPON, unix.SYS_SWAPOFF, unix.SYS_SYSLOG, unix.SYS_ACCT, unix.SYS_QUOTACTL,
 	unix.SYS_OPEN_BY_HANDLE_AT, unix.SYS_NAME_TO_HANDLE_AT, unix.SYS_PIDFD_GETFD,
 	unix.SYS_SETTIMEOFDAY, unix.SYS_CLOCK_SETTIME, unix.SYS_ADJTIMEX, unix.SYS_CLOCK_ADJTIME,
+	unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER, unix.SYS_MEMFD_SECRET,
 }, archDeniedSyscalls...)
 
 // newNamespaceFlags are the clone flags that make namespaces.
@@ -38,10 +42,15 @@ const (
 	retAllow = unix.SECCOMP_RET_ALLOW
 )
 
+// deniedSocketFamilies are the address families socket(2) refuses:
+// vsock reaches the hypervisor and other virtual machines, past the
+// network namespace.
+var deniedSocketFamilies = []uint32{unix.AF_VSOCK}
+
 // seccompProgram is the filter: a foreign architecture is killed, a
-// denied call gets EPERM, clone asking for a namespace gets EPERM, and
-// clone3 (whose flags a filter cannot read) gets ENOSYS so that libc
-// falls back to clone.
+// denied call gets EPERM, clone asking for a namespace gets EPERM, a
+// socket of a denied family gets EPERM, and clone3 (whose flags a filter
+// cannot read) gets ENOSYS so that libc falls back to clone.
 func seccompProgram() ([]bpf.Instruction, error) {
 	if auditArch == 0 || runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
 		return nil, fmt.Errorf("no filter for %s", runtime.GOARCH)
@@ -56,7 +65,7 @@ func seccompProgram() ([]bpf.Instruction, error) {
 	// Placeholders: jumps are patched once the tail's place is known.
 	type jump struct{ at, to int }
 	var jumps []jump
-	const toEPERM, toENOSYS, toClone = 0, 1, 2
+	const toEPERM, toENOSYS, toClone, toSocket = 0, 1, 2, 3
 	if x32Bit != 0 {
 		jumps = append(jumps, jump{len(prog), toEPERM})
 		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32Bit})
@@ -69,6 +78,8 @@ func seccompProgram() ([]bpf.Instruction, error) {
 	prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_CLONE3})
 	jumps = append(jumps, jump{len(prog), toClone})
 	prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_CLONE})
+	jumps = append(jumps, jump{len(prog), toSocket})
+	prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_SOCKET})
 	prog = append(prog, bpf.RetConstant{Val: retAllow})
 	clone := len(prog)
 	prog = append(prog,
@@ -76,11 +87,18 @@ func seccompProgram() ([]bpf.Instruction, error) {
 		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: newNamespaceFlags, SkipTrue: 1},
 		bpf.RetConstant{Val: retAllow},
 	)
+	socket := len(prog)
+	prog = append(prog, bpf.LoadAbsolute{Off: offArg0, Size: 4})
+	for _, family := range deniedSocketFamilies {
+		jumps = append(jumps, jump{len(prog), toEPERM})
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: family})
+	}
+	prog = append(prog, bpf.RetConstant{Val: retAllow})
 	eperm := len(prog)
 	prog = append(prog, bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)})
 	enosys := len(prog)
 	prog = append(prog, bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)})
-	targets := map[int]int{toEPERM: eperm, toENOSYS: enosys, toClone: clone}
+	targets := map[int]int{toEPERM: eperm, toENOSYS: enosys, toClone: clone, toSocket: socket}
 	for _, j := range jumps {
 		skip := targets[j.to] - j.at - 1
 		if skip > 255 {

@@ -131,3 +131,59 @@ func plantKey(t *testing.T, secret string) string {
 	}
 	return home
 }
+
+// A subagent driven by a scripted attacker, in a writable workspace that
+// is a git repository, tries what was reproduced in issue 24: write a
+// role file into the workspace's .ava/agents/ and set core.fsmonitor in
+// .git/config, which the person's next `git status` would run. Neither
+// reaches the workspace; an ordinary file does.
+func TestSubagentCannotChangeWorkspaceControlFiles(t *testing.T) {
+	if st := sandbox.Probe(); !st.Ready {
+		t.Fatalf("the sandbox is not available here: %s", st.Summary())
+	}
+	py := `import os, subprocess
+ws = os.environ["AVA_WORKSPACE"]
+for path, text in [(ws + "/.ava/agents/code_reviewer.md", "evil"), (ws + "/.git/config", "[core]\n\tfsmonitor = touch pwned\n"), (ws + "/normal.txt", "fine")]:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "a") as f: f.write(text)
+        print("WROTE", path)
+    except Exception as e: print("refused", path, type(e).__name__)
+r = subprocess.run(["git", "-C", ws, "config", "core.fsmonitor", "touch pwned"], capture_output=True, text=True)
+print("git config exit", r.returncode, r.stderr.strip())
+`
+	script, _ := json.Marshal(map[string]any{"turns": []any{
+		map[string]any{"tool_calls": []any{map[string]any{"name": "python_exec", "args": map[string]any{"code": py}}}},
+		map[string]any{"text": "done"},
+	}})
+	sh := shell.New(shell.Config{})
+	var ws string
+	h := newHarness(t, string(script), func(o *subagent.Options) {
+		ws = filepath.Join(o.Workspace, "ws")
+		o.Workspace = ws
+		if err := os.MkdirAll(filepath.Join(ws, ".git"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, ".git", "config"), []byte("[core]\n\tbare = false\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}, sh.All()...)
+	hd := h.spawn(t, subagent.Config{Role: "data_extractor", Task: "probe"})
+	if r := wait(t, hd); r.Status != lifecycle.Success {
+		t.Fatalf("status %s", r.Status)
+	}
+	out := toolResults(h.model.requests())
+	t.Logf("tool output:\n%s", out)
+	if !strings.Contains(out, "git config exit") {
+		t.Fatalf("the probe did not run:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".ava", "agents", "code_reviewer.md")); err == nil {
+		t.Error("the command wrote a role file into the workspace's .ava/agents/")
+	}
+	if cfg, _ := os.ReadFile(filepath.Join(ws, ".git", "config")); strings.Contains(string(cfg), "fsmonitor") {
+		t.Errorf("the command set core.fsmonitor in .git/config:\n%s", cfg)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "normal.txt")); string(b) != "fine" {
+		t.Error("an ordinary file in the workspace was not writable")
+	}
+}
