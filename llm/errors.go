@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"syscall"
 	"time"
@@ -41,8 +42,8 @@ func (e *APIError) Retryable() bool {
 }
 
 // IsRetryable reports whether err is transient: a retryable API status, a
-// cut stream, or a reset or refused connection. A cancelled or expired
-// context is never retryable.
+// cut stream, a connection closed without an answer (EOF) or reset or
+// refused. A cancelled or expired context is never retryable.
 func IsRetryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
@@ -51,7 +52,7 @@ func IsRetryable(err error) bool {
 	if errors.As(err, &apiErr) {
 		return apiErr.Retryable()
 	}
-	if errors.Is(err, ErrStreamCut) || errors.Is(err, syscall.ECONNRESET) ||
+	if errors.Is(err, ErrStreamCut) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) {
 		return true
 	}

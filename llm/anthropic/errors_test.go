@@ -282,3 +282,18 @@ func TestRetryAfterUsesSharedRule(t *testing.T) {
 		return err
 	})
 }
+
+// A connection closed without an answer (EOF: a provider's load balancer
+// dropping it) is retried like a reset one, and the retry's answer is
+// the only one.
+func TestDroppedConnectionRetried(t *testing.T) {
+	srv := llmfake.NewAnthropic(t, llmfake.Turn{Drop: true}, llmfake.Turn{Drop: true}, llmfake.Turn{Text: "after the drops"})
+	_, err := newProvider(t, srv).Stream(context.Background(), userRequest("hi"), nil)
+	if err == nil || !llm.IsRetryable(err) {
+		t.Fatalf("a dropped connection: err = %v, want a retryable error", err)
+	}
+	resp, err := llm.WithRetry(newProvider(t, srv), fastRetry).Stream(context.Background(), userRequest("hi"), nil)
+	if err != nil || resp.Message.TextContent() != "after the drops" {
+		t.Fatalf("after retries: %v %+v", err, resp)
+	}
+}

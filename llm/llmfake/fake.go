@@ -51,6 +51,9 @@ type Turn struct {
 	ChunkDelay time.Duration
 	// Hang sends the first events then blocks until the client disconnects.
 	Hang bool
+	// Drop closes the connection without answering (no status line): the
+	// client sees EOF, as when a provider's load balancer drops it.
+	Drop bool
 	// ArgChunks splits each tool call's Args into this many deltas (default 1).
 	ArgChunks int
 }
@@ -204,6 +207,14 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, writeErr func(htt
 		return req, turn, false
 	}
 	if !s.sleep(r, turn.Delay) {
+		return req, turn, false
+	}
+	if turn.Drop {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			panic(http.ErrAbortHandler) // HTTP/2: aborting resets the stream
+		}
+		_ = conn.Close()
 		return req, turn, false
 	}
 	if turn.Status != 0 {

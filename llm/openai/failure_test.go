@@ -232,3 +232,17 @@ func TestRetryAfterUsesSharedRule(t *testing.T) {
 		return err
 	})
 }
+
+// A connection closed without an answer (EOF) is retried like a reset
+// one.
+func TestDroppedConnectionRetried(t *testing.T) {
+	srv := llmfake.NewOpenAI(t, llmfake.Turn{Drop: true}, llmfake.Turn{Drop: true}, llmfake.Turn{Text: "after the drops"})
+	_, err := newProvider(t, srv).Stream(t.Context(), simpleRequest(), nil)
+	if err == nil || !llm.IsRetryable(err) {
+		t.Fatalf("a dropped connection: err = %v, want a retryable error", err)
+	}
+	resp, _ := stream(t, llm.WithRetry(newProvider(t, srv), fastRetry), simpleRequest())
+	if resp.Message.TextContent() != "after the drops" {
+		t.Fatalf("text = %q", resp.Message.TextContent())
+	}
+}
