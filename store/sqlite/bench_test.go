@@ -2,7 +2,10 @@ package sqlite
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -119,4 +122,38 @@ func BenchmarkCheckpointRunParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkQuickCheckAtOpen is the integrity check Open runs, on a
+// database of AVA_BENCH_DB_MB megabytes (default 64; the figure in
+// docs/benchmarks.md is for 1024), built once before the timer starts.
+func BenchmarkQuickCheckAtOpen(b *testing.B) {
+	mb := 64
+	if v, err := strconv.Atoi(os.Getenv("AVA_BENCH_DB_MB")); err == nil && v > 0 {
+		mb = v
+	}
+	path := filepath.Join(b.TempDir(), FileName)
+	s, err := Open(b.Context(), path, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := strings.Repeat("x", 4000)
+	batch := make([]store.Message, 1000)
+	for i := range batch {
+		batch[i] = store.Message{SessionKey: "k" + strconv.Itoa(i%100), Role: store.RoleUser, Text: text}
+	}
+	for written := 0; written < mb<<20; written += len(batch) * len(text) {
+		if err := s.AppendMessages(b.Context(), batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.Close()
+	b.ResetTimer()
+	for b.Loop() {
+		s, err := Open(b.Context(), path, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
 }

@@ -122,3 +122,54 @@ func TestWriteOnFullDisk(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenStoreCorruptInTheMiddle damages pages in the middle of a real
+// store (64 KiB of random bytes, as a bad disk or a torn copy leaves
+// them): Open refuses it with the README's message instead of migrating
+// and writing to it, and the file's bytes are left as they were.
+func TestOpenStoreCorruptInTheMiddle(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	s, err := Open(t.Context(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := make([]store.Message, 2000)
+	for i := range msgs {
+		msgs[i] = store.Message{SessionKey: "k" + strconv.Itoa(i%50), Role: store.RoleUser, Text: strings.Repeat("words ", 200)}
+	}
+	if err := s.AppendMessages(t.Context(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < 1<<20 {
+		t.Fatalf("store is only %d bytes", len(data))
+	}
+	mid := len(data) / 2
+	noise := make([]byte, 64<<10)
+	for i := range noise {
+		noise[i] = byte(i*7919 + 13)
+	}
+	copy(data[mid:], noise)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(t.Context(), path, Options{})
+	if err == nil {
+		s.Close()
+		t.Fatal("Open accepted a store damaged in the middle")
+	}
+	for _, want := range []string{path, "damaged", "left as it is", "move it aside"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, data) {
+		t.Error("Open modified the file it refused")
+	}
+}

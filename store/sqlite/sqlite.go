@@ -167,6 +167,9 @@ func (s *Store) openPools(ctx context.Context, readConns int) error {
 	if err := s.checkJournalMode(ctx); err != nil {
 		return err
 	}
+	if err := s.checkIntegrity(ctx); err != nil {
+		return err
+	}
 	if err := migrate(ctx, w, s.log); err != nil {
 		return describeOpenError(s.path, err)
 	}
@@ -219,6 +222,38 @@ func (s *Store) checkJournalMode(ctx context.Context) error {
 	}
 	return nil
 }
+
+// integrityBound is how long the integrity check at open may take; a
+// larger database is opened unchecked (and a warning logged) rather
+// than delay every start.
+const integrityBound = 3 * time.Second
+
+// checkIntegrity runs SQLite's quick_check before anything is written,
+// so a database damaged in the middle (a bad disk, a copy cut short) is
+// refused with the README's message and left as it is, instead of being
+// migrated and written to. quick_check reads every page but skips the
+// index cross-checks of integrity_check; it stops at the first problem.
+func (s *Store) checkIntegrity(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, integrityBound)
+	defer cancel()
+	var first string
+	err := s.writer.QueryRowContext(cctx, "PRAGMA quick_check(1)").Scan(&first)
+	switch {
+	case err != nil && cctx.Err() != nil && ctx.Err() == nil:
+		s.log.Warn("store integrity check skipped: the database is too large to check at start", "path", s.path, "bound", integrityBound)
+		return nil
+	case err != nil:
+		return describeOpenError(s.path, err)
+	case first != "ok":
+		return fmt.Errorf("open store %s: the database is damaged (SQLite's quick_check: %s); it was left as it is: move it aside to start a new store, or repair a copy with `sqlite3 ava.db .recover`: %w",
+			s.path, first, ErrCorrupt)
+	}
+	return nil
+}
+
+// ErrCorrupt is wrapped by the error of a store whose database failed
+// its integrity check at open.
+var ErrCorrupt = errors.New("database disk image is malformed")
 
 // migrate brings the schema up to date with the embedded migrations.
 func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
