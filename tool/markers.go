@@ -96,8 +96,9 @@ func isBracket(r rune) bool {
 // maxMarkerGap non-letters and then markerWord.
 func followedByWord(rest string) bool {
 	gap, matched := 0, 0
+	var buf [8]rune
 	for _, r := range rest {
-		for _, c := range fold(r) {
+		for _, c := range fold(buf[:0], r) {
 			switch {
 			case matched > 0 || isLetter(c):
 				if c != rune(markerWord[matched]) {
@@ -119,26 +120,28 @@ func followedByWord(rest string) bool {
 // isLetter reports a folded letter.
 func isLetter(c rune) bool { return unicode.IsLetter(c) }
 
-// fold is r as a reader sees it: nothing for a character that shows
-// nothing, else its NFKD form without combining marks, lowered, with
-// look-alikes mapped (see the comment at the top of the file).
-func fold(r rune) []rune {
+// fold appends r as a reader sees it to dst: nothing for a character
+// that shows nothing, else its NFKD form without combining marks,
+// lowered, with look-alikes mapped (see the comment at the top of the
+// file).
+func fold(dst []rune, r rune) []rune {
 	if r < utf8.RuneSelf {
 		switch {
 		case r == ' ' || r == '\t' || r == '\n' || r == '\r':
-			return []rune{' '}
+			return append(dst, ' ')
 		case r < 0x20 || r == 0x7f:
-			return nil
+			return dst
+		case 'A' <= r && r <= 'Z':
+			return append(dst, r+'a'-'A')
 		}
-		return []rune{unicode.ToLower(r)}
+		return append(dst, r)
 	}
-	if unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Mn, r) {
-		return nil
+	if invisible(r) || unicode.Is(unicode.Mn, r) {
+		return dst
 	}
 	if to, ok := lookalike[r]; ok {
-		return []rune{to}
+		return append(dst, to)
 	}
-	var out []rune
 	for _, d := range norm.NFKD.String(string(r)) {
 		if unicode.Is(unicode.Mn, d) {
 			continue
@@ -147,7 +150,7 @@ func fold(r rune) []rune {
 		if to, ok := lookalike[d]; ok {
 			d = to
 		}
-		out = append(out, d)
+		dst = append(dst, d)
 	}
-	return out
+	return dst
 }

@@ -87,8 +87,13 @@ func showInvisible(s string) string {
 // characters (Cc: NUL, escape, …) other than newline, tab and carriage
 // return.
 func invisible(r rune) bool {
-	if r == '\n' || r == '\t' || r == '\r' {
+	switch {
+	case r < 0x20:
+		return r != '\n' && r != '\t' && r != '\r'
+	case r < 0x7f:
 		return false
+	case r <= 0x9f: // DEL and the C1 controls
+		return true
 	}
-	return unicode.Is(unicode.Cc, r) || (r > 0x7f && unicode.Is(unicode.Cf, r))
+	return unicode.Is(unicode.Cf, r)
 }
