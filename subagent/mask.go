@@ -11,7 +11,7 @@ import (
 // the manager's redactor (Options.Redactor), the same one the store and
 // the event hub use, so that a secret a subagent read is masked on every
 // surface as it is in the store, and no surface can forget to. Masked
-// and Masked are the two functions that do it; a later application core
+// and RunStatus.Masked are the two functions that do it; a later application core
 // calls them in its own place.
 
 // Masked returns a copy of r with every free text masked: the summary,
