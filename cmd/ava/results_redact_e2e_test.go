@@ -219,8 +219,11 @@ func leakDaemonSurfaces(t *testing.T, env []string) {
 
 	// The Telegram chat's answer, final edit included.
 	tg.deliver("quote the keys")
-	waitFor(t, func() bool { return strings.Contains(tg.all(), "[REDACTED]") })
-	time.Sleep(500 * time.Millisecond) // a last edit may follow
+	waitFor(t, func() bool {
+		s, err := d.c.Session(bg(t), "ava:telegram:4242")
+		return err == nil && s.State == "idle" && strings.Contains(tg.all(), "The keys are")
+	})
+	time.Sleep(time.Second) // the final edit follows the turn's end
 	checkMasked(t, "Telegram messages", tg.all(), true)
 }
 
