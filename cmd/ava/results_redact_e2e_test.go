@@ -298,4 +298,3 @@ func (tg *leakTelegram) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"ok":true,"result":true}`)
 	}
 }
-
