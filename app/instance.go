@@ -223,7 +223,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 		ProgressAfter: cfg.ProgressAfter, ProgressEvery: cfg.ProgressEvery, WrapUpAt: cfg.WrapUpAt, AskTimeout: cfg.AskTimeout,
 		Overflow: subagent.Overflow(cfg.SpawnOverflow), MaxQueued: cfg.MaxQueuedSubagents,
 		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly, ResumeAttempts: resumeAttempts, LifecycleFiles: sessionFiles,
-		Confirm: policy, ConfirmTimeout: cfg.ConfirmTimeout, Tracer: in.Tracing.Tracer(),
+		Confirm: policy, ConfirmTimeout: cfg.ConfirmTimeout, Tracer: in.Tracing.Tracer(), Redactor: in.Redactor,
 		Dispatch: node.Dispatcher(), Worker: node.Runs(), RecoverEvery: cfg.RecoverEvery})
 	// Registered before Start: a Start that fails half way may already
 	// have started work that Close must stop.
@@ -248,7 +248,7 @@ func (in *Instance) openSessions(ctx context.Context) error {
 		return fmt.Errorf("orchestrator tools: %w", err)
 	}
 	in.Sessions = session.New(session.Config{Hub: in.Hub, Subagents: in.Subagent, Budgets: in.Store, Offline: IsOffline,
-		CancelSubagentsOnStop: true, MergeWindow: cfg.MergeWindow, OrchestratorAnswers: cfg.AskAnswers == "orchestrator", Logger: log, Traces: in.LogReader(audit.ReaderOptions{}),
+		CancelSubagentsOnStop: true, Redactor: in.Redactor, MergeWindow: cfg.MergeWindow, OrchestratorAnswers: cfg.AskAnswers == "orchestrator", Logger: log, Traces: in.LogReader(audit.ReaderOptions{}),
 		Orchestrator: func(model string, limits session.Limits) (*orchestrator.Orchestrator, llm.Model, error) {
 			m, err := OrchestratorModel(cfg, in.Catalog, model)
 			if err != nil {

@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
+
+	"github.com/avaagent/ava/redact"
 )
 
 // ErrStreamCut means the response stream ended before the provider said it
@@ -25,6 +29,30 @@ type APIError struct {
 	// RetryAfter is the server's Retry-After, zero when absent.
 	RetryAfter time.Duration
 	Message    string
+}
+
+// MaxErrorText bounds the text of a provider's error body kept in an
+// APIError's Message, so that an HTML error page from a proxy does not
+// flood the terminal, the streams and the logs.
+const MaxErrorText = 300
+
+// ErrorText makes a provider's error text (an error body or its message)
+// fit for an APIError's Message: secrets masked first (the credential
+// formats of package redact and the given values, such as the
+// provider's own key), then cut to max bytes (at a character boundary,
+// with "…"). The order matters: a key cut in half is no longer
+// recognisable, and its prefix would pass every redactor after this one,
+// into the terminal, the event streams, the store and the logs.
+func ErrorText(text string, max int, secrets ...string) string {
+	text = redact.New(redact.Options{Secrets: secrets}).String(strings.TrimSpace(text))
+	if len(text) <= max {
+		return text
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + "…"
 }
 
 func (e *APIError) Error() string {

@@ -15,6 +15,7 @@ import (
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/redact"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/tool"
 	"github.com/avaagent/ava/tracing"
@@ -214,6 +215,17 @@ type ResultJSON struct {
 	DurationMs int64            `json:"duration_ms"`
 	Iterations int              `json:"iterations"`
 	Error      string           `json:"error,omitempty"`
+}
+
+// Masked returns a copy of r with its free text (the answer and the
+// error) masked by red; a nil red masks the credential formats only.
+// Every surface reads a turn's result masked (session.Turn.Wait).
+func (r ResultJSON) Masked(red *redact.Redactor) ResultJSON {
+	if red == nil {
+		red = &redact.Redactor{}
+	}
+	r.Text, r.Error = red.String(r.Text), red.String(r.Error)
+	return r
 }
 
 // Tokens is a token breakdown.

@@ -37,6 +37,7 @@ import (
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/orchestrator"
+	"github.com/avaagent/ava/redact"
 	"github.com/avaagent/ava/subagent"
 )
 
@@ -98,7 +99,11 @@ type Config struct {
 	// CancelSubagentsOnStop makes Stop and a superseding message also
 	// cancel the subagents the session started.
 	CancelSubagentsOnStop bool
-	Logger                *slog.Logger
+	// Redactor masks secrets in what Turn.Wait returns (the instance's
+	// one redactor, as in the store and the event hub); nil masks the
+	// credential formats only.
+	Redactor *redact.Redactor
+	Logger   *slog.Logger
 }
 
 // SendOptions say how to deliver one message.
@@ -185,6 +190,8 @@ type Turn struct {
 	res     Result
 	err     error
 	model   llm.Model
+	// redactor masks the result Wait returns (Config.Redactor).
+	redactor *redact.Redactor
 	// span is the sender's span (an HTTP caller's trace): the turn's
 	// spans continue it.
 	span trace.SpanContext
@@ -206,11 +213,14 @@ func (t *Turn) Queued() bool { return t.queued }
 // Done is closed when the turn has ended.
 func (t *Turn) Done() <-chan struct{} { return t.done }
 
-// Wait returns the turn's result once it ends, or ctx's error.
+// Wait returns the turn's result once it ends, or ctx's error. The
+// result's text and error are masked (orchestrator.ResultJSON.Masked):
+// every surface that shows a turn's answer (the chat API's done event,
+// `ava run --json`, the chat channels) reads it here.
 func (t *Turn) Wait(ctx context.Context) (Result, error) {
 	select {
 	case <-t.done:
-		return t.res, t.err
+		return t.res.Masked(t.redactor), t.err
 	case <-ctx.Done():
 		return Result{}, ctx.Err()
 	}
@@ -236,7 +246,8 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 			return nil, fmt.Errorf("send to %s: %w", key, err)
 		}
 	}
-	t := &Turn{Session: key, message: message, opt: opt, done: make(chan struct{}), span: trace.SpanContextFromContext(ctx)}
+	t := &Turn{Session: key, message: message, opt: opt, done: make(chan struct{}), span: trace.SpanContextFromContext(ctx),
+		redactor: s.cfg.Redactor}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -278,7 +289,8 @@ func (s *Service) sendSubagent(ctx context.Context, key, message string, opt Sen
 	if err != nil {
 		return nil, err
 	}
-	t := &Turn{Session: key, message: message, opt: opt, done: make(chan struct{}), model: h.Model(), queued: queued}
+	t := &Turn{Session: key, message: message, opt: opt, done: make(chan struct{}), model: h.Model(), queued: queued,
+		redactor: s.cfg.Redactor}
 	s.wg.Go(func() {
 		defer close(t.done)
 		select {

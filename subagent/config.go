@@ -50,6 +50,11 @@ type Config struct {
 	MaxIterations    int         `json:"max_iterations,omitempty"`
 	ExtendedThinking *bool       `json:"extended_thinking,omitempty"`
 	ContextMode      ContextMode `json:"context_mode,omitempty"`
+	// PreviousStep is the result of the previous step of a chain. It is
+	// another agent's output, so untrusted: it reaches the model in the
+	// first message inside an untrusted block (taskPrompt), never in the
+	// system prompt.
+	PreviousStep string `json:"previous_step,omitempty"`
 }
 
 // Validate checks the request's own fields (the role is checked against

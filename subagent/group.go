@@ -192,7 +192,7 @@ func (m *Manager) runChain(g *Group, req GroupRequest, h *Handle) {
 			return
 		}
 		cfg := req.Configs[i+1]
-		cfg.Context = chainContext(cfg.Context, i+1, r)
+		cfg.PreviousStep = chainResult(i+1, r)
 		next, err := m.spawn(g.ctx, g.member(req, cfg))
 		if err != nil {
 			g.addResult(Result{Status: lifecycle.Error, Error: err.Error(), OutputFormat: "none", Output: json.RawMessage("null"),
@@ -210,13 +210,10 @@ func (m *Manager) runChain(g *Group, req GroupRequest, h *Handle) {
 	}
 }
 
-// chainContext adds the previous step's result to a step's context.
-func chainContext(own string, step int, prev Result) string {
-	s := fmt.Sprintf("Result of the previous step (%d, subagent %s):\nSummary: %s\nOutput (%s):\n%s", step, prev.SubagentID, prev.Summary, prev.OutputFormat, outputText(prev))
-	if own != "" {
-		return own + "\n\n" + s
-	}
-	return s
+// chainResult is the previous step's result as the next step reads it
+// (Config.PreviousStep: untrusted, never in the system prompt).
+func chainResult(step int, prev Result) string {
+	return fmt.Sprintf("Result of the previous step (%d, subagent %s):\nSummary: %s\nOutput (%s):\n%s", step, prev.SubagentID, prev.Summary, prev.OutputFormat, outputText(prev))
 }
 
 func (g *Group) addResult(r Result) {

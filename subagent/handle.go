@@ -166,8 +166,14 @@ type RunStatus struct {
 	QueuedAt time.Time `json:"queued_at,omitzero"`
 }
 
-// Status returns the live status without blocking on the run.
+// Status returns the live status without blocking on the run, with its
+// task and activity masked (see mask.go).
 func (h *Handle) Status() RunStatus {
+	return h.liveStatus().Masked(h.m.opt.Redactor)
+}
+
+// liveStatus is Status unmasked.
+func (h *Handle) liveStatus() RunStatus {
 	h.mu.Lock()
 	st := RunStatus{ID: h.id, Role: h.role.Name, Task: h.req.Config.Task, Model: h.model.Name(), Mode: h.req.mode,
 		Parent: h.req.Parent.SessionKey, Status: h.status, Stalled: h.stalled, WaitingForUser: h.waiting, StartedAt: h.startedAt}
@@ -218,14 +224,15 @@ func (h *Handle) Done() <-chan struct{} {
 	return h.done
 }
 
-// Result returns the last run's result, if it ended.
+// Result returns the last run's result, if it ended, with its secrets
+// masked (see mask.go): every surface reads results here.
 func (h *Handle) Result() (Result, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.result == nil || !h.status.Final() {
 		return Result{}, false
 	}
-	return *h.result, true
+	return h.result.Masked(h.m.opt.Redactor), true
 }
 
 // Wait blocks until the current run ends or ctx is done.

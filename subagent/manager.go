@@ -21,6 +21,7 @@ import (
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/redact"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/tool"
 )
@@ -125,6 +126,10 @@ type Options struct {
 	// Tracer records runs as OpenTelemetry spans (agent.Config.Tracer);
 	// nil traces nothing.
 	Tracer *tracing.Tracer
+	// Redactor masks secrets in what a Handle's Result, Wait and Status
+	// return (mask.go): the instance's one redactor, which the store and
+	// the event hub use too. Nil masks the credential formats only.
+	Redactor *redact.Redactor
 	// Dispatch, when set, sends every new run to a cluster's job queue
 	// (package cluster) instead of running it here: a worker's Manager
 	// runs it with Execute. Nil: runs run in this process (embedded).

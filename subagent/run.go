@@ -44,9 +44,14 @@ func (h *Handle) runFrom(history []llm.Message, input llm.Message) {
 }
 
 // taskPrompt is the first user message: the task (the system prompt
-// holds it too, with the context; models act on the user turn).
+// holds it too, with the context; models act on the user turn), then
+// the previous chain step's result, if any, inside an untrusted block.
 func taskPrompt(c Config) string {
-	return "Begin the task: " + c.Task
+	p := "Begin the task: " + c.Task
+	if c.PreviousStep != "" {
+		p += "\n\nThe previous step's result, as data to work from:\n" + tool.Untrusted("previous chain step", c.PreviousStep)
+	}
+	return p
 }
 
 // nextQueued pops the next follow-up queued while the run went on, or

@@ -55,6 +55,9 @@ type Provider struct {
 	client    anthropic.Client
 	maxTokens int
 	log       *slog.Logger
+	// key is the API key, masked in the error texts the server sends
+	// back (llm.ErrorText).
+	key string
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -84,6 +87,7 @@ func New(cfg Config) (*Provider, error) {
 		client:    anthropic.NewClient(opts...),
 		maxTokens: cfg.MaxTokens,
 		log:       cfg.Logger,
+		key:       cfg.APIKey,
 	}
 	if p.maxTokens == 0 {
 		p.maxTokens = DefaultMaxTokens
@@ -125,7 +129,7 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request, onDelta func(ll
 	stream := p.client.Messages.NewStreaming(ctx, params, option.WithResponseInto(&httpResp))
 	defer stream.Close()
 	if err := stream.Err(); err != nil {
-		return nil, requestError(ctx, err)
+		return nil, requestError(ctx, err, p.key)
 	}
 	if err := checkEventStream(httpResp); err != nil {
 		return nil, err
@@ -137,7 +141,7 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request, onDelta func(ll
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return nil, streamError(ctx, err)
+		return nil, streamError(ctx, err, p.key)
 	}
 	if !acc.stopped {
 		return nil, fmt.Errorf("anthropic: %w: stream ended without message_stop", llm.ErrStreamCut)

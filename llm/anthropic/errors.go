@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -15,18 +14,15 @@ import (
 	"github.com/avaagent/ava/llm"
 )
 
-// maxErrorMessage bounds the body text kept in an APIError, so that an
-// HTML error page from a proxy does not flood the logs.
-const maxErrorMessage = 1000
-
-// requestError classifies a failure to get a response started.
-func requestError(ctx context.Context, err error) error {
+// requestError classifies a failure to get a response started; key is
+// masked in the error's text.
+func requestError(ctx context.Context, err error, key string) error {
 	if ctx.Err() != nil {
 		return contextError(ctx, err)
 	}
 	var apiErr *anthropic.Error
 	if errors.As(err, &apiErr) {
-		return toAPIError(apiErr)
+		return toAPIError(apiErr, key)
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("anthropic: %w: connection closed before the response: %w", llm.ErrStreamCut, err)
@@ -34,14 +30,15 @@ func requestError(ctx context.Context, err error) error {
 	return fmt.Errorf("anthropic: send request: %w", err)
 }
 
-// streamError classifies a failure while reading the event stream.
-func streamError(ctx context.Context, err error) error {
+// streamError classifies a failure while reading the event stream; key
+// is masked in the error's text.
+func streamError(ctx context.Context, err error, key string) error {
 	if ctx.Err() != nil {
 		return contextError(ctx, err)
 	}
 	var apiErr *anthropic.Error
 	if errors.As(err, &apiErr) {
-		return toAPIError(apiErr)
+		return toAPIError(apiErr, key)
 	}
 	var syntaxErr *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
@@ -79,8 +76,8 @@ var errorStatus = map[string]int{
 // toAPIError converts the SDK's error: an HTTP error answer, or an
 // "event: error" in a stream (whose status says 200 and whose error type
 // gives the real one).
-func toAPIError(e *anthropic.Error) *llm.APIError {
-	out := &llm.APIError{Provider: "anthropic", StatusCode: e.StatusCode, Message: errorMessage(e)}
+func toAPIError(e *anthropic.Error, key string) *llm.APIError {
+	out := &llm.APIError{Provider: "anthropic", StatusCode: e.StatusCode, Message: errorMessage(e, key)}
 	if out.StatusCode < 400 {
 		out.StatusCode = http.StatusInternalServerError
 		if s, ok := errorStatus[string(e.Type())]; ok {
@@ -94,8 +91,9 @@ func toAPIError(e *anthropic.Error) *llm.APIError {
 }
 
 // errorMessage is "type: message" from the API's error envelope, else the
-// body as sent (shortened), else the status text.
-func errorMessage(e *anthropic.Error) string {
+// body as sent, else the status text; key and every credential are
+// masked before the text is shortened (llm.ErrorText).
+func errorMessage(e *anthropic.Error, key string) string {
 	raw := e.RawJSON()
 	var env struct {
 		Error struct {
@@ -104,15 +102,13 @@ func errorMessage(e *anthropic.Error) string {
 		} `json:"error"`
 	}
 	if json.Unmarshal([]byte(raw), &env) == nil && env.Error.Message != "" {
-		if env.Error.Type == "" {
-			return env.Error.Message
+		msg := env.Error.Message
+		if env.Error.Type != "" {
+			msg = env.Error.Type + ": " + msg
 		}
-		return env.Error.Type + ": " + env.Error.Message
+		return llm.ErrorText(msg, llm.MaxErrorText, key)
 	}
-	if msg := strings.TrimSpace(raw); msg != "" {
-		if len(msg) > maxErrorMessage {
-			msg = msg[:maxErrorMessage] + "…"
-		}
+	if msg := llm.ErrorText(raw, llm.MaxErrorText, key); msg != "" {
 		return msg
 	}
 	return http.StatusText(e.StatusCode)

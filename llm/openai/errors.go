@@ -175,6 +175,7 @@ func (p *Provider) apiError(status int, h http.Header, msg string, body []byte) 
 	if msg == "" {
 		msg = errorMessage(body)
 	}
+	msg = llm.ErrorText(msg, llm.MaxErrorText, p.key)
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
@@ -192,17 +193,14 @@ type wireError struct {
 }
 
 // errorMessage extracts a message from an error body: the JSON error's
-// message, else the body's text, shortened.
+// message, else the body's text. The caller masks and shortens it
+// (llm.ErrorText).
 func errorMessage(body []byte) string {
 	var w wireError
 	if json.Unmarshal(body, &w) == nil && w.Error.Message != "" {
 		return w.Error.Message
 	}
-	s := strings.TrimSpace(string(body))
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
+	return strings.TrimSpace(string(body))
 }
 
 // inStreamError maps an error object sent inside a 200 stream. It carries
@@ -215,6 +213,7 @@ func (p *Provider) inStreamError(data []byte) error {
 	if msg == "" {
 		msg = errorMessage(data)
 	}
+	msg = llm.ErrorText(msg, llm.MaxErrorText, p.key)
 	apiErr := &llm.APIError{Provider: p.name, StatusCode: inferStatus(w.Error.Type, w.Error.Code), Message: msg}
 	return fmt.Errorf("error sent inside the stream: %w", apiErr)
 }

@@ -83,6 +83,9 @@ type Provider struct {
 	maxTokens           int
 	maxCompletionTokens bool
 	log                 *slog.Logger
+	// key is the API key, masked in the error texts the server sends
+	// back (llm.ErrorText).
+	key string
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -112,6 +115,7 @@ func New(cfg Config) (*Provider, error) {
 		// Only OpenAI itself insists on the newer field.
 		maxCompletionTokens: base.Host == "api.openai.com",
 		log:                 cfg.Logger,
+		key:                 cfg.APIKey,
 	}
 	if p.httpClient == nil {
 		p.httpClient = defaultHTTPClient()

@@ -120,10 +120,11 @@ func parseDecls(s string) map[string]string {
 	return out
 }
 
-// declarations is n's style: the matching sheet rules in order, then its
-// style attribute.
+// declarations is n's style: its presentational attributes (see
+// presentation), the matching sheet rules in order, then its style
+// attribute.
 func declarations(n *html.Node, sheet []cssRule) map[string]string {
-	out := map[string]string{}
+	out := presentation(n)
 	id, classes := attr(n, "id"), strings.Fields(attr(n, "class"))
 	for _, r := range sheet {
 		if r.matches(n.Data, id, classes) {
@@ -236,4 +237,48 @@ func parseRGBArgs(s string) (rgba, bool) {
 		*dst[i] = f
 	}
 	return c, true
+}
+
+// svgPresentation are the SVG presentation attributes that can hide
+// text, as CSS properties of the same name.
+var svgPresentation = []string{"opacity", "fill-opacity", "visibility", "display", "font-size"}
+
+// presentation is the style n's attributes give it, below any CSS: the
+// colour of <font color> and the background of bgcolor, and for an SVG
+// element its presentation attributes, its fill being its text colour.
+func presentation(n *html.Node) map[string]string {
+	out := map[string]string{}
+	if v := attr(n, "color"); v != "" && n.Data == "font" {
+		out["color"] = legacyColor(v)
+	}
+	if v := attr(n, "bgcolor"); v != "" {
+		out["background-color"] = legacyColor(v)
+	}
+	if n.Namespace != "svg" {
+		return out
+	}
+	for _, k := range svgPresentation {
+		if v := attr(n, k); v != "" {
+			out[k] = strings.ToLower(strings.TrimSpace(v))
+		}
+	}
+	if v := strings.ToLower(strings.TrimSpace(attr(n, "fill"))); v == "none" {
+		out["color"] = "transparent"
+	} else if v != "" {
+		out["color"] = v
+	}
+	return out
+}
+
+// legacyHex is a colour attribute's hex digits written without '#'.
+var legacyHex = regexp.MustCompile(`^[0-9a-f]{3}([0-9a-f]{3})?$`)
+
+// legacyColor is an HTML colour attribute as CSS: "ffffff" is "#ffffff",
+// as browsers read it.
+func legacyColor(v string) string {
+	v = strings.ToLower(strings.TrimSpace(v))
+	if legacyHex.MatchString(v) {
+		return "#" + v
+	}
+	return v
 }

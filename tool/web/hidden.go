@@ -12,8 +12,10 @@ import (
 )
 
 // A page can hide text from the person reading it and still hand it to a
-// model: zero-size or 1-pixel type, display:none, visibility:hidden,
-// opacity 0, white-on-white or same-colour text, text moved off-screen or
+// model: type of 2 pixels or less, display:none, visibility:hidden,
+// opacity 0 (as a property, a filter: opacity(0) or an SVG attribute),
+// white-on-white or same-colour text (by CSS or by <font color>), text
+// moved off-screen (by position, margins or a translate transform) or
 // clipped away. stripHidden removes such text from the parsed page before
 // it is converted, and reports it, so the model is told that the page
 // held invisible text (a common way to slip instructions to an agent)
@@ -133,10 +135,12 @@ func hiddenBy(n *html.Node, d map[string]string) string {
 		return "display:none"
 	case d["visibility"] == "hidden" || d["visibility"] == "collapse":
 		return "visibility:hidden"
-	case isZero(d["opacity"]):
+	case isZero(d["opacity"]) || isZero(d["fill-opacity"]):
 		return "opacity 0"
+	case filteredAway(d["filter"]):
+		return "filter: opacity(0)"
 	case tinyFont(d["font-size"]):
-		return "zero or 1-pixel font size"
+		return "zero or tiny (2-pixel or smaller) font size"
 	case d["color"] == "transparent":
 		return "transparent text"
 	case offScreen(d):
@@ -147,11 +151,60 @@ func hiddenBy(n *html.Node, d map[string]string) string {
 	return ""
 }
 
-// offScreen reports a box moved far outside the page.
+// offScreen reports a box moved far outside the page: by its position
+// or margins, or by a translate transform.
 func offScreen(d map[string]string) bool {
 	for _, p := range []string{"left", "top", "right", "text-indent", "margin-left", "margin-top"} {
-		if v, unit, ok := cssLength(d[p]); ok && v < 0 &&
-			((unit == "px" && v <= -500) || (unit == "em" || unit == "rem") && v <= -30 || (unit == "%" || unit == "vw" || unit == "vh") && v <= -90) {
+		if farNegative(d[p]) {
+			return true
+		}
+	}
+	for _, v := range translations(d["transform"]) {
+		if farNegative(v) || farPositive(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// farNegative reports a length that moves a box out of the page to the
+// left or the top.
+func farNegative(v string) bool {
+	n, unit, ok := cssLength(v)
+	return ok && n < 0 && ((unit == "px" && n <= -500) || (unit == "em" || unit == "rem") && n <= -30 ||
+		(unit == "%" || unit == "vw" || unit == "vh") && n <= -90)
+}
+
+// farPositive reports a translation that moves a box out of the page to
+// the right or the bottom (a page rarely scrolls that far sideways).
+func farPositive(v string) bool {
+	n, unit, ok := cssLength(v)
+	return ok && ((unit == "px" && n >= 5000) || (unit == "em" || unit == "rem") && n >= 300 ||
+		(unit == "vw" || unit == "vh") && n >= 200)
+}
+
+// translateRe finds the arguments of translate functions in a transform.
+var translateRe = regexp.MustCompile(`translate(?:x|y|z|3d)?\(([^)]*)\)`)
+
+// translations are the lengths a transform translates by.
+func translations(transform string) []string {
+	var out []string
+	for _, m := range translateRe.FindAllStringSubmatch(transform, -1) {
+		for _, a := range strings.Split(m[1], ",") {
+			out = append(out, strings.TrimSpace(a))
+		}
+	}
+	return out
+}
+
+// filterOpacityRe finds opacity(…) in a filter, and the old
+// alpha(opacity=…).
+var filterOpacityRe = regexp.MustCompile(`(?:opacity\(|alpha\(\s*opacity\s*=)\s*([0-9.]+%?)\s*\)`)
+
+// filteredAway reports a filter that makes a box transparent.
+func filteredAway(filter string) bool {
+	for _, m := range filterOpacityRe.FindAllStringSubmatch(filter, -1) {
+		if isZero(m[1]) {
 			return true
 		}
 	}
@@ -180,19 +233,21 @@ func clippedAway(d map[string]string) bool {
 	return false
 }
 
-// tinyFont reports a font size of zero or about one pixel.
+// tinyFont reports a font size of two pixels or less: no one reads it.
 func tinyFont(v string) bool {
 	n, unit, ok := cssLength(v)
 	if !ok {
 		return false
 	}
 	switch unit {
-	case "px", "pt", "":
+	case "px", "":
+		return n <= 2
+	case "pt":
 		return n <= 1.5
 	case "em", "rem":
-		return n <= 0.1
+		return n <= 0.125
 	case "%":
-		return n <= 10
+		return n <= 12.5
 	}
 	return n == 0
 }

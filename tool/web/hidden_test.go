@@ -40,6 +40,21 @@ func TestHiddenTextIsRemovedAndFlagged(t *testing.T) {
 		{"class in sheet", ".sneaky{display:none}", `<p class="x sneaky">` + secret + `</p>`, "display:none"},
 		{"id in sheet", "#tiny{font-size:1px}", `<p id="tiny">` + secret + `</p>`, "font size"},
 		{"white class", "p.w{color:#FFFFFF}", `<p class="w">` + secret + `</p>`, "same colour"},
+		{"font color white", "", `<p><font color=#ffffff>` + secret + `</font></p>`, "same colour"},
+		{"font color bare hex", "", `<p><font color="FFFFFF">` + secret + `</font></p>`, "same colour"},
+		{"font color on bgcolor", "", `<table bgcolor="#000000"><tr><td><font color="black">` + secret + `</font></td></tr></table>`, "same colour"},
+		{"filter opacity", "", `<p style="filter: opacity(0)">` + secret + `</p>`, "filter: opacity(0)"},
+		{"filter opacity percent", ".f{filter:blur(1px) opacity(0%)}", `<p class="f">` + secret + `</p>`, "filter: opacity(0)"},
+		{"translateX", "", `<p style="transform: translateX(-10000px)">` + secret + `</p>`, "off-screen"},
+		{"translate far right", "", `<p style="transform:translate(20000px, 0)">` + secret + `</p>`, "off-screen"},
+		{"translate3d up", "", `<p style="transform:translate3d(0,-9999px,0)">` + secret + `</p>`, "off-screen"},
+		{"svg opacity", "", `<svg width="400" height="40"><text x="0" y="20" opacity="0">` + secret + `</text></svg>`, "opacity"},
+		{"svg group opacity", "", `<svg><g opacity="0.0"><text>` + secret + `</text></g></svg>`, "opacity"},
+		{"svg fill white", "", `<svg><text fill="#fff">` + secret + `</text></svg>`, "same colour"},
+		{"svg fill none", "", `<svg><text fill="none">` + secret + `</text></svg>`, "transparent"},
+		{"2px type", "", `<p style="font-size:2px">` + secret + `</p>`, "font size"},
+		{"1.5pt type", "", `<p style="font-size:1.5pt">` + secret + `</p>`, "font size"},
+		{"0.1em type", ".t{font-size:0.1em}", `<p class="t">` + secret + `</p>`, "font size"},
 	}
 	for _, tc := range tricks {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,13 +82,17 @@ func TestHiddenTextIsRemovedAndFlagged(t *testing.T) {
 func TestVisibleStylesKept(t *testing.T) {
 	page := hiddenPage(".menu li{display:none} a:hover{display:none} .dark{background:#000 url(x.png)}",
 		`<div class="dark"><p style="color:#fff;font-size:14px">Light text on a dark panel stays.</p></div>
-<ul><li>Otters use tools.</li></ul><p style="position:relative;left:-20px">Slightly shifted text stays.</p>`)
+<ul><li>Otters use tools.</li></ul><p style="position:relative;left:-20px">Slightly shifted text stays.</p>
+<p style="transform:translateX(-20px) scale(1.1)">Slid text stays.</p><p><font color="red">Red text stays.</font></p>
+<p style="filter: opacity(0.8) blur(0)">Faded text stays.</p><p style="font-size:11px">Small print stays.</p>
+<svg><text fill="#333" opacity="0.9">Chart label stays.</text></svg>`)
 	u, _ := url.Parse("https://example.com/otters")
 	_, md, rep, err := htmlToMarkdown(context.Background(), []byte(page), "text/html", u)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Light text on a dark panel stays.", "Otters use tools.", "Slightly shifted text stays."} {
+	for _, want := range []string{"Light text on a dark panel stays.", "Otters use tools.", "Slightly shifted text stays.",
+		"Slid text stays.", "Red text stays.", "Faded text stays.", "Small print stays.", "Chart label stays."} {
 		if !strings.Contains(md, want) {
 			t.Errorf("lost %q:\n%s", want, md)
 		}
