@@ -198,7 +198,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	}
 	var owner subagent.Owner
 	if !o.readOnly {
-		self, err := instance.Start(ctx, instance.Options{Store: in.Store, Logger: log})
+		self, err := instance.Start(ctx, instance.Options{Store: in.Store, Logger: log, TTL: cfg.LeaseTTL, Heartbeat: cfg.LeaseTTL / 6})
 		if err != nil {
 			return err
 		}

@@ -116,6 +116,12 @@ type Config struct {
 	// subagents looks for the runs of processes that are gone (default
 	// 10s): in a cluster, how soon a dead worker's runs resume elsewhere.
 	RecoverEvery time.Duration `yaml:"-"`
+	// LeaseTTL (AVA_LEASE_TTL) is how long a process may go without
+	// renewing its lease before the others count it gone and take its
+	// runs over (default 30s; renewed every sixth of it). Shorter finds
+	// a paused or partitioned process sooner; every process sharing a
+	// data root or cluster must use the same.
+	LeaseTTL time.Duration `yaml:"-"`
 
 	// TrustedWorkspaces are the workspaces whose .ava/agents/ role files
 	// may replace a built-in or user role of the same name
@@ -356,6 +362,13 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 			return fmt.Errorf("AVA_RECOVER_EVERY=%q: not a positive duration like 10s", v)
 		}
 		c.RecoverEvery = d
+	}
+	if v := getenv("AVA_LEASE_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return fmt.Errorf("AVA_LEASE_TTL=%q: not a duration of at least 1s like 30s", v)
+		}
+		c.LeaseTTL = d
 	}
 	if v := getenv("AVA_STALL_AFTER"); v != "" {
 		d, err := time.ParseDuration(v)
