@@ -47,6 +47,10 @@ func badRequestf(format string, a ...any) error { return badRequest{fmt.Sprintf(
 // errDraining refuses new work while the daemon shuts down.
 var errDraining = errors.New("the daemon is shutting down: no new work is taken")
 
+// errBodyTimeout is a request body that did not arrive within
+// Timeouts.Body (408).
+var errBodyTimeout = errors.New("the request body did not arrive in time")
+
 // statusOf maps an error to its HTTP status, in one place.
 func statusOf(err error) int {
 	var br badRequest
@@ -60,6 +64,8 @@ func statusOf(err error) int {
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, subagent.ErrDecided), errors.Is(err, store.ErrExpired):
 		return http.StatusConflict
+	case errors.Is(err, errBodyTimeout):
+		return http.StatusRequestTimeout
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, fs.ErrNotExist), errors.Is(err, subagent.ErrNoQuestion):
@@ -87,6 +93,9 @@ func decode(w http.ResponseWriter, r *http.Request, max int64, v any) error {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return fmt.Errorf("body over %d bytes: %w", max, err)
+		}
+		if isTimeout(err) {
+			return fmt.Errorf("%w: %w", errBodyTimeout, err)
 		}
 		if errors.Is(err, io.EOF) {
 			return badRequestf("empty body: a JSON object is required")
