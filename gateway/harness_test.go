@@ -78,7 +78,7 @@ type env struct {
 
 type envOptions struct {
 	// token is the daemon's token (default testToken).
-	token     string
+	token string
 	// timeouts are the server's (zero: the defaults).
 	timeouts  gateway.Timeouts
 	heartbeat time.Duration

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"strings"
 
 	"github.com/avaagent/ava/gateway/client"
 	"github.com/avaagent/ava/session"
@@ -58,7 +59,7 @@ func statusOf(err error) int {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &br), errors.As(err, &amb), errors.Is(err, store.ErrAmbiguous), errors.Is(err, subagent.ErrUnknownRole),
-		errors.Is(err, subagent.ErrBadDecision):
+		errors.Is(err, subagent.ErrBadDecision), errors.Is(err, store.ErrEmpty), errors.Is(err, subagent.ErrEmptyAnswer):
 		return http.StatusBadRequest
 	case isUnclear(err):
 		return http.StatusUnprocessableEntity
@@ -82,6 +83,22 @@ func statusOf(err error) int {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
+}
+
+// emptyID reports an ID that is blank or only its kind's prefix ("S-",
+// "P-", "Q-"): a mistake of the client, never a lookup.
+func emptyID(id string) bool {
+	id = strings.TrimSpace(id)
+	return id == "" || len(id) == 2 && id[1] == '-' && strings.ContainsRune("SPQspq", rune(id[0]))
+}
+
+// pathID is the request's {id}, or a 400 error when it is empty.
+func pathID(r *http.Request, what string) (string, error) {
+	id := r.PathValue("id")
+	if emptyID(id) {
+		return "", badRequestf("%s ID %q is empty: give one (or a unique prefix) after the dash", what, id)
+	}
+	return id, nil
 }
 
 // decode reads a JSON body of at most max bytes into v, refusing
