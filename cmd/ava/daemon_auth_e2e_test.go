@@ -68,7 +68,7 @@ func TestDaemonMakesItsTokenAndTheCLIReadsIt(t *testing.T) {
 		}
 	}
 	out, errOut, code := cli(nil, "panel")
-	if code != 0 || !strings.HasPrefix(out, "http://"+d.addr+"/?login=") {
+	if code != 0 || !strings.HasPrefix(out, "http://"+strings.TrimSuffix(d.addr, "/")+"/?login=") {
 		t.Fatalf("ava panel: exit %d\n%s\n%s", code, out, errOut)
 	}
 
@@ -114,7 +114,7 @@ func TestAnotherUserCannotUseTheDaemon(t *testing.T) {
 	if _, err := os.Stat(filepath.Dir(root)); err != nil {
 		t.Fatal(err)
 	}
-	base := "http://" + d.addr
+	base := "http://" + strings.TrimSuffix(d.addr, "/")
 	for _, c := range []struct {
 		args []string
 		want string
