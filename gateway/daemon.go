@@ -109,7 +109,7 @@ func Run(ctx context.Context, opt DaemonOptions) error {
 	if err != nil {
 		return errors.Join(err, ln.Close(), in.Close())
 	}
-	chans, handler, err := channels(in, srv.Handler(), opt)
+	chans, handler, err := channels(in, srv.Handler(), srv.opt.Timeouts.Body, opt)
 	if err != nil {
 		return errors.Join(err, ln.Close(), in.Close())
 	}
@@ -160,8 +160,8 @@ func withToken(cfg config.Config, log *slog.Logger) (config.Config, error) {
 }
 
 // channels builds the chat channels and the handler that serves their
-// webhooks beside the API.
-func channels(in *app.Instance, api http.Handler, opt DaemonOptions) ([]Channel, http.Handler, error) {
+// webhooks beside the API, each with the API's body timeout.
+func channels(in *app.Instance, api http.Handler, bodyTimeout time.Duration, opt DaemonOptions) ([]Channel, http.Handler, error) {
 	if opt.Channels == nil {
 		return nil, api, nil
 	}
@@ -174,7 +174,7 @@ func channels(in *app.Instance, api http.Handler, opt DaemonOptions) ([]Channel,
 	for _, c := range chans {
 		if wc, ok := c.(WebhookChannel); ok {
 			if pattern, h, ok := wc.Webhook(); ok {
-				mux.Handle(pattern, h)
+				mux.Handle(pattern, bodyDeadline(bodyTimeout, h))
 			}
 		}
 	}
