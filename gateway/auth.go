@@ -176,6 +176,13 @@ func randomString(n int) (string, error) {
 func (s *Server) require(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.auth.allowed(r) {
+			if r.ContentLength != 0 {
+				// Its body is never read: close the connection after the
+				// answer rather than read the rest of it (net/http would
+				// read up to 256 KiB, for as long as the body timeout).
+				w.Header().Set("Connection", "close")
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ava"`)
 			writeError(w, http.StatusUnauthorized, "missing or wrong token: send the daemon's token as a bearer token "+
 				"(AVA_TOKEN, or the data root's "+tokenFileHint+"), or log the browser in with the link ava serve printed")

@@ -283,10 +283,21 @@ func TestSlowAndIdleConnectionsAreClosed(t *testing.T) {
 	must(t, err)
 	closedWithin("a slow body", slow, 3*time.Second)
 
-	unauth := dial()
-	_, err = io.WriteString(unauth, "POST /api/chat HTTP/1.1\r\nHost: "+addr+"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	// Without the token, the body is not waited for at all: the 401 at
+	// once, then the connection is closed (the body timeout is 1 min).
+	long := newEnv(t, envOptions{timeouts: gateway.Timeouts{Body: time.Minute}})
+	unauth, err := net.Dial("tcp", long.ts.Listener.Addr().String())
 	must(t, err)
-	closedWithin("a slow body without the token", unauth, 3*time.Second)
+	defer unauth.Close()
+	_, err = io.WriteString(unauth, "POST /api/chat HTTP/1.1\r\nHost: "+long.ts.Listener.Addr().String()+"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	must(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(unauth), nil)
+	must(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a slow body without the token: %d, want 401", resp.StatusCode)
+	}
+	closedWithin("a slow body without the token", unauth, 2*time.Second)
 
 	headers := dial()
 	_, err = io.WriteString(headers, "GET /healthz HTTP/1.1\r\nHost: "+addr+"\r\n")
@@ -296,7 +307,7 @@ func TestSlowAndIdleConnectionsAreClosed(t *testing.T) {
 	idle := dial()
 	_, err = io.WriteString(idle, "GET /healthz HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
 	must(t, err)
-	resp, err := http.ReadResponse(bufio.NewReader(idle), nil)
+	resp, err = http.ReadResponse(bufio.NewReader(idle), nil)
 	must(t, err)
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
