@@ -74,7 +74,7 @@ func TestChatRefusesBadRequests(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest("POST", e.ts.URL+"/api/chat", strings.NewReader(tc.body))
 			req.Header.Set("Content-Type", tc.ctype)
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := http.DefaultClient.Do(e.authorize(req))
 			must(t, err)
 			defer resp.Body.Close()
 			var eb client.ErrorBody

@@ -67,6 +67,7 @@ const script = `conversations:
 // scripted model) on a real loopback listener.
 type env struct {
 	t      *testing.T
+	token  string
 	in     *app.Instance
 	srv    *gateway.Server
 	ts     *httptest.Server
@@ -76,7 +77,10 @@ type env struct {
 }
 
 type envOptions struct {
-	token     string
+	// token is the daemon's token (default testToken).
+	token string
+	// timeouts are the server's (zero: the defaults).
+	timeouts  gateway.Timeouts
 	heartbeat time.Duration
 	// script replaces the default script (MODEL stands for the model).
 	script string
@@ -126,18 +130,20 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	ts := httptest.NewUnstartedServer(nil)
+	o.token = cmpOr(o.token, testToken)
 	srv, err := gateway.New(gateway.Options{Instance: in, Addr: ts.Listener.Addr().String(), Token: o.token,
-		Heartbeat: o.heartbeat, Metrics: metrics, Logger: log})
+		Heartbeat: o.heartbeat, Metrics: metrics, Logger: log, Timeouts: o.timeouts})
 	if err != nil {
 		in.Close()
 		t.Fatal(err)
 	}
+	ts.Config = srv.HTTPServer() // the daemon's timeouts
 	ts.Config.Handler = srv.Handler()
 	if o.wrap != nil {
 		ts.Config.Handler = o.wrap(srv.Handler())
 	}
 	ts.Start()
-	e := &env{t: t, in: in, srv: srv, ts: ts, c: client.New(ts.URL, o.token), model: model}
+	e := &env{t: t, token: o.token, in: in, srv: srv, ts: ts, c: client.New(ts.URL, o.token), model: model}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 		srv.Drain(ctx) // ends the open streams at once
@@ -151,7 +157,27 @@ func newEnv(t *testing.T, o envOptions) *env {
 	return e
 }
 
-// do sends a request and returns the status and body.
+// testToken is the daemon's token in the tests that do not choose one.
+const testToken = "test-token-0123456789abcdef"
+
+// loginURL is a one-time link that logs a browser in.
+func (e *env) loginURL() string {
+	e.t.Helper()
+	link, err := e.srv.LoginLink()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return link
+}
+
+// authorize adds the daemon's token to req.
+func (e *env) authorize(req *http.Request) *http.Request {
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	return req
+}
+
+// do sends a request and returns the status and body. It carries the
+// token unless hdr has an Authorization entry (empty: none).
 func (e *env) do(method, path, body string, hdr map[string]string) (int, string) {
 	e.t.Helper()
 	var rd io.Reader
@@ -165,12 +191,17 @@ func (e *env) do(method, path, body string, hdr map[string]string) (int, string)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if _, ok := hdr["Authorization"]; !ok {
+		e.authorize(req)
+	}
 	for k, v := range hdr {
-		if k == "Host" {
+		switch {
+		case k == "Host":
 			req.Host = v
-			continue
+		case v == "" && k == "Authorization":
+		default:
+			req.Header.Set(k, v)
 		}
-		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

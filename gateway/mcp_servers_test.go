@@ -11,7 +11,7 @@ func TestMCPServersRoute(t *testing.T) {
 	e := newEnv(t, envOptions{token: "tok", roles: map[string]string{
 		"lost.md": "---\nname: lost\ndescription: A role with a missing server.\ntools: [read_file]\nmcp_servers:\n  - {name: nowhere, command: /nonexistent/mcp-server}\n---\n",
 	}})
-	if code, _ := e.do(http.MethodGet, "/api/mcp/servers", "", nil); code != http.StatusUnauthorized {
+	if code, _ := e.do(http.MethodGet, "/api/mcp/servers", "", map[string]string{"Authorization": ""}); code != http.StatusUnauthorized {
 		t.Errorf("without the token: %d", code)
 	}
 	list, err := e.c.MCPServers(ctx(t))

@@ -316,7 +316,9 @@ func TestMCPRoleServerCrashes(t *testing.T) {
 		t.Errorf("mcp list --daemon: exit %d\n%s\n%s", code, out, errOut)
 	}
 	var list client.MCPServerList
-	resp, err := http.Get("http://" + d.addr + "/api/mcp/servers")
+	req, _ := http.NewRequest("GET", "http://"+d.addr+"/api/mcp/servers", nil)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

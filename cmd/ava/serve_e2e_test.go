@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -45,6 +46,28 @@ type daemon struct {
 	done   chan struct{}
 	c      *client.Client
 	env    []string
+	// token is the daemon's token (AVA_TOKEN or its data root's).
+	token string
+	// stdout is what it printed after its first line.
+	stdout *lockedBuffer
+}
+
+// lockedBuffer is a buffer written by one goroutine and read by others.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // daemonEnv is a data root and a model shared by the daemons of a test.
@@ -75,13 +98,15 @@ func startDaemon(t *testing.T, env []string, args ...string) *daemon {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	line, err := bufio.NewReader(out).ReadString('\n')
+	rd := bufio.NewReader(out)
+	line, err := rd.ReadString('\n')
 	if err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatalf("daemon did not start: %v\n%s", err, d.stderr)
 	}
-	go func() { io.Copy(io.Discard, out); cmd.Wait(); close(d.done) }()
+	d.stdout = &lockedBuffer{}
+	go func() { io.Copy(d.stdout, rd); cmd.Wait(); close(d.done) }()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		<-d.done
@@ -91,8 +116,32 @@ func startDaemon(t *testing.T, env []string, args ...string) *daemon {
 		t.Fatalf("no address in %q", line)
 	}
 	d.addr = strings.Fields(rest)[0]
-	d.c = client.New(d.addr, "")
+	d.token = daemonToken(t, env)
+	d.c = client.New(d.addr, d.token)
 	return d
+}
+
+// daemonToken is the token of a daemon started with env: its AVA_TOKEN,
+// else the one it keeps in its data root, as the command line reads it.
+func daemonToken(t *testing.T, env []string) string {
+	t.Helper()
+	var tok, root string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "AVA_TOKEN="); ok {
+			tok = v
+		}
+		if v, ok := strings.CutPrefix(kv, "AVA_DATA_ROOT="); ok {
+			root = v
+		}
+	}
+	if tok != "" || root == "" {
+		return tok
+	}
+	tok, err := client.ReadToken(root)
+	if err != nil {
+		t.Fatalf("the daemon's token: %v", err)
+	}
+	return tok
 }
 
 // exitCode waits for the process and returns its exit code.
