@@ -149,7 +149,7 @@ func (s *Server) roleSummary() string {
 		if i > 0 {
 			out += "; "
 		}
-		out += r.Name + " (" + r.Description + ")"
+		out += r.SummaryText()
 	}
 	return out
 }

@@ -50,6 +50,12 @@ type Config struct {
 	MaxIterations    int         `json:"max_iterations,omitempty"`
 	ExtendedThinking *bool       `json:"extended_thinking,omitempty"`
 	ContextMode      ContextMode `json:"context_mode,omitempty"`
+	// ModelBy is who named Model (llm.Namer): only the operator may name
+	// a scripted model. Never read from JSON: a spawn from the API, an
+	// MCP client or a model's tool call is NamedByOther (the zero value),
+	// and only code that takes the name from the operator (the --model
+	// flag, a run record the store holds) says otherwise.
+	ModelBy llm.Namer `json:"-"`
 }
 
 // Validate checks the request's own fields (the role is checked against

@@ -70,11 +70,7 @@ func (m *Manager) Tools() []tool.Tool {
 func (m *Manager) roleSummary() string {
 	var parts []string
 	for _, r := range SortedRoles(m.opt.Roles) {
-		tools := strings.Join(r.Tools, ", ")
-		if len(r.MCPServers) > 0 {
-			tools += "; MCP servers: " + strings.Join(r.MCPServerNames(), ", ")
-		}
-		parts = append(parts, fmt.Sprintf("%s (%s; tools: %s)", r.Name, strings.TrimSuffix(r.Description, "."), tools))
+		parts = append(parts, r.SummaryText())
 	}
 	return strings.Join(parts, "; ") + "."
 }
