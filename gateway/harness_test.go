@@ -66,11 +66,11 @@ const script = `conversations:
 // env is a server over a real instance (SQLite in a temp dir, the
 // scripted model) on a real loopback listener.
 type env struct {
-	t      *testing.T
-	in     *app.Instance
-	srv    *gateway.Server
-	ts     *httptest.Server
-	c      *client.Client
+	t   *testing.T
+	in  *app.Instance
+	srv *gateway.Server
+	ts  *httptest.Server
+	c   *client.Client
 	// model is the orchestrator's model (AVA_MODEL) and what a
 	// subagent's resolves to; spawnModel is what a client names.
 	model  string

@@ -151,3 +151,17 @@ func TestChatAnswersAProposal(t *testing.T) {
 		t.Fatalf("%d still pending", n)
 	}
 }
+
+// TestAPISpawnRefusesAScriptPath: POST /api/subagents may not name a
+// scripted model by its path (only the operator may): 400-class refusal
+// saying so, nothing started.
+func TestAPISpawnRefusesAScriptPath(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	code, body := e.do("POST", "/api/subagents", `{"role":"researcher","task":"cheap","model":"`+e.model+`"}`, nil)
+	if code < 400 || code >= 500 || !strings.Contains(body, "only the operator may name a scripted model") {
+		t.Fatalf("spawn on a script path: %d %s", code, body)
+	}
+	if n := len(e.in.Subagent.List(true)); n != 0 {
+		t.Fatalf("%d subagents started", n)
+	}
+}

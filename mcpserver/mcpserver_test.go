@@ -541,3 +541,20 @@ func cmpOr(s, def string) string {
 	}
 	return s
 }
+
+// TestSpawnRefusesAScriptPath: an MCP client may not name a scripted
+// model by its path (only the operator may); the call is an error result
+// saying so, and nothing starts.
+func TestSpawnRefusesAScriptPath(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	res, err := e.call(context.Background(), "spawn_subagent", map[string]any{"role": "researcher", "task": "QUICK sum", "model": e.model}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.Contains(text(res), "only the operator may name a scripted model") {
+		t.Fatalf("spawn on a script path: %s", text(res))
+	}
+	if n := len(e.in.Subagent.List(true)); n != 0 {
+		t.Fatalf("%d subagents started", n)
+	}
+}
