@@ -222,7 +222,7 @@ func TestStopAndSubagentRoutes(t *testing.T) {
 
 func TestFinishedSubagentTakesAFollowUp(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	sa, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "researcher", Task: "quick", Model: e.model})
+	sa, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "researcher", Task: "quick", Model: spawnModel})
 	must(t, err)
 	st, err := e.c.Stream(ctx(t), sa.SessionKey, 0)
 	must(t, err)

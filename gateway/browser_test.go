@@ -139,7 +139,7 @@ func TestPanelInBrowser(t *testing.T) {
 	b.shot(shots, "desktop-after-reload.png")
 
 	// A subagent started from elsewhere joins the list and the timeline.
-	if _, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "researcher", Task: "quick look", Model: e.model, Parent: key}); err != nil {
+	if _, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "researcher", Task: "quick look", Model: spawnModel, Parent: key}); err != nil {
 		t.Fatal(err)
 	}
 	b.wait(`document.querySelectorAll('.tl-bar').length === 2 && document.querySelectorAll('.subagent[data-status="success"]').length === 2`, "a second subagent on the timeline")
@@ -454,7 +454,7 @@ func TestPanelAnswersAQuestion(t *testing.T) {
 	chrome := findChromium(t)
 	e := newEnv(t, envOptions{script: askScript, roles: map[string]string{"asker.md": askerRole}})
 	_, _, res := e.chat(client.ChatRequest{Message: "hello"})
-	sa, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "asker", Task: "ASK in the panel", Model: e.model, Parent: res.Session})
+	sa, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "asker", Task: "ASK in the panel", Model: spawnModel, Parent: res.Session})
 	must(t, err)
 	b := newBrowser(t, chrome)
 	b.run(chromedp.EmulateViewport(1280, 800), chromedp.Navigate(e.loginURL()), chromedp.Navigate(e.ts.URL+"/#s="+url.QueryEscape(res.Session)))

@@ -66,12 +66,14 @@ const script = `conversations:
 // env is a server over a real instance (SQLite in a temp dir, the
 // scripted model) on a real loopback listener.
 type env struct {
-	t      *testing.T
-	token  string
-	in     *app.Instance
-	srv    *gateway.Server
-	ts     *httptest.Server
-	c      *client.Client
+	t     *testing.T
+	token string
+	in    *app.Instance
+	srv   *gateway.Server
+	ts    *httptest.Server
+	c     *client.Client
+	// model is the orchestrator's model (AVA_MODEL) and what a
+	// subagent's resolves to; spawnModel is what a client names.
 	model  string
 	cancel context.CancelFunc
 }
@@ -106,7 +108,10 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if o.script != "" {
 		text = o.script
 	}
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(text, "MODEL", model)), 0o600); err != nil {
+	// MODEL in a script is what a client or the orchestrator names: an
+	// alias config.yaml maps to the script (only the operator may name a
+	// scripted model by its path).
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(text, "MODEL", spawnModel)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for name, text := range o.roles {
@@ -123,6 +128,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.Aliases = scriptAliases(cfg.Aliases, path)
 	log := slog.New(slog.DiscardHandler)
 	metrics := gateway.NewMetrics()
 	in, err := app.Open(context.Background(), cfg, log, app.WithSink(metrics))
@@ -264,7 +270,7 @@ func (e *env) chat(req client.ChatRequest) (client.ChatStart, []client.Event, cl
 // spawnBlocking starts a subagent that blocks until stopped.
 func (e *env) spawnBlocking(parent string) client.Subagent {
 	e.t.Helper()
-	sa, _, err := e.c.Spawn(ctx(e.t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: e.model, Parent: parent})
+	sa, _, err := e.c.Spawn(ctx(e.t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: spawnModel, Parent: parent})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -341,4 +347,19 @@ func cmpOr(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// spawnModel is the model name the tests' clients and scripts give a
+// spawn: the scripted provider's alias, which config.yaml maps to the
+// test's script (scriptAliases).
+const spawnModel = "scripted/sonnet"
+
+// scriptAliases maps the scripted provider's aliases to the script at
+// path, as an operator's config.yaml may.
+func scriptAliases(a map[string]map[string]string, path string) map[string]map[string]string {
+	if a == nil {
+		a = map[string]map[string]string{}
+	}
+	a["scripted"] = map[string]string{"haiku": path, "sonnet": path, "opus": path}
+	return a
 }

@@ -41,7 +41,7 @@ func TestMCPOverHTTPNeedsTheToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := cs.CallTool(ctx(t), &mcp.CallToolParams{Name: "spawn_subagent",
-		Arguments: map[string]any{"role": "researcher", "task": "a specialized research subagent task", "model": e.model}})
+		Arguments: map[string]any{"role": "researcher", "task": "a specialized research subagent task", "model": spawnModel}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestMCPOverHTTPNeedsTheToken(t *testing.T) {
 	}
 	defer cs2.Close()
 	res, err = cs2.CallTool(ctx(t), &mcp.CallToolParams{Name: "spawn_subagent",
-		Arguments: map[string]any{"role": "researcher", "task": "a specialized research subagent task", "model": e.model, "background": true}})
+		Arguments: map[string]any{"role": "researcher", "task": "a specialized research subagent task", "model": spawnModel, "background": true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/avaagent/ava/gateway/client"
+	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/session"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/subagent"
@@ -77,7 +78,7 @@ func statusOf(err error) int {
 		return http.StatusTooManyRequests
 	case errors.Is(err, subagent.ErrBudget):
 		return http.StatusPaymentRequired
-	case errors.Is(err, tool.ErrForbidden):
+	case errors.Is(err, tool.ErrForbidden), errors.Is(err, llm.ErrOperatorOnlyModel):
 		return http.StatusForbidden
 	case errors.Is(err, store.ErrDiskFull):
 		return http.StatusInsufficientStorage

@@ -21,7 +21,7 @@ type SpawnArgs struct {
 	Role          string  `json:"role" jsonschema:"the subagent's role (see the ava://roles/ resources): web_crawler, code_reviewer, data_extractor, researcher, or a custom role"`
 	Task          string  `json:"task" jsonschema:"what the subagent must accomplish, stated so it can work without asking questions"`
 	Context       string  `json:"context,omitempty" jsonschema:"background the subagent needs"`
-	Model         string  `json:"model,omitempty" jsonschema:"override the role's model (provider/model or haiku, sonnet, opus)"`
+	Model         string  `json:"model,omitempty" jsonschema:"override the role's model (provider/model or haiku, sonnet, opus; a scripted model only through an alias the operator configured)"`
 	Timeout       float64 `json:"timeout,omitempty" jsonschema:"wall-clock limit in seconds (default: the role's, usually 600)"`
 	MaxCostCents  float64 `json:"max_cost_cents,omitempty" jsonschema:"cost cap in US cents (default: the role's, usually 50)"`
 	MaxTokens     int     `json:"max_tokens,omitempty" jsonschema:"token cap (default: the role's, usually 100000)"`
@@ -149,7 +149,7 @@ func (s *Server) roleSummary() string {
 		if i > 0 {
 			out += "; "
 		}
-		out += r.Name + " (" + r.Description + ")"
+		out += r.SummaryText()
 	}
 	return out
 }

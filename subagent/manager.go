@@ -334,6 +334,9 @@ type Request struct {
 	// drawn from the session's budget when it was spawned and is in its
 	// configuration, so it is not drawn again.
 	admitted bool
+	// restored marks a finished run rebuilt from its record to be looked
+	// at: its model is not loaded until a follow-up calls it.
+	restored bool
 }
 
 // Spawn starts a subagent and returns its handle at once. When every
@@ -416,11 +419,7 @@ func (m *Manager) plan(ctx context.Context, req Request) (plan, error) {
 	if !ok {
 		return plan{}, fmt.Errorf("spawn: %w %q (known: %s)", ErrUnknownRole, req.Config.Role, strings.Join(m.roleNames(), ", "))
 	}
-	modelName := req.Config.Model
-	if modelName == "" {
-		modelName = role.Model
-	}
-	model, err := m.opt.Catalog.Resolve(modelName)
+	model, err := m.model(ctx, req, role)
 	if err != nil {
 		return plan{}, fmt.Errorf("spawn %s: %w", role.Name, err)
 	}
@@ -439,6 +438,25 @@ func (m *Manager) plan(ctx context.Context, req Request) (plan, error) {
 		thinking = *req.Config.ExtendedThinking
 	}
 	return plan{role: role, model: model, tools: rt.tools.Names(), reg: rt.tools, limits: limits, thinking: thinking}, nil
+}
+
+// model resolves the request's model (the role's when it names none) as
+// its namer may name it, and, unless the run is only being restored for
+// a look, checks that it can be loaded, so that a run that could never
+// call its model is refused (or, resumed, ended) with the reason.
+func (m *Manager) model(ctx context.Context, req Request, role Role) (llm.Model, error) {
+	name, by := req.Config.Model, req.Config.ModelBy
+	if name == "" {
+		name, by = role.Model, role.ModelBy
+	}
+	model, err := m.opt.Catalog.ResolveAs(name, by)
+	if err != nil {
+		return llm.Model{}, err
+	}
+	if req.restored {
+		return model, nil
+	}
+	return model, llm.CheckModel(ctx, model)
 }
 
 // prepare checks a request and builds its handle.

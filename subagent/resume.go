@@ -88,7 +88,9 @@ func (m *Manager) prepareResume(ctx context.Context, r store.Run) (*Handle, []ll
 	if err := json.Unmarshal(r.Config, &cfg); err != nil {
 		return nil, nil, llm.Message{}, false, fmt.Errorf("stored config: %w", err)
 	}
-	cfg.Model = r.Model
+	// The model it ran on, named by the operator: the store holds only
+	// what a spawn admitted. Whether it still loads is checked again.
+	cfg.Model, cfg.ModelBy = r.Model, llm.NamedByOperator
 	// The tool call that waited for it died with its process: the result
 	// is announced into the parent's history; unless it is a dispatched
 	// run starting on a worker, whose caller still waits (waitedRun).

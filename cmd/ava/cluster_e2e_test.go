@@ -91,6 +91,7 @@ func (c *cluster) start(role string, extra ...string) *daemon {
 	c.t.Helper()
 	c.procs++
 	data := filepath.Join(c.root, fmt.Sprintf("data-%s-%d", role, c.procs))
+	operatorSubagentScript(c.t, data, strings.TrimPrefix(c.model, "scripted/"))
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + c.root, "AVA_DATA_ROOT=" + data, "AVA_WORKSPACE=" + c.root,
 		"AVA_MODEL=" + c.model, "AVA_CONFIRM=never", "AVA_DATABASE_URL=" + c.url, "AVA_MAX_CONCURRENT_SUBAGENTS=60",
 		"AVA_MAX_QUEUED_SUBAGENTS=1000", "AVA_SPAWN_OVERFLOW=queue"}
@@ -121,7 +122,7 @@ func spawnN(t *testing.T, c *client.Client, model, parent, role, kind string, n 
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			sa, _, err := c.Spawn(bg(t), client.SpawnRequest{Role: role, Task: fmt.Sprintf("%s %d", kind, i), Model: model, Parent: parent})
+			sa, _, err := c.Spawn(bg(t), client.SpawnRequest{Role: role, Task: fmt.Sprintf("%s %d", kind, i), Model: spawnModel, Parent: parent})
 			if err != nil {
 				t.Error(err)
 				return

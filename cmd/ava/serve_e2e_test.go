@@ -79,6 +79,7 @@ func daemonEnv(t *testing.T) (env []string, model string) {
 		t.Fatal(err)
 	}
 	model = "scripted/" + script
+	operatorSubagentScript(t, filepath.Join(root, "data"), script)
 	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "AVA_DATA_ROOT=" + filepath.Join(root, "data"),
 		"AVA_WORKSPACE=" + root, "AVA_MODEL=" + model, "AVA_CONFIRM=never"}, model
 }
@@ -200,14 +201,14 @@ func chatText(t *testing.T, c *client.Client, req client.ChatRequest) client.Tur
 }
 
 func TestDaemonRestartAfterSIGKILLKeepsSessionsAndInterruptsRuns(t *testing.T) {
-	env, model := daemonEnv(t)
+	env, _ := daemonEnv(t)
 	env = append(env, "AVA_RESUME_ATTEMPTS=0") // resuming: resume_e2e_test.go
 	d := startDaemon(t, env)
 	first := chatText(t, d.c, client.ChatRequest{Message: "hello"})
 	if first.Text != "hello back" {
 		t.Fatalf("first turn %+v", first)
 	}
-	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: model, Parent: first.Session})
+	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: spawnModel, Parent: first.Session})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,10 +272,10 @@ func TestDaemonRestartAfterSIGKILLKeepsSessionsAndInterruptsRuns(t *testing.T) {
 }
 
 func TestDaemonSIGTERMFinishesTurnsInterruptsTheRestAndExits0(t *testing.T) {
-	env, model := daemonEnv(t)
+	env, _ := daemonEnv(t)
 	env = append(env, "AVA_RESUME_ATTEMPTS=0") // resuming: resume_e2e_test.go
 	d := startDaemon(t, env, "--grace", "2s")
-	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: model})
+	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: spawnModel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestDaemonSIGTERMFinishesTurnsInterruptsTheRestAndExits0(t *testing.T) {
 }
 
 func TestDaemonClients(t *testing.T) {
-	env, model := daemonEnv(t)
+	env, _ := daemonEnv(t)
 	cli := func(addr string, args ...string) (string, string, int) {
 		cmd := exec.Command(avaBin, args...)
 		cmd.Env = append(env, "AVA_ADDR="+addr)
@@ -328,7 +329,7 @@ func TestDaemonClients(t *testing.T) {
 	}
 	d := startDaemon(t, env)
 	// A background ava spawn hands the subagent to the daemon.
-	out, errOut, code := cli(d.addr, "spawn", "--role", "researcher", "--model", model, "BLOCKTASK")
+	out, errOut, code := cli(d.addr, "spawn", "--role", "researcher", "--model", spawnModel, "BLOCKTASK")
 	id := strings.TrimSpace(out)
 	if code != 0 || !strings.HasPrefix(id, "S-") || !strings.Contains(errOut, "ava status "+id) {
 		t.Fatalf("background spawn: exit %d\n%s\n%s", code, out, errOut)
@@ -356,7 +357,7 @@ func TestDaemonClients(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].Status != "cancelled" {
 		t.Fatalf("ps --all --json: exit %d\n%s", code, out)
 	}
-	quick, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "quick", Model: model})
+	quick, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "quick", Model: spawnModel})
 	if err != nil {
 		t.Fatal(err)
 	}
