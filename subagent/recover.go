@@ -2,6 +2,7 @@ package subagent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -37,6 +38,9 @@ func (m *Manager) Recover(ctx context.Context) error {
 	runs, err := m.opt.Store.Unannounced(ctx)
 	if err != nil {
 		return fmt.Errorf("find unannounced results: %w", err)
+	}
+	if err := m.ensureEnds(ctx, runs); err != nil {
+		return err
 	}
 	for _, r := range runs {
 		if err := m.announceStored(ctx, r); err != nil {
@@ -135,6 +139,60 @@ func (m *Manager) recordInterrupted(r store.Run) {
 	if _, err := m.opt.Hub.Publish(ev); err != nil {
 		m.log.Error("record interrupted run in its parent", "id", r.ShortID, "err", err)
 	}
+}
+
+// ensureEnds writes the end entries of finished, unannounced runs whose
+// process died after it recorded their end and before it published it
+// (so before their entry was written and their result announced). Only
+// runs whose owner is gone: a live process, this one included, is about
+// to publish the end itself.
+func (m *Manager) ensureEnds(ctx context.Context, runs []store.Run) error {
+	if m.opt.LifecycleFiles == nil || m.opt.Owner == nil || len(runs) == 0 {
+		return nil
+	}
+	var owners []string
+	for _, r := range runs {
+		if r.Owner != m.ownerID() && r.Owner != store.OwnerQueue && !slices.Contains(owners, r.Owner) {
+			owners = append(owners, r.Owner)
+		}
+	}
+	if len(owners) == 0 {
+		return nil
+	}
+	gone, err := m.opt.Owner.Gone(ctx, owners)
+	if err != nil {
+		return fmt.Errorf("find ends not written: %w", err)
+	}
+	var evs []event.Event
+	for _, r := range runs {
+		if r.ParentSession == "" || r.EndedAt == nil || !slices.ContainsFunc(gone, func(g store.Instance) bool { return g.ID == r.Owner }) {
+			continue
+		}
+		evs = append(evs, storedCompleteEvent(r))
+	}
+	if len(evs) > 0 {
+		if err := m.opt.LifecycleFiles.EnsureEntries(evs); err != nil {
+			m.log.Error("write missing end entries of finished runs", "err", err)
+		}
+	}
+	return nil
+}
+
+// storedCompleteEvent is the parent's SubagentComplete of a finished run,
+// rebuilt from its record.
+func storedCompleteEvent(r store.Run) event.Event {
+	var res Result
+	if len(r.Result) > 0 {
+		_ = json.Unmarshal(r.Result, &res)
+	}
+	res.SubagentID, res.Status, res.TokensUsed, res.CostCents, res.Iterations = r.ShortID, r.Status, r.Tokens, r.CostCents, r.Iterations
+	start := r.CreatedAt
+	if r.StartedAt != nil {
+		start = *r.StartedAt
+	}
+	ev := completeEvent(r.Role, r.Mode, r.Model, res, agent.Result{CostCents: r.CostCents, Duration: r.EndedAt.Sub(start)}, start, r.Attempts)
+	ev.Session, ev.Agent, ev.Time = r.ParentSession, r.ParentAgent, *r.EndedAt
+	return ev
 }
 
 // ensureStarts writes the subagent:start entries of recovered runs that
