@@ -143,11 +143,37 @@ func (s *server) plainCmd(p *process, dir, argv0 string) error {
 	if tmp == "" {
 		tmp = os.TempDir()
 	}
-	p.cmd = exec.Command(argv0, s.spec.Args...)
-	p.cmd.Env = s.env(home, tmp)
+	env := s.env(home, tmp)
+	path, err := lookPath(argv0, env)
+	if err != nil {
+		return err
+	}
+	p.cmd = exec.Command(path, s.spec.Args...)
+	p.cmd.Env = env
 	p.cmd.Dir = dir
 	setProcessGroup(p.cmd)
 	return nil
+}
+
+// lookPath finds a command name on the PATH of the server's
+// environment (not Ava's own, which may hold the workspace's folders).
+func lookPath(name string, env []string) (string, error) {
+	if strings.ContainsRune(name, filepath.Separator) {
+		return name, nil
+	}
+	var path string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		f := filepath.Join(dir, name)
+		if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found on the server's PATH (%s)", name, path)
 }
 
 // sandboxCmd prepares the command in the sandbox: its folder as HOME,
