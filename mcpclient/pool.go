@@ -96,9 +96,11 @@ type Pool struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// stateDir is Options.StateDir, or tempState made for the pool.
-	stateDir  string
-	tempState bool
+	// tmpDir is the pool's temporary folder, made on first need and
+	// removed at Close: the servers' folders when no StateDir is given
+	// or it is in the workspace.
+	tmpMu  sync.Mutex
+	tmpDir string
 
 	mu      sync.Mutex
 	servers map[string]*server
@@ -122,18 +124,11 @@ func New(opt Options) (*Pool, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	p := &Pool{opt: opt, log: opt.Logger.With("component", "mcpclient"), servers: map[string]*server{}, stateDir: opt.StateDir}
+	p := &Pool{opt: opt, log: opt.Logger.With("component", "mcpclient"), servers: map[string]*server{}}
 	for _, s := range opt.Servers {
 		if err := p.Add(s); err != nil {
 			return nil, err
 		}
-	}
-	if p.stateDir == "" {
-		dir, err := os.MkdirTemp("", "ava-mcp-")
-		if err != nil {
-			return nil, fmt.Errorf("MCP servers' folder: %w", err)
-		}
-		p.stateDir, p.tempState = dir, true
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p, nil
@@ -295,10 +290,35 @@ func (p *Pool) Close() error {
 	}
 	wg.Wait()
 	p.wg.Wait()
-	if p.tempState {
-		_ = os.RemoveAll(p.stateDir)
+	p.tmpMu.Lock()
+	if p.tmpDir != "" {
+		_ = os.RemoveAll(p.tmpDir)
 	}
+	p.tmpMu.Unlock()
 	return nil
+}
+
+// stateRoot is where the servers' own folders are: StateDir, or the
+// pool's temporary folder.
+func (p *Pool) stateRoot() (string, error) {
+	if p.opt.StateDir != "" {
+		return p.opt.StateDir, nil
+	}
+	return p.tempRoot()
+}
+
+// tempRoot makes the pool's temporary folder on first use.
+func (p *Pool) tempRoot() (string, error) {
+	p.tmpMu.Lock()
+	defer p.tmpMu.Unlock()
+	if p.tmpDir == "" {
+		dir, err := os.MkdirTemp("", "ava-mcp-")
+		if err != nil {
+			return "", fmt.Errorf("MCP servers' folder: %w", err)
+		}
+		p.tmpDir = dir
+	}
+	return p.tmpDir, nil
 }
 
 // probe reports the sandbox's state.

@@ -58,24 +58,49 @@ func (w processPipes) Close() error {
 	return nil
 }
 
-// folder returns the server's own folder, its working folder and HOME:
-// the spec's Cwd, or <stateDir>/<name>, made if missing. It is never the
-// workspace nor inside it, so that nothing there (node_modules/.bin, a
-// Python package, a relative command) resolves before the server's own.
+// folder returns the server's own folder, its working folder (and
+// HOME, sandboxed), made if missing: the spec's Cwd, or
+// <StateDir>/<name>. It is never the workspace nor inside it, so that
+// nothing there (node_modules/.bin, a Python package, a relative
+// command, what npx finds walking up) resolves before the server's own:
+// where <StateDir> is in the workspace (a data root inside it), the
+// folder is in a temporary folder of the pool's instead, and a Cwd in
+// the workspace is refused.
 func (s *server) folder() (string, error) {
-	dir := s.spec.Cwd
-	if dir == "" {
-		dir = filepath.Join(s.p.stateDir, s.spec.Name)
+	ws := s.p.workspace()
+	dir, explicit := s.spec.Cwd, s.spec.Cwd != ""
+	if !explicit {
+		base, err := s.p.stateRoot()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(base, s.spec.Name)
 	}
+	real, err := makeFolder(dir)
+	if err != nil {
+		return "", err
+	}
+	if ws == "" || !within(real, ws) {
+		return real, nil
+	}
+	if explicit {
+		return "", fmt.Errorf("its cwd %s is in the workspace %s, where the repository's own packages and commands would run instead of the server's: give a folder outside it", dir, ws)
+	}
+	base, err := s.p.tempRoot()
+	if err != nil {
+		return "", err
+	}
+	return makeFolder(filepath.Join(base, s.spec.Name))
+}
+
+// makeFolder makes dir (0700) if missing and returns its real path.
+func makeFolder(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("its folder: %w", err)
 	}
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return "", fmt.Errorf("its folder: %w", err)
-	}
-	if ws := s.p.workspace(); ws != "" && within(real, ws) {
-		return "", fmt.Errorf("its folder %s is in the workspace %s, where the repository's own packages and commands would run instead of the server's: set cwd: to a folder outside it (or move the data root out of the workspace)", dir, ws)
 	}
 	return real, nil
 }

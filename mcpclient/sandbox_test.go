@@ -248,6 +248,15 @@ func TestServerNeverRunsWorkspaceCode(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the workspace's shim ran")
 	}
+	// A data root inside the workspace: the server's folder moves out.
+	inner := newPool(t, mcpclient.Options{Servers: []mcpclient.Spec{stdio(t, "srv", "normal")}, Workspace: ws, StateDir: filepath.Join(ws, ".data", "mcp")})
+	tools, err := inner.Tools(ctxT(t), []string{"srv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cwd := call(t, tools, "srv__cwd", `{}`).Output; strings.HasPrefix(cwd, ws) {
+		t.Errorf("the server runs in %s, in the workspace", cwd)
+	}
 }
 
 // A sandboxed server's whole PID namespace ends with the pool: the

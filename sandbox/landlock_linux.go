@@ -11,7 +11,9 @@ import (
 )
 
 // systemDirs are read and executed by every sandboxed command.
-var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/nix/store", "/etc/ssl/certs"}
+// /etc/ssl/openssl.cnf is OpenSSL's public configuration, without which
+// node does not start.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/nix/store", "/etc/ssl/certs", "/etc/ssl/openssl.cnf"}
 
 // etcSecrets are entries of /etc a command may not read: password
 // hashes, host keys, private TLS keys, sudo rules, machine credentials.
