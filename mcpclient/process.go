@@ -44,8 +44,9 @@ type process struct {
 	egress *egress
 }
 
-// transport is the MCP transport over the process's pipes: closing it
-// closes the server's stdin, then ends the process (see terminate).
+// processPipes is the writing side of the MCP transport over the
+// process's pipes: closing it closes the server's stdin, then ends the
+// process (see terminate).
 type processPipes struct{ p *process }
 
 // Write sends to the server's stdin.
@@ -399,9 +400,16 @@ func (s *server) env(home, tmp string, extra ...string) []string {
 	for _, k := range keys {
 		extra = append(extra, k+"="+s.spec.Env[k])
 	}
-	environ := s.p.opt.Environ
-	if path := s.p.getenv("PATH"); path != "" {
-		environ = append(append([]string(nil), environ...), "PATH="+s.p.safePath(path))
+	// One PATH only: a command started without Go's exec (the sandbox's
+	// shell) may take the first of two.
+	environ := make([]string, 0, len(s.p.opt.Environ))
+	for _, kv := range s.p.opt.Environ {
+		if !strings.HasPrefix(kv, "PATH=") {
+			environ = append(environ, kv)
+		}
+	}
+	if path := s.p.safePath(s.p.getenv("PATH")); path != "" {
+		environ = append(environ, "PATH="+path)
 	}
 	return shell.CommandEnv(environ, home, tmp, extra...)
 }

@@ -121,7 +121,7 @@ func TestSandboxedServerConfined(t *testing.T) {
 		t.Errorf("working folder %q, want %q", res.Output, own)
 	}
 	env := call(t, tools, "srv__env", `{}`).Output
-	if strings.Contains(env, secret) || !strings.Contains(env, "HOME="+own+"\n") {
+	if strings.Contains(env, secret) || !strings.Contains(env, "HOME="+own+"\n") || strings.Count(env, "PATH=") != 1 {
 		t.Errorf("environment:\n%s", env)
 	}
 	if st := status(p, "srv"); !strings.HasPrefix(st.Confinement, "sandboxed, no network") {
@@ -234,6 +234,8 @@ func TestServerNeverRunsWorkspaceCode(t *testing.T) {
 	specs := []mcpclient.Spec{
 		{Name: "relative", Command: "node_modules/.bin/mcp-server-x", Sandbox: &off},
 		{Name: "onpath", Command: "mcp-server-x", Sandbox: &off},
+		{Name: "onpath-boxed", Command: "mcp-server-x"},
+		{Name: "relative-boxed", Command: "node_modules/.bin/mcp-server-x"},
 		{Name: "incwd", Command: "/bin/true", Cwd: ws, Sandbox: &off},
 	}
 	p := newPool(t, mcpclient.Options{Servers: specs, Workspace: ws, StateDir: t.TempDir(),
