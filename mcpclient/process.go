@@ -202,15 +202,15 @@ func lookPath(name string, env []string) (string, error) {
 	return "", fmt.Errorf("%s not found on the server's PATH (%s)", name, path)
 }
 
+// sandboxTmp is a sandboxed server's TMPDIR: the sandbox's private
+// /tmp, gone with it.
+const sandboxTmp = "/tmp"
+
 // sandboxCmd prepares the command in the sandbox: its folder as HOME,
-// TMPDIR, working folder and scratch, the workspace, the configured
-// paths, and the egress proxy if it has network.
+// working folder and scratch, the sandbox's private /tmp as TMPDIR, the
+// workspace, the configured paths, and the egress proxy if it has
+// network.
 func (s *server) sandboxCmd(p *process, dir, argv0 string) error {
-	tmp := filepath.Join(dir, "tmp")
-	_ = os.RemoveAll(tmp) // what the last run left
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		return fmt.Errorf("its temporary folder: %w", err)
-	}
 	ws := s.p.workspace()
 	if ws == "" {
 		ws = dir
@@ -233,7 +233,7 @@ func (s *server) sandboxCmd(p *process, dir, argv0 string) error {
 			extra = append(extra, name+"="+proxy)
 		}
 	}
-	spec.Env = s.env(dir, tmp, extra...)
+	spec.Env = s.env(dir, sandboxTmp, extra...)
 	box, err := sandbox.Command(spec)
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)

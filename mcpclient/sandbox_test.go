@@ -121,7 +121,7 @@ func TestSandboxedServerConfined(t *testing.T) {
 		t.Errorf("working folder %q, want %q", res.Output, own)
 	}
 	env := call(t, tools, "srv__env", `{}`).Output
-	if strings.Contains(env, secret) || !strings.Contains(env, "HOME="+own+"\n") || strings.Count(env, "PATH=") != 1 {
+	if strings.Contains(env, secret) || !strings.Contains(env, "HOME="+own+"\n") || !strings.Contains(env, "TMPDIR=/tmp\n") || strings.Count(env, "PATH=") != 1 {
 		t.Errorf("environment:\n%s", env)
 	}
 	if st := status(p, "srv"); !strings.HasPrefix(st.Confinement, "sandboxed, no network") {
