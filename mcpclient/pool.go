@@ -544,7 +544,7 @@ func (s *server) status() Status {
 func (s *server) confinement() string {
 	switch {
 	case s.spec.URL != "":
-		return "remote (url: not a process of Ava)"
+		return "remote: a URL server, not a process of Ava"
 	case !s.spec.Sandboxed():
 		return "UNSANDBOXED (sandbox: false): runs with your user's full access"
 	case s.p.opt.SandboxOff:
