@@ -179,8 +179,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	if in.Tools, err = tool.NewRegistry(in.builtinTools()...); err != nil {
 		return fmt.Errorf("built-in tools: %w", err)
 	}
-	if in.MCP, err = mcpclient.New(mcpclient.Options{Servers: cfg.MCPServers, AllowHosts: cfg.MCPAllowedHosts,
-		IdleTimeout: cfg.MCPIdleTimeout, Withhold: subagent.WithheldReason, Dir: cfg.Workspace, Logger: log}); err != nil {
+	if in.MCP, err = mcpclient.New(in.mcpOptions(cfg, log)); err != nil {
 		return fmt.Errorf("MCP servers (%s): %w", configSource(cfg), err)
 	}
 	// Closed after the subagents that use its servers have stopped.

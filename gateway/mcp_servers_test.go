@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -21,5 +22,10 @@ func TestMCPServersRoute(t *testing.T) {
 	if len(list) != 1 || list[0].Name != "nowhere" || list[0].Kind != "stdio" || list[0].State != "not started" ||
 		list[0].Target != "/nonexistent/mcp-server" || len(list[0].Roles) != 1 || list[0].Roles[0] != "lost" {
 		t.Fatalf("servers: %+v", list)
+	}
+	// How it runs: in the sandbox (the machine has one), or, where the
+	// test machine has none, refusing to start; never silently open.
+	if c := list[0].Confinement; !strings.HasPrefix(c, "sandboxed") && !strings.Contains(c, "UNAVAILABLE") && !strings.HasPrefix(c, "UNSANDBOXED (AVA_SANDBOX=off)") {
+		t.Errorf("confinement %q", c)
 	}
 }

@@ -35,8 +35,11 @@ A tool a role lists but no subagent ever gets (memory_write, the spawn and
 subagent tools) is shown as withheld, with the reason. A role's MCP servers
 are shown as mcp:<server>; their tools (named <server>__<tool>) are only
 known once a server runs, so --mcp-tools starts each role's servers, lists
-the tools its subagents get, and stops them again. The last line says
-which sandbox protections run_bash and python_exec have on this machine.
+the tools its subagents get, and stops them again. Below the table, a line
+says which sandbox protections run_bash and python_exec have on this
+machine, and one line per stdio MCP server how it runs: sandboxed (with or
+without network) or UNSANDBOXED (sandbox: false, AVA_SANDBOX=off), the
+latter also as a warning on stderr.
 
 With --stats, each role's finished runs in the store instead: how many,
 their median time and cost, and the estimate hit rate: the share of runs
@@ -120,6 +123,7 @@ func printRoles(a *App, in *app.Instance) error {
 	printWithheld(a, in.Roles())
 	// run_bash and python_exec: which protections they run with here.
 	fmt.Fprintf(a.Stdout, "\nrun_bash, python_exec: %s\n", app.SandboxSummary())
+	printMCPConfinement(a, in)
 	return nil
 }
 
@@ -202,6 +206,18 @@ func roleTools(r app.Role) string {
 		out = append(out, "mcp:"+n)
 	}
 	return strings.Join(out, ",")
+}
+
+// printMCPConfinement writes how each MCP server roles use runs (the
+// stdio ones: sandboxed or UNSANDBOXED), below the sandbox line.
+func printMCPConfinement(a *App, in *app.Instance) {
+	servers := in.MCPServers()
+	for _, s := range servers {
+		if s.Kind == "stdio" && len(s.Roles) > 0 {
+			fmt.Fprintf(a.Stdout, "mcp:%s: %s\n", s.Name, s.Confinement)
+		}
+	}
+	warnUnsandboxed(a, servers)
 }
 
 // printRoleMCPTools starts each role's MCP servers and lists the tools
