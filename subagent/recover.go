@@ -55,16 +55,7 @@ func (m *Manager) recoverGone(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover runs: %w", err)
 	}
-	var owners []string
-	for _, r := range active {
-		if r.Owner != m.ownerID() && r.Owner != store.OwnerQueue && !slices.Contains(owners, r.Owner) {
-			owners = append(owners, r.Owner)
-		}
-	}
-	if len(owners) == 0 {
-		return nil
-	}
-	gone, err := m.opt.Owner.Gone(ctx, owners)
+	gone, err := m.goneOwners(ctx, active)
 	if err != nil {
 		return fmt.Errorf("recover runs: %w", err)
 	}
@@ -141,6 +132,21 @@ func (m *Manager) recordInterrupted(r store.Run) {
 	}
 }
 
+// goneOwners returns which owners of runs are gone (never this process
+// nor the cluster's queue), as Owner.Gone saw them.
+func (m *Manager) goneOwners(ctx context.Context, runs []store.Run) ([]store.Instance, error) {
+	var owners []string
+	for _, r := range runs {
+		if r.Owner != m.ownerID() && r.Owner != store.OwnerQueue && !slices.Contains(owners, r.Owner) {
+			owners = append(owners, r.Owner)
+		}
+	}
+	if len(owners) == 0 {
+		return nil, nil
+	}
+	return m.opt.Owner.Gone(ctx, owners)
+}
+
 // ensureEnds writes the end entries of finished, unannounced runs whose
 // process died after it recorded their end and before it published it
 // (so before their entry was written and their result announced). Only
@@ -150,16 +156,7 @@ func (m *Manager) ensureEnds(ctx context.Context, runs []store.Run) error {
 	if m.opt.LifecycleFiles == nil || m.opt.Owner == nil || len(runs) == 0 {
 		return nil
 	}
-	var owners []string
-	for _, r := range runs {
-		if r.Owner != m.ownerID() && r.Owner != store.OwnerQueue && !slices.Contains(owners, r.Owner) {
-			owners = append(owners, r.Owner)
-		}
-	}
-	if len(owners) == 0 {
-		return nil
-	}
-	gone, err := m.opt.Owner.Gone(ctx, owners)
+	gone, err := m.goneOwners(ctx, runs)
 	if err != nil {
 		return fmt.Errorf("find ends not written: %w", err)
 	}
