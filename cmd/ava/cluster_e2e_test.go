@@ -424,7 +424,7 @@ func TestClusterBudgetAcrossGateways(t *testing.T) {
 		t.Fatal(err)
 	}
 	spawn := func(c *client.Client, task string) (client.Subagent, error) {
-		sa, _, err := c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: task, Model: cl.model, MaxCostCents: 0.8, Parent: first.Session})
+		sa, _, err := c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: task, Model: spawnModel, MaxCostCents: 0.8, Parent: first.Session})
 		return sa, err
 	}
 	a, err := spawn(g1.c, "BLOCK a")

@@ -244,12 +244,13 @@ func TestMCPRoleServerCrashes(t *testing.T) {
 			root = v
 		}
 	}
-	must(t, os.MkdirAll(filepath.Join(root, "agents"), 0o700))
-	must(t, os.WriteFile(filepath.Join(root, "agents", "crashy.md"), []byte("---\nname: crashy\ndescription: Uses a server that crashes.\nmcp_servers:\n  - {name: crashy, command: "+node+", args: ["+server+"], read_only_paths: ["+dir+"]}\n---\n"), 0o600))
-	must(t, os.WriteFile(filepath.Join(root, "agents", "lost.md"), []byte("---\nname: lost\ndescription: Uses a server that does not exist.\ntools: [read_file]\nmcp_servers:\n  - {name: nowhere, command: /nonexistent/mcp-server-cmd}\n---\n"), 0o600))
 	script := filepath.Join(t.TempDir(), "script.yaml")
 	must(t, os.WriteFile(script, []byte(crashyScript), 0o600))
+	// A data-root role is the operator's: it may name the script.
 	model := "scripted/" + script
+	must(t, os.MkdirAll(filepath.Join(root, "agents"), 0o700))
+	must(t, os.WriteFile(filepath.Join(root, "agents", "crashy.md"), []byte("---\nname: crashy\ndescription: Uses a server that crashes.\nmodel: "+model+"\nmcp_servers:\n  - {name: crashy, command: "+node+", args: ["+server+"], read_only_paths: ["+dir+"]}\n---\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(root, "agents", "lost.md"), []byte("---\nname: lost\ndescription: Uses a server that does not exist.\nmodel: "+model+"\ntools: [read_file]\nmcp_servers:\n  - {name: nowhere, command: /nonexistent/mcp-server-cmd}\n---\n"), 0o600))
 	d := startDaemon(t, env)
 
 	wait := func(id string) client.Subagent {
@@ -266,7 +267,7 @@ func TestMCPRoleServerCrashes(t *testing.T) {
 		t.Fatalf("%s did not end\n%s", id, d.stderr)
 		return client.Subagent{}
 	}
-	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "crashy", Task: "CRASHY", Model: model})
+	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "crashy", Task: "CRASHY"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +296,7 @@ func TestMCPRoleServerCrashes(t *testing.T) {
 		t.Errorf("want the restarted server running in the daemon, got processes %v", pids)
 	}
 
-	lost, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "lost", Task: "anything", Model: model})
+	lost, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "lost", Task: "anything"})
 	if err != nil {
 		t.Fatal(err)
 	}
