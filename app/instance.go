@@ -212,6 +212,9 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	if err != nil {
 		return err
 	}
+	if st, ok := in.Store.(*sqlite.Store); ok && !o.readOnly {
+		in.startFileRelay(st)
+	}
 	in.cluster = node
 	resumeAttempts := cfg.ResumeAttempts
 	if resumeAttempts == 0 {
