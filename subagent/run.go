@@ -124,7 +124,7 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		CheckAnswer: h.checkAnswer,
 		Checkpoint:  h.checkpoint,
 		Hold:        h.hold,
-		Publisher:   h.m.opt.Hub,
+		Publisher:   fencedPublisher{h},
 		Clock:       m.now,
 		Logger:      m.log.With("subagent", h.id),
 		Tracer:      m.opt.Tracer,
