@@ -21,7 +21,8 @@ import (
 
 // clusterScript: QUICK subagents answer after a short pause; STEPS ones
 // read a file and answer ten seconds later (so that a worker killed
-// meanwhile leaves a checkpoint); BLOCK ones wait until stopped.
+// meanwhile leaves a checkpoint); BUSY ones make seven model calls a
+// second apart; BLOCK ones wait until stopped.
 const clusterScript = `conversations:
   - match: "QUICK"
     turns:
@@ -41,6 +42,22 @@ const clusterScript = `conversations:
       - tool_calls: [{name: read_file, args: {path: notes.txt}}]
         delay: 1s
       - text: "streamed done"
+        delay: 1s
+  - match: "BUSY"
+    turns:
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - text: "busy done"
         delay: 1s
   - match: "FOLLOW"
     turns:

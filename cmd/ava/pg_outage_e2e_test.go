@@ -1,0 +1,173 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/gateway/client"
+	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/store/postgres/pgtest"
+)
+
+// TestClusterPostgresRestart: PostgreSQL restarted (fast shutdown, about
+// a second down) under a gateway and two workers with busy runs, some
+// still queued: the gateway's /readyz answers 503 while the database is
+// down; afterwards every run ends, once (one end entry in the session
+// files, one result in the parent), none is ended for the outage, and
+// the parent session leaves waiting_for_subagents.
+func TestClusterPostgresRestart(t *testing.T) {
+	const n = 24
+	srv := pgtest.Private(t)
+	cl := newClusterOn(t, srv.URL())
+	gw := cl.start("gateway", "AVA_RECOVER_EVERY=1s")
+	for range 2 {
+		cl.start("worker", "AVA_RECOVER_EVERY=1s", "AVA_MAX_CONCURRENT_SUBAGENTS=9")
+	}
+	first := chatText(t, gw.c, client.ChatRequest{Message: "hello"})
+	jobs := spawnN(t, gw.c, cl.model, first.Session, "researcher", "BUSY", n)
+	waitSome(t, gw.c, jobs, 6, func(sa client.Subagent) bool { return sa.Status == "running" && sa.Iteration >= 1 })
+
+	srv.Stop()
+	down := time.Now()
+	if code := waitReadyz(gw.addr, http.StatusServiceUnavailable, 10*time.Second); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz answered %d while the database was down, want 503", code)
+	}
+	time.Sleep(time.Second - time.Since(down))
+	srv.Start()
+	t.Logf("PostgreSQL down for %s", time.Since(down).Round(time.Millisecond))
+	if code := waitReadyz(gw.addr, http.StatusOK, 30*time.Second); code != http.StatusOK {
+		t.Errorf("/readyz answered %d after the database came back, want 200", code)
+	}
+
+	ended := time.Now()
+	waitAll(t, gw.c, jobs, func(sa client.Subagent) bool { return lifecycle.Status(sa.Status).Final() })
+	t.Logf("every run ended %s after the restart", time.Since(ended).Round(time.Millisecond))
+
+	st := cl.store()
+	ctx := context.Background()
+	counts := map[string]int{}
+	for _, j := range jobs {
+		r, err := st.GetRun(ctx, j.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[string(r.Status)]++
+		if r.Status != lifecycle.Success || !r.Announced {
+			t.Errorf("%s: %s announced=%v %q", j.id, r.Status, r.Announced, r.Error)
+		}
+	}
+	t.Logf("runs by status: %v", counts)
+	deliveredOnce(t, st, first.Session, jobs)
+	entries := cl.lifecycleEntries(t)
+	for _, j := range jobs {
+		var types []string
+		for _, e := range entries[j.id] {
+			types = append(types, string(e.EventType))
+		}
+		if fmt.Sprint(types) != fmt.Sprint([]string{"subagent:start", "subagent:complete"}) &&
+			fmt.Sprint(types) != fmt.Sprint([]string{"subagent:queued", "subagent:start", "subagent:complete"}) {
+			t.Errorf("%s: lifecycle entries %v, want one start and one end", j.id, types)
+		}
+	}
+	waitState(t, gw.c, first.Session, func(s string) bool { return s != "waiting_for_subagents" })
+	if t.Failed() {
+		t.Logf("PostgreSQL log:\n%s", tail(srv.Log(), 40))
+	}
+}
+
+// newClusterOn is newCluster on the database at url.
+func newClusterOn(t *testing.T, url string) *cluster {
+	t.Helper()
+	c := newCluster(t)
+	c.url = url
+	return c
+}
+
+// lifecycleEntries reads the lifecycle entries of every process's
+// session files, by job.
+func (c *cluster) lifecycleEntries(t *testing.T) map[string][]audit.LifecycleEntry {
+	t.Helper()
+	entries := map[string][]audit.LifecycleEntry{}
+	files, _ := filepath.Glob(filepath.Join(c.root, "data-*", "sessions", "*.jsonl"))
+	for _, f := range files {
+		err := audit.ScanLifecycle(f, func(e audit.LifecycleEntry) error {
+			entries[e.JobID] = append(entries[e.JobID], e)
+			return nil
+		}, func(s audit.Skip) { t.Errorf("skipped in %s: %+v", f, s) })
+		if err != nil {
+			t.Fatalf("scan %s: %v", f, err)
+		}
+	}
+	return entries
+}
+
+// waitSome waits until ok holds for at least want of jobs.
+func waitSome(t *testing.T, c *client.Client, jobs []job, want int, ok func(client.Subagent) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		got := 0
+		for _, j := range jobs {
+			if sa, err := c.Subagent(context.Background(), j.id); err == nil && ok(sa) {
+				got++
+			}
+		}
+		if got >= want {
+			return
+		}
+	}
+	statuses := map[string]int{}
+	for _, j := range jobs {
+		sa, _ := c.Subagent(context.Background(), j.id)
+		statuses[sa.Status]++
+	}
+	t.Fatalf("fewer than %d of %d runs got there: %v", want, len(jobs), statuses)
+}
+
+// waitReadyz polls GET /readyz until it answers want or within is over,
+// and returns the last answer's code (0: none).
+func waitReadyz(addr string, want int, within time.Duration) int {
+	code := 0
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			code = resp.StatusCode
+			resp.Body.Close()
+		}
+		cancel()
+		if code == want {
+			break
+		}
+	}
+	return code
+}
+
+// waitState waits until the session's state satisfies ok.
+func waitState(t *testing.T, c *client.Client, key string, ok func(string) bool) {
+	t.Helper()
+	var s client.Session
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if s, err = c.Session(context.Background(), key); err == nil && ok(s.State) {
+			return
+		}
+	}
+	t.Errorf("session %s: state %q (%v)", key, s.State, err)
+}
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
