@@ -20,6 +20,7 @@ import (
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/redact"
 	"github.com/avaagent/ava/store"
@@ -600,6 +601,25 @@ func (m *Manager) List(all bool) []*Handle {
 	m.mu.Unlock()
 	slices.SortFunc(out, func(a, b *Handle) int { return b.created.Compare(a.created) })
 	return out
+}
+
+// Counts is how many runs this process runs (running or being set up)
+// and how many wait in its queue for a slot; views of runs that another
+// process of a cluster runs are not counted.
+func (m *Manager) Counts() (running, queued int) {
+	for _, h := range m.List(false) {
+		h.mu.Lock()
+		status, remote := h.status, h.remote
+		h.mu.Unlock()
+		switch {
+		case remote:
+		case status == lifecycle.Queued:
+			queued++
+		case !status.Final():
+			running++
+		}
+	}
+	return running, queued
 }
 
 // Cancel stops a running subagent.
