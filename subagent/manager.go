@@ -108,6 +108,11 @@ type Options struct {
 	// checkpoint; a run that used them up is interrupted (quarantined).
 	// 0 means DefaultResumeAttempts; negative resumes none.
 	ResumeAttempts int
+	// OutageBound is how long a run's store writes and the reads that
+	// start a claimed or taken-over run are retried while the store
+	// cannot answer (a database restarting) before they fail; 0 means
+	// event.OutageBound.
+	OutageBound time.Duration
 	// LifecycleFiles are the session files (*audit.SessionLogs): recovery
 	// writes a recovered run's start entry there if its process died
 	// before writing it. Nil: not checked.
@@ -335,6 +340,10 @@ type Request struct {
 	// drawn from the session's budget when it was spawned and is in its
 	// configuration, so it is not drawn again.
 	admitted bool
+	// resumed marks a run claimed or taken over by this process, rebuilt
+	// from its record: the store reads that rebuild it wait out an
+	// outage (ride) instead of ending it.
+	resumed bool
 }
 
 // Spawn starts a subagent and returns its handle at once. When every
@@ -431,7 +440,7 @@ func (m *Manager) plan(ctx context.Context, req Request) (plan, error) {
 	}
 	limits := req.Config.limits(role)
 	if !req.admitted {
-		if err := m.applyBudget(ctx, req.Parent.SessionKey, &limits); err != nil {
+		if err := m.applyBudget(ctx, req.Parent.SessionKey, req.resumed, &limits); err != nil {
 			return plan{}, err
 		}
 	}
@@ -491,11 +500,21 @@ func buildRoleTools(all *tool.Registry, role Role, ask tool.Tool) (*tool.Registr
 
 // applyBudget draws the cost cap from what is left of the parent
 // session's budget, if it has one.
-func (m *Manager) applyBudget(ctx context.Context, session string, l *agent.Limits) error {
+func (m *Manager) applyBudget(ctx context.Context, session string, resumed bool, l *agent.Limits) error {
 	if session == "" {
 		return nil
 	}
-	s, err := m.opt.Store.GetSession(ctx, session)
+	var s store.Session
+	read := func(ctx context.Context) (err error) {
+		s, err = m.opt.Store.GetSession(ctx, session)
+		return err
+	}
+	var err error
+	if resumed { // the run is this process's already: wait for the store
+		err = m.ride(read)
+	} else {
+		err = read(ctx)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
