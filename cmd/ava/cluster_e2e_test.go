@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/gateway/client"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
@@ -283,6 +284,28 @@ func TestClusterWorkerKilledRunsResumeElsewhere(t *testing.T) {
 		}
 	}
 	deliveredOnce(t, st, first.Session, jobs)
+	oneStartEach(t, cl, jobs)
+}
+
+// oneStartEach checks that each job has one subagent:start entry across
+// the session files of every process: a run taken over elsewhere gets
+// subagent:resumed there, not a second start.
+func oneStartEach(t *testing.T, cl *cluster, jobs []job) {
+	t.Helper()
+	entries := cl.lifecycleEntries(t)
+	for _, j := range jobs {
+		var types []string
+		starts := 0
+		for _, e := range entries[j.id] {
+			types = append(types, string(e.EventType))
+			if e.EventType == audit.SubagentStart {
+				starts++
+			}
+		}
+		if starts != 1 {
+			t.Errorf("%s: %d subagent:start entries across the processes' session files: %v", j.id, starts, types)
+		}
+	}
 }
 
 // TestClusterCancelAcrossProcesses: a subagent spawned through the
@@ -423,6 +446,7 @@ func TestClusterWorkerDrainHandsOver(t *testing.T) {
 	t.Logf("SIGTERM → every run taken over by the other worker in %s", time.Since(drained).Round(time.Millisecond))
 	waitAll(t, gw.c, jobs, func(sa client.Subagent) bool { return sa.Status == "success" })
 	deliveredOnce(t, st, first.Session, jobs)
+	oneStartEach(t, cl, jobs)
 }
 
 // TestClusterBudgetAcrossGateways: a session's budget holds across the
