@@ -46,16 +46,41 @@ func (m *Manager) Recover(ctx context.Context) error {
 	return nil
 }
 
+// otherOwners are the owners recovery looks at: those of active runs,
+// and every other registered instance, so that a gone process that owns
+// no run (a gateway of a cluster, which dispatches its runs to workers;
+// a process killed while idle) has its registration removed too, not
+// left behind for good.
+func (m *Manager) otherOwners(ctx context.Context, active []store.Run) ([]string, error) {
+	registered, err := m.opt.Store.Instances(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("recover runs: %w", err)
+	}
+	var owners []string
+	add := func(id string) {
+		if id != m.ownerID() && id != store.OwnerQueue && !slices.Contains(owners, id) {
+			owners = append(owners, id)
+		}
+	}
+	for _, r := range active {
+		add(r.Owner)
+	}
+	for _, in := range registered {
+		add(in.ID)
+	}
+	return owners, nil
+}
+
+// recoverGone ends or takes over the runs of gone owners and removes
+// their registrations.
 func (m *Manager) recoverGone(ctx context.Context) error {
 	active, err := m.opt.Store.ListRuns(ctx, store.RunFilter{Active: true})
 	if err != nil {
 		return fmt.Errorf("recover runs: %w", err)
 	}
-	var owners []string
-	for _, r := range active {
-		if r.Owner != m.ownerID() && r.Owner != store.OwnerQueue && !slices.Contains(owners, r.Owner) {
-			owners = append(owners, r.Owner)
-		}
+	owners, err := m.otherOwners(ctx, active)
+	if err != nil {
+		return err
 	}
 	if len(owners) == 0 {
 		return nil

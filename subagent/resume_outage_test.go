@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -101,5 +102,36 @@ func TestUnstartedRunThatCannotStartSaysSo(t *testing.T) {
 	}
 	if n := len(h.model.requests()); n != 0 {
 		t.Fatalf("the model was called %d times", n)
+	}
+}
+
+// A gone process that owned no run (a cluster's gateway, a daemon killed
+// while idle) has its registration removed by recovery, not kept for
+// good; a live one's stays.
+func TestRecoverRemovesAGoneInstanceWithoutRuns(t *testing.T) {
+	h := newHarness(t, "turns:\n  - text: unused\n", nil)
+	ctx := context.Background()
+	host, _ := os.Hostname()
+	old := time.Now().Add(-time.Hour)
+	gone := store.Instance{ID: "gone-gateway", Host: host, PID: 1 << 30, StartedAt: old, HeartbeatAt: old}
+	live := store.Instance{ID: "live-gateway", Host: "elsewhere", PID: 1, StartedAt: time.Now(), HeartbeatAt: time.Now()}
+	for _, in := range []store.Instance{gone, live} {
+		if err := h.store.RegisterInstance(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.m.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all, err := h.store.Instances(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, in := range all {
+		ids[in.ID] = true
+	}
+	if ids[gone.ID] || !ids[live.ID] {
+		t.Fatalf("instances after recovery: %v; want the gone one removed and the live one kept", ids)
 	}
 }

@@ -170,3 +170,41 @@ func tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestClusterKilledGatewayInstanceRemoved: a gateway killed with SIGKILL
+// owns no run, yet a worker's recovery removes its instance row; the
+// other gateway's stays.
+func TestClusterKilledGatewayInstanceRemoved(t *testing.T) {
+	cl := newCluster(t)
+	g1, g2 := cl.start("gateway"), cl.start("gateway")
+	cl.start("worker", "AVA_RECOVER_EVERY=1s")
+	st := cl.store()
+	ctx := context.Background()
+	registered := func() map[int]bool {
+		all, err := st.Instances(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids := map[int]bool{}
+		for _, in := range all {
+			pids[in.PID] = true
+		}
+		return pids
+	}
+	if pids := registered(); !pids[g2.cmd.Process.Pid] {
+		t.Fatalf("the gateway is not registered: %v", pids)
+	}
+	dead := g2.cmd.Process.Pid
+	kill(t, g2)
+	killed := time.Now()
+	for registered()[dead] {
+		if time.Since(killed) > 30*time.Second {
+			t.Fatalf("the killed gateway's instance is still registered %s later", time.Since(killed).Round(time.Second))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("the killed gateway's instance removed %s after the kill", time.Since(killed).Round(time.Millisecond))
+	if !registered()[g1.cmd.Process.Pid] {
+		t.Fatal("the live gateway's instance was removed")
+	}
+}
