@@ -22,32 +22,63 @@ import (
 // files, one result in the parent), none is ended for the outage, and
 // the parent session leaves waiting_for_subagents.
 func TestClusterPostgresRestart(t *testing.T) {
+	testClusterOutage(t, func(srv *pgtest.Server) {
+		srv.Stop()
+		time.Sleep(time.Second)
+		srv.Start()
+	})
+}
+
+// TestClusterPostgresPaused: the same with the database paused
+// (SIGSTOP of the server and its backends) for three seconds: open
+// connections hang rather than fail, then go on.
+func TestClusterPostgresPaused(t *testing.T) {
+	testClusterOutage(t, func(srv *pgtest.Server) {
+		srv.Pause()
+		time.Sleep(3 * time.Second)
+		srv.Resume()
+	})
+}
+
+// testClusterOutage runs 24 busy subagents on two workers (nine slots
+// each, so some wait in the queue), applies outage to the database
+// while they run and checks that every run ends once.
+func testClusterOutage(t *testing.T, outage func(*pgtest.Server)) {
 	const n = 24
 	srv := pgtest.Private(t)
 	cl := newClusterOn(t, srv.URL())
 	gw := cl.start("gateway", "AVA_RECOVER_EVERY=1s")
+	procs := []*daemon{gw}
 	for range 2 {
-		cl.start("worker", "AVA_RECOVER_EVERY=1s", "AVA_MAX_CONCURRENT_SUBAGENTS=9")
+		procs = append(procs, cl.start("worker", "AVA_RECOVER_EVERY=1s", "AVA_MAX_CONCURRENT_SUBAGENTS=9"))
 	}
+	defer func() {
+		if !t.Failed() {
+			return
+		}
+		for i, d := range procs {
+			t.Logf("process %d: %s", i, errorLines(d.stderr.String(), 8))
+		}
+	}()
 	first := chatText(t, gw.c, client.ChatRequest{Message: "hello"})
 	jobs := spawnN(t, gw.c, cl.model, first.Session, "researcher", "BUSY", n)
 	waitSome(t, gw.c, jobs, 6, func(sa client.Subagent) bool { return sa.Status == "running" && sa.Iteration >= 1 })
 
-	srv.Stop()
 	down := time.Now()
-	if code := waitReadyz(gw.addr, http.StatusServiceUnavailable, 10*time.Second); code != http.StatusServiceUnavailable {
-		t.Errorf("/readyz answered %d while the database was down, want 503", code)
+	unready := make(chan int, 1)
+	go func() { unready <- waitReadyz(gw.addr, http.StatusServiceUnavailable, 5*time.Second) }()
+	outage(srv)
+	t.Logf("database out for %s", time.Since(down).Round(time.Millisecond))
+	if code := <-unready; code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz answered %d while the database was out, want 503", code)
 	}
-	time.Sleep(time.Second - time.Since(down))
-	srv.Start()
-	t.Logf("PostgreSQL down for %s", time.Since(down).Round(time.Millisecond))
 	if code := waitReadyz(gw.addr, http.StatusOK, 30*time.Second); code != http.StatusOK {
 		t.Errorf("/readyz answered %d after the database came back, want 200", code)
 	}
 
 	ended := time.Now()
 	waitAll(t, gw.c, jobs, func(sa client.Subagent) bool { return lifecycle.Status(sa.Status).Final() })
-	t.Logf("every run ended %s after the restart", time.Since(ended).Round(time.Millisecond))
+	t.Logf("every run ended %s after the database came back", time.Since(ended).Round(time.Millisecond))
 
 	st := cl.store()
 	ctx := context.Background()
@@ -207,4 +238,17 @@ func TestClusterKilledGatewayInstanceRemoved(t *testing.T) {
 	if !registered()[g1.cmd.Process.Pid] {
 		t.Fatal("the live gateway's instance was removed")
 	}
+}
+
+// errorLines counts the error and warning lines of a process's log and
+// shows the first max of them.
+func errorLines(log string, max int) string {
+	var lines []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "level=ERROR") || strings.Contains(l, "level=WARN") {
+			lines = append(lines, l)
+		}
+	}
+	n := len(lines)
+	return fmt.Sprintf("%d error and warning lines\n%s", n, strings.Join(lines[:min(n, max)], "\n"))
 }
