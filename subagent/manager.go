@@ -20,6 +20,7 @@ import (
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/redact"
 	"github.com/avaagent/ava/store"
@@ -107,6 +108,11 @@ type Options struct {
 	// checkpoint; a run that used them up is interrupted (quarantined).
 	// 0 means DefaultResumeAttempts; negative resumes none.
 	ResumeAttempts int
+	// OutageBound is how long a run's store writes and the reads that
+	// start a claimed or taken-over run are retried while the store
+	// cannot answer (a database restarting) before they fail; 0 means
+	// event.OutageBound.
+	OutageBound time.Duration
 	// LifecycleFiles are the session files (*audit.SessionLogs): recovery
 	// writes a recovered run's start entry there if its process died
 	// before writing it. Nil: not checked.
@@ -337,6 +343,10 @@ type Request struct {
 	// restored marks a finished run rebuilt from its record to be looked
 	// at: its model is not loaded until a follow-up calls it.
 	restored bool
+	// resumed marks a run claimed or taken over by this process, rebuilt
+	// from its record: the store reads that rebuild it wait out an
+	// outage (ride) instead of ending it.
+	resumed bool
 }
 
 // Spawn starts a subagent and returns its handle at once. When every
@@ -429,7 +439,7 @@ func (m *Manager) plan(ctx context.Context, req Request) (plan, error) {
 	}
 	limits := req.Config.limits(role)
 	if !req.admitted {
-		if err := m.applyBudget(ctx, req.Parent.SessionKey, &limits); err != nil {
+		if err := m.applyBudget(ctx, req.Parent.SessionKey, req.resumed, &limits); err != nil {
 			return plan{}, err
 		}
 	}
@@ -508,11 +518,21 @@ func buildRoleTools(all *tool.Registry, role Role, ask tool.Tool) (*tool.Registr
 
 // applyBudget draws the cost cap from what is left of the parent
 // session's budget, if it has one.
-func (m *Manager) applyBudget(ctx context.Context, session string, l *agent.Limits) error {
+func (m *Manager) applyBudget(ctx context.Context, session string, resumed bool, l *agent.Limits) error {
 	if session == "" {
 		return nil
 	}
-	s, err := m.opt.Store.GetSession(ctx, session)
+	var s store.Session
+	read := func(ctx context.Context) (err error) {
+		s, err = m.opt.Store.GetSession(ctx, session)
+		return err
+	}
+	var err error
+	if resumed { // the run is this process's already: wait for the store
+		err = m.ride(read)
+	} else {
+		err = read(ctx)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
@@ -618,6 +638,25 @@ func (m *Manager) List(all bool) []*Handle {
 	m.mu.Unlock()
 	slices.SortFunc(out, func(a, b *Handle) int { return b.created.Compare(a.created) })
 	return out
+}
+
+// Counts is how many runs this process runs (running or being set up)
+// and how many wait in its queue for a slot; views of runs that another
+// process of a cluster runs are not counted.
+func (m *Manager) Counts() (running, queued int) {
+	for _, h := range m.List(false) {
+		h.mu.Lock()
+		status, remote := h.status, h.remote
+		h.mu.Unlock()
+		switch {
+		case remote:
+		case status == lifecycle.Queued:
+			queued++
+		case !status.Final():
+			running++
+		}
+	}
+	return running, queued
 }
 
 // Cancel stops a running subagent.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/gateway/client"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
@@ -21,7 +22,8 @@ import (
 
 // clusterScript: QUICK subagents answer after a short pause; STEPS ones
 // read a file and answer ten seconds later (so that a worker killed
-// meanwhile leaves a checkpoint); BLOCK ones wait until stopped.
+// meanwhile leaves a checkpoint); BUSY ones make seven model calls a
+// second apart; BLOCK ones wait until stopped.
 const clusterScript = `conversations:
   - match: "QUICK"
     turns:
@@ -41,6 +43,22 @@ const clusterScript = `conversations:
       - tool_calls: [{name: read_file, args: {path: notes.txt}}]
         delay: 1s
       - text: "streamed done"
+        delay: 1s
+  - match: "BUSY"
+    turns:
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - text: "busy done"
         delay: 1s
   - match: "FOLLOW"
     turns:
@@ -267,6 +285,28 @@ func TestClusterWorkerKilledRunsResumeElsewhere(t *testing.T) {
 		}
 	}
 	deliveredOnce(t, st, first.Session, jobs)
+	oneStartEach(t, cl, jobs)
+}
+
+// oneStartEach checks that each job has one subagent:start entry across
+// the session files of every process: a run taken over elsewhere gets
+// subagent:resumed there, not a second start.
+func oneStartEach(t *testing.T, cl *cluster, jobs []job) {
+	t.Helper()
+	entries := cl.lifecycleEntries(t)
+	for _, j := range jobs {
+		var types []string
+		starts := 0
+		for _, e := range entries[j.id] {
+			types = append(types, string(e.EventType))
+			if e.EventType == audit.SubagentStart {
+				starts++
+			}
+		}
+		if starts != 1 {
+			t.Errorf("%s: %d subagent:start entries across the processes' session files: %v", j.id, starts, types)
+		}
+	}
 }
 
 // TestClusterCancelAcrossProcesses: a subagent spawned through the
@@ -407,6 +447,7 @@ func TestClusterWorkerDrainHandsOver(t *testing.T) {
 	t.Logf("SIGTERM → every run taken over by the other worker in %s", time.Since(drained).Round(time.Millisecond))
 	waitAll(t, gw.c, jobs, func(sa client.Subagent) bool { return sa.Status == "success" })
 	deliveredOnce(t, st, first.Session, jobs)
+	oneStartEach(t, cl, jobs)
 }
 
 // TestClusterBudgetAcrossGateways: a session's budget holds across the
