@@ -100,6 +100,9 @@ type Server struct {
 	// also has the HTTP POSTs being served (a call's answer is delivered
 	// when its POST ends).
 	calls *calls
+	// cancelled are the requests over HTTP their clients cancelled
+	// (cancelled.go).
+	cancelled *cancelledSet
 }
 
 // New returns a server over opt.Instance.
@@ -125,7 +128,7 @@ func New(opt Options) (*Server, error) {
 	}
 	s := &Server{opt: opt, in: opt.Instance, log: opt.Logger.With("component", "mcp"), salt: salt,
 		stdioKey: SessionPrefix + hex.EncodeToString(salt[:4]), tools: map[string]tool.Tool{},
-		calls: newCalls()}
+		calls: newCalls(), cancelled: newCancelledSet()}
 	reader := s.in.LogReader(audit.ReaderOptions{Logger: opt.Logger})
 	for _, t := range append(s.in.Subagent.Tools(), logs.New(reader, nil)) {
 		s.tools[t.Name()] = t
@@ -193,7 +196,8 @@ func writeCloser(w io.Writer) io.WriteCloser {
 // their runs stop and the session closes at once (the SDK waits for a
 // closing session's calls and does not cancel them). POSTs are counted
 // until they end, which is when a call's answer has been delivered
-// (Idle).
+// (Idle); the answer to a request its client cancelled is not sent
+// (cancelled.go).
 func (s *Server) Handler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
 		&mcp.StreamableHTTPOptions{Logger: s.log, DisableLocalhostProtection: true, SessionTimeout: SessionIdle})
@@ -208,6 +212,10 @@ func (s *Server) Handler() http.Handler {
 		case http.MethodPost:
 			s.calls.busy.add()
 			defer s.calls.busy.done()
+			session := r.Header.Get("Mcp-Session-Id")
+			if id, ok := s.cancelled.peekPOST(r, session); ok {
+				w = &cancelFilter{ResponseWriter: w, set: s.cancelled, session: session, id: id}
+			}
 		}
 		h.ServeHTTP(w, r)
 	})

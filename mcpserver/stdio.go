@@ -42,7 +42,7 @@ type lineTransport struct {
 // Connect implements mcp.Transport.
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 	c := &lineConn{r: t.r, w: t.w, log: t.log, lines: make(chan line), closed: make(chan struct{}),
-		cancelled: map[jsonrpc.ID]bool{}}
+		cancelled: newCancelledSet()}
 	go c.readLines()
 	return c, nil
 }
@@ -66,8 +66,7 @@ type lineConn struct {
 
 	writeMu sync.Mutex
 
-	cancelMu  sync.Mutex
-	cancelled map[jsonrpc.ID]bool // requests the client cancelled, not yet answered
+	cancelled *cancelledSet // requests the client cancelled, not yet answered
 }
 
 // readLines sends each line of the input to c.lines until the input
@@ -157,43 +156,14 @@ func (c *lineConn) decode(l line) (jsonrpc.Message, []byte) {
 		return nil, errorResponse(rawID(l.data), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "notifications/cancelled" {
-		c.noteCancelled(req.Params)
+		c.cancelled.note("", req.Params)
 	}
 	return msg, nil
 }
 
-// noteCancelled records the request a notifications/cancelled names.
-func (c *lineConn) noteCancelled(params json.RawMessage) {
-	var p struct {
-		RequestID any `json:"requestId"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return
-	}
-	id, err := jsonrpc.MakeID(p.RequestID)
-	if err != nil || !id.IsValid() {
-		return
-	}
-	c.cancelMu.Lock()
-	c.cancelled[id] = true
-	c.cancelMu.Unlock()
-}
-
-// answerCancelled reports whether resp answers a request the client
-// cancelled, and forgets that request.
-func (c *lineConn) answerCancelled(resp *jsonrpc.Response) bool {
-	c.cancelMu.Lock()
-	defer c.cancelMu.Unlock()
-	if !c.cancelled[resp.ID] {
-		return false
-	}
-	delete(c.cancelled, resp.ID)
-	return true
-}
-
 // Write implements mcp.Connection.
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if resp, ok := msg.(*jsonrpc.Response); ok && c.answerCancelled(resp) {
+	if resp, ok := msg.(*jsonrpc.Response); ok && c.cancelled.take("", resp.ID) {
 		c.log.Debug("a cancelled request's response is not sent", "id", resp.ID.Raw())
 		return nil
 	}

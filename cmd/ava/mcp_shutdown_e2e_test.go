@@ -452,3 +452,85 @@ func TestMCPStdioCancelledCallGetsNoResponse(t *testing.T) {
 		t.Fatalf("after the cancellation: %v, want only the ping's answer", m)
 	}
 }
+
+// rawMCP posts one JSON-RPC message to the daemon's /mcp and returns
+// the response (its body is the caller's to read and close).
+func rawMCP(t *testing.T, ctx context.Context, addr, session, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+mcpShutdownToken)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// TestMCPHTTPCancelledCallGetsNoResponse: over streamable HTTP too, a
+// request the client cancels is not answered (its POST's stream ends
+// without a response) and its run is cancelled.
+func TestMCPHTTPCancelledCallGetsNoResponse(t *testing.T) {
+	d, c, model := mcpDaemon(t, "never")
+	resp := rawMCP(t, bg(t), d.addr, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	session := resp.Header.Get("Mcp-Session-Id")
+	if session == "" {
+		t.Fatalf("initialize: %s, no session", resp.Status)
+	}
+	resp = rawMCP(t, bg(t), d.addr, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	resp.Body.Close()
+	// The call's POST answers its headers with its first event: read it
+	// aside.
+	body := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(bg(t), http.MethodPost, "http://"+d.addr+"/mcp",
+			strings.NewReader(fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"spawn_subagent","arguments":{"role":"researcher","task":"BLOCKTASK","model":%q}}}`, model)))
+		req.Header.Set("Authorization", "Bearer "+mcpShutdownToken)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			body <- "error: " + err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		body <- resp.Status + "\n" + string(b)
+	}()
+	id := runningSubagent(t, c)
+	resp = rawMCP(t, bg(t), d.addr, session, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"the person pressed stop"}}`)
+	resp.Body.Close()
+	select {
+	case b := <-body:
+		if strings.Contains(b, `"id":7`) || strings.HasPrefix(b, "error: ") {
+			t.Fatalf("a cancelled request was answered: %q", b)
+		}
+		t.Logf("the cancelled call's POST: %q", b)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the cancelled call's stream never ended")
+	}
+	for ctx := bg(t); ; time.Sleep(50 * time.Millisecond) {
+		sa, err := c.Subagent(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sa.Status == "cancelled" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the cancelled call's run: %+v, want cancelled", sa)
+		}
+	}
+}
