@@ -22,6 +22,12 @@
 // tool result says the spawn awaits confirmation and where to give it.
 // The roles are resources (ava://roles/<name>), so a client can
 // discover them.
+//
+// A request the client cancelled gets no response (cancelled.go, and
+// the stdio transport, stdio.go, which also answers bad lines and
+// batches with JSON-RPC errors and goes on). The tools/call requests in
+// flight are tracked per session (calls.go), so that a session's DELETE
+// and the daemon's Shutdown end them instead of waiting for their runs.
 package mcpserver
 
 import (
