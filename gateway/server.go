@@ -271,11 +271,21 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 //
 // It looks again after each end, so work that starts meanwhile (a
 // subagent a running turn spawns, a queued turn, a chat channel's turn)
-// is waited for too. When it returns, the MCP sessions at /mcp are
-// closed (their streams end; a spawn still waited for is cancelled).
+// is waited for too, and so are the MCP calls at /mcp until their
+// answers are delivered. When it returns, the MCP sessions are closed
+// (their streams end): a call still waiting when ctx is done is ended
+// first — its run is cancelled and recorded, and the call answered
+// with the run's end (mcpserver.Server.Shutdown).
 func (s *Server) Drain(ctx context.Context) int {
 	s.drainOnce.Do(func() { close(s.draining) })
-	defer s.mcp.CloseSessions()
+	left := s.wait(ctx)
+	s.mcp.Shutdown(ctx)
+	return left
+}
+
+// wait waits until nothing of running is left or ctx is done, and
+// reports how many were still running then.
+func (s *Server) wait(ctx context.Context) int {
 	for {
 		waiting := s.running()
 		if len(waiting) == 0 {
@@ -298,8 +308,8 @@ func (s *Server) isDraining() bool {
 	}
 }
 
-// running returns the done channels of the API's turns and of the
-// running subagents.
+// running returns the done channels of the API's turns, of the
+// running subagents and of the MCP calls in flight.
 func (s *Server) running() []<-chan struct{} {
 	s.turnsMu.Lock()
 	var out []<-chan struct{}
@@ -316,7 +326,20 @@ func (s *Server) running() []<-chan struct{} {
 	for _, h := range s.in.Subagent.List(false) {
 		out = append(out, h.Done())
 	}
+	if idle := s.mcp.Idle(); !closed(idle) {
+		out = append(out, idle)
+	}
 	return out
+}
+
+// closed reports whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 func (s *Server) countRunning() int {

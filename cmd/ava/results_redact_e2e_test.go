@@ -215,7 +215,7 @@ func leakDaemonSurfaces(t *testing.T, env []string) {
 
 	// MCP over streamable HTTP.
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, nil).Connect(bg(t),
-		&mcp.StreamableClientTransport{Endpoint: "http://" + d.addr + "/mcp", HTTPClient: &http.Client{Transport: bearer{d.token}}}, nil)
+		&mcp.StreamableClientTransport{Endpoint: "http://" + d.addr + "/mcp", HTTPClient: &http.Client{Transport: tokenTransport{d.token}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,10 +304,10 @@ func (tg *leakTelegram) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// bearer adds the daemon's token to every request.
-type bearer struct{ token string }
+// tokenTransport adds the daemon's token to every request.
+type tokenTransport struct{ token string }
 
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+func (b tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(r)
