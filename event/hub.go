@@ -422,8 +422,8 @@ func (j *Journal) store(evs []Event) error {
 	ctx, cancel := context.WithTimeout(context.Background(), j.hub.outage)
 	defer cancel()
 	taken := 0
-	seqTaken := func(err error) bool { return errors.Is(err, ErrSeqTaken) }
-	return wait.Retry(ctx, 0, seqTaken, func(ctx context.Context) error {
+	final := func(err error) bool { return errors.Is(err, ErrSeqTaken) || errors.Is(err, ErrLogClosed) }
+	return wait.Retry(ctx, 0, final, func(ctx context.Context) error {
 		for {
 			err := j.storeOnce(ctx, evs)
 			if !errors.Is(err, ErrSeqTaken) {

@@ -10,6 +10,10 @@ import (
 // number is already stored for its session.
 var ErrSeqTaken = errors.New("sequence number already taken")
 
+// ErrLogClosed is returned by a Log that was closed: no retry can
+// succeed, so Publish gives up at once.
+var ErrLogClosed = errors.New("the event log is closed")
+
 // Log is the durable record of every session's kept events, which makes
 // their sequence numbers durable and replayable. The store implements it
 // (an events table); MemoryLog is for tests and embedders without one.

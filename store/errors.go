@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 )
 
@@ -26,6 +27,9 @@ var (
 	ErrEmpty = errors.New("empty")
 	// ErrAmbiguous is matched by every *AmbiguousError.
 	ErrAmbiguous = errors.New("ambiguous ID prefix")
+	// ErrClosed means the store was closed: no retry of a write can
+	// succeed.
+	ErrClosed = event.ErrLogClosed
 	// ErrDiskFull means a write failed for want of space where the store
 	// keeps its data; it may succeed once space is freed.
 	ErrDiskFull = errors.New("no space left on the store's disk")

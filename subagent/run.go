@@ -404,7 +404,8 @@ func (h *Handle) recordEnd(from, to lifecycle.Status, fin *store.RunFinish) erro
 // refused reports whether a run write was refused for good: the run is
 // another owner's, or not in the status the write expects.
 func refused(err error) bool {
-	return errors.Is(err, store.ErrStaleOwner) || errors.Is(err, store.ErrInvalidTransition) || errors.Is(err, store.ErrNotFound)
+	return errors.Is(err, store.ErrStaleOwner) || errors.Is(err, store.ErrInvalidTransition) || errors.Is(err, store.ErrNotFound) ||
+		errors.Is(err, store.ErrClosed)
 }
 
 // durableContext is the context of a write that must outlive an outage:

@@ -38,7 +38,7 @@ const mcpShutdownScript = `conversations:
 const mcpShutdownToken = "mcp-shutdown-token"
 
 // mcpDaemon starts ava serve with the token and the script above, and
-// returns it with a client of its API and the model.
+// returns it with a client of its API and the model a client names.
 func mcpDaemon(t *testing.T, confirm string, args ...string) (*daemon, *client.Client, string) {
 	t.Helper()
 	root := t.TempDir()
@@ -47,11 +47,14 @@ func mcpDaemon(t *testing.T, confirm string, args ...string) (*daemon, *client.C
 		t.Fatal(err)
 	}
 	model := "scripted/" + script
+	operatorSubagentScript(t, filepath.Join(root, "data"), script)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "AVA_DATA_ROOT=" + filepath.Join(root, "data"),
 		"AVA_WORKSPACE=" + root, "AVA_MODEL=" + model, "AVA_CONFIRM=" + confirm, "AVA_TOKEN=" + mcpShutdownToken,
 		"AVA_RESUME_ATTEMPTS=0"}
 	d := startDaemon(t, env, args...)
-	return d, client.New(d.addr, mcpShutdownToken), model
+	// A client names the operator's alias: a script's path is the
+	// operator's to name.
+	return d, client.New(d.addr, mcpShutdownToken), spawnModel
 }
 
 // bearer adds the daemon's token to each request.
@@ -283,7 +286,8 @@ type stdioPeer struct {
 
 func startStdio(t *testing.T) (*stdioPeer, string) {
 	t.Helper()
-	env, model := mcpEnv(t, "never")
+	env, _ := mcpEnv(t, "never")
+	model := spawnModel
 	cmd := exec.Command(avaBin, "mcp")
 	cmd.Env = env
 	in, err := cmd.StdinPipe()

@@ -17,6 +17,9 @@ import (
 // LastSeq returns the highest sequence number stored for the session: the
 // last event's, or the number an older data root recorded on the session.
 func (s *Store) LastSeq(ctx context.Context, session string) (uint64, error) {
+	if s.closed.Load() {
+		return 0, event.ErrLogClosed
+	}
 	var last int64
 	err := s.pool.QueryRow(ctx, `
 		SELECT GREATEST(
@@ -35,6 +38,9 @@ func (s *Store) LastSeq(ctx context.Context, session string) (uint64, error) {
 // first to commit and then gets the unique violation (or succeeds, if the
 // first rolled back), so numbers stay unique and gap-free.
 func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
+	if s.closed.Load() {
+		return event.ErrLogClosed
+	}
 	if len(evs) == 0 {
 		return nil
 	}

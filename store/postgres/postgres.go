@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -79,6 +80,7 @@ type Store struct {
 	rec   record.Checker // checks, fills in, masks and cleans every record written
 
 	closeOnce sync.Once
+	closed    atomic.Bool // set by Close: writes and event reads give store.ErrClosed
 }
 
 var _ store.Store = (*Store)(nil)
@@ -198,6 +200,7 @@ func (s *Store) Where() string { return s.where }
 
 // Close closes the pool. It is safe to call more than once.
 func (s *Store) Close() error {
+	s.closed.Store(true)
 	s.closeOnce.Do(s.pool.Close)
 	return nil
 }
@@ -210,6 +213,9 @@ const maxTxAttempts = 8
 // transaction aborted by a deadlock or serialization failure is run
 // again from the start, so fn must set its results afresh on each call.
 func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
 	for attempt := 1; ; attempt++ {
 		err := pgx.BeginFunc(ctx, s.pool, fn)
 		if err == nil || attempt == maxTxAttempts || !retryable(err) {

@@ -14,6 +14,9 @@ import (
 // LastSeq returns the highest sequence number stored for the session: the
 // last event's, or the number an older data root recorded on the session.
 func (s *Store) LastSeq(ctx context.Context, session string) (uint64, error) {
+	if s.closed.Load() {
+		return 0, event.ErrLogClosed
+	}
 	var last int64
 	err := s.reader.QueryRowContext(ctx, `
 		SELECT max(
@@ -32,6 +35,9 @@ const insertEventSQL = `INSERT INTO events (session_key, seq, type, agent, time,
 // of them, or none and an error, wrapping event.ErrSeqTaken when a number
 // is already taken in its session.
 func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
+	if s.closed.Load() {
+		return event.ErrLogClosed
+	}
 	if len(evs) == 0 {
 		return nil
 	}

@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -80,6 +81,7 @@ type Store struct {
 	rec record.Checker
 
 	closeOnce sync.Once
+	closed    atomic.Bool // set by Close: writes and event reads give store.ErrClosed
 	closeErr  error
 
 	// stmts are the statements of every grouped write and every kept
@@ -323,6 +325,7 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes both pools. It is safe to call more than once.
 func (s *Store) Close() error {
+	s.closed.Store(true)
 	s.closeOnce.Do(func() { s.closeErr = s.closePools() })
 	return s.closeErr
 }
@@ -362,6 +365,9 @@ type writeReq struct {
 // and gets its own error, and all the others commit together. Each caller
 // returns once the transaction holding its changes has committed.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if s.closed.Load() {
+		return fmt.Errorf("store %s: %w", s.path, store.ErrClosed)
+	}
 	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	s.writes.Add(r, s.commitWrites)
 	return s.describeWriteError(<-r.done)
