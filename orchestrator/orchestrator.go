@@ -56,6 +56,23 @@ type Config struct {
 	// invoke_agent span named for AgentName, with its model and tool
 	// calls and the subagents they spawn); nil traces nothing.
 	Tracer *tracing.Tracer
+	// Events is the durable record of the sessions' events (the store),
+	// read to find a turn that never ended (its process was killed);
+	// nil finds none.
+	Events event.Log
+	// Owner is this process's instance: its ID is recorded in each
+	// turn's SessionStart, and it tells whether another turn's instance
+	// is gone. Nil: a turn that never ended is taken as gone when it
+	// started before this process did.
+	Owner Owner
+}
+
+// Owner is this process's instance (instance.Instance has it).
+type Owner interface {
+	// ID is the instance's current ID.
+	ID() string
+	// Gone returns which of owners are gone.
+	Gone(ctx context.Context, owners []string) ([]store.Instance, error)
 }
 
 // AgentName is the orchestrator's name in its spans (gen_ai.agent.name);
@@ -88,24 +105,51 @@ func New(cfg Config) *Orchestrator {
 // until an answer or a limit. The result's Err is also returned when the
 // history could not be loaded or saved.
 func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (agent.Result, error) {
+	res, _, err := o.AskStored(ctx, session, user, message)
+	return res, err
+}
+
+// AskStored is Ask, and also reports whether the person's message was
+// stored in the history. It is stored before the model is called, so
+// that a turn cut short by a crash keeps it; the turn's other messages
+// follow when it ends. A turn whose context is cancelled with
+// ErrDiscarded keeps its stored message: the turn that answers it with
+// the next one passes only the new part.
+//
+// Turns of one session must not overlap in this process (package
+// session runs them one at a time): a turn of the session that started
+// and never ended, in this process or in one that is gone, is ended
+// first as interrupted (see endInterrupted).
+func (o *Orchestrator) AskStored(ctx context.Context, session, user, message string) (agent.Result, bool, error) {
 	// Read even when the turn is already cancelled (a message merged into
 	// the next one at once): the turn then still starts and ends
 	// cancelled in the session's stream and the audit log.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	o.endInterrupted(rctx, session, user)
 	var history []llm.Message
 	if o.cfg.History != nil {
 		h, err := o.cfg.History.Load(rctx, session)
 		if err != nil {
-			return agent.Result{Status: lifecycle.Error, Err: err}, fmt.Errorf("load session %s: %w", session, err)
+			return agent.Result{Status: lifecycle.Error, Err: err}, false, fmt.Errorf("load session %s: %w", session, err)
 		}
 		history = h
 	}
 	limits, err := o.limits(rctx, session)
 	if err != nil {
-		return agent.Result{Status: lifecycle.Error, Err: err}, err
+		return agent.Result{Status: lifecycle.Error, Err: err}, false, err
 	}
-	o.publish(session, user, event.New(event.SessionStart, event.SessionContent{Model: o.cfg.Model.Name(), Offline: o.cfg.Offline}))
+	input := llm.UserText(message)
+	stored := false
+	if o.cfg.History != nil {
+		if err := o.cfg.History.Save(rctx, session, []llm.Message{input}); err != nil {
+			err = fmt.Errorf("store the message to session %s: %w", session, err)
+			return agent.Result{Status: lifecycle.Error, Err: err}, false, err
+		}
+		stored = true
+	}
+	o.publish(session, user, event.New(event.SessionStart, event.SessionContent{Model: o.cfg.Model.Name(), Offline: o.cfg.Offline,
+		Instance: o.instanceID()}))
 	a := agent.New(agent.Config{
 		Model:     o.cfg.Model,
 		System:    SystemPrompt(o.cfg.Tools, o.cfg.Workspace, o.now()),
@@ -119,22 +163,31 @@ func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (
 		Tracer:    o.cfg.Tracer,
 		AgentName: AgentName,
 	})
-	res := a.Run(ctx, history, llm.UserText(message))
+	res := a.Run(ctx, history, input)
 	spend := o.spend(ctx, session, res)
 	end := event.New(event.SessionEnd, event.SessionContent{Status: res.Status, Model: o.cfg.Model.Name(), Offline: o.cfg.Offline,
 		Spend: spend})
 	end.Meta = event.Meta{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostCents: res.CostCents,
 		ModelID: o.cfg.Model.Name(), DurationMs: res.Duration.Milliseconds()}
 	o.publish(session, user, end)
-	if o.cfg.History != nil && len(res.Messages) > len(history) && !errors.Is(context.Cause(ctx), ErrDiscarded) {
+	// The person's message is stored; the turn's own messages follow it.
+	if o.cfg.History != nil && len(res.Messages) > len(history)+1 && !errors.Is(context.Cause(ctx), ErrDiscarded) {
 		// Save even when the caller's context is gone: the turn happened.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if err := o.cfg.History.Save(sctx, session, res.Messages[len(history):]); err != nil {
-			return res, fmt.Errorf("save session %s: %w", session, err)
+		if err := o.cfg.History.Save(sctx, session, res.Messages[len(history)+1:]); err != nil {
+			return res, stored, fmt.Errorf("save session %s: %w", session, err)
 		}
 	}
-	return res, nil
+	return res, stored, nil
+}
+
+// instanceID is the ID recorded as a turn's owner ("" without Owner).
+func (o *Orchestrator) instanceID() string {
+	if o.cfg.Owner == nil {
+		return ""
+	}
+	return o.cfg.Owner.ID()
 }
 
 // ErrDiscarded, as (or wrapped in) the cause a turn's context is
