@@ -194,11 +194,11 @@ type Turn struct {
 	// stored is set once the turn's message (and those it merged) is in
 	// the history.
 	stored bool
-	queued  bool                    // it waits for the running turn to end
-	cause   error                   // why it was cancelled, if it was
-	res     Result
-	err     error
-	model   llm.Model
+	queued bool  // it waits for the running turn to end
+	cause  error // why it was cancelled, if it was
+	res    Result
+	err    error
+	model  llm.Model
 	// redactor masks the result Wait returns (Config.Redactor).
 	redactor *redact.Redactor
 	// span is the sender's span (an HTTP caller's trace): the turn's
