@@ -67,8 +67,9 @@ func TestKilledTurnKeepsTheRequestAndEndsInterrupted(t *testing.T) {
 	// The prompt: the killed request, then the result, then the new one.
 	var prompt string
 	for _, r := range fake.Requests() {
-		if raw := string(r.Raw); strings.Contains(raw, "SECOND request") {
-			prompt = raw
+		if strings.Contains(string(r.Raw), "SECOND request") {
+			msgs, _ := json.Marshal(r.Body["messages"].([]any)[1:]) // the system prompt aside
+			prompt = string(msgs)
 		}
 	}
 	first, result, second := strings.Index(prompt, "FIRST request"), strings.Index(prompt, "the subagent found 42"), strings.Index(prompt, "SECOND request")
