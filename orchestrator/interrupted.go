@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/avaagent/ava/event"
@@ -26,22 +27,30 @@ const (
 	turnScanPages = 16
 )
 
-// endInterrupted ends the session's last turn if it started and never
+// endInterrupted is EndInterrupted at the start of a turn: failures are
+// logged, and the new turn goes on.
+func (o *Orchestrator) endInterrupted(ctx context.Context, session, user string) {
+	if _, err := o.EndInterrupted(ctx, session); err != nil {
+		o.log.Error("end an interrupted turn", "session", session, "err", err)
+	}
+}
+
+// EndInterrupted ends the session's last turn if it started and never
 // ended, and its process is gone (killed while it ran): a SessionEnd with
 // status interrupted in the stream, and InterruptedNote in the history.
-// A turn another live process runs is left alone. Failures are logged:
-// the new turn goes on.
-func (o *Orchestrator) endInterrupted(ctx context.Context, session, user string) {
+// A turn another live process runs is left alone. It reports whether it
+// ended one. Call it only while no turn of the session runs in this
+// process (before a turn, or when a daemon starts).
+func (o *Orchestrator) EndInterrupted(ctx context.Context, session string) (bool, error) {
 	if o.cfg.Events == nil {
-		return
+		return false, nil
 	}
 	start, open, err := o.lastTurn(ctx, session)
 	if err != nil {
-		o.log.Error("find an interrupted turn", "session", session, "err", err)
-		return
+		return false, fmt.Errorf("find the last turn of %s: %w", session, err)
 	}
 	if !open || !o.ownerGone(ctx, start) {
-		return
+		return false, nil
 	}
 	var c event.SessionContent
 	_ = json.Unmarshal(start.Content, &c)
@@ -50,12 +59,13 @@ func (o *Orchestrator) endInterrupted(ctx context.Context, session, user string)
 	o.publish(session, start.User, event.New(event.SessionEnd, event.SessionContent{Status: lifecycle.Interrupted, Model: c.Model,
 		Offline: c.Offline, Instance: c.Instance}))
 	if o.cfg.History == nil {
-		return
+		return true, nil
 	}
 	note := llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text(InterruptedNote)}}
 	if err := o.cfg.History.Save(ctx, session, []llm.Message{note}); err != nil {
-		o.log.Error("record an interrupted turn in the history", "session", session, "err", err)
+		return true, fmt.Errorf("record the interrupted turn of %s in the history: %w", session, err)
 	}
+	return true, nil
 }
 
 // lastTurn finds the session's last orchestrator SessionStart or

@@ -16,7 +16,7 @@ import (
 // kill -9 during an orchestrator turn: the person's message was stored
 // before the model call, so after a restart it is in the history before
 // the next turn's, the killed turn has an end in its stream
-// (interrupted), and the next prompt has the request before the
+// (interrupted, as soon as the daemon is back), and the next prompt has the request before the
 // [Subagent] result of the subagent it waited for.
 func TestKilledTurnKeepsTheRequestAndEndsInterrupted(t *testing.T) {
 	fake := llmfake.NewOpenAI(t)
@@ -60,6 +60,10 @@ func TestKilledTurnKeepsTheRequestAndEndsInterrupted(t *testing.T) {
 	kill(t, d)
 
 	d2 := startDaemon(t, env)
+	// The restarted daemon ended the killed turn before taking messages.
+	if turns := turnsInStream(t, d2.c, key, 1); strings.Join(turns, " ") != "SessionStart SessionEnd:interrupted" {
+		t.Fatalf("turns in the stream after the restart: %q", turns)
+	}
 	next := chatText(t, d2.c, client.ChatRequest{SessionKey: key, Message: "SECOND request"})
 	if next.Text != "second answer" {
 		t.Fatalf("after restart %+v\n%s", next, d2.stderr)
@@ -95,7 +99,7 @@ func TestKilledTurnKeepsTheRequestAndEndsInterrupted(t *testing.T) {
 		t.Fatalf("history %q", order)
 	}
 	// The stream: the killed turn ends interrupted before the next starts.
-	turns := turnsInStream(t, d2.c, key)
+	turns := turnsInStream(t, d2.c, key, 2)
 	if strings.Join(turns, " ") != "SessionStart SessionEnd:interrupted SessionStart SessionEnd:success" {
 		t.Fatalf("turns in the stream: %q", turns)
 	}
@@ -113,8 +117,8 @@ func envValue(env []string, name string) string {
 }
 
 // turnsInStream replays the session's stream and returns its turn starts
-// and ends, with each end's status, up to the last SessionState.
-func turnsInStream(t *testing.T, c *client.Client, key string) []string {
+// and ends, with each end's status, until it has read ends of them.
+func turnsInStream(t *testing.T, c *client.Client, key string, ends int) []string {
 	t.Helper()
 	st, err := c.Stream(bg(t), key, 0)
 	if err != nil {
@@ -122,7 +126,7 @@ func turnsInStream(t *testing.T, c *client.Client, key string) []string {
 	}
 	defer st.Close()
 	var out []string
-	for ends := 0; ends < 2; {
+	for ended := 0; ended < ends; {
 		ev, err := st.Next()
 		if err != nil {
 			t.Fatalf("stream: %v (so far %q)", err, out)
@@ -142,7 +146,7 @@ func turnsInStream(t *testing.T, c *client.Client, key string) []string {
 			var c struct{ Status string }
 			_ = json.Unmarshal(se.Content, &c)
 			out = append(out, se.EventType+":"+c.Status)
-			ends++
+			ended++
 		}
 	}
 	return out
