@@ -2,8 +2,10 @@ package orchestrator_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
+	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
@@ -84,5 +86,34 @@ func TestKilledTurnEndsInterruptedAtTheNextTurn(t *testing.T) {
 		if ev.Type == event.SessionEnd && sessionContent(t, ev).Status == lifecycle.Interrupted {
 			t.Fatalf("a live process's turn was ended")
 		}
+	}
+}
+
+// A turn discarded for the next message keeps the message it stored
+// before its model call; the turn that answers both stores only the new
+// part and its prompt holds the first once: both messages, as one.
+func TestMergedTurnStoresEachMessageOnce(t *testing.T) {
+	h := newTurnHarness(t, false, nil)
+	const session = "ava:test:merged"
+	cut, cancel := context.WithCancelCause(context.Background())
+	cancel(fmt.Errorf("merged: %w (%w)", agent.ErrCancelled, orchestrator.ErrDiscarded))
+	res, stored, err := h.o.AskMessage(cut, session, "", orchestrator.Message{Text: "find flights"})
+	if err != nil || res.Status != lifecycle.Cancelled || stored != "find flights" {
+		t.Fatalf("discarded turn: %+v %q %v", res.Status, stored, err)
+	}
+	_, stored, err = h.o.AskMessage(context.Background(), session, "", orchestrator.Message{Text: "find flights\n\nin May", Stored: []string{"find flights"}})
+	if err != nil || stored != "in May" {
+		t.Fatalf("merged turn stored %q: %v", stored, err)
+	}
+	reqs := h.model.requests()
+	if got := texts(reqs[len(reqs)-1].Messages); len(got) != 1 || got[0] != "find flights\n\nin May" {
+		t.Fatalf("merged prompt %q", got)
+	}
+	msgs, err := h.store.Messages(context.Background(), session, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 3 || msgs[0].Text != "find flights" || msgs[1].Text != "in May" || msgs[2].Role != store.RoleAssistant {
+		t.Fatalf("history %+v", msgs)
 	}
 }

@@ -188,17 +188,14 @@ type Turn struct {
 	merged  bool                    // it carries a superseded turn's message too
 	// prev is the turn whose message this one answers too (merged).
 	prev *Turn
-	// own is the person's message of this turn alone (message is that
-	// and the merged turns' messages).
-	own string
-	// stored is set once the turn's message (and those it merged) is in
-	// the history.
-	stored bool
-	queued bool  // it waits for the running turn to end
-	cause  error // why it was cancelled, if it was
-	res    Result
-	err    error
-	model  llm.Model
+	// storedText is what of the message this turn stored in the history
+	// (orchestrator.AskMessage), "" if nothing.
+	storedText string
+	queued     bool  // it waits for the running turn to end
+	cause      error // why it was cancelled, if it was
+	res        Result
+	err        error
+	model      llm.Model
 	// redactor masks the result Wait returns (Config.Redactor).
 	redactor *redact.Redactor
 	// span is the sender's span (an HTTP caller's trace): the turn's
@@ -255,7 +252,7 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 			return nil, fmt.Errorf("send to %s: %w", key, err)
 		}
 	}
-	t := &Turn{Session: key, message: message, own: message, opt: opt, done: make(chan struct{}), span: trace.SpanContextFromContext(ctx),
+	t := &Turn{Session: key, message: message, opt: opt, done: make(chan struct{}), span: trace.SpanContextFromContext(ctx),
 		redactor: s.cfg.Redactor}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -349,17 +346,18 @@ func (s *Service) startLocked(key string, m *main, t *Turn) {
 	})
 }
 
-// unstored is the part of t's message not yet in the history: a merged
-// turn whose earlier turn stored its message passes the new part only
-// (the earlier one stays where it was stored, once).
-func (t *Turn) unstored() string {
+// storedParts are the parts of t's message the turns merged into it
+// stored in the history, in order: the orchestrator stores only the
+// rest, so each message is stored once, when its turn started.
+func (t *Turn) storedParts() []string {
 	if t.prev == nil {
-		return t.message
+		return nil
 	}
-	if t.prev.stored {
-		return t.own
+	parts := t.prev.storedParts()
+	if t.prev.storedText != "" {
+		parts = append(parts, t.prev.storedText)
 	}
-	return t.prev.unstored() + "\n\n" + t.own
+	return parts
 }
 
 // turnBusy reports whether a turn of the session runs in this process:
@@ -396,8 +394,8 @@ func (s *Service) run(ctx context.Context, t *Turn) {
 	}
 	t.model = model
 	offline := s.cfg.Offline != nil && s.cfg.Offline(model)
-	res, stored, err := orch.AskStored(ctx, t.Session, t.opt.User, t.unstored())
-	t.stored = stored
+	res, stored, err := orch.AskMessage(ctx, t.Session, t.opt.User, orchestrator.Message{Text: t.message, Stored: t.storedParts()})
+	t.storedText = stored
 	t.res, t.err = orchestrator.JSON(res, t.Session, model, offline), err
 }
 
