@@ -21,8 +21,11 @@ var processStart = time.Now()
 // killed), so that the conversation says the request got no answer.
 const InterruptedNote = "[This turn was interrupted: Ava stopped before answering the message above (status interrupted). Nothing of the turn's work was kept but the results its subagents announced.]"
 
-// Pages of the stream read back to find the session's last turn.
+// Pages of the stream read back to find the session's last turn: a
+// short one first (the last turn's end is usually among the last
+// events), then longer ones.
 const (
+	turnScanFirst = 32
 	turnScanPage  = 256
 	turnScanPages = 16
 )
@@ -76,12 +79,16 @@ func (o *Orchestrator) lastTurn(ctx context.Context, session string) (event.Even
 	if err != nil {
 		return event.Event{}, false, err
 	}
-	for range turnScanPages {
+	for page := range turnScanPages {
 		if last == 0 {
 			break
 		}
-		from := last - min(last, turnScanPage)
-		evs, err := o.cfg.Events.ReadEvents(ctx, session, from, turnScanPage)
+		size := uint64(turnScanPage)
+		if page == 0 {
+			size = turnScanFirst
+		}
+		from := last - min(last, size)
+		evs, err := o.cfg.Events.ReadEvents(ctx, session, from, int(size))
 		if err != nil {
 			return event.Event{}, false, err
 		}

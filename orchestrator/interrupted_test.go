@@ -42,6 +42,14 @@ func leaveOpenTurn(t *testing.T, h *turnHarness, session, instance, message stri
 	if _, err := h.hub.Publish(ev); err != nil {
 		t.Fatal(err)
 	}
+	// The turn went on a while: its start is not among the last events.
+	for range 40 {
+		ev := event.New(event.AssistantMessage, event.TextContent{Text: "working"})
+		ev.Session, ev.Agent, ev.Time = session, event.OrchestratorID, clock
+		if _, err := h.hub.Publish(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // A turn whose process is gone is ended as interrupted at the session's
