@@ -181,8 +181,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	if in.Tools, err = tool.NewRegistry(in.builtinTools()...); err != nil {
 		return fmt.Errorf("built-in tools: %w", err)
 	}
-	if in.MCP, err = mcpclient.New(mcpclient.Options{Servers: cfg.MCPServers, AllowHosts: cfg.MCPAllowedHosts,
-		IdleTimeout: cfg.MCPIdleTimeout, Withhold: subagent.WithheldReason, Dir: cfg.Workspace, Logger: log}); err != nil {
+	if in.MCP, err = mcpclient.New(in.mcpOptions(cfg, log)); err != nil {
 		return fmt.Errorf("MCP servers (%s): %w", configSource(cfg), err)
 	}
 	// Closed after the subagents that use its servers have stopped.
@@ -200,7 +199,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	}
 	var owner subagent.Owner
 	if !o.readOnly {
-		self, err := instance.Start(ctx, instance.Options{Store: in.Store, Logger: log})
+		self, err := instance.Start(ctx, instance.Options{Store: in.Store, Logger: log, TTL: cfg.LeaseTTL, Heartbeat: cfg.LeaseTTL / 6})
 		if err != nil {
 			return err
 		}
@@ -214,6 +213,9 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	node, err := in.openCluster(ctx, o)
 	if err != nil {
 		return err
+	}
+	if st, ok := in.Store.(*sqlite.Store); ok && !o.readOnly {
+		in.startFileRelay(st)
 	}
 	in.cluster = node
 	resumeAttempts := cfg.ResumeAttempts
@@ -284,9 +286,10 @@ func (in *Instance) roleToolKnown(name string) bool {
 
 // RoleDirs are where custom roles are found: the data root's agents/
 // (the user's own, which may replace a built-in role), then the
-// workspace's .ava/agents/, opened beneath the workspace, whose roles
-// may replace a built-in or user role only when the workspace is
-// trusted (config.Config.TrustedWorkspaces, `ava trust`).
+// workspace's .ava/agents/, opened beneath the workspace, whose files are
+// trusted only as far as the person trusted them, by content
+// (config.Config.TrustedWorkspaces, `ava trust`); the others go through
+// the workspace gate (subagent's workspace.go).
 func RoleDirs(cfg config.Config) []subagent.RoleDir {
 	var out []subagent.RoleDir
 	user := filepath.Join(cfg.DataRoot, "agents")
@@ -296,11 +299,44 @@ func RoleDirs(cfg config.Config) []subagent.RoleDir {
 	if cfg.Workspace == "" {
 		return out
 	}
-	rel := filepath.Join(".ava", "agents")
-	if st, err := os.Lstat(filepath.Join(cfg.Workspace, rel)); err == nil && (st.IsDir() || st.Mode()&os.ModeSymlink != 0) {
-		out = append(out, subagent.RoleDir{Path: rel, Base: cfg.Workspace, MayOverride: cfg.WorkspaceTrusted(cfg.Workspace)})
+	if st, err := os.Lstat(filepath.Join(cfg.Workspace, WorkspaceRoleDir)); err == nil && (st.IsDir() || st.Mode()&os.ModeSymlink != 0) {
+		out = append(out, workspaceRoleDir(cfg))
 	}
 	return out
+}
+
+// WorkspaceRoleDir is the workspace's role folder, relative to it.
+var WorkspaceRoleDir = filepath.Join(".ava", "agents")
+
+// workspaceRoleDir is the workspace's role folder with the files the
+// person trusted in it.
+func workspaceRoleDir(cfg config.Config) subagent.RoleDir {
+	d := subagent.RoleDir{Path: WorkspaceRoleDir, Base: cfg.Workspace}
+	if t, ok := cfg.WorkspaceTrust(cfg.Workspace); ok {
+		d.Trusted = t.Files
+		if d.Trusted == nil {
+			d.Trusted = map[string]string{}
+		}
+	}
+	return d
+}
+
+// WorkspaceTrust is what the person trusted of the workspace and how its
+// role files differ from it now: trusted reports whether the workspace
+// is trusted at all; changes lists its role files that are new, changed
+// or removed since `ava trust` (every file, for an entry with no
+// recorded contents); now is every role file's hash, as `ava trust`
+// would record it.
+func WorkspaceTrust(cfg config.Config, ws string) (trusted bool, changes []config.FileChange, now map[string]string, err error) {
+	now, err = subagent.RoleFileHashes(subagent.RoleDir{Path: WorkspaceRoleDir, Base: ws})
+	if err != nil {
+		return false, nil, nil, err
+	}
+	t, ok := cfg.WorkspaceTrust(ws)
+	if !ok {
+		return false, nil, now, nil
+	}
+	return true, t.Changes(now), now, nil
 }
 
 // RoleOverrideMessage is the warning Open logs for each role that

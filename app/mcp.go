@@ -3,13 +3,27 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/mcpclient"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
 )
+
+// mcpOptions configure the pool of MCP servers: each stdio server in its
+// own folder under <data root>/mcp, in the process sandbox (unless
+// AVA_SANDBOX=off or its sandbox: false) with the workspace, the data
+// root hidden, and the process tools' egress proxy for network: true.
+func (in *Instance) mcpOptions(cfg config.Config, log *slog.Logger) mcpclient.Options {
+	sh := in.shellConfig()
+	return mcpclient.Options{Servers: cfg.MCPServers, AllowHosts: cfg.MCPAllowedHosts, IdleTimeout: cfg.MCPIdleTimeout,
+		Withhold: subagent.WithheldReason, Workspace: cfg.Workspace, StateDir: filepath.Join(cfg.DataRoot, "mcp"),
+		SandboxOff: sh.SandboxOff, Hide: sh.Hide, EgressGuard: sh.EgressGuard, EgressAllow: sh.EgressAllow, Logger: log}
+}
 
 // addRoleMCPServers checks the roles' MCP servers against the pool:
 // a name must be a server of config.yaml, and a role's own definition
@@ -22,7 +36,10 @@ func (in *Instance) addRoleMCPServers(roles map[string]subagent.Role) []error {
 	for _, r := range subagent.SortedRoles(roles) {
 		for _, sp := range r.MCPServers {
 			var err error
-			if sp.IsRef() {
+			if keys := sp.OperatorOnly(); len(keys) > 0 && in.workspaceRole(r) {
+				err = fmt.Errorf("mcp_servers: MCP server %s: %s may only be set in %s or a role in the data root, not in a workspace's role file (its servers always run in the sandbox)",
+					sp.Name, strings.Join(keys, ", "), configSource(in.Config))
+			} else if sp.IsRef() {
 				if !in.MCP.Has(sp.Name) {
 					err = fmt.Errorf("mcp_servers: MCP server %s is not defined in %s (mcp_servers) nor here", sp.Name, configSource(in.Config))
 				}
@@ -37,6 +54,17 @@ func (in *Instance) addRoleMCPServers(roles map[string]subagent.Role) []error {
 		}
 	}
 	return errs
+}
+
+// workspaceRole reports whether the role comes from the workspace's
+// .ava/agents.
+func (in *Instance) workspaceRole(r subagent.Role) bool {
+	if in.Config.Workspace == "" || r.Source == "" || r.Source == "built-in" {
+		return false
+	}
+	dir := filepath.Join(in.Config.Workspace, ".ava")
+	src := filepath.Clean(r.Source)
+	return src == dir || strings.HasPrefix(src, dir+string(filepath.Separator))
 }
 
 // configSource names the config file for messages.

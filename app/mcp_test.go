@@ -18,6 +18,7 @@ import (
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/mcpclient"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
@@ -110,7 +111,8 @@ Use the tools.
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	h, err := in.Subagent.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "mcp-user", Task: "use the server", Model: "scripted/" + script},
+	h, err := in.Subagent.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "mcp-user", Task: "use the server", Model: "scripted/" + script,
+		ModelBy: llm.NamedByOperator},
 		Parent: tool.Caller{AgentID: "ava", SessionKey: "ava:cli:mcp"}})
 	must(err)
 	res, err := h.Wait(ctx)
@@ -164,8 +166,9 @@ Use the tools.
 	}
 }
 
-// A workspace that is not trusted may name configured servers but not
-// define its own (a command Ava would run).
+// A role of a workspace that is not trusted gets no MCP server, neither
+// its own (a command Ava would run) nor config.yaml's: it loads limited,
+// and says what it lost.
 func TestUntrustedWorkspaceRoleCannotDefineMCPServer(t *testing.T) {
 	root, ws := t.TempDir(), t.TempDir()
 	dir := filepath.Join(ws, ".ava", "agents")
@@ -186,8 +189,12 @@ func TestUntrustedWorkspaceRoleCannotDefineMCPServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	if len(in.RoleErrors) != 1 || !strings.Contains(in.RoleErrors[0].Error(), "not trusted") {
+	if len(in.RoleErrors) != 0 {
 		t.Fatalf("role errors %v", in.RoleErrors)
+	}
+	i := slices.IndexFunc(in.Roles(), func(r app.Role) bool { return r.Name == "evil" })
+	if r := in.Roles()[i]; !r.Untrusted || len(r.MCPServers) != 0 || !slices.Contains(r.Withheld, "mcp:x (MCP server)") {
+		t.Fatalf("untrusted role %+v", r)
 	}
 	if len(in.MCPServers()) != 0 {
 		t.Fatalf("servers %v", in.MCPServers())

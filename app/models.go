@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 
 	"github.com/avaagent/ava/config"
@@ -59,13 +60,23 @@ func Catalog(cfg config.Config, log *slog.Logger) (*llm.Catalog, error) {
 		cat.Add(llm.WithRetry(p, llm.DefaultRetryPolicy), openAIAliases(cfg))
 	}
 	hasReal := !cat.Empty()
-	cat.Add(scripted.New(), map[string]string{"haiku": "demo", "sonnet": "demo", "opus": "demo"})
+	cat.Add(scripted.New(), scriptedAliases(cfg))
 	if hasReal {
 		cat.Default = firstOf(cat.Providers(), "anthropic", "openrouter", "openai")
 	} else {
 		cat.Default = scripted.Name
 	}
 	return cat, nil
+}
+
+// scriptedAliases are the offline model's aliases: the demo script for
+// all three, unless config.yaml's aliases name a script for one (the
+// operator may name a scripted model; a role using the alias then runs
+// that script).
+func scriptedAliases(cfg config.Config) map[string]string {
+	a := map[string]string{"haiku": "demo", "sonnet": "demo", "opus": "demo"}
+	maps.Copy(a, cfg.Aliases[scripted.Name])
+	return a
 }
 
 // openAIAliases are the aliases of the openai provider: the configured

@@ -20,6 +20,7 @@ import (
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/store/sqlite"
 	"github.com/avaagent/ava/subagent"
@@ -78,7 +79,7 @@ func TestSecretsNeverStored(t *testing.T) {
 	parent := tool.Caller{AgentID: "ava", SessionKey: "ava:cli:secrets"}
 
 	h, err := in.Subagent.Spawn(ctx, subagent.Request{Parent: parent, Background: true, Config: subagent.Config{
-		Role: "researcher", Model: "scripted/" + script,
+		Role: "researcher", Model: "scripted/" + script, ModelBy: llm.NamedByOperator,
 		Task: "check postgres://ava:" + plantedURLPass + "@db.internal/ava with token " + plantedJWT}})
 	if err != nil {
 		t.Fatal(err)

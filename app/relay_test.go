@@ -58,3 +58,45 @@ func TestInstancesRelayEvents(t *testing.T) {
 		t.Fatalf("b's reader got %+v, %v", evs, err)
 	}
 }
+
+// TestInstancesOnOneDataRootSeeEachOthersEvents opens two instances on
+// one SQLite data root (two daemons sharing it): a live reader of one
+// sees what the other stores, without anything local to trigger it.
+func TestInstancesOnOneDataRootSeeEachOthersEvents(t *testing.T) {
+	root := t.TempDir()
+	open := func() *app.Instance {
+		cfg, err := config.Load(func(k string) string {
+			return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root, "AVA_CONFIRM": "never"}[k]
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := app.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := in.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+		return in
+	}
+	a, b := open(), open()
+	const s = "ava:cli:shared"
+	sub := b.Hub.Follow(s, 0)
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := 1; i <= 3; i++ {
+		ev := event.New(event.UserMessage, event.TextContent{Text: "from a"})
+		ev.Session, ev.Agent = s, event.OrchestratorID
+		if _, err := a.Hub.Publish(ev); err != nil {
+			t.Fatal(err)
+		}
+		evs, err := sub.Next(ctx)
+		if err != nil || len(evs) != 1 || evs[0].Seq != uint64(i) || evs[0].Type != event.UserMessage {
+			t.Fatalf("event %d: b's reader got %+v, %v", i, evs, err)
+		}
+	}
+}

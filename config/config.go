@@ -116,13 +116,24 @@ type Config struct {
 	// subagents looks for the runs of processes that are gone (default
 	// 10s): in a cluster, how soon a dead worker's runs resume elsewhere.
 	RecoverEvery time.Duration `yaml:"-"`
+	// LeaseTTL (AVA_LEASE_TTL) is how long a process may go without
+	// renewing its lease before the others count it gone and take its
+	// runs over (default 30s; renewed every sixth of it). Shorter finds
+	// a paused or partitioned process sooner; every process sharing a
+	// data root or cluster must use the same.
+	LeaseTTL time.Duration `yaml:"-"`
 
-	// TrustedWorkspaces are the workspaces whose .ava/agents/ role files
-	// may replace a built-in or user role of the same name
-	// (AVA_TRUSTED_WORKSPACES, separated by the OS path list separator;
-	// `ava trust` adds one to the config file). Roles of any other
-	// workspace may only add new names.
-	TrustedWorkspaces []string `yaml:"trusted_workspaces"`
+	// TrustedWorkspaces are the workspaces the person trusted, each with
+	// the role files of its .ava/agents/ they trusted, by content (`ava
+	// trust` records them in the config file). A trusted file may
+	// replace a built-in or user role of the same name and loads as
+	// written; any other workspace role file (untrusted workspace, or a
+	// file new or changed since `ava trust`) only adds a new name, and
+	// loads clamped (subagent's workspace gate).
+	// AVA_TRUSTED_WORKSPACES (separated by the OS path list separator)
+	// adds paths without contents: their files stay untrusted until `ava
+	// trust` records them.
+	TrustedWorkspaces []TrustedWorkspace `yaml:"trusted_workspaces"`
 
 	// MCPServers are MCP servers roles may name (a list, or a mapping by
 	// name): a command run over stdio or a streamable HTTP URL.
@@ -302,7 +313,9 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		c.TelegramAllowed = strings.Split(v, ",")
 	}
 	if v := getenv("AVA_TRUSTED_WORKSPACES"); v != "" {
-		c.TrustedWorkspaces = append(c.TrustedWorkspaces, filepath.SplitList(v)...)
+		for _, p := range filepath.SplitList(v) {
+			c.TrustedWorkspaces = append(c.TrustedWorkspaces, TrustedWorkspace{Path: p})
+		}
 	}
 	if v := getenv("AVA_MAX_CONCURRENT_SUBAGENTS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -356,6 +369,13 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 			return fmt.Errorf("AVA_RECOVER_EVERY=%q: not a positive duration like 10s", v)
 		}
 		c.RecoverEvery = d
+	}
+	if v := getenv("AVA_LEASE_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return fmt.Errorf("AVA_LEASE_TTL=%q: not a duration of at least 1s like 30s", v)
+		}
+		c.LeaseTTL = d
 	}
 	if v := getenv("AVA_STALL_AFTER"); v != "" {
 		d, err := time.ParseDuration(v)

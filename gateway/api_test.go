@@ -74,7 +74,7 @@ func TestChatRefusesBadRequests(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest("POST", e.ts.URL+"/api/chat", strings.NewReader(tc.body))
 			req.Header.Set("Content-Type", tc.ctype)
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := http.DefaultClient.Do(e.authorize(req))
 			must(t, err)
 			defer resp.Body.Close()
 			var eb client.ErrorBody
@@ -222,7 +222,7 @@ func TestStopAndSubagentRoutes(t *testing.T) {
 
 func TestFinishedSubagentTakesAFollowUp(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	sa, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "researcher", Task: "quick", Model: e.model})
+	sa, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "researcher", Task: "quick", Model: spawnModel})
 	must(t, err)
 	st, err := e.c.Stream(ctx(t), sa.SessionKey, 0)
 	must(t, err)

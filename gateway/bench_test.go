@@ -34,7 +34,7 @@ func TestFanoutFigures(t *testing.T) {
 	ready.Add(subs)
 	for i := range subs {
 		req, _ := http.NewRequestWithContext(ctx(t), "GET", e.ts.URL+"/api/chat/stream?sessionKey="+sa.SessionKey+"&after="+strconv.FormatUint(base, 10), nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.DefaultClient.Do(e.authorize(req))
 		must(t, err)
 		defer resp.Body.Close()
 		wg.Go(func() {

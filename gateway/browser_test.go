@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -67,7 +69,7 @@ func TestPanelInBrowser(t *testing.T) {
 	b := newBrowser(t, chrome)
 	shots := shotDir(t)
 
-	b.run(chromedp.EmulateViewport(1280, 800), chromedp.Navigate(e.ts.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`textarea`)))
+	b.run(chromedp.EmulateViewport(1280, 800), chromedp.Navigate(e.loginURL()), chromedp.WaitVisible(chromedp.CSS(`textarea`)))
 	// Shift+Enter starts a new line, Enter sends.
 	b.run(chromedp.SendKeys(chromedp.CSS(`textarea`), "SPAWNBG please"),
 		chromedp.KeyEvent(kb.Enter, chromedp.KeyModifiers(chromedp.ModifierShift)),
@@ -137,7 +139,7 @@ func TestPanelInBrowser(t *testing.T) {
 	b.shot(shots, "desktop-after-reload.png")
 
 	// A subagent started from elsewhere joins the list and the timeline.
-	if _, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "researcher", Task: "quick look", Model: e.model, Parent: key}); err != nil {
+	if _, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "researcher", Task: "quick look", Model: spawnModel, Parent: key}); err != nil {
 		t.Fatal(err)
 	}
 	b.wait(`document.querySelectorAll('.tl-bar').length === 2 && document.querySelectorAll('.subagent[data-status="success"]').length === 2`, "a second subagent on the timeline")
@@ -152,8 +154,9 @@ func TestPanelInBrowser(t *testing.T) {
 	b.shot(shots, "phone-subagent.png")
 }
 
-// TestPanelAsksForTheTokenOnce: with AVA_TOKEN set, the panel asks for
-// the token on the first 401, keeps it, and a reload does not ask again.
+// TestPanelAsksForTheTokenOnce: a browser with no session is asked for
+// the token on the first 401, which it exchanges for the session cookie
+// without keeping the token, and a reload does not ask again.
 func TestPanelAsksForTheTokenOnce(t *testing.T) {
 	chrome := findChromium(t)
 	e := newEnv(t, envOptions{script: browserScript, token: "s3cret"})
@@ -163,12 +166,57 @@ func TestPanelAsksForTheTokenOnce(t *testing.T) {
 	b.wait(`document.querySelector('.modal input[type=password]')`, "the token dialog")
 	b.run(chromedp.SendKeys(chromedp.CSS(`.modal input`), "s3cret"), chromedp.Click(chromedp.CSS(`.modal button[type=submit]`)))
 	b.waitText(`.msg.assistant`, "quick answer")
-	if got := b.eval(`localStorage.getItem('ava.token')`); got != "s3cret" {
-		t.Fatalf("kept token %q", got)
+	if got := b.eval(`String(localStorage.getItem('ava.token')) + '|' + document.cookie`); got != "null|" {
+		t.Fatalf("the page kept the token or sees the cookie: %q", got)
 	}
 	b.run(chromedp.Reload())
 	b.waitText(`.msg.assistant`, "quick answer")
 	b.wait(`document.querySelector('.chat').dataset.conn === 'live' && !document.querySelector('.modal')`, "the stream live without asking again")
+}
+
+// TestPanelLogsInThroughTheLink: the one-time link ava serve prints logs
+// the browser in (no token dialog, the code gone from the address bar,
+// an HttpOnly SameSite=Strict cookie of the daemon's port), and works
+// once: a second browser opening it is refused and gets no session.
+func TestPanelLogsInThroughTheLink(t *testing.T) {
+	chrome := findChromium(t)
+	e := newEnv(t, envOptions{script: browserScript})
+	link := e.loginURL()
+	b := newBrowser(t, chrome)
+	b.run(chromedp.EmulateViewport(1280, 800), chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS(`textarea`)))
+	if got := b.eval(`location.pathname + location.search`); got != "/" {
+		t.Fatalf("after the link the address is %q, want / (the code out of the address bar)", got)
+	}
+	b.run(chromedp.SendKeys(chromedp.CSS(`textarea`), "hello"), chromedp.KeyEvent(kb.Enter))
+	b.waitText(`.msg.assistant`, "quick answer")
+	if b.eval(`document.querySelector('.modal') ? 'dialog' : 'none'`) != "none" {
+		t.Fatal("the panel asked for the token after the login link")
+	}
+	cctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+	defer cancel()
+	res, err := chromedp.Call(cctx, network.GetCookies, network.GetCookiesParams{})
+	must(t, err)
+	cookies := res.Cookies
+	_, port, _ := net.SplitHostPort(e.ts.Listener.Addr().String())
+	if len(cookies) != 1 || cookies[0].Name != "ava_session_"+port || !cookies[0].HTTPOnly ||
+		cookies[0].SameSite != network.CookieSameSiteStrict || cookies[0].Path != "/" {
+		t.Fatalf("cookies %+v, want one HttpOnly SameSite=Strict ava_session_%s at /", cookies, port)
+	}
+	if got := b.eval(`document.cookie`); got != "" {
+		t.Fatalf("the page reads the session cookie: %q", got)
+	}
+
+	other := newBrowser(t, chrome)
+	other.run(chromedp.Navigate(link))
+	if got := other.eval(`document.body.innerText`); !strings.Contains(got, "already used or has expired") {
+		t.Fatalf("the link's second use: %q", got)
+	}
+	other.run(chromedp.Navigate(e.ts.URL + "/"))
+	octx, ocancel := context.WithTimeout(other.ctx, 15*time.Second)
+	defer ocancel()
+	if got, err := chromedp.Run(octx, chromedp.Evaluate[string](`fetch('/api/sessions').then(r => String(r.status))`, chromedp.EvalAwaitPromise)); err != nil || got != "401" {
+		t.Fatalf("a second browser after the spent link: GET /api/sessions %s %v, want 401", got, err)
+	}
 }
 
 // subID is a subagent session key's ID.
@@ -383,7 +431,7 @@ func TestPanelShowsProposals(t *testing.T) {
 	chrome := findChromium(t)
 	e := newEnv(t, envOptions{script: confirmScript, confirm: "always"})
 	b := newBrowser(t, chrome)
-	b.run(chromedp.EmulateViewport(1280, 800), chromedp.Navigate(e.ts.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`textarea`)))
+	b.run(chromedp.EmulateViewport(1280, 800), chromedp.Navigate(e.loginURL()), chromedp.WaitVisible(chromedp.CSS(`textarea`)))
 	b.run(chromedp.SendKeys(chromedp.CSS(`textarea`), "research this"), chromedp.KeyEvent(kb.Enter))
 	b.waitText(`.msg.assistant`, "waiting for you")
 	b.wait(`document.querySelectorAll('.proposal[data-decision=""]').length === 2`, "two proposals awaiting an answer")
@@ -406,10 +454,10 @@ func TestPanelAnswersAQuestion(t *testing.T) {
 	chrome := findChromium(t)
 	e := newEnv(t, envOptions{script: askScript, roles: map[string]string{"asker.md": askerRole}})
 	_, _, res := e.chat(client.ChatRequest{Message: "hello"})
-	sa, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "asker", Task: "ASK in the panel", Model: e.model, Parent: res.Session})
+	sa, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "asker", Task: "ASK in the panel", Model: spawnModel, Parent: res.Session})
 	must(t, err)
 	b := newBrowser(t, chrome)
-	b.run(chromedp.EmulateViewport(1280, 800), chromedp.Navigate(e.ts.URL+"/#s="+url.QueryEscape(res.Session)))
+	b.run(chromedp.EmulateViewport(1280, 800), chromedp.Navigate(e.loginURL()), chromedp.Navigate(e.ts.URL+"/#s="+url.QueryEscape(res.Session)))
 	b.waitText(`.question[data-by=""]`, "Which branch should I read?")
 	b.run(chromedp.SendKeys(chromedp.CSS(`.question input`), "the main branch"), chromedp.Click(chromedp.CSS(`.question button`)))
 	b.waitText(`.question[data-by="person"]`, "answered: the main branch")

@@ -30,6 +30,9 @@ func checkKey(key string) error {
 	if key == "" {
 		return badRequestf("sessionKey: empty")
 	}
+	if session.IsSubagentKey(key) && emptyID(key[strings.LastIndex(key, ":")+1:]) {
+		return badRequestf("sessionKey %q: the subagent ID is empty (want ava:subagent:S-xxxxxx)", key)
+	}
 	if len(key) > maxKey {
 		return badRequestf("sessionKey: over %d bytes", maxKey)
 	}

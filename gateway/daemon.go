@@ -12,6 +12,7 @@ import (
 
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/gateway/client"
 )
 
 // DefaultGrace is how long a shutdown waits for running turns.
@@ -35,6 +36,13 @@ type DaemonOptions struct {
 	// Ready, when set, is called with the bound address once the daemon
 	// accepts connections.
 	Ready func(addr string)
+	// Login, when set, is called after Ready with a one-time link that
+	// logs a browser in to the web panel (not for a worker, which has no
+	// panel).
+	Login func(link string)
+	// Timeouts bound slow and idle connections (zero fields:
+	// DefaultTimeouts).
+	Timeouts Timeouts
 	// Draining, when set, is called when the shutdown starts, with how
 	// many turns and subagents it waits for.
 	Draining func(running int)
@@ -83,6 +91,10 @@ func Run(ctx context.Context, opt DaemonOptions) error {
 	if _, err := newGuard(cfg.Addr, cfg.Token, nil); err != nil {
 		return err
 	}
+	cfg, err := withToken(cfg, log)
+	if err != nil {
+		return err
+	}
 	metrics := NewMetrics()
 	in, err := app.Open(context.WithoutCancel(ctx), cfg, log, app.WithSink(metrics))
 	if err != nil {
@@ -99,20 +111,29 @@ func Run(ctx context.Context, opt DaemonOptions) error {
 		return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Addr, err), in.Close())
 	}
 	srv, err := New(Options{Instance: in, Addr: ln.Addr().String(), Token: cfg.Token, Heartbeat: opt.Heartbeat,
-		Metrics: metrics, Logger: log})
+		Metrics: metrics, Logger: log, Timeouts: opt.Timeouts})
 	if err != nil {
 		return errors.Join(err, ln.Close(), in.Close())
 	}
-	chans, handler, err := channels(in, srv.Handler(), opt)
+	chans, handler, err := channels(in, srv.Handler(), srv.opt.Timeouts.Body, opt)
 	if err != nil {
 		return errors.Join(err, ln.Close(), in.Close())
 	}
-	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := srv.HTTPServer()
+	hs.Handler = handler
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	stopChannels := runChannels(chans, log)
 	if opt.Ready != nil {
 		opt.Ready(ln.Addr().String())
+	}
+	if opt.Login != nil && cfg.Role != config.RoleWorker {
+		link, err := srv.LoginLink()
+		if err != nil {
+			log.Warn("no login link for the web panel", "err", err)
+		} else {
+			opt.Login(link)
+		}
 	}
 	select {
 	case <-ctx.Done():
@@ -124,9 +145,29 @@ func Run(ctx context.Context, opt DaemonOptions) error {
 	return shutdown(srv, hs, in, served, opt, log)
 }
 
+// withToken returns cfg with the daemon's token: AVA_TOKEN when set,
+// else the one kept in the data root, created at the first start.
+func withToken(cfg config.Config, log *slog.Logger) (config.Config, error) {
+	if cfg.Token != "" {
+		return cfg, nil
+	}
+	if err := cfg.EnsureDataRoot(); err != nil {
+		return cfg, err
+	}
+	tok, created, err := LoadOrCreateToken(cfg.DataRoot)
+	if err != nil {
+		return cfg, err
+	}
+	if created {
+		log.Info("created the daemon's token", "path", client.TokenPath(cfg.DataRoot))
+	}
+	cfg.Token = tok
+	return cfg, nil
+}
+
 // channels builds the chat channels and the handler that serves their
-// webhooks beside the API.
-func channels(in *app.Instance, api http.Handler, opt DaemonOptions) ([]Channel, http.Handler, error) {
+// webhooks beside the API, each with the API's body timeout.
+func channels(in *app.Instance, api http.Handler, bodyTimeout time.Duration, opt DaemonOptions) ([]Channel, http.Handler, error) {
 	if opt.Channels == nil {
 		return nil, api, nil
 	}
@@ -139,7 +180,7 @@ func channels(in *app.Instance, api http.Handler, opt DaemonOptions) ([]Channel,
 	for _, c := range chans {
 		if wc, ok := c.(WebhookChannel); ok {
 			if pattern, h, ok := wc.Webhook(); ok {
-				mux.Handle(pattern, h)
+				mux.Handle(pattern, bodyDeadline(bodyTimeout, h))
 			}
 		}
 	}

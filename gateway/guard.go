@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"mime"
 	"net"
@@ -12,40 +10,32 @@ import (
 	"strings"
 )
 
-// guard applies the safety rules to every request: Host, token, and for
-// state-changing methods Origin and content type.
+// guard applies the rules every request passes before routing: its
+// Host must name this daemon (DNS rebinding). The token and, for
+// state-changing methods, the Origin and content-type rules are checked
+// per route (Server.require), after the router chose the route.
 type guard struct {
 	// hosts are the host names a request's Host may name; empty
-	// allows any (a wildcard bind, which requires a token).
+	// allows any (a wildcard bind, which requires AVA_TOKEN).
 	hosts []string
-	// tokenSum is the SHA-256 of the token (nil: none required), so
-	// the constant-time compare does not leak the token's length.
-	tokenSum []byte
-	// public reports the paths a GET may fetch without the token (the
-	// web panel's static files, which hold no data); nil: none.
-	public func(path string) bool
 }
 
+// newGuard checks the address and token rule: an address that is not
+// loopback needs an explicit token (AVA_TOKEN).
 func newGuard(addr, token string, extra []string) (guard, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return guard{}, fmt.Errorf("gateway address %q: %w", addr, err)
 	}
 	host = strings.ToLower(strings.Trim(host, "[]"))
-	g := guard{}
-	if token != "" {
-		sum := sha256.Sum256([]byte(token))
-		g.tokenSum = sum[:]
-	}
 	if !isLoopback(host) && token == "" {
 		return guard{}, fmt.Errorf("%w (%s); set AVA_TOKEN, or bind 127.0.0.1", ErrTokenRequired, addr)
 	}
 	ip := net.ParseIP(host)
 	if host == "" || (ip != nil && ip.IsUnspecified()) {
-		return g, nil // any interface: the token is the gate
+		return guard{}, nil // any interface: the token is the gate
 	}
-	g.hosts = append([]string{host, "localhost", "127.0.0.1", "::1"}, extra...)
-	return g, nil
+	return guard{hosts: append([]string{host, "localhost", "127.0.0.1", "::1"}, extra...)}, nil
 }
 
 func (g guard) wrap(next http.Handler) http.Handler {
@@ -54,32 +44,8 @@ func (g guard) wrap(next http.Handler) http.Handler {
 			writeError(w, http.StatusForbidden, fmt.Sprintf("host %q is not this daemon's address (DNS rebinding protection)", r.Host))
 			return
 		}
-		if !g.open(r) && !g.authorized(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="ava"`)
-			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token (AVA_TOKEN)")
-			return
-		}
-		if changesState(r.Method) {
-			if msg := g.crossSite(r); msg != "" {
-				writeError(w, http.StatusForbidden, msg)
-				return
-			}
-			if msg := notJSON(r); msg != "" && !bodiless(r) {
-				writeError(w, http.StatusUnsupportedMediaType, msg)
-				return
-			}
-		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// open reports whether r needs no token: /healthz, /readyz, and GETs of the web
-// panel's files.
-func (g guard) open(r *http.Request) bool {
-	if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
-		return true
-	}
-	return g.public != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) && g.public(r.URL.Path)
 }
 
 func changesState(method string) bool {
@@ -97,19 +63,6 @@ func (g guard) hostAllowed(hostport string) bool {
 	}
 	host = strings.ToLower(strings.Trim(host, "[]"))
 	return slices.Contains(g.hosts, host)
-}
-
-// authorized checks the bearer token, in constant time.
-func (g guard) authorized(r *http.Request) bool {
-	if g.tokenSum == nil {
-		return true
-	}
-	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") { // the scheme is case-insensitive (RFC 7235)
-		return false
-	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	return subtle.ConstantTimeCompare(sum[:], g.tokenSum) == 1
 }
 
 // crossSite explains why a state-changing request from another site is

@@ -66,17 +66,23 @@ const script = `conversations:
 // env is a server over a real instance (SQLite in a temp dir, the
 // scripted model) on a real loopback listener.
 type env struct {
-	t      *testing.T
-	in     *app.Instance
-	srv    *gateway.Server
-	ts     *httptest.Server
-	c      *client.Client
+	t     *testing.T
+	token string
+	in    *app.Instance
+	srv   *gateway.Server
+	ts    *httptest.Server
+	c     *client.Client
+	// model is the orchestrator's model (AVA_MODEL) and what a
+	// subagent's resolves to; spawnModel is what a client names.
 	model  string
 	cancel context.CancelFunc
 }
 
 type envOptions struct {
-	token     string
+	// token is the daemon's token (default testToken).
+	token string
+	// timeouts are the server's (zero: the defaults).
+	timeouts  gateway.Timeouts
 	heartbeat time.Duration
 	// script replaces the default script (MODEL stands for the model).
 	script string
@@ -102,7 +108,10 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if o.script != "" {
 		text = o.script
 	}
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(text, "MODEL", model)), 0o600); err != nil {
+	// MODEL in a script is what a client or the orchestrator names: an
+	// alias config.yaml maps to the script (only the operator may name a
+	// scripted model by its path).
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(text, "MODEL", spawnModel)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for name, text := range o.roles {
@@ -119,6 +128,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.Aliases = scriptAliases(cfg.Aliases, path)
 	log := slog.New(slog.DiscardHandler)
 	metrics := gateway.NewMetrics()
 	in, err := app.Open(context.Background(), cfg, log, app.WithSink(metrics))
@@ -126,18 +136,20 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	ts := httptest.NewUnstartedServer(nil)
+	o.token = cmpOr(o.token, testToken)
 	srv, err := gateway.New(gateway.Options{Instance: in, Addr: ts.Listener.Addr().String(), Token: o.token,
-		Heartbeat: o.heartbeat, Metrics: metrics, Logger: log})
+		Heartbeat: o.heartbeat, Metrics: metrics, Logger: log, Timeouts: o.timeouts})
 	if err != nil {
 		in.Close()
 		t.Fatal(err)
 	}
+	ts.Config = srv.HTTPServer() // the daemon's timeouts
 	ts.Config.Handler = srv.Handler()
 	if o.wrap != nil {
 		ts.Config.Handler = o.wrap(srv.Handler())
 	}
 	ts.Start()
-	e := &env{t: t, in: in, srv: srv, ts: ts, c: client.New(ts.URL, o.token), model: model}
+	e := &env{t: t, token: o.token, in: in, srv: srv, ts: ts, c: client.New(ts.URL, o.token), model: model}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 		srv.Drain(ctx) // ends the open streams at once
@@ -151,7 +163,27 @@ func newEnv(t *testing.T, o envOptions) *env {
 	return e
 }
 
-// do sends a request and returns the status and body.
+// testToken is the daemon's token in the tests that do not choose one.
+const testToken = "test-token-0123456789abcdef"
+
+// loginURL is a one-time link that logs a browser in.
+func (e *env) loginURL() string {
+	e.t.Helper()
+	link, err := e.srv.LoginLink()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return link
+}
+
+// authorize adds the daemon's token to req.
+func (e *env) authorize(req *http.Request) *http.Request {
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	return req
+}
+
+// do sends a request and returns the status and body. It carries the
+// token unless hdr has an Authorization entry (empty: none).
 func (e *env) do(method, path, body string, hdr map[string]string) (int, string) {
 	e.t.Helper()
 	var rd io.Reader
@@ -165,12 +197,17 @@ func (e *env) do(method, path, body string, hdr map[string]string) (int, string)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if _, ok := hdr["Authorization"]; !ok {
+		e.authorize(req)
+	}
 	for k, v := range hdr {
-		if k == "Host" {
+		switch {
+		case k == "Host":
 			req.Host = v
-			continue
+		case v == "" && k == "Authorization":
+		default:
+			req.Header.Set(k, v)
 		}
-		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -233,7 +270,7 @@ func (e *env) chat(req client.ChatRequest) (client.ChatStart, []client.Event, cl
 // spawnBlocking starts a subagent that blocks until stopped.
 func (e *env) spawnBlocking(parent string) client.Subagent {
 	e.t.Helper()
-	sa, _, err := e.c.Spawn(ctx(e.t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: e.model, Parent: parent})
+	sa, _, err := e.c.Spawn(ctx(e.t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: spawnModel, Parent: parent})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -310,4 +347,19 @@ func cmpOr(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// spawnModel is the model name the tests' clients and scripts give a
+// spawn: the scripted provider's alias, which config.yaml maps to the
+// test's script (scriptAliases).
+const spawnModel = "scripted/sonnet"
+
+// scriptAliases maps the scripted provider's aliases to the script at
+// path, as an operator's config.yaml may.
+func scriptAliases(a map[string]map[string]string, path string) map[string]map[string]string {
+	if a == nil {
+		a = map[string]map[string]string{}
+	}
+	a["scripted"] = map[string]string{"haiku": path, "sonnet": path, "opus": path}
+	return a
 }

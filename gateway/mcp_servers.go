@@ -14,7 +14,7 @@ func (s *Server) mcpServers(w http.ResponseWriter, _ *http.Request) {
 	out := client.MCPServerList{Servers: make([]client.MCPServer, 0, len(list))}
 	for _, m := range list {
 		out.Servers = append(out.Servers, client.MCPServer{Name: m.Name, Kind: m.Kind, Target: m.Target, State: string(m.State),
-			PID: m.PID, Tools: m.Tools, Withheld: m.Withheld, Starts: m.Starts, Error: m.Err, Roles: m.Roles})
+			PID: m.PID, Tools: m.Tools, Withheld: m.Withheld, Starts: m.Starts, Error: m.Err, Roles: m.Roles, Confinement: m.Confinement})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

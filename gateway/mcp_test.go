@@ -23,7 +23,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestMCPOverHTTPNeedsTheToken(t *testing.T) {
 	e := newEnv(t, envOptions{token: "sekrit"})
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"0"}}}`
-	hdr := map[string]string{"Accept": "application/json, text/event-stream"}
+	hdr := map[string]string{"Accept": "application/json, text/event-stream", "Authorization": ""}
 	code, body := e.do("POST", "/mcp", init, hdr)
 	wantError(t, code, body, http.StatusUnauthorized, "token")
 	hdr["Authorization"] = "Bearer wrong"
@@ -41,7 +41,7 @@ func TestMCPOverHTTPNeedsTheToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := cs.CallTool(ctx(t), &mcp.CallToolParams{Name: "spawn_subagent",
-		Arguments: map[string]any{"role": "researcher", "task": "a specialized research subagent task", "model": e.model}})
+		Arguments: map[string]any{"role": "researcher", "task": "a specialized research subagent task", "model": spawnModel}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestMCPOverHTTPNeedsTheToken(t *testing.T) {
 	}
 	defer cs2.Close()
 	res, err = cs2.CallTool(ctx(t), &mcp.CallToolParams{Name: "spawn_subagent",
-		Arguments: map[string]any{"role": "researcher", "task": "a specialized research subagent task", "model": e.model, "background": true}})
+		Arguments: map[string]any{"role": "researcher", "task": "a specialized research subagent task", "model": spawnModel, "background": true}})
 	if err != nil {
 		t.Fatal(err)
 	}

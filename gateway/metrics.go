@@ -70,11 +70,18 @@ func (m *Metrics) Deliver(ev event.Event) error {
 	return nil
 }
 
-// watch adds the running-subagents gauge over mgr.
+// watch adds the gauges of running and queued subagents over mgr: a
+// queued run holds no slot, so it is counted apart.
 func (m *Metrics) watch(mgr *subagent.Manager) {
-	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ava_subagents_running",
-		Help: "Subagents running in this daemon."}, func() float64 { return float64(len(mgr.List(false))) })
-	_ = m.reg.Register(g) // a second server over the same metrics keeps the first gauge
+	running := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ava_subagents_running",
+		Help: "Subagents running in this daemon (queued ones are not counted)."},
+		func() float64 { r, _ := mgr.Counts(); return float64(r) })
+	queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ava_subagents_queued",
+		Help: "Subagents waiting in this daemon's queue for a free slot."},
+		func() float64 { _, q := mgr.Counts(); return float64(q) })
+	// A second server over the same metrics keeps the first gauges.
+	_ = m.reg.Register(running)
+	_ = m.reg.Register(queued)
 }
 
 // Handler serves the metrics in the Prometheus text format.

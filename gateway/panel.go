@@ -8,10 +8,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"maps"
 	"mime"
 	"net/http"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -25,8 +27,8 @@ var webFiles embed.FS
 
 // panel serves the embedded web panel at / with strict security headers.
 // Its files hold no data (everything comes from the API, which needs the
-// token when one is set), so they are served without the token: a
-// browser cannot send a bearer header when it loads a page.
+// token or a session cookie), so they are served without either: each
+// at its exact path (see Server.routes).
 type panel struct {
 	files fs.FS
 	// etags are the files' content hashes, by path.
@@ -74,10 +76,9 @@ func newPanel() (*panel, error) {
 	return p, nil
 }
 
-// public reports whether a GET of urlPath is one of the panel's files.
-func (p *panel) public(urlPath string) bool {
-	_, ok := p.etags[p.name(urlPath)]
-	return ok
+// names are the panel's file names, sorted.
+func (p *panel) names() []string {
+	return slices.Sorted(maps.Keys(p.etags))
 }
 
 // name maps a URL path to a file name ("/" is index.html).

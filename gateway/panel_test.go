@@ -53,18 +53,19 @@ func TestPanelFiles(t *testing.T) {
 // the Host rule applies to the panel too.
 func TestPanelFilesNeedNoTokenButTheAPIDoes(t *testing.T) {
 	e := newEnv(t, envOptions{token: "s3cret"})
-	for _, path := range []string{"/", "/app.js", "/vendor/hooks.mjs"} {
-		if code, _ := e.do("GET", path, "", nil); code != 200 {
+	none := map[string]string{"Authorization": ""}
+	for _, path := range []string{"/", "/app.js", "/vendor/hooks.mjs", "/index.html"} {
+		if code, _ := e.do("GET", path, "", none); code != 200 {
 			t.Fatalf("GET %s without the token: %d, want 200", path, code)
 		}
 	}
 	for _, path := range []string{"/api/sessions", "/api/chat/stream?sessionKey=ava:web:x", "/metrics", "/nosuch.js"} {
-		code, body := e.do("GET", path, "", nil)
+		code, body := e.do("GET", path, "", none)
 		wantError(t, code, body, 401, "token")
 	}
-	code, body := e.do("POST", "/app.js", `{}`, nil)
+	code, body := e.do("POST", "/app.js", `{}`, none)
 	wantError(t, code, body, 401, "token")
-	code, body = e.do("GET", "/", "", map[string]string{"Host": "evil.example"})
+	code, body = e.do("GET", "/", "", map[string]string{"Host": "evil.example", "Authorization": ""})
 	wantError(t, code, body, 403, "DNS rebinding")
 }
 

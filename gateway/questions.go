@@ -22,6 +22,11 @@ func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request) {
 // answerQuestion answers POST /api/questions/{id}/answer {"answer": "…"}:
 // the answer becomes the subagent's ask_user result.
 func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "question")
+	if err != nil {
+		fail(w, err)
+		return
+	}
 	var req client.AnswerRequest
 	if err := decode(w, r, s.opt.MaxBody, &req); err != nil {
 		fail(w, err)
@@ -31,7 +36,7 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {
 		fail(w, badRequestf("answer: want 1 to %d bytes", maxMessage))
 		return
 	}
-	q, err := s.in.Subagent.AnswerQuestion(r.PathValue("id"), req.SessionKey, req.Answer, subagent.ByPerson)
+	q, err := s.in.Subagent.AnswerQuestion(id, req.SessionKey, req.Answer, subagent.ByPerson)
 	if err != nil {
 		fail(w, err)
 		return

@@ -67,7 +67,7 @@ func TestAskUserByAPI(t *testing.T) {
 		env: map[string]string{"AVA_ASK_TIMEOUT": "3s"}})
 	_, _, res := e.chat(client.ChatRequest{Message: "hello"})
 	parent := res.Session
-	sa, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "asker", Task: "ASK first", Model: e.model, Parent: parent})
+	sa, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "asker", Task: "ASK first", Model: spawnModel, Parent: parent})
 	must(t, err)
 	q := waitQuestion(t, e, parent)
 	if q.SubagentID != sa.ID || q.Role != "asker" || q.Question != "Which branch should I read?" || !strings.HasPrefix(q.ID, "Q-") {
@@ -96,7 +96,7 @@ func TestAskUserByAPI(t *testing.T) {
 	}
 
 	// Unanswered: after AVA_ASK_TIMEOUT the tool says so and the run goes on.
-	sa2, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "asker", Task: "ASK second", Model: e.model, Parent: parent})
+	sa2, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "asker", Task: "ASK second", Model: spawnModel, Parent: parent})
 	must(t, err)
 	waitQuestion(t, e, parent)
 	done = waitEnded(t, e, sa2.ID)
@@ -126,7 +126,7 @@ func TestOrchestratorAnswersWhenAsked(t *testing.T) {
 	e := newEnv(t, envOptions{script: askScript, roles: map[string]string{"asker.md": askerRole},
 		env: map[string]string{"AVA_ASK_ANSWERS": "orchestrator"}})
 	_, _, res := e.chat(client.ChatRequest{Message: "hello"})
-	sa, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "asker", Task: "ASK the orchestrator", Model: e.model, Parent: res.Session})
+	sa, _, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "asker", Task: "ASK the orchestrator", Model: spawnModel, Parent: res.Session})
 	must(t, err)
 	done := waitEnded(t, e, sa.ID)
 	// The parent's scripted reply to the question turn is the answer.

@@ -7,8 +7,10 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"strings"
 
 	"github.com/avaagent/ava/gateway/client"
+	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/session"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/subagent"
@@ -47,6 +49,10 @@ func badRequestf(format string, a ...any) error { return badRequest{fmt.Sprintf(
 // errDraining refuses new work while the daemon shuts down.
 var errDraining = errors.New("the daemon is shutting down: no new work is taken")
 
+// errBodyTimeout is a request body that did not arrive within
+// Timeouts.Body (408).
+var errBodyTimeout = errors.New("the request body did not arrive in time")
+
 // statusOf maps an error to its HTTP status, in one place.
 func statusOf(err error) int {
 	var br badRequest
@@ -54,12 +60,14 @@ func statusOf(err error) int {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &br), errors.As(err, &amb), errors.Is(err, store.ErrAmbiguous), errors.Is(err, subagent.ErrUnknownRole),
-		errors.Is(err, subagent.ErrBadDecision):
+		errors.Is(err, subagent.ErrBadDecision), errors.Is(err, store.ErrEmpty), errors.Is(err, subagent.ErrEmptyAnswer):
 		return http.StatusBadRequest
 	case isUnclear(err):
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, subagent.ErrDecided), errors.Is(err, store.ErrExpired):
 		return http.StatusConflict
+	case errors.Is(err, errBodyTimeout):
+		return http.StatusRequestTimeout
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, fs.ErrNotExist), errors.Is(err, subagent.ErrNoQuestion):
@@ -70,7 +78,7 @@ func statusOf(err error) int {
 		return http.StatusTooManyRequests
 	case errors.Is(err, subagent.ErrBudget):
 		return http.StatusPaymentRequired
-	case errors.Is(err, tool.ErrForbidden):
+	case errors.Is(err, tool.ErrForbidden), errors.Is(err, llm.ErrOperatorOnlyModel):
 		return http.StatusForbidden
 	case errors.Is(err, store.ErrDiskFull):
 		return http.StatusInsufficientStorage
@@ -79,6 +87,22 @@ func statusOf(err error) int {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
+}
+
+// emptyID reports an ID that is blank or only its kind's prefix ("S-",
+// "P-", "Q-"): a mistake of the client, never a lookup.
+func emptyID(id string) bool {
+	id = strings.TrimSpace(id)
+	return id == "" || len(id) == 2 && id[1] == '-' && strings.ContainsRune("SPQspq", rune(id[0]))
+}
+
+// pathID is the request's {id}, or a 400 error when it is empty.
+func pathID(r *http.Request, what string) (string, error) {
+	id := r.PathValue("id")
+	if emptyID(id) {
+		return "", badRequestf("%s ID %q is empty: give one (or a unique prefix) after the dash", what, id)
+	}
+	return id, nil
 }
 
 // decode reads a JSON body of at most max bytes into v, refusing
@@ -90,6 +114,9 @@ func decode(w http.ResponseWriter, r *http.Request, max int64, v any) error {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return fmt.Errorf("body over %d bytes: %w", max, err)
+		}
+		if isTimeout(err) {
+			return fmt.Errorf("%w: %w", errBodyTimeout, err)
 		}
 		if errors.Is(err, io.EOF) {
 			return badRequestf("empty body: a JSON object is required")

@@ -18,13 +18,17 @@
 // A slow client never slows a publisher: each stream reads the session's
 // journal at its own pace and catches up from the store.
 //
-// Safety. The server refuses to start on a non-loopback address without
-// a token; with a token, every route but /healthz and the web panel's
-// static files needs it as a bearer token (compared in constant time).
-// Every route refuses a Host that is not the bound address or localhost
-// (DNS rebinding), and state-changing routes refuse a foreign Origin
-// and any body that is not JSON. Bodies are size-limited; every error
-// is {"error": "..."} with its status code.
+// Safety. The server always needs a token (the daemon's: AVA_TOKEN, or
+// the one it keeps in the data root, see LoadOrCreateToken), and
+// refuses to start on a non-loopback address without AVA_TOKEN. Every
+// route needs it but the public ones, named where the routes are
+// registered (/healthz, /readyz and the web panel's static files,
+// which hold no data), as a bearer token (compared in constant time)
+// or as a browser's session cookie (see auth.go). Every route refuses
+// a Host that is not the bound address or localhost (DNS rebinding),
+// and state-changing routes refuse a foreign Origin and any body that
+// is not JSON. Bodies are size-limited and time-limited (Timeouts);
+// every error is {"error": "..."} with its status code.
 package gateway
 
 import (
@@ -34,6 +38,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,8 +64,9 @@ type Options struct {
 	// Addr is the address the server is bound to (host:port), for the
 	// Host and Origin checks and the token rule.
 	Addr string
-	// Token, when set, is required as a bearer token on every route but
-	// /healthz and the web panel's static files. It must be set when Addr is not a loopback address.
+	// Token is required (as a bearer token, or through a session
+	// cookie it signs) on every route but /healthz, /readyz and the web
+	// panel's static files. It must be set.
 	Token string
 	// AllowedHosts are extra host names a request's Host may name.
 	AllowedHosts []string
@@ -69,6 +75,9 @@ type Options struct {
 	Heartbeat time.Duration
 	// MaxBody bounds request bodies (default DefaultMaxBody).
 	MaxBody int64
+	// Timeouts bound slow and idle connections (zero fields:
+	// DefaultTimeouts); HTTPServer applies them.
+	Timeouts Timeouts
 	// Metrics collects the daemon's metrics (nil: a new one, not fed
 	// by events).
 	Metrics *Metrics
@@ -83,8 +92,11 @@ type Server struct {
 	log     *slog.Logger
 	metrics *Metrics
 	guard   guard
+	auth    *auth
 	panel   *panel
 	handler http.Handler
+	// public are the patterns of the routes that need no token.
+	public []string
 
 	// draining is closed when the server stops taking work: open
 	// streams end, new messages are refused with 503.
@@ -122,6 +134,7 @@ func New(opt Options) (*Server, error) {
 	if opt.Metrics == nil {
 		opt.Metrics = NewMetrics()
 	}
+	opt.Timeouts = opt.Timeouts.withDefaults()
 	p, err := newPanel()
 	if err != nil {
 		return nil, err
@@ -130,9 +143,12 @@ func New(opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.public = p.public
+	a, err := newAuth(opt.Token, opt.Addr)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{opt: opt, in: opt.Instance, log: opt.Logger.With("component", "gateway"), metrics: opt.Metrics,
-		guard: g, panel: p, draining: make(chan struct{}), turns: map[*turnRef]struct{}{},
+		guard: g, auth: a, panel: p, draining: make(chan struct{}), turns: map[*turnRef]struct{}{},
 		frameCaches: map[string]*frameCache{}}
 	s.mcp, err = mcpserver.New(mcpserver.Options{Instance: s.in, Logger: opt.Logger, Accepting: func() error {
 		if s.isDraining() {
@@ -144,7 +160,9 @@ func New(opt Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics.watch(s.in.Subagent)
-	s.handler = s.metrics.instrument(s.guard.wrap(s.routes()))
+	rt := s.routes()
+	s.public = rt.publics
+	s.handler = s.metrics.instrument(bodyDeadline(opt.Timeouts.Body, s.guard.wrap(rt.mux)))
 	if s.in.Tracing != nil {
 		s.handler = traceContext(s.handler)
 	}
@@ -157,43 +175,58 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Metrics is the server's metrics.
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
-func (s *Server) routes() *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", s.health)
-	mux.HandleFunc("GET /readyz", s.ready)
-	mux.Handle("GET /metrics", s.metrics.Handler())
+// routes registers the API. Every route needs the token or a session
+// (router.handle) but the ones registered with router.public; the
+// catch-all 404 too, so an unknown path tells nothing without the token.
+func (s *Server) routes() *router {
+	rt := &router{mux: http.NewServeMux(), require: s.require}
+	rt.public("GET /healthz", http.HandlerFunc(s.health))
+	rt.public("GET /readyz", http.HandlerFunc(s.ready))
+	rt.handle("GET /metrics", s.metrics.Handler())
 	if s.in.Config.Role == config.RoleWorker {
 		// A worker of a cluster runs subagents; chats, streams and the
 		// panel are the gateways'.
-		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		rt.handleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s: this process is a worker (AVA_ROLE=worker); use a gateway's address", r.Method, r.URL.Path))
 		})
-		return mux
+		return rt
 	}
-	mux.HandleFunc("POST /api/chat", s.chat)
-	mux.HandleFunc("POST /api/chat/stop", s.stop)
-	mux.HandleFunc("GET /api/chat/stream", s.stream)
-	mux.HandleFunc("GET /api/subagents", s.listSubagents)
-	mux.HandleFunc("POST /api/subagents", s.spawn)
-	mux.HandleFunc("GET /api/subagents/{id}", s.getSubagent)
-	mux.HandleFunc("GET /api/sessions", s.listSessions)
-	mux.HandleFunc("GET /api/sessions/{key}", s.getSession)
-	mux.HandleFunc("GET /api/spawns", s.listSpawns)
-	mux.HandleFunc("POST /api/spawns/{id}/confirm", s.confirmSpawn)
-	mux.HandleFunc("GET /api/questions", s.listQuestions)
-	mux.HandleFunc("POST /api/questions/{id}/answer", s.answerQuestion)
-	mux.HandleFunc("GET /api/logs", s.logs)
-	mux.HandleFunc("GET /api/mcp/servers", s.mcpServers)
+	rt.handleFunc("POST /api/chat", s.chat)
+	rt.handleFunc("POST /api/chat/stop", s.stop)
+	rt.handleFunc("GET /api/chat/stream", s.stream)
+	rt.handleFunc("GET /api/subagents", s.listSubagents)
+	rt.handleFunc("POST /api/subagents", s.spawn)
+	rt.handleFunc("GET /api/subagents/{id}", s.getSubagent)
+	rt.handleFunc("GET /api/sessions", s.listSessions)
+	rt.handleFunc("GET /api/sessions/{key}", s.getSession)
+	rt.handleFunc("GET /api/spawns", s.listSpawns)
+	rt.handleFunc("POST /api/spawns/{id}/confirm", s.confirmSpawn)
+	rt.handleFunc("GET /api/questions", s.listQuestions)
+	rt.handleFunc("POST /api/questions/{id}/answer", s.answerQuestion)
+	rt.handleFunc("GET /api/logs", s.logs)
+	rt.handleFunc("GET /api/mcp/servers", s.mcpServers)
+	rt.handleFunc("POST /api/login", s.login)
+	rt.handleFunc("POST /api/login/link", s.loginLink)
 	mcpHandler := s.mcp.Handler()
 	for _, m := range []string{"GET", "POST", "DELETE"} {
-		mux.Handle(m+" /mcp", mcpHandler)
+		rt.handle(m+" /mcp", mcpHandler)
 	}
-	mux.Handle("GET /", s.panel)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	// The panel's files, each at its exact path: they hold no data
+	// (everything comes from the API), and a browser cannot send a
+	// bearer header when it loads a page.
+	rt.public("GET /{$}", http.HandlerFunc(s.index))
+	for _, name := range s.panel.names() {
+		rt.public("GET /"+name, s.panel)
+	}
+	rt.handleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s (see the API in the README)", r.Method, r.URL.Path))
 	})
-	return mux
+	return rt
 }
+
+// PublicRoutes are the route patterns that need no token; every other
+// route needs it.
+func (s *Server) PublicRoutes() []string { return slices.Clone(s.public) }
 
 // readyTimeout bounds the store check of GET /readyz.
 const readyTimeout = 2 * time.Second
@@ -238,11 +271,21 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 //
 // It looks again after each end, so work that starts meanwhile (a
 // subagent a running turn spawns, a queued turn, a chat channel's turn)
-// is waited for too. When it returns, the MCP sessions at /mcp are
-// closed (their streams end; a spawn still waited for is cancelled).
+// is waited for too, and so are the MCP calls at /mcp until their
+// answers are delivered. When it returns, the MCP sessions are closed
+// (their streams end): a call still waiting when ctx is done is ended
+// first — its run is cancelled and recorded, and the call answered
+// with the run's end (mcpserver.Server.Shutdown).
 func (s *Server) Drain(ctx context.Context) int {
 	s.drainOnce.Do(func() { close(s.draining) })
-	defer s.mcp.CloseSessions()
+	left := s.wait(ctx)
+	s.mcp.Shutdown(ctx)
+	return left
+}
+
+// wait waits until nothing of running is left or ctx is done, and
+// reports how many were still running then.
+func (s *Server) wait(ctx context.Context) int {
 	for {
 		waiting := s.running()
 		if len(waiting) == 0 {
@@ -265,8 +308,8 @@ func (s *Server) isDraining() bool {
 	}
 }
 
-// running returns the done channels of the API's turns and of the
-// running subagents.
+// running returns the done channels of the API's turns, of the
+// running subagents and of the MCP calls in flight.
 func (s *Server) running() []<-chan struct{} {
 	s.turnsMu.Lock()
 	var out []<-chan struct{}
@@ -283,7 +326,20 @@ func (s *Server) running() []<-chan struct{} {
 	for _, h := range s.in.Subagent.List(false) {
 		out = append(out, h.Done())
 	}
+	if idle := s.mcp.Idle(); !closed(idle) {
+		out = append(out, idle)
+	}
 	return out
+}
+
+// closed reports whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 func (s *Server) countRunning() int {

@@ -41,11 +41,12 @@ func (s *Server) confirmSpawn(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	id := r.PathValue("id")
-	var (
-		d   subagent.Decided
-		err error
-	)
+	id, err := pathID(r, "pending spawn")
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	var d subagent.Decided
 	switch {
 	case req.Answer != "" && req.Decision == "":
 		d, err = s.in.Subagent.Answer(r.Context(), id, req.Answer)

@@ -100,12 +100,12 @@ func TestSpawnConfirmationOverTheAPI(t *testing.T) {
 // 202 with the proposal and starts nothing.
 func TestAPISpawnIsProposed(t *testing.T) {
 	e := newEnv(t, envOptions{confirm: "above:10"})
-	sa, p, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "researcher", Task: "quick", Model: e.model, Rationale: "r"})
+	sa, p, err := e.c.Spawn(ctx(t), client.SpawnRequest{Role: "researcher", Task: "quick", Model: spawnModel, Rationale: "r"})
 	must(t, err)
 	if p == nil || sa.ID != "" || !strings.HasPrefix(p.ID, "P-") || p.SessionKey == "" {
 		t.Fatalf("spawn answered %+v, %+v", sa, p)
 	}
-	code, body := e.do("POST", "/api/subagents", `{"role":"researcher","task":"cheap","maxCostCents":5,"model":"`+e.model+`"}`, nil)
+	code, body := e.do("POST", "/api/subagents", `{"role":"researcher","task":"cheap","maxCostCents":5,"model":"`+spawnModel+`"}`, nil)
 	if code != http.StatusCreated {
 		t.Fatalf("a 5¢ spawn under above:10: %d %s", code, body)
 	}
@@ -149,5 +149,19 @@ func TestChatAnswersAProposal(t *testing.T) {
 	}
 	if n := len(pendingOf(t, e, key)); n != 0 {
 		t.Fatalf("%d still pending", n)
+	}
+}
+
+// TestAPISpawnRefusesAScriptPath: POST /api/subagents may not name a
+// scripted model by its path (only the operator may): 400-class refusal
+// saying so, nothing started.
+func TestAPISpawnRefusesAScriptPath(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	code, body := e.do("POST", "/api/subagents", `{"role":"researcher","task":"cheap","model":"`+e.model+`"}`, nil)
+	if code < 400 || code >= 500 || !strings.Contains(body, "only the operator may name a scripted model") {
+		t.Fatalf("spawn on a script path: %d %s", code, body)
+	}
+	if n := len(e.in.Subagent.List(true)); n != 0 {
+		t.Fatalf("%d subagents started", n)
 	}
 }

@@ -177,7 +177,7 @@ func TestHeartbeatOnAnIdleStream(t *testing.T) {
 	must(t, err)
 	req, _ := http.NewRequestWithContext(ctx(t), "GET", e.ts.URL+"/api/chat/stream?sessionKey="+res.Session, nil)
 	req.Header.Set("Last-Event-ID", fmt.Sprint(last))
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(e.authorize(req))
 	must(t, err)
 	defer resp.Body.Close()
 	if resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get(client.SessionKeyHeader) != res.Session {
@@ -217,14 +217,14 @@ func TestTokenRules(t *testing.T) {
 		t.Fatalf("non-loopback without a token: %v", err)
 	}
 	e := newEnv(t, envOptions{token: "s3cret"})
-	for _, auth := range []string{"", "Bearer wrong", "Basic s3cret", "Bearer s3cre"} {
+	for _, auth := range []string{"", "Bearer wrong", "Basic s3cret", "Bearer s3cre", "Bearer " + testToken} {
 		code, body := e.do("GET", "/api/sessions", "", map[string]string{"Authorization": auth})
 		wantError(t, code, body, 401, "token")
 	}
 	if code, body := e.do("GET", "/api/sessions", "", map[string]string{"Authorization": "Bearer s3cret"}); code != 200 {
 		t.Fatalf("right token: %d %s", code, body)
 	}
-	if code, _ := e.do("GET", "/healthz", "", nil); code != 200 {
+	if code, _ := e.do("GET", "/healthz", "", map[string]string{"Authorization": ""}); code != 200 {
 		t.Fatalf("healthz without a token: %d", code)
 	}
 	if _, err := e.c.Sessions(ctx(t)); err != nil {

@@ -139,7 +139,12 @@ func (s *Server) listSubagents(w http.ResponseWriter, r *http.Request) {
 
 // getSubagent answers GET /api/subagents/{id} (an ID or unique prefix).
 func (s *Server) getSubagent(w http.ResponseWriter, r *http.Request) {
-	sa, err := s.subagent(r.Context(), r.PathValue("id"))
+	id, err := pathID(r, "subagent")
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	sa, err := s.subagent(r.Context(), id)
 	if err != nil {
 		fail(w, err)
 		return

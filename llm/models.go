@@ -89,35 +89,43 @@ func (c *Catalog) defaultProvider() (string, error) {
 	return "", ErrNoProvider
 }
 
-// Resolve turns a model name into a Model.
+// Resolve turns a model name the operator gave into a Model (ResolveAs
+// with NamedByOperator).
 func (c *Catalog) Resolve(name string) (Model, error) {
+	return c.ResolveAs(name, NamedByOperator)
+}
+
+// resolve turns a model name into a Model and reports whether the name
+// was an alias.
+func (c *Catalog) resolve(name string) (Model, bool, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
-		return Model{}, errors.New("empty model name")
+		return Model{}, false, errors.New("empty model name")
 	}
 	provName, id, hasProvider := strings.Cut(name, "/")
 	if !hasProvider || c.providers[provName] == nil && !isKnownProvider(provName) {
 		def, err := c.defaultProvider()
 		if err != nil {
-			return Model{}, fmt.Errorf("resolve model %q: %w", name, err)
+			return Model{}, false, fmt.Errorf("resolve model %q: %w", name, err)
 		}
 		provName, id = def, name
 	}
 	p, ok := c.providers[provName]
 	if !ok {
-		return Model{}, fmt.Errorf("resolve model %q: provider %q is not configured (configured: %s)", name, provName, strings.Join(c.Providers(), ", "))
+		return Model{}, false, fmt.Errorf("resolve model %q: provider %q is not configured (configured: %s)", name, provName, strings.Join(c.Providers(), ", "))
 	}
+	viaAlias := false
 	if real, ok := c.aliases[provName][id]; ok {
-		id = real
+		id, viaAlias = real, true
 	} else if isAlias(id, DefaultAliases) {
-		return Model{}, fmt.Errorf("resolve model %q: provider %s has no model for the alias %s: set AVA_MODEL=%s/<model>, or name one under aliases: %s: in config.yaml",
+		return Model{}, false, fmt.Errorf("resolve model %q: provider %s has no model for the alias %s: set AVA_MODEL=%s/<model>, or name one under aliases: %s: in config.yaml",
 			name, provName, id, provName, provName)
 	}
 	if id == "" {
-		return Model{}, fmt.Errorf("resolve model %q: no model ID after the provider", name)
+		return Model{}, false, fmt.Errorf("resolve model %q: no model ID after the provider", name)
 	}
 	price, priced := c.prices.Lookup(provName, id)
-	return Model{Provider: p, ID: id, Price: price, Priced: priced}, nil
+	return Model{Provider: p, ID: id, Price: price, Priced: priced}, viaAlias, nil
 }
 
 // KnownProviders are the providers Ava has backends for, as named in

@@ -22,26 +22,76 @@ import (
 //
 //	go test -run '^$' -bench ToolCall -benchtime=2000x ./mcpclient/
 
-// BenchmarkToolCallMCPStdio calls echo on an MCP server built from the Go
-// SDK (this test binary, started as a subprocess) over stdio, through
-// the pool's tool.Tool, as a subagent's tool call goes.
-func BenchmarkToolCallMCPStdio(b *testing.B) {
+// benchSpec is the test binary as a server, in the sandbox (its folder
+// mounted read-only) or unsandboxed.
+func benchSpec(b *testing.B, sandboxed bool) mcpclient.Spec {
 	exe, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := mcpclient.New(mcpclient.Options{Servers: []mcpclient.Spec{{Name: "srv", Command: exe, Env: map[string]string{serverEnv: "normal"}}},
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
+	sp := mcpclient.Spec{Name: "srv", Command: exe, Env: map[string]string{serverEnv: "normal"}}
+	if sandboxed {
+		sp.ReadOnlyPaths = []string{filepath.Dir(exe)}
+	} else {
+		off := false
+		sp.Sandbox = &off
 	}
-	defer p.Close()
-	tools, err := p.Tools(context.Background(), []string{"srv"})
-	if err != nil {
-		b.Fatal(err)
+	return sp
+}
+
+// BenchmarkToolCallMCPStdio calls echo on an MCP server built from the Go
+// SDK (this test binary, started as a subprocess) over stdio, through
+// the pool's tool.Tool, as a subagent's tool call goes, unsandboxed and
+// in the sandbox.
+func BenchmarkToolCallMCPStdio(b *testing.B) {
+	for _, sandboxed := range []bool{false, true} {
+		b.Run(map[bool]string{false: "unsandboxed", true: "sandboxed"}[sandboxed], func(b *testing.B) {
+			p, err := mcpclient.New(mcpclient.Options{Servers: []mcpclient.Spec{benchSpec(b, sandboxed)}, Workspace: b.TempDir(),
+				StateDir: b.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			tools, err := p.Tools(context.Background(), []string{"srv"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			echo := find(b, tools, "srv__echo")
+			benchCalls(b, echo, `{"text":"hello"}`, "echo: hello")
+		})
 	}
-	echo := find(b, tools, "srv__echo")
-	benchCalls(b, echo, `{"text":"hello"}`, "echo: hello")
+}
+
+// BenchmarkServerStart starts a stdio server and lists its tools (a
+// subagent's first use), then stops it, unsandboxed and in the sandbox:
+// the sandbox's cost per server start. It reports the median and the
+// 99th percentile of start-and-list.
+//
+//	go test -run '^$' -bench ServerStart -benchtime=50x ./mcpclient/
+func BenchmarkServerStart(b *testing.B) {
+	for _, sandboxed := range []bool{false, true} {
+		b.Run(map[bool]string{false: "unsandboxed", true: "sandboxed"}[sandboxed], func(b *testing.B) {
+			opt := mcpclient.Options{Servers: []mcpclient.Spec{benchSpec(b, sandboxed)}, Workspace: b.TempDir(), StateDir: b.TempDir(),
+				Logger: slog.New(slog.DiscardHandler)}
+			var durs []time.Duration
+			for b.Loop() {
+				p, err := mcpclient.New(opt)
+				if err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				_, err = p.Tools(context.Background(), []string{"srv"})
+				durs = append(durs, time.Since(start))
+				p.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			slices.Sort(durs)
+			b.ReportMetric(float64(durs[len(durs)/2].Nanoseconds()), "median-ns")
+			b.ReportMetric(float64(durs[min(len(durs)-1, len(durs)*99/100)].Nanoseconds()), "p99-ns")
+		})
+	}
 }
 
 // BenchmarkToolCallBuiltinEcho calls the same echo as a built-in tool

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -25,7 +24,7 @@ import (
 type conn struct {
 	server *server
 	cs     *mcp.ClientSession
-	cmd    *exec.Cmd
+	proc   *process // a stdio server's
 	pid    int
 	stderr tailBuffer
 
@@ -82,12 +81,22 @@ func (c *conn) stop() {
 	c.killGroup()
 }
 
-// killGroup kills the stdio server's process group: the server and
-// anything it started that is still in its group.
+// killGroup kills the stdio server's process group (the server and
+// anything it started that is still in its group; sandboxed, its whole
+// PID namespace) and reaps it.
 func (c *conn) killGroup() {
-	if c.pid > 0 {
-		killProcessGroup(c.pid)
+	if c.proc != nil {
+		c.proc.kill()
 	}
+}
+
+// setupErr is why the sandbox of a stdio server that ended could not be
+// set up, or nil.
+func (c *conn) setupErr() error {
+	if c.proc == nil {
+		return nil
+	}
+	return c.proc.setupErr()
 }
 
 // stderrTail is the end of what the server wrote to stderr, on one line.

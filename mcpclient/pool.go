@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
-	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -16,8 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/avaagent/ava/sandbox"
 	"github.com/avaagent/ava/tool"
-	"github.com/avaagent/ava/tool/shell"
 )
 
 // ErrClosed is returned once the pool is closed.
@@ -57,9 +57,29 @@ type Options struct {
 	// gets only its allow-listed variables (PATH, locale, terminal; see
 	// shell.CommandEnv), HOME and TMPDIR, then the spec's PassEnv and Env.
 	Environ []string
-	// Dir is where stdio servers start (default: Ava's working
-	// directory).
-	Dir string
+	// Workspace is the folder a sandboxed server sees read-write besides
+	// its own; no server starts in it, and PATH folders in it are left
+	// out of a server's PATH.
+	Workspace string
+	// StateDir holds each stdio server's own folder, <StateDir>/<name>:
+	// its working folder, and its HOME when sandboxed (default: a folder
+	// made for the pool and removed at Close).
+	StateDir string
+	// SandboxOff runs every stdio server unconfined (AVA_SANDBOX=off);
+	// otherwise a server runs in the process sandbox unless its spec
+	// says sandbox: false.
+	SandboxOff bool
+	// Probe reports the sandbox's state; nil means sandbox.Probe. A
+	// sandboxed server refuses to start where it is not ready.
+	Probe func() sandbox.Status
+	// Hide lists folders no sandboxed server sees (the data root); Ava's
+	// home folder is always hidden.
+	Hide []string
+	// EgressGuard refuses the addresses the egress proxy of a server
+	// with network: true may dial (the web tools' public-address guard);
+	// EgressAllow is its domain allow-list (AVA_EGRESS_ALLOW).
+	EgressGuard func(netip.Addr) error
+	EgressAllow []string
 	// HTTPClient is used for URL servers (default http.DefaultClient).
 	HTTPClient *http.Client
 	Logger     *slog.Logger
@@ -75,6 +95,12 @@ type Pool struct {
 	// ctx ends at Close, which so cancels starts under way.
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	// tmpDir is the pool's temporary folder, made on first need and
+	// removed at Close: the servers' folders when no StateDir is given
+	// or it is in the workspace.
+	tmpMu  sync.Mutex
+	tmpDir string
 
 	mu      sync.Mutex
 	servers map[string]*server
@@ -221,6 +247,10 @@ type Status struct {
 	// Starts counts how often it was started; Err is the last failure.
 	Starts int
 	Err    string
+	// Confinement says how a stdio server runs: in the sandbox (with or
+	// without network), UNSANDBOXED and why, or that the sandbox is
+	// unavailable here so it refuses to start; "remote" for a URL.
+	Confinement string
 }
 
 // Status lists the servers, sorted by name.
@@ -260,7 +290,43 @@ func (p *Pool) Close() error {
 	}
 	wg.Wait()
 	p.wg.Wait()
+	p.tmpMu.Lock()
+	if p.tmpDir != "" {
+		_ = os.RemoveAll(p.tmpDir)
+	}
+	p.tmpMu.Unlock()
 	return nil
+}
+
+// stateRoot is where the servers' own folders are: StateDir, or the
+// pool's temporary folder.
+func (p *Pool) stateRoot() (string, error) {
+	if p.opt.StateDir != "" {
+		return p.opt.StateDir, nil
+	}
+	return p.tempRoot()
+}
+
+// tempRoot makes the pool's temporary folder on first use.
+func (p *Pool) tempRoot() (string, error) {
+	p.tmpMu.Lock()
+	defer p.tmpMu.Unlock()
+	if p.tmpDir == "" {
+		dir, err := os.MkdirTemp("", "ava-mcp-")
+		if err != nil {
+			return "", fmt.Errorf("MCP servers' folder: %w", err)
+		}
+		p.tmpDir = dir
+	}
+	return p.tmpDir, nil
+}
+
+// probe reports the sandbox's state.
+func (p *Pool) probe() sandbox.Status {
+	if p.opt.Probe != nil {
+		return p.opt.Probe()
+	}
+	return sandbox.Probe()
 }
 
 // goTracked runs f in a goroutine Close waits for, unless the pool is
@@ -463,7 +529,7 @@ func (s *server) status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Status{Name: s.spec.Name, Kind: s.spec.Kind(), Target: s.spec.target(), State: s.state, Starts: s.starts,
-		Tools: slices.Clone(s.toolNames), Withheld: slices.Clone(s.withheld)}
+		Tools: slices.Clone(s.toolNames), Withheld: slices.Clone(s.withheld), Confinement: s.confinement()}
 	if s.cur != nil {
 		st.PID = s.cur.pid
 	}
@@ -471,6 +537,24 @@ func (s *server) status() Status {
 		st.Err = s.lastErr.Error()
 	}
 	return st
+}
+
+// confinement says how the server runs, for display: loudly when it is
+// not sandboxed.
+func (s *server) confinement() string {
+	switch {
+	case s.spec.URL != "":
+		return "remote: a URL server, not a process of Ava"
+	case !s.spec.Sandboxed():
+		return "UNSANDBOXED (sandbox: false): runs with your user's full access"
+	case s.p.opt.SandboxOff:
+		return "UNSANDBOXED (AVA_SANDBOX=off): runs with your user's full access"
+	case s.p.probe().Err() != nil:
+		return "sandbox UNAVAILABLE here: refuses to start (set sandbox: false or AVA_SANDBOX=off to run it unconfined)"
+	case s.spec.Network:
+		return "sandboxed, network only through the egress proxy"
+	}
+	return "sandboxed, no network"
 }
 
 // target is the command line or the URL, for display.
@@ -492,25 +576,19 @@ func (s *server) start(ctx context.Context) (*conn, error) {
 	if s.spec.URL != "" {
 		t = &mcp.StreamableClientTransport{Endpoint: s.spec.URL, HTTPClient: s.p.opt.HTTPClient, MaxRetries: -1, DisableStandaloneSSE: true}
 	} else {
-		cmd := exec.Command(s.spec.Command, s.spec.Args...)
-		cmd.Env = s.env()
-		cmd.Dir = s.p.opt.Dir
-		cmd.Stderr = &c.stderr
-		cmd.WaitDelay = closeGrace
-		setProcessGroup(cmd)
-		c.cmd = cmd
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: closeGrace}
+		proc, err := s.launch(&c.stderr)
+		if err != nil {
+			return nil, s.startErr(err, c)
+		}
+		c.proc, c.pid = proc, proc.pid
+		t = &mcp.IOTransport{Reader: proc.stdout, Writer: processPipes{proc}}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "ava", Version: "1"}, &mcp.ClientOptions{Logger: discardLogger})
 	cs, err := client.Connect(ctx, t, nil)
-	if c.cmd != nil && c.cmd.Process != nil {
-		c.pid = c.cmd.Process.Pid
-	}
 	if err != nil {
 		c.killGroup()
-		if c.cmd != nil && c.cmd.Process != nil {
-			// Connect failed after the start: reap the process.
-			_ = c.cmd.Wait()
+		if serr := c.setupErr(); serr != nil {
+			err = serr
 		}
 		return nil, s.startErr(fmt.Errorf("connect: %w", err), c)
 	}
@@ -532,41 +610,6 @@ func (s *server) startErr(err error, c *conn) error {
 		err = fmt.Errorf("%w (stderr: %s)", err, tail)
 	}
 	return fmt.Errorf("MCP server %s (%s) failed to start: %w", s.spec.Name, s.spec.target(), err)
-}
-
-// env is a stdio server's environment: the allow-listed part of Ava's
-// (never its secrets), HOME and TMPDIR, the variables of PassEnv, then
-// the spec's Env.
-func (s *server) env() []string {
-	get := func(k string) string {
-		for i := len(s.p.opt.Environ) - 1; i >= 0; i-- {
-			if name, v, ok := strings.Cut(s.p.opt.Environ[i], "="); ok && name == k {
-				return v
-			}
-		}
-		return ""
-	}
-	home := get("HOME")
-	if home == "" {
-		home = os.TempDir()
-	}
-	tmp := get("TMPDIR")
-	if tmp == "" {
-		tmp = os.TempDir()
-	}
-	var extra []string
-	for _, k := range s.spec.PassEnv {
-		extra = append(extra, k+"="+get(k))
-	}
-	keys := make([]string, 0, len(s.spec.Env))
-	for k := range s.spec.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		extra = append(extra, k+"="+s.spec.Env[k])
-	}
-	return shell.CommandEnv(s.p.opt.Environ, home, tmp, extra...)
 }
 
 var discardLogger = slog.New(slog.DiscardHandler)

@@ -21,14 +21,17 @@ import (
 	"github.com/avaagent/ava/tool"
 )
 
-// stdio is a spec that runs the test binary as a server in mode.
+// stdio is a spec that runs the test binary as a server in mode,
+// unsandboxed: these tests check the pool's handling of processes by
+// their host PIDs (sandbox_test.go runs servers in the sandbox).
 func stdio(t *testing.T, name, mode string) mcpclient.Spec {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mcpclient.Spec{Name: name, Command: exe, Env: map[string]string{serverEnv: mode}}
+	off := false
+	return mcpclient.Spec{Name: name, Command: exe, Env: map[string]string{serverEnv: mode}, Sandbox: &off}
 }
 
 // newPool returns a pool closed at the end of the test.
@@ -125,7 +128,7 @@ func TestLazyStartAndResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"srv__child", "srv__die", "srv__echo", "srv__env", "srv__fail", "srv__pid", "srv__slow", "srv__sum"}
+	want := []string{"srv__child", "srv__cwd", "srv__dial", "srv__die", "srv__echo", "srv__env", "srv__fail", "srv__fetch", "srv__pid", "srv__read", "srv__slow", "srv__sum"}
 	if got := names(tools); !slices.Equal(got, want) {
 		t.Fatalf("tools %v, want %v", got, want)
 	}

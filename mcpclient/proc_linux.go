@@ -12,5 +12,5 @@ func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// killProcessGroup kills every process left in the group pgid.
-func killProcessGroup(pgid int) { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+// killProcessGroup sends sig to every process left in the group pgid.
+func killProcessGroup(pgid int, sig syscall.Signal) { _ = syscall.Kill(-pgid, sig) }

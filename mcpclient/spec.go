@@ -16,6 +16,7 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -28,6 +29,13 @@ import (
 // named in PassEnv) or a URL (streamable HTTP). A Spec with only a Name
 // refers to a server defined elsewhere (a role naming a server of the
 // config file).
+//
+// A command runs in a folder of its own (Cwd, or <state dir>/<name>),
+// never in the workspace, and, unless Sandbox is false, in the process
+// sandbox (package sandbox): no network unless Network, then only
+// through the egress proxy; the workspace, its own folder, the system
+// folders and the paths of ReadOnlyPaths and WritePaths visible, nothing
+// else.
 type Spec struct {
 	Name    string            `yaml:"name" json:"name"`
 	Command string            `yaml:"command,omitempty" json:"command,omitempty"`
@@ -37,11 +45,52 @@ type Spec struct {
 	// (a token it needs), so that a config file never holds the secret.
 	PassEnv []string `yaml:"pass_env,omitempty" json:"pass_env,omitempty"`
 	URL     string   `yaml:"url,omitempty" json:"url,omitempty"`
+	// Sandbox false runs the command unconfined, with the user's full
+	// rights: an explicit opt-out, shown as UNSANDBOXED. Unset or true
+	// runs it in the process sandbox.
+	Sandbox *bool `yaml:"sandbox,omitempty" json:"sandbox,omitempty"`
+	// Network lets a sandboxed command reach the network, only through
+	// the egress proxy (public addresses, AVA_EGRESS_ALLOW).
+	Network bool `yaml:"network,omitempty" json:"network,omitempty"`
+	// Cwd is the command's working folder and HOME (absolute, outside
+	// the workspace); default <state dir>/<name>, made on first start.
+	Cwd string `yaml:"cwd,omitempty" json:"cwd,omitempty"`
+	// ReadOnlyPaths and WritePaths are more absolute paths a sandboxed
+	// command sees (read and execute; read and write): its install
+	// folder, a runtime outside /usr, a cache, a filesystem server's
+	// folders outside the workspace.
+	ReadOnlyPaths []string `yaml:"read_only_paths,omitempty" json:"read_only_paths,omitempty"`
+	WritePaths    []string `yaml:"write_paths,omitempty" json:"write_paths,omitempty"`
 }
 
 // IsRef reports whether the spec only names a server defined elsewhere.
 func (s Spec) IsRef() bool {
-	return s.Command == "" && s.URL == "" && len(s.Args) == 0 && len(s.Env) == 0 && len(s.PassEnv) == 0
+	return s.Command == "" && s.URL == "" && len(s.Args) == 0 && len(s.Env) == 0 && len(s.PassEnv) == 0 && s.noProcessSettings()
+}
+
+// Sandboxed reports whether a command server runs in the process
+// sandbox: always, unless the spec says sandbox: false.
+func (s Spec) Sandboxed() bool { return s.Sandbox == nil || *s.Sandbox }
+
+// OperatorOnly names the settings of s that only the operator may make
+// (config.yaml, a role in the data root), not a workspace's role file:
+// the opt-out of the sandbox and what widens it (folders outside the
+// workspace, a working folder of its own choosing). Empty when none.
+func (s Spec) OperatorOnly() []string {
+	var out []string
+	if !s.Sandboxed() {
+		out = append(out, "sandbox: false")
+	}
+	if s.Cwd != "" {
+		out = append(out, "cwd")
+	}
+	if len(s.ReadOnlyPaths) > 0 {
+		out = append(out, "read_only_paths")
+	}
+	if len(s.WritePaths) > 0 {
+		out = append(out, "write_paths")
+	}
+	return out
 }
 
 // Kind is "stdio", "url" or "ref".
@@ -58,7 +107,8 @@ func (s Spec) Kind() string {
 // Equal reports whether two specs define the same server.
 func (s Spec) Equal(o Spec) bool {
 	return s.Name == o.Name && s.Command == o.Command && s.URL == o.URL && slices.Equal(s.Args, o.Args) &&
-		maps.Equal(s.Env, o.Env) && slices.Equal(s.PassEnv, o.PassEnv)
+		maps.Equal(s.Env, o.Env) && slices.Equal(s.PassEnv, o.PassEnv) && s.Sandboxed() == o.Sandboxed() &&
+		s.Network == o.Network && s.Cwd == o.Cwd && slices.Equal(s.ReadOnlyPaths, o.ReadOnlyPaths) && slices.Equal(s.WritePaths, o.WritePaths)
 }
 
 // nameRe is a server's name: it prefixes its tools' names (a model's
@@ -95,12 +145,14 @@ func (s Spec) Validate(allowHosts []string) error {
 	case s.Command == "" && s.URL == "":
 		errs = append(errs, errors.New("give a command (stdio) or a url (streamable HTTP)"))
 	case s.URL != "":
-		if len(s.Args) > 0 || len(s.Env) > 0 || len(s.PassEnv) > 0 {
-			errs = append(errs, errors.New("args, env and pass_env are for a command, not a url"))
+		if len(s.Args) > 0 || len(s.Env) > 0 || len(s.PassEnv) > 0 || !s.noProcessSettings() {
+			errs = append(errs, errors.New("args, env, pass_env, sandbox, network, cwd, read_only_paths and write_paths are for a command, not a url"))
 		}
 		if err := CheckURL(s.URL, allowHosts); err != nil {
 			errs = append(errs, err)
 		}
+	default:
+		errs = append(errs, s.checkProcess()...)
 	}
 	for k := range s.Env {
 		if !envNameRe.MatchString(k) {
@@ -116,6 +168,34 @@ func (s Spec) Validate(allowHosts []string) error {
 		return fmt.Errorf("MCP server %s: %w", s.Name, err)
 	}
 	return nil
+}
+
+// noProcessSettings reports whether s sets none of the settings of a
+// command's process (sandbox, network, cwd, paths).
+func (s Spec) noProcessSettings() bool {
+	return s.Sandbox == nil && !s.Network && s.Cwd == "" && len(s.ReadOnlyPaths) == 0 && len(s.WritePaths) == 0
+}
+
+// checkProcess checks a command's process settings: absolute paths, and
+// no network or paths for an unsandboxed command (it has all of them).
+func (s Spec) checkProcess() []error {
+	var errs []error
+	if s.Cwd != "" && !filepath.IsAbs(s.Cwd) {
+		errs = append(errs, fmt.Errorf("cwd: %q is not an absolute path", s.Cwd))
+	}
+	for key, paths := range map[string][]string{"read_only_paths": s.ReadOnlyPaths, "write_paths": s.WritePaths} {
+		for _, p := range paths {
+			if !filepath.IsAbs(p) {
+				errs = append(errs, fmt.Errorf("%s: %q is not an absolute path", key, p))
+			} else if filepath.Clean(p) == "/" {
+				errs = append(errs, fmt.Errorf("%s: / would make the whole machine visible", key))
+			}
+		}
+	}
+	if !s.Sandboxed() && (s.Network || len(s.ReadOnlyPaths) > 0 || len(s.WritePaths) > 0) {
+		errs = append(errs, errors.New("network, read_only_paths and write_paths are for a sandboxed server; with sandbox: false it runs unconfined with all of them"))
+	}
+	return errs
 }
 
 // CheckURL accepts an http or https URL whose host is loopback
@@ -202,9 +282,9 @@ func (s *Specs) UnmarshalYAML(n *yaml.Node) error {
 // decodeSpec decodes one definition, refusing unknown keys.
 func decodeSpec(n *yaml.Node) (Spec, error) {
 	if n.Kind != yaml.MappingNode {
-		return Spec{}, fmt.Errorf("line %d: an MCP server is a name or a mapping (name, command, args, env, pass_env, url)", n.Line)
+		return Spec{}, fmt.Errorf("line %d: an MCP server is a name or a mapping (name, command, args, env, pass_env, url, sandbox, network, cwd, read_only_paths, write_paths)", n.Line)
 	}
-	allowed := []string{"name", "command", "args", "env", "pass_env", "url"}
+	allowed := []string{"name", "command", "args", "env", "pass_env", "url", "sandbox", "network", "cwd", "read_only_paths", "write_paths"}
 	which := "an MCP server"
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if n.Content[i].Value == "name" {

@@ -53,6 +53,11 @@ func TestSpecValidate(t *testing.T) {
 		{mcpclient.Spec{Name: "none", Env: map[string]string{"A": "b"}}, "give a command"},
 		{mcpclient.Spec{Name: "urlargs", URL: "http://127.0.0.1/", Args: []string{"x"}}, "for a command"},
 		{mcpclient.Spec{Name: "envname", Command: "x", Env: map[string]string{"A=B": "c"}}, "variable name"},
+		{mcpclient.Spec{Name: "urlnet", URL: "http://127.0.0.1/", Network: true}, "for a command"},
+		{mcpclient.Spec{Name: "relcwd", Command: "x", Cwd: "here"}, "cwd"},
+		{mcpclient.Spec{Name: "relpath", Command: "x", ReadOnlyPaths: []string{"lib"}}, "read_only_paths"},
+		{mcpclient.Spec{Name: "root", Command: "x", WritePaths: []string{"/"}}, "whole machine"},
+		{mcpclient.Spec{Name: "opennet", Command: "x", Sandbox: new(false), Network: true}, "for a sandboxed server"},
 	} {
 		err := c.spec.Validate(nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "MCP server") {
@@ -61,5 +66,36 @@ func TestSpecValidate(t *testing.T) {
 	}
 	if err := (mcpclient.Spec{Name: "ok-1_x", Command: "x"}).Validate(nil); err != nil {
 		t.Error(err)
+	}
+}
+
+// The sandbox keys parse from YAML, and only the operator's settings
+// are named by OperatorOnly.
+func TestSpecSandboxKeys(t *testing.T) {
+	var specs mcpclient.Specs
+	src := "fs:\n  command: npx\n  network: true\n  read_only_paths: [/opt/x]\n  write_paths: [/srv/notes]\nlegacy:\n  command: /bin/x\n  sandbox: false\n  cwd: /srv/legacy\n"
+	if err := yaml.Unmarshal([]byte(src), &specs); err != nil {
+		t.Fatal(err)
+	}
+	fs, legacy := specs[0], specs[1]
+	if !fs.Sandboxed() || !fs.Network || fs.ReadOnlyPaths[0] != "/opt/x" || fs.WritePaths[0] != "/srv/notes" || fs.IsRef() {
+		t.Errorf("fs: %+v", fs)
+	}
+	if legacy.Sandboxed() || legacy.Cwd != "/srv/legacy" {
+		t.Errorf("legacy: %+v", legacy)
+	}
+	for _, sp := range specs {
+		if err := sp.Validate(nil); err != nil {
+			t.Error(err)
+		}
+	}
+	if got := strings.Join(fs.OperatorOnly(), ","); got != "read_only_paths,write_paths" {
+		t.Errorf("fs: %s", got)
+	}
+	if got := strings.Join(legacy.OperatorOnly(), ","); got != "sandbox: false,cwd" {
+		t.Errorf("legacy: %s", got)
+	}
+	if fs.Equal(legacy) || !fs.Equal(fs) {
+		t.Error("Equal")
 	}
 }

@@ -65,6 +65,9 @@ func (s *Server) propose(ctx context.Context, req *mcp.CallToolRequest, p subage
 	}
 	res, err := req.Session.Elicit(ctx, params)
 	if err != nil {
+		if ctx.Err() != nil {
+			s.withdraw(ctx, p)
+		}
 		return asked{}, fmt.Errorf("ask to confirm %s: %w", p.ID, err)
 	}
 	return s.decide(ctx, p, res)
@@ -122,6 +125,19 @@ func (s *Server) decide(ctx context.Context, p subagent.Proposal, res *mcp.Elici
 			Proposal: p.Text, Note: "Not started: the person declined the spawn."}}, nil
 	}
 	return asked{out: pendingResult(p, "the person dismissed the question, so it still awaits their answer")}, nil
+}
+
+// withdraw drops proposal p when the call that asks about it is
+// cancelled (by its client, the session's end or the shutdown): the SDK
+// tells the client that its question is cancelled, and the proposal
+// does not stay pending behind it. One already decided elsewhere (the
+// panel, the API) stays as decided.
+func (s *Server) withdraw(ctx context.Context, p subagent.Proposal) {
+	if _, err := s.in.Subagent.Decide(context.WithoutCancel(ctx), p.ID, confirm.Rejected, confirm.Change{}); err != nil {
+		s.log.Debug("withdraw a cancelled call's proposal", "proposal", p.ID, "err", err)
+		return
+	}
+	s.log.Info("proposal withdrawn: the call asking about it was cancelled", "proposal", p.ID, "cause", context.Cause(ctx))
 }
 
 // pendingResult says that nothing started, why, and where to confirm.

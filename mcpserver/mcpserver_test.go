@@ -93,6 +93,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Clients name the script through an alias config.yaml maps to it:
+	// only the operator may name a scripted model by its path.
+	cfg.Aliases = map[string]map[string]string{"scripted": {"haiku": path, "sonnet": path, "opus": path}}
 	log := slog.New(slog.DiscardHandler)
 	in, err := app.Open(context.Background(), cfg, log)
 	if err != nil {
@@ -265,7 +268,7 @@ func TestToolsAndRolesAreListed(t *testing.T) {
 
 func TestSpawnWaitedReturnsStructuredResult(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	res := e.mustCall("spawn_subagent", map[string]any{"role": "researcher", "task": "QUICK sum", "model": e.model})
+	res := e.mustCall("spawn_subagent", map[string]any{"role": "researcher", "task": "QUICK sum", "model": "scripted/sonnet"})
 	if res.IsError {
 		t.Fatalf("error result: %s", text(res))
 	}
@@ -292,7 +295,7 @@ func TestSpawnWaitedReturnsStructuredResult(t *testing.T) {
 
 func TestWaitedSpawnSendsProgress(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	res, err := e.call(context.Background(), "spawn_subagent", map[string]any{"role": "researcher", "task": "SLOW one", "model": e.model}, true)
+	res, err := e.call(context.Background(), "spawn_subagent", map[string]any{"role": "researcher", "task": "SLOW one", "model": "scripted/sonnet"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +320,7 @@ func TestCancellingTheRequestCancelsTheSubagent(t *testing.T) {
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := e.call(ctx, "spawn_subagent", map[string]any{"role": "researcher", "task": "BLOCKTASK forever", "model": e.model}, true)
+		_, err := e.call(ctx, "spawn_subagent", map[string]any{"role": "researcher", "task": "BLOCKTASK forever", "model": "scripted/sonnet"}, true)
 		errc <- err
 	}()
 	var id string
@@ -345,7 +348,7 @@ func TestCancellingTheRequestCancelsTheSubagent(t *testing.T) {
 func TestListStatusCancelSendLogs(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	// A background spawn returns at once; list, status and cancel see it.
-	res := e.mustCall("spawn_subagent", map[string]any{"role": "researcher", "task": "BLOCKTASK bg", "model": e.model, "background": true})
+	res := e.mustCall("spawn_subagent", map[string]any{"role": "researcher", "task": "BLOCKTASK bg", "model": "scripted/sonnet", "background": true})
 	var bg mcpserver.SpawnResult
 	structured(t, res, &bg)
 	if bg.SubagentID == "" || bg.Status.Final() {
@@ -364,7 +367,7 @@ func TestListStatusCancelSendLogs(t *testing.T) {
 	e.waitStatus(bg.SubagentID, lifecycle.Cancelled)
 
 	// A finished subagent takes a follow-up.
-	res = e.mustCall("spawn_subagent", map[string]any{"role": "researcher", "task": "QUICK first", "model": e.model})
+	res = e.mustCall("spawn_subagent", map[string]any{"role": "researcher", "task": "QUICK first", "model": "scripted/sonnet"})
 	var first mcpserver.SpawnResult
 	structured(t, res, &first)
 	res = e.mustCall("send_subagent", map[string]any{"subagent_id": first.SubagentID, "message": "and then?"})
@@ -391,7 +394,7 @@ func TestListStatusCancelSendLogs(t *testing.T) {
 func TestSpawnGroup(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	res := e.mustCall("spawn_subagents", map[string]any{"mode": "parallel", "tasks": []map[string]any{
-		{"role": "researcher", "task": "QUICK a", "model": e.model}, {"role": "researcher", "task": "QUICK b", "model": e.model}}})
+		{"role": "researcher", "task": "QUICK a", "model": "scripted/sonnet"}, {"role": "researcher", "task": "QUICK b", "model": "scripted/sonnet"}}})
 	if err := e.outputSchema("spawn_subagents").Validate(res.StructuredContent); err != nil {
 		t.Fatalf("structured content: %v", err)
 	}
@@ -406,7 +409,7 @@ func TestConfirmationByElicitation(t *testing.T) {
 	e := newEnv(t, envOptions{confirm: "always", elicit: func(r *mcp.ElicitRequest) *mcp.ElicitResult {
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"start": true}}
 	}})
-	res := e.mustCall("spawn_subagent", map[string]any{"role": "researcher", "task": "QUICK asked", "model": e.model})
+	res := e.mustCall("spawn_subagent", map[string]any{"role": "researcher", "task": "QUICK asked", "model": "scripted/sonnet"})
 	var out mcpserver.SpawnResult
 	structured(t, res, &out)
 	if out.Status != lifecycle.Success || e.asked != 1 {
@@ -418,7 +421,7 @@ func TestConfirmationDeclined(t *testing.T) {
 	e := newEnv(t, envOptions{confirm: "always", elicit: func(r *mcp.ElicitRequest) *mcp.ElicitResult {
 		return &mcp.ElicitResult{Action: "decline"}
 	}})
-	res := e.mustCall("spawn_subagent", map[string]any{"role": "researcher", "task": "QUICK asked", "model": e.model})
+	res := e.mustCall("spawn_subagent", map[string]any{"role": "researcher", "task": "QUICK asked", "model": "scripted/sonnet"})
 	var out mcpserver.SpawnResult
 	structured(t, res, &out)
 	if out.Status != mcpserver.StatusRejected || out.PendingID == "" || len(e.in.Subagent.List(true)) != 0 {
@@ -428,7 +431,7 @@ func TestConfirmationDeclined(t *testing.T) {
 
 func TestConfirmationWithoutElicitationStatesThePolicy(t *testing.T) {
 	e := newEnv(t, envOptions{confirm: "always"})
-	res := e.mustCall("spawn_subagent", map[string]any{"role": "researcher", "task": "QUICK unasked", "model": e.model})
+	res := e.mustCall("spawn_subagent", map[string]any{"role": "researcher", "task": "QUICK unasked", "model": "scripted/sonnet"})
 	if err := e.outputSchema("spawn_subagent").Validate(res.StructuredContent); err != nil {
 		t.Fatalf("structured content: %v", err)
 	}
@@ -450,7 +453,7 @@ func TestCancellingAWaitedGroupCancelsItsMembers(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() {
 		_, err := e.call(ctx, "spawn_subagents", map[string]any{"mode": "parallel", "tasks": []map[string]any{
-			{"role": "researcher", "task": "BLOCKTASK a", "model": e.model}, {"role": "researcher", "task": "BLOCKTASK b", "model": e.model}}}, true)
+			{"role": "researcher", "task": "BLOCKTASK a", "model": "scripted/sonnet"}, {"role": "researcher", "task": "BLOCKTASK b", "model": "scripted/sonnet"}}}, true)
 		errc <- err
 	}()
 	deadline := time.Now().Add(10 * time.Second)
@@ -522,7 +525,7 @@ func TestSubagentQuestionByElicitation(t *testing.T) {
 				}
 				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "the main one"}}
 			}})
-			res := e.mustCall("spawn_subagent", map[string]any{"role": "asker", "task": "ASK me", "model": e.model})
+			res := e.mustCall("spawn_subagent", map[string]any{"role": "asker", "task": "ASK me", "model": "scripted/sonnet"})
 			var out mcpserver.SpawnResult
 			structured(t, res, &out)
 			if out.Status != lifecycle.Success || out.Summary != "read The person answered: the main one" || e.asked != 1 {
@@ -537,4 +540,21 @@ func cmpOr(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// TestSpawnRefusesAScriptPath: an MCP client may not name a scripted
+// model by its path (only the operator may); the call is an error result
+// saying so, and nothing starts.
+func TestSpawnRefusesAScriptPath(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	res, err := e.call(context.Background(), "spawn_subagent", map[string]any{"role": "researcher", "task": "QUICK sum", "model": e.model}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.Contains(text(res), "only the operator may name a scripted model") {
+		t.Fatalf("spawn on a script path: %s", text(res))
+	}
+	if n := len(e.in.Subagent.List(true)); n != 0 {
+		t.Fatalf("%d subagents started", n)
+	}
 }

@@ -30,7 +30,7 @@ func (s *Server) addRoles() {
 // instructions.
 func roleText(r subagent.Role) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n\n%s\n\n", r.Name, r.Description)
+	fmt.Fprintf(&b, "# %s\n\n%s\n\n", r.Name, r.FileText(r.Description))
 	fmt.Fprintf(&b, "- model: %s\n", r.Model)
 	fmt.Fprintf(&b, "- tools: %s\n", strings.Join(r.Tools, ", "))
 	if len(r.MCPServers) > 0 {
@@ -42,8 +42,11 @@ func roleText(r subagent.Role) string {
 		b.WriteString("- extended thinking\n")
 	}
 	fmt.Fprintf(&b, "- source: %s\n", r.Source)
+	if r.Untrusted {
+		fmt.Fprintf(&b, "- UNTRUSTED (%s): limited; withheld: %s\n", r.UntrustedWhy, strings.Join(r.Withheld, "; "))
+	}
 	if r.Prompt != "" {
-		fmt.Fprintf(&b, "\n## Instructions\n\n%s\n", strings.TrimSpace(r.Prompt))
+		fmt.Fprintf(&b, "\n## Instructions\n\n%s\n", r.FileText(strings.TrimSpace(r.Prompt)))
 	}
 	return b.String()
 }

@@ -22,6 +22,12 @@
 // tool result says the spawn awaits confirmation and where to give it.
 // The roles are resources (ava://roles/<name>), so a client can
 // discover them.
+//
+// A request the client cancelled gets no response (cancelled.go, and
+// the stdio transport, stdio.go, which also answers bad lines and
+// batches with JSON-RPC errors and goes on). The tools/call requests in
+// flight are tracked per session (calls.go), so that a session's DELETE
+// and the daemon's Shutdown end them instead of waiting for their runs.
 package mcpserver
 
 import (
@@ -96,6 +102,13 @@ type Server struct {
 	// tools are the orchestrator's subagent tools and read_ava_logs by
 	// name, which the status, list, cancel and logs tools forward to.
 	tools map[string]tool.Tool
+	// calls are the tools/call requests being handled; its busy count
+	// also has the HTTP POSTs being served (a call's answer is delivered
+	// when its POST ends).
+	calls *calls
+	// cancelled are the requests over HTTP their clients cancelled
+	// (cancelled.go).
+	cancelled *cancelledSet
 }
 
 // New returns a server over opt.Instance.
@@ -120,13 +133,15 @@ func New(opt Options) (*Server, error) {
 		return nil, fmt.Errorf("mcpserver: session key salt: %w", err)
 	}
 	s := &Server{opt: opt, in: opt.Instance, log: opt.Logger.With("component", "mcp"), salt: salt,
-		stdioKey: SessionPrefix + hex.EncodeToString(salt[:4]), tools: map[string]tool.Tool{}}
+		stdioKey: SessionPrefix + hex.EncodeToString(salt[:4]), tools: map[string]tool.Tool{},
+		calls: newCalls(), cancelled: newCancelledSet()}
 	reader := s.in.LogReader(audit.ReaderOptions{Logger: opt.Logger})
 	for _, t := range append(s.in.Subagent.Tools(), logs.New(reader, nil)) {
 		s.tools[t.Name()] = t
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "ava", Title: "Ava subagents", Version: opt.Version},
 		&mcp.ServerOptions{Logger: s.log, Instructions: instructions, Capabilities: &mcp.ServerCapabilities{}})
+	s.mcp.AddReceivingMiddleware(s.calls.middleware)
 	if err := s.addTools(); err != nil {
 		return nil, err
 	}
@@ -152,9 +167,10 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 
 // Serve serves one MCP session of newline-delimited JSON-RPC messages
 // read from r and written to w (`ava mcp`: stdin and stdout) until the
-// client closes r or ctx is done.
+// client closes r or ctx is done. A line that is not a JSON-RPC message
+// is answered with an error and the session goes on (lineTransport).
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	return s.Run(ctx, &mcp.IOTransport{Reader: readCloser(r), Writer: writeCloser(w)})
+	return s.Run(ctx, &lineTransport{r: readCloser(r), w: writeCloser(w), log: s.log})
 }
 
 func readCloser(r io.Reader) io.ReadCloser {
@@ -180,14 +196,69 @@ func writeCloser(w io.Writer) io.WriteCloser {
 // daemon's guard (token, Host and Origin checks), which also stands in
 // for the SDK's own localhost protection. A session idle for
 // SessionIdle is closed.
+//
+// A DELETE (the client terminates its session) first cancels the
+// session's calls still waiting, as if each had been cancelled, so that
+// their runs stop and the session closes at once (the SDK waits for a
+// closing session's calls and does not cancel them). POSTs are counted
+// until they end, which is when a call's answer has been delivered
+// (Idle); the answer to a request its client cancelled is not sent
+// (cancelled.go).
 func (s *Server) Handler() http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
 		&mcp.StreamableHTTPOptions{Logger: s.log, DisableLocalhostProtection: true, SessionTimeout: SessionIdle})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodDelete:
+			if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+				if n := s.calls.cancel(id, ErrSessionClosed); n > 0 {
+					s.log.Info("mcp session closed by its client: its waited calls are cancelled", "calls", n)
+				}
+			}
+		case http.MethodPost:
+			s.calls.busy.add()
+			defer s.calls.busy.done()
+			session := r.Header.Get("Mcp-Session-Id")
+			if id, ok := s.cancelled.peekPOST(r, session); ok {
+				w = &cancelFilter{ResponseWriter: w, set: s.cancelled, session: session, id: id}
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
-// CloseSessions closes every connected MCP session: their streams end
-// and their running requests are cancelled (a daemon's shutdown, after
-// its drain).
+// Idle returns a channel closed when no tool call is being handled and
+// no HTTP POST is being served: every answer has been delivered.
+func (s *Server) Idle() <-chan struct{} { return s.calls.busy.idleCh() }
+
+// Shutdown ends the MCP side of a daemon's shutdown, after its drain
+// and after the runs still going were stopped: it lets the waited calls
+// deliver their runs' ends until ctx is done, then ends those still
+// waiting with ErrShuttingDown (each answers with its run's end as it
+// is then), waits for them a little more, and closes every session.
+func (s *Server) Shutdown(ctx context.Context) {
+	select {
+	case <-s.Idle():
+	case <-ctx.Done():
+		if n := s.calls.cancel("", ErrShuttingDown); n > 0 {
+			s.log.Warn("mcp calls still waiting at shutdown are ended", "calls", n)
+		}
+		select {
+		case <-s.Idle():
+		case <-time.After(shutdownAnswer):
+			s.log.Warn("mcp calls not answered at shutdown", "after", shutdownAnswer)
+		}
+	}
+	s.CloseSessions()
+}
+
+// shutdownAnswer is how long Shutdown waits for the calls it ended to
+// answer.
+const shutdownAnswer = 5 * time.Second
+
+// CloseSessions closes every connected MCP session: their streams end.
+// The SDK waits for a session's calls in flight, so end them first
+// (Shutdown does).
 func (s *Server) CloseSessions() {
 	for ss := range s.mcp.Sessions() {
 		if err := ss.Close(); err != nil {

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -21,7 +22,7 @@ type SpawnArgs struct {
 	Role          string  `json:"role" jsonschema:"the subagent's role (see the ava://roles/ resources): web_crawler, code_reviewer, data_extractor, researcher, or a custom role"`
 	Task          string  `json:"task" jsonschema:"what the subagent must accomplish, stated so it can work without asking questions"`
 	Context       string  `json:"context,omitempty" jsonschema:"background the subagent needs"`
-	Model         string  `json:"model,omitempty" jsonschema:"override the role's model (provider/model or haiku, sonnet, opus)"`
+	Model         string  `json:"model,omitempty" jsonschema:"override the role's model (provider/model or haiku, sonnet, opus; a scripted model only through an alias the operator configured)"`
 	Timeout       float64 `json:"timeout,omitempty" jsonschema:"wall-clock limit in seconds (default: the role's, usually 600)"`
 	MaxCostCents  float64 `json:"max_cost_cents,omitempty" jsonschema:"cost cap in US cents (default: the role's, usually 50)"`
 	MaxTokens     int     `json:"max_tokens,omitempty" jsonschema:"token cap (default: the role's, usually 100000)"`
@@ -149,7 +150,7 @@ func (s *Server) roleSummary() string {
 		if i > 0 {
 			out += "; "
 		}
-		out += r.Name + " (" + r.Description + ")"
+		out += r.SummaryText()
 	}
 	return out
 }
@@ -251,13 +252,28 @@ func (s *Server) finish(ctx context.Context, req *mcp.CallToolRequest, h *subage
 	if err != nil {
 		h.Cancel()
 		s.settle(h.Done())
-		return nil, SpawnResult{}, fmt.Errorf("%s cancelled: %w", h.ID(), err)
+		if !errors.Is(err, ErrShuttingDown) {
+			return nil, SpawnResult{}, fmt.Errorf("%s cancelled: %w", h.ID(), err)
+		}
 	}
 	if input != nil {
 		return input, SpawnResult{}, nil // comes again with the answer
 	}
-	r, _ := h.Result()
-	return &mcp.CallToolResult{IsError: r.Status != lifecycle.Success}, SpawnResult{Result: r}, nil
+	out := SpawnResult{Result: ended(h)}
+	if err != nil || out.Status == lifecycle.Interrupted {
+		out.Note = "the server shut down while this subagent ran: it was stopped and its end recorded; ask subagent_status " + h.ID() + " later (a resumable role resumes at the next start)"
+	}
+	return &mcp.CallToolResult{IsError: out.Status != lifecycle.Success}, out, nil
+}
+
+// ended is h's result once it has ended, or its status when it has no
+// result (a run left to resume at the next start).
+func ended(h *subagent.Handle) subagent.Result {
+	if r, ok := h.Result(); ok {
+		return r
+	}
+	st := h.Status()
+	return subagent.Result{SubagentID: h.ID(), Status: st.Status, Output: json.RawMessage("null"), OutputFormat: "none"}
 }
 
 // settle waits a little for a cancelled run to record its end, so that
@@ -325,7 +341,9 @@ func (s *Server) spawnSubagents(ctx context.Context, req *mcp.CallToolRequest, a
 	if _, err := s.follow(ctx, req, g.Done(), g.Handles, s.newAsker(req, false)); err != nil {
 		g.Cancel()
 		s.settle(g.Done())
-		return nil, GroupResult{}, fmt.Errorf("group %s cancelled: %w", g.ID, err)
+		if !errors.Is(err, ErrShuttingDown) {
+			return nil, GroupResult{}, fmt.Errorf("group %s cancelled: %w", g.ID, err)
+		}
 	}
 	rs, err := g.Wait(context.WithoutCancel(ctx))
 	if err != nil {

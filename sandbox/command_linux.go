@@ -75,8 +75,15 @@ func checkSpec(s Spec) error {
 			return fmt.Errorf("sandbox: %s %q is not an absolute path", name, p)
 		}
 	}
-	if !within(s.Dir, s.Workspace) && !within(s.Dir, s.Scratch) {
-		return fmt.Errorf("sandbox: working directory %s is outside the workspace and the scratch folder", s.Dir)
+	inMount := false
+	for _, m := range s.Mounts {
+		if !filepath.IsAbs(m.Path) {
+			return fmt.Errorf("sandbox: mount %q is not an absolute path", m.Path)
+		}
+		inMount = inMount || within(s.Dir, m.Path)
+	}
+	if !within(s.Dir, s.Workspace) && !within(s.Dir, s.Scratch) && !inMount {
+		return fmt.Errorf("sandbox: working directory %s is outside the workspace, the scratch folder and the mounts", s.Dir)
 	}
 	if s.ProxySocket != "" && !within(s.ProxySocket, s.Scratch) {
 		return fmt.Errorf("sandbox: proxy socket %s is outside the scratch folder", s.ProxySocket)

@@ -104,6 +104,13 @@ func applyLandlock(s Spec, m mountState) (int, error) {
 	for _, d := range systemDirs {
 		rules = append(rules, llRule{d, llRead})
 	}
+	for _, m := range s.Mounts {
+		access := uint64(llRead)
+		if m.Write {
+			access = all
+		}
+		rules = append(rules, llRule{m.Path, access})
+	}
 	for _, p := range etcEntries() {
 		rules = append(rules, llRule{p, llRead})
 	}

@@ -33,6 +33,9 @@ func setupMounts(s Spec) (mountState, error) {
 		return st, fmt.Errorf("make / private: %w", err)
 	}
 	keep := []string{filepath.Clean(s.Workspace), filepath.Clean(s.Scratch)}
+	for _, m := range s.Mounts {
+		keep = append(keep, filepath.Clean(m.Path))
+	}
 	fds, err := openKeep(keep)
 	if err != nil {
 		return st, err
@@ -61,7 +64,7 @@ func setupMounts(s Spec) (mountState, error) {
 		return st, err
 	}
 	for i, k := range keep {
-		if err := bindBack(k, fds[i], i == 0 && s.WorkspaceReadOnly); err != nil {
+		if err := bindBack(k, fds[i], keptReadOnly(s, i)); err != nil {
 			return st, err
 		}
 	}
@@ -83,6 +86,18 @@ func setupMounts(s Spec) (mountState, error) {
 	}
 	st.freshProc = true
 	return st, nil
+}
+
+// keptReadOnly reports whether the i-th kept folder (the workspace, the
+// scratch folder, then the mounts) is bound read-only.
+func keptReadOnly(s Spec, i int) bool {
+	switch {
+	case i == 0:
+		return s.WorkspaceReadOnly
+	case i >= 2:
+		return !s.Mounts[i-2].Write
+	}
+	return false
 }
 
 // hiddenDirs are the existing, real (not symlinked) folders to hide.

@@ -87,6 +87,18 @@ type Spec struct {
 	// network at all. It must be inside Scratch.
 	ProxySocket string
 	Limits      Limits
+	// Mounts are more existing folders the command sees at their own
+	// paths (a long-running server's install folder or cache); Dir may
+	// be one of them or beneath one. A hidden folder inside one stays
+	// hidden.
+	Mounts []Mount
+}
+
+// Mount is one more folder visible in the sandbox: read and execute, or
+// with Write read and write too.
+type Mount struct {
+	Path  string
+	Write bool
 }
 
 // Exit is how a sandboxed command ended.

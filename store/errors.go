@@ -21,6 +21,9 @@ var (
 	// ErrExpired means a pending spawn's decision came after its
 	// ExpiresAt.
 	ErrExpired = errors.New("pending spawn expired")
+	// ErrEmpty means an ID, prefix or key is empty (a run reference of
+	// "S-" alone is empty too): the caller's mistake.
+	ErrEmpty = errors.New("empty")
 	// ErrAmbiguous is matched by every *AmbiguousError.
 	ErrAmbiguous = errors.New("ambiguous ID prefix")
 	// ErrDiskFull means a write failed for want of space where the store

@@ -26,6 +26,9 @@ const DefaultAskTimeout = 10 * time.Minute
 // asked, is another session's, or was answered or gave up already.
 var ErrNoQuestion = errors.New("no such open question")
 
+// ErrEmptyAnswer means an answer to a question is empty or blank.
+var ErrEmptyAnswer = errors.New("the answer is empty")
+
 // Question is a subagent's open question to the person (ask_user). It
 // reaches every channel where the parent session is open, as a
 // UserQuestion event, and is answered with Manager.AnswerQuestion.
@@ -94,7 +97,7 @@ func (m *Manager) Questions(session string) []Question {
 func (m *Manager) AnswerQuestion(id, session, answer, by string) (Question, error) {
 	answer = strings.TrimSpace(answer)
 	if answer == "" {
-		return Question{}, fmt.Errorf("answer %s: empty", id)
+		return Question{}, fmt.Errorf("answer %s: %w", id, ErrEmptyAnswer)
 	}
 	if len(id) > 2 && strings.EqualFold(id[:2], "Q-") {
 		id = "Q-" + strings.ToLower(id[2:])

@@ -55,6 +55,12 @@ type Config struct {
 	// first message inside an untrusted block (taskPrompt), never in the
 	// system prompt.
 	PreviousStep string `json:"previous_step,omitempty"`
+	// ModelBy is who named Model (llm.Namer): only the operator may name
+	// a scripted model. Never read from JSON: a spawn from the API, an
+	// MCP client or a model's tool call is NamedByOther (the zero value),
+	// and only code that takes the name from the operator (the --model
+	// flag, a run record the store holds) says otherwise.
+	ModelBy llm.Namer `json:"-"`
 }
 
 // Validate checks the request's own fields (the role is checked against

@@ -323,6 +323,41 @@ func (h *Handle) writer() string {
 	return h.owner
 }
 
+// fencedPublisher is a run's event publisher: the hub, refusing the
+// run's events once this process knows it lost the lease it holds the
+// run under (another process owns the run, and its stream, now).
+type fencedPublisher struct{ h *Handle }
+
+// errLeaseLost refuses an event of a run whose lease this process lost.
+var errLeaseLost = fmt.Errorf("%w: its lease was lost; its events are not recorded", agent.ErrNotOwner)
+
+// stale reports whether this process lost the lease the run is held
+// under (its instance registered again under a new ID).
+func (h *Handle) stale() bool {
+	if h.m.opt.Owner == nil {
+		return false
+	}
+	owner := h.writer()
+	return owner != "" && owner != store.OwnerQueue && owner != h.m.ownerID()
+}
+
+// Publish implements event.Publisher.
+func (p fencedPublisher) Publish(ev event.Event) (event.Event, error) {
+	if p.h.stale() {
+		return ev, errLeaseLost
+	}
+	return p.h.m.opt.Hub.Publish(ev)
+}
+
+// PublishAsync implements event.AsyncPublisher.
+func (p fencedPublisher) PublishAsync(ev event.Event, done func(event.Event, error)) {
+	if p.h.stale() {
+		done(ev, errLeaseLost)
+		return
+	}
+	p.h.m.opt.Hub.PublishAsync(ev, done)
+}
+
 // hold is the run's agent.Config.Hold: a fresh check, before each model
 // call and each step's tools, that this process still holds the lease it
 // runs the run under.

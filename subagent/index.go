@@ -154,9 +154,11 @@ func (m *Manager) restore(ctx context.Context, run store.Run) (*Handle, error) {
 	if err := json.Unmarshal(run.Config, &cfg); err != nil {
 		return nil, fmt.Errorf("restore %s: stored config: %w", run.ShortID, err)
 	}
-	cfg.Model = run.Model // the model it ran on, not the alias it was asked for
+	// The model it ran on, not the alias it was asked for; named by the
+	// operator, as the store holds only what a spawn admitted.
+	cfg.Model, cfg.ModelBy = run.Model, llm.NamedByOperator
 	req := Request{Config: cfg, Parent: tool.Caller{AgentID: run.ParentAgent, SessionKey: run.ParentSession}, mode: Mode(run.Mode), groupID: run.GroupID,
-		admitted: m.opt.Dispatch != nil}
+		admitted: m.opt.Dispatch != nil, restored: true}
 	h, err := m.prepare(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("restore %s: %w", run.ShortID, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/redact"
 	"github.com/avaagent/ava/store"
@@ -107,6 +108,11 @@ type Options struct {
 	// checkpoint; a run that used them up is interrupted (quarantined).
 	// 0 means DefaultResumeAttempts; negative resumes none.
 	ResumeAttempts int
+	// OutageBound is how long a run's store writes and the reads that
+	// start a claimed or taken-over run are retried while the store
+	// cannot answer (a database restarting) before they fail; 0 means
+	// event.OutageBound.
+	OutageBound time.Duration
 	// LifecycleFiles are the session files (*audit.SessionLogs): recovery
 	// writes a recovered run's start entry there if its process died
 	// before writing it. Nil: not checked.
@@ -337,6 +343,13 @@ type Request struct {
 	// drawn from the session's budget when it was spawned and is in its
 	// configuration, so it is not drawn again.
 	admitted bool
+	// restored marks a finished run rebuilt from its record to be looked
+	// at: its model is not loaded until a follow-up calls it.
+	restored bool
+	// resumed marks a run claimed or taken over by this process, rebuilt
+	// from its record: the store reads that rebuild it wait out an
+	// outage (ride) instead of ending it.
+	resumed bool
 }
 
 // Spawn starts a subagent and returns its handle at once. When every
@@ -419,11 +432,7 @@ func (m *Manager) plan(ctx context.Context, req Request) (plan, error) {
 	if !ok {
 		return plan{}, fmt.Errorf("spawn: %w %q (known: %s)", ErrUnknownRole, req.Config.Role, strings.Join(m.roleNames(), ", "))
 	}
-	modelName := req.Config.Model
-	if modelName == "" {
-		modelName = role.Model
-	}
-	model, err := m.opt.Catalog.Resolve(modelName)
+	model, err := m.model(ctx, req, role)
 	if err != nil {
 		return plan{}, fmt.Errorf("spawn %s: %w", role.Name, err)
 	}
@@ -433,7 +442,7 @@ func (m *Manager) plan(ctx context.Context, req Request) (plan, error) {
 	}
 	limits := req.Config.limits(role)
 	if !req.admitted {
-		if err := m.applyBudget(ctx, req.Parent.SessionKey, &limits); err != nil {
+		if err := m.applyBudget(ctx, req.Parent.SessionKey, req.resumed, &limits); err != nil {
 			return plan{}, err
 		}
 	}
@@ -442,6 +451,25 @@ func (m *Manager) plan(ctx context.Context, req Request) (plan, error) {
 		thinking = *req.Config.ExtendedThinking
 	}
 	return plan{role: role, model: model, tools: rt.tools.Names(), reg: rt.tools, limits: limits, thinking: thinking}, nil
+}
+
+// model resolves the request's model (the role's when it names none) as
+// its namer may name it, and, unless the run is only being restored for
+// a look, checks that it can be loaded, so that a run that could never
+// call its model is refused (or, resumed, ended) with the reason.
+func (m *Manager) model(ctx context.Context, req Request, role Role) (llm.Model, error) {
+	name, by := req.Config.Model, req.Config.ModelBy
+	if name == "" {
+		name, by = role.Model, role.ModelBy
+	}
+	model, err := m.opt.Catalog.ResolveAs(name, by)
+	if err != nil {
+		return llm.Model{}, err
+	}
+	if req.restored {
+		return model, nil
+	}
+	return model, llm.CheckModel(ctx, model)
 }
 
 // prepare checks a request and builds its handle.
@@ -493,11 +521,21 @@ func buildRoleTools(all *tool.Registry, role Role, ask tool.Tool) (*tool.Registr
 
 // applyBudget draws the cost cap from what is left of the parent
 // session's budget, if it has one.
-func (m *Manager) applyBudget(ctx context.Context, session string, l *agent.Limits) error {
+func (m *Manager) applyBudget(ctx context.Context, session string, resumed bool, l *agent.Limits) error {
 	if session == "" {
 		return nil
 	}
-	s, err := m.opt.Store.GetSession(ctx, session)
+	var s store.Session
+	read := func(ctx context.Context) (err error) {
+		s, err = m.opt.Store.GetSession(ctx, session)
+		return err
+	}
+	var err error
+	if resumed { // the run is this process's already: wait for the store
+		err = m.ride(read)
+	} else {
+		err = read(ctx)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
@@ -603,6 +641,25 @@ func (m *Manager) List(all bool) []*Handle {
 	m.mu.Unlock()
 	slices.SortFunc(out, func(a, b *Handle) int { return b.created.Compare(a.created) })
 	return out
+}
+
+// Counts is how many runs this process runs (running or being set up)
+// and how many wait in its queue for a slot; views of runs that another
+// process of a cluster runs are not counted.
+func (m *Manager) Counts() (running, queued int) {
+	for _, h := range m.List(false) {
+		h.mu.Lock()
+		status, remote := h.status, h.remote
+		h.mu.Unlock()
+		switch {
+		case remote:
+		case status == lifecycle.Queued:
+			queued++
+		case !status.Final():
+			running++
+		}
+	}
+	return running, queued
 }
 
 // Cancel stops a running subagent.

@@ -44,8 +44,6 @@ When complete, provide:
 
 End your final answer with one fenced JSON block of this shape:
 ` + "```json\n{\"output\": <the structured result>, \"summary\": \"<one or two sentences>\", \"confidence\": 0.0}\n```\n")
-	if role.Prompt != "" {
-		fmt.Fprintf(&b, "\n## Role Instructions\n%s\n", role.Prompt)
-	}
+	b.WriteString(role.promptSection())
 	return b.String()
 }

@@ -79,7 +79,8 @@ func (ps *ProposedSpawn) apply(c confirm.Change) {
 	cfgs := slices.Clone(ps.Configs)
 	for i := range cfgs {
 		if c.Model != "" {
-			cfgs[i].Model = c.Model
+			// A decision comes through the API or a chat: not the operator.
+			cfgs[i].Model, cfgs[i].ModelBy = c.Model, llm.NamedByOther
 		}
 		if c.MaxTokens > 0 {
 			cfgs[i].MaxTokens = c.MaxTokens

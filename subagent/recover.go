@@ -2,6 +2,7 @@ package subagent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -38,6 +39,9 @@ func (m *Manager) Recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("find unannounced results: %w", err)
 	}
+	if err := m.ensureEnds(ctx, runs); err != nil {
+		return err
+	}
 	for _, r := range runs {
 		if err := m.announceStored(ctx, r); err != nil {
 			return err
@@ -46,16 +50,41 @@ func (m *Manager) Recover(ctx context.Context) error {
 	return nil
 }
 
+// otherOwners are the owners recovery looks at: those of active runs,
+// and every other registered instance, so that a gone process that owns
+// no run (a gateway of a cluster, which dispatches its runs to workers;
+// a process killed while idle) has its registration removed too, not
+// left behind for good.
+func (m *Manager) otherOwners(ctx context.Context, active []store.Run) ([]string, error) {
+	registered, err := m.opt.Store.Instances(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("recover runs: %w", err)
+	}
+	var owners []string
+	add := func(id string) {
+		if id != m.ownerID() && id != store.OwnerQueue && !slices.Contains(owners, id) {
+			owners = append(owners, id)
+		}
+	}
+	for _, r := range active {
+		add(r.Owner)
+	}
+	for _, in := range registered {
+		add(in.ID)
+	}
+	return owners, nil
+}
+
+// recoverGone ends or takes over the runs of gone owners and removes
+// their registrations.
 func (m *Manager) recoverGone(ctx context.Context) error {
 	active, err := m.opt.Store.ListRuns(ctx, store.RunFilter{Active: true})
 	if err != nil {
 		return fmt.Errorf("recover runs: %w", err)
 	}
-	var owners []string
-	for _, r := range active {
-		if r.Owner != m.ownerID() && r.Owner != store.OwnerQueue && !slices.Contains(owners, r.Owner) {
-			owners = append(owners, r.Owner)
-		}
+	owners, err := m.otherOwners(ctx, active)
+	if err != nil {
+		return err
 	}
 	if len(owners) == 0 {
 		return nil
@@ -78,7 +107,7 @@ func (m *Manager) recoverGone(ctx context.Context) error {
 		if len(runs) > 0 {
 			m.log.Warn("subagents interrupted: the process running them is gone", "count", len(runs), "owner", owner)
 		}
-		m.ensureStarts(append(slices.Clone(resumed), runs...))
+		m.ensureStarts(ctx, append(slices.Clone(resumed), runs...))
 		for _, r := range runs {
 			if r.Error == store.QuarantinedError {
 				m.log.Warn("subagent quarantined: its process stopped after every resume allowed", "id", r.ShortID, "attempts", r.Attempts)
@@ -137,13 +166,80 @@ func (m *Manager) recordInterrupted(r store.Run) {
 	}
 }
 
+// goneOwners returns which owners of runs are gone (never this process
+// nor the cluster's queue), as Owner.Gone saw them.
+func (m *Manager) goneOwners(ctx context.Context, runs []store.Run) ([]store.Instance, error) {
+	var owners []string
+	for _, r := range runs {
+		if r.Owner != m.ownerID() && r.Owner != store.OwnerQueue && !slices.Contains(owners, r.Owner) {
+			owners = append(owners, r.Owner)
+		}
+	}
+	if len(owners) == 0 {
+		return nil, nil
+	}
+	return m.opt.Owner.Gone(ctx, owners)
+}
+
+// ensureEnds writes the end entries of finished, unannounced runs whose
+// process died after it recorded their end and before it published it
+// (so before their entry was written and their result announced). Only
+// runs whose owner is gone: a live process, this one included, is about
+// to publish the end itself.
+func (m *Manager) ensureEnds(ctx context.Context, runs []store.Run) error {
+	if m.opt.LifecycleFiles == nil || m.opt.Owner == nil || len(runs) == 0 {
+		return nil
+	}
+	gone, err := m.goneOwners(ctx, runs)
+	if err != nil {
+		return fmt.Errorf("find ends not written: %w", err)
+	}
+	var evs []event.Event
+	for _, r := range runs {
+		if r.ParentSession == "" || r.EndedAt == nil || !slices.ContainsFunc(gone, func(g store.Instance) bool { return g.ID == r.Owner }) {
+			continue
+		}
+		evs = append(evs, storedCompleteEvent(r))
+	}
+	if len(evs) > 0 {
+		if err := m.opt.LifecycleFiles.EnsureEntries(evs); err != nil {
+			m.log.Error("write missing end entries of finished runs", "err", err)
+		}
+	}
+	return nil
+}
+
+// storedCompleteEvent is the parent's SubagentComplete of a finished run,
+// rebuilt from its record.
+func storedCompleteEvent(r store.Run) event.Event {
+	var res Result
+	if len(r.Result) > 0 {
+		_ = json.Unmarshal(r.Result, &res)
+	}
+	res.SubagentID, res.Status, res.TokensUsed, res.CostCents, res.Iterations = r.ShortID, r.Status, r.Tokens, r.CostCents, r.Iterations
+	start := r.CreatedAt
+	if r.StartedAt != nil {
+		start = *r.StartedAt
+	}
+	ev := completeEvent(r.Role, r.Mode, r.Model, res, agent.Result{CostCents: r.CostCents, Duration: r.EndedAt.Sub(start)}, start, r.Attempts)
+	ev.Session, ev.Agent, ev.Time = r.ParentSession, r.ParentAgent, *r.EndedAt
+	return ev
+}
+
 // ensureStarts writes the subagent:start entries of recovered runs that
 // started but whose entry their dead process had not written yet (it
 // publishes SubagentSpawn without waiting), so that their next entries
-// never come without a start.
-func (m *Manager) ensureStarts(runs []store.Run) {
+// never come without a start. In a cluster each process writes session
+// files of its own: a run whose SubagentSpawn is in its parent's event
+// log had its start entry written by the process that published it, on
+// its machine, so this one writes none (the taken-over run gets only its
+// subagent:resumed here).
+func (m *Manager) ensureStarts(ctx context.Context, runs []store.Run) {
 	if m.opt.LifecycleFiles == nil {
 		return
+	}
+	if m.opt.Dispatch != nil {
+		runs = m.unpublishedStarts(ctx, runs)
 	}
 	var evs []event.Event
 	for _, r := range runs {
@@ -160,5 +256,53 @@ func (m *Manager) ensureStarts(runs []store.Run) {
 	}
 	if err := m.opt.LifecycleFiles.EnsureEntries(evs); err != nil {
 		m.log.Error("write missing start entries of recovered runs", "err", err)
+	}
+}
+
+// unpublishedStarts are the runs of runs whose SubagentSpawn is not in
+// their parent session's event log. A log that cannot be read leaves
+// the runs in (a start entry too many rather than none).
+func (m *Manager) unpublishedStarts(ctx context.Context, runs []store.Run) []store.Run {
+	bySession := map[string]map[string]bool{}
+	for _, r := range runs {
+		if r.ParentSession != "" && bySession[r.ParentSession] == nil {
+			bySession[r.ParentSession] = map[string]bool{}
+		}
+	}
+	for session, published := range bySession {
+		if err := m.readStarts(ctx, session, published); err != nil {
+			m.log.Warn("read the starts published in a parent session", "session", session, "err", err)
+		}
+	}
+	var out []store.Run
+	for _, r := range runs {
+		if !bySession[r.ParentSession][r.ShortID] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// startsPage is how many events unpublishedStarts reads at a time.
+const startsPage = 1000
+
+// readStarts marks in published the subagents whose SubagentSpawn is in
+// session's event log.
+func (m *Manager) readStarts(ctx context.Context, session string, published map[string]bool) error {
+	for after := uint64(0); ; {
+		evs, err := m.opt.Store.ReadEvents(ctx, session, after, startsPage)
+		if err != nil {
+			return fmt.Errorf("read events of %s: %w", session, err)
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+			var c event.SubagentSpawnContent
+			if ev.Type == event.SubagentSpawn && ev.Decode(&c) == nil {
+				published[c.SubagentID] = true
+			}
+		}
+		if len(evs) < startsPage {
+			return nil
+		}
 	}
 }

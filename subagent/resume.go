@@ -88,12 +88,14 @@ func (m *Manager) prepareResume(ctx context.Context, r store.Run) (*Handle, []ll
 	if err := json.Unmarshal(r.Config, &cfg); err != nil {
 		return nil, nil, llm.Message{}, false, fmt.Errorf("stored config: %w", err)
 	}
-	cfg.Model = r.Model
+	// The model it ran on, named by the operator: the store holds only
+	// what a spawn admitted. Whether it still loads is checked again.
+	cfg.Model, cfg.ModelBy = r.Model, llm.NamedByOperator
 	// The tool call that waited for it died with its process: the result
 	// is announced into the parent's history; unless it is a dispatched
 	// run starting on a worker, whose caller still waits (waitedRun).
 	req := Request{Config: cfg, Parent: tool.Caller{AgentID: r.ParentAgent, SessionKey: r.ParentSession}, Background: !m.waitedRun(r),
-		mode: Mode(r.Mode), groupID: r.GroupID, admitted: m.opt.Dispatch != nil}
+		mode: Mode(r.Mode), groupID: r.GroupID, admitted: m.opt.Dispatch != nil, resumed: true}
 	h, err := m.prepare(ctx, req)
 	if err != nil {
 		return nil, nil, llm.Message{}, false, err
@@ -112,7 +114,11 @@ func (m *Manager) prepareResume(ctx context.Context, r store.Run) (*Handle, []ll
 	if r.StartedAt != nil {
 		h.startedAt = *r.StartedAt
 	}
-	msgs, err := m.opt.Store.Messages(ctx, r.SessionKey, 0)
+	var msgs []store.Message
+	err = m.ride(func(ctx context.Context) (err error) {
+		msgs, err = m.opt.Store.Messages(ctx, r.SessionKey, 0)
+		return err
+	})
 	if err != nil {
 		return nil, nil, llm.Message{}, false, fmt.Errorf("load conversation: %w", err)
 	}
@@ -247,12 +253,31 @@ func (h *Handle) announceResumed(attempt, messages int) {
 	}
 }
 
+// unresumableError is the recorded error of a run that could not go on:
+// what happened to it, and why it could not go on. A run that never
+// started (claimed from the queue, or taken over before its first call)
+// says so, rather than that its process stopped.
+func unresumableError(r store.Run, cause error) string {
+	if r.StartedAt == nil {
+		return fmt.Sprintf("interrupted: it had not started, and it could not be started: %v", cause)
+	}
+	return fmt.Sprintf("%s; it could not be resumed: %v", interruptedSummary, cause)
+}
+
 // endUnresumable ends a taken-over run that cannot go on as interrupted
-// and records its end as recovery does.
+// and records its end as recovery does; the end write rides out an
+// outage like a run's own end (recordEnd), so the run is not left
+// active under a live owner that recovery never looks at.
 func (m *Manager) endUnresumable(ctx context.Context, r store.Run, cause error) {
-	fin := &store.RunFinish{Error: fmt.Sprintf("%s; it could not be resumed: %v", interruptedSummary, cause),
+	fin := &store.RunFinish{Error: unresumableError(r, cause),
 		Tokens: r.Tokens, CostCents: r.CostCents, Iterations: r.Iterations, EndedAt: m.now()}
-	err := m.opt.Store.TransitionRun(context.WithoutCancel(ctx), r.ID, r.Owner, []lifecycle.Status{r.Status}, lifecycle.Interrupted, fin)
+	dctx, cancel := m.durableContext()
+	defer cancel()
+	err := wait.Retry(dctx, 0, refused, func(actx context.Context) error {
+		actx, cancel := context.WithTimeout(actx, finalWriteTimeout)
+		defer cancel()
+		return m.opt.Store.TransitionRun(actx, r.ID, r.Owner, []lifecycle.Status{r.Status}, lifecycle.Interrupted, fin)
+	})
 	if err != nil {
 		m.log.Error("end unresumable run", "id", r.ShortID, "err", err)
 		return
@@ -310,15 +335,11 @@ func (h *Handle) checkpoint(cp agent.Checkpoint) error {
 }
 
 // writeCheckpoint writes c, retrying a store that cannot take it for up
-// to event.OutageBound (the run waits); when it fails, the messages from
+// to the outage bound (the run waits); when it fails, the messages from
 // index from on are left to the run's end to record.
 func (h *Handle) writeCheckpoint(c store.Checkpoint, from int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), event.OutageBound)
-	defer cancel()
-	err := wait.Retry(ctx, 0, refused, func(ctx context.Context) error {
-		actx, cancel := context.WithTimeout(ctx, finalWriteTimeout)
-		defer cancel()
-		return h.m.opt.Store.CheckpointRun(actx, h.uuid, c)
+	err := h.m.ride(func(ctx context.Context) error {
+		return h.m.opt.Store.CheckpointRun(ctx, h.uuid, c)
 	})
 	if err == nil {
 		return nil

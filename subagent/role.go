@@ -18,6 +18,7 @@ import (
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/internal/fsread"
+	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/mcpclient"
 )
 
@@ -61,7 +62,21 @@ type Role struct {
 	// Overrides is the Source of the role of the same name this one
 	// replaced ("" when it replaced none).
 	Overrides string
+	// ModelBy is who named Model: the operator for the built-in roles
+	// and the data root's role files, anyone else for a workspace's
+	// (llm.Namer: only the operator may name a scripted model).
+	ModelBy llm.Namer
+	// Untrusted marks a role from a workspace file the person has not
+	// trusted (or that changed since): it was clamped by the workspace
+	// gate (workspace.go), UntrustedWhy says why it is untrusted and
+	// Withheld what was taken from it or lowered.
+	Untrusted    bool
+	UntrustedWhy string
+	Withheld     []string
 }
+
+// defaultRoleModel is the model of a role file that names none.
+const defaultRoleModel = "sonnet"
 
 // Default limits of a subagent (seed 001, section 2.4).
 const (
@@ -121,6 +136,7 @@ func BuiltinRoles() []Role {
 	}
 	for i := range roles {
 		roles[i].Resume = !slices.ContainsFunc(roles[i].Tools, isProcessTool)
+		roles[i].ModelBy = llm.NamedByOperator
 	}
 	return roles
 }
@@ -200,7 +216,7 @@ func ParseRole(path string, data []byte, known func(string) bool) (Role, error) 
 		RequiredOutput: rf.RequiredOutput, Resume: rf.Resume,
 		Prompt: strings.TrimSpace(string(body)), Source: path}
 	if r.Model == "" {
-		r.Model = "sonnet"
+		r.Model = defaultRoleModel
 	}
 	if err := applyRoleLimits(&r, rf, line); err != nil {
 		return Role{}, &RoleError{Path: path, Line: err.line, Err: err.err}
@@ -360,20 +376,23 @@ type RoleDir struct {
 	// that is opened beneath it (a symlink cannot lead out of Base).
 	Path string
 	Base string
-	// MayOverride lets a role here replace a built-in role, or one from
-	// an earlier folder, of the same name. The data root's agents/ may;
-	// a workspace's .ava/agents/ only when the workspace is trusted.
+	// MayOverride marks the operator's folder (the data root's agents/):
+	// every role file in it is trusted, may replace a built-in role or
+	// one from an earlier folder of the same name, and names its model
+	// as the operator.
 	MayOverride bool
+	// Trusted are the files of a workspace folder (MayOverride false)
+	// the person trusted, by content: each file's path (relative to
+	// Base, e.g. .ava/agents/x.md; to the folder when there is no Base)
+	// to its FileHash when trusted. A file missing from it, or whose
+	// content has another hash, is untrusted and goes through the
+	// workspace gate; nil: the workspace is not trusted at all.
+	Trusted map[string]string
 }
 
 // ErrUntrustedOverride is a role file of an untrusted workspace that
 // would replace a built-in or user role; it is skipped.
 var ErrUntrustedOverride = errors.New("would replace a role of the same name, but its workspace is not trusted; skipped (trust the workspace with `ava trust` to allow it)")
-
-// ErrUntrustedMCPServer is a role file of an untrusted workspace that
-// defines an MCP server of its own (a command Ava would run); it is
-// skipped. Naming a server of config.yaml is allowed.
-var ErrUntrustedMCPServer = errors.New("defines an MCP server of its own, but its workspace is not trusted; skipped (define the server in config.yaml's mcp_servers and name it, or trust the workspace with `ava trust`)")
 
 // maxRoleFileSize bounds one role file read.
 const maxRoleFileSize = 1 << 20
@@ -429,22 +448,36 @@ func loadRoleDir(dir RoleDir, roles map[string]Role, known func(string) bool) []
 			errs = append(errs, err)
 			continue
 		}
-		if !dir.MayOverride && r.HasOwnMCPServers() {
-			// A repository's role file must not make Ava run a command.
-			errs = append(errs, &RoleError{Path: p, Line: 1, Err: fmt.Errorf("role %s %w", r.Name, ErrUntrustedMCPServer)})
-			continue
-		}
+		trusted, why := dir.fileTrusted(dir.relPath(name), data)
 		if prev, ok := roles[r.Name]; ok {
-			if !dir.MayOverride {
-				errs = append(errs, &RoleError{Path: p, Err: fmt.Errorf("role %s (%s) %w", r.Name, prev.Source, ErrUntrustedOverride)})
+			if !trusted {
+				errs = append(errs, &RoleError{Path: p, Err: fmt.Errorf("role %s (%s) %w", r.Name, prev.Source, untrustedOverride(why))})
 				continue
 			}
 			r.Overrides = prev.Source
+		}
+		switch {
+		case dir.MayOverride:
+			r.ModelBy = llm.NamedByOperator
+		case !trusted:
+			r = clampUntrusted(r, why)
 		}
 		roles[r.Name] = r
 	}
 	return errs
 }
+
+// untrustedOverride is ErrUntrustedOverride, saying why the file is not
+// trusted when it is in a trusted workspace.
+func untrustedOverride(why string) error {
+	if why == "" || strings.Contains(why, "not trusted") {
+		return ErrUntrustedOverride
+	}
+	return fmt.Errorf("%w; the file is %s: review it and run `ava trust` again", ErrUntrustedOverride, why)
+}
+
+// relPath is a file of the folder as Trusted names it.
+func (d RoleDir) relPath(name string) string { return filepath.Join(d.Path, name) }
 
 // display is the folder's path for messages.
 func (d RoleDir) display() string {

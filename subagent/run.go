@@ -124,7 +124,7 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		CheckAnswer: h.checkAnswer,
 		Checkpoint:  h.checkpoint,
 		Hold:        h.hold,
-		Publisher:   h.m.opt.Hub,
+		Publisher:   fencedPublisher{h},
 		Clock:       m.now,
 		Logger:      m.log.With("subagent", h.id),
 		Tracer:      m.opt.Tracer,
@@ -275,7 +275,11 @@ func (h *Handle) recordRun(first bool, start time.Time) error {
 			h.mu.Unlock()
 		}
 	} else {
-		err = h.m.opt.Store.TransitionRun(ctx, h.uuid, owner, []lifecycle.Status{from}, lifecycle.Running, nil)
+		// The record exists (a queued run, a follow-up): the write waits
+		// out an outage rather than end the turn before it started.
+		err = h.m.ride(func(ctx context.Context) error {
+			return h.m.opt.Store.TransitionRun(ctx, h.uuid, owner, []lifecycle.Status{from}, lifecycle.Running, nil)
+		})
 	}
 	if err != nil {
 		h.m.log.Error("record subagent start; not running it", "id", h.id, "err", err)

@@ -19,7 +19,7 @@ type SpawnArgs struct {
 	Role             string  `json:"role" jsonschema:"the subagent's role: web_crawler, code_reviewer, data_extractor, researcher, or a custom role's name"`
 	Task             string  `json:"task" jsonschema:"what the subagent must accomplish, stated so it can work without asking questions"`
 	Context          string  `json:"context,omitempty" jsonschema:"background the subagent needs from this conversation"`
-	Model            string  `json:"model,omitempty" jsonschema:"override the role's model (provider/model or haiku, sonnet, opus)"`
+	Model            string  `json:"model,omitempty" jsonschema:"override the role's model (provider/model or haiku, sonnet, opus; a scripted model only through an alias the operator configured)"`
 	Timeout          float64 `json:"timeout,omitempty" jsonschema:"wall-clock limit in seconds (default: the role's, usually 600)"`
 	MaxCostCents     float64 `json:"max_cost_cents,omitempty" jsonschema:"cost cap in US cents (default: the role's, usually 50)"`
 	MaxTokens        int     `json:"max_tokens,omitempty" jsonschema:"token cap (default 100000)"`
@@ -70,11 +70,7 @@ func (m *Manager) Tools() []tool.Tool {
 func (m *Manager) roleSummary() string {
 	var parts []string
 	for _, r := range SortedRoles(m.opt.Roles) {
-		tools := strings.Join(r.Tools, ", ")
-		if len(r.MCPServers) > 0 {
-			tools += "; MCP servers: " + strings.Join(r.MCPServerNames(), ", ")
-		}
-		parts = append(parts, fmt.Sprintf("%s (%s; tools: %s)", r.Name, strings.TrimSuffix(r.Description, "."), tools))
+		parts = append(parts, r.SummaryText())
 	}
 	return strings.Join(parts, "; ") + "."
 }

@@ -102,7 +102,9 @@ func newEnv(t *testing.T, extra ...string) *env {
 	root := t.TempDir()
 	path := filepath.Join(root, "script.yaml")
 	text := strings.Replace(script, "LONGTEXT", strings.ReplaceAll(fmtYAML(long), "\n", "\\n"), 1)
-	text = strings.ReplaceAll(text, "MODEL", "scripted/"+path)
+	// The orchestrator names the script through an alias config.yaml
+	// maps to it: only the operator may name a scripted model by path.
+	text = strings.ReplaceAll(text, "MODEL", "scripted/sonnet")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +124,7 @@ func newEnv(t *testing.T, extra ...string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.Aliases = map[string]map[string]string{"scripted": {"haiku": path, "sonnet": path, "opus": path}}
 	in, err := app.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -18,8 +18,8 @@ conversations:
       - text: "A long answer."
         usage: {input: 1000, output: 40000}
   - turns:
-      - tool_calls: [{name: spawn_subagent, args: {role: researcher, task: a, model: "scripted/SCRIPT"}}]
-      - tool_calls: [{name: spawn_subagent, args: {role: researcher, task: b, model: "scripted/SCRIPT"}}]
+      - tool_calls: [{name: spawn_subagent, args: {role: researcher, task: a}}]
+      - tool_calls: [{name: spawn_subagent, args: {role: researcher, task: b}}]
       - text: "done"
 `
 
@@ -32,6 +32,7 @@ func TestBudgetBoundsTheSubagentsCalls(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "delegate.yaml")
 	must(t, os.WriteFile(script, []byte(strings.ReplaceAll(delegateScript, "SCRIPT", script)), 0o600))
 	must(t, os.WriteFile(filepath.Join(root, "config.yaml"), []byte("prices:\n  delegate.yaml: {input: 100, output: 500}\n"), 0o600))
+	operatorSubagentScript(t, root, script)
 	env := map[string]string{"AVA_DATA_ROOT": root}
 	if _, errOut, code := ava(t, env, "run", "--budget", "3", "--model", "scripted/"+script, "go"); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

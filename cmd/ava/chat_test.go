@@ -26,7 +26,7 @@ conversations:
         delay: 2s
         usage: {input: 100, output: 10}
   - turns:
-      - tool_calls: [{name: spawn_subagent, args: {role: researcher, task: find the answer, model: "scripted/SCRIPT", rationale: "it needs reading", background: true}}]
+      - tool_calls: [{name: spawn_subagent, args: {role: researcher, task: find the answer, rationale: "it needs reading", background: true}}]
       - text: "I proposed a researcher for that."
       - text: "a slow answer"
         delay: 60s
@@ -83,6 +83,7 @@ func TestChatInPseudoTerminal(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "chat.yaml")
 	must(t, os.WriteFile(script, []byte(strings.ReplaceAll(chatScript, "SCRIPT", script)), 0o600))
 	root := t.TempDir()
+	operatorSubagentScript(t, root, script)
 	cmd := exec.Command(avaBin, "chat", "--model", "scripted/"+script)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AVA_DATA_ROOT=" + root,
 		"AVA_WORKSPACE=" + t.TempDir(), "AVA_CONFIRM=always", "TERM=xterm-256color", "AVA_PROGRESS_AFTER=1s", "AVA_PROGRESS_EVERY=1m"}
@@ -234,12 +235,12 @@ conversations:
       - tool_calls: [{name: ask_user, args: {question: "Which branch?"}}]
       - text: "read {{last_result}}"
   - turns:
-      - tool_calls: [{name: spawn_subagent, args: {role: asker, task: ASK away, model: "scripted/SCRIPT", background: true}}]
+      - tool_calls: [{name: spawn_subagent, args: {role: asker, task: ASK away, background: true}}]
       - text: "started an asker"
 `, "SCRIPT", script)), 0o600))
 	root := t.TempDir()
 	must(t, os.MkdirAll(filepath.Join(root, "agents"), 0o700))
-	must(t, os.WriteFile(filepath.Join(root, "agents", "asker.md"), []byte("---\nname: asker\ndescription: asks\ntools: [read_file, ask_user]\nmodel: haiku\n---\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(root, "agents", "asker.md"), []byte("---\nname: asker\ndescription: asks\ntools: [read_file, ask_user]\nmodel: scripted/"+script+"\n---\n"), 0o600))
 	cmd := exec.Command(avaBin, "chat", "--model", "scripted/"+script)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AVA_DATA_ROOT=" + root,
 		"AVA_WORKSPACE=" + t.TempDir(), "AVA_CONFIRM=never", "TERM=xterm-256color"}

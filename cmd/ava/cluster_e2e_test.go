@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/gateway/client"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
@@ -21,7 +22,8 @@ import (
 
 // clusterScript: QUICK subagents answer after a short pause; STEPS ones
 // read a file and answer ten seconds later (so that a worker killed
-// meanwhile leaves a checkpoint); BLOCK ones wait until stopped.
+// meanwhile leaves a checkpoint); BUSY ones make seven model calls a
+// second apart; BLOCK ones wait until stopped.
 const clusterScript = `conversations:
   - match: "QUICK"
     turns:
@@ -41,6 +43,22 @@ const clusterScript = `conversations:
       - tool_calls: [{name: read_file, args: {path: notes.txt}}]
         delay: 1s
       - text: "streamed done"
+        delay: 1s
+  - match: "BUSY"
+    turns:
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - tool_calls: [{name: read_file, args: {path: notes.txt}}]
+        delay: 1s
+      - text: "busy done"
         delay: 1s
   - match: "FOLLOW"
     turns:
@@ -91,6 +109,7 @@ func (c *cluster) start(role string, extra ...string) *daemon {
 	c.t.Helper()
 	c.procs++
 	data := filepath.Join(c.root, fmt.Sprintf("data-%s-%d", role, c.procs))
+	operatorSubagentScript(c.t, data, strings.TrimPrefix(c.model, "scripted/"))
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + c.root, "AVA_DATA_ROOT=" + data, "AVA_WORKSPACE=" + c.root,
 		"AVA_MODEL=" + c.model, "AVA_CONFIRM=never", "AVA_DATABASE_URL=" + c.url, "AVA_MAX_CONCURRENT_SUBAGENTS=60",
 		"AVA_MAX_QUEUED_SUBAGENTS=1000", "AVA_SPAWN_OVERFLOW=queue"}
@@ -121,7 +140,7 @@ func spawnN(t *testing.T, c *client.Client, model, parent, role, kind string, n 
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			sa, _, err := c.Spawn(bg(t), client.SpawnRequest{Role: role, Task: fmt.Sprintf("%s %d", kind, i), Model: model, Parent: parent})
+			sa, _, err := c.Spawn(bg(t), client.SpawnRequest{Role: role, Task: fmt.Sprintf("%s %d", kind, i), Model: spawnModel, Parent: parent})
 			if err != nil {
 				t.Error(err)
 				return
@@ -266,6 +285,28 @@ func TestClusterWorkerKilledRunsResumeElsewhere(t *testing.T) {
 		}
 	}
 	deliveredOnce(t, st, first.Session, jobs)
+	oneStartEach(t, cl, jobs)
+}
+
+// oneStartEach checks that each job has one subagent:start entry across
+// the session files of every process: a run taken over elsewhere gets
+// subagent:resumed there, not a second start.
+func oneStartEach(t *testing.T, cl *cluster, jobs []job) {
+	t.Helper()
+	entries := cl.lifecycleEntries(t)
+	for _, j := range jobs {
+		var types []string
+		starts := 0
+		for _, e := range entries[j.id] {
+			types = append(types, string(e.EventType))
+			if e.EventType == audit.SubagentStart {
+				starts++
+			}
+		}
+		if starts != 1 {
+			t.Errorf("%s: %d subagent:start entries across the processes' session files: %v", j.id, starts, types)
+		}
+	}
 }
 
 // TestClusterCancelAcrossProcesses: a subagent spawned through the
@@ -406,6 +447,7 @@ func TestClusterWorkerDrainHandsOver(t *testing.T) {
 	t.Logf("SIGTERM → every run taken over by the other worker in %s", time.Since(drained).Round(time.Millisecond))
 	waitAll(t, gw.c, jobs, func(sa client.Subagent) bool { return sa.Status == "success" })
 	deliveredOnce(t, st, first.Session, jobs)
+	oneStartEach(t, cl, jobs)
 }
 
 // TestClusterBudgetAcrossGateways: a session's budget holds across the
@@ -423,7 +465,7 @@ func TestClusterBudgetAcrossGateways(t *testing.T) {
 		t.Fatal(err)
 	}
 	spawn := func(c *client.Client, task string) (client.Subagent, error) {
-		sa, _, err := c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: task, Model: cl.model, MaxCostCents: 0.8, Parent: first.Session})
+		sa, _, err := c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: task, Model: spawnModel, MaxCostCents: 0.8, Parent: first.Session})
 		return sa, err
 	}
 	a, err := spawn(g1.c, "BLOCK a")

@@ -16,7 +16,7 @@ conversations:
       - text: "found it"
         usage: {input: 100, output: 10}
   - turns:
-      - tool_calls: [{name: spawn_subagent, args: {role: researcher, task: look, model: "scripted/SCRIPT", rationale: "it needs reading"}}]
+      - tool_calls: [{name: spawn_subagent, args: {role: researcher, task: look, rationale: "it needs reading"}}]
       - text: "done"
 `
 
@@ -28,6 +28,7 @@ func TestRunYesSkipsConfirmation(t *testing.T) {
 	root := t.TempDir()
 	script := filepath.Join(t.TempDir(), "spawn.yaml")
 	must(t, os.WriteFile(script, []byte(strings.ReplaceAll(spawnOnceScript, "SCRIPT", script)), 0o600))
+	operatorSubagentScript(t, root, script)
 	env := map[string]string{"AVA_DATA_ROOT": root, "AVA_CONFIRM": "always"}
 	_, errOut, code := ava(t, env, "run", "--session", "ava:cli:asked", "--model", "scripted/"+script, "go")
 	if code != 0 || !strings.Contains(errOut, "awaits your confirmation") || !strings.Contains(errOut, "Proceed? [Yes/No]") {

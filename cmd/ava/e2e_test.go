@@ -258,7 +258,7 @@ const backgroundScript = `conversations:
       - text: "delegating"
         tool_calls:
           - name: spawn_subagent
-            args: {role: researcher, task: "late task", model: "scripted/demo", background: true, timeout: 30, max_cost_cents: 1}
+            args: {role: researcher, task: "late task", background: true, timeout: 30, max_cost_cents: 1}
       - text: "answered before the subagent ended"
 `
 

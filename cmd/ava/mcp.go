@@ -65,7 +65,10 @@ func newMCPListCmd(a *App) *cobra.Command {
 		Short: "List the MCP servers roles use (config.yaml's and the roles' own) and their state",
 		Long: `List the MCP servers subagents' roles may use: those of config.yaml's
 mcp_servers and those a role file defines, with their kind (stdio or url),
-command or URL, the roles using each, and their state in this process.
+command or URL, how it is confined (SANDBOX: sandboxed, with or without
+network; UNSANDBOXED when its definition says sandbox: false or
+AVA_SANDBOX=off, each such server also named in a warning on stderr), the
+roles using each, and their state in this process.
 
 Each Ava process (ava serve, ava mcp, ava run, ava chat) has its own servers,
 started when a subagent first uses them, so without --check every server is
@@ -111,7 +114,7 @@ func listDaemonMCPServers(ctx context.Context, a *App) error {
 	servers := make([]app.MCPServer, 0, len(list))
 	for _, m := range list {
 		servers = append(servers, app.MCPServer{Roles: m.Roles, MCPServerStatus: app.MCPServerStatus{Name: m.Name, Kind: m.Kind,
-			Target: m.Target, State: mcpclient.State(m.State), PID: m.PID, Tools: m.Tools, Withheld: m.Withheld, Starts: m.Starts, Err: m.Error}})
+			Target: m.Target, State: mcpclient.State(m.State), PID: m.PID, Tools: m.Tools, Withheld: m.Withheld, Starts: m.Starts, Err: m.Error, Confinement: m.Confinement}})
 	}
 	if err := printMCPServers(a, servers, false, true, nil); err != nil {
 		return err
@@ -129,7 +132,7 @@ func printMCPServers(a *App, servers []app.MCPServer, check, remote bool, failed
 		return nil
 	}
 	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tKIND\tCOMMAND OR URL\tROLES\tSTATE\tTOOLS")
+	fmt.Fprintln(tw, "SERVER\tKIND\tCOMMAND OR URL\tSANDBOX\tROLES\tSTATE\tTOOLS")
 	for _, s := range servers {
 		roles := strings.Join(s.Roles, ",")
 		if roles == "" {
@@ -149,11 +152,12 @@ func printMCPServers(a *App, servers []app.MCPServer, check, remote bool, failed
 		if s.Err != "" {
 			state += ": " + s.Err
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.Target, roles, state, tools)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.Target, confinementShort(s.Confinement), roles, state, tools)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write MCP servers: %w", err)
 	}
+	warnUnsandboxed(a, servers)
 	for _, s := range servers {
 		if len(s.Withheld) > 0 {
 			fmt.Fprintf(a.Stdout, "%s: withheld: %s\n", s.Name, strings.Join(s.Withheld, "; "))
@@ -166,4 +170,29 @@ func printMCPServers(a *App, servers []app.MCPServer, check, remote bool, failed
 		return failed
 	}
 	return nil
+}
+
+// confinementShort is the SANDBOX column: the confinement up to its
+// first colon ("UNSANDBOXED (sandbox: false)", "sandboxed, no network").
+func confinementShort(c string) string {
+	if c == "" {
+		return "-"
+	}
+	if i := strings.Index(c, "): "); i >= 0 {
+		return c[:i+1]
+	}
+	if i := strings.Index(c, ": "); i >= 0 {
+		return c[:i]
+	}
+	return c
+}
+
+// warnUnsandboxed names on stderr, loudly, each stdio server that runs
+// unconfined or cannot start for want of the sandbox.
+func warnUnsandboxed(a *App, servers []app.MCPServer) {
+	for _, s := range servers {
+		if strings.HasPrefix(s.Confinement, "UNSANDBOXED") || strings.Contains(s.Confinement, "UNAVAILABLE") {
+			fmt.Fprintf(a.Stderr, "WARNING: MCP server %s: %s\n", s.Name, s.Confinement)
+		}
+	}
 }

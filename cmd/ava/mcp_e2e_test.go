@@ -39,6 +39,7 @@ func mcpEnv(t *testing.T, confirm string) (env []string, model string) {
 		t.Fatal(err)
 	}
 	model = "scripted/" + script
+	operatorSubagentScript(t, root, script)
 	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AVA_DATA_ROOT=" + root, "AVA_WORKSPACE=" + root,
 		"AVA_MODEL=" + model, "AVA_CONFIRM=" + confirm}, model
 }
@@ -46,7 +47,7 @@ func mcpEnv(t *testing.T, confirm string) (env []string, model string) {
 // TestMCPStdioGoClient drives `ava mcp` with the Go SDK's client over
 // the command transport.
 func TestMCPStdioGoClient(t *testing.T) {
-	env, model := mcpEnv(t, "never")
+	env, _ := mcpEnv(t, "never")
 	cmd := exec.Command(avaBin, "mcp")
 	cmd.Env = env
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -56,7 +57,7 @@ func TestMCPStdioGoClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	p := &mcp.CallToolParams{Name: "spawn_subagent", Arguments: map[string]any{"role": "researcher", "task": "hello", "model": model}}
+	p := &mcp.CallToolParams{Name: "spawn_subagent", Arguments: map[string]any{"role": "researcher", "task": "hello", "model": spawnModel}}
 	res, err := cs.CallTool(ctx, p)
 	if err != nil {
 		t.Fatal(err)
@@ -77,11 +78,11 @@ func TestMCPNodeClient(t *testing.T) {
 	node, dir := mcpNodeDir(t)
 	for _, tc := range []struct{ mode, confirm string }{{"main", "never"}, {"confirm", "always"}, {"http", "never"}} {
 		t.Run(tc.mode, func(t *testing.T) {
-			env, model := mcpEnv(t, tc.confirm)
+			env, _ := mcpEnv(t, tc.confirm)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			target := avaBin
-			clientEnv := append(env, "AVA_TEST_MODEL="+model)
+			clientEnv := append(env, "AVA_TEST_MODEL="+spawnModel)
 			if tc.mode == "http" {
 				// The daemon's /mcp over streamable HTTP, behind a bearer
 				// token the client sends.

@@ -78,7 +78,9 @@ func TestMCPRoleNodeServer(t *testing.T) {
 	root, ws := t.TempDir(), t.TempDir()
 	note := filepath.Join(ws, "note.txt")
 	must(t, os.WriteFile(note, []byte("hello from the npm filesystem server"), 0o600))
-	cfg := "mcp_servers:\n  fs:\n    command: " + node + "\n    args: [" + server + ", " + ws + "]\n"
+	// The server runs in the sandbox: its install folder is mounted
+	// read-only (the workspace, its folder, is visible anyway).
+	cfg := "mcp_servers:\n  fs:\n    command: " + node + "\n    args: [" + server + ", " + ws + "]\n    read_only_paths: [" + installDir(server) + "]\n"
 	must(t, os.WriteFile(filepath.Join(root, "config.yaml"), []byte(cfg), 0o600))
 	must(t, os.MkdirAll(filepath.Join(root, "agents"), 0o700))
 	must(t, os.WriteFile(filepath.Join(root, "agents", "files.md"), []byte("---\nname: files\ndescription: Reads files through MCP.\nmcp_servers: [fs]\n---\nRead what you are asked.\n"), 0o600))
@@ -150,7 +152,7 @@ func TestMCPRoleEverythingServer(t *testing.T) {
 	node, server := npmServer(t, "everything-server", "server-everything")
 	root, ws := t.TempDir(), t.TempDir()
 	must(t, os.MkdirAll(filepath.Join(root, "agents"), 0o700))
-	role := "---\nname: tester\ndescription: Uses the everything server.\nmcp_servers:\n  - {name: everything, command: " + node + ", args: [" + server + ", stdio]}\n---\nUse the tools.\n"
+	role := "---\nname: tester\ndescription: Uses the everything server.\nmcp_servers:\n  - {name: everything, command: " + node + ", args: [" + server + ", stdio], read_only_paths: [" + installDir(server) + "]}\n---\nUse the tools.\n"
 	must(t, os.WriteFile(filepath.Join(root, "agents", "tester.md"), []byte(role), 0o600))
 	script := filepath.Join(t.TempDir(), "script.yaml")
 	must(t, os.WriteFile(script, []byte(everythingScript), 0o600))
@@ -242,12 +244,13 @@ func TestMCPRoleServerCrashes(t *testing.T) {
 			root = v
 		}
 	}
-	must(t, os.MkdirAll(filepath.Join(root, "agents"), 0o700))
-	must(t, os.WriteFile(filepath.Join(root, "agents", "crashy.md"), []byte("---\nname: crashy\ndescription: Uses a server that crashes.\nmcp_servers:\n  - {name: crashy, command: "+node+", args: ["+server+"]}\n---\n"), 0o600))
-	must(t, os.WriteFile(filepath.Join(root, "agents", "lost.md"), []byte("---\nname: lost\ndescription: Uses a server that does not exist.\ntools: [read_file]\nmcp_servers:\n  - {name: nowhere, command: /nonexistent/mcp-server-cmd}\n---\n"), 0o600))
 	script := filepath.Join(t.TempDir(), "script.yaml")
 	must(t, os.WriteFile(script, []byte(crashyScript), 0o600))
+	// A data-root role is the operator's: it may name the script.
 	model := "scripted/" + script
+	must(t, os.MkdirAll(filepath.Join(root, "agents"), 0o700))
+	must(t, os.WriteFile(filepath.Join(root, "agents", "crashy.md"), []byte("---\nname: crashy\ndescription: Uses a server that crashes.\nmodel: "+model+"\nmcp_servers:\n  - {name: crashy, command: "+node+", args: ["+server+"], read_only_paths: ["+dir+"]}\n---\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(root, "agents", "lost.md"), []byte("---\nname: lost\ndescription: Uses a server that does not exist.\nmodel: "+model+"\ntools: [read_file]\nmcp_servers:\n  - {name: nowhere, command: /nonexistent/mcp-server-cmd}\n---\n"), 0o600))
 	d := startDaemon(t, env)
 
 	wait := func(id string) client.Subagent {
@@ -264,7 +267,7 @@ func TestMCPRoleServerCrashes(t *testing.T) {
 		t.Fatalf("%s did not end\n%s", id, d.stderr)
 		return client.Subagent{}
 	}
-	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "crashy", Task: "CRASHY", Model: model})
+	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "crashy", Task: "CRASHY"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +296,7 @@ func TestMCPRoleServerCrashes(t *testing.T) {
 		t.Errorf("want the restarted server running in the daemon, got processes %v", pids)
 	}
 
-	lost, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "lost", Task: "anything", Model: model})
+	lost, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "lost", Task: "anything"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +319,9 @@ func TestMCPRoleServerCrashes(t *testing.T) {
 		t.Errorf("mcp list --daemon: exit %d\n%s\n%s", code, out, errOut)
 	}
 	var list client.MCPServerList
-	resp, err := http.Get("http://" + d.addr + "/api/mcp/servers")
+	req, _ := http.NewRequest("GET", "http://"+d.addr+"/api/mcp/servers", nil)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,6 +339,14 @@ func TestMCPRoleServerCrashes(t *testing.T) {
 	if pids := processesWith(server); len(pids) > 0 {
 		t.Errorf("MCP server processes left after shutdown: %v", pids)
 	}
+}
+
+// installDir is the npm project folder (the one holding node_modules)
+// of an installed package's entry point, which a sandboxed server
+// needs mounted.
+func installDir(script string) string {
+	dir, _, _ := strings.Cut(script, string(filepath.Separator)+"node_modules"+string(filepath.Separator))
+	return dir
 }
 
 // processesWith lists the PIDs whose command line mentions s.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"strings"
 	"text/tabwriter"
@@ -18,13 +19,25 @@ import (
 )
 
 // daemon returns a client of the daemon at AVA_ADDR (or the config
-// file's addr), with AVA_TOKEN when set.
+// file's addr), with its token: AVA_TOKEN when set, else the one the
+// daemon keeps in the data root. With neither, the client goes without
+// one, and the daemon's 401 says what to do.
 func (a *App) daemon() (*client.Client, error) {
 	cfg, err := a.Config()
 	if err != nil {
 		return nil, err
 	}
-	return client.New(cfg.Addr, cfg.Token), nil
+	tok := cfg.Token
+	if tok == "" {
+		tok, err = client.ReadToken(cfg.DataRoot)
+		if errors.Is(err, fs.ErrNotExist) {
+			tok, err = "", nil
+		}
+		if err != nil {
+			return nil, withHint(err, "set AVA_TOKEN to the daemon's token")
+		}
+	}
+	return client.New(cfg.Addr, tok), nil
 }
 
 // daemonError explains a failed call to the daemon.
@@ -34,7 +47,8 @@ func daemonError(c *client.Client, err error) error {
 		return withHint(fmt.Errorf("no Ava daemon is running at %s", c.Addr()),
 			"start one with: ava serve (or point AVA_ADDR at the one you run)")
 	case client.IsStatus(err, http.StatusUnauthorized):
-		return withHint(err, "set AVA_TOKEN to the daemon's token")
+		return withHint(err, "set AVA_TOKEN to the daemon's token, or AVA_DATA_ROOT (--data-root) to the daemon's data root, whose "+
+			client.TokenFileName+" the command line reads")
 	case client.IsStatus(err, http.StatusConflict):
 		return withHint(err, "add --queue to deliver the message when the running turn ends, or stop it with ava stop")
 	}
@@ -313,4 +327,28 @@ func colonSuffix(s string) string {
 		return ""
 	}
 	return ": " + s
+}
+
+func newPanelCmd(a *App) *cobra.Command {
+	return &cobra.Command{
+		Use:   "panel",
+		Short: "Print a one-time link that logs a browser in to the daemon's web panel",
+		Long: `Ask the daemon at AVA_ADDR for a new one-time link to its web panel and print
+it. Opening the link logs the browser in (a session cookie) and spends the
+link; an unused link expires after 15 minutes. ava serve prints one at its
+start.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.daemon()
+			if err != nil {
+				return err
+			}
+			link, err := c.LoginLink(cmd.Context())
+			if err != nil {
+				return daemonError(c, err)
+			}
+			fmt.Fprintln(a.Stdout, link)
+			return nil
+		},
+	}
 }

@@ -151,7 +151,12 @@ func leakDaemonSurfaces(t *testing.T, env []string) {
 	d := startDaemon(t, append(env, "TELEGRAM_BOT_TOKEN=1:fake", "AVA_TELEGRAM_API_URL="+tg.URL, "AVA_TELEGRAM_ALLOWED=4242"))
 	get := func(path string) string {
 		t.Helper()
-		resp, err := http.Get("http://" + d.addr + path)
+		req, err := http.NewRequest(http.MethodGet, "http://"+d.addr+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+d.token)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +215,7 @@ func leakDaemonSurfaces(t *testing.T, env []string) {
 
 	// MCP over streamable HTTP.
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, nil).Connect(bg(t),
-		&mcp.StreamableClientTransport{Endpoint: "http://" + d.addr + "/mcp"}, nil)
+		&mcp.StreamableClientTransport{Endpoint: "http://" + d.addr + "/mcp", HTTPClient: &http.Client{Transport: tokenTransport{d.token}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,4 +302,13 @@ func (tg *leakTelegram) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		fmt.Fprint(w, `{"ok":true,"result":true}`)
 	}
+}
+
+// tokenTransport adds the daemon's token to every request.
+type tokenTransport struct{ token string }
+
+func (b tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
 }

@@ -61,6 +61,7 @@ func TestDaemonCrashResumesOrInterruptsRuns(t *testing.T) {
 	}
 	model := "scripted/" + script
 	data := filepath.Join(root, "data")
+	operatorSubagentScript(t, data, script)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "AVA_DATA_ROOT=" + data, "AVA_WORKSPACE=" + root,
 		"AVA_MODEL=" + model, "AVA_CONFIRM=never", "AVA_MAX_CONCURRENT_SUBAGENTS=120",
 		fmt.Sprintf("AVA_RESUME_ATTEMPTS=%d", attempts)}
@@ -75,7 +76,7 @@ func TestDaemonCrashResumesOrInterruptsRuns(t *testing.T) {
 	spawn := func(role, kind string, n int) {
 		for i := range n {
 			wg.Go(func() {
-				sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: role, Task: fmt.Sprintf("%s %d", kind, i), Model: model, Parent: first.Session})
+				sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: role, Task: fmt.Sprintf("%s %d", kind, i), Model: spawnModel, Parent: first.Session})
 				if err != nil {
 					t.Error(err)
 					return

@@ -22,17 +22,24 @@ func newRolesCmd(a *App) *cobra.Command {
 in $AVA_DATA_ROOT/agents/ and the workspace's .ava/agents/. A role file that
 cannot be loaded is reported on stderr with its path, line and reason.
 
-A role file in the workspace's .ava/agents/ that has the name of a
-built-in or user role replaces it only when the workspace is trusted
-(ava trust); otherwise it is skipped with a warning. A role that replaces
-another is marked OVERRIDES in the SOURCE column and named in a warning.
+A role file in the workspace's .ava/agents/ is trusted only as ava trust
+recorded it: a file of an untrusted workspace, or one new or changed since
+ava trust, is marked UNTRUSTED in the SOURCE column and loads limited (no
+process, memory or MCP tools, no network, no scripted model, the
+researcher's limits at most); what was withheld or lowered is listed
+below the table. Such a file that has the name of a built-in or user role
+is skipped with a warning. A role that replaces another is marked
+OVERRIDES in the SOURCE column and named in a warning.
 
 A tool a role lists but no subagent ever gets (memory_write, the spawn and
 subagent tools) is shown as withheld, with the reason. A role's MCP servers
 are shown as mcp:<server>; their tools (named <server>__<tool>) are only
 known once a server runs, so --mcp-tools starts each role's servers, lists
-the tools its subagents get, and stops them again. The last line says
-which sandbox protections run_bash and python_exec have on this machine.
+the tools its subagents get, and stops them again. Below the table, a line
+says which sandbox protections run_bash and python_exec have on this
+machine, and one line per stdio MCP server how it runs: sandboxed (with or
+without network) or UNSANDBOXED (sandbox: false, AVA_SANDBOX=off), the
+latter also as a warning on stderr.
 
 With --stats, each role's finished runs in the store instead: how many,
 their median time and cost, and the estimate hit rate: the share of runs
@@ -51,6 +58,7 @@ estimate came from past runs rather than from the role's limits).`,
 					fmt.Fprintf(a.Stderr, "WARNING: role %s from %s REPLACES the role of the same name from %s\n", r.Name, r.Source, r.Overrides)
 				}
 			}
+			warnTrustChanges(a, in)
 			if !app.HasRealProvider(in.Catalog) {
 				fmt.Fprintln(a.Stderr, "note: no model provider is configured (set ANTHROPIC_API_KEY, OPENROUTER_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL): until then a role runs only with --offline, on the scripted demo model")
 			}
@@ -112,17 +120,58 @@ func printRoles(a *App, in *app.Instance) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write roles: %w", err)
 	}
+	printWithheld(a, in.Roles())
 	// run_bash and python_exec: which protections they run with here.
 	fmt.Fprintf(a.Stdout, "\nrun_bash, python_exec: %s\n", app.SandboxSummary())
+	printMCPConfinement(a, in)
 	return nil
 }
 
-// roleSource is where the role came from, and loudly what it replaced.
+// roleSource is where the role came from, and loudly what it replaced
+// or that it is untrusted.
 func roleSource(r app.Role) string {
-	if r.Overrides == "" {
-		return r.Source
+	switch {
+	case r.Untrusted:
+		return r.Source + " (UNTRUSTED: " + r.UntrustedWhy + ")"
+	case r.Overrides != "":
+		return r.Source + " (OVERRIDES " + r.Overrides + ")"
 	}
-	return r.Source + " (OVERRIDES " + r.Overrides + ")"
+	return r.Source
+}
+
+// printWithheld lists, for each untrusted workspace role, what the
+// workspace gate withheld from it or lowered.
+func printWithheld(a *App, roles []app.Role) {
+	any := false
+	for _, r := range roles {
+		if !r.Untrusted {
+			continue
+		}
+		any = true
+		withheld := "nothing"
+		if len(r.Withheld) > 0 {
+			withheld = strings.Join(r.Withheld, "; ")
+		}
+		fmt.Fprintf(a.Stdout, "\nUNTRUSTED role %s (%s): limited to no process, memory or MCP tools, no network, no scripted model, the researcher's limits; withheld: %s",
+			r.Name, r.Source, withheld)
+	}
+	if any {
+		fmt.Fprintln(a.Stdout)
+	}
+}
+
+// warnTrustChanges warns when the workspace is trusted but its role
+// files are not what was trusted.
+func warnTrustChanges(a *App, in *app.Instance) {
+	trusted, changes, _, err := app.WorkspaceTrust(in.Config, in.Config.Workspace)
+	if err != nil || !trusted || len(changes) == 0 {
+		return
+	}
+	var parts []string
+	for _, c := range changes {
+		parts = append(parts, c.Kind+" "+c.Path)
+	}
+	fmt.Fprintf(a.Stderr, "WARNING: role files changed since the workspace was trusted (%s): they are untrusted until you review them and run ava trust again\n", strings.Join(parts, ", "))
 }
 
 // roleModel is the role's model as named and as resolved, and why it
@@ -132,7 +181,7 @@ func roleModel(in *app.Instance, r app.Role) (string, error) {
 	if !app.HasRealProvider(in.Catalog) {
 		return r.Model + " → no provider configured", nil
 	}
-	m, err := in.Catalog.Resolve(r.Model)
+	m, err := in.Catalog.ResolveAs(r.Model, r.ModelBy)
 	if err != nil {
 		return r.Model + " → unresolved", err
 	}
@@ -157,6 +206,18 @@ func roleTools(r app.Role) string {
 		out = append(out, "mcp:"+n)
 	}
 	return strings.Join(out, ",")
+}
+
+// printMCPConfinement writes how each MCP server roles use runs (the
+// stdio ones: sandboxed or UNSANDBOXED), below the sandbox line.
+func printMCPConfinement(a *App, in *app.Instance) {
+	servers := in.MCPServers()
+	for _, s := range servers {
+		if s.Kind == "stdio" && len(s.Roles) > 0 {
+			fmt.Fprintf(a.Stdout, "mcp:%s: %s\n", s.Name, s.Confinement)
+		}
+	}
+	warnUnsandboxed(a, servers)
 }
 
 // printRoleMCPTools starts each role's MCP servers and lists the tools

@@ -28,11 +28,14 @@ func newServeCmd(a *App) *cobra.Command {
 browser), the HTTP API and Server-Sent Event streams (see the README),
 which ava ps, status, stop and send talk to.
 
-It binds 127.0.0.1:7777 unless --addr or AVA_ADDR says otherwise; on any
-address that is not loopback it refuses to start without AVA_TOKEN, and then
-every route but /healthz and the panel's static files needs it as a bearer
-token (the panel asks for it once). With no model provider configured it
-answers with the offline scripted model, and says so.
+It binds 127.0.0.1:7777 unless --addr or AVA_ADDR says otherwise, and every
+route but /healthz, /readyz and the panel's static files needs its token:
+AVA_TOKEN when set, else the one it creates at its first start in the data
+root (daemon.token, mode 0600), which ava ps, status, stop, send, spawn and
+chat read. It prints a one-time link that logs a browser in to the panel (ava
+panel prints a new one). On an address that is not loopback it refuses to
+start without AVA_TOKEN. With no model provider configured it answers with
+the offline scripted model, and says so.
 
 SIGINT or SIGTERM stops it: it stops accepting, lets running turns and
 subagents finish within the grace period (--grace, AVA_SHUTDOWN_GRACE), stops
@@ -104,6 +107,10 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 				return
 			}
 			fmt.Fprintf(a.Stdout, "ava serve: listening on http://%s/ (open it in a browser for the web panel; the API is under /api)\n", addr)
+		},
+		Login: func(link string) {
+			fmt.Fprintf(a.Stdout, "ava serve: to log a browser in to the web panel, open %s (it works once, within %s; ava panel prints a new one)\n",
+				link, gateway.LoginCodeTTL)
 		},
 		Channels: func(in *app.Instance) ([]gateway.Channel, error) { return chatChannels(a, cfg, in) },
 		Draining: func(running int) {

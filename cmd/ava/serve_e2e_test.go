@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -45,6 +46,28 @@ type daemon struct {
 	done   chan struct{}
 	c      *client.Client
 	env    []string
+	// token is the daemon's token (AVA_TOKEN or its data root's).
+	token string
+	// stdout is what it printed after its first line.
+	stdout *lockedBuffer
+}
+
+// lockedBuffer is a buffer written by one goroutine and read by others.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // daemonEnv is a data root and a model shared by the daemons of a test.
@@ -56,6 +79,7 @@ func daemonEnv(t *testing.T) (env []string, model string) {
 		t.Fatal(err)
 	}
 	model = "scripted/" + script
+	operatorSubagentScript(t, filepath.Join(root, "data"), script)
 	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "AVA_DATA_ROOT=" + filepath.Join(root, "data"),
 		"AVA_WORKSPACE=" + root, "AVA_MODEL=" + model, "AVA_CONFIRM=never"}, model
 }
@@ -75,13 +99,15 @@ func startDaemon(t *testing.T, env []string, args ...string) *daemon {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	line, err := bufio.NewReader(out).ReadString('\n')
+	rd := bufio.NewReader(out)
+	line, err := rd.ReadString('\n')
 	if err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatalf("daemon did not start: %v\n%s", err, d.stderr)
 	}
-	go func() { io.Copy(io.Discard, out); cmd.Wait(); close(d.done) }()
+	d.stdout = &lockedBuffer{}
+	go func() { io.Copy(d.stdout, rd); cmd.Wait(); close(d.done) }()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		<-d.done
@@ -91,8 +117,32 @@ func startDaemon(t *testing.T, env []string, args ...string) *daemon {
 		t.Fatalf("no address in %q", line)
 	}
 	d.addr = strings.Fields(rest)[0]
-	d.c = client.New(d.addr, "")
+	d.token = daemonToken(t, env)
+	d.c = client.New(d.addr, d.token)
 	return d
+}
+
+// daemonToken is the token of a daemon started with env: its AVA_TOKEN,
+// else the one it keeps in its data root, as the command line reads it.
+func daemonToken(t *testing.T, env []string) string {
+	t.Helper()
+	var tok, root string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "AVA_TOKEN="); ok {
+			tok = v
+		}
+		if v, ok := strings.CutPrefix(kv, "AVA_DATA_ROOT="); ok {
+			root = v
+		}
+	}
+	if tok != "" || root == "" {
+		return tok
+	}
+	tok, err := client.ReadToken(root)
+	if err != nil {
+		t.Fatalf("the daemon's token: %v", err)
+	}
+	return tok
 }
 
 // exitCode waits for the process and returns its exit code.
@@ -151,14 +201,14 @@ func chatText(t *testing.T, c *client.Client, req client.ChatRequest) client.Tur
 }
 
 func TestDaemonRestartAfterSIGKILLKeepsSessionsAndInterruptsRuns(t *testing.T) {
-	env, model := daemonEnv(t)
+	env, _ := daemonEnv(t)
 	env = append(env, "AVA_RESUME_ATTEMPTS=0") // resuming: resume_e2e_test.go
 	d := startDaemon(t, env)
 	first := chatText(t, d.c, client.ChatRequest{Message: "hello"})
 	if first.Text != "hello back" {
 		t.Fatalf("first turn %+v", first)
 	}
-	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: model, Parent: first.Session})
+	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: spawnModel, Parent: first.Session})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,10 +272,10 @@ func TestDaemonRestartAfterSIGKILLKeepsSessionsAndInterruptsRuns(t *testing.T) {
 }
 
 func TestDaemonSIGTERMFinishesTurnsInterruptsTheRestAndExits0(t *testing.T) {
-	env, model := daemonEnv(t)
+	env, _ := daemonEnv(t)
 	env = append(env, "AVA_RESUME_ATTEMPTS=0") // resuming: resume_e2e_test.go
 	d := startDaemon(t, env, "--grace", "2s")
-	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: model})
+	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "BLOCKTASK", Model: spawnModel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +317,7 @@ func TestDaemonSIGTERMFinishesTurnsInterruptsTheRestAndExits0(t *testing.T) {
 }
 
 func TestDaemonClients(t *testing.T) {
-	env, model := daemonEnv(t)
+	env, _ := daemonEnv(t)
 	cli := func(addr string, args ...string) (string, string, int) {
 		cmd := exec.Command(avaBin, args...)
 		cmd.Env = append(env, "AVA_ADDR="+addr)
@@ -279,7 +329,7 @@ func TestDaemonClients(t *testing.T) {
 	}
 	d := startDaemon(t, env)
 	// A background ava spawn hands the subagent to the daemon.
-	out, errOut, code := cli(d.addr, "spawn", "--role", "researcher", "--model", model, "BLOCKTASK")
+	out, errOut, code := cli(d.addr, "spawn", "--role", "researcher", "--model", spawnModel, "BLOCKTASK")
 	id := strings.TrimSpace(out)
 	if code != 0 || !strings.HasPrefix(id, "S-") || !strings.Contains(errOut, "ava status "+id) {
 		t.Fatalf("background spawn: exit %d\n%s\n%s", code, out, errOut)
@@ -307,7 +357,7 @@ func TestDaemonClients(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].Status != "cancelled" {
 		t.Fatalf("ps --all --json: exit %d\n%s", code, out)
 	}
-	quick, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "quick", Model: model})
+	quick, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "quick", Model: spawnModel})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/avaagent/ava/channel/terminal"
 	"github.com/avaagent/ava/gateway/client"
 	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/session"
 )
 
@@ -89,6 +90,9 @@ func spawnOnce(ctx context.Context, a *App, o spawnOptions) error {
 	} else if o.cfg.Model == "" && !app.HasRealProviderConfig(cfg) {
 		return withCode(1, app.ErrNoModel)
 	}
+	// The model runs in this process: the person at the command line
+	// named it (--model, --offline), as the operator.
+	o.cfg.ModelBy = llm.NamedByOperator
 	if o.yes {
 		cfg.Confirm = "never"
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/config"
 )
 
@@ -15,14 +16,24 @@ func newTrustCmd(a *App) *cobra.Command {
 	var remove, list bool
 	cmd := &cobra.Command{
 		Use:   "trust [PATH]",
-		Short: "Let a workspace's role files replace built-in and user roles",
-		Long: `Mark a workspace as trusted, so that role files in its .ava/agents/ may
-replace a built-in role or one of yours in $AVA_DATA_ROOT/agents/ of the same
-name (ava roles then shows the override). Roles of an untrusted workspace
-may only add new role names; one that would replace a role is skipped with
-a warning. PATH defaults to the workspace (AVA_WORKSPACE or the current
-folder). The list is kept in $AVA_DATA_ROOT/config.yaml
-(trusted_workspaces); AVA_TRUSTED_WORKSPACES adds to it.
+		Short: "Trust a workspace's role files as they are now",
+		Long: `Trust a workspace's role files (.ava/agents/*.md) as they are now: Ava
+records each file's SHA-256 beside the workspace in $AVA_DATA_ROOT/config.yaml
+(trusted_workspaces). A trusted file loads as written and may replace a
+built-in role or one of yours in $AVA_DATA_ROOT/agents/ of the same name (ava
+roles then shows the override).
+
+Trust binds to content, not to the path: a role file that is new or changed
+since (a command run in the workspace may have written it) is untrusted
+again until you run ava trust once more, which lists what changed (new,
+changed, removed) before it records the files anew. An untrusted role file
+only adds a new role name, and loads limited: no run_bash, python_exec,
+memory or MCP servers, no network, no scripted model, limits no higher
+than the researcher's (ava roles shows what was withheld). One that would
+replace a role is skipped with a warning. PATH defaults to the workspace
+(AVA_WORKSPACE or the current folder). AVA_TRUSTED_WORKSPACES adds paths
+without contents: their files stay untrusted until ava trust records them,
+as do those of an entry written before contents were recorded.
 
 Trust only a repository whose .ava/agents/ you have read: a role file sets
 a subagent's tools, limits and instructions.`,
@@ -34,7 +45,7 @@ a subagent's tools, limits and instructions.`,
 			}
 			if list {
 				for _, w := range cfg.TrustedWorkspaces {
-					fmt.Fprintln(a.Stdout, w)
+					fmt.Fprintf(a.Stdout, "%s\t%d file(s) trusted\n", w.Path, len(w.Files))
 				}
 				return nil
 			}
@@ -55,21 +66,45 @@ a subagent's tools, limits and instructions.`,
 	return cmd
 }
 
-// runTrust records the choice and says what it means.
+// runTrust records the choice (with the role files' hashes) and says
+// what it means and what changed since the last time.
 func runTrust(a *App, cfg config.Config, path string, trusted bool) error {
-	ws, changed, err := config.SetTrusted(cfg.DataRoot, path, trusted)
+	var files map[string]string
+	if trusted {
+		was, changes, now, err := app.WorkspaceTrust(cfg, path)
+		if err != nil {
+			return fmt.Errorf("trust %s: %w", path, err)
+		}
+		if was {
+			printTrustChanges(a, changes)
+		}
+		files = now
+	}
+	ws, changed, err := config.SetTrusted(cfg.DataRoot, path, trusted, files)
 	if err != nil {
 		return err
 	}
 	switch {
 	case trusted && changed:
-		fmt.Fprintf(a.Stdout, "trusted %s: role files in its .ava/agents/ may now replace built-in and user roles (ava roles shows any override)\n", ws)
+		fmt.Fprintf(a.Stdout, "trusted %s with its %d role file(s) as they are now: they may replace built-in and user roles (ava roles shows any override); a file changed or added later is untrusted until you run ava trust again\n", ws, len(files))
 	case trusted:
-		fmt.Fprintf(a.Stdout, "%s is already trusted\n", ws)
+		fmt.Fprintf(a.Stdout, "%s is already trusted; its role files have not changed\n", ws)
 	case changed:
 		fmt.Fprintf(a.Stdout, "no longer trusted: %s\n", ws)
 	default:
 		fmt.Fprintf(a.Stdout, "%s was not trusted in %s (AVA_TRUSTED_WORKSPACES may still list it)\n", ws, cfg.DataRoot)
 	}
 	return nil
+}
+
+// printTrustChanges lists the role files that differ from what was
+// trusted.
+func printTrustChanges(a *App, changes []config.FileChange) {
+	if len(changes) == 0 {
+		return
+	}
+	fmt.Fprintln(a.Stdout, "changed since the workspace was last trusted:")
+	for _, c := range changes {
+		fmt.Fprintf(a.Stdout, "  %-8s %s\n", c.Kind, c.Path)
+	}
 }

@@ -142,6 +142,18 @@ func (c *Client) MCPServers(ctx context.Context) ([]MCPServer, error) {
 	return out.Servers, nil
 }
 
+// LoginLink asks the daemon for a new one-time link that logs a browser
+// in to its web panel (POST /api/login/link).
+func (c *Client) LoginLink(ctx context.Context) (string, error) {
+	var out struct {
+		Link string `json:"link"`
+	}
+	if err := c.do(ctx, http.MethodPost, "/api/login/link", struct{}{}, &out); err != nil {
+		return "", err
+	}
+	return out.Link, nil
+}
+
 // Chat sends a message and returns the stream of its turn, which ends
 // with an EventDone event. Close the stream when done with it; closing
 // it early does not stop the turn.

@@ -229,6 +229,9 @@ type MCPServer struct {
 	Error  string `json:"error,omitempty"`
 	// Roles are the roles using it.
 	Roles []string `json:"roles,omitempty"`
+	// Confinement says how a stdio server runs: sandboxed (with or
+	// without network) or UNSANDBOXED and why.
+	Confinement string `json:"confinement,omitempty"`
 }
 
 // MCPServerList is the body of GET /api/mcp/servers.

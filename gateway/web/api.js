@@ -1,9 +1,12 @@
-// api.js: the daemon's HTTP API. JSON requests carry the bearer token
-// when one is kept; event streams are read with fetch rather than
-// EventSource, so the token travels in a header (never in a URL) and one
-// parser serves both POST /api/chat and GET /api/chat/stream.
+// api.js: the daemon's HTTP API. The browser is logged in by a session
+// cookie (HttpOnly, set by the one-time link ava serve prints, or by
+// POST /api/login with the token the person enters), which every request
+// carries by itself: the page never holds the token. Event streams are
+// read with fetch rather than EventSource, so that one parser serves both
+// POST /api/chat and GET /api/chat/stream.
 
-const TOKEN_KEY = 'ava.token';
+// An older panel kept the token in localStorage: forget it.
+localStorage.removeItem('ava.token');
 
 /** An error answer from the daemon: its status and its {"error"} text. */
 export class HTTPError extends Error {
@@ -14,33 +17,36 @@ export class HTTPError extends Error {
 }
 
 let askToken = null; // () => Promise<string|null>, set by the app
-let asking = null; // the question being asked, shared by every caller
+let asking = null; // the login under way, shared by every caller
 
 /** Sets how the panel asks the person for the daemon's token. */
 export function onTokenNeeded(fn) {
   askToken = fn;
 }
 
-// token asks once for the token, however many requests got a 401 at
-// the same moment, and keeps the answer in this browser.
-async function token() {
-  if (!askToken) return null;
-  asking ??= askToken().finally(() => { asking = null; });
-  const t = await asking;
-  if (t) localStorage.setItem(TOKEN_KEY, t);
-  return t;
+// login asks once for the token, however many requests got a 401 at
+// the same moment, and exchanges it for a session cookie. It resolves
+// true when the browser is logged in.
+function login() {
+  if (!askToken) return Promise.resolve(false);
+  asking ??= (async () => {
+    const t = await askToken();
+    if (!t) return false;
+    const res = await fetch('/api/login', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${t}` },
+      body: '{}',
+    });
+    return res.ok;
+  })().finally(() => { asking = null; });
+  return asking;
 }
 
-function withToken(headers = {}) {
-  const t = localStorage.getItem(TOKEN_KEY);
-  return t ? { ...headers, Authorization: `Bearer ${t}` } : headers;
-}
-
-// request performs one call; a 401 asks for the token once and retries.
+// request performs one call; a 401 logs in once and retries.
 async function request(path, init = {}) {
   for (let attempt = 0; ; attempt++) {
-    const res = await fetch(path, { ...init, headers: withToken(init.headers) });
-    if (res.status === 401 && attempt === 0 && (await token())) continue;
+    const res = await fetch(path, init);
+    if (res.status === 401 && attempt === 0 && (await login())) continue;
     if (res.ok) return res;
     let msg = `${res.status} ${res.statusText}`;
     try {

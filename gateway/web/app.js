@@ -98,19 +98,23 @@ function SessionPicker({ current, onPick }) {
     </select>`;
 }
 
-/** Asks for the daemon's token (AVA_TOKEN) once; the browser keeps it. */
+/**
+ * Asks for the daemon's token once, when the browser has no session: the
+ * token is exchanged for a session cookie and not kept by the page.
+ */
 function TokenDialog({ done }) {
   const [value, setValue] = useState('');
   return html`
     <div class="modal" role="dialog" aria-modal="true" aria-labelledby="token-title">
       <form onSubmit=${(e) => { e.preventDefault(); done(value.trim() || null); }}>
-        <h2 id="token-title">Token needed</h2>
-        <p>This daemon requires its token (<code>AVA_TOKEN</code>). It is kept in this browser.</p>
+        <h2 id="token-title">Log in</h2>
+        <p>Open the link <code>ava serve</code> printed (or run <code>ava panel</code> for a new one),
+          or enter the daemon's token: <code>AVA_TOKEN</code>, or the file <code>daemon.token</code> in its data root.</p>
         <input type="password" autocomplete="current-password" autofocus value=${value}
           onInput=${(e) => setValue(e.currentTarget.value)} aria-label="Token" />
         <div class="actions">
           <button type="button" class="ghost" onClick=${() => done(null)}>Cancel</button>
-          <button type="submit">Save</button>
+          <button type="submit">Log in</button>
         </div>
       </form>
     </div>`;

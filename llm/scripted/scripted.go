@@ -50,11 +50,13 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/avaagent/ava/internal/fsread"
 	"github.com/avaagent/ava/llm"
 )
 
@@ -147,8 +149,13 @@ func keys(m map[string]any) []string {
 	return out
 }
 
+// MaxScriptSize bounds a script file read.
+const MaxScriptSize = 4 << 20
+
 // Load reads the script named by model: "demo" (or empty) is the built-in
-// demo; anything else is a file path.
+// demo; anything else is a file path, read only if it is a regular file
+// (a FIFO or a device is refused at once, never waited on) of at most
+// MaxScriptSize bytes.
 func Load(model string) (*Script, error) {
 	if model == "" || model == "demo" {
 		data, err := builtin.ReadFile("scripts/demo.yaml")
@@ -157,11 +164,22 @@ func Load(model string) (*Script, error) {
 		}
 		return Parse("demo", data)
 	}
-	data, err := os.ReadFile(model)
+	data, err := readScript(model)
 	if err != nil {
-		return nil, fmt.Errorf("read script: %w", err)
+		return nil, fmt.Errorf("read script %s: %w", model, err)
 	}
 	return Parse(model, data)
+}
+
+// readScript reads a script file without blocking on a FIFO, only if it
+// is a regular file, and at most MaxScriptSize bytes.
+func readScript(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return fsread.Regular(f, MaxScriptSize, "a script file")
 }
 
 // Provider replays scripts. Its model ID is the script ("demo" or a path);
@@ -188,6 +206,19 @@ func NewWithScript(s *Script) *Provider {
 
 // Name implements llm.Provider.
 func (p *Provider) Name() string { return Name }
+
+// OperatorOnly implements llm.OperatorOnly: a scripted model's ID is a
+// file Ava reads and replays as the model's choices, so only the
+// operator may name one.
+func (p *Provider) OperatorOnly() {}
+
+// CheckModel implements llm.ModelChecker: it loads (and caches) the
+// script, so that a run whose script cannot be read or parsed is refused
+// before it starts.
+func (p *Provider) CheckModel(_ context.Context, id string) error {
+	_, err := p.script(id)
+	return err
+}
 
 func (p *Provider) script(model string) (*Script, error) {
 	p.mu.Lock()

@@ -106,7 +106,7 @@ func (s *Store) ShortIDExists(ctx context.Context, short string) (bool, error) {
 func (s *Store) GetRun(ctx context.Context, idOrPrefix string) (store.Run, error) {
 	ref := record.NormalizeRunRef(idOrPrefix)
 	if ref == "" || ref == "S-" {
-		return store.Run{}, fmt.Errorf("get run: ID %q is empty; give a run ID, short ID (S-xxxxxx) or a prefix of one", idOrPrefix)
+		return store.Run{}, fmt.Errorf("get run: ID %q is %w; give a run ID, short ID (S-xxxxxx) or a prefix of one", idOrPrefix, store.ErrEmpty)
 	}
 	r, err := record.ScanRun(s.pool.QueryRow(ctx,
 		`SELECT `+record.RunColumns+` FROM runs WHERE id = $1 OR short_id = $1`, ref))

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/store"
 )
 
 // MaxKeyLen bounds session keys and other caller-chosen identifiers.
@@ -80,7 +81,7 @@ func RawJSON(n sql.NullString) json.RawMessage {
 // CheckKey refuses an empty or oversized identifier, naming it.
 func CheckKey(what, key string) error {
 	if strings.TrimSpace(key) == "" {
-		return fmt.Errorf("%s is empty", what)
+		return fmt.Errorf("%s is %w", what, store.ErrEmpty)
 	}
 	if len(key) > MaxKeyLen {
 		return fmt.Errorf("%s is %d bytes long, more than %d", what, len(key), MaxKeyLen)

@@ -67,8 +67,10 @@ var (
 type server struct {
 	dir     string // removed at stop: data, socket, log
 	socket  string
-	cmd     *exec.Cmd
-	exited  chan struct{}
+	bin     string              // directory of initdb and postgres
+	cred    *syscall.Credential // who the server runs as; nil: as the test
+	cmd     *exec.Cmd           // the running postmaster
+	exited  chan struct{}       // closed when cmd has exited
 	waitErr error
 }
 
@@ -226,6 +228,27 @@ func command(cred *syscall.Credential, name string, args ...string) *exec.Cmd {
 // start initialises a cluster in a new temporary directory, starts the
 // server on a Unix socket there and creates the migrated template.
 func start() (_ *server, err error) {
+	s, err := initServer()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = s.stop()
+		}
+	}()
+	if err := s.launch(); err != nil {
+		return nil, err
+	}
+	if err := s.makeTemplate(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// initServer initialises a cluster in a new temporary directory, without
+// starting it.
+func initServer() (_ *server, err error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -239,7 +262,7 @@ func start() (_ *server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("temporary directory: %w", err)
 	}
-	s := &server{dir: dir, socket: dir, exited: make(chan struct{})}
+	s := &server{dir: dir, socket: dir, bin: bin, cred: cred}
 	defer func() {
 		if err != nil {
 			_ = s.stop()
@@ -250,35 +273,41 @@ func start() (_ *server, err error) {
 			return nil, fmt.Errorf("hand %s to the server's user: %w", dir, err)
 		}
 	}
-	data := filepath.Join(dir, "data")
-	out, err := command(cred, filepath.Join(bin, "initdb"), "-D", data, "-U", superuser, "--auth=trust",
+	out, err := command(cred, filepath.Join(bin, "initdb"), "-D", s.data(), "-U", superuser, "--auth=trust",
 		"--encoding=UTF8", "--locale=C", "--no-sync").CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("initdb: %w: %s", err, strings.TrimSpace(string(out)))
 	}
-	logPath := filepath.Join(dir, "postgres.log")
-	logFile, err := os.Create(logPath)
+	return s, nil
+}
+
+// data is the server's data directory.
+func (s *server) data() string { return filepath.Join(s.dir, "data") }
+
+// logPath is the server's log file, appended to at each start.
+func (s *server) logPath() string { return filepath.Join(s.dir, "postgres.log") }
+
+// launch starts the postmaster on the initialised data directory and
+// waits until it accepts connections.
+func (s *server) launch() error {
+	logFile, err := os.OpenFile(s.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("server log: %w", err)
+		return fmt.Errorf("server log: %w", err)
 	}
 	defer logFile.Close()
-	s.cmd = command(cred, filepath.Join(bin, "postgres"), "-D", data, "-k", dir, "-c", "listen_addresses=",
+	cmd := command(s.cred, filepath.Join(s.bin, "postgres"), "-D", s.data(), "-k", s.dir, "-c", "listen_addresses=",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=300")
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start postgres: %w", err)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start postgres: %w", err)
 	}
+	exited := make(chan struct{})
+	s.cmd, s.exited = cmd, exited
 	go func() {
-		s.waitErr = s.cmd.Wait()
-		close(s.exited)
+		s.waitErr = cmd.Wait()
+		close(exited)
 	}()
-	if err := s.waitReady(logPath); err != nil {
-		return nil, err
-	}
-	if err := s.makeTemplate(); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return s.waitReady(s.logPath())
 }
 
 // waitReady waits until the server accepts connections.
@@ -312,11 +341,12 @@ func (s *server) makeTemplate() error {
 	if err := s.exec(ctx, "CREATE DATABASE "+template); err != nil {
 		return err
 	}
-	st, err := postgres.Open(ctx, s.url(template), postgres.Options{})
-	if err != nil {
-		return fmt.Errorf("migrate template: %w", err)
-	}
-	return st.Close()
+	return migrate(ctx, s.url(template))
+}
+
+// openStore opens (and so migrates) a store on url.
+func openStore(ctx context.Context, url string) (*postgres.Store, error) {
+	return postgres.Open(ctx, url, postgres.Options{})
 }
 
 // stop stops the server started by URL, if any.
@@ -330,19 +360,33 @@ func stop() error {
 // stop shuts the server down (fast shutdown, then a kill) and removes its
 // directory.
 func (s *server) stop() error {
-	var errs []error
-	if s.cmd != nil && s.cmd.Process != nil {
-		_ = s.cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-s.exited:
-		case <-time.After(15 * time.Second):
-			_ = s.cmd.Process.Kill()
-			<-s.exited
-			errs = append(errs, errors.New("postgres did not stop within 15s and was killed"))
-		}
-	}
+	errs := []error{s.halt()}
 	if err := os.RemoveAll(s.dir); err != nil {
 		errs = append(errs, fmt.Errorf("remove %s: %w", s.dir, err))
 	}
 	return errors.Join(errs...)
+}
+
+// halt stops the postmaster if it runs: a fast shutdown (SIGINT: open
+// sessions are ended, pg_ctl stop -m fast), then a kill after 15 s.
+func (s *server) halt() error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return nil
+	}
+	defer func() { s.cmd = nil }()
+	select {
+	case <-s.exited:
+		return nil
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused server cannot stop
+	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.exited:
+		return nil
+	case <-time.After(15 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+		return errors.New("postgres did not stop within 15s and was killed")
+	}
 }
