@@ -66,6 +66,8 @@ type Instance struct {
 	// cluster is the process's part in a cluster on PostgreSQL (nil:
 	// embedded).
 	cluster *clusterNode
+	// self is this process's registration (nil when read-only).
+	self *instance.Instance
 
 	closers []func() error
 }
@@ -202,7 +204,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 			return err
 		}
 		in.closers = append(in.closers, self.Close)
-		owner = self
+		owner, in.self = self, self
 	}
 	policy, err := confirm.ParsePolicy(cfg.Confirm)
 	if err != nil {
@@ -258,10 +260,19 @@ func (in *Instance) openSessions(ctx context.Context) error {
 			}
 			return orchestrator.New(orchestrator.Config{Model: m, Tools: orchTools, Hub: in.Hub, Sessions: in.Store,
 				History: in.History(), Workspace: cfg.Workspace, Offline: IsOffline(m), Logger: log, Limits: limits,
-				Tracer: in.Tracing.Tracer()}), m, nil
+				Tracer: in.Tracing.Tracer(), Events: in.Store, Owner: in.turnOwner()}), m, nil
 		}})
 	in.closers = append(in.closers, in.Sessions.Close)
 	return nil
+}
+
+// turnOwner is the owner recorded in orchestrator turns: this process's
+// instance (nil when read-only).
+func (in *Instance) turnOwner() orchestrator.Owner {
+	if in.self == nil {
+		return nil
+	}
+	return in.self
 }
 
 // roleToolKnown reports whether a role file may name the tool: a

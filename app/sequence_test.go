@@ -113,16 +113,29 @@ func runTurn(root string, turn int) error {
 	if res.Status != "success" {
 		return fmt.Errorf("turn %d: %s (%s)", turn, res.Status, res.Error)
 	}
-	waiting := in.Sessions.Subagents(seqSession)
-	if len(waiting) != 1 {
-		return fmt.Errorf("turn %d left %d background subagents, want 1", turn, len(waiting))
-	}
-	r, err := waiting[0].Wait(ctx)
+	// Each turn left one background subagent. This turn's answers once
+	// the turn's SessionEnd is stored, so it may end before Wait returns
+	// (the turn still stores its messages and announces held results):
+	// wait for each one still running, and check every one succeeded.
+	runs, err := in.Subagent.Runs(ctx, seqSession, true)
 	if err != nil {
 		return err
 	}
-	if r.Status != "success" {
-		return fmt.Errorf("background subagent: %s (%s)", r.Status, r.Error)
+	if len(runs) != turn {
+		return fmt.Errorf("turn %d: the session has %d background subagents, want %d", turn, len(runs), turn)
+	}
+	for _, run := range runs {
+		h, err := in.Subagent.Get(run.ID)
+		if err != nil {
+			return err
+		}
+		r, err := h.Wait(ctx)
+		if err != nil {
+			return err
+		}
+		if r.Status != "success" {
+			return fmt.Errorf("background subagent %s: %s (%s)", run.ID, r.Status, r.Error)
+		}
 	}
 	return nil
 }

@@ -65,6 +65,10 @@ type SessionContent struct {
 	Model string `json:"model,omitempty"`
 	// Offline is set when the model is the offline scripted one.
 	Offline bool `json:"offline,omitempty"`
+	// Instance is the process instance that runs an orchestrator turn
+	// (SessionStart): a turn whose SessionStart has no SessionEnd is
+	// ended as interrupted only once that instance is gone.
+	Instance string `json:"instance,omitempty"`
 }
 
 // Spend is a session's spend rolled up: its own (the orchestrator's

@@ -100,6 +100,12 @@ func Run(ctx context.Context, opt DaemonOptions) error {
 	if err != nil {
 		return err
 	}
+	// Before any message: turns a killed process left open end now.
+	if n, err := in.EndInterruptedTurns(ctx); err != nil {
+		log.Error("end interrupted turns", "err", err)
+	} else if n > 0 {
+		log.Warn("turns left open by a process that stopped ended as interrupted", "count", n)
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Addr, err), in.Close())

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/avaagent/ava/agent"
@@ -56,6 +58,23 @@ type Config struct {
 	// invoke_agent span named for AgentName, with its model and tool
 	// calls and the subagents they spawn); nil traces nothing.
 	Tracer *tracing.Tracer
+	// Events is the durable record of the sessions' events (the store),
+	// read to find a turn that never ended (its process was killed);
+	// nil finds none.
+	Events event.Log
+	// Owner is this process's instance: its ID is recorded in each
+	// turn's SessionStart, and it tells whether another turn's instance
+	// is gone. Nil: a turn that never ended is taken as gone when it
+	// started before this process did.
+	Owner Owner
+}
+
+// Owner is this process's instance (instance.Instance has it).
+type Owner interface {
+	// ID is the instance's current ID.
+	ID() string
+	// Gone returns which of owners are gone.
+	Gone(ctx context.Context, owners []string) ([]store.Instance, error)
 }
 
 // AgentName is the orchestrator's name in its spans (gen_ai.agent.name);
@@ -88,24 +107,65 @@ func New(cfg Config) *Orchestrator {
 // until an answer or a limit. The result's Err is also returned when the
 // history could not be loaded or saved.
 func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (agent.Result, error) {
+	res, _, err := o.AskMessage(ctx, session, user, Message{Text: message})
+	return res, err
+}
+
+// Message is the person's message a turn answers.
+type Message struct {
+	// Text is what the model answers: for a turn merged from others,
+	// their messages and the new one joined by a blank line.
+	Text string
+	// Stored are the leading parts of Text the history already holds, in
+	// order: each stored by a turn merged into this one (session.Service
+	// keeps them). They are taken out of the loaded history, so that the
+	// prompt holds Text once, and only the rest of Text is stored.
+	Stored []string
+}
+
+// AskMessage is Ask for a Message; it also returns what of the message
+// it stored in the history ("" if nothing). The message is stored before
+// the model is called, so that a turn cut short by a crash keeps it; the
+// turn's other messages follow when it ends. A turn whose context is
+// cancelled with ErrDiscarded keeps its stored message: the turn that
+// answers it with the next one gets it in Message.Stored.
+//
+// Turns of one session must not overlap in this process (package
+// session runs them one at a time): a turn of the session that started
+// and never ended, in this process or in one that is gone, is ended
+// first as interrupted (see EndInterrupted).
+func (o *Orchestrator) AskMessage(ctx context.Context, session, user string, msg Message) (agent.Result, string, error) {
 	// Read even when the turn is already cancelled (a message merged into
 	// the next one at once): the turn then still starts and ends
 	// cancelled in the session's stream and the audit log.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	o.endInterrupted(rctx, session, user)
 	var history []llm.Message
 	if o.cfg.History != nil {
 		h, err := o.cfg.History.Load(rctx, session)
 		if err != nil {
-			return agent.Result{Status: lifecycle.Error, Err: err}, fmt.Errorf("load session %s: %w", session, err)
+			return agent.Result{Status: lifecycle.Error, Err: err}, "", fmt.Errorf("load session %s: %w", session, err)
 		}
-		history = h
+		history = withoutStored(h, msg.Stored)
 	}
 	limits, err := o.limits(rctx, session)
 	if err != nil {
-		return agent.Result{Status: lifecycle.Error, Err: err}, err
+		return agent.Result{Status: lifecycle.Error, Err: err}, "", err
 	}
-	o.publish(session, user, event.New(event.SessionStart, event.SessionContent{Model: o.cfg.Model.Name(), Offline: o.cfg.Offline}))
+	input := llm.UserText(msg.Text)
+	stored := ""
+	if o.cfg.History != nil {
+		if fresh := msg.unstored(); fresh != "" {
+			if err := o.cfg.History.Save(rctx, session, []llm.Message{llm.UserText(fresh)}); err != nil {
+				err = fmt.Errorf("store the message to session %s: %w", session, err)
+				return agent.Result{Status: lifecycle.Error, Err: err}, "", err
+			}
+			stored = fresh
+		}
+	}
+	o.publish(session, user, event.New(event.SessionStart, event.SessionContent{Model: o.cfg.Model.Name(), Offline: o.cfg.Offline,
+		Instance: o.instanceID()}))
 	a := agent.New(agent.Config{
 		Model:     o.cfg.Model,
 		System:    SystemPrompt(o.cfg.Tools, o.cfg.Workspace, o.now()),
@@ -119,22 +179,77 @@ func (o *Orchestrator) Ask(ctx context.Context, session, user, message string) (
 		Tracer:    o.cfg.Tracer,
 		AgentName: AgentName,
 	})
-	res := a.Run(ctx, history, llm.UserText(message))
+	res := a.Run(ctx, history, input)
 	spend := o.spend(ctx, session, res)
 	end := event.New(event.SessionEnd, event.SessionContent{Status: res.Status, Model: o.cfg.Model.Name(), Offline: o.cfg.Offline,
 		Spend: spend})
 	end.Meta = event.Meta{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostCents: res.CostCents,
 		ModelID: o.cfg.Model.Name(), DurationMs: res.Duration.Milliseconds()}
 	o.publish(session, user, end)
-	if o.cfg.History != nil && len(res.Messages) > len(history) && !errors.Is(context.Cause(ctx), ErrDiscarded) {
+	// The person's message is stored; the turn's own messages follow it.
+	if o.cfg.History != nil && len(res.Messages) > len(history)+1 && !errors.Is(context.Cause(ctx), ErrDiscarded) {
 		// Save even when the caller's context is gone: the turn happened.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if err := o.cfg.History.Save(sctx, session, res.Messages[len(history):]); err != nil {
-			return res, fmt.Errorf("save session %s: %w", session, err)
+		if err := o.cfg.History.Save(sctx, session, res.Messages[len(history)+1:]); err != nil {
+			return res, stored, fmt.Errorf("save session %s: %w", session, err)
 		}
 	}
-	return res, nil
+	return res, stored, nil
+}
+
+// unstored is the part of m.Text the history does not hold yet.
+func (m Message) unstored() string {
+	if len(m.Stored) == 0 {
+		return m.Text
+	}
+	rest, ok := strings.CutPrefix(m.Text, strings.Join(m.Stored, "\n\n"))
+	if !ok {
+		return m.Text
+	}
+	return strings.TrimPrefix(rest, "\n\n")
+}
+
+// withoutStored takes the stored parts of a merged turn's message out of
+// the history's last messages (after the orchestrator's last answer),
+// the last occurrence of each, so that the prompt has them once, in the
+// turn's message. A part not found is left where it is.
+func withoutStored(history []llm.Message, parts []string) []llm.Message {
+	if len(parts) == 0 {
+		return history
+	}
+	out := slices.Clone(history)
+	for i := len(parts) - 1; i >= 0; i-- {
+		out = removeLastText(out, parts[i])
+	}
+	return out
+}
+
+// removeLastText removes the last text block equal to text from the user
+// messages after the last assistant message, dropping a message left
+// empty.
+func removeLastText(msgs []llm.Message, text string) []llm.Message {
+	for i := len(msgs) - 1; i >= 0 && msgs[i].Role == llm.RoleUser; i-- {
+		for j := len(msgs[i].Content) - 1; j >= 0; j-- {
+			if b := msgs[i].Content[j]; b.Type != llm.BlockText || b.Text != text {
+				continue
+			}
+			msgs[i].Content = slices.Delete(slices.Clone(msgs[i].Content), j, j+1)
+			if len(msgs[i].Content) == 0 {
+				return slices.Delete(msgs, i, i+1)
+			}
+			return msgs
+		}
+	}
+	return msgs
+}
+
+// instanceID is the ID recorded as a turn's owner ("" without Owner).
+func (o *Orchestrator) instanceID() string {
+	if o.cfg.Owner == nil {
+		return ""
+	}
+	return o.cfg.Owner.ID()
 }
 
 // ErrDiscarded, as (or wrapped in) the cause a turn's context is

@@ -164,6 +164,7 @@ func New(cfg Config) *Service {
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	if cfg.Subagents != nil {
 		cfg.Subagents.OnFinished(s.subagentFinished)
+		cfg.Subagents.HoldResults(s.turnBusy)
 		if cfg.OrchestratorAnswers {
 			cfg.Subagents.OnQuestion(s.answerForThePerson)
 		}
@@ -185,11 +186,16 @@ type Turn struct {
 	cancel  context.CancelCauseFunc // set when it starts
 	started time.Time               // when it started
 	merged  bool                    // it carries a superseded turn's message too
-	queued  bool                    // it waits for the running turn to end
-	cause   error                   // why it was cancelled, if it was
-	res     Result
-	err     error
-	model   llm.Model
+	// prev is the turn whose message this one answers too (merged).
+	prev *Turn
+	// storedText is what of the message this turn stored in the history
+	// (orchestrator.AskMessage), "" if nothing.
+	storedText string
+	queued     bool  // it waits for the running turn to end
+	cause      error // why it was cancelled, if it was
+	res        Result
+	err        error
+	model      llm.Model
 	// redactor masks the result Wait returns (Config.Redactor).
 	redactor *redact.Redactor
 	// span is the sender's span (an HTTP caller's trace): the turn's
@@ -262,7 +268,7 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 		switch {
 		case s.mergeable(m, opt):
 			t.message = m.current.message + "\n\n" + message
-			t.merged = true
+			t.merged, t.prev = true, m.current
 			m.queue = append([]*Turn{t}, m.queue...)
 			s.stopLocked(key, m, ErrMerged)
 			s.log.Info("a new message merged into the running turn", "session", key)
@@ -325,14 +331,53 @@ func (s *Service) startLocked(key string, m *main, t *Turn) {
 	m.current = t
 	s.setStateLocked(key, m, Running)
 	s.wg.Go(func() {
+		// Results held while the previous turn ran come before this
+		// turn's message.
+		s.flushResults(key)
 		s.run(ctx, t)
 		t.cause = context.Cause(ctx)
 		cancel(nil)
 		// The session's state has moved on (idle, waiting for subagents
 		// or the next queued turn) before anyone hears the turn is done.
-		s.turnEnded(key, t)
+		if !s.turnEnded(key, t) {
+			s.flushResults(key)
+		}
 		close(t.done)
 	})
+}
+
+// storedParts are the parts of t's message the turns merged into it
+// stored in the history, in order: the orchestrator stores only the
+// rest, so each message is stored once, when its turn started.
+func (t *Turn) storedParts() []string {
+	if t.prev == nil {
+		return nil
+	}
+	parts := t.prev.storedParts()
+	if t.prev.storedText != "" {
+		parts = append(parts, t.prev.storedText)
+	}
+	return parts
+}
+
+// turnBusy reports whether a turn of the session runs in this process:
+// meanwhile its subagents' results are held (subagent.Manager.HoldResults)
+// so that they come after the turn's messages.
+func (s *Service) turnBusy(parent string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.sessions[parent]
+	return m != nil && m.current != nil
+}
+
+// flushResults announces the results held while the session's turn ran.
+func (s *Service) flushResults(key string) {
+	if s.cfg.Subagents == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s.cfg.Subagents.FlushResults(ctx, key)
 }
 
 // run answers one message: a person's answer to a pending spawn
@@ -349,26 +394,29 @@ func (s *Service) run(ctx context.Context, t *Turn) {
 	}
 	t.model = model
 	offline := s.cfg.Offline != nil && s.cfg.Offline(model)
-	res, err := orch.Ask(ctx, t.Session, t.opt.User, t.message)
+	res, stored, err := orch.AskMessage(ctx, t.Session, t.opt.User, orchestrator.Message{Text: t.message, Stored: t.storedParts()})
+	t.storedText = stored
 	t.res, t.err = orchestrator.JSON(res, t.Session, model, offline), err
 }
 
-// turnEnded starts the next queued turn, or settles the state.
-func (s *Service) turnEnded(key string, t *Turn) {
+// turnEnded starts the next queued turn, or settles the state. It
+// reports whether a next turn started.
+func (s *Service) turnEnded(key string, t *Turn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.sessions[key]
 	if m == nil || m.current != t {
-		return
+		return false
 	}
 	m.current = nil
 	if len(m.queue) > 0 && !s.closed {
 		next := m.queue[0]
 		m.queue = m.queue[1:]
 		s.startLocked(key, m, next)
-		return
+		return true
 	}
 	s.settleLocked(key, m)
+	return false
 }
 
 // settleLocked sets an idle session's state from its subagents and drops

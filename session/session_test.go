@@ -231,9 +231,12 @@ func TestMergeWindow(t *testing.T) {
 	if len(users) != 2 || users[1] != "find flights to Lisbon\n\nin May" {
 		t.Fatalf("user messages %q: the merged turn does not carry both", users)
 	}
-	// The history holds the merged turn only, not the cut one too.
+	// The history holds each message once, stored when its turn started
+	// (the cut turn's before its model call), then the merged turn's
+	// answer; the merged turn's prompt had them once, as one message.
 	hist, _ := mergeHistory.Load(ctx, key)
-	if len(hist) == 0 || hist[0].TextContent() != "find flights to Lisbon\n\nin May" {
+	if len(hist) != 3 || hist[0].TextContent() != "find flights to Lisbon" || hist[1].TextContent() != "in May" ||
+		hist[2].Role != llm.RoleAssistant {
 		t.Fatalf("history %+v", hist)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
@@ -28,9 +29,75 @@ func (h *Handle) deliver(ctx context.Context, r Result) {
 		return
 	}
 	msg := announcement(h.req.Parent.SessionKey, h.uuid, h.req.Config.Task, r)
-	if _, err := m.opt.Store.AnnounceResult(ctx, h.uuid, msg); err != nil {
+	if err := m.announce(ctx, h.uuid, msg); err != nil {
 		m.log.Error("announce result", "id", h.id, "err", err)
 	}
+}
+
+// heldResults are background results whose parent session has a turn
+// running in this process, kept until it ends (Manager.HoldResults).
+type heldResults struct {
+	// mu is held across the busy check and the announcement or the
+	// hold, and by FlushResults: a result is either stored before a
+	// turn's flush or held for it, never lost between the two.
+	mu   sync.Mutex
+	busy func(parent string) bool
+	// by are the held messages by parent session, by run ID, and their
+	// order of arrival.
+	by    map[string]map[string]store.Message
+	order map[string][]string
+}
+
+// HoldResults makes the manager hold the background results of a parent
+// session while busy reports that a turn of it runs: they are announced
+// by FlushResults, after the turn's messages, so that a result that
+// finished during a turn comes after the request that started it in the
+// parent's history. A held result stays unannounced in the store: after
+// a crash, recovery announces it. Set it before spawning.
+func (m *Manager) HoldResults(busy func(parent string) bool) {
+	m.held.mu.Lock()
+	defer m.held.mu.Unlock()
+	m.held.busy = busy
+}
+
+// FlushResults announces the results held for the parent session, in
+// the order they finished. One that cannot be stored is logged and left
+// unannounced in the store, for recovery to announce.
+func (m *Manager) FlushResults(ctx context.Context, parent string) {
+	m.held.mu.Lock()
+	defer m.held.mu.Unlock()
+	msgs, order := m.held.by[parent], m.held.order[parent]
+	delete(m.held.by, parent)
+	delete(m.held.order, parent)
+	for _, id := range order {
+		if _, err := m.opt.Store.AnnounceResult(ctx, id, msgs[id]); err != nil {
+			m.log.Error("announce a held result", "run", id, "session", parent, "err", err)
+		}
+	}
+}
+
+// announce stores a background result in its parent's history, exactly
+// once (store.AnnounceResult), or holds it while a turn of the parent
+// runs (HoldResults).
+func (m *Manager) announce(ctx context.Context, runID string, msg store.Message) error {
+	hr := &m.held
+	hr.mu.Lock()
+	defer hr.mu.Unlock()
+	if hr.busy != nil && hr.busy(msg.SessionKey) {
+		if hr.by == nil {
+			hr.by, hr.order = map[string]map[string]store.Message{}, map[string][]string{}
+		}
+		if hr.by[msg.SessionKey] == nil {
+			hr.by[msg.SessionKey] = map[string]store.Message{}
+		}
+		if _, ok := hr.by[msg.SessionKey][runID]; !ok {
+			hr.order[msg.SessionKey] = append(hr.order[msg.SessionKey], runID)
+		}
+		hr.by[msg.SessionKey][runID] = msg
+		return nil
+	}
+	_, err := m.opt.Store.AnnounceResult(ctx, runID, msg)
+	return err
 }
 
 // deliveredOnFinish reports whether a turn ending with status needs no
@@ -60,7 +127,7 @@ func (m *Manager) announceStored(ctx context.Context, run store.Run) error {
 		r.Output, r.OutputFormat = json.RawMessage("null"), "none"
 	}
 	msg := announcement(run.ParentSession, run.ID, run.Task, r)
-	if _, err := m.opt.Store.AnnounceResult(ctx, run.ID, msg); err != nil {
+	if err := m.announce(ctx, run.ID, msg); err != nil {
 		return fmt.Errorf("announce %s: %w", run.ShortID, err)
 	}
 	return nil

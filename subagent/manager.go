@@ -203,6 +203,9 @@ type Manager struct {
 	// confirmed spawn's runs are children of the call that proposed it.
 	// In memory only: after a restart they parent under the decision.
 	proposalSpans sync.Map
+	// held are background results waiting for their parent's turn to
+	// end (announce.go).
+	held heldResults
 }
 
 // NewManager returns a manager; call Start before spawning.
