@@ -26,11 +26,22 @@ func TestMain(m *testing.M) {
 
 func open(t *testing.T) *app.Instance {
 	t.Helper()
-	root := t.TempDir()
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root, "AVA_CONFIRM": "never"}[k]
-	})
+	return openAt(t, t.TempDir(), "")
+}
+
+// openAt opens an instance on the data root (also its workspace) and,
+// when url is set, the PostgreSQL database at url; closed when t ends.
+func openAt(t *testing.T, root, url string) *app.Instance {
+	t.Helper()
+	env := map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root, "AVA_CONFIRM": "never"}
+	if url != "" {
+		env["AVA_DATABASE_URL"] = url
+	}
+	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	in, err := app.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))

@@ -2,12 +2,10 @@ package app_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/avaagent/ava/app"
-	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/store/postgres/pgtest"
 )
@@ -16,26 +14,7 @@ import (
 // url, closed when t ends.
 func openOn(t *testing.T, url string) *app.Instance {
 	t.Helper()
-	root := t.TempDir()
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root, "AVA_CONFIRM": "never", "AVA_DATABASE_URL": url}[k]
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	in, err := app.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := in.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return in
+	return openAt(t, t.TempDir(), url)
 }
 
 // TestInstancesRelayEvents opens two instances on one PostgreSQL
@@ -64,25 +43,7 @@ func TestInstancesRelayEvents(t *testing.T) {
 // sees what the other stores, without anything local to trigger it.
 func TestInstancesOnOneDataRootSeeEachOthersEvents(t *testing.T) {
 	root := t.TempDir()
-	open := func() *app.Instance {
-		cfg, err := config.Load(func(k string) string {
-			return map[string]string{"AVA_DATA_ROOT": root, "AVA_WORKSPACE": root, "AVA_CONFIRM": "never"}[k]
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		in, err := app.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := in.Close(); err != nil {
-				t.Error(err)
-			}
-		})
-		return in
-	}
-	a, b := open(), open()
+	a, b := openAt(t, root, ""), openAt(t, root, "")
 	const s = "ava:cli:shared"
 	sub := b.Hub.Follow(s, 0)
 	defer sub.Close()
