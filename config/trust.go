@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"gopkg.in/yaml.v3"
 
@@ -26,12 +25,7 @@ const trustedKey = "trusted_workspaces"
 // readConfigFile reads the config file at path without blocking on a
 // FIFO, only if it is a regular file, and at most maxConfigSize bytes.
 func readConfigFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return fsread.Regular(f, maxConfigSize, "a config file")
+	return fsread.File(path, maxConfigSize, "a config file")
 }
 
 // canonicalPath is p absolute with its symlinks resolved (as far as it

@@ -7,7 +7,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 )
+
+// File opens path without blocking on a FIFO and reads it with Regular.
+func File(path string, limit int64, what string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Regular(f, limit, what)
+}
 
 // Regular reads f whole, if it is a regular file of at most limit bytes;
 // what names the kind of file in the error ("a role file"). The caller

@@ -46,11 +46,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -174,12 +172,7 @@ func Load(model string) (*Script, error) {
 // readScript reads a script file without blocking on a FIFO, only if it
 // is a regular file, and at most MaxScriptSize bytes.
 func readScript(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return fsread.Regular(f, MaxScriptSize, "a script file")
+	return fsread.File(path, MaxScriptSize, "a script file")
 }
 
 // Provider replays scripts. Its model ID is the script ("demo" or a path);
