@@ -23,10 +23,21 @@ func (m *Manager) outageBound() time.Duration {
 // restarts for a second so delays the run instead of ending it. The
 // retries end finalWriteTimeout after the manager closes.
 func (m *Manager) ride(fn func(ctx context.Context) error) error {
-	dctx, cancel := m.durableContext()
+	return m.retryStore(m.outageBound(), fn)
+}
+
+// retryStore calls fn until it succeeds, is refused for good, or bound
+// has passed (0: no bound, until the store takes it); each call gets
+// finalWriteTimeout, and the retries end finalWriteTimeout after the
+// manager closes.
+func (m *Manager) retryStore(bound time.Duration, fn func(ctx context.Context) error) error {
+	ctx, cancel := m.durableContext()
 	defer cancel()
-	ctx, cancelBound := context.WithTimeout(dctx, m.outageBound())
-	defer cancelBound()
+	if bound > 0 {
+		var cancelBound context.CancelFunc
+		ctx, cancelBound = context.WithTimeout(ctx, bound)
+		defer cancelBound()
+	}
 	return wait.Retry(ctx, 0, refused, func(ctx context.Context) error {
 		actx, cancel := context.WithTimeout(ctx, finalWriteTimeout)
 		defer cancel()

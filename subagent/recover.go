@@ -60,19 +60,26 @@ func (m *Manager) otherOwners(ctx context.Context, active []store.Run) ([]string
 	if err != nil {
 		return nil, fmt.Errorf("recover runs: %w", err)
 	}
+	ids := make([]string, 0, len(active)+len(registered))
+	for _, r := range active {
+		ids = append(ids, r.Owner)
+	}
+	for _, in := range registered {
+		ids = append(ids, in.ID)
+	}
+	return m.others(ids), nil
+}
+
+// others is ids without duplicates, this process and the cluster's
+// queue: the owners another process may be recovering from.
+func (m *Manager) others(ids []string) []string {
 	var owners []string
-	add := func(id string) {
+	for _, id := range ids {
 		if id != m.ownerID() && id != store.OwnerQueue && !slices.Contains(owners, id) {
 			owners = append(owners, id)
 		}
 	}
-	for _, r := range active {
-		add(r.Owner)
-	}
-	for _, in := range registered {
-		add(in.ID)
-	}
-	return owners, nil
+	return owners
 }
 
 // recoverGone ends or takes over the runs of gone owners and removes
@@ -169,12 +176,11 @@ func (m *Manager) recordInterrupted(r store.Run) {
 // goneOwners returns which owners of runs are gone (never this process
 // nor the cluster's queue), as Owner.Gone saw them.
 func (m *Manager) goneOwners(ctx context.Context, runs []store.Run) ([]store.Instance, error) {
-	var owners []string
-	for _, r := range runs {
-		if r.Owner != m.ownerID() && r.Owner != store.OwnerQueue && !slices.Contains(owners, r.Owner) {
-			owners = append(owners, r.Owner)
-		}
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.Owner
 	}
+	owners := m.others(ids)
 	if len(owners) == 0 {
 		return nil, nil
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
-	"github.com/avaagent/ava/internal/wait"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
@@ -271,12 +270,8 @@ func unresumableError(r store.Run, cause error) string {
 func (m *Manager) endUnresumable(ctx context.Context, r store.Run, cause error) {
 	fin := &store.RunFinish{Error: unresumableError(r, cause),
 		Tokens: r.Tokens, CostCents: r.CostCents, Iterations: r.Iterations, EndedAt: m.now()}
-	dctx, cancel := m.durableContext()
-	defer cancel()
-	err := wait.Retry(dctx, 0, refused, func(actx context.Context) error {
-		actx, cancel := context.WithTimeout(actx, finalWriteTimeout)
-		defer cancel()
-		return m.opt.Store.TransitionRun(actx, r.ID, r.Owner, []lifecycle.Status{r.Status}, lifecycle.Interrupted, fin)
+	err := m.retryStore(0, func(ctx context.Context) error {
+		return m.opt.Store.TransitionRun(ctx, r.ID, r.Owner, []lifecycle.Status{r.Status}, lifecycle.Interrupted, fin)
 	})
 	if err != nil {
 		m.log.Error("end unresumable run", "id", r.ShortID, "err", err)

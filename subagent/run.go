@@ -12,7 +12,6 @@ import (
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
-	"github.com/avaagent/ava/internal/wait"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
@@ -382,14 +381,10 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 // process's recovery ends or resumes it. A refusal (another owner, an
 // end already recorded) is returned at once.
 func (h *Handle) recordEnd(from, to lifecycle.Status, fin *store.RunFinish) error {
-	ctx, cancel := h.m.durableContext()
-	defer cancel()
 	attempts := 0
-	err := wait.Retry(ctx, 0, refused, func(ctx context.Context) error {
+	err := h.m.retryStore(0, func(ctx context.Context) error {
 		attempts++
-		actx, cancel := context.WithTimeout(ctx, finalWriteTimeout)
-		defer cancel()
-		err := h.m.opt.Store.TransitionRun(actx, h.uuid, h.writer(), []lifecycle.Status{from}, to, fin)
+		err := h.m.opt.Store.TransitionRun(ctx, h.uuid, h.writer(), []lifecycle.Status{from}, to, fin)
 		if err != nil && !refused(err) && attempts == 1 {
 			h.m.log.Warn("subagent's end not recorded yet; retrying until the store takes it", "id", h.id, "status", to, "err", err)
 		}
