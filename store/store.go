@@ -121,12 +121,22 @@ type Run struct {
 	Status     lifecycle.Status
 	Result     json.RawMessage
 	Error      string
+	// Tokens, CostCents and Iterations are the run's figures over all
+	// its turns (its first and its follow-ups), as of its last end or
+	// checkpoint.
 	Tokens     int
 	CostCents  float64
 	Iterations int
-	CreatedAt  time.Time
+	// Active is the time the run spent running, summed over its ended
+	// turns: without the idle time between turns or the time it waited
+	// in the queue (its running turn's time is since TurnStartedAt).
+	Active    time.Duration
+	CreatedAt time.Time
 	// StartedAt is set when the run first becomes running.
 	StartedAt *time.Time
+	// TurnStartedAt is when its current (or last) turn started running;
+	// it defaults to StartedAt.
+	TurnStartedAt *time.Time
 	// EndedAt is set when the run reaches a final status.
 	EndedAt *time.Time
 	// Announced is set once the result was delivered to the parent.
@@ -270,21 +280,24 @@ type Spend struct {
 
 // RunFinish is how a run ended, recorded by TransitionRun.
 type RunFinish struct {
-	Result     json.RawMessage
-	Error      string
+	Result json.RawMessage
+	Error  string
+	// Tokens, CostCents, Iterations and Active are the run's figures
+	// over all its turns, which replace the record's (see Run).
 	Tokens     int
 	CostCents  float64
 	Iterations int
+	Active     time.Duration
 	// EndedAt defaults to the store's clock when zero.
 	EndedAt time.Time
 	// Delivered marks the result as delivered (see MarkAnnounced) in the
 	// same write: it reached its parent another way, or must never.
 	Delivered bool
-	// SpendSession, when set, has CostCents added to that session's
-	// spend (and Tokens and CostCents to its subagents' spend on
-	// SpendModel) in the same transaction as the transition.
+	// SpendSession, when set, has Spend (what the turn that ended used,
+	// not the run's figures over all its turns) added to that session's
+	// subagents' spend in the same transaction as the transition.
 	SpendSession string
-	SpendModel   string
+	Spend        Spend
 	// Messages are appended (see AppendMessages) in the same transaction:
 	// the turn's conversation is recorded together with its end.
 	Messages []Message

@@ -45,7 +45,7 @@ conversations:
 	if err != nil || res.Status != lifecycle.Success || res.Text != "started it" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	runs, err := h.m.Runs(ctx, orchestrator1, true)
+	runs, err := h.m.Runs(ctx, subagent.RunFilter{Session: orchestrator1})
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("%d subagents (%v)", len(runs), err)
 	}

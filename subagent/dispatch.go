@@ -235,9 +235,7 @@ func (m *Manager) RemoteEnded(ctx context.Context, runID string) {
 	}
 	h.mu.Lock()
 	h.status, h.stored, h.result = r.Status, r.Status, restored
-	if r.StartedAt != nil {
-		h.startedAt = *r.StartedAt
-	}
+	h.adopt(r)
 	h.mu.Unlock()
 	h.end()
 }
@@ -283,12 +281,9 @@ func (m *Manager) remoteStatus(h *Handle, st RunStatus) RunStatus {
 	if err != nil {
 		return st
 	}
-	live := statusOfRun(r)
+	live := statusOfRun(r, m.now())
 	if r.Status == lifecycle.Queued {
 		live.QueuedAt = st.QueuedAt
-	}
-	if r.StartedAt != nil && !r.Status.Final() {
-		live.Elapsed = m.now().Sub(*r.StartedAt)
 	}
 	return live
 }

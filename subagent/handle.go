@@ -2,6 +2,7 @@ package subagent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -55,7 +56,10 @@ type Handle struct {
 	slot       chan struct{} // closed when a queued run gets its slot
 	queuedAt   time.Time     // when the run last joined the queue
 	turns      int           // runs started, including follow-ups
-	startedAt  time.Time
+	startedAt  time.Time     // when the running (or last) turn started
+	firstStart time.Time     // when the run first started
+	endedAt    time.Time     // when its last turn ended (zero while one runs)
+	total      counters      // what its ended turns used (figures.go); its record holds it
 	progressAt time.Time         // when the parent was last told how the run goes
 	restored   bool              // rebuilt from the store; its conversation is not loaded yet
 	foreign    bool              // its ID turned out to be another process's run: nothing of it is recorded
@@ -64,7 +68,7 @@ type Handle struct {
 
 	// Resume and checkpoints (resume.go).
 	attempt     int           // times the run was resumed after its process stopped
-	base        counters      // what the run used before it was resumed (only the turn's goroutine uses it)
+	base        counters      // what the running turn used before it was resumed
 	inputStored bool          // the next turn's input is the last stored message
 	ckStored    int           // messages of the turn's conversation stored so far
 	ckDone      chan struct{} // closed when the background checkpoint ends (nil: none)
@@ -150,20 +154,46 @@ type RunStatus struct {
 	Stalled bool             `json:"stalled,omitempty"`
 	// WaitingForUser is set while the run waits for the person's answer
 	// (ask_user): shown as waiting_for_user, never stalled.
-	WaitingForUser bool          `json:"waiting_for_user,omitempty"`
-	Iteration      int           `json:"iteration"`
-	Tokens         int           `json:"tokens"`
-	CostCents      float64       `json:"cost_cents"`
-	Elapsed        time.Duration `json:"elapsed_ns"`
-	Activity       string        `json:"activity,omitempty"`
-	LastTool       string        `json:"last_tool,omitempty"`
-	LastToolAt     time.Time     `json:"last_tool_at,omitzero"`
-	StartedAt      time.Time     `json:"started_at,omitzero"`
+	WaitingForUser bool `json:"waiting_for_user,omitempty"`
+	// Iteration, Tokens and CostCents are the run's model calls, tokens
+	// and cost over all its turns, the running one's so far included
+	// (figures.go).
+	Iteration int     `json:"iteration"`
+	Tokens    int     `json:"tokens"`
+	CostCents float64 `json:"cost_cents"`
+	// Elapsed is the run's active time: the time it spent running,
+	// summed over all its turns, without the idle time between turns or
+	// the time it waited in the queue. It is the figure every surface
+	// shows as elapsed or duration.
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// Wall is the run's wall time: from its first start to its last end,
+	// or to now while it is active (what a timeline bar spans).
+	Wall       time.Duration `json:"wall_ns"`
+	Activity   string        `json:"activity,omitempty"`
+	LastTool   string        `json:"last_tool,omitempty"`
+	LastToolAt time.Time     `json:"last_tool_at,omitzero"`
+	// StartedAt is the run's first start, EndedAt its last end (zero
+	// while it is active).
+	StartedAt time.Time `json:"started_at,omitzero"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
 	// QueuePosition is a queued run's place in the queue, 1 for the next
 	// to start; 0 when it does not wait.
 	QueuePosition int `json:"queue_position,omitempty"`
 	// QueuedAt is when a queued run joined the queue.
 	QueuedAt time.Time `json:"queued_at,omitzero"`
+	// CreatedAt is when the run was spawned. It, Attempts, Error, Result
+	// and Live are set by Manager.Runs and Manager.Run.
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	// Attempts counts the times another process resumed the run after
+	// its own stopped.
+	Attempts int `json:"attempts,omitempty"`
+	// Error is its last turn's error, Result its last turn's result
+	// (JSON), once it ended.
+	Error  string          `json:"error,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	// Live is set when this process holds the run's handle (it runs it,
+	// or holds it since it ended).
+	Live bool `json:"live,omitempty"`
 }
 
 // Status returns the live status without blocking on the run, with its
@@ -176,19 +206,20 @@ func (h *Handle) Status() RunStatus {
 func (h *Handle) liveStatus() RunStatus {
 	h.mu.Lock()
 	st := RunStatus{ID: h.id, Role: h.role.Name, Task: h.req.Config.Task, Model: h.model.Name(), Mode: h.req.mode,
-		Parent: h.req.Parent.SessionKey, Status: h.status, Stalled: h.stalled, WaitingForUser: h.waiting, StartedAt: h.startedAt}
-	a, res := h.current, h.result
+		Parent: h.req.Parent.SessionKey, Status: h.status, Stalled: h.stalled, WaitingForUser: h.waiting}
+	a := h.current
+	f := figures{used: h.total, first: h.firstStart, end: h.endedAt}
+	if h.status == lifecycle.Running {
+		f.used, f.turnStart = f.used.plus(h.base), h.startedAt
+	}
 	if h.status == lifecycle.Queued {
 		st.QueuedAt = h.queuedAt
 	}
 	h.mu.Unlock()
-	switch {
-	case a != nil:
+	if a != nil && f.end.IsZero() {
 		s := a.Snapshot()
-		st.Iteration, st.Tokens, st.CostCents, st.Activity = s.Iteration, s.Tokens, s.CostCents, s.Activity
-		st.LastTool, st.LastToolAt = s.LastTool, s.LastToolAt
-	case res != nil: // restored from the store
-		st.Iteration, st.Tokens, st.CostCents = res.Iterations, res.TokensUsed, res.CostCents
+		f.used = f.used.plus(counters{tokens: s.Tokens, cost: s.CostCents, iterations: s.Iteration})
+		st.Activity, st.LastTool, st.LastToolAt = s.Activity, s.LastTool, s.LastToolAt
 	}
 	if h.isRemote() && !st.Status.Final() {
 		return h.m.remoteStatus(h, st)
@@ -196,13 +227,10 @@ func (h *Handle) liveStatus() RunStatus {
 	if st.Status == lifecycle.Queued {
 		st.QueuePosition = h.m.queuePosition(h)
 	}
-	switch {
-	case st.Status.Final() && res != nil:
-		st.Elapsed = time.Duration(res.DurationSeconds * float64(time.Second))
+	if st.Status.Final() {
 		st.Activity = ""
-	case !st.StartedAt.IsZero():
-		st.Elapsed = h.m.now().Sub(st.StartedAt)
 	}
+	f.set(&st, h.m.now())
 	return st
 }
 

@@ -165,9 +165,7 @@ func (m *Manager) restore(ctx context.Context, run store.Run) (*Handle, error) {
 	}
 	h.id, h.uuid, h.created, h.turns, h.restored = run.ShortID, run.ID, run.CreatedAt, 1, true
 	h.status, h.stored = run.Status, run.Status
-	if run.StartedAt != nil {
-		h.startedAt = *run.StartedAt
-	}
+	h.adopt(run)
 	h.result, _ = m.restoreResult(run)
 	if !run.Status.Final() {
 		return m.remoteView(h)

@@ -34,12 +34,17 @@ func (r Result) Masked(red *redact.Redactor) Result {
 	return r
 }
 
-// Masked returns a copy of s with its free text masked: the task and
-// the current activity (which may quote a tool's arguments).
+// Masked returns a copy of s with its free text masked: the task, the
+// current activity (which may quote a tool's arguments), the error and
+// the result.
 func (s RunStatus) Masked(red *redact.Redactor) RunStatus {
 	red = orPatterns(red)
 	s.Task = red.String(s.Task)
 	s.Activity = red.String(s.Activity)
+	s.Error = red.String(s.Error)
+	if len(s.Result) > 0 {
+		s.Result = red.JSON(s.Result)
+	}
 	return s
 }
 

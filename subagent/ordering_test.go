@@ -55,7 +55,7 @@ conversations:
 	if err != nil || res.Status != lifecycle.Success || res.Text != "started it" {
 		t.Fatalf("turn %+v %v", res, err)
 	}
-	runs, err := h.m.Runs(ctx, key, true)
+	runs, err := h.m.Runs(ctx, subagent.RunFilter{Session: key})
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("%d subagents (%v)", len(runs), err)
 	}

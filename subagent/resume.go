@@ -104,15 +104,12 @@ func (m *Manager) prepareResume(ctx context.Context, r store.Run) (*Handle, []ll
 		h.turns = 0 // it never started: its first turn announces its start
 	}
 	h.status, h.stored, h.attempt, h.owner = r.Status, r.Status, r.Attempts, r.Owner
-	if r.Status != lifecycle.Queued {
-		// A queued turn has used nothing yet; the counters are the
-		// previous turn's.
-		h.base = counters{tokens: r.Tokens, cost: r.CostCents, iterations: r.Iterations}
+	last, err := m.restoreResult(r)
+	if err != nil {
+		return nil, nil, llm.Message{}, false, err
 	}
+	h.adoptResumed(r, last)
 	h.limits = remainingLimits(h.limits, h.base)
-	if r.StartedAt != nil {
-		h.startedAt = *r.StartedAt
-	}
 	var msgs []store.Message
 	err = m.ride(func(ctx context.Context) (err error) {
 		msgs, err = m.opt.Store.Messages(ctx, r.SessionKey, 0)
@@ -186,13 +183,6 @@ func answerPending(history []llm.Message, input llm.Message) llm.Message {
 	}
 	input.Content = append(unknownResults(last), input.Content...)
 	return input
-}
-
-// counters are a run's tokens, cost and model calls so far.
-type counters struct {
-	tokens     int
-	cost       float64
-	iterations int
 }
 
 // remainingLimits are what is left of l after used: a resumed run does
@@ -307,8 +297,11 @@ func (h *Handle) checkpoint(cp agent.Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("encode conversation: %w", err)
 	}
-	c := store.Checkpoint{Owner: h.writer(), Messages: msgs, Tokens: h.base.tokens + cp.Usage.Total(),
-		CostCents: h.base.cost + cp.CostCents, Iterations: h.base.iterations + cp.Iterations}
+	h.mu.Lock()
+	used := h.total.plus(h.base) // the record holds the run's figures over all its turns
+	h.mu.Unlock()
+	c := store.Checkpoint{Owner: h.writer(), Messages: msgs, Tokens: used.tokens + cp.Usage.Total(),
+		CostCents: used.cost + cp.CostCents, Iterations: used.iterations + cp.Iterations}
 	h.mu.Lock()
 	h.ckStored = len(cp.Messages)
 	h.mu.Unlock()
@@ -367,13 +360,15 @@ func (h *Handle) waitCheckpoint() error {
 // resumedFinish adds what the run had used before it was resumed to the
 // turn's result, so that its end records the whole run's counters.
 func (h *Handle) resumedFinish(res agent.Result) agent.Result {
-	if h.base == (counters{}) {
+	h.mu.Lock()
+	base := h.base // zeroed when the turn's end is taken (Handle.ended)
+	h.mu.Unlock()
+	if base == (counters{}) {
 		return res
 	}
-	res.CostCents += h.base.cost
-	res.Iterations += h.base.iterations
-	res.Usage.InputTokens += h.base.tokens // the split is not stored; the total is
-	h.base = counters{}
+	res.CostCents += base.cost
+	res.Iterations += base.iterations
+	res.Usage.InputTokens += base.tokens // the split is not stored; the total is
 	return res
 }
 

@@ -237,7 +237,10 @@ func (h *Handle) begin(a *agent.Agent, cancel context.CancelCauseFunc, start tim
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.current, h.cancel, h.status, h.stalled = a, cancel, lifecycle.Running, false
-	h.startedAt = start
+	h.startedAt, h.endedAt = start, time.Time{}
+	if h.firstStart.IsZero() {
+		h.firstStart = start
+	}
 	h.turns++
 	if h.cancelled {
 		cancel(agent.ErrCancelled)
@@ -328,18 +331,24 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 	if res.Status == lifecycle.Interrupted && h.suspend(ctx, res) {
 		return res
 	}
+	end, queued := m.now(), h.isQueued()
+	active := end.Sub(start)
+	if queued { // it never left the queue: its wait is not active time
+		active = 0
+	}
 	h.mu.Lock()
-	stored := h.ckStored
+	stored, turn := h.ckStored, turnCounters(res, active)
+	run := h.total.plus(turn)
 	h.mu.Unlock()
-	result := h.buildResult(res, prior)
-	if h.isQueued() {
+	result := h.buildResult(res, prior, run)
+	if queued {
 		result.Output, result.OutputFormat = json.RawMessage("null"), "none"
 		result.Summary = fmt.Sprintf("%s (%s)", queuedSummary, res.Status)
 	}
 	raw, _ := json.Marshal(result)
-	fin := &store.RunFinish{Result: raw, Tokens: res.Usage.Total(), CostCents: res.CostCents, Iterations: res.Iterations,
-		EndedAt: m.now(), SpendSession: h.req.Parent.SessionKey, SpendModel: h.model.Name(), Delivered: h.deliveredOnFinish(res.Status),
-		Messages: h.conversation(res.Messages, stored)}
+	fin := &store.RunFinish{Result: raw, Tokens: run.tokens, CostCents: run.cost, Iterations: run.iterations, Active: run.active,
+		EndedAt: end, SpendSession: h.req.Parent.SessionKey, Spend: store.Spend{Model: h.model.Name(), Tokens: turn.tokens, CostCents: turn.cost},
+		Delivered: h.deliveredOnFinish(res.Status), Messages: h.conversation(res.Messages, stored)}
 	if res.Err != nil && res.Status != lifecycle.Success {
 		fin.Error = res.Err.Error()
 	}
@@ -351,6 +360,7 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 		// which belong to another process's run; only its parent hears.
 		h.mu.Lock()
 		h.status, h.result, h.stalled = res.Status, &result, false
+		h.ended(run, end)
 		h.mu.Unlock()
 		h.publishParent(h.completeEvent(result, res, start))
 		return res
@@ -363,6 +373,7 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 	}
 	h.mu.Lock()
 	h.status, h.stored, h.result, h.stalled = res.Status, res.Status, &result, false
+	h.ended(run, end)
 	if len(res.Messages) > 0 {
 		h.messages = res.Messages
 	}
@@ -371,6 +382,19 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 	h.publishParent(h.completeEvent(result, res, start))
 	h.deliver(ctx, result)
 	return res
+}
+
+// turnCounters are what a turn used: the loop's result (with what the
+// turn used before it was resumed, see resumedFinish) and its active
+// time.
+func turnCounters(res agent.Result, active time.Duration) counters {
+	return counters{tokens: res.Usage.Total(), cost: res.CostCents, iterations: res.Iterations, active: active}
+}
+
+// ended records, under h.mu, that a turn ended at end with the run's
+// figures at run: what its live status reads from then on.
+func (h *Handle) ended(run counters, end time.Time) {
+	h.total, h.base, h.endedAt = run, counters{}, end
 }
 
 // recordEnd writes the run's end, and keeps trying while the store
@@ -462,12 +486,13 @@ func (h *Handle) conversation(msgs []llm.Message, prior int) []store.Message {
 	return out
 }
 
-// buildResult turns the loop's result into the subagent's result.
-// A turn that a limit or a stop ended keeps what it had found in
-// Partial (the messages after prior are the turn's own).
-func (h *Handle) buildResult(res agent.Result, prior int) Result {
-	r := Result{SubagentID: h.id, Status: res.Status, TokensUsed: res.Usage.Total(), CostCents: res.CostCents,
-		DurationSeconds: res.Duration.Seconds(), Iterations: res.Iterations}
+// buildResult turns the loop's result into the subagent's result, with
+// the run's figures over all its turns, run. A turn that a limit or a
+// stop ended keeps what it had found in Partial (the messages after
+// prior are the turn's own).
+func (h *Handle) buildResult(res agent.Result, prior int, run counters) Result {
+	r := Result{SubagentID: h.id, Status: res.Status, TokensUsed: run.tokens, CostCents: run.cost,
+		DurationSeconds: run.active.Seconds(), Iterations: run.iterations}
 	if res.Err != nil && res.Status != lifecycle.Success {
 		r.Error = res.Err.Error()
 	}
@@ -492,10 +517,12 @@ func (h *Handle) completeEvent(r Result, res agent.Result, start time.Time) even
 }
 
 // completeEvent is a run's SubagentComplete; attempt is how often it was
-// resumed (0: never).
+// resumed (0: never). Its tokens, cost, duration (active time) and
+// iterations are the run's over all its turns, as in r; its token split
+// and its meta are the turn's (res).
 func completeEvent(role, mode, model string, r Result, res agent.Result, start time.Time, attempt int) event.Event {
 	ev := event.New(event.SubagentComplete, event.SubagentCompleteContent{SubagentID: r.SubagentID, Role: role, Status: r.Status, Attempt: attempt,
-		Summary: r.Summary, Tokens: r.TokensUsed, CostCents: r.CostCents, DurationMs: res.Duration.Milliseconds(),
+		Summary: r.Summary, Tokens: r.TokensUsed, CostCents: r.CostCents, DurationMs: int64(r.DurationSeconds * 1000),
 		Iterations: r.Iterations, StartedAt: start, Model: model, Mode: mode,
 		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens,
 		CacheWriteTokens: res.Usage.CacheWriteTokens, Output: r.Output, OutputFormat: r.OutputFormat})

@@ -228,8 +228,16 @@ func orNull(b []byte) []byte {
 	return b
 }
 
+// toolListLimit caps the runs list_subagents reads: the orchestrator's
+// context is not the place for a long history.
+const toolListLimit = 50
+
 func (m *Manager) listTool(ctx context.Context, a ListArgs) (tool.Result, error) {
-	sts, err := m.Runs(ctx, caller(ctx).SessionKey, a.All)
+	f := RunFilter{Session: caller(ctx).SessionKey, Limit: toolListLimit}
+	if !a.All {
+		f.Status = lifecycle.Active
+	}
+	sts, err := m.Runs(ctx, f)
 	if err != nil {
 		return tool.Errorf("list_subagents: %v", err), nil
 	}

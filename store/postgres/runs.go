@@ -46,10 +46,11 @@ func (s *Store) createRun(ctx context.Context, r store.Run, also func(tx pgx.Tx)
 			return fmt.Errorf("create run session: %w", err)
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO runs (`+record.RunColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`,
 			r.ID, r.ShortID, r.SessionKey, r.ParentSession, r.ParentAgent, r.GroupID, r.Mode,
 			r.Role, r.Task, r.Model, config, string(r.Status), result, r.Error, r.Tokens, r.CostCents,
-			r.Iterations, created, record.NullNS(r.StartedAt), record.NullNS(r.EndedAt), r.Announced, r.Owner, r.Attempts)
+			r.Iterations, created, record.NullNS(r.StartedAt), record.NullNS(r.EndedAt), r.Announced, r.Owner, r.Attempts,
+			r.Active.Milliseconds(), record.NullNS(r.TurnStartedAt))
 		if err != nil || also == nil {
 			return err
 		}

@@ -74,9 +74,8 @@ func (s *Store) TransitionRun(ctx context.Context, id, owner string, from []life
 		if err := s.finishConversation(ctx, tx, key, fin); err != nil {
 			return err
 		}
-		if fin.SpendSession != "" && (fin.CostCents > 0 || fin.Tokens > 0) {
-			return addSpend(ctx, tx, fin.SpendSession, "subagents",
-				store.Spend{Model: fin.SpendModel, Tokens: fin.Tokens, CostCents: fin.CostCents}, record.ToNS(s.now()))
+		if fin.SpendSession != "" && (fin.Spend.CostCents > 0 || fin.Spend.Tokens > 0) {
+			return addSpend(ctx, tx, fin.SpendSession, "subagents", fin.Spend, record.ToNS(s.now()))
 		}
 		return nil
 	})
@@ -109,7 +108,8 @@ func (s *Store) transitionSet(p *params, to lifecycle.Status, owner string, fin 
 		set = append(set, "owner = "+p.add(owner))
 	}
 	if to == lifecycle.Running {
-		set = append(set, "started_at = coalesce(started_at, "+p.add(record.ToNS(now))+")", "ended_at = NULL", "announced = FALSE")
+		at := p.add(record.ToNS(now))
+		set = append(set, "started_at = coalesce(started_at, "+at+")", "turn_started_at = "+at, "ended_at = NULL", "announced = FALSE")
 	}
 	if !to.Final() {
 		return set, nil
@@ -127,7 +127,7 @@ func (s *Store) transitionSet(p *params, to lifecycle.Status, owner string, fin 
 		return nil, err
 	}
 	set = append(set, "result = "+p.add(result), "error = "+p.add(fin.Error), "tokens = "+p.add(fin.Tokens),
-		"cost_cents = "+p.add(fin.CostCents), "iterations = "+p.add(fin.Iterations))
+		"cost_cents = "+p.add(fin.CostCents), "iterations = "+p.add(fin.Iterations), "active_ms = "+p.add(fin.Active.Milliseconds()))
 	if fin.Delivered {
 		set = append(set, "announced = TRUE")
 	}

@@ -25,7 +25,7 @@ func scanRuns(rows *sql.Rows) ([]store.Run, error) {
 const (
 	insertRunSessionSQL = `INSERT INTO sessions (key, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING`
 	insertRunSQL        = `INSERT INTO runs (` + record.RunColumns + `)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // CreateRun stores a new run and creates its session. A short ID or ID
@@ -62,7 +62,8 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 		_, err := tx.StmtContext(ctx, insertRun).ExecContext(ctx,
 			r.ID, r.ShortID, r.SessionKey, r.ParentSession, r.ParentAgent, r.GroupID, r.Mode,
 			r.Role, r.Task, r.Model, config, r.Status, result, r.Error, r.Tokens, r.CostCents,
-			r.Iterations, created, record.NullNS(r.StartedAt), record.NullNS(r.EndedAt), r.Announced, r.Owner, r.Attempts)
+			r.Iterations, created, record.NullNS(r.StartedAt), record.NullNS(r.EndedAt), r.Announced, r.Owner, r.Attempts,
+			r.Active.Milliseconds(), record.NullNS(r.TurnStartedAt))
 		return err
 	})
 	switch {

@@ -24,7 +24,8 @@ import (
 // only if owner owns it, in the same UPDATE; otherwise the error wraps
 // store.ErrStaleOwner.
 //
-// Moving to running sets StartedAt the first time, clears EndedAt and
+// Moving to running sets StartedAt the first time and TurnStartedAt
+// every time, clears EndedAt and
 // clears Announced, so a resumed run's next result is announced in turn.
 // Moving to a final status sets EndedAt (fin.EndedAt, or now) and records
 // fin when given; fin is refused for an active status.
@@ -66,9 +67,8 @@ func (s *Store) TransitionRun(ctx context.Context, id, owner string, from []life
 		if err := s.finishConversation(ctx, tx, ref, fin); err != nil {
 			return err
 		}
-		if fin.SpendSession != "" && (fin.CostCents > 0 || fin.Tokens > 0) {
-			err = addSpend(ctx, tx, fin.SpendSession, "subagents",
-				store.Spend{Model: fin.SpendModel, Tokens: fin.Tokens, CostCents: fin.CostCents}, record.ToNS(s.now()))
+		if fin.SpendSession != "" && (fin.Spend.CostCents > 0 || fin.Spend.Tokens > 0) {
+			err = addSpend(ctx, tx, fin.SpendSession, "subagents", fin.Spend, record.ToNS(s.now()))
 		}
 		return err
 	})
@@ -112,8 +112,8 @@ func (s *Store) transitionSet(to lifecycle.Status, owner string, fin *store.RunF
 		set, args = append(set, "owner = ?"), append(args, owner)
 	}
 	if to == lifecycle.Running {
-		set = append(set, "started_at = coalesce(started_at, ?)", "ended_at = NULL", "announced = 0")
-		args = append(args, record.ToNS(now))
+		set = append(set, "started_at = coalesce(started_at, ?)", "turn_started_at = ?", "ended_at = NULL", "announced = 0")
+		args = append(args, record.ToNS(now), record.ToNS(now))
 	}
 	if !to.Final() {
 		return set, args, nil
@@ -130,8 +130,8 @@ func (s *Store) transitionSet(to lifecycle.Status, owner string, fin *store.RunF
 	if err != nil {
 		return nil, nil, err
 	}
-	set = append(set, "result = ?", "error = ?", "tokens = ?", "cost_cents = ?", "iterations = ?")
-	args = append(args, result, fin.Error, fin.Tokens, fin.CostCents, fin.Iterations)
+	set = append(set, "result = ?", "error = ?", "tokens = ?", "cost_cents = ?", "iterations = ?", "active_ms = ?")
+	args = append(args, result, fin.Error, fin.Tokens, fin.CostCents, fin.Iterations, fin.Active.Milliseconds())
 	if fin.Delivered {
 		set = append(set, "announced = 1")
 	}

@@ -32,9 +32,10 @@ func testRunCreateGet(t *testing.T, s store.Store) {
 		ParentSession: "ava:cli:main", ParentAgent: "ava", GroupID: "g-1", Mode: store.ModeParallel,
 		Role: "web_crawler", Task: "crawl the docs", Model: "openai/gpt-x",
 		Config: []byte(`{"timeout":"600s","maxCostCents":50}`), Status: lifecycle.Running,
-		Tokens: 7, CostCents: 0.25, Iterations: 2, CreatedAt: base, StartedAt: &started,
+		Tokens: 7, CostCents: 0.25, Iterations: 2, Active: 1500 * time.Millisecond, CreatedAt: base, StartedAt: &started,
 	}
 	must(t, s.CreateRun(ctx(t), want))
+	want.TurnStartedAt = &started // it defaults to StartedAt
 	for _, ref := range []string{want.ID, want.ShortID, strings.ToUpper(want.ID), "s-7F3A2B"} {
 		got, err := s.GetRun(ctx(t), ref)
 		must(t, err)

@@ -35,6 +35,7 @@ func transitionCases() []testCase {
 		{"MarkAnnounced", testMarkAnnounced},
 		{"Unannounced", testUnannounced},
 		{"FinishWithSpendAndDelivery", testFinishWithSpendAndDelivery},
+		{"RunFiguresOverTurns", testRunFiguresOverTurns},
 		{"ShortIDs", testShortIDs},
 		{"ConcurrentCreatesIsolateFailures", testConcurrentCreatesIsolateFailures},
 		{"AppendMessagesAllOrNone", testAppendMessagesAllOrNone},
@@ -45,7 +46,8 @@ func transitionCases() []testCase {
 // delivered in the same write; a refused transition does neither.
 func testFinishWithSpendAndDelivery(t *testing.T, s store.Store) {
 	r := createRun(t, s, newRun("S-0e0e0e", "ava:cli:spend"))
-	fin := &store.RunFinish{CostCents: 7.5, Tokens: 10, Delivered: true, SpendSession: "ava:cli:spend", SpendModel: "anthropic/claude-haiku",
+	fin := &store.RunFinish{CostCents: 7.5, Tokens: 10, Delivered: true, SpendSession: "ava:cli:spend",
+		Spend:    store.Spend{Model: "anthropic/claude-haiku", Tokens: 10, CostCents: 7.5},
 		Messages: []store.Message{{SessionKey: r.SessionKey, Role: store.RoleAssistant, Sender: r.ShortID, Text: "done"}}}
 	must(t, s.TransitionRun(ctx(t), r.ID, "", lifecycle.Active, lifecycle.Success, fin))
 	got, err := s.GetRun(ctx(t), r.ID)
@@ -113,7 +115,7 @@ func testTransitionRun(t *testing.T, s store.Store) {
 	must(t, err)
 	want := r
 	want.Status, want.Result, want.Tokens, want.CostCents, want.Iterations = lifecycle.Success, fin.Result, 321, 1.75, 3
-	want.StartedAt, want.EndedAt = got.StartedAt, &ended
+	want.StartedAt, want.TurnStartedAt, want.EndedAt = got.StartedAt, got.StartedAt, &ended
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("after finish (-want +got):\n%s", diff)
 	}
@@ -762,4 +764,45 @@ func testRecoverOwnerLeaseRenewed(t *testing.T, s store.Store) {
 	if len(res) != 1 || res[0].Owner != "heir" {
 		t.Fatalf("recovery with the lease as seen: %+v", res)
 	}
+}
+
+// A run's record holds its figures over all its turns: a follow-up's
+// finish replaces them with the new totals (active time included) and
+// adds only that turn's spend to the parent session; StartedAt stays the
+// first start while TurnStartedAt moves to each turn's start.
+func testRunFiguresOverTurns(t *testing.T, s store.Store) {
+	const parent = "ava:cli:figures"
+	r := newRun("S-0f1f2f", parent)
+	start := base.Add(time.Second)
+	r.Status, r.StartedAt = lifecycle.Running, &start
+	r = createRun(t, s, r)
+	if r.TurnStartedAt == nil || !r.TurnStartedAt.Equal(start) || r.Active != 0 {
+		t.Fatalf("new run: turn started %v, active %s; want %v and 0", r.TurnStartedAt, r.Active, start)
+	}
+	first := &store.RunFinish{Tokens: 100, CostCents: 1.5, Iterations: 2, Active: 3 * time.Second, SpendSession: parent,
+		Spend: store.Spend{Model: r.Model, Tokens: 100, CostCents: 1.5}, EndedAt: start.Add(3 * time.Second)}
+	must(t, s.TransitionRun(ctx(t), r.ID, "", []lifecycle.Status{lifecycle.Running}, lifecycle.Success, first))
+	must(t, s.TransitionRun(ctx(t), r.ID, "", []lifecycle.Status{lifecycle.Success}, lifecycle.Running, nil))
+	mid, err := s.GetRun(ctx(t), r.ID)
+	must(t, err)
+	if !mid.StartedAt.Equal(start) || mid.TurnStartedAt == nil || mid.TurnStartedAt.Equal(start) || mid.Active != 3*time.Second {
+		t.Fatalf("follow-up running: started %v, turn started %v, active %s; want the first start kept, the turn's moved, 3s",
+			mid.StartedAt, mid.TurnStartedAt, mid.Active)
+	}
+	second := &store.RunFinish{Tokens: 160, CostCents: 2.25, Iterations: 3, Active: 4500 * time.Millisecond, SpendSession: parent,
+		Spend: store.Spend{Model: r.Model, Tokens: 60, CostCents: 0.75}}
+	must(t, s.TransitionRun(ctx(t), r.ID, "", []lifecycle.Status{lifecycle.Running}, lifecycle.Success, second))
+	got, err := s.GetRun(ctx(t), r.ID)
+	must(t, err)
+	if got.Tokens != 160 || got.CostCents != 2.25 || got.Iterations != 3 || got.Active != 4500*time.Millisecond {
+		t.Fatalf("after two turns: %d tokens, %v¢, %d iterations, active %s; want 160, 2.25, 3, 4.5s",
+			got.Tokens, got.CostCents, got.Iterations, got.Active)
+	}
+	sp, err := s.SessionSpend(ctx(t), parent)
+	must(t, err)
+	if sp.Subagents != (event.Usage{Tokens: 160, CostCents: 2.25}) {
+		t.Fatalf("session's subagents spend %+v, want the run's figures (160 tokens, 2.25¢)", sp.Subagents)
+	}
+	wantPlainErr(t, s.TransitionRun(ctx(t), r.ID, "", []lifecycle.Status{lifecycle.Running}, lifecycle.Success,
+		&store.RunFinish{Active: -time.Second}))
 }

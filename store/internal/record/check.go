@@ -67,8 +67,11 @@ func (c Checker) CheckRun(r *store.Run) error {
 	if strings.TrimSpace(r.Task) == "" {
 		return errors.New("run task is empty")
 	}
-	if err := CheckCounters(r.Tokens, r.CostCents, r.Iterations); err != nil {
+	if err := errors.Join(CheckCounters(r.Tokens, r.CostCents, r.Iterations), CheckActive(r.Active)); err != nil {
 		return err
+	}
+	if r.TurnStartedAt == nil {
+		r.TurnStartedAt = r.StartedAt
 	}
 	r.CreatedAt = c.OrNow(r.CreatedAt).UTC()
 	return nil
@@ -197,7 +200,16 @@ func CheckTransition(ref string, from []lifecycle.Status, to lifecycle.Status, f
 	if !to.Final() {
 		return fmt.Errorf("a finish record needs a final status, not %s", to)
 	}
-	return CheckCounters(fin.Tokens, fin.CostCents, fin.Iterations)
+	return errors.Join(CheckCounters(fin.Tokens, fin.CostCents, fin.Iterations), CheckActive(fin.Active),
+		CheckCounters(fin.Spend.Tokens, fin.Spend.CostCents, 0))
+}
+
+// CheckActive refuses a negative active time.
+func CheckActive(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("active time %s is negative", d)
+	}
+	return nil
 }
 
 // WriteFinish stores a finish's messages, msgs, in the run's own session

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
@@ -44,7 +45,7 @@ func Collect[T any](rows Rows, scan func(Scanner) (T, error)) ([]T, error) {
 // RunColumns are the columns ScanRun reads, in its order.
 const RunColumns = `id, short_id, session_key, parent_session, parent_agent, group_id, mode,
 	role, task, model, config, status, result, error, tokens, cost_cents, iterations,
-	created_at, started_at, ended_at, announced, owner, attempts`
+	created_at, started_at, ended_at, announced, owner, attempts, active_ms, turn_started_at`
 
 // ScanRun reads a run's RunColumns; the driver's error (no rows) is
 // returned as it is.
@@ -55,17 +56,21 @@ func ScanRun(sc Scanner) (store.Run, error) {
 		status             string
 		tokens, iterations int64
 		created, attempts  int64
+		activeMS           int64
 		started, ended     sql.NullInt64
+		turnStarted        sql.NullInt64
 	)
 	err := sc.Scan(&r.ID, &r.ShortID, &r.SessionKey, &r.ParentSession, &r.ParentAgent, &r.GroupID,
 		&r.Mode, &r.Role, &r.Task, &r.Model, &config, &status, &result, &r.Error, &tokens,
-		&r.CostCents, &iterations, &created, &started, &ended, &r.Announced, &r.Owner, &attempts)
+		&r.CostCents, &iterations, &created, &started, &ended, &r.Announced, &r.Owner, &attempts,
+		&activeMS, &turnStarted)
 	if err != nil {
 		return store.Run{}, err
 	}
 	r.Status, r.Tokens, r.Iterations, r.Attempts = lifecycle.Status(status), int(tokens), int(iterations), int(attempts)
 	r.Config, r.Result = RawJSON(config), RawJSON(result)
 	r.CreatedAt, r.StartedAt, r.EndedAt = FromNS(created), TimePtr(started), TimePtr(ended)
+	r.Active, r.TurnStartedAt = time.Duration(activeMS)*time.Millisecond, TimePtr(turnStarted)
 	return r, nil
 }
 
