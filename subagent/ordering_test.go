@@ -11,6 +11,7 @@ import (
 	"github.com/avaagent/ava/orchestrator"
 	"github.com/avaagent/ava/session"
 	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
 )
 
