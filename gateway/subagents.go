@@ -2,13 +2,9 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/gateway/client"
@@ -18,50 +14,16 @@ import (
 	"github.com/avaagent/ava/tool"
 )
 
-// fromHandle is a live run's view.
-func fromHandle(h *subagent.Handle) client.Subagent {
-	st := h.Status()
-	out := client.Subagent{ID: st.ID, SessionKey: h.SessionKey(), Role: st.Role, Task: st.Task, Model: st.Model,
-		Mode: string(st.Mode), Parent: st.Parent, Status: string(st.Status), QueuePosition: st.QueuePosition, Stalled: st.Stalled, WaitingForUser: st.WaitingForUser, Iteration: st.Iteration,
-		Tokens: st.Tokens, CostCents: st.CostCents, ElapsedMs: st.Elapsed.Milliseconds(), Activity: st.Activity,
-		LastTool: st.LastTool, StartedAt: st.StartedAt, Live: true}
-	if r, ok := h.Result(); ok {
-		out.Result, _ = json.Marshal(r)
-		out.Error = r.Error
-		if out.Tokens == 0 {
-			out.Tokens, out.CostCents, out.Iteration = r.TokensUsed, r.CostCents, r.Iterations
-		}
-	}
+// toClient is a run's status on the wire: every figure is the read
+// model's (subagent/figures.go), whether the run is live or stored.
+func toClient(st subagent.RunStatus) client.Subagent {
+	out := client.Subagent{ID: st.ID, SessionKey: store.SubagentSessionPrefix + st.ID, Role: st.Role, Task: st.Task, Model: st.Model,
+		Mode: string(st.Mode), Parent: st.Parent, Status: string(st.Status), QueuePosition: st.QueuePosition, Stalled: st.Stalled,
+		WaitingForUser: st.WaitingForUser, Iteration: st.Iteration, Tokens: st.Tokens, CostCents: st.CostCents,
+		ElapsedMs: st.Elapsed.Milliseconds(), WallMs: st.Wall.Milliseconds(), Activity: st.Activity, LastTool: st.LastTool,
+		CreatedAt: st.CreatedAt, StartedAt: st.StartedAt, EndedAt: st.EndedAt, Result: st.Result, Error: st.Error,
+		Attempts: st.Attempts, Live: st.Live}
 	return out
-}
-
-// fromRun is a stored run's view.
-func fromRun(r store.Run, now time.Time) client.Subagent {
-	out := client.Subagent{ID: r.ShortID, SessionKey: r.SessionKey, Role: r.Role, Task: r.Task, Model: r.Model, Mode: r.Mode,
-		Parent: r.ParentSession, Status: string(r.Status), Iteration: r.Iterations, Tokens: r.Tokens, CostCents: r.CostCents,
-		CreatedAt: r.CreatedAt, Result: r.Result, Error: r.Error, Attempts: r.Attempts}
-	if r.StartedAt != nil {
-		out.StartedAt = *r.StartedAt
-		end := now
-		if r.EndedAt != nil {
-			end = *r.EndedAt
-		}
-		out.ElapsedMs = end.Sub(*r.StartedAt).Milliseconds()
-	}
-	if r.EndedAt != nil {
-		out.EndedAt = *r.EndedAt
-	}
-	return out
-}
-
-// merge overlays a live view on the stored record (which has the
-// creation and end times).
-func merge(live, stored client.Subagent) client.Subagent {
-	live.CreatedAt, live.EndedAt, live.Attempts = stored.CreatedAt, stored.EndedAt, stored.Attempts
-	if len(live.Result) == 0 {
-		live.Result = stored.Result
-	}
-	return live
 }
 
 // statusFilter parses status=a,b; "active" stands for every active
@@ -85,7 +47,8 @@ func statusFilter(v string) ([]lifecycle.Status, error) {
 	return out, nil
 }
 
-// listSubagents answers GET /api/subagents?parent=K&status=S.
+// listSubagents answers GET /api/subagents?parent=K&status=S&limit=N:
+// subagent.Manager.Runs, the one list every surface shows.
 func (s *Server) listSubagents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	statuses, err := statusFilter(q.Get("status"))
@@ -93,47 +56,20 @@ func (s *Server) listSubagents(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	parent := q.Get("parent")
 	limit, err := listLimit(q.Get("limit"))
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	runs, err := s.in.Store.ListRuns(r.Context(), store.RunFilter{ParentSession: parent, Status: statuses, Limit: limit})
+	runs, err := s.in.Subagent.Runs(r.Context(), subagent.RunFilter{Session: q.Get("parent"), Status: statuses, Limit: limit})
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	keep := func(sa client.Subagent) bool {
-		return (parent == "" || sa.Parent == parent) && (len(statuses) == 0 || slices.Contains(statuses, lifecycle.Status(sa.Status)))
+	out := make([]client.Subagent, len(runs))
+	for i, st := range runs {
+		out[i] = toClient(st)
 	}
-	byID := map[string]client.Subagent{}
-	now := time.Now()
-	for _, run := range runs {
-		byID[run.ShortID] = fromRun(run, now)
-	}
-	for _, h := range s.in.Subagent.List(true) {
-		live := fromHandle(h)
-		stored, ok := byID[live.ID]
-		if ok {
-			live = merge(live, stored)
-		}
-		if keep(live) {
-			byID[live.ID] = live
-		} else {
-			delete(byID, live.ID)
-		}
-	}
-	out := make([]client.Subagent, 0, len(byID))
-	for _, sa := range byID {
-		out = append(out, sa)
-	}
-	slices.SortFunc(out, func(a, b client.Subagent) int {
-		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
 	writeJSON(w, http.StatusOK, client.SubagentList{Subagents: out})
 }
 
@@ -144,37 +80,12 @@ func (s *Server) getSubagent(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	sa, err := s.subagent(r.Context(), id)
+	st, err := s.in.Subagent.Run(r.Context(), id)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sa)
-}
-
-// subagent is one run's view: live when held here, else stored.
-func (s *Server) subagent(ctx context.Context, id string) (client.Subagent, error) {
-	if strings.TrimSpace(id) == "" {
-		return client.Subagent{}, badRequestf("subagent ID: empty")
-	}
-	h, herr := s.in.Subagent.Get(id)
-	if herr != nil && !errors.Is(herr, store.ErrNotFound) {
-		return client.Subagent{}, herr
-	}
-	key := id
-	if herr == nil {
-		key = h.ID()
-	}
-	run, err := s.in.Store.GetRun(ctx, key)
-	switch {
-	case herr == nil && err == nil:
-		return merge(fromHandle(h), fromRun(run, time.Now())), nil
-	case herr == nil && errors.Is(err, store.ErrNotFound):
-		return fromHandle(h), nil // not recorded yet: it starts
-	case err != nil:
-		return client.Subagent{}, err
-	}
-	return fromRun(run, time.Now()), nil
+	writeJSON(w, http.StatusOK, toClient(st))
 }
 
 // spawn answers POST /api/subagents: a background subagent (201), or,
@@ -223,22 +134,23 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, map[string]client.Proposal{"pending": toClientProposal(*p)})
 		return
 	}
-	writeJSON(w, http.StatusCreated, fromHandle(h))
+	st, err := s.in.Subagent.Run(r.Context(), h.ID())
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, toClient(st))
 }
 
-// DefaultListLimit is how many stored runs GET /api/subagents returns,
-// newest first, unless ?limit= says otherwise (a daemon that ran for
-// months holds many thousands).
-const DefaultListLimit = 500
-
-// listLimit reads ?limit= (1 to 10,000; default DefaultListLimit).
+// listLimit reads ?limit= (1 to subagent.MaxListLimit; default
+// subagent.DefaultListLimit).
 func listLimit(v string) (int, error) {
 	if v == "" {
-		return DefaultListLimit, nil
+		return subagent.DefaultListLimit, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > 10_000 {
-		return 0, badRequestf("limit %q: want a number from 1 to 10000", v)
+	if err != nil || n < 1 || n > subagent.MaxListLimit {
+		return 0, badRequestf("limit %q: want a number from 1 to %d", v, subagent.MaxListLimit)
 	}
 	return n, nil
 }

@@ -112,15 +112,15 @@ type Run struct {
 	ParentSession string
 	ParentAgent   string
 	// GroupID links the runs of one parallel or chain spawn.
-	GroupID    string
-	Mode       string
-	Role       string
-	Task       string
-	Model      string
-	Config     json.RawMessage
-	Status     lifecycle.Status
-	Result     json.RawMessage
-	Error      string
+	GroupID string
+	Mode    string
+	Role    string
+	Task    string
+	Model   string
+	Config  json.RawMessage
+	Status  lifecycle.Status
+	Result  json.RawMessage
+	Error   string
 	// Tokens, CostCents and Iterations are the run's figures over all
 	// its turns (its first and its follow-ups), as of its last end or
 	// checkpoint.

@@ -160,14 +160,16 @@ func HitRate(samples []Sample, l agent.Limits, model llm.Model) (hits, scored, h
 }
 
 // samplesOf turns stored runs into samples, keeping those of the model
-// (every model when model is "") that started and ended.
+// (every model when model is "") that started and ended. A run's time is
+// its active time (figures.go): the idle time between its turns and its
+// wait in the queue say nothing about how long its work takes.
 func samplesOf(runs []store.Run, model string) []Sample {
 	var out []Sample
 	for _, r := range runs {
 		if r.StartedAt == nil || r.EndedAt == nil || model != "" && r.Model != model {
 			continue
 		}
-		out = append(out, Sample{Seconds: r.EndedAt.Sub(*r.StartedAt).Seconds(), CostCents: r.CostCents,
+		out = append(out, Sample{Seconds: r.Active.Seconds(), CostCents: r.CostCents,
 			Created: r.CreatedAt, Ended: *r.EndedAt})
 	}
 	slices.SortFunc(out, func(a, b Sample) int { return a.Ended.Compare(b.Ended) })

@@ -27,7 +27,8 @@ func addRun(t *testing.T, st store.Store, role, model string, created time.Time,
 	must(t, st.CreateRun(context.Background(), store.Run{ID: id.String(), ShortID: short, SessionKey: store.SubagentSessionPrefix + short,
 		Role: role, Task: "t", Model: model, Status: lifecycle.Running, CreatedAt: created, StartedAt: &start}))
 	must(t, st.TransitionRun(context.Background(), id.String(), "", []lifecycle.Status{lifecycle.Running}, status,
-		&store.RunFinish{CostCents: cents, EndedAt: start.Add(time.Duration(seconds * float64(time.Second)))}))
+		&store.RunFinish{CostCents: cents, Active: time.Duration(seconds * float64(time.Second)),
+			EndedAt: start.Add(time.Duration(seconds * float64(time.Second)))}))
 }
 
 // TestEstimateFromLimitsThenFromHistory: with no past runs the estimate

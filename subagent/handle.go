@@ -53,13 +53,13 @@ type Handle struct {
 	done       chan struct{} // closed when the current run (and queue) ends
 	spawned    chan struct{} // closed once SubagentSpawn is in the parent's stream, or the run ended without one
 	spawnOnce  sync.Once
-	slot       chan struct{} // closed when a queued run gets its slot
-	queuedAt   time.Time     // when the run last joined the queue
-	turns      int           // runs started, including follow-ups
-	startedAt  time.Time     // when the running (or last) turn started
-	firstStart time.Time     // when the run first started
-	endedAt    time.Time     // when its last turn ended (zero while one runs)
-	total      counters      // what its ended turns used (figures.go); its record holds it
+	slot       chan struct{}     // closed when a queued run gets its slot
+	queuedAt   time.Time         // when the run last joined the queue
+	turns      int               // runs started, including follow-ups
+	startedAt  time.Time         // when the running (or last) turn started
+	firstStart time.Time         // when the run first started
+	endedAt    time.Time         // when its last turn ended (zero while one runs)
+	total      counters          // what its ended turns used (figures.go); its record holds it
 	progressAt time.Time         // when the parent was last told how the run goes
 	restored   bool              // rebuilt from the store; its conversation is not loaded yet
 	foreign    bool              // its ID turned out to be another process's run: nothing of it is recorded

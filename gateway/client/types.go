@@ -90,16 +90,24 @@ type Subagent struct {
 	Stalled       bool `json:"stalled,omitempty"`
 	// WaitingForUser is set while it waits for the person's answer to its
 	// question (ask_user; GET /api/questions).
-	WaitingForUser bool      `json:"waitingForUser,omitempty"`
-	Iteration      int       `json:"iteration"`
-	Tokens         int       `json:"tokens"`
-	CostCents      float64   `json:"costCents"`
-	ElapsedMs      int64     `json:"elapsedMs"`
-	Activity       string    `json:"activity,omitempty"`
-	LastTool       string    `json:"lastTool,omitempty"`
-	CreatedAt      time.Time `json:"createdAt,omitzero"`
-	StartedAt      time.Time `json:"startedAt,omitzero"`
-	EndedAt        time.Time `json:"endedAt,omitzero"`
+	WaitingForUser bool `json:"waitingForUser,omitempty"`
+	// Iteration, Tokens and CostCents are the run's model calls, tokens
+	// and cost over all its turns (its first and its follow-ups).
+	Iteration int     `json:"iteration"`
+	Tokens    int     `json:"tokens"`
+	CostCents float64 `json:"costCents"`
+	// ElapsedMs is the run's active time: the time it spent running,
+	// summed over its turns, without the idle time between them or its
+	// wait in the queue; what ava ps and ava status show as elapsed.
+	ElapsedMs int64 `json:"elapsedMs"`
+	// WallMs is its wall time: from its first start to its last end, or
+	// to now while it is active.
+	WallMs    int64     `json:"wallMs"`
+	Activity  string    `json:"activity,omitempty"`
+	LastTool  string    `json:"lastTool,omitempty"`
+	CreatedAt time.Time `json:"createdAt,omitzero"`
+	StartedAt time.Time `json:"startedAt,omitzero"`
+	EndedAt   time.Time `json:"endedAt,omitzero"`
 	// Result is the subagent's structured result once it ended.
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  string          `json:"error,omitempty"`
