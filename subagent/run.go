@@ -248,6 +248,15 @@ func (h *Handle) begin(a *agent.Agent, cancel context.CancelCauseFunc, start tim
 	return h.turns == 1
 }
 
+// startedFirst sets the run's first start, unless it has one.
+func (h *Handle) startedFirst(at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.firstStart.IsZero() {
+		h.firstStart = at
+	}
+}
+
 // recordRun records the run as running: its first turn creates the
 // record (a queued run's exists and moves from queued), a follow-up
 // moves it back to running. The write happens even if
@@ -288,6 +297,9 @@ func (h *Handle) recordRun(first bool, start time.Time) error {
 		return fmt.Errorf("record run %s: %w", h.id, err)
 	}
 	h.held(owner, lifecycle.Running)
+	if first && from != lifecycle.Queued {
+		h.startedFirst(start) // the record's StartedAt: the spawn writes it before the turn begins
+	}
 	return nil
 }
 

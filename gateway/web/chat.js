@@ -183,6 +183,10 @@ function ChatHeader({ title, s, subagent, sessionKey, running, onBack, spend }) 
     }
   };
   const conn = s.conn === 'live' ? '' : s.conn;
+  // A subagent's figures are the list's (the one read model, over all
+  // its turns), as ava ps and ava status show them; the stream's sum is
+  // for a session that has no record.
+  const used = subagent ? { tokens: subagent.tokens, cost: subagent.costCents } : { tokens: s.tokens, cost: s.cost };
   return html`
     <header class="chat-head">
       ${onBack && html`<button class="back" onClick=${onBack} title="Back to Ava">←</button>`}
@@ -190,7 +194,7 @@ function ChatHeader({ title, s, subagent, sessionKey, running, onBack, spend }) 
         <strong>${title}</strong>
         ${subagent && html`<span class=${`pill st-${subagent.status}`}>${subagent.status}</span>`}
         <small class="muted">
-          ${[s.model || subagent?.model, !spend && s.tokens > 0 && `${s.tokens} tokens · ${cents(s.cost)}`].filter(Boolean).join(' · ')}
+          ${[s.model || subagent?.model, !spend && used.tokens > 0 && `${used.tokens} tokens · ${cents(used.cost)}`].filter(Boolean).join(' · ')}
           ${(s.offline || (s.model || subagent?.model || '').startsWith('scripted/')) && html` <span class="pill offline">offline</span>`}
         </small>
         ${spend && spend.total.tokens > 0 && html`<small class="muted spend" title=${(spend.byModel || []).map((m) => `${m.model}: ${cents(m.costCents)}, ${m.tokens} tokens`).join('\n')}>

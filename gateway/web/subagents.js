@@ -67,21 +67,18 @@ export function SubagentList({ list, open, onOpen }) {
 const ms = (t) => (t ? Date.parse(t) : NaN);
 const active = (sa) => ['queued', 'pending', 'running'].includes(sa.status);
 
-// span is a subagent's [start, end] in ms: from its creation (its first
-// turn, when it was sent follow-ups since) to its end, or now.
+// span is a subagent's [start, end] in ms: its wall time, from its
+// first start (its creation while it waits) to its last end, or now.
 function span(sa, now) {
-  const start = ms(sa.createdAt) || ms(sa.startedAt) || now - (sa.elapsedMs || 0);
-  const end = ms(sa.endedAt) || (active(sa) ? now : start + (sa.elapsedMs || 0));
+  const start = ms(sa.startedAt) || ms(sa.createdAt) || now - (sa.wallMs || 0);
+  const end = ms(sa.endedAt) || (active(sa) ? now : start + (sa.wallMs || 0));
   return [start, Math.max(end, start)];
 }
 
-// elapsed is the running turn's time (as ava ps shows it), or once it
-// ended the time from its creation to its end.
-function elapsed(sa) {
-  if (active(sa) || !sa.endedAt) return sa.elapsedMs;
-  const [start, end] = span(sa, Date.now());
-  return end - start;
-}
+// elapsed is the subagent's active time (elapsedMs: its time running,
+// over all its turns, without the idle time between them), the figure
+// ava ps and ava status show.
+const elapsed = (sa) => sa.elapsedMs;
 
 /** The timeline: a bar per subagent from its start to its end, coloured by status, with its cost. */
 export function Timeline({ list, open, onOpen }) {
@@ -95,7 +92,7 @@ export function Timeline({ list, open, onOpen }) {
     <div class="timeline" role="list">
       ${rows.map(({ sa, at }) => html`
         <button key=${sa.id} role="listitem" class=${`tl-row${sa.id === open ? ' open' : ''}`} data-id=${sa.id}
-          onClick=${() => onOpen(sa.id)} title=${`${sa.role} ${sa.id}: ${sa.status}, ${duration(at[1] - at[0])}, ${cents(sa.costCents)}`}>
+          onClick=${() => onOpen(sa.id)} title=${`${sa.role} ${sa.id}: ${sa.status}, active ${duration(sa.elapsedMs)} of ${duration(at[1] - at[0])} wall, ${cents(sa.costCents)}`}>
           <span class="tl-label">${sa.role} <code>${sa.id}</code></span>
           <span class="tl-track">
             <span class=${`tl-bar st-${sa.status}`} data-status=${sa.status}
