@@ -158,8 +158,10 @@ func (m *Manager) recordInterrupted(r store.Run) {
 			m.log.Error("record interrupted run", "id", r.ShortID, "err", err)
 		}
 	}
+	// Its figures are its record's (figures.go): the active time of its
+	// ended turns; the one its process died in is not known.
 	res := Result{SubagentID: r.ShortID, Status: lifecycle.Interrupted, TokensUsed: r.Tokens, CostCents: r.CostCents,
-		DurationSeconds: end.Sub(start).Seconds(), Iterations: r.Iterations, Summary: interruptedRunSummary(r.Error)}
+		DurationSeconds: r.Active.Seconds(), Iterations: r.Iterations, Summary: interruptedRunSummary(r.Error)}
 	if r.ParentSession == "" {
 		return
 	}
