@@ -43,6 +43,6 @@ func (h *Handle) progressDue(now time.Time, after, every time.Duration) (event.E
 	}
 	h.progressAt = now
 	return event.New(event.SubagentProgress, event.SubagentProgressContent{SubagentID: h.id, Role: h.role.Name,
-		Activity: st.Activity, ElapsedMs: elapsed.Milliseconds(), Tokens: st.Tokens, CostCents: st.CostCents,
+		Activity: st.Activity, ElapsedMs: st.Elapsed.Milliseconds(), Tokens: st.Tokens, CostCents: st.CostCents,
 		Stalled: st.Stalled}), true
 }
