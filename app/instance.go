@@ -86,7 +86,9 @@ type openOptions struct {
 
 // WithTools adds an embedding program's tools to the built-in ones: a
 // role that names one gets it.
-func WithTools(ts ...tool.Tool) Option { return func(o *openOptions) { o.tools = append(o.tools, ts...) } }
+func WithTools(ts ...tool.Tool) Option {
+	return func(o *openOptions) { o.tools = append(o.tools, ts...) }
+}
 
 // WithRoles adds an embedding program's roles to the built-in ones, with
 // the operator's trust (it is the operator's own code). A role file of the
