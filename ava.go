@@ -187,3 +187,16 @@ func Offline(cfg config.Config) (config.Config, bool) {
 	cfg.Model = OfflineModel
 	return cfg, true
 }
+
+// ToolResult is what a tool call gives back to the model: the text it
+// reads, and whether the call failed.
+type ToolResult = tool.Result
+
+// NewTool makes a Tool of a Go function: its JSON Schema is derived
+// from Args (json tags name the fields, jsonschema tags describe them,
+// fields without omitempty are required), and the model's arguments are
+// checked against it before fn runs. It panics when Args cannot be
+// described by a JSON Schema, a programming error any test finds.
+func NewTool[Args any](name, description string, fn func(ctx context.Context, args Args) (ToolResult, error)) Tool {
+	return tool.NewFunc(name, description, fn)
+}
