@@ -26,6 +26,7 @@ func exampleConfig(script string) config.Config {
 	if err != nil {
 		log.Fatal(err)
 	}
+	exampleDirs = append(exampleDirs, dir)
 	path := filepath.Join(dir, "script.yaml")
 	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
 		log.Fatal(err)
@@ -42,6 +43,9 @@ func exampleConfig(script string) config.Config {
 	cfg.Aliases = map[string]map[string]string{"scripted": {"haiku": path, "sonnet": path, "opus": path}}
 	return cfg
 }
+
+// exampleDirs are the examples' folders, removed by TestMain.
+var exampleDirs []string
 
 // quiet is a logger for the examples: their output is what they print.
 var quiet = slog.New(slog.DiscardHandler)
@@ -99,7 +103,7 @@ func ExampleRuntime_Chat() {
 			log.Fatal(err)
 		}
 		for _, ev := range evs {
-			if ev.Seq > 0 { // kept events; live-only ones (text deltas) have none
+			if ev.Seq > 0 && !ended { // kept events; live-only ones (text deltas) have none
 				fmt.Println(ev.Seq, ev.Type)
 			}
 			ended = ended || ev.Type == ava.SessionEnd
