@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/confirm"
@@ -78,6 +80,22 @@ type Option func(*openOptions)
 type openOptions struct {
 	readOnly bool
 	sinks    []event.Sink
+	tools    []tool.Tool
+	roles    []subagent.Role
+}
+
+// WithTools adds an embedding program's tools to the built-in ones: a
+// role that names one gets it.
+func WithTools(ts ...tool.Tool) Option {
+	return func(o *openOptions) { o.tools = append(o.tools, ts...) }
+}
+
+// WithRoles adds an embedding program's roles to the built-in ones, with
+// the operator's trust (it is the operator's own code). A role file of the
+// same name in the data root or a trusted workspace replaces one, as it
+// replaces a built-in role.
+func WithRoles(rs ...subagent.Role) Option {
+	return func(o *openOptions) { o.roles = append(o.roles, rs...) }
 }
 
 // WithSink adds a sink that receives every kept event after the audit
@@ -178,7 +196,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	if !o.readOnly {
 		in.hardenAndReport()
 	}
-	if in.Tools, err = tool.NewRegistry(in.builtinTools()...); err != nil {
+	if in.Tools, err = tool.NewRegistry(append(in.builtinTools(), o.tools...)...); err != nil {
 		return fmt.Errorf("built-in tools: %w", err)
 	}
 	if in.MCP, err = mcpclient.New(in.mcpOptions(cfg, log)); err != nil {
@@ -187,6 +205,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	// Closed after the subagents that use its servers have stopped.
 	in.closers = append(in.closers, in.MCP.Close)
 	roles, roleErrs := subagent.LoadRoleDirs(RoleDirs(cfg), in.roleToolKnown)
+	roleErrs = append(roleErrs, addLibraryRoles(roles, o.roles)...)
 	roleErrs = append(roleErrs, in.addRoleMCPServers(roles)...)
 	in.RoleErrors = roleErrs
 	for _, e := range roleErrs {
@@ -273,6 +292,32 @@ func (in *Instance) turnOwner() orchestrator.Owner {
 		return nil
 	}
 	return in.self
+}
+
+// LibrarySource is the Source of a role an embedding program gave
+// (WithRoles).
+const LibrarySource = "library"
+
+// addLibraryRoles adds the embedding program's roles to roles where no
+// role file replaced a role of that name, with the operator's trust; a
+// role without a name or a task-less default is an error, not a panic.
+func addLibraryRoles(roles map[string]subagent.Role, lib []subagent.Role) []error {
+	var errs []error
+	for _, r := range lib {
+		if strings.TrimSpace(r.Name) == "" {
+			errs = append(errs, errors.New("library role: no name"))
+			continue
+		}
+		if prev, ok := roles[r.Name]; ok && prev.Source != subagent.BuiltinSource {
+			continue // a role file replaces it
+		}
+		r.Source, r.ModelBy, r.Untrusted = LibrarySource, llm.NamedByOperator, false
+		if r.Limits == (agent.Limits{}) {
+			r.Limits = subagent.DefaultLimits
+		}
+		roles[r.Name] = r
+	}
+	return errs
 }
 
 // roleToolKnown reports whether a role file may name the tool: a

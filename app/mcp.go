@@ -59,7 +59,7 @@ func (in *Instance) addRoleMCPServers(roles map[string]subagent.Role) []error {
 // workspaceRole reports whether the role comes from the workspace's
 // .ava/agents.
 func (in *Instance) workspaceRole(r subagent.Role) bool {
-	if in.Config.Workspace == "" || r.Source == "" || r.Source == "built-in" {
+	if in.Config.Workspace == "" || r.Source == "" || r.Source == subagent.BuiltinSource || r.Source == LibrarySource {
 		return false
 	}
 	dir := filepath.Join(in.Config.Workspace, ".ava")

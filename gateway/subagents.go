@@ -2,34 +2,33 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/gateway/client"
 	"github.com/avaagent/ava/lifecycle"
-	"github.com/avaagent/ava/store"
-	"github.com/avaagent/ava/subagent"
-	"github.com/avaagent/ava/tool"
 )
 
-// toClient is a run's status on the wire: every figure is the read
-// model's (subagent/figures.go), whether the run is live or stored.
-func toClient(st subagent.RunStatus) client.Subagent {
-	out := client.Subagent{ID: st.ID, SessionKey: store.SubagentSessionPrefix + st.ID, Role: st.Role, Task: st.Task, Model: st.Model,
-		Mode: string(st.Mode), Parent: st.Parent, Status: string(st.Status), QueuePosition: st.QueuePosition, Stalled: st.Stalled,
-		WaitingForUser: st.WaitingForUser, Iteration: st.Iteration, Tokens: st.Tokens, CostCents: st.CostCents,
-		ElapsedMs: st.Elapsed.Milliseconds(), WallMs: st.Wall.Milliseconds(), Activity: st.Activity, LastTool: st.LastTool,
-		CreatedAt: st.CreatedAt, StartedAt: st.StartedAt, EndedAt: st.EndedAt, Result: st.Result, Error: st.Error,
-		Attempts: st.Attempts, Live: st.Live}
+// toClientSubagent is a run's view in the API's wire form.
+func toClientSubagent(sa ava.Subagent) client.Subagent {
+	out := client.Subagent{ID: sa.ID, SessionKey: sa.SessionKey, Role: sa.Role, Task: sa.Task, Model: sa.Model, Mode: sa.Mode,
+		Parent: sa.Parent, Status: string(sa.Status), QueuePosition: sa.QueuePosition, Stalled: sa.Stalled,
+		WaitingForUser: sa.WaitingForUser, Iteration: sa.Iterations, Tokens: sa.Tokens, CostCents: sa.CostCents,
+		ElapsedMs: sa.Elapsed.Milliseconds(), WallMs: sa.Wall.Milliseconds(), Activity: sa.Activity, LastTool: sa.LastTool, CreatedAt: sa.CreatedAt,
+		StartedAt: sa.StartedAt, EndedAt: sa.EndedAt, Error: sa.Error, Attempts: sa.Attempts, Live: sa.Live}
+	if sa.Result != nil {
+		out.Result, _ = json.Marshal(sa.Result)
+	}
 	return out
 }
 
 // statusFilter parses status=a,b; "active" stands for every active
 // status.
-func statusFilter(v string) ([]lifecycle.Status, error) {
-	var out []lifecycle.Status
+func statusFilter(v string) ([]ava.Status, error) {
+	var out []ava.Status
 	for _, f := range strings.Split(v, ",") {
 		f = strings.TrimSpace(f)
 		switch {
@@ -47,8 +46,7 @@ func statusFilter(v string) ([]lifecycle.Status, error) {
 	return out, nil
 }
 
-// listSubagents answers GET /api/subagents?parent=K&status=S&limit=N:
-// subagent.Manager.Runs, the one list every surface shows.
+// listSubagents answers GET /api/subagents?parent=K&status=S.
 func (s *Server) listSubagents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	statuses, err := statusFilter(q.Get("status"))
@@ -56,19 +54,20 @@ func (s *Server) listSubagents(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	parent := q.Get("parent")
 	limit, err := listLimit(q.Get("limit"))
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	runs, err := s.in.Subagent.Runs(r.Context(), subagent.RunFilter{Session: q.Get("parent"), Status: statuses, Limit: limit})
+	list, err := s.rt.Subagents(r.Context(), ava.SubagentFilter{Parent: parent, Status: statuses, Limit: limit})
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	out := make([]client.Subagent, len(runs))
-	for i, st := range runs {
-		out[i] = toClient(st)
+	out := make([]client.Subagent, 0, len(list))
+	for _, sa := range list {
+		out = append(out, toClientSubagent(sa))
 	}
 	writeJSON(w, http.StatusOK, client.SubagentList{Subagents: out})
 }
@@ -80,12 +79,12 @@ func (s *Server) getSubagent(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	st, err := s.in.Subagent.Run(r.Context(), id)
+	sa, err := s.rt.Subagent(r.Context(), id)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toClient(st))
+	writeJSON(w, http.StatusOK, toClientSubagent(sa))
 }
 
 // spawn answers POST /api/subagents: a background subagent (201), or,
@@ -100,57 +99,38 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	cfg := subagent.Config{Role: req.Role, Task: req.Task, Context: req.Context, Model: req.Model, Timeout: req.TimeoutSeconds,
+	cfg := ava.SubagentConfig{Role: req.Role, Task: req.Task, Context: req.Context, Model: req.Model, Timeout: req.TimeoutSeconds,
 		MaxCostCents: req.MaxCostCents, MaxTokens: req.MaxTokens, MaxIterations: req.MaxIterations}
-	if err := cfg.Validate(); err != nil {
-		fail(w, badRequestf("%v", err))
-		return
-	}
 	if len(req.Task) > maxMessage {
 		fail(w, badRequestf("task: over %d bytes", maxMessage))
 		return
 	}
-	parent := ""
-	if req.Parent != "" {
-		t, err := s.resolve(r.Context(), req.Parent)
-		if err != nil {
-			fail(w, err)
-			return
-		}
-		if t.subagentID != "" {
-			fail(w, badRequestf("parent %s: %v: subagents cannot spawn subagents", req.Parent, tool.ErrForbidden))
-			return
-		}
-		parent = t.key
-	}
-	caller := tool.Caller{AgentID: event.OrchestratorID, SessionKey: parent, Workspace: s.in.Config.Workspace}
-	h, p, err := s.in.Subagent.SpawnOrPropose(context.WithoutCancel(r.Context()),
-		subagent.Request{Config: cfg, Parent: caller, User: req.User, Background: parent != ""}, req.Rationale)
+	res, err := s.rt.Spawn(context.WithoutCancel(r.Context()),
+		ava.SpawnRequest{Parent: req.Parent, Config: cfg, User: req.User, Rationale: req.Rationale, Background: req.Parent != ""})
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	if p != nil {
-		writeJSON(w, http.StatusAccepted, map[string]client.Proposal{"pending": toClientProposal(*p)})
+	if res.Proposal != nil {
+		writeJSON(w, http.StatusAccepted, map[string]client.Proposal{"pending": toClientProposal(*res.Proposal)})
 		return
 	}
-	st, err := s.in.Subagent.Run(r.Context(), h.ID())
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, toClient(st))
+	writeJSON(w, http.StatusCreated, toClientSubagent(*res.Subagent))
 }
 
-// listLimit reads ?limit= (1 to subagent.MaxListLimit; default
-// subagent.DefaultListLimit).
+// DefaultListLimit is how many stored runs GET /api/subagents returns,
+// newest first, unless ?limit= says otherwise (a daemon that ran for
+// months holds many thousands).
+const DefaultListLimit = ava.DefaultSubagentLimit
+
+// listLimit reads ?limit= (1 to 10,000; default DefaultListLimit).
 func listLimit(v string) (int, error) {
 	if v == "" {
-		return subagent.DefaultListLimit, nil
+		return DefaultListLimit, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > subagent.MaxListLimit {
-		return 0, badRequestf("limit %q: want a number from 1 to %d", v, subagent.MaxListLimit)
+	if err != nil || n < 1 || n > ava.MaxSubagentLimit {
+		return 0, badRequestf("limit %q: want a number from 1 to 10000", v)
 	}
 	return n, nil
 }

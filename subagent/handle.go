@@ -150,6 +150,7 @@ type RunStatus struct {
 	Model   string           `json:"model"`
 	Mode    Mode             `json:"mode"`
 	Parent  string           `json:"parent,omitempty"`
+	GroupID string           `json:"group_id,omitempty"`
 	Status  lifecycle.Status `json:"status"`
 	Stalled bool             `json:"stalled,omitempty"`
 	// WaitingForUser is set while the run waits for the person's answer
@@ -206,7 +207,7 @@ func (h *Handle) Status() RunStatus {
 func (h *Handle) liveStatus() RunStatus {
 	h.mu.Lock()
 	st := RunStatus{ID: h.id, Role: h.role.Name, Task: h.req.Config.Task, Model: h.model.Name(), Mode: h.req.mode,
-		Parent: h.req.Parent.SessionKey, Status: h.status, Stalled: h.stalled, WaitingForUser: h.waiting}
+		Parent: h.req.Parent.SessionKey, GroupID: h.req.groupID, Status: h.status, Stalled: h.stalled, WaitingForUser: h.waiting}
 	a := h.current
 	f := figures{used: h.total, first: h.firstStart, end: h.endedAt}
 	if h.status == lifecycle.Running {

@@ -75,6 +75,9 @@ type Role struct {
 	Withheld     []string
 }
 
+// BuiltinSource is the Source of a built-in role.
+const BuiltinSource = "built-in"
+
 // defaultRoleModel is the model of a role file that names none.
 const defaultRoleModel = "sonnet"
 
@@ -122,17 +125,17 @@ func BuiltinRoles() []Role {
 	roles := []Role{
 		{Name: "web_crawler", Description: "Deep web research: market research, competitive analysis, documentation gathering.",
 			Tools: []string{"web_search", "http_get", "read_webpages", "python_exec"}, Model: "haiku",
-			Limits: agent.Limits{Timeout: 600 * time.Second, MaxCostCents: 50, MaxTokens: DefaultMaxTokens, MaxIterations: DefaultMaxIterations}, Source: "built-in"},
+			Limits: agent.Limits{Timeout: 600 * time.Second, MaxCostCents: 50, MaxTokens: DefaultMaxTokens, MaxIterations: DefaultMaxIterations}, Source: BuiltinSource},
 		{Name: "code_reviewer", Description: "Code analysis, PR review, architecture analysis, test verification.",
 			Tools: []string{"read_file", "search_codebase", "search_and_read", "run_bash", "memory_read"}, Model: "opus",
 			Limits:            agent.Limits{Timeout: 300 * time.Second, MaxCostCents: 100, MaxTokens: DefaultMaxTokens, MaxIterations: DefaultMaxIterations},
-			ReadOnlyWorkspace: true, Source: "built-in"},
+			ReadOnlyWorkspace: true, Source: BuiltinSource},
 		{Name: "data_extractor", Description: "Scraping structured data, parsing documents, extracting metrics.",
 			Tools: []string{"http_get", "read_webpages", "python_exec"}, Model: "haiku",
-			Limits: DefaultLimits, Source: "built-in"},
+			Limits: DefaultLimits, Source: BuiltinSource},
 		{Name: "researcher", Description: "General research combining the web and the local codebase.",
 			Tools: []string{"web_search", "http_get", "read_webpages", "read_file", "search_codebase"}, Model: "sonnet",
-			Limits: DefaultLimits, ExtendedThinking: true, Source: "built-in"},
+			Limits: DefaultLimits, ExtendedThinking: true, Source: BuiltinSource},
 	}
 	for i := range roles {
 		roles[i].Resume = !slices.ContainsFunc(roles[i].Tools, isProcessTool)

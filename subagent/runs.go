@@ -132,7 +132,7 @@ func (h *Handle) attemptCount() int {
 // statusOfRun is the status of a run as the store records it, as of now.
 func statusOfRun(r store.Run, now time.Time) RunStatus {
 	st := RunStatus{ID: r.ShortID, Role: r.Role, Task: r.Task, Model: r.Model, Mode: Mode(r.Mode), Parent: r.ParentSession,
-		Status: r.Status, CreatedAt: r.CreatedAt, Attempts: r.Attempts, Error: r.Error, Result: r.Result}
+		GroupID: r.GroupID, Status: r.Status, CreatedAt: r.CreatedAt, Attempts: r.Attempts, Error: r.Error, Result: r.Result}
 	storedFigures(r).set(&st, now)
 	if r.Status == lifecycle.Queued {
 		st.QueuedAt = r.CreatedAt

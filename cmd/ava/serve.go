@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/channel/telegram"
 	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/gateway"
 )
 
@@ -95,12 +99,12 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 	if cfg.Role != "" && cfg.Role != config.RoleAll && !config.IsPostgresURL(cfg.DatabaseURL) {
 		return usageError(fmt.Errorf("role %s needs a cluster: set AVA_DATABASE_URL=postgres://… (the embedded SQLite store runs everything in one process)", cfg.Role))
 	}
-	cfg, offline := gateway.Offline(cfg)
+	cfg, offline := ava.Offline(cfg)
 	if offline {
 		fmt.Fprintf(a.Stderr, "[offline] no model provider is configured: Ava answers with the offline scripted model %s (no network, not a real model).\n"+
-			"To use a real model, set ANTHROPIC_API_KEY, OPENROUTER_API_KEY or OPENAI_API_KEY (or OPENAI_BASE_URL) and AVA_MODEL, then restart.\n", gateway.OfflineModel)
+			"To use a real model, set ANTHROPIC_API_KEY, OPENROUTER_API_KEY or OPENAI_API_KEY (or OPENAI_BASE_URL) and AVA_MODEL, then restart.\n", ava.OfflineModel)
 	}
-	err = gateway.Run(cmd.Context(), gateway.DaemonOptions{Config: cfg, Grace: o.grace, Heartbeat: o.heartbeat, Logger: a.Logger(),
+	err = runDaemon(cmd.Context(), a, cfg, gateway.ServeOptions{Grace: o.grace, Heartbeat: o.heartbeat, Logger: a.Logger(),
 		Ready: func(addr string) {
 			if cfg.Role == config.RoleWorker {
 				fmt.Fprintf(a.Stdout, "ava worker: listening on http://%s/ (/healthz, /readyz and /metrics); running subagents from the cluster's job queue\n", addr)
@@ -112,7 +116,6 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 			fmt.Fprintf(a.Stdout, "ava serve: to log a browser in to the web panel, open %s (it works once, within %s; ava panel prints a new one)\n",
 				link, gateway.LoginCodeTTL)
 		},
-		Channels: func(in *app.Instance) ([]gateway.Channel, error) { return chatChannels(a, cfg, in) },
 		Draining: func(running int) {
 			fmt.Fprintf(a.Stderr, "ava serve: shutting down; waiting up to %s for %d running turn(s) and subagent(s)\n", o.grace, running)
 		}})
@@ -123,9 +126,41 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 	return nil
 }
 
+// runDaemon assembles the daemon where the process starts: the token, the
+// runtime (with the daemon's metrics as a sink), the turns a killed
+// process left open, the listener and the chat channels; then it serves
+// until ctx is done and closes the runtime last.
+func runDaemon(ctx context.Context, a *App, cfg config.Config, opt gateway.ServeOptions) (err error) {
+	log := opt.Logger
+	if opt.Token, err = gateway.DaemonToken(cfg, log); err != nil {
+		return err
+	}
+	cfg.Token = opt.Token
+	opt.Metrics = gateway.NewMetrics()
+	rt, err := ava.Open(context.WithoutCancel(ctx), ava.Options{Config: cfg, Logger: log, Sinks: []event.Sink{opt.Metrics}})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, rt.Close()) }()
+	// Before any message: turns a killed process left open end now.
+	if n, err := rt.EndInterruptedTurns(ctx); err != nil {
+		log.Error("end interrupted turns", "err", err)
+	} else if n > 0 {
+		log.Warn("turns left open by a process that stopped ended as interrupted", "count", n)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	if opt.Channels, err = chatChannels(a, cfg, rt); err != nil {
+		return errors.Join(err, ln.Close())
+	}
+	return gateway.Serve(ctx, ln, rt, opt)
+}
+
 // chatChannels builds the chat channels the configuration asks for: the
 // Telegram channel when TELEGRAM_BOT_TOKEN is set.
-func chatChannels(a *App, cfg config.Config, in *app.Instance) ([]gateway.Channel, error) {
+func chatChannels(a *App, cfg config.Config, rt *ava.Runtime) ([]gateway.Channel, error) {
 	if cfg.TelegramBotToken == "" {
 		return nil, nil
 	}
@@ -134,7 +169,7 @@ func chatChannels(a *App, cfg config.Config, in *app.Instance) ([]gateway.Channe
 		return nil, usageError(err)
 	}
 	ch, err := telegram.New(telegram.Config{Token: cfg.TelegramBotToken, APIURL: cfg.TelegramAPIURL, Allowed: allowed,
-		WebhookSecret: cfg.TelegramWebhookSecret, Sessions: in.Sessions, Store: in.Store, Logger: a.Logger()})
+		WebhookSecret: cfg.TelegramWebhookSecret, Sessions: rt.Instance().Sessions, Store: rt.Instance().Store, Logger: a.Logger()})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,202 @@
+// Package ava is Ava's application core and its public Go API: one
+// Runtime that every surface calls — the daemon's HTTP API (package
+// gateway), the MCP server (package mcpserver), the chat channels
+// (Telegram, `ava chat`), the command line — and that a Go program embeds
+// the same way.
+//
+// A Runtime sends messages to sessions and follows their events; spawns
+// subagents or proposes them for the person's confirmation, and decides
+// proposals; lists the questions subagents ask and answers them; shows
+// subagents and sessions with their figures (tokens, cost, iterations,
+// active and wall time, from one read model, so every surface shows the
+// same numbers); reads the audit log; and tells observers what happens.
+// Everything it returns is masked with the instance's redactor: a secret
+// a subagent read never leaves through any surface.
+//
+// Open a Runtime with Open and close it with Close:
+//
+//	rt, err := ava.Open(ctx, ava.Options{Config: cfg})
+//	if err != nil { ... }
+//	defer rt.Close()
+//	turn, err := rt.Send(ctx, "ava:cli:main", "research X", ava.SendOptions{})
+//
+// What is stable is written in docs/library.md.
+package ava
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/redact"
+	"github.com/avaagent/ava/tool"
+)
+
+// Options configure Open.
+type Options struct {
+	// Config is the configuration (config.Load reads it from defaults,
+	// the data root's config.yaml, the environment and flags). The zero
+	// value of its fields means the defaults; DataRoot must be set.
+	Config config.Config
+	// Logger receives the runtime's logs (default slog.Default()).
+	Logger *slog.Logger
+	// ReadOnly opens for looking only (`ava roles`, inspection): no
+	// process registration, no recovery of other processes' runs, no
+	// sessions; Send and Spawn fail with ErrReadOnly.
+	ReadOnly bool
+	// Tools are tools of the embedding program, added to the built-in
+	// ones: a role that names one in its tools gets it.
+	Tools []Tool
+	// Roles are roles of the embedding program, added to the built-in
+	// ones and the role files (a role file of the same name in the data
+	// root replaces it, as it replaces a built-in).
+	Roles []Role
+	// Sinks receive every kept event after the audit log has (the
+	// daemon's metrics). A sink is on the publishing path: it must be
+	// quick and must not publish. Observers (Runtime.Observe) are the
+	// extension point that may be slow.
+	Sinks []event.Sink
+}
+
+// Runtime is an opened Ava: every surface's one way in. It is safe for
+// concurrent use. Close it to stop the subagents and flush everything.
+type Runtime struct {
+	in *app.Instance
+}
+
+// Open opens a Runtime: the store, the audit log, the event hub, the
+// tools, the subagent manager and, unless ReadOnly, the session service.
+// It never returns a partly opened runtime: on error everything it opened
+// is closed again and the error names the part and the cause.
+func Open(ctx context.Context, opt Options) (*Runtime, error) {
+	var opts []app.Option
+	for _, s := range opt.Sinks {
+		opts = append(opts, app.WithSink(s))
+	}
+	if opt.ReadOnly {
+		opts = append(opts, app.ReadOnly())
+	}
+	if len(opt.Tools) > 0 {
+		opts = append(opts, app.WithTools(opt.Tools...))
+	}
+	if len(opt.Roles) > 0 {
+		opts = append(opts, app.WithRoles(opt.Roles...))
+	}
+	in, err := app.Open(ctx, opt.Config, opt.Logger, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Runtime{in: in}, nil
+}
+
+// Close stops the sessions and subagents (what still runs is recorded as
+// interrupted) and flushes and closes everything, the store last.
+// Closing a nil Runtime does nothing.
+func (r *Runtime) Close() error {
+	if r == nil {
+		return nil
+	}
+	return r.in.Close()
+}
+
+// Config is the configuration the runtime was opened with.
+func (r *Runtime) Config() config.Config { return r.in.Config }
+
+// Logger is the runtime's logger.
+func (r *Runtime) Logger() *slog.Logger { return r.in.Log }
+
+// Redactor is the runtime's one redactor: the store, the event hub and
+// everything the runtime returns are masked with it. A surface that
+// shows text of its own making (an error it wraps) may mask it too.
+func (r *Runtime) Redactor() *redact.Redactor { return r.in.Redactor }
+
+// RoleErrors are the role files that could not be loaded.
+func (r *Runtime) RoleErrors() []error { return r.in.RoleErrors }
+
+// StopTaking makes a cluster worker stop taking new runs from the job
+// queue (the first step of a shutdown); it does nothing elsewhere.
+func (r *Runtime) StopTaking() { r.in.StopTaking() }
+
+// EndInterruptedTurns ends, as interrupted, the orchestrator turns a
+// process that stopped left open, in the most recently active main
+// sessions. Call it before the runtime takes messages. It returns how many
+// it ended.
+func (r *Runtime) EndInterruptedTurns(ctx context.Context) (int, error) {
+	return r.in.EndInterruptedTurns(ctx)
+}
+
+// Ping checks that the store answers (a daemon's /readyz).
+func (r *Runtime) Ping(ctx context.Context) error {
+	if p, ok := r.in.Store.(interface{ Ping(context.Context) error }); ok {
+		if err := p.Ping(ctx); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+	}
+	return nil
+}
+
+// Tracing reports whether OpenTelemetry tracing is on (OTEL_*): a
+// surface then continues its callers' traces (W3C traceparent).
+func (r *Runtime) Tracing() bool { return r.in.Tracing != nil }
+
+// Tool is a tool a model can call (package tool): an embedding program
+// implements it to give its roles tools of its own.
+type Tool = tool.Tool
+
+// Instance is the assembled parts behind the runtime (package app): for
+// Ava's own tests and tools that must reach beneath the core. It is not
+// part of the stable API, and no surface calls it (a test keeps them
+// off it).
+func (r *Runtime) Instance() *app.Instance { return r.in }
+
+// Counts are the subagents running and queued in this process.
+func (r *Runtime) Counts() (running, queued int) { return r.in.Subagent.Counts() }
+
+// ModelInfo is the orchestrator's model as a surface shows it.
+type ModelInfo struct {
+	// Name is the model's full name (provider/model).
+	Name string
+	// Offline is set for the offline scripted model (no provider
+	// configured).
+	Offline bool
+}
+
+// Model is the orchestrator's default model, or the error that says why
+// there is none (no provider configured and no model named).
+func (r *Runtime) Model() (ModelInfo, error) {
+	m, err := app.OrchestratorModel(r.in.Config, r.in.Catalog, "")
+	if err != nil {
+		return ModelInfo{}, err
+	}
+	return ModelInfo{Name: m.Name(), Offline: app.IsOffline(m)}, nil
+}
+
+// OfflineModel is the orchestrator's model when no provider is
+// configured: a scripted model that shows the flow without a network.
+const OfflineModel = "scripted/demo"
+
+// Offline returns cfg set to answer with the offline model when no
+// provider is configured and no model is named, and whether it did.
+func Offline(cfg config.Config) (config.Config, bool) {
+	if app.HasRealProviderConfig(cfg) || cfg.Model != "" {
+		return cfg, false
+	}
+	cfg.Model = OfflineModel
+	return cfg, true
+}
+
+// ToolResult is what a tool call gives back to the model: the text it
+// reads, and whether the call failed.
+type ToolResult = tool.Result
+
+// NewTool makes a Tool of a Go function: its JSON Schema is derived
+// from Args (json tags name the fields, jsonschema tags describe them,
+// fields without omitempty are required), and the model's arguments are
+// checked against it before fn runs. It panics when Args cannot be
+// described by a JSON Schema, a programming error any test finds.
+func NewTool[Args any](name, description string, fn func(ctx context.Context, args Args) (ToolResult, error)) Tool {
+	return tool.NewFunc(name, description, fn)
+}

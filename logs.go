@@ -1,0 +1,53 @@
+package ava
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/avaagent/ava/audit"
+)
+
+// LogQuery selects audit log entries (package audit: agent, types, time
+// range, search, session, user, limit).
+type LogQuery = audit.Query
+
+// LogEntry is one audit log entry: the event and its JSON line.
+type LogEntry = audit.Entry
+
+// LogReader is a reader of the audit log.
+type LogReader = audit.Reader
+
+// Logs returns the audit entries q selects, and what could not be read
+// (a corrupt line is skipped and named, never fatal). With PostgreSQL the
+// whole cluster's entries are read from the store; otherwise the data
+// root's files.
+func (r *Runtime) Logs(ctx context.Context, q LogQuery) ([]LogEntry, []audit.Skip, error) {
+	if err := q.Validate(); err != nil {
+		return nil, nil, invalidf("%v", err)
+	}
+	entries, skips, err := r.LogReader().QueryEntries(ctx, q)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the audit log: %w", err)
+	}
+	return entries, skips, nil
+}
+
+// LogReader returns a reader of the runtime's audit log (for following
+// and resolving subagent traces as `ava logs` does).
+func (r *Runtime) LogReader() *LogReader {
+	return r.in.LogReader(audit.ReaderOptions{Logger: r.in.Log})
+}
+
+// History returns the last n audit entries of a session, one formatted
+// line each, as `ava logs` prints them.
+func (r *Runtime) History(ctx context.Context, key string, n int) ([]string, error) {
+	entries, _, err := r.Logs(ctx, LogQuery{Session: key, Limit: n})
+	if err != nil {
+		return nil, fmt.Errorf("history of %s: %w", key, err)
+	}
+	lines := make([]string, 0, len(entries))
+	for _, e := range entries {
+		lines = append(lines, audit.FormatLine(e.Event, audit.FormatOptions{}))
+	}
+	return lines, nil
+}

@@ -1,0 +1,314 @@
+package ava
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/session"
+	"github.com/avaagent/ava/store"
+)
+
+// Event is one event of a session's stream (seed 002's agent_event):
+// messages, tool calls, subagents starting and ending, proposals,
+// questions, spend.
+type Event = event.Event
+
+// Subscription is a session's events from a sequence number on, replayed
+// from the store and then live; Close it when done.
+type Subscription = event.Subscription
+
+// Spend is a session's spend rolled up: its own turns, its subagents,
+// the total, and per model.
+type Spend = event.Spend
+
+// Turn is one message being answered: Wait for its result.
+type Turn = session.Turn
+
+// TurnResult is a finished turn's answer (masked).
+type TurnResult = session.Result
+
+// SendOptions say how to deliver one message: queue behind a running
+// turn, supersede it, merge with it, steer a subagent, the model, limits
+// and budget.
+type SendOptions = session.SendOptions
+
+// SessionState is a main session's state: idle, running, or waiting for
+// its subagents.
+type SessionState = session.State
+
+// The session states.
+const (
+	Idle                = session.Idle
+	Running             = session.Running
+	WaitingForSubagents = session.WaitingForSubagents
+)
+
+// SessionRef is a resolved session key.
+type SessionRef struct {
+	// Key is the full key (a subagent's with its full short ID).
+	Key string
+	// SubagentID is set for a subagent's session.
+	SubagentID string
+}
+
+// IsSubagentKey reports whether key is a subagent's session key
+// (ava:subagent:S-…).
+func IsSubagentKey(key string) bool { return session.IsSubagentKey(key) }
+
+// Resolve finds a session: a subagent key by its run (ID or unique
+// prefix, live or stored), a main key by its stored session, its stored
+// events or a turn running now. An unknown key is ErrNotFound.
+func (r *Runtime) Resolve(ctx context.Context, key string) (SessionRef, error) {
+	if err := CheckSessionKey(key); err != nil {
+		return SessionRef{}, err
+	}
+	if IsSubagentKey(key) {
+		id, err := r.subagentID(ctx, key[strings.LastIndex(key, ":")+1:])
+		if err != nil {
+			return SessionRef{}, err
+		}
+		return SessionRef{Key: store.SubagentSessionPrefix + id, SubagentID: id}, nil
+	}
+	_, err := r.in.Store.GetSession(ctx, key)
+	if err == nil {
+		return SessionRef{Key: key}, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return SessionRef{}, err
+	}
+	if r.State(key) != Idle {
+		return SessionRef{Key: key}, nil
+	}
+	if last, err := r.in.Store.LastSeq(ctx, key); err == nil && last > 0 {
+		return SessionRef{Key: key}, nil
+	}
+	return SessionRef{}, fmt.Errorf("session %s: %w", key, ErrNotFound)
+}
+
+// subagentID resolves a subagent ID or unique prefix to its short ID: a
+// run this process holds, else a stored one.
+func (r *Runtime) subagentID(ctx context.Context, id string) (string, error) {
+	if id == "" {
+		return "", invalidf("subagent ID: empty")
+	}
+	h, err := r.in.Subagent.Get(id)
+	if err == nil {
+		return h.ID(), nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	run, err := r.in.Store.GetRun(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return run.ShortID, nil
+}
+
+// NewSession creates a main session of channel ("web", "cli", …) with a
+// fresh key, ava:<channel>:<8 hex>, and returns the key.
+func (r *Runtime) NewSession(ctx context.Context, channel string) (string, error) {
+	key := "ava:" + channel + ":" + uuid.NewString()[:8]
+	if err := CheckSessionKey(key); err != nil {
+		return "", err
+	}
+	if _, err := r.in.Store.EnsureSession(ctx, key); err != nil {
+		return "", fmt.Errorf("new session: %w", err)
+	}
+	return key, nil
+}
+
+// Send delivers a message to a session: a turn of a main session, or a
+// follow-up to a subagent (Steer delivers it into a running subagent's
+// conversation). It returns at once; Wait on the turn.
+func (r *Runtime) Send(ctx context.Context, key, message string, opt SendOptions) (*Turn, error) {
+	if err := r.writable(); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(message) == "" {
+		return nil, invalidf("message: empty")
+	}
+	if opt.Steer && !IsSubagentKey(key) {
+		return nil, invalidf("steer: only a subagent (ava:subagent:S-…) can be steered; a main session's message joins or follows its turn")
+	}
+	return r.in.Sessions.Send(ctx, key, message, opt)
+}
+
+// Chat is Send that also follows the session: the subscription starts
+// after the session's last stored event, so the caller sees every event
+// of this turn and nothing older. Close the subscription when done.
+func (r *Runtime) Chat(ctx context.Context, key, message string, opt SendOptions) (*Turn, *Subscription, error) {
+	if err := r.writable(); err != nil {
+		return nil, nil, err
+	}
+	last, err := r.LastSeq(ctx, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	sub := r.in.Sessions.Follow(key, last)
+	t, err := r.Send(ctx, key, message, opt)
+	if err != nil {
+		sub.Close()
+		return nil, nil, err
+	}
+	return t, sub, nil
+}
+
+// Stop stops a session's running turn (and the subagents it started), or
+// a subagent; stopped is false when nothing ran. A subagent another
+// process runs is ErrBusy.
+func (r *Runtime) Stop(ctx context.Context, key string) (stopped bool, err error) {
+	if err := r.writable(); err != nil {
+		return false, err
+	}
+	ref, err := r.Resolve(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	if ref.SubagentID != "" {
+		if _, err := r.in.Subagent.Get(ref.SubagentID); errors.Is(err, store.ErrNotFound) {
+			// Stored, not held here: it ended, or another process runs it.
+			run, err := r.in.Store.GetRun(ctx, ref.SubagentID)
+			if err != nil {
+				return false, err
+			}
+			if !run.Status.Final() {
+				return false, fmt.Errorf("stop %s: %w: it is %s in another process", ref.SubagentID, ErrBusy, run.Status)
+			}
+			return false, nil
+		}
+	}
+	return r.in.Sessions.Stop(ref.Key)
+}
+
+// State is a main session's state in this process.
+func (r *Runtime) State(key string) SessionState {
+	if r.in.Sessions == nil {
+		return Idle
+	}
+	return r.in.Sessions.State(key)
+}
+
+// Follow returns the session's events after the sequence number after,
+// replayed and then live, for as long as the caller reads (it outlives
+// the session's turns).
+func (r *Runtime) Follow(key string, after uint64) *Subscription { return r.in.Hub.Follow(key, after) }
+
+// LastSeq is the sequence number of a session's last stored event.
+func (r *Runtime) LastSeq(ctx context.Context, key string) (uint64, error) {
+	last, err := r.in.Store.LastSeq(ctx, key)
+	if err != nil {
+		return 0, fmt.Errorf("session %s: %w", key, err)
+	}
+	return last, nil
+}
+
+// Session is a main session as every surface shows it.
+type Session struct {
+	Key       string       `json:"key"`
+	State     SessionState `json:"state"`
+	CreatedAt time.Time    `json:"createdAt"`
+	UpdatedAt time.Time    `json:"updatedAt"`
+	// SpentCents counts against BudgetCents (0: no budget).
+	SpentCents  float64 `json:"spentCents"`
+	BudgetCents float64 `json:"budgetCents,omitempty"`
+	// RunningSubagents counts the subagents it started that still run
+	// here.
+	RunningSubagents int `json:"runningSubagents"`
+	// Spend is what it spent: its own turns, all its subagents (over all
+	// their turns, as their Figures), the total, and per model.
+	Spend Spend `json:"spend"`
+}
+
+// DefaultSessionLimit is how many sessions Sessions returns by default.
+const DefaultSessionLimit = 100
+
+// Sessions returns the main sessions, most recently active first (limit
+// 0: DefaultSessionLimit).
+func (r *Runtime) Sessions(ctx context.Context, limit int) ([]Session, error) {
+	if limit <= 0 {
+		limit = DefaultSessionLimit
+	}
+	stored, err := r.in.Store.ListSessions(ctx, store.SessionFilter{Main: true, Limit: limit})
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	return r.sessionViews(ctx, stored)
+}
+
+// Session returns one main session.
+func (r *Runtime) Session(ctx context.Context, key string) (Session, error) {
+	if err := CheckSessionKey(key); err != nil {
+		return Session{}, err
+	}
+	ss, err := r.in.Store.GetSession(ctx, key)
+	if err != nil {
+		return Session{}, err
+	}
+	v, err := r.sessionViews(ctx, []store.Session{ss})
+	if err != nil {
+		return Session{}, err
+	}
+	return v[0], nil
+}
+
+// sessionViews are stored sessions with their live state, running
+// subagents and spend rolled up (one query for all).
+func (r *Runtime) sessionViews(ctx context.Context, stored []store.Session) ([]Session, error) {
+	keys := make([]string, len(stored))
+	for i, ss := range stored {
+		keys[i] = ss.Key
+	}
+	spends, err := r.in.Store.SessionSpends(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("session spend: %w", err)
+	}
+	out := make([]Session, 0, len(stored))
+	for _, ss := range stored {
+		running := 0
+		if r.in.Sessions != nil {
+			running = len(r.in.Sessions.Subagents(ss.Key))
+		}
+		out = append(out, Session{Key: ss.Key, State: r.State(ss.Key), CreatedAt: ss.CreatedAt, UpdatedAt: ss.UpdatedAt,
+			SpentCents: ss.SpentCents, BudgetCents: ss.BudgetCents, RunningSubagents: running, Spend: spends[ss.Key]})
+	}
+	return out, nil
+}
+
+// Running returns a channel per turn and subagent running in this
+// process, each closed when it ends: a shutdown waits on them.
+func (r *Runtime) Running() []<-chan struct{} {
+	var out []<-chan struct{}
+	if r.in.Sessions != nil {
+		out = append(out, r.in.Sessions.Turns()...)
+	}
+	for _, h := range r.in.Subagent.List(false) {
+		out = append(out, h.Done())
+	}
+	return out
+}
+
+// CloseSessions cancels every turn and waits for them (the first step of
+// a daemon's last stage of shutdown); Close does it too.
+func (r *Runtime) CloseSessions() error {
+	if r.in.Sessions == nil {
+		return nil
+	}
+	return r.in.Sessions.Close()
+}
+
+// The event types a surface most often looks for (package event has
+// them all).
+const (
+	UserMessage      = event.UserMessage
+	AssistantMessage = event.AssistantMessage
+	SubagentSpawn    = event.SubagentSpawn
+	SubagentComplete = event.SubagentComplete
+	SessionEnd       = event.SessionEnd
+)

@@ -1,0 +1,323 @@
+package ava
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava/tool"
+)
+
+// Status is a run's status (package lifecycle: queued, running, and the
+// final ones).
+type Status = lifecycle.Status
+
+// SubagentConfig is what a spawn asks for: role, task, context, model,
+// limits (zero: the role's), extended thinking and context mode.
+type SubagentConfig = subagent.Config
+
+// Result is a finished subagent's structured result.
+type Result = subagent.Result
+
+// GroupRequest is a parallel or chain spawn of several subagents.
+type GroupRequest = subagent.GroupRequest
+
+// Figures are what a run spent and how long it took, over all its turns
+// (its first task and every follow-up and steer): every surface shows
+// these, from this one read model.
+type Figures struct {
+	// Iterations counts the agent loop's model calls.
+	Iterations int `json:"iteration"`
+	// Tokens counts input and output tokens.
+	Tokens int `json:"tokens"`
+	// CostCents is what the tokens cost.
+	CostCents float64 `json:"costCents"`
+	// Elapsed is the time the run spent working: the sum of its turns,
+	// without the time it was idle between them or queued for a slot.
+	Elapsed time.Duration `json:"-"`
+	// Wall is the time from its first start to its last end (or now
+	// while it runs), idle time included: what a timeline bar spans.
+	Wall time.Duration `json:"-"`
+}
+
+// Subagent is one run as every surface shows it: its identity, status,
+// figures and, once it ended, its result. Its free text (task, activity,
+// result, error) is masked.
+type Subagent struct {
+	ID         string `json:"id"`
+	SessionKey string `json:"sessionKey"`
+	Role       string `json:"role"`
+	Task       string `json:"task"`
+	Model      string `json:"model"`
+	Mode       string `json:"mode,omitempty"`
+	Parent     string `json:"parent,omitempty"`
+	GroupID    string `json:"groupId,omitempty"`
+	Status     Status `json:"status"`
+	// QueuePosition is a queued run's place in line for a slot (1: next);
+	// 0 when it is not queued in this process.
+	QueuePosition int `json:"queuePosition,omitempty"`
+	// Stalled is set when it made no progress for the stall threshold.
+	Stalled bool `json:"stalled,omitempty"`
+	// WaitingForUser is set while it waits for the person's answer to
+	// its question.
+	WaitingForUser bool `json:"waitingForUser,omitempty"`
+	Figures
+	// Activity is what it does now; LastTool the last tool it called.
+	Activity  string    `json:"activity,omitempty"`
+	LastTool  string    `json:"lastTool,omitempty"`
+	CreatedAt time.Time `json:"createdAt,omitzero"`
+	StartedAt time.Time `json:"startedAt,omitzero"`
+	EndedAt   time.Time `json:"endedAt,omitzero"`
+	// Result is its structured result once it ended (nil before).
+	Result *Result `json:"result,omitempty"`
+	Error  string  `json:"error,omitempty"`
+	// Attempts counts the times another process resumed it.
+	Attempts int `json:"attempts,omitempty"`
+	// Live is set when this process runs or holds it.
+	Live bool `json:"live"`
+}
+
+// SubagentFilter selects subagents for Subagents.
+type SubagentFilter struct {
+	// Parent keeps the runs spawned from this main session ("" : all).
+	Parent string
+	// Status keeps these statuses (none: all).
+	Status []Status
+	// Limit bounds how many stored runs are read, newest first
+	// (default DefaultSubagentLimit, at most MaxSubagentLimit).
+	Limit int
+}
+
+// DefaultSubagentLimit is how many runs Subagents returns by default.
+const DefaultSubagentLimit = subagent.DefaultListLimit
+
+// MaxSubagentLimit is the most runs Subagents returns.
+const MaxSubagentLimit = subagent.MaxListLimit
+
+// Subagents returns the runs the filter keeps, newest first: the ones
+// this process holds with their live state, the others as stored (in a
+// cluster, every process's).
+func (r *Runtime) Subagents(ctx context.Context, f SubagentFilter) ([]Subagent, error) {
+	if f.Limit <= 0 {
+		f.Limit = DefaultSubagentLimit
+	}
+	if f.Limit > MaxSubagentLimit {
+		return nil, invalidf("limit %d: at most %d", f.Limit, MaxSubagentLimit)
+	}
+	list, err := r.in.Subagent.Runs(ctx, subagent.RunFilter{Session: f.Parent, Status: f.Status, Limit: f.Limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Subagent, len(list))
+	for i, st := range list {
+		out[i] = fromStatus(st)
+	}
+	return out, nil
+}
+
+// Subagent returns one run by its ID or a unique prefix: live when this
+// process holds it, else as stored.
+func (r *Runtime) Subagent(ctx context.Context, id string) (Subagent, error) {
+	id = strings.TrimSpace(id)
+	if id == "" {
+		return Subagent{}, invalidf("subagent ID: empty")
+	}
+	st, err := r.in.Subagent.Run(ctx, id)
+	if err != nil {
+		return Subagent{}, err
+	}
+	return fromStatus(st), nil
+}
+
+// Wait waits until the subagent id ends and returns it, or ctx's error.
+// A run another process holds is looked at every second.
+func (r *Runtime) Wait(ctx context.Context, id string) (Subagent, error) {
+	if h, err := r.in.Subagent.Get(id); err == nil {
+		if _, err := h.Wait(ctx); err != nil && ctx.Err() != nil {
+			return Subagent{}, ctx.Err()
+		}
+		return r.Subagent(ctx, h.ID())
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		sa, err := r.Subagent(ctx, id)
+		if err != nil || sa.Status.Final() {
+			return sa, err
+		}
+		select {
+		case <-ctx.Done():
+			return Subagent{}, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Cancel stops a running or queued subagent this process holds; its
+// status becomes cancelled. A run another process holds is ErrBusy.
+func (r *Runtime) Cancel(ctx context.Context, id string) (Subagent, error) {
+	h, err := r.in.Subagent.Cancel(id)
+	if errors.Is(err, store.ErrNotFound) {
+		sa, serr := r.Subagent(ctx, id)
+		if serr != nil {
+			return Subagent{}, serr
+		}
+		if !sa.Status.Final() {
+			return sa, fmt.Errorf("cancel %s: %w: it is %s in another process", sa.ID, ErrBusy, sa.Status)
+		}
+		return sa, nil
+	}
+	if err != nil {
+		return Subagent{}, err
+	}
+	return r.Subagent(ctx, h.ID())
+}
+
+// SpawnRequest is one subagent the person (or a program) asks for.
+type SpawnRequest struct {
+	// Parent is the main session the subagent works for; its result is
+	// delivered there. "" spawns it on its own.
+	Parent string
+	Config SubagentConfig
+	// User is the person it works for, when known.
+	User string
+	// Rationale is shown to the person when the spawn needs their
+	// confirmation.
+	Rationale string
+	// Background announces the result into the parent's history when it
+	// ends, rather than to a caller that waits for it (Wait).
+	Background bool
+}
+
+// Spawned is what a spawn did: it started a subagent, or (when the
+// confirmation policy asks for it) made a proposal the person decides
+// (Decide). Exactly one is set.
+type Spawned struct {
+	Subagent *Subagent
+	Proposal *Proposal
+}
+
+// Spawn starts a subagent, or proposes it when the confirmation policy
+// asks for the person's yes. The hierarchy rule holds here for every
+// surface: a subagent's session cannot be a parent.
+func (r *Runtime) Spawn(ctx context.Context, req SpawnRequest) (Spawned, error) {
+	if err := r.writable(); err != nil {
+		return Spawned{}, err
+	}
+	if err := req.Config.Validate(); err != nil {
+		return Spawned{}, invalidf("%v", err)
+	}
+	caller, err := r.caller(ctx, req.Parent, req.User)
+	if err != nil {
+		return Spawned{}, err
+	}
+	h, p, err := r.in.Subagent.SpawnOrPropose(context.WithoutCancel(ctx),
+		subagent.Request{Config: req.Config, Parent: caller, User: req.User, Background: req.Background}, req.Rationale)
+	if err != nil {
+		return Spawned{}, fmt.Errorf("spawn %s: %w", req.Config.Role, err)
+	}
+	if p != nil {
+		mp := r.maskProposal(*p)
+		return Spawned{Proposal: &mp}, nil
+	}
+	sa, err := r.Subagent(ctx, h.ID())
+	if err != nil {
+		return Spawned{}, err
+	}
+	return Spawned{Subagent: &sa}, nil
+}
+
+// GroupSpawned is what a group spawn did: the group's subagents, or a
+// proposal. Exactly one of Group and Proposal is set.
+type GroupSpawned struct {
+	// GroupID and Subagents are the started group (Mode parallel or
+	// chain; a chain's later steps are queued until their turn).
+	GroupID   string
+	Subagents []Subagent
+	Proposal  *Proposal
+}
+
+// SpawnGroup starts a parallel or chain group for the main session
+// parent, or proposes it; the same rules as Spawn apply.
+func (r *Runtime) SpawnGroup(ctx context.Context, parent string, req GroupRequest, user, rationale string) (GroupSpawned, error) {
+	if err := r.writable(); err != nil {
+		return GroupSpawned{}, err
+	}
+	caller, err := r.caller(ctx, parent, user)
+	if err != nil {
+		return GroupSpawned{}, err
+	}
+	req.Parent, req.User = caller, user
+	g, p, err := r.in.Subagent.SpawnGroupOrPropose(context.WithoutCancel(ctx), req, rationale)
+	if err != nil {
+		return GroupSpawned{}, fmt.Errorf("spawn group: %w", err)
+	}
+	if p != nil {
+		mp := r.maskProposal(*p)
+		return GroupSpawned{Proposal: &mp}, nil
+	}
+	out := GroupSpawned{GroupID: g.ID}
+	for _, h := range g.Handles() {
+		sa, err := r.Subagent(ctx, h.ID())
+		if err != nil {
+			return GroupSpawned{}, err
+		}
+		out.Subagents = append(out.Subagents, sa)
+	}
+	return out, nil
+}
+
+// caller is the orchestrator of the main session parent as a spawn's
+// caller: a subagent's session cannot be one.
+func (r *Runtime) caller(ctx context.Context, parent, user string) (tool.Caller, error) {
+	if parent != "" {
+		ref, err := r.Resolve(ctx, parent)
+		if err != nil {
+			return tool.Caller{}, err
+		}
+		if ref.SubagentID != "" {
+			return tool.Caller{}, fmt.Errorf("parent %s: %w: subagents cannot spawn subagents", parent, ErrForbidden)
+		}
+		parent = ref.Key
+	}
+	return tool.Caller{AgentID: event.OrchestratorID, SessionKey: parent, User: user, Workspace: r.in.Config.Workspace}, nil
+}
+
+// FollowUp sends a message to a subagent: into its conversation before
+// its next model call when it runs and steer is set, else as a new turn
+// once it is idle (queued behind a running turn when queue is set).
+func (r *Runtime) FollowUp(ctx context.Context, id, message string, queue, steer bool) (Subagent, error) {
+	if err := r.writable(); err != nil {
+		return Subagent{}, err
+	}
+	h, _, err := r.in.Subagent.SendFollowUp(context.WithoutCancel(ctx), id, message, queue, steer)
+	if err != nil {
+		return Subagent{}, err
+	}
+	return r.Subagent(ctx, h.ID())
+}
+
+// fromStatus is a run's view from the one read model of its figures
+// (subagent.Manager.Runs and Run), live or stored alike, masked there.
+func fromStatus(st subagent.RunStatus) Subagent {
+	out := Subagent{ID: st.ID, SessionKey: store.SubagentSessionPrefix + st.ID, Role: st.Role, Task: st.Task, Model: st.Model,
+		Mode: string(st.Mode), Parent: st.Parent, GroupID: st.GroupID, Status: st.Status, QueuePosition: st.QueuePosition,
+		Stalled: st.Stalled, WaitingForUser: st.WaitingForUser,
+		Figures:  Figures{Iterations: st.Iteration, Tokens: st.Tokens, CostCents: st.CostCents, Elapsed: st.Elapsed, Wall: st.Wall},
+		Activity: st.Activity, LastTool: st.LastTool, CreatedAt: st.CreatedAt, StartedAt: st.StartedAt, EndedAt: st.EndedAt,
+		Error: st.Error, Attempts: st.Attempts, Live: st.Live}
+	if len(st.Result) > 0 {
+		var res Result
+		if err := json.Unmarshal(st.Result, &res); err == nil {
+			out.Result = &res
+		}
+	}
+	return out
+}
