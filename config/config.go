@@ -22,7 +22,7 @@ import (
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/internal/fserr"
 	"github.com/avaagent/ava/llm"
-	"github.com/avaagent/ava/mcpclient"
+	"github.com/avaagent/ava/mcpspec"
 )
 
 // FileName is the config file's name inside the data root.
@@ -137,7 +137,7 @@ type Config struct {
 
 	// MCPServers are MCP servers roles may name (a list, or a mapping by
 	// name): a command run over stdio or a streamable HTTP URL.
-	MCPServers mcpclient.Specs `yaml:"mcp_servers"`
+	MCPServers mcpspec.Specs `yaml:"mcp_servers"`
 	// MCPAllowedHosts are the non-loopback hosts an MCP server's URL may
 	// be on; without them only 127.0.0.1, ::1 and localhost are.
 	MCPAllowedHosts []string `yaml:"mcp_allowed_hosts"`
