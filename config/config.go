@@ -3,6 +3,12 @@
 // then command-line flags (applied by the caller), then Validate. Secrets
 // (API keys, tokens) come only from the environment; a config file that
 // holds one is refused.
+//
+// Every setting is read here and nowhere else: Settings lists each
+// variable with its config.yaml key, SecretEnv the secret ones. The
+// packages that act on a setting (tool/web, sandbox, the daemon) take
+// plain values from Config. config imports no runtime package: an MCP
+// server's definition is package mcpspec's.
 package config
 
 import (
