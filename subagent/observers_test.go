@@ -9,6 +9,7 @@ import (
 
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/observe"
 	"github.com/avaagent/ava/subagent"
 )
@@ -238,5 +239,41 @@ turns:
 	a := c.answered[0]
 	if a.QuestionID != q.QuestionID || a.Session != parent.SessionKey || a.RunID != hd.UUID() || a.Answer != "main" || a.By != subagent.ByPerson {
 		t.Errorf("QuestionAnswered %+v", a)
+	}
+}
+
+// TestRecoveryNotices: a run taken over from a gone process is started
+// (resumed) and ended here; one that may not resume is ended interrupted
+// by recovery — each told to the observers after the store has it.
+func TestRecoveryNotices(t *testing.T) {
+	h, set := observed(t, "turns:\n  - text: finished\n", nil)
+	c := &collector{}
+	set.Add(c.observer())
+	resumed := seedDeadRun(t, h, "S-b1b1b1", "researcher", 0, []llm.Message{llm.UserText("Begin the task: resume me")})
+	stopped := seedDeadRun(t, h, "S-b2b2b2", "code_reviewer", 0, []llm.Message{llm.UserText("Begin the task: resume me")})
+	if err := h.m.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitRun(t, h, resumed.ID)
+	waitRun(t, h, stopped.ID)
+	c.waitFor(t, "both ends", func() bool { return len(c.ended) == 2 })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.started) != 1 || c.started[0].RunID != resumed.ID || !c.started[0].Resumed || c.started[0].Attempt != 1 {
+		t.Errorf("starts %+v, want the resumed run's", c.started)
+	}
+	for _, n := range c.ended {
+		switch n.RunID {
+		case resumed.ID:
+			if n.Status != lifecycle.Success || n.SubagentID != resumed.ShortID || n.Parent != parent.SessionKey {
+				t.Errorf("resumed run's end %+v", n)
+			}
+		case stopped.ID:
+			if n.Status != lifecycle.Interrupted || n.SubagentID != stopped.ShortID || n.Role != "code_reviewer" || n.Parent != parent.SessionKey {
+				t.Errorf("interrupted run's end %+v", n)
+			}
+		default:
+			t.Errorf("end of an unknown run %+v", n)
+		}
 	}
 }
