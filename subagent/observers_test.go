@@ -37,13 +37,15 @@ func (c *collector) observer() observe.Observer {
 		f()
 	}
 	return observe.Observer{
-		RunStarted:       func(_ context.Context, n observe.RunStarted) { keep(func() { c.started = append(c.started, n) }) },
-		RunEnded:         func(_ context.Context, n observe.RunEnded) { keep(func() { c.ended = append(c.ended, n) }) },
-		TurnEnded:        func(_ context.Context, n observe.TurnEnded) { keep(func() { c.turns = append(c.turns, n) }) },
-		ProposalMade:     func(_ context.Context, n observe.ProposalMade) { keep(func() { c.made = append(c.made, n) }) },
-		ProposalDecided:  func(_ context.Context, n observe.ProposalDecided) { keep(func() { c.decided = append(c.decided, n) }) },
-		QuestionAsked:    func(_ context.Context, n observe.QuestionAsked) { keep(func() { c.asked = append(c.asked, n) }) },
-		QuestionAnswered: func(_ context.Context, n observe.QuestionAnswered) { keep(func() { c.answered = append(c.answered, n) }) },
+		RunStarted:      func(_ context.Context, n observe.RunStarted) { keep(func() { c.started = append(c.started, n) }) },
+		RunEnded:        func(_ context.Context, n observe.RunEnded) { keep(func() { c.ended = append(c.ended, n) }) },
+		TurnEnded:       func(_ context.Context, n observe.TurnEnded) { keep(func() { c.turns = append(c.turns, n) }) },
+		ProposalMade:    func(_ context.Context, n observe.ProposalMade) { keep(func() { c.made = append(c.made, n) }) },
+		ProposalDecided: func(_ context.Context, n observe.ProposalDecided) { keep(func() { c.decided = append(c.decided, n) }) },
+		QuestionAsked:   func(_ context.Context, n observe.QuestionAsked) { keep(func() { c.asked = append(c.asked, n) }) },
+		QuestionAnswered: func(_ context.Context, n observe.QuestionAnswered) {
+			keep(func() { c.answered = append(c.answered, n) })
+		},
 	}
 }
 
