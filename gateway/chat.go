@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode"
 
 	"github.com/google/uuid"
 
@@ -15,9 +14,6 @@ import (
 	"github.com/avaagent/ava/store"
 )
 
-// maxKey bounds a session key's length.
-const maxKey = 200
-
 // target is a resolved session key.
 type target struct {
 	key string
@@ -25,31 +21,12 @@ type target struct {
 	subagentID string
 }
 
-// checkKey refuses a malformed session key.
-func checkKey(key string) error {
-	if key == "" {
-		return badRequestf("sessionKey: empty")
-	}
-	if session.IsSubagentKey(key) && emptyID(key[strings.LastIndex(key, ":")+1:]) {
-		return badRequestf("sessionKey %q: the subagent ID is empty (want ava:subagent:S-xxxxxx)", key)
-	}
-	if len(key) > maxKey {
-		return badRequestf("sessionKey: over %d bytes", maxKey)
-	}
-	for _, r := range key {
-		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
-			return badRequestf("sessionKey %q: spaces and control characters are not allowed", key)
-		}
-	}
-	return nil
-}
-
 // resolve finds a session: a subagent key by its run (ID or unique
 // prefix, live or stored), a main key by its stored session, its stored
 // events or a turn running now. An unknown key is store.ErrNotFound.
 func (s *Server) resolve(ctx context.Context, key string) (target, error) {
-	if err := checkKey(key); err != nil {
-		return target{}, err
+	if err := session.CheckKey(key); err != nil {
+		return target{}, fmt.Errorf("sessionKey: %w", err)
 	}
 	if session.IsSubagentKey(key) {
 		id, err := s.subagentID(ctx, key[strings.LastIndex(key, ":")+1:])
@@ -150,17 +127,22 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	_ = sw.named(client.EventDone, res)
 }
 
-// chatTarget resolves the key of a message, or makes a new web session
-// when none is given.
+// chatTarget resolves the key of a message: an existing session, a
+// new main session under a key the client chose (created by the
+// message, session.Service.Send, if session.CheckNewKey allows the key),
+// or a new web session when no key is given.
 func (s *Server) chatTarget(ctx context.Context, key string) (target, error) {
-	if key != "" {
-		return s.resolve(ctx, key)
+	if key == "" {
+		return target{key: "ava:web:" + uuid.NewString()[:8]}, nil
 	}
-	key = "ava:web:" + uuid.NewString()[:8]
-	if _, err := s.in.Store.EnsureSession(ctx, key); err != nil {
-		return target{}, fmt.Errorf("new session: %w", err)
+	t, err := s.resolve(ctx, key)
+	if errors.Is(err, store.ErrNotFound) && !session.IsSubagentKey(key) {
+		if err := session.CheckNewKey(key); err != nil {
+			return target{}, fmt.Errorf("sessionKey: %w", err)
+		}
+		return target{key: key}, nil
 	}
-	return target{key: key}, nil
+	return t, err
 }
 
 // stop answers POST /api/chat/stop.

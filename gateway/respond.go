@@ -60,7 +60,8 @@ func statusOf(err error) int {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &br), errors.As(err, &amb), errors.Is(err, store.ErrAmbiguous), errors.Is(err, subagent.ErrUnknownRole),
-		errors.Is(err, subagent.ErrBadDecision), errors.Is(err, store.ErrEmpty), errors.Is(err, subagent.ErrEmptyAnswer):
+		errors.Is(err, subagent.ErrBadDecision), errors.Is(err, store.ErrEmpty), errors.Is(err, subagent.ErrEmptyAnswer),
+		errors.Is(err, session.ErrBadKey):
 		return http.StatusBadRequest
 	case isUnclear(err):
 		return http.StatusUnprocessableEntity

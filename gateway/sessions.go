@@ -13,6 +13,7 @@ import (
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/gateway/client"
+	"github.com/avaagent/ava/session"
 	"github.com/avaagent/ava/store"
 )
 
@@ -44,8 +45,8 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 // its state and spend.
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
-	if err := checkKey(key); err != nil {
-		fail(w, err)
+	if err := session.CheckKey(key); err != nil {
+		fail(w, fmt.Errorf("session key: %w", err))
 		return
 	}
 	ss, err := s.in.Store.GetSession(r.Context(), key)
