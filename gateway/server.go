@@ -97,6 +97,8 @@ type Server struct {
 	handler http.Handler
 	// public are the patterns of the routes that need no token.
 	public []string
+	// apiRoutes are the patterns of the API's routes (Routes).
+	apiRoutes []string
 
 	// draining is closed when the server stops taking work: open
 	// streams end, new messages are refused with 503.
@@ -161,7 +163,7 @@ func New(opt Options) (*Server, error) {
 	}
 	s.metrics.watch(s.in.Subagent)
 	rt := s.routes()
-	s.public = rt.publics
+	s.public, s.apiRoutes = rt.publics, rt.routes
 	s.handler = s.metrics.instrument(bodyDeadline(opt.Timeouts.Body, s.guard.wrap(rt.mux)))
 	if s.in.Tracing != nil {
 		s.handler = traceContext(s.handler)
@@ -191,6 +193,10 @@ func (s *Server) routes() *router {
 		})
 		return rt
 	}
+	// The API's description holds no data of the daemon (the README
+	// publishes the same), so a client generator or an API explorer may
+	// read it before it has the token, like /healthz.
+	rt.public("GET /api/openapi.json", http.HandlerFunc(serveOpenAPI))
 	rt.handleFunc("POST /api/chat", s.chat)
 	rt.handleFunc("POST /api/chat/stop", s.stop)
 	rt.handleFunc("GET /api/chat/stream", s.stream)
@@ -216,13 +222,19 @@ func (s *Server) routes() *router {
 	// bearer header when it loads a page.
 	rt.public("GET /{$}", http.HandlerFunc(s.index))
 	for _, name := range s.panel.names() {
-		rt.public("GET /"+name, s.panel)
+		rt.asset("GET /"+name, s.panel)
 	}
 	rt.handleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s (see the API in the README)", r.Method, r.URL.Path))
 	})
 	return rt
 }
+
+// Routes are the patterns ("METHOD /path") of the API's routes, as
+// registered: every route but the web panel's static files and the
+// catch-all that answers 404. The OpenAPI document served at
+// /api/openapi.json describes exactly these.
+func (s *Server) Routes() []string { return slices.Clone(s.apiRoutes) }
 
 // PublicRoutes are the route patterns that need no token; every other
 // route needs it.
