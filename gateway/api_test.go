@@ -69,7 +69,7 @@ func TestChatRefusesBadRequests(t *testing.T) {
 		{"too large", huge, "application/json", 413, "body over"},
 		{"bad key", `{"sessionKey":"ava:web:a b","message":"hi"}`, "application/json", 400, "spaces"},
 		{"new key outside the grammar", `{"sessionKey":"mine","message":"hi"}`, "application/json", 400, "ava:<channel>:<id>"},
-		{"new key with a colon in its ID", `{"sessionKey":"ava:web:a:b","message":"hi"}`, "application/json", 400, "ava:<channel>:<id>"},
+		{"new key with '_' in its ID", `{"sessionKey":"ava:web:a_b","message":"hi"}`, "application/json", 400, "ava:<channel>:<id>"},
 		{"new key too long", `{"sessionKey":"ava:web:` + strings.Repeat("x", 129) + `","message":"hi"}`, "application/json", 400, "up to 128"},
 		{"new subagent key", `{"sessionKey":"ava:subagent:mine","message":"hi"}`, "application/json", 404, "not found"},
 		{"unknown subagent", `{"sessionKey":"ava:subagent:S-abcdef","message":"hi"}`, "application/json", 404, "not found"},
@@ -100,7 +100,7 @@ func TestChatRefusesBadRequests(t *testing.T) {
 // to stays 404.
 func TestChatCreatesAClientChosenSession(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	const key = "ava:myapp:Chat_42.x"
+	const key = "ava:myapp:Chat-42.x"
 	for _, path := range []string{"/api/sessions/" + key, "/api/chat/stream?sessionKey=" + key} {
 		code, body := e.do("GET", path, "", nil)
 		wantError(t, code, body, 404, "not found")

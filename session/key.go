@@ -17,8 +17,7 @@ import (
 // its chat IDs to sessions): its first message creates the session
 // (Service.Send), as a LangGraph thread is created by its first run.
 // Such a key must follow the grammar NewKeyPattern states, so that it
-// names one session file of its own (audit.SanitizeName maps every key
-// of the grammar to a distinct file name) and can never be taken for a
+// names one session file of its own and can never be taken for a
 // subagent's. Keys made before the grammar (ava run --session anything)
 // still address their stored sessions: CheckKey is all an existing key
 // must pass.
@@ -33,8 +32,15 @@ const SubagentChannel = "subagent"
 // NewKeyPattern is the grammar of a key a new main session may be
 // created under: "ava:", a channel of lowercase letters, digits and '-'
 // (at most 32, starting with a letter), ':', and an ID of letters,
-// digits, '-', '_' and '.' (at most 128, not starting with '.').
-const NewKeyPattern = `^ava:[a-z][a-z0-9-]{0,31}:[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`
+// digits, '-' and '.' in one or more parts joined by ':' (at most
+// MaxNewIDLen in all, not starting with '.'), as Telegram's fresh
+// sessions have it (ava:telegram:<chat>:<n>). No '_' and no other byte:
+// audit.SanitizeName turns ':' into '_', so a key of the grammar never
+// shares a session file with another.
+const NewKeyPattern = `^ava:[a-z][a-z0-9-]{0,31}:[A-Za-z0-9-][A-Za-z0-9.-]*(:[A-Za-z0-9.-]+)*$`
+
+// MaxNewIDLen bounds the ID part of a new session's key, in bytes.
+const MaxNewIDLen = 128
 
 var newKeyRE = regexp.MustCompile(NewKeyPattern)
 
@@ -83,9 +89,16 @@ func CheckNewKey(key string) error {
 		return fmt.Errorf("%w %q: ava:%s: keys are subagents' own sessions, made when a subagent starts; a message to one needs it to exist",
 			ErrBadKey, key, SubagentChannel)
 	}
-	if !newKeyRE.MatchString(key) {
-		return fmt.Errorf("%w %q: a new session's key is ava:<channel>:<id>: channel of a-z, 0-9 and '-' (up to 32, a letter first), id of A-Z, a-z, 0-9, '-', '_' and '.' (up to 128)",
-			ErrBadKey, key)
+	if !newKeyRE.MatchString(key) || len(newKeyID(key)) > MaxNewIDLen {
+		return fmt.Errorf("%w %q: a new session's key is ava:<channel>:<id>: channel of a-z, 0-9 and '-' (up to 32, a letter first), id of A-Z, a-z, 0-9, '-' and '.', in parts joined by ':' (up to %d)",
+			ErrBadKey, key, MaxNewIDLen)
 	}
 	return nil
+}
+
+// newKeyID is the ID part of a key of the grammar: what follows the
+// channel.
+func newKeyID(key string) string {
+	_, id, _ := strings.Cut(strings.TrimPrefix(key, "ava:"), ":")
+	return id
 }

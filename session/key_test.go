@@ -23,7 +23,9 @@ func TestCheckNewKey(t *testing.T) {
 	}{
 		{"ava:web:abc123", true},
 		{"ava:telegram:-100123", true},
-		{"ava:my-app:Chat_42.x", true},
+		{"ava:my-app:Chat-42.x", true},
+		{"ava:telegram:-100123:18f3a2b", true}, // Telegram's /new
+		{"ava:slack:T024BE7LD:C024BE91L", true},
 		{"ava:x:" + strings.Repeat("a", 128), true},
 		{"", false},
 		{"mine", false},
@@ -31,7 +33,10 @@ func TestCheckNewKey(t *testing.T) {
 		{"ava::x", false},
 		{"ava:Web:x", false},
 		{"ava:my_app:x", false}, // '_' would let two keys share a session file
-		{"ava:web:a:b", false},
+		{"ava:web:a_b", false},
+		{"ava:web:a::b", false},
+		{"ava:web:a:", false},
+		{"ava:web:" + strings.Repeat("a", 100) + ":" + strings.Repeat("b", 28), false},
 		{"ava:web:.hidden", false},
 		{"ava:web:a b", false},
 		{"ava:web:a\x00", false},
@@ -82,7 +87,7 @@ func TestSendCreatesANewSessionUnderAValidKey(t *testing.T) {
 		}})
 	t.Cleanup(func() { svc.Close() })
 
-	for _, bad := range []string{"mine", "ava:web:a:b", "ava:web:a b", "ava:web:.x"} {
+	for _, bad := range []string{"mine", "ava:web:a_b", "ava:web:a b", "ava:web:.x"} {
 		if _, err := svc.Send(ctx, bad, "hello", session.SendOptions{}); !errors.Is(err, session.ErrBadKey) {
 			t.Fatalf("Send to %q: %v, want ErrBadKey", bad, err)
 		}
