@@ -22,13 +22,18 @@
 // the one it keeps in the data root, see LoadOrCreateToken), and
 // refuses to start on a non-loopback address without AVA_TOKEN. Every
 // route needs it but the public ones, named where the routes are
-// registered (/healthz, /readyz and the web panel's static files,
-// which hold no data), as a bearer token (compared in constant time)
+// registered (/healthz, /readyz, the API's OpenAPI document at
+// /api/openapi.json and the web panel's static files, which hold no
+// data), as a bearer token (compared in constant time)
 // or as a browser's session cookie (see auth.go). Every route refuses
 // a Host that is not the bound address or localhost (DNS rebinding),
 // and state-changing routes refuse a foreign Origin and any body that
 // is not JSON. Bodies are size-limited and time-limited (Timeouts);
 // every error is {"error": "..."} with its status code.
+//
+// Description. openapi.json, embedded and served at /api/openapi.json,
+// describes every route of the API (Server.Routes); a test keeps the
+// two equal and checks real answers against its schemas.
 package gateway
 
 import (
