@@ -16,11 +16,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/channel/telegram"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/event"
-	"github.com/avaagent/ava/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -93,7 +92,7 @@ const script = `conversations:
 type env struct {
 	t   *testing.T
 	api *fakeBotAPI
-	in  *app.Instance
+	rt  *ava.Runtime
 	cfg telegram.Config
 }
 
@@ -125,14 +124,14 @@ func newEnv(t *testing.T, extra ...string) *env {
 		t.Fatal(err)
 	}
 	cfg.Aliases = map[string]map[string]string{"scripted": {"haiku": path, "sonnet": path, "opus": path}}
-	in, err := app.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	rt, err := ava.Open(context.Background(), ava.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { in.Close() })
+	t.Cleanup(func() { rt.Close() })
 	api := newFakeBotAPI(t)
-	return &env{t: t, api: api, in: in, cfg: telegram.Config{Token: fakeToken, APIURL: api.srv.URL,
-		Allowed: []int64{chatID}, Sessions: in.Sessions, Store: in.Store, Logger: testLogger(),
+	return &env{t: t, api: api, rt: rt, cfg: telegram.Config{Token: fakeToken, APIURL: api.srv.URL,
+		Allowed: []int64{chatID}, Runtime: rt, Logger: testLogger(),
 		PollTimeout: time.Second, EditInterval: 20 * time.Millisecond, TypingInterval: 50 * time.Millisecond,
 		ChatInterval: time.Millisecond}}
 }
@@ -244,9 +243,9 @@ func TestChatNotAllowedIsRefusedOnceAndNeverReachesTheModel(t *testing.T) {
 	if len(refusals) != 1 || !strings.Contains(refusals[0], "999") {
 		t.Fatalf("refusals %q", refusals)
 	}
-	msgs, err := e.in.Store.Messages(context.Background(), "ava:telegram:999", 0)
-	if err != nil || len(msgs) != 0 {
-		t.Fatalf("the stranger's text reached a session: %v %v", msgs, err)
+	last, err := e.rt.LastSeq(context.Background(), "ava:telegram:999")
+	if err != nil || last != 0 {
+		t.Fatalf("the stranger's text reached a session: %d events, %v", last, err)
 	}
 }
 
@@ -353,7 +352,7 @@ func TestWebhookChecksTheSecret(t *testing.T) {
 	}
 	e.api.waitFor("the help text", func(cs []call) bool { return len(texts(cs, "sendMessage", chatID)) == 1 })
 	waitHandled(t, e, 3)
-	if pending, _ := e.in.Store.PendingUpdates(context.Background(), telegram.ChannelName); len(pending) != 0 {
+	if pending, _ := e.rt.ChannelUpdates().PendingUpdates(context.Background(), telegram.ChannelName); len(pending) != 0 {
 		t.Fatalf("pending %+v", pending)
 	}
 }
@@ -363,11 +362,11 @@ func waitHandled(t *testing.T, e *env, id int64) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		pending, err := e.in.Store.PendingUpdates(context.Background(), telegram.ChannelName)
+		pending, err := e.rt.ChannelUpdates().PendingUpdates(context.Background(), telegram.ChannelName)
 		if err != nil {
 			t.Fatal(err)
 		}
-		next, _ := e.in.Store.NextUpdate(context.Background(), telegram.ChannelName)
+		next, _ := e.rt.ChannelUpdates().NextUpdate(context.Background(), telegram.ChannelName)
 		if len(pending) == 0 && next > id {
 			return
 		}
@@ -493,8 +492,8 @@ func TestSubagentQuestionIsAnsweredInTheChat(t *testing.T) {
 		}
 		return sent && done
 	})
-	runs, err := e.in.Store.ListRuns(context.Background(), store.RunFilter{ParentSession: "ava:telegram:4242"})
-	if err != nil || len(runs) != 1 || !strings.Contains(string(runs[0].Result), "The person answered: the main one") {
+	runs, err := e.rt.Subagents(context.Background(), ava.SubagentFilter{Parent: "ava:telegram:4242"})
+	if err != nil || len(runs) != 1 || runs[0].Result == nil || !strings.Contains(runs[0].Result.Summary+string(runs[0].Result.Output), "The person answered: the main one") {
 		t.Fatalf("runs %+v %v", runs, err)
 	}
 }
@@ -504,7 +503,7 @@ func TestMessagesWithinTheMergeWindowAreAnsweredAsOne(t *testing.T) {
 	_, stop := e.run(e.cfg)
 	defer stop()
 	key := "ava:telegram:" + strconv.Itoa(chatID)
-	log := &eventLog{t: t, sub: e.in.Sessions.Subscribe(key, 0)}
+	log := &eventLog{t: t, sub: e.rt.Follow(key, 0)}
 	defer log.sub.Close()
 	// The first message's turn shows a partial answer, then its model is
 	// slow; the second message cancels it, and one turn answers both.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/channel/telegram"
 	"github.com/avaagent/ava/config"
@@ -134,7 +135,7 @@ func chatChannels(a *App, cfg config.Config, in *app.Instance) ([]gateway.Channe
 		return nil, usageError(err)
 	}
 	ch, err := telegram.New(telegram.Config{Token: cfg.TelegramBotToken, APIURL: cfg.TelegramAPIURL, Allowed: allowed,
-		WebhookSecret: cfg.TelegramWebhookSecret, Sessions: in.Sessions, Store: in.Store, Logger: a.Logger()})
+		WebhookSecret: cfg.TelegramWebhookSecret, Runtime: ava.FromInstance(in), Logger: a.Logger()})
 	if err != nil {
 		return nil, err
 	}
