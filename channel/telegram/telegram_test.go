@@ -598,3 +598,59 @@ func (l *eventLog) wait(typ event.Type, n int) []event.Event {
 		l.seen = append(l.seen, evs...)
 	}
 }
+
+// TestSubagentCommandsGoThroughTheCore: /logs reads one of the chat's
+// subagents' steps, /send follows up a finished one (it resumes), and a
+// subagent that is not the chat's is refused by both.
+func TestSubagentCommandsGoThroughTheCore(t *testing.T) {
+	e := newEnv(t, "AVA_CONFIRM", "never")
+	_, stop := e.run(e.cfg)
+	defer stop()
+	key := "ava:telegram:" + strconv.Itoa(chatID)
+	e.api.push(message(1, chatID, userID, "BACKGROUND please"))
+	e.api.waitFor("the subagent's completion", func(cs []call) bool {
+		return slices.ContainsFunc(texts(cs, "sendMessage", chatID), func(s string) bool { return strings.Contains(s, "Complete") })
+	})
+	runs, err := e.rt.Subagents(context.Background(), ava.SubagentFilter{Parent: key})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs %+v %v", runs, err)
+	}
+	id := runs[0].ID
+	e.api.resetCalls()
+	e.api.push(message(2, chatID, userID, "/logs "+id))
+	e.api.push(message(3, chatID, userID, "/logs S-000000"))
+	e.api.push(message(4, chatID, userID, "/send "+id+" one more thing"))
+	e.api.push(message(5, chatID, userID, "/send S-000000 hello"))
+	calls := e.api.waitFor("the four replies", func(cs []call) bool { return len(texts(cs, "sendMessage", chatID)) >= 4 })
+	got := texts(calls, "sendMessage", chatID)
+	if !strings.HasPrefix(got[0], id+", last steps:\n") || !strings.Contains(got[0], "slow research") {
+		t.Errorf("/logs of the chat's subagent: %q", got[0])
+	}
+	for _, i := range []int{1, 3} {
+		if got[i] != "No subagent S-000000 in this chat (see /status)." {
+			t.Errorf("reply %d to a subagent of no chat: %q", i, got[i])
+		}
+	}
+	if got[2] != "Sent to "+id+" as a follow-up: it resumes with its conversation." {
+		t.Errorf("/send to the finished subagent: %q", got[2])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		sa, err := e.rt.Subagent(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := e.rt.Trace(ctx, key, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sa.Status.Final() && slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "one more thing") }) {
+			break // the follow-up's turn ran
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the follow-up did not run: %+v", sa)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
