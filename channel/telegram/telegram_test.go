@@ -394,10 +394,11 @@ func TestProposalButtons(t *testing.T) {
 		press string
 		wait  time.Duration
 		want  string
+		again bool // a second press says it was answered already
 	}{
-		{"yes", 0, "Started S-"},
-		{"no", 0, "Not started."},
-		{"yes", 2100 * time.Millisecond, "expired"},
+		{"yes", 0, "Started S-", false},
+		{"no", 0, "Not started.", true},
+		{"yes", 2100 * time.Millisecond, "expired", false},
 	} {
 		e.api.push(message(next(), chatID, userID, "/new"))
 		e.api.push(message(next(), chatID, userID, "SPAWN something"))
@@ -418,6 +419,16 @@ func TestProposalButtons(t *testing.T) {
 			return false
 		})
 		e.api.resetCalls()
+		if tc.again {
+			e.api.push(map[string]any{"update_id": next(), "callback_query": map[string]any{"id": "cb-again" + pending,
+				"from": map[string]any{"id": userID, "is_bot": false, "first_name": "P"}, "chat_instance": "x",
+				"data":    "spawn:" + pending + ":yes",
+				"message": map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": chatID, "type": "private"}}}})
+			e.api.waitFor("the answer to a second press", func(cs []call) bool {
+				return slices.Contains(texts(cs, "sendMessage", chatID), "This proposal was already answered.")
+			})
+			e.api.resetCalls()
+		}
 	}
 	// A press on a proposal of another session (here a made-up one) is
 	// answered, not applied.
