@@ -36,8 +36,10 @@ import (
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/observe"
 	"github.com/avaagent/ava/orchestrator"
 	"github.com/avaagent/ava/redact"
+	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/subagent"
 )
 
@@ -87,6 +89,14 @@ type Config struct {
 	Budgets interface {
 		SetSessionBudget(ctx context.Context, key string, cents float64) error
 	}
+	// Store holds the main sessions (store.Store has it): a message to
+	// one it does not hold creates it, when the key is one a new
+	// session may have (CheckNewKey). nil: a key no turn holds must
+	// pass CheckNewKey, and nothing is created before the turn stores.
+	Store interface {
+		GetSession(ctx context.Context, key string) (store.Session, error)
+		EnsureSession(ctx context.Context, key string) (store.Session, error)
+	}
 	// Traces reads subagents' traces (Trace); nil: none.
 	Traces *audit.Reader
 	// MergeWindow is how soon after a turn starts a person's next message
@@ -94,8 +104,12 @@ type Config struct {
 	MergeWindow time.Duration
 	// OrchestratorAnswers has the orchestrator answer the subagents'
 	// questions (ask_user) for the person (AVA_ASK_ANSWERS=orchestrator);
-	// the person may still answer first.
+	// the person may still answer first. It hears of them through
+	// Observers, which must then be the subagent manager's.
 	OrchestratorAnswers bool
+	// Observers are told of each main session turn's end (TurnEnded); the
+	// subagent manager tells them of its own notices. Nil: no one.
+	Observers *observe.Set
 	// CancelSubagentsOnStop makes Stop and a superseding message also
 	// cancel the subagents the session started.
 	CancelSubagentsOnStop bool
@@ -145,6 +159,9 @@ type Service struct {
 	mu       sync.Mutex
 	sessions map[string]*main
 	closed   bool
+	// unwatch stops what New started watching: the manager's releases
+	// and the observer of questions.
+	unwatch []func()
 }
 
 // main is one main session's turn and queue.
@@ -163,17 +180,20 @@ func New(cfg Config) *Service {
 	s.log = s.log.With("component", "session")
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	if cfg.Subagents != nil {
-		cfg.Subagents.OnFinished(s.subagentFinished)
+		// Synchronous: the state is settled before the run's Done closes
+		// (also for a run another process of a cluster ran, which no
+		// observer here hears of).
+		s.unwatch = append(s.unwatch, cfg.Subagents.WatchReleases(s.subagentFinished))
 		cfg.Subagents.HoldResults(s.turnBusy)
 		if cfg.OrchestratorAnswers {
-			cfg.Subagents.OnQuestion(s.answerForThePerson)
+			if cfg.Observers == nil {
+				s.log.Warn("the orchestrator cannot answer subagents' questions: the session service has no observers")
+			}
+			s.unwatch = append(s.unwatch, cfg.Observers.Add(observe.Observer{QuestionAsked: s.questionAsked}))
 		}
 	}
 	return s
 }
-
-// IsSubagentKey reports whether key is a subagent session's.
-func IsSubagentKey(key string) bool { return strings.Contains(key, ":subagent:") }
 
 // Turn is one message being answered.
 type Turn struct {
@@ -234,9 +254,13 @@ func (t *Turn) Wait(ctx context.Context) (Result, error) {
 
 // Send delivers a message to a session: a turn of a main session, or a
 // follow-up to a subagent. It returns at once; Wait on the turn.
+//
+// A main session that does not exist yet is created by its first
+// message when its key is one a client may choose (CheckNewKey); a
+// subagent's session must exist (its run). A bad key is ErrBadKey.
 func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions) (*Turn, error) {
-	if strings.TrimSpace(key) == "" {
-		return nil, errors.New("send: no session key")
+	if err := CheckKey(key); err != nil {
+		return nil, fmt.Errorf("send: %w", err)
 	}
 	if strings.TrimSpace(message) == "" {
 		return nil, fmt.Errorf("send to %s: empty message", key)
@@ -246,6 +270,9 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 	}
 	if opt.Steer {
 		return nil, fmt.Errorf("send to %s: steering is for a running subagent (ava:subagent:S-…); a message to a main session joins or follows its turn", key)
+	}
+	if err := s.open(ctx, key); err != nil {
+		return nil, fmt.Errorf("send to %s: %w", key, err)
 	}
 	if opt.Budget > 0 && s.cfg.Budgets != nil {
 		if err := s.cfg.Budgets.SetSessionBudget(ctx, key, opt.Budget); err != nil {
@@ -286,6 +313,37 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 	}
 	s.startLocked(key, m, t)
 	return t, nil
+}
+
+// open makes sure the main session key exists before a message to it:
+// a session a turn holds here or the store holds goes on; an unknown
+// one is created if its key may name a new session (CheckNewKey), so
+// every channel creates sessions under the same rule.
+func (s *Service) open(ctx context.Context, key string) error {
+	if s.holds(key) {
+		return nil
+	}
+	if s.cfg.Store == nil {
+		return CheckNewKey(key)
+	}
+	_, err := s.cfg.Store.GetSession(ctx, key)
+	if !errors.Is(err, store.ErrNotFound) {
+		return err // nil: it exists
+	}
+	if err := CheckNewKey(key); err != nil {
+		return err
+	}
+	if _, err := s.cfg.Store.EnsureSession(ctx, key); err != nil {
+		return fmt.Errorf("new session: %w", err)
+	}
+	return nil
+}
+
+// holds reports whether a turn of the main session runs or waits here.
+func (s *Service) holds(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[key] != nil
 }
 
 // sendSubagent routes a message to a subagent's follow-up path.
@@ -337,6 +395,7 @@ func (s *Service) startLocked(key string, m *main, t *Turn) {
 		s.run(ctx, t)
 		t.cause = context.Cause(ctx)
 		cancel(nil)
+		s.noticeTurn(t)
 		// The session's state has moved on (idle, waiting for subagents
 		// or the next queued turn) before anyone hears the turn is done.
 		if !s.turnEnded(key, t) {
@@ -567,7 +626,12 @@ func (s *Service) Subagents(key string) []*subagent.Handle {
 func (s *Service) Close() error {
 	s.mu.Lock()
 	s.closed = true
+	unwatch := s.unwatch
+	s.unwatch = nil
 	s.mu.Unlock()
+	for _, stop := range unwatch {
+		stop()
+	}
 	s.cancel(fmt.Errorf("%w: %w", ErrClosed, agent.ErrCancelled))
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
@@ -577,4 +641,16 @@ func (s *Service) Close() error {
 		return errors.New("close sessions: turns still running after a minute")
 	}
 	return nil
+}
+
+// noticeTurn tells the observers that a main session's turn ended (its
+// messages are stored by then).
+func (s *Service) noticeTurn(t *Turn) {
+	r := t.res
+	if r.Status == "" && t.err != nil {
+		r.Status, r.Error = lifecycle.Error, t.err.Error()
+	}
+	r = r.Masked(t.redactor)
+	s.cfg.Observers.NotifyTurnEnded(observe.TurnEnded{Session: t.Session, Status: r.Status, Error: r.Error,
+		Figures: observe.Figures{Tokens: r.Tokens.Total, CostCents: r.CostCents, Iterations: r.Iterations}, Time: time.Now()})
 }

@@ -56,6 +56,7 @@ type Handle struct {
 	slot       chan struct{}     // closed when a queued run gets its slot
 	queuedAt   time.Time         // when the run last joined the queue
 	turns      int               // runs started, including follow-ups
+	starting   bool              // the running turn is the run's start here (observers.go): its end is the run's end
 	startedAt  time.Time         // when the running (or last) turn started
 	firstStart time.Time         // when the run first started
 	endedAt    time.Time         // when its last turn ended (zero while one runs)

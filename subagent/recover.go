@@ -158,6 +158,7 @@ func (m *Manager) recordInterrupted(r store.Run) {
 			m.log.Error("record interrupted run", "id", r.ShortID, "err", err)
 		}
 	}
+	m.noticeInterrupted(r, end)
 	// Its figures are its record's (figures.go): the active time of its
 	// ended turns; the one its process died in is not known.
 	res := Result{SubagentID: r.ShortID, Status: lifecycle.Interrupted, TokensUsed: r.Tokens, CostCents: r.CostCents,

@@ -12,7 +12,6 @@ import (
 	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/channel/telegram"
 	"github.com/avaagent/ava/config"
-	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/gateway"
 )
 
@@ -20,6 +19,7 @@ type serveOptions struct {
 	addr      string
 	role      string
 	grace     time.Duration
+	graceSet  bool
 	heartbeat time.Duration
 }
 
@@ -48,7 +48,7 @@ and records as interrupted what still runs, flushes the logs and exits 0.`,
   AVA_TOKEN=$(openssl rand -hex 16) ava serve --addr 0.0.0.0:7777`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.fromEnv(a, cmd); err != nil {
+			if err := o.check(cmd); err != nil {
 				return err
 			}
 			return serve(cmd, a, o)
@@ -57,23 +57,17 @@ and records as interrupted what still runs, flushes the logs and exits 0.`,
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", "", "listen address (default $AVA_ADDR, else 127.0.0.1:7777)")
 	f.StringVar(&o.role, "role", "", "with AVA_DATABASE_URL, what this process does in the cluster: gateway (chats, streams, the panel), worker (runs subagents; serves /healthz, /readyz and /metrics only) or all (default $AVA_ROLE, else all)")
-	f.DurationVar(&o.grace, "grace", gateway.DefaultGrace, "how long a shutdown lets running turns finish (default $AVA_SHUTDOWN_GRACE, else 30s)")
+	f.DurationVar(&o.grace, "grace", 0, "how long a shutdown lets running turns finish (default $AVA_SHUTDOWN_GRACE or config.yaml's shutdown_grace, else 30s)")
 	f.DurationVar(&o.heartbeat, "heartbeat", gateway.DefaultHeartbeat, "interval of the streams' heartbeat comments")
 	_ = f.MarkHidden("heartbeat")
 	return cmd
 }
 
-// fromEnv applies AVA_SHUTDOWN_GRACE unless --grace is given, and checks
-// the durations.
-func (o *serveOptions) fromEnv(a *App, cmd *cobra.Command) error {
-	if v := a.Getenv("AVA_SHUTDOWN_GRACE"); v != "" && !cmd.Flags().Changed("grace") {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return usageError(fmt.Errorf("AVA_SHUTDOWN_GRACE=%q: want a positive duration such as 30s", v))
-		}
-		o.grace = d
-	}
-	if o.grace <= 0 {
+// check checks the flags' durations; --grace, when given, overrides the
+// configuration's shutdown_grace (serve applies it).
+func (o *serveOptions) check(cmd *cobra.Command) error {
+	o.graceSet = cmd.Flags().Changed("grace")
+	if o.graceSet && o.grace <= 0 {
 		return usageError(fmt.Errorf("--grace %s: want a positive duration", o.grace))
 	}
 	if o.heartbeat <= 0 {
@@ -90,6 +84,9 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 	if o.addr != "" {
 		cfg.Addr = o.addr
 	}
+	if o.graceSet {
+		cfg.ShutdownGrace = o.grace
+	}
 	if o.role != "" {
 		cfg.Role = o.role
 		if err := cfg.Validate(); err != nil {
@@ -104,7 +101,7 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 		fmt.Fprintf(a.Stderr, "[offline] no model provider is configured: Ava answers with the offline scripted model %s (no network, not a real model).\n"+
 			"To use a real model, set ANTHROPIC_API_KEY, OPENROUTER_API_KEY or OPENAI_API_KEY (or OPENAI_BASE_URL) and AVA_MODEL, then restart.\n", ava.OfflineModel)
 	}
-	err = runDaemon(cmd.Context(), a, cfg, gateway.ServeOptions{Grace: o.grace, Heartbeat: o.heartbeat, Logger: a.Logger(),
+	err = runDaemon(cmd.Context(), a, cfg, gateway.ServeOptions{Grace: cfg.ShutdownGrace, Heartbeat: o.heartbeat, Logger: a.Logger(),
 		Ready: func(addr string) {
 			if cfg.Role == config.RoleWorker {
 				fmt.Fprintf(a.Stdout, "ava worker: listening on http://%s/ (/healthz, /readyz and /metrics); running subagents from the cluster's job queue\n", addr)
@@ -117,7 +114,7 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 				link, gateway.LoginCodeTTL)
 		},
 		Draining: func(running int) {
-			fmt.Fprintf(a.Stderr, "ava serve: shutting down; waiting up to %s for %d running turn(s) and subagent(s)\n", o.grace, running)
+			fmt.Fprintf(a.Stderr, "ava serve: shutting down; waiting up to %s for %d running turn(s) and subagent(s)\n", cfg.ShutdownGrace, running)
 		}})
 	if err != nil {
 		return withHint(err, "see ava serve --help")
@@ -137,7 +134,7 @@ func runDaemon(ctx context.Context, a *App, cfg config.Config, opt gateway.Serve
 	}
 	cfg.Token = opt.Token
 	opt.Metrics = gateway.NewMetrics()
-	rt, err := ava.Open(context.WithoutCancel(ctx), ava.Options{Config: cfg, Logger: log, Sinks: []event.Sink{opt.Metrics}})
+	rt, err := ava.Open(context.WithoutCancel(ctx), ava.Options{Config: cfg, Logger: log, Sinks: []ava.Sink{opt.Metrics}})
 	if err != nil {
 		return err
 	}
@@ -169,7 +166,7 @@ func chatChannels(a *App, cfg config.Config, rt *ava.Runtime) ([]gateway.Channel
 		return nil, usageError(err)
 	}
 	ch, err := telegram.New(telegram.Config{Token: cfg.TelegramBotToken, APIURL: cfg.TelegramAPIURL, Allowed: allowed,
-		WebhookSecret: cfg.TelegramWebhookSecret, Sessions: rt.Instance().Sessions, Store: rt.Instance().Store, Logger: a.Logger()})
+		WebhookSecret: cfg.TelegramWebhookSecret, Runtime: rt, Logger: a.Logger()})
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +191,7 @@ interrupted, and exits 0. See docs/cluster.md.`,
 		Example: `  AVA_DATABASE_URL=postgres://ava@db/ava ava worker`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.fromEnv(a, cmd); err != nil {
+			if err := o.check(cmd); err != nil {
 				return err
 			}
 			o.role = config.RoleWorker
@@ -206,7 +203,7 @@ interrupted, and exits 0. See docs/cluster.md.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", "", "listen address of the health endpoints (default 127.0.0.1:7778)")
-	f.DurationVar(&o.grace, "grace", gateway.DefaultGrace, "how long a shutdown lets running subagents finish (default $AVA_SHUTDOWN_GRACE, else 30s)")
+	f.DurationVar(&o.grace, "grace", 0, "how long a shutdown lets running subagents finish (default $AVA_SHUTDOWN_GRACE or config.yaml's shutdown_grace, else 30s)")
 	f.DurationVar(&o.heartbeat, "heartbeat", gateway.DefaultHeartbeat, "interval of the streams' heartbeat comments")
 	_ = f.MarkHidden("heartbeat")
 	return cmd
