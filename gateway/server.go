@@ -42,6 +42,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/mcpserver"
@@ -150,7 +151,7 @@ func New(opt Options) (*Server, error) {
 	s := &Server{opt: opt, in: opt.Instance, log: opt.Logger.With("component", "gateway"), metrics: opt.Metrics,
 		guard: g, auth: a, panel: p, draining: make(chan struct{}), turns: map[*turnRef]struct{}{},
 		frameCaches: map[string]*frameCache{}}
-	s.mcp, err = mcpserver.New(mcpserver.Options{Instance: s.in, Logger: opt.Logger, Accepting: func() error {
+	s.mcp, err = mcpserver.New(mcpserver.Options{Runtime: ava.FromInstance(s.in), Logger: opt.Logger, Accepting: func() error {
 		if s.isDraining() {
 			return errDraining
 		}
