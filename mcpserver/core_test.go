@@ -213,3 +213,26 @@ func TestConfirmationTakesAChangeInWords(t *testing.T) {
 		})
 	}
 }
+
+// TestErrorsSayWhatToDo: a failed call is an error result that says what
+// failed and what to do next, by the error's kind (ava.KindOf).
+func TestErrorsSayWhatToDo(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want []string
+	}{
+		{"subagent_status", map[string]any{"subagent_id": "S-nope00"}, []string{"subagent_status:", "list_subagents shows"}},
+		{"cancel_subagent", map[string]any{"subagent_id": "S-nope00"}, []string{"cancel_subagent:", "list_subagents shows"}},
+		{"send_subagent", map[string]any{"subagent_id": "S-nope00", "message": "hi"}, []string{"send_subagent:", "list_subagents shows"}},
+		{"spawn_subagent", map[string]any{"role": "no_such_role", "task": "QUICK x"}, []string{"spawn_subagent:", "no_such_role", "correct the arguments"}},
+	} {
+		res := e.mustCall(c.tool, c.args)
+		for _, w := range c.want {
+			if !res.IsError || !strings.Contains(text(res), w) {
+				t.Errorf("%s %v: %s (error %v), want %q", c.tool, c.args, text(res), res.IsError, w)
+			}
+		}
+	}
+}

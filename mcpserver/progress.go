@@ -50,6 +50,9 @@ func (s *Server) follow(ctx context.Context, req *mcp.CallToolRequest, done <-ch
 			return nil, context.Cause(ctx)
 		case <-poll.C:
 			notify()
+			if ask == nil {
+				continue
+			}
 			if input, err := ask.poll(ctx, runs()); input != nil || err != nil {
 				return input, err
 			}
