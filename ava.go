@@ -145,3 +145,58 @@ func (r *Runtime) Tracing() bool { return r.in.Tracing != nil }
 // Tool is a tool a model can call (package tool): an embedding program
 // implements it to give its roles tools of its own.
 type Tool = tool.Tool
+
+// Instance is the assembled parts behind the runtime (package app): for
+// Ava's own tests and tools that must reach beneath the core. It is not
+// part of the stable API, and no surface calls it (a test keeps them
+// off it).
+func (r *Runtime) Instance() *app.Instance { return r.in }
+
+// Counts are the subagents running and queued in this process.
+func (r *Runtime) Counts() (running, queued int) { return r.in.Subagent.Counts() }
+
+// ModelInfo is the orchestrator's model as a surface shows it.
+type ModelInfo struct {
+	// Name is the model's full name (provider/model).
+	Name string
+	// Offline is set for the offline scripted model (no provider
+	// configured).
+	Offline bool
+}
+
+// Model is the orchestrator's default model, or the error that says why
+// there is none (no provider configured and no model named).
+func (r *Runtime) Model() (ModelInfo, error) {
+	m, err := app.OrchestratorModel(r.in.Config, r.in.Catalog, "")
+	if err != nil {
+		return ModelInfo{}, err
+	}
+	return ModelInfo{Name: m.Name(), Offline: app.IsOffline(m)}, nil
+}
+
+// OfflineModel is the orchestrator's model when no provider is
+// configured: a scripted model that shows the flow without a network.
+const OfflineModel = "scripted/demo"
+
+// Offline returns cfg set to answer with the offline model when no
+// provider is configured and no model is named, and whether it did.
+func Offline(cfg config.Config) (config.Config, bool) {
+	if app.HasRealProviderConfig(cfg) || cfg.Model != "" {
+		return cfg, false
+	}
+	cfg.Model = OfflineModel
+	return cfg, true
+}
+
+// ToolResult is what a tool call gives back to the model: the text it
+// reads, and whether the call failed.
+type ToolResult = tool.Result
+
+// NewTool makes a Tool of a Go function: its JSON Schema is derived
+// from Args (json tags name the fields, jsonschema tags describe them,
+// fields without omitempty are required), and the model's arguments are
+// checked against it before fn runs. It panics when Args cannot be
+// described by a JSON Schema, a programming error any test finds.
+func NewTool[Args any](name, description string, fn func(ctx context.Context, args Args) (ToolResult, error)) Tool {
+	return tool.NewFunc(name, description, fn)
+}

@@ -150,10 +150,3 @@ func (g *Group) Cancel() { g.g.Cancel() }
 
 // SpentCents is what the members have spent together.
 func (g *Group) SpentCents() float64 { return g.g.SpentCents() }
-
-// FromInstance is a Runtime over an instance its caller opened and will
-// close (the daemon's assembly in package gateway, until it opens its
-// runtime with Open). Closing the Runtime closes the instance.
-//
-// Deprecated: transitional; use Open.
-func FromInstance(in *app.Instance) *Runtime { return &Runtime{in: in} }

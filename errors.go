@@ -141,7 +141,7 @@ func CheckSessionKey(key string) error {
 	if key == "" {
 		return invalidf("sessionKey: empty")
 	}
-	if IsSubagentKey(key) && strings.TrimSpace(key[strings.LastIndex(key, ":")+1:]) == "" {
+	if id := strings.TrimSpace(key[strings.LastIndex(key, ":")+1:]); IsSubagentKey(key) && (id == "" || strings.EqualFold(id, "S-")) {
 		return invalidf("sessionKey %q: the subagent ID is empty (want ava:subagent:S-xxxxxx)", key)
 	}
 	if len(key) > MaxSessionKey {

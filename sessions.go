@@ -302,3 +302,13 @@ func (r *Runtime) CloseSessions() error {
 	}
 	return r.in.Sessions.Close()
 }
+
+// The event types a surface most often looks for (package event has
+// them all).
+const (
+	UserMessage      = event.UserMessage
+	AssistantMessage = event.AssistantMessage
+	SubagentSpawn    = event.SubagentSpawn
+	SubagentComplete = event.SubagentComplete
+	SessionEnd       = event.SessionEnd
+)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/audit"
@@ -17,6 +18,7 @@ import (
 	"github.com/avaagent/ava/instance"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/mcpclient"
+	"github.com/avaagent/ava/observe"
 	"github.com/avaagent/ava/orchestrator"
 	"github.com/avaagent/ava/redact"
 	"github.com/avaagent/ava/session"
@@ -54,6 +56,11 @@ type Instance struct {
 	// Close.
 	MCP      *mcpclient.Pool
 	Subagent *subagent.Manager
+	// Observers are the instance's typed observers (package observe):
+	// add any number; the subagent manager and the sessions notify them.
+	// Close drains them after the sessions and the manager closed, for at
+	// most ObserverDrain.
+	Observers *observe.Set
 	// Sessions runs every turn of every session (see package session);
 	// nil when opened ReadOnly.
 	Sessions *session.Service
@@ -82,6 +89,8 @@ type openOptions struct {
 	sinks    []event.Sink
 	tools    []tool.Tool
 	roles    []subagent.Role
+	// observers are added before anything can notify them.
+	observers []observe.Observer
 }
 
 // WithTools adds an embedding program's tools to the built-in ones: a
@@ -96,6 +105,17 @@ func WithTools(ts ...tool.Tool) Option {
 // replaces a built-in role.
 func WithRoles(rs ...subagent.Role) Option {
 	return func(o *openOptions) { o.roles = append(o.roles, rs...) }
+}
+
+// ObserverDrain bounds how long Close lets the observers work through
+// their queues.
+const ObserverDrain = 10 * time.Second
+
+// WithObserver adds o to the instance's Observers before the subagent
+// manager starts, so that it also hears of the runs that Open's
+// recovery ends or resumes.
+func WithObserver(o observe.Observer) Option {
+	return func(oo *openOptions) { oo.observers = append(oo.observers, o) }
 }
 
 // WithSink adds a sink that receives every kept event after the audit
@@ -241,13 +261,24 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	if resumeAttempts == 0 {
 		resumeAttempts = -1 // AVA_RESUME_ATTEMPTS=0: never resume
 	}
+	// Closed after the manager and the sessions, whose notices it
+	// drains, and before the store, which observers may read.
+	in.Observers = observe.New(observe.Options{Logger: log})
+	for _, ob := range o.observers {
+		in.Observers.Add(ob)
+	}
+	in.closers = append(in.closers, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), ObserverDrain)
+		defer cancel()
+		return in.Observers.Close(ctx)
+	})
 	in.Subagent = subagent.NewManager(subagent.Options{Catalog: in.Catalog, Tools: in.Tools, MCPTools: in.roleMCPTools, Store: in.Store, Hub: in.Hub,
 		Roles: roles, MaxConcurrent: cfg.MaxConcurrentSubagents, StallAfter: cfg.StallAfter,
 		ProgressAfter: cfg.ProgressAfter, ProgressEvery: cfg.ProgressEvery, WrapUpAt: cfg.WrapUpAt, AskTimeout: cfg.AskTimeout,
 		Overflow: subagent.Overflow(cfg.SpawnOverflow), MaxQueued: cfg.MaxQueuedSubagents,
 		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly, ResumeAttempts: resumeAttempts, LifecycleFiles: sessionFiles,
 		Confirm: policy, ConfirmTimeout: cfg.ConfirmTimeout, Tracer: in.Tracing.Tracer(), Redactor: in.Redactor,
-		Dispatch: node.Dispatcher(), Worker: node.Runs(), RecoverEvery: cfg.RecoverEvery})
+		Dispatch: node.Dispatcher(), Worker: node.Runs(), RecoverEvery: cfg.RecoverEvery, Observers: in.Observers})
 	// Registered before Start: a Start that fails half way may already
 	// have started work that Close must stop.
 	in.closers = append(in.closers, node.closer(in.Subagent.Close))
@@ -271,7 +302,7 @@ func (in *Instance) openSessions(ctx context.Context) error {
 		return fmt.Errorf("orchestrator tools: %w", err)
 	}
 	in.Sessions = session.New(session.Config{Hub: in.Hub, Subagents: in.Subagent, Budgets: in.Store, Offline: IsOffline,
-		CancelSubagentsOnStop: true, Redactor: in.Redactor, MergeWindow: cfg.MergeWindow, OrchestratorAnswers: cfg.AskAnswers == "orchestrator", Logger: log, Traces: in.LogReader(audit.ReaderOptions{}),
+		CancelSubagentsOnStop: true, Redactor: in.Redactor, Observers: in.Observers, MergeWindow: cfg.MergeWindow, OrchestratorAnswers: cfg.AskAnswers == "orchestrator", Logger: log, Traces: in.LogReader(audit.ReaderOptions{}),
 		Orchestrator: func(model string, limits session.Limits) (*orchestrator.Orchestrator, llm.Model, error) {
 			m, err := OrchestratorModel(cfg, in.Catalog, model)
 			if err != nil {

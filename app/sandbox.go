@@ -1,8 +1,6 @@
 package app
 
 import (
-	"os"
-
 	"github.com/avaagent/ava/sandbox"
 	"github.com/avaagent/ava/tool/shell"
 	"github.com/avaagent/ava/tool/web"
@@ -11,23 +9,28 @@ import (
 // SandboxSummary says which protections the process tools run with on
 // this machine, in one line, for startup and `ava roles`. The first call
 // sets a sandbox up once to find out.
-func SandboxSummary() string { return sandbox.Probe().Summary() }
+func (in *Instance) SandboxSummary() string { return in.sandboxStatus().Summary() }
 
-// SandboxReady reports whether the process tools can run: the sandbox is
-// in place, or explicitly off.
-func SandboxReady() bool { return sandbox.Probe().Err() == nil }
+// sandboxStatus is the sandbox as the configuration has it: off, or
+// what this machine gives (sandbox.Probe).
+func (in *Instance) sandboxStatus() sandbox.Status {
+	if in.Config.SandboxOff() {
+		return sandbox.Status{Off: true}
+	}
+	return sandbox.Probe()
+}
 
-// shellConfig configures the process tools: sandboxed unless
-// AVA_SANDBOX=off, the data root hidden from every command, and the
-// egress proxy (used only where network is allowed) guarded like the web
-// tools and limited to AVA_EGRESS_ALLOW's domains.
+// shellConfig configures the process tools: sandboxed unless the
+// configuration turns the sandbox off, the data root hidden from every
+// command, and the egress proxy (used only where network is allowed)
+// guarded like the web tools and limited to egress_allow's domains.
 func (in *Instance) shellConfig() shell.Config {
 	return shell.Config{
 		Workspace:   in.Config.Workspace,
-		SandboxOff:  sandbox.OffByEnv(os.Getenv),
+		SandboxOff:  in.Config.SandboxOff(),
 		Hide:        []string{in.Config.DataRoot},
 		EgressGuard: web.CheckPublic,
-		EgressAllow: sandbox.ParseAllowList(os.Getenv(sandbox.EnvEgressAllow)),
+		EgressAllow: sandbox.AllowList(in.Config.EgressAllow),
 	}
 }
 
@@ -39,7 +42,7 @@ func (in *Instance) hardenAndReport() {
 	if err := sandbox.HardenSelf(); err != nil {
 		in.Log.Warn("could not harden the process (non-dumpable, inherited descriptors close-on-exec)", "err", err)
 	}
-	st := sandbox.Probe()
+	st := in.sandboxStatus()
 	if st.Off || !st.Ready {
 		in.Log.Warn(st.Summary())
 		return

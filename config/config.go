@@ -3,6 +3,12 @@
 // then command-line flags (applied by the caller), then Validate. Secrets
 // (API keys, tokens) come only from the environment; a config file that
 // holds one is refused.
+//
+// Every setting is read here and nowhere else: Settings lists each
+// variable with its config.yaml key, SecretEnv the secret ones. The
+// packages that act on a setting (tool/web, sandbox, the daemon) take
+// plain values from Config. config imports no runtime package: an MCP
+// server's definition is package mcpspec's.
 package config
 
 import (
@@ -13,7 +19,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,7 +27,7 @@ import (
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/internal/fserr"
 	"github.com/avaagent/ava/llm"
-	"github.com/avaagent/ava/mcpclient"
+	"github.com/avaagent/ava/mcpspec"
 )
 
 // FileName is the config file's name inside the data root.
@@ -79,6 +84,9 @@ type Config struct {
 	// before it is quarantined as interrupted (AVA_RESUME_ATTEMPTS; 0
 	// resumes none).
 	ResumeAttempts int `yaml:"resume_attempts"`
+	// ShutdownGrace is how long a stopping daemon lets running turns and
+	// subagents finish (AVA_SHUTDOWN_GRACE; ava serve --grace).
+	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
 
 	Anthropic  Provider `yaml:"anthropic"`
 	OpenAI     Provider `yaml:"openai"`
@@ -111,17 +119,17 @@ type Config struct {
 	// a cluster on PostgreSQL: "gateway" (chats and streams; subagents
 	// run on workers), "worker" (runs subagents) or "all" (both, the
 	// default). Ignored with the embedded SQLite store.
-	Role string `yaml:"-"`
+	Role string `yaml:"role"`
 	// RecoverEvery (AVA_RECOVER_EVERY) is how often a process that runs
 	// subagents looks for the runs of processes that are gone (default
 	// 10s): in a cluster, how soon a dead worker's runs resume elsewhere.
-	RecoverEvery time.Duration `yaml:"-"`
+	RecoverEvery time.Duration `yaml:"recover_every"`
 	// LeaseTTL (AVA_LEASE_TTL) is how long a process may go without
 	// renewing its lease before the others count it gone and take its
 	// runs over (default 30s; renewed every sixth of it). Shorter finds
 	// a paused or partitioned process sooner; every process sharing a
 	// data root or cluster must use the same.
-	LeaseTTL time.Duration `yaml:"-"`
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
 
 	// TrustedWorkspaces are the workspaces the person trusted, each with
 	// the role files of its .ava/agents/ they trusted, by content (`ava
@@ -137,13 +145,24 @@ type Config struct {
 
 	// MCPServers are MCP servers roles may name (a list, or a mapping by
 	// name): a command run over stdio or a streamable HTTP URL.
-	MCPServers mcpclient.Specs `yaml:"mcp_servers"`
+	MCPServers mcpspec.Specs `yaml:"mcp_servers"`
 	// MCPAllowedHosts are the non-loopback hosts an MCP server's URL may
 	// be on; without them only 127.0.0.1, ::1 and localhost are.
 	MCPAllowedHosts []string `yaml:"mcp_allowed_hosts"`
 	// MCPIdleTimeout stops an MCP server no tool call has used for this
 	// long (default 5m; negative: never).
 	MCPIdleTimeout time.Duration `yaml:"mcp_idle_timeout"`
+
+	// Web configures the web tools (web_search, http_get,
+	// read_webpages).
+	Web Web `yaml:"web"`
+	// Sandbox is "on" (the default when empty) or "off" (AVA_SANDBOX):
+	// off runs the process tools and stdio MCP servers unconfined.
+	Sandbox string `yaml:"sandbox"`
+	// EgressAllow are the domains (each with its subdomains) the process
+	// tools' egress proxy may reach; empty allows every public host
+	// (AVA_EGRESS_ALLOW, comma-separated).
+	EgressAllow []string `yaml:"egress_allow"`
 
 	// Source lists where settings came from, for error messages.
 	Source string `yaml:"-"`
@@ -155,6 +174,26 @@ type Provider struct {
 	APIKey  string `yaml:"-"`
 	BaseURL string `yaml:"base_url"`
 }
+
+// Web is the web tools' settings.
+type Web struct {
+	// SearXNGURL is a SearXNG instance's base URL (AVA_SEARXNG_URL).
+	SearXNGURL string `yaml:"searxng_url"`
+	// BraveAPIKey (BRAVE_API_KEY) and TavilyAPIKey (TAVILY_API_KEY)
+	// enable those search backends; environment only.
+	BraveAPIKey  string `yaml:"-"`
+	TavilyAPIKey string `yaml:"-"`
+	// BraveBaseURL and TavilyBaseURL override the backends' endpoints
+	// (AVA_BRAVE_BASE_URL, AVA_TAVILY_BASE_URL).
+	BraveBaseURL  string `yaml:"brave_base_url"`
+	TavilyBaseURL string `yaml:"tavily_base_url"`
+	// AllowPrivate lets the web tools reach private and loopback
+	// addresses (AVA_WEB_ALLOW_PRIVATE).
+	AllowPrivate bool `yaml:"allow_private"`
+}
+
+// DefaultShutdownGrace is ShutdownGrace's default.
+const DefaultShutdownGrace = 30 * time.Second
 
 // Default returns the built-in defaults (the data root still unset).
 func Default() Config {
@@ -173,6 +212,7 @@ func Default() Config {
 		AskAnswers:             "person",
 		ResumeAttempts:         3,
 		ConfirmTimeout:         10 * time.Minute,
+		ShutdownGrace:          DefaultShutdownGrace,
 	}
 }
 
@@ -231,9 +271,15 @@ func Load(getenv func(string) string) (Config, error) {
 // ANTHROPIC_API_KEY, telegram_bot_token), in any case.
 var secretKeys = []string{"api_key", "apikey", "token", "secret", "password"}
 
-// isSecretKey reports whether a YAML key names a secret.
+// isSecretKey reports whether a YAML key names a secret: one of Ava's
+// secret variables (SecretEnv), or a key ending in a secret word.
 func isSecretKey(key string) bool {
 	k := strings.ToLower(strings.TrimSpace(key))
+	for _, env := range SecretEnv() {
+		if strings.EqualFold(k, env) {
+			return true
+		}
+	}
 	for _, s := range secretKeys {
 		if k == s || strings.HasSuffix(k, "_"+s) {
 			return true
@@ -286,107 +332,6 @@ func refuseSecrets(path string, data []byte) error {
 	return walk(&node)
 }
 
-func (c *Config) applyEnv(getenv func(string) string) error {
-	str := func(dst *string, key string) {
-		if v := getenv(key); v != "" {
-			*dst = v
-		}
-	}
-	str(&c.Addr, "AVA_ADDR")
-	str(&c.Token, "AVA_TOKEN")
-	str(&c.Model, "AVA_MODEL")
-	str(&c.Confirm, "AVA_CONFIRM")
-	str(&c.SpawnOverflow, "AVA_SPAWN_OVERFLOW")
-	str(&c.Workspace, "AVA_WORKSPACE")
-	str(&c.Anthropic.APIKey, "ANTHROPIC_API_KEY")
-	str(&c.Anthropic.BaseURL, "ANTHROPIC_BASE_URL")
-	str(&c.OpenAI.APIKey, "OPENAI_API_KEY")
-	str(&c.OpenAI.BaseURL, "OPENAI_BASE_URL")
-	str(&c.OpenRouter.APIKey, "OPENROUTER_API_KEY")
-	str(&c.OpenRouter.BaseURL, "OPENROUTER_BASE_URL")
-	str(&c.TelegramBotToken, "TELEGRAM_BOT_TOKEN")
-	str(&c.TelegramAPIURL, "AVA_TELEGRAM_API_URL")
-	str(&c.TelegramWebhookSecret, "AVA_TELEGRAM_WEBHOOK_SECRET")
-	str(&c.DatabaseURL, "AVA_DATABASE_URL")
-	str(&c.Role, "AVA_ROLE")
-	if v := getenv("AVA_TELEGRAM_ALLOWED"); v != "" {
-		c.TelegramAllowed = strings.Split(v, ",")
-	}
-	if v := getenv("AVA_TRUSTED_WORKSPACES"); v != "" {
-		for _, p := range filepath.SplitList(v) {
-			c.TrustedWorkspaces = append(c.TrustedWorkspaces, TrustedWorkspace{Path: p})
-		}
-	}
-	if v := getenv("AVA_MAX_CONCURRENT_SUBAGENTS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("AVA_MAX_CONCURRENT_SUBAGENTS=%q: not a whole number", v)
-		}
-		c.MaxConcurrentSubagents = n
-	}
-	if v := getenv("AVA_MAX_QUEUED_SUBAGENTS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("AVA_MAX_QUEUED_SUBAGENTS=%q: not a whole number", v)
-		}
-		c.MaxQueuedSubagents = n
-	}
-	if v := getenv("AVA_RESUME_ATTEMPTS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("AVA_RESUME_ATTEMPTS=%q: not a whole number", v)
-		}
-		c.ResumeAttempts = n
-	}
-	if v := getenv("AVA_CONFIRM_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return fmt.Errorf("AVA_CONFIRM_TIMEOUT=%q: not a duration like 90s or 10m", v)
-		}
-		c.ConfirmTimeout = d
-	}
-	for name, d := range map[string]*time.Duration{"AVA_PROGRESS_AFTER": &c.ProgressAfter, "AVA_PROGRESS_EVERY": &c.ProgressEvery,
-		"AVA_MERGE_WINDOW": &c.MergeWindow, "AVA_ASK_TIMEOUT": &c.AskTimeout} {
-		if v := getenv(name); v != "" {
-			parsed, err := time.ParseDuration(v)
-			if err != nil {
-				return fmt.Errorf("%s=%q: not a duration like 30s or 1m", name, v)
-			}
-			*d = parsed
-		}
-	}
-	str(&c.AskAnswers, "AVA_ASK_ANSWERS")
-	if v := getenv("AVA_WRAP_UP_AT"); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return fmt.Errorf("AVA_WRAP_UP_AT=%q: not a number like 0.8", v)
-		}
-		c.WrapUpAt = f
-	}
-	if v := getenv("AVA_RECOVER_EVERY"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return fmt.Errorf("AVA_RECOVER_EVERY=%q: not a positive duration like 10s", v)
-		}
-		c.RecoverEvery = d
-	}
-	if v := getenv("AVA_LEASE_TTL"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Second {
-			return fmt.Errorf("AVA_LEASE_TTL=%q: not a duration of at least 1s like 30s", v)
-		}
-		c.LeaseTTL = d
-	}
-	if v := getenv("AVA_STALL_AFTER"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return fmt.Errorf("AVA_STALL_AFTER=%q: not a duration like 90s or 2m", v)
-		}
-		c.StallAfter = d
-	}
-	return nil
-}
-
 // Validate checks every field and names the one that is wrong.
 func (c Config) Validate() error {
 	var errs []error
@@ -435,6 +380,7 @@ func (c Config) Validate() error {
 	if c.StallAfter < 0 {
 		errs = append(errs, fmt.Errorf("stall_after: %s, must not be negative", c.StallAfter))
 	}
+	errs = append(errs, c.validateProcess()...)
 	for k, p := range c.Prices {
 		if p.Input < 0 || p.Output < 0 || p.CacheRead < 0 || p.CacheWrite < 0 {
 			errs = append(errs, fmt.Errorf("prices.%s: prices must not be negative", k))
@@ -446,7 +392,7 @@ func (c Config) Validate() error {
 	switch c.Role {
 	case "", RoleAll, RoleGateway, RoleWorker:
 	default:
-		errs = append(errs, fmt.Errorf("AVA_ROLE=%q: use gateway, worker or all", c.Role))
+		errs = append(errs, fmt.Errorf("role (AVA_ROLE): %q, use gateway, worker or all", c.Role))
 	}
 	seen := map[string]bool{}
 	for _, sp := range c.MCPServers {
@@ -465,6 +411,25 @@ func (c Config) Validate() error {
 		return fmt.Errorf("configuration: %w", err)
 	}
 	return nil
+}
+
+// validateProcess checks the settings of the process itself: its
+// shutdown, its lease and recovery, its sandbox.
+func (c Config) validateProcess() []error {
+	var errs []error
+	if c.ShutdownGrace <= 0 {
+		errs = append(errs, fmt.Errorf("shutdown_grace (AVA_SHUTDOWN_GRACE): %s, must be positive", c.ShutdownGrace))
+	}
+	if c.RecoverEvery < 0 {
+		errs = append(errs, fmt.Errorf("recover_every (AVA_RECOVER_EVERY): %s, must be positive (or unset: 10s)", c.RecoverEvery))
+	}
+	if c.LeaseTTL != 0 && c.LeaseTTL < time.Second {
+		errs = append(errs, fmt.Errorf("lease_ttl (AVA_LEASE_TTL): %s, must be at least 1s (or unset: 30s)", c.LeaseTTL))
+	}
+	if s := strings.TrimSpace(c.Sandbox); s != "" && !strings.EqualFold(s, "on") && !strings.EqualFold(s, "off") {
+		errs = append(errs, fmt.Errorf("sandbox (AVA_SANDBOX): %q, use on or off", c.Sandbox))
+	}
+	return errs
 }
 
 // Spawn overflow policies (SpawnOverflow).
@@ -502,18 +467,25 @@ func (c Config) EnsureDataRoot() error {
 	return nil
 }
 
-// Secrets returns the secret values in use, which the redactor masks
-// wherever Ava keeps or shows text (see package redact).
+// Secrets returns the secret values in use (every secret setting's, and
+// the database URL's password), which the redactor masks wherever Ava
+// keeps or shows text (see package redact).
 func (c Config) Secrets() []string {
 	var out []string
-	for _, s := range []string{c.Token, c.Anthropic.APIKey, c.OpenAI.APIKey, c.OpenRouter.APIKey, c.TelegramBotToken,
-		c.TelegramWebhookSecret, c.DatabaseURL, databasePassword(c.DatabaseURL)} {
-		if s != "" {
-			out = append(out, s)
+	for _, s := range settings {
+		if s.Secret() && *s.secret(&c) != "" {
+			out = append(out, *s.secret(&c))
 		}
+	}
+	if p := databasePassword(c.DatabaseURL); p != "" {
+		out = append(out, p)
 	}
 	return out
 }
+
+// SandboxOff reports whether the configuration turns the process
+// sandbox off (sandbox: off, AVA_SANDBOX=off).
+func (c Config) SandboxOff() bool { return strings.EqualFold(strings.TrimSpace(c.Sandbox), "off") }
 
 // IsPostgresURL reports whether s is a postgres:// or postgresql:// URL,
 // the values of AVA_DATABASE_URL that select the PostgreSQL store.

@@ -2,96 +2,16 @@ package gateway
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 	"strings"
-	"unicode"
 
-	"github.com/google/uuid"
-
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/gateway/client"
-	"github.com/avaagent/ava/session"
-	"github.com/avaagent/ava/store"
 )
 
-// maxKey bounds a session key's length.
-const maxKey = 200
-
-// target is a resolved session key.
-type target struct {
-	key string
-	// subagentID is set for a subagent's session.
-	subagentID string
-}
-
-// checkKey refuses a malformed session key.
-func checkKey(key string) error {
-	if key == "" {
-		return badRequestf("sessionKey: empty")
-	}
-	if session.IsSubagentKey(key) && emptyID(key[strings.LastIndex(key, ":")+1:]) {
-		return badRequestf("sessionKey %q: the subagent ID is empty (want ava:subagent:S-xxxxxx)", key)
-	}
-	if len(key) > maxKey {
-		return badRequestf("sessionKey: over %d bytes", maxKey)
-	}
-	for _, r := range key {
-		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
-			return badRequestf("sessionKey %q: spaces and control characters are not allowed", key)
-		}
-	}
-	return nil
-}
-
-// resolve finds a session: a subagent key by its run (ID or unique
-// prefix, live or stored), a main key by its stored session, its stored
-// events or a turn running now. An unknown key is store.ErrNotFound.
-func (s *Server) resolve(ctx context.Context, key string) (target, error) {
-	if err := checkKey(key); err != nil {
-		return target{}, err
-	}
-	if session.IsSubagentKey(key) {
-		id, err := s.subagentID(ctx, key[strings.LastIndex(key, ":")+1:])
-		if err != nil {
-			return target{}, err
-		}
-		return target{key: store.SubagentSessionPrefix + id, subagentID: id}, nil
-	}
-	_, err := s.in.Store.GetSession(ctx, key)
-	if err == nil {
-		return target{key: key}, nil
-	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return target{}, err
-	}
-	if s.in.Sessions.State(key) != session.Idle {
-		return target{key: key}, nil
-	}
-	if last, err := s.in.Store.LastSeq(ctx, key); err == nil && last > 0 {
-		return target{key: key}, nil
-	}
-	return target{}, fmt.Errorf("session %s: %w", key, store.ErrNotFound)
-}
-
-// subagentID resolves a subagent ID or unique prefix to its short ID: a
-// run this daemon holds, else a stored one.
-func (s *Server) subagentID(ctx context.Context, id string) (string, error) {
-	if id == "" {
-		return "", badRequestf("subagent ID: empty")
-	}
-	h, err := s.in.Subagent.Get(id)
-	if err == nil {
-		return h.ID(), nil
-	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return "", err
-	}
-	run, err := s.in.Store.GetRun(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	return run.ShortID, nil
+// resolve finds a session (ava.Runtime.Resolve).
+func (s *Server) resolve(ctx context.Context, key string) (ava.SessionRef, error) {
+	return s.rt.Resolve(ctx, key)
 }
 
 // chat answers POST /api/chat: it sends the message and answers with
@@ -120,30 +40,19 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	if req.Steer && t.subagentID == "" {
-		fail(w, badRequestf("steer: only a subagent (ava:subagent:S-…) can be steered; a main session's message joins or follows its turn"))
-		return
-	}
-	last, err := s.in.Store.LastSeq(ctx, t.key)
+	turn, sub, err := s.rt.Chat(ctx, t.Key, req.Message, ava.SendOptions{Queue: req.Queue, Steer: req.Steer, Merge: t.SubagentID == ""})
 	if err != nil {
-		fail(w, fmt.Errorf("session %s: %w", t.key, err))
-		return
-	}
-	sub := s.in.Sessions.Follow(t.key, last)
-	turn, err := s.in.Sessions.Send(ctx, t.key, req.Message, session.SendOptions{Queue: req.Queue, Steer: req.Steer, Merge: !session.IsSubagentKey(t.key)})
-	if err != nil {
-		sub.Close()
 		fail(w, err)
 		return
 	}
 	s.track(turn.Done())
-	sw := s.startStream(w, t.key)
-	if err := sw.named(client.EventSession, client.ChatStart{SessionKey: t.key, Queued: turn.Queued()}); err != nil {
+	sw := s.startStream(w, t.Key)
+	if err := sw.named(client.EventSession, client.ChatStart{SessionKey: t.Key, Queued: turn.Queued()}); err != nil {
 		sub.Close() // follow would have
-		s.releaseFrames(t.key)
+		s.releaseFrames(t.Key)
 		return
 	}
-	if _, err := s.follow(r.Context(), sw, t.key, sub, turn.Done()); err != nil {
+	if _, err := s.follow(r.Context(), sw, t.Key, sub, turn.Done()); err != nil {
 		return
 	}
 	res, _ := turn.Wait(r.Context())
@@ -152,15 +61,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 
 // chatTarget resolves the key of a message, or makes a new web session
 // when none is given.
-func (s *Server) chatTarget(ctx context.Context, key string) (target, error) {
+func (s *Server) chatTarget(ctx context.Context, key string) (ava.SessionRef, error) {
 	if key != "" {
 		return s.resolve(ctx, key)
 	}
-	key = "ava:web:" + uuid.NewString()[:8]
-	if _, err := s.in.Store.EnsureSession(ctx, key); err != nil {
-		return target{}, fmt.Errorf("new session: %w", err)
-	}
-	return target{key: key}, nil
+	key, err := s.rt.NewSession(ctx, "web")
+	return ava.SessionRef{Key: key}, err
 }
 
 // stop answers POST /api/chat/stop.
@@ -175,26 +81,10 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	if t.subagentID != "" {
-		if _, err := s.in.Subagent.Get(t.subagentID); errors.Is(err, store.ErrNotFound) {
-			// Stored, not held here: it ended, or another process runs it.
-			run, err := s.in.Store.GetRun(r.Context(), t.subagentID)
-			if err != nil {
-				fail(w, err)
-				return
-			}
-			if !run.Status.Final() {
-				fail(w, fmt.Errorf("stop %s: %w: it is %s in another process", t.subagentID, session.ErrBusy, run.Status))
-				return
-			}
-			writeJSON(w, http.StatusOK, client.StopResponse{SessionKey: t.key})
-			return
-		}
-	}
-	stopped, err := s.in.Sessions.Stop(t.key)
+	stopped, err := s.rt.Stop(r.Context(), t.Key)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, client.StopResponse{SessionKey: t.key, Stopped: stopped})
+	writeJSON(w, http.StatusOK, client.StopResponse{SessionKey: t.Key, Stopped: stopped})
 }

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/gateway/client"
 )
@@ -18,21 +18,20 @@ import (
 // DefaultGrace is how long a shutdown waits for running turns.
 const DefaultGrace = 30 * time.Second
 
-// OfflineModel is the orchestrator's model when no provider is
-// configured.
-const OfflineModel = "scripted/demo"
-
-// DaemonOptions configure Run.
-type DaemonOptions struct {
-	// Config is the validated configuration; Addr and Token are the
-	// daemon's address and bearer token.
-	Config config.Config
+// ServeOptions configure Serve.
+type ServeOptions struct {
+	// Token is the daemon's bearer token (DaemonToken); it must be set.
+	Token string
 	// Grace is how long a shutdown lets running turns and subagents
 	// finish before they are stopped (default DefaultGrace).
 	Grace time.Duration
 	// Heartbeat is the streams' heartbeat (default DefaultHeartbeat).
 	Heartbeat time.Duration
 	Logger    *slog.Logger
+	// Metrics are the daemon's metrics: pass the same value to
+	// ava.Options.Sinks when opening the runtime, so that they count
+	// its events (nil: new ones, not fed by events).
+	Metrics *Metrics
 	// Ready, when set, is called with the bound address once the daemon
 	// accepts connections.
 	Ready func(addr string)
@@ -46,9 +45,9 @@ type DaemonOptions struct {
 	// Draining, when set, is called when the shutdown starts, with how
 	// many turns and subagents it waits for.
 	Draining func(running int)
-	// Channels, when set, builds the chat channels the daemon runs beside
-	// the API (Telegram) over the opened instance.
-	Channels func(in *app.Instance) ([]Channel, error)
+	// Channels are the chat channels the daemon runs beside the API
+	// (Telegram), built over the same runtime.
+	Channels []Channel
 }
 
 // Channel is a chat channel the daemon runs beside the API: Run serves it
@@ -68,66 +67,32 @@ type WebhookChannel interface {
 	Webhook() (pattern string, h http.Handler, ok bool)
 }
 
-// Offline returns cfg set to answer with the offline scripted model when
-// no provider is configured and no model is named, and whether it did.
-func Offline(cfg config.Config) (config.Config, bool) {
-	if app.HasRealProviderConfig(cfg) || cfg.Model != "" {
-		return cfg, false
-	}
-	cfg.Model = OfflineModel
-	return cfg, true
-}
-
-// Run is the daemon: it opens an instance, serves the API until ctx is
-// done, then shuts down: it stops accepting, lets running turns and
-// subagents finish within the grace period, closes the instance (which
-// records what still runs as interrupted and flushes the logs) and
-// returns nil.
-func Run(ctx context.Context, opt DaemonOptions) error {
-	cfg, log := opt.Config, opt.Logger
+// Serve is the daemon over an opened runtime: it serves the API, the
+// panel and the chat channels on ln until ctx is done, then shuts down:
+// it stops accepting, lets running turns and subagents finish within the
+// grace period, stops the sessions and waits for the handlers. The caller
+// opened rt and closes it after Serve returns (which records what still
+// runs as interrupted and flushes the logs); the daemon is assembled where
+// the process starts (cmd/ava's serve).
+func Serve(ctx context.Context, ln net.Listener, rt *ava.Runtime, opt ServeOptions) error {
+	log := opt.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	if _, err := newGuard(cfg.Addr, cfg.Token, nil); err != nil {
-		return err
-	}
-	cfg, err := withToken(cfg, log)
+	srv, err := New(Options{Runtime: rt, Addr: ln.Addr().String(), Token: opt.Token, Heartbeat: opt.Heartbeat,
+		Metrics: opt.Metrics, Logger: log, Timeouts: opt.Timeouts})
 	if err != nil {
-		return err
-	}
-	metrics := NewMetrics()
-	in, err := app.Open(context.WithoutCancel(ctx), cfg, log, app.WithSink(metrics))
-	if err != nil {
-		return err
-	}
-	// Before any message: turns a killed process left open end now.
-	if n, err := in.EndInterruptedTurns(ctx); err != nil {
-		log.Error("end interrupted turns", "err", err)
-	} else if n > 0 {
-		log.Warn("turns left open by a process that stopped ended as interrupted", "count", n)
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Addr, err), in.Close())
-	}
-	srv, err := New(Options{Instance: in, Addr: ln.Addr().String(), Token: cfg.Token, Heartbeat: opt.Heartbeat,
-		Metrics: metrics, Logger: log, Timeouts: opt.Timeouts})
-	if err != nil {
-		return errors.Join(err, ln.Close(), in.Close())
-	}
-	chans, handler, err := channels(in, srv.Handler(), srv.opt.Timeouts.Body, opt)
-	if err != nil {
-		return errors.Join(err, ln.Close(), in.Close())
+		return errors.Join(err, ln.Close())
 	}
 	hs := srv.HTTPServer()
-	hs.Handler = handler
+	hs.Handler = channelHandler(opt.Channels, srv.Handler(), srv.opt.Timeouts.Body)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	stopChannels := runChannels(chans, log)
+	stopChannels := runChannels(opt.Channels, log)
 	if opt.Ready != nil {
 		opt.Ready(ln.Addr().String())
 	}
-	if opt.Login != nil && cfg.Role != config.RoleWorker {
+	if opt.Login != nil && rt.Config().Role != config.RoleWorker {
 		link, err := srv.LoginLink()
 		if err != nil {
 			log.Warn("no login link for the web panel", "err", err)
@@ -139,41 +104,40 @@ func Run(ctx context.Context, opt DaemonOptions) error {
 	case <-ctx.Done():
 	case err := <-served:
 		stopChannels()
-		return errors.Join(fmt.Errorf("serve: %w", err), in.Close())
+		return errors.Join(fmt.Errorf("serve: %w", err), rt.CloseSessions())
 	}
 	stopChannels()
-	return shutdown(srv, hs, in, served, opt, log)
+	return shutdown(srv, hs, rt, served, opt, log)
 }
 
-// withToken returns cfg with the daemon's token: AVA_TOKEN when set,
-// else the one kept in the data root, created at the first start.
-func withToken(cfg config.Config, log *slog.Logger) (config.Config, error) {
+// DaemonToken returns the daemon's token: cfg.Token (AVA_TOKEN) when
+// set, else the one kept in the data root, created at the first start.
+// It refuses a non-loopback cfg.Addr without AVA_TOKEN.
+func DaemonToken(cfg config.Config, log *slog.Logger) (string, error) {
+	if _, err := newGuard(cfg.Addr, cfg.Token, nil); err != nil {
+		return "", err
+	}
 	if cfg.Token != "" {
-		return cfg, nil
+		return cfg.Token, nil
 	}
 	if err := cfg.EnsureDataRoot(); err != nil {
-		return cfg, err
+		return "", err
 	}
 	tok, created, err := LoadOrCreateToken(cfg.DataRoot)
 	if err != nil {
-		return cfg, err
+		return "", err
 	}
-	if created {
+	if created && log != nil {
 		log.Info("created the daemon's token", "path", client.TokenPath(cfg.DataRoot))
 	}
-	cfg.Token = tok
-	return cfg, nil
+	return tok, nil
 }
 
-// channels builds the chat channels and the handler that serves their
-// webhooks beside the API, each with the API's body timeout.
-func channels(in *app.Instance, api http.Handler, bodyTimeout time.Duration, opt DaemonOptions) ([]Channel, http.Handler, error) {
-	if opt.Channels == nil {
-		return nil, api, nil
-	}
-	chans, err := opt.Channels(in)
-	if err != nil {
-		return nil, nil, err
+// channelHandler serves the channels' webhooks beside the API, each
+// with the API's body timeout.
+func channelHandler(chans []Channel, api http.Handler, bodyTimeout time.Duration) http.Handler {
+	if len(chans) == 0 {
+		return api
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
@@ -184,7 +148,7 @@ func channels(in *app.Instance, api http.Handler, bodyTimeout time.Duration, opt
 			}
 		}
 	}
-	return chans, mux, nil
+	return mux
 }
 
 // runChannels runs each channel until the returned stop is called; a
@@ -204,14 +168,14 @@ func runChannels(chans []Channel, log *slog.Logger) (stop func()) {
 	return func() { cancel(); wg.Wait() }
 }
 
-// shutdown stops accepting, drains within the grace period, closes the
-// instance, and waits for the handlers.
-func shutdown(srv *Server, hs *http.Server, in *app.Instance, served <-chan error, opt DaemonOptions, log *slog.Logger) error {
+// shutdown stops accepting, drains within the grace period, stops the
+// sessions, and waits for the handlers.
+func shutdown(srv *Server, hs *http.Server, rt *ava.Runtime, served <-chan error, opt ServeOptions, log *slog.Logger) error {
 	grace := opt.Grace
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
-	in.StopTaking()
+	rt.StopTaking()
 	running := srv.countRunning()
 	log.Info("shutting down", "running", running, "grace", grace)
 	if opt.Draining != nil {
@@ -228,13 +192,13 @@ func shutdown(srv *Server, hs *http.Server, in *app.Instance, served <-chan erro
 		log.Warn("grace period over: stopping what still runs (recorded as interrupted)", "running", left)
 	}
 	// Cancel the turns first, so that the handlers waiting on them end;
-	// close the instance (the store last of all) only once no handler
-	// runs.
-	sessErr := in.Sessions.Close()
+	// the caller closes the runtime (the store last of all) only once no
+	// handler runs.
+	sessErr := rt.CloseSessions()
 	if err := <-stopped; err != nil {
 		log.Warn("connections still open at shutdown", "err", err)
 		_ = hs.Close()
 	}
 	<-served
-	return errors.Join(sessErr, in.Close())
+	return sessErr
 }

@@ -17,8 +17,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/gateway"
 	"github.com/avaagent/ava/gateway/client"
 )
@@ -68,10 +70,12 @@ const script = `conversations:
 type env struct {
 	t     *testing.T
 	token string
-	in    *app.Instance
-	srv   *gateway.Server
-	ts    *httptest.Server
-	c     *client.Client
+	rt    *ava.Runtime
+	// in is what lies beneath the runtime, for tests that reach it.
+	in  *app.Instance
+	srv *gateway.Server
+	ts  *httptest.Server
+	c   *client.Client
 	// model is the orchestrator's model (AVA_MODEL) and what a
 	// subagent's resolves to; spawnModel is what a client names.
 	model  string
@@ -131,16 +135,17 @@ func newEnv(t *testing.T, o envOptions) *env {
 	cfg.Aliases = scriptAliases(cfg.Aliases, path)
 	log := slog.New(slog.DiscardHandler)
 	metrics := gateway.NewMetrics()
-	in, err := app.Open(context.Background(), cfg, log, app.WithSink(metrics))
+	rt, err := ava.Open(context.Background(), ava.Options{Config: cfg, Logger: log, Sinks: []event.Sink{metrics}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	in := rt.Instance()
 	ts := httptest.NewUnstartedServer(nil)
 	o.token = cmpOr(o.token, testToken)
-	srv, err := gateway.New(gateway.Options{Instance: in, Addr: ts.Listener.Addr().String(), Token: o.token,
+	srv, err := gateway.New(gateway.Options{Runtime: rt, Addr: ts.Listener.Addr().String(), Token: o.token,
 		Heartbeat: o.heartbeat, Metrics: metrics, Logger: log, Timeouts: o.timeouts})
 	if err != nil {
-		in.Close()
+		rt.Close()
 		t.Fatal(err)
 	}
 	ts.Config = srv.HTTPServer() // the daemon's timeouts
@@ -149,14 +154,14 @@ func newEnv(t *testing.T, o envOptions) *env {
 		ts.Config.Handler = o.wrap(srv.Handler())
 	}
 	ts.Start()
-	e := &env{t: t, token: o.token, in: in, srv: srv, ts: ts, c: client.New(ts.URL, o.token), model: model}
+	e := &env{t: t, token: o.token, rt: rt, in: in, srv: srv, ts: ts, c: client.New(ts.URL, o.token), model: model}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 		srv.Drain(ctx) // ends the open streams at once
 		cancel()
 		ts.CloseClientConnections()
 		ts.Close()
-		if err := in.Close(); err != nil {
+		if err := rt.Close(); err != nil {
 			t.Error(err)
 		}
 	})

@@ -10,7 +10,7 @@ import (
 // (config.yaml's and the roles' own) and their state in the daemon,
 // which starts each one when a subagent first uses it.
 func (s *Server) mcpServers(w http.ResponseWriter, _ *http.Request) {
-	list := s.in.MCPServers()
+	list := s.rt.MCPServers()
 	out := client.MCPServerList{Servers: make([]client.MCPServer, 0, len(list))}
 	for _, m := range list {
 		out.Servers = append(out.Servers, client.MCPServer{Name: m.Name, Kind: m.Kind, Target: m.Target, State: string(m.State),

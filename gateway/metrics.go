@@ -9,13 +9,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/event"
-	"github.com/avaagent/ava/subagent"
 )
 
 // Metrics are the daemon's Prometheus metrics, in a registry of their
 // own. Counters fed by events count from this process's start; pass
-// Metrics to app.WithSink so that it sees every kept event.
+// Metrics to ava.Options.Sinks so that it sees every kept event.
 type Metrics struct {
 	reg         *prometheus.Registry
 	spawns      *prometheus.CounterVec
@@ -70,15 +70,15 @@ func (m *Metrics) Deliver(ev event.Event) error {
 	return nil
 }
 
-// watch adds the gauges of running and queued subagents over mgr: a
+// watch adds the gauges of running and queued subagents of rt: a
 // queued run holds no slot, so it is counted apart.
-func (m *Metrics) watch(mgr *subagent.Manager) {
+func (m *Metrics) watch(rt *ava.Runtime) {
 	running := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ava_subagents_running",
 		Help: "Subagents running in this daemon (queued ones are not counted)."},
-		func() float64 { r, _ := mgr.Counts(); return float64(r) })
+		func() float64 { r, _ := rt.Counts(); return float64(r) })
 	queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ava_subagents_queued",
 		Help: "Subagents waiting in this daemon's queue for a free slot."},
-		func() float64 { _, q := mgr.Counts(); return float64(q) })
+		func() float64 { _, q := rt.Counts(); return float64(q) })
 	// A second server over the same metrics keeps the first gauges.
 	_ = m.reg.Register(running)
 	_ = m.reg.Register(queued)

@@ -3,9 +3,8 @@ package gateway
 import (
 	"net/http"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/gateway/client"
-	"github.com/avaagent/ava/session"
-	"github.com/avaagent/ava/subagent"
 )
 
 // listQuestions answers GET /api/questions[?sessionKey=K]: the questions
@@ -13,7 +12,7 @@ import (
 // first.
 func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request) {
 	out := client.QuestionList{Questions: []client.Question{}}
-	for _, q := range s.in.Sessions.Questions(r.URL.Query().Get("sessionKey")) {
+	for _, q := range s.rt.Questions(r.URL.Query().Get("sessionKey")) {
 		out.Questions = append(out.Questions, toClientQuestion(q))
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -36,7 +35,7 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {
 		fail(w, badRequestf("answer: want 1 to %d bytes", maxMessage))
 		return
 	}
-	q, err := s.in.Subagent.AnswerQuestion(id, req.SessionKey, req.Answer, subagent.ByPerson)
+	q, err := s.rt.Answer(req.SessionKey, id, req.Answer)
 	if err != nil {
 		fail(w, err)
 		return
@@ -44,7 +43,7 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toClientQuestion(q))
 }
 
-func toClientQuestion(q session.Question) client.Question {
+func toClientQuestion(q ava.Question) client.Question {
 	return client.Question{ID: q.ID, SessionKey: q.Session, SubagentID: q.SubagentID, Role: q.Role, Question: q.Text,
 		AskedAt: q.AskedAt, ExpiresAt: q.ExpiresAt}
 }

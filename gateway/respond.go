@@ -5,16 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"strings"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/gateway/client"
-	"github.com/avaagent/ava/llm"
-	"github.com/avaagent/ava/session"
-	"github.com/avaagent/ava/store"
-	"github.com/avaagent/ava/subagent"
-	"github.com/avaagent/ava/tool"
 )
 
 // writeJSON writes v as the response with status code.
@@ -53,40 +48,37 @@ var errDraining = errors.New("the daemon is shutting down: no new work is taken"
 // Timeouts.Body (408).
 var errBodyTimeout = errors.New("the request body did not arrive in time")
 
-// statusOf maps an error to its HTTP status, in one place.
+// statusOf maps an error to its HTTP status, in one place, over the
+// core's one classification (ava.KindOf).
 func statusOf(err error) int {
 	var br badRequest
-	var amb *store.AmbiguousError
 	var tooBig *http.MaxBytesError
 	switch {
-	case errors.As(err, &br), errors.As(err, &amb), errors.Is(err, store.ErrAmbiguous), errors.Is(err, subagent.ErrUnknownRole),
-		errors.Is(err, subagent.ErrBadDecision), errors.Is(err, store.ErrEmpty), errors.Is(err, subagent.ErrEmptyAnswer):
+	case errors.As(err, &br):
 		return http.StatusBadRequest
-	case isUnclear(err):
-		return http.StatusUnprocessableEntity
-	case errors.Is(err, subagent.ErrDecided), errors.Is(err, store.ErrExpired):
-		return http.StatusConflict
 	case errors.Is(err, errBodyTimeout):
 		return http.StatusRequestTimeout
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, fs.ErrNotExist), errors.Is(err, subagent.ErrNoQuestion):
-		return http.StatusNotFound
-	case errors.Is(err, session.ErrBusy), errors.Is(err, subagent.ErrBusy):
-		return http.StatusConflict
-	case errors.Is(err, subagent.ErrLimit):
-		return http.StatusTooManyRequests
-	case errors.Is(err, subagent.ErrBudget):
-		return http.StatusPaymentRequired
-	case errors.Is(err, tool.ErrForbidden), errors.Is(err, llm.ErrOperatorOnlyModel):
-		return http.StatusForbidden
-	case errors.Is(err, store.ErrDiskFull):
-		return http.StatusInsufficientStorage
-	case errors.Is(err, errDraining), errors.Is(err, session.ErrClosed), errors.Is(err, subagent.ErrClosed),
-		errors.Is(err, subagent.ErrNotRecorded):
+	case errors.Is(err, errDraining):
 		return http.StatusServiceUnavailable
 	}
-	return http.StatusInternalServerError
+	return kindStatus[ava.KindOf(err)]
+}
+
+// kindStatus is the HTTP status of each kind of failure.
+var kindStatus = map[ava.Kind]int{
+	ava.Internal:    http.StatusInternalServerError,
+	ava.Invalid:     http.StatusBadRequest,
+	ava.NotFound:    http.StatusNotFound,
+	ava.Conflict:    http.StatusConflict,
+	ava.Busy:        http.StatusConflict,
+	ava.Unclear:     http.StatusUnprocessableEntity,
+	ava.Limit:       http.StatusTooManyRequests,
+	ava.Budget:      http.StatusPaymentRequired,
+	ava.Forbidden:   http.StatusForbidden,
+	ava.Full:        http.StatusInsufficientStorage,
+	ava.Unavailable: http.StatusServiceUnavailable,
 }
 
 // emptyID reports an ID that is blank or only its kind's prefix ("S-",

@@ -43,7 +43,6 @@ import (
 	"time"
 
 	"github.com/avaagent/ava"
-	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/mcpserver"
 )
@@ -59,9 +58,9 @@ const maxMessage = 256 << 10
 
 // Options configure a Server.
 type Options struct {
-	// Instance is the opened Ava the API serves (its Sessions must be
-	// set: not opened read-only).
-	Instance *app.Instance
+	// Runtime is the opened Ava the API serves (not opened read-only):
+	// every route calls only it.
+	Runtime *ava.Runtime
 	// Addr is the address the server is bound to (host:port), for the
 	// Host and Origin checks and the token rule.
 	Addr string
@@ -89,7 +88,7 @@ type Options struct {
 // Drain it before closing the instance.
 type Server struct {
 	opt     Options
-	in      *app.Instance
+	rt      *ava.Runtime
 	log     *slog.Logger
 	metrics *Metrics
 	guard   guard
@@ -118,10 +117,10 @@ type Server struct {
 // without a token.
 var ErrTokenRequired = errors.New("AVA_TOKEN is required to listen on a non-loopback address")
 
-// New returns a server over opt.Instance.
+// New returns a server over opt.Runtime.
 func New(opt Options) (*Server, error) {
-	if opt.Instance == nil || opt.Instance.Sessions == nil {
-		return nil, errors.New("gateway: an instance opened for work (with sessions) is required")
+	if opt.Runtime == nil {
+		return nil, errors.New("gateway: a runtime opened for work is required")
 	}
 	if opt.Heartbeat <= 0 {
 		opt.Heartbeat = DefaultHeartbeat
@@ -148,10 +147,10 @@ func New(opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opt: opt, in: opt.Instance, log: opt.Logger.With("component", "gateway"), metrics: opt.Metrics,
+	s := &Server{opt: opt, rt: opt.Runtime, log: opt.Logger.With("component", "gateway"), metrics: opt.Metrics,
 		guard: g, auth: a, panel: p, draining: make(chan struct{}), turns: map[*turnRef]struct{}{},
 		frameCaches: map[string]*frameCache{}}
-	s.mcp, err = mcpserver.New(mcpserver.Options{Runtime: ava.FromInstance(s.in), Logger: opt.Logger, Accepting: func() error {
+	s.mcp, err = mcpserver.New(mcpserver.Options{Runtime: s.rt, Logger: opt.Logger, Accepting: func() error {
 		if s.isDraining() {
 			return errDraining
 		}
@@ -160,11 +159,11 @@ func New(opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.metrics.watch(s.in.Subagent)
-	rt := s.routes()
-	s.public = rt.publics
-	s.handler = s.metrics.instrument(bodyDeadline(opt.Timeouts.Body, s.guard.wrap(rt.mux)))
-	if s.in.Tracing != nil {
+	s.metrics.watch(s.rt)
+	routes := s.routes()
+	s.public = routes.publics
+	s.handler = s.metrics.instrument(bodyDeadline(opt.Timeouts.Body, s.guard.wrap(routes.mux)))
+	if s.rt.Tracing() {
 		s.handler = traceContext(s.handler)
 	}
 	return s, nil
@@ -184,7 +183,7 @@ func (s *Server) routes() *router {
 	rt.public("GET /healthz", http.HandlerFunc(s.health))
 	rt.public("GET /readyz", http.HandlerFunc(s.ready))
 	rt.handle("GET /metrics", s.metrics.Handler())
-	if s.in.Config.Role == config.RoleWorker {
+	if s.rt.Config().Role == config.RoleWorker {
 		// A worker of a cluster runs subagents; chats, streams and the
 		// panel are the gateways'.
 		rt.handleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -241,26 +240,24 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
-	if p, ok := s.in.Store.(interface{ Ping(context.Context) error }); ok {
-		if err := p.Ping(ctx); err != nil {
-			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("store unavailable: %v", err))
-			return
-		}
+	if err := s.rt.Ping(ctx); err != nil {
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("unavailable: %v", err))
+		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "role": s.role()})
 }
 
 // role is the process's role in a cluster ("all" when embedded).
 func (s *Server) role() string {
-	if s.in.Config.Role == "" {
+	if s.rt.Config().Role == "" {
 		return config.RoleAll
 	}
-	return s.in.Config.Role
+	return s.rt.Config().Role
 }
 
 // health answers GET /healthz.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	h := healthBody(s.in)
+	h := healthBody(s.rt)
 	h.Draining = s.isDraining()
 	writeJSON(w, http.StatusOK, h)
 }
@@ -323,10 +320,7 @@ func (s *Server) running() []<-chan struct{} {
 		}
 	}
 	s.turnsMu.Unlock()
-	out = append(out, s.in.Sessions.Turns()...)
-	for _, h := range s.in.Subagent.List(false) {
-		out = append(out, h.Done())
-	}
+	out = append(out, s.rt.Running()...)
 	if idle := s.mcp.Idle(); !closed(idle) {
 		out = append(out, idle)
 	}

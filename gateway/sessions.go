@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,33 +8,27 @@ import (
 	"strings"
 	"time"
 
-	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/audit"
-	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/gateway/client"
-	"github.com/avaagent/ava/store"
 )
-
-// defaultSessions bounds GET /api/sessions without a limit.
-const defaultSessions = 100
 
 // listSessions answers GET /api/sessions[?limit=N]: main sessions, most
 // recently active first, with their state.
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
-	limit, err := intParam(r, "limit", defaultSessions)
+	limit, err := intParam(r, "limit", ava.DefaultSessionLimit)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	stored, err := s.in.Store.ListSessions(r.Context(), store.SessionFilter{Main: true, Limit: limit})
+	list, err := s.rt.Sessions(r.Context(), limit)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	out, err := s.sessionViews(r.Context(), stored)
-	if err != nil {
-		fail(w, err)
-		return
+	out := make([]client.Session, 0, len(list))
+	for _, ss := range list {
+		out = append(out, toClientSession(ss))
 	}
 	writeJSON(w, http.StatusOK, client.SessionList{Sessions: out})
 }
@@ -43,46 +36,22 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 // getSession answers GET /api/sessions/{key}: one main session, with
 // its state and spend.
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
-	key := r.PathValue("key")
-	if err := checkKey(key); err != nil {
-		fail(w, err)
-		return
-	}
-	ss, err := s.in.Store.GetSession(r.Context(), key)
+	ss, err := s.rt.Session(r.Context(), r.PathValue("key"))
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	v, err := s.sessionViews(r.Context(), []store.Session{ss})
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v[0])
+	writeJSON(w, http.StatusOK, toClientSession(ss))
 }
 
-// sessionViews are stored sessions as the API shows them: their live
-// state, running subagents and spend rolled up (one query for all).
-func (s *Server) sessionViews(ctx context.Context, stored []store.Session) ([]client.Session, error) {
-	keys := make([]string, len(stored))
-	for i, ss := range stored {
-		keys[i] = ss.Key
-	}
-	spends, err := s.in.Store.SessionSpends(ctx, keys)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]client.Session, 0, len(stored))
-	for _, ss := range stored {
-		out = append(out, client.Session{Key: ss.Key, State: string(s.in.Sessions.State(ss.Key)), CreatedAt: ss.CreatedAt,
-			UpdatedAt: ss.UpdatedAt, SpentCents: ss.SpentCents, BudgetCents: ss.BudgetCents,
-			RunningSubagents: len(s.in.Sessions.Subagents(ss.Key)), Spend: wireSpend(spends[ss.Key])})
-	}
-	return out, nil
+// toClientSession is a session in the API's wire form.
+func toClientSession(ss ava.Session) client.Session {
+	return client.Session{Key: ss.Key, State: string(ss.State), CreatedAt: ss.CreatedAt, UpdatedAt: ss.UpdatedAt,
+		SpentCents: ss.SpentCents, BudgetCents: ss.BudgetCents, RunningSubagents: ss.RunningSubagents, Spend: wireSpend(ss.Spend)}
 }
 
 // wireSpend is a spend roll-up in the API's form (the same JSON).
-func wireSpend(sp event.Spend) client.Spend {
+func wireSpend(sp ava.Spend) client.Spend {
 	out := client.Spend{Own: client.Usage(sp.Own), Subagents: client.Usage(sp.Subagents), Total: client.Usage(sp.Total)}
 	for _, m := range sp.ByModel {
 		out.ByModel = append(out.ByModel, client.ModelSpend{Model: m.Model, Tokens: m.Tokens, CostCents: m.CostCents})
@@ -111,13 +80,12 @@ const defaultLogs = 100
 // or a subagent ID or prefix), last, type (repeatable or
 // comma-separated), since, until, search, session, user.
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
-	rd := s.in.LogReader(audit.ReaderOptions{Logger: s.log})
-	q, err := logsQuery(r, rd, time.Now())
+	q, err := logsQuery(r, s.rt.LogReader(), time.Now())
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	entries, skips, err := rd.QueryEntries(r.Context(), q)
+	entries, skips, err := s.rt.Logs(r.Context(), q)
 	if err != nil {
 		fail(w, err)
 		return
@@ -179,16 +147,16 @@ func logsQuery(r *http.Request, rd *audit.Reader, now time.Time) (audit.Query, e
 func traceError(err error) error {
 	msg := err.Error()
 	if strings.Contains(msg, "no subagent trace matches") {
-		return fmt.Errorf("agent: %s: %w", msg, store.ErrNotFound)
+		return fmt.Errorf("agent: %s: %w", msg, ava.ErrNotFound)
 	}
 	return badRequestf("agent: %s", msg)
 }
 
 // healthBody is GET /healthz's answer.
-func healthBody(in *app.Instance) client.Health {
+func healthBody(rt *ava.Runtime) client.Health {
 	h := client.Health{Status: "ok"}
-	if m, err := app.OrchestratorModel(in.Config, in.Catalog, ""); err == nil {
-		h.Model, h.Offline = m.Name(), app.IsOffline(m)
+	if m, err := rt.Model(); err == nil {
+		h.Model, h.Offline = m.Name, m.Offline
 	}
 	return h
 }

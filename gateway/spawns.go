@@ -2,13 +2,12 @@ package gateway
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/gateway/client"
-	"github.com/avaagent/ava/subagent"
 )
 
 // listSpawns answers GET /api/spawns?status=pending[&sessionKey=K]: the
@@ -18,7 +17,7 @@ func (s *Server) listSpawns(w http.ResponseWriter, r *http.Request) {
 		fail(w, badRequestf("status: %q: only pending proposals are listed", st))
 		return
 	}
-	ps, err := s.in.Subagent.Proposals(r.Context(), r.URL.Query().Get("sessionKey"))
+	ps, err := s.rt.Proposals(r.Context(), r.URL.Query().Get("sessionKey"))
 	if err != nil {
 		fail(w, err)
 		return
@@ -46,17 +45,17 @@ func (s *Server) confirmSpawn(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	var d subagent.Decided
+	var d ava.Decided
 	switch {
 	case req.Answer != "" && req.Decision == "":
-		d, err = s.in.Subagent.Answer(r.Context(), id, req.Answer)
+		d, err = s.rt.DecideWords(r.Context(), "", id, req.Answer)
 	default:
 		dec, change, berr := decisionOf(req)
 		if berr != nil {
 			fail(w, berr)
 			return
 		}
-		d, err = s.in.Subagent.Decide(r.Context(), id, dec, change)
+		d, err = s.rt.Decide(r.Context(), "", id, dec, change)
 	}
 	if err != nil {
 		fail(w, err)
@@ -67,20 +66,20 @@ func (s *Server) confirmSpawn(w http.ResponseWriter, r *http.Request) {
 }
 
 // decisionOf reads a yes, no or modify decision.
-func decisionOf(req client.ConfirmRequest) (confirm.Decision, confirm.Change, error) {
+func decisionOf(req client.ConfirmRequest) (ava.Decision, ava.Change, error) {
 	if req.Answer != "" {
 		return "", confirm.Change{}, badRequestf("give either decision or answer, not both")
 	}
-	var c confirm.Change
+	var c ava.Change
 	if req.Config != nil {
-		c = confirm.Change(*req.Config)
+		c = ava.Change(*req.Config)
 	}
 	switch req.Decision {
 	case client.DecisionYes, client.DecisionNo:
 		if !c.IsZero() {
 			return "", c, badRequestf("decision %q takes no config: use modify", req.Decision)
 		}
-		return map[string]confirm.Decision{client.DecisionYes: confirm.Confirmed, client.DecisionNo: confirm.Rejected}[req.Decision], c, nil
+		return map[string]ava.Decision{client.DecisionYes: ava.Confirmed, client.DecisionNo: ava.Rejected}[req.Decision], c, nil
 	case client.DecisionModify:
 		if c.IsZero() {
 			return "", c, badRequestf("decision modify needs a config with a change (model, maxCostCents, timeoutSeconds, maxTokens, maxIterations)")
@@ -88,14 +87,14 @@ func decisionOf(req client.ConfirmRequest) (confirm.Decision, confirm.Change, er
 		if c.MaxCostCents < 0 || c.TimeoutSeconds < 0 || c.MaxTokens < 0 || c.MaxIterations < 0 {
 			return "", c, badRequestf("config: limits must be positive")
 		}
-		return confirm.Modified, c, nil
+		return ava.Modified, c, nil
 	}
 	return "", c, badRequestf("decision: %q, want yes, no or modify", req.Decision)
 }
 
 // toClientProposal converts through JSON: the two types share their
 // wire form.
-func toClientProposal(p subagent.Proposal) client.Proposal {
+func toClientProposal(p ava.Proposal) client.Proposal {
 	var out client.Proposal
 	b, err := json.Marshal(p)
 	if err == nil {
@@ -106,6 +105,3 @@ func toClientProposal(p subagent.Proposal) client.Proposal {
 	}
 	return out
 }
-
-// isUnclear reports an answer the person must be asked again for.
-func isUnclear(err error) bool { return errors.Is(err, subagent.ErrUnclear) }

@@ -192,9 +192,9 @@ func (s *Server) follow(ctx context.Context, sw *sseWriter, key string, sub *eve
 			}
 		case <-turnDone:
 			turnDone, finishing = nil, true
-			last, err := s.in.Store.LastSeq(ctx, key)
+			last, err := s.rt.LastSeq(ctx, key)
 			if err != nil {
-				return cursor, fmt.Errorf("stream %s: %w", key, err)
+				return cursor, fmt.Errorf("stream: %w", err)
 			}
 			if target = last; cursor >= target {
 				return cursor, nil
@@ -250,9 +250,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	last, err := s.in.Hub.LastSeq(t.key)
+	last, err := s.rt.LastSeq(r.Context(), t.Key)
 	if err != nil {
-		fail(w, fmt.Errorf("session %s: %w", t.key, err))
+		fail(w, err)
 		return
 	}
 	if fromNow {
@@ -261,13 +261,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	if after > last {
 		// Resuming after a number the session never had (another data
 		// root, a mistyped id) would wait for ever in silence.
-		fail(w, badRequestf("the stream resumes after %d, but session %s has %d events so far", after, t.key, last))
+		fail(w, badRequestf("the stream resumes after %d, but session %s has %d events so far", after, t.Key, last))
 		return
 	}
-	sub := s.in.Hub.Follow(t.key, after)
-	sw := s.startStream(w, t.key)
-	if _, err := s.follow(r.Context(), sw, t.key, sub, nil); err != nil && r.Context().Err() == nil && !errors.Is(err, errDraining) {
-		s.log.Warn("stream ended", "session", t.key, "err", err)
+	sub := s.rt.Follow(t.Key, after)
+	sw := s.startStream(w, t.Key)
+	if _, err := s.follow(r.Context(), sw, t.Key, sub, nil); err != nil && r.Context().Err() == nil && !errors.Is(err, errDraining) {
+		s.log.Warn("stream ended", "session", t.Key, "err", err)
 	}
 }
 

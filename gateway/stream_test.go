@@ -212,7 +212,7 @@ func TestSafetyRules(t *testing.T) {
 }
 
 func TestTokenRules(t *testing.T) {
-	_, err := gateway.New(gateway.Options{Instance: newEnv(t, envOptions{}).in, Addr: "0.0.0.0:7777"})
+	_, err := gateway.New(gateway.Options{Runtime: newEnv(t, envOptions{}).rt, Addr: "0.0.0.0:7777"})
 	if err == nil || !strings.Contains(err.Error(), "AVA_TOKEN") {
 		t.Fatalf("non-loopback without a token: %v", err)
 	}

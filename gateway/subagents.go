@@ -3,71 +3,32 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/gateway/client"
 	"github.com/avaagent/ava/lifecycle"
-	"github.com/avaagent/ava/store"
-	"github.com/avaagent/ava/subagent"
-	"github.com/avaagent/ava/tool"
 )
 
-// fromHandle is a live run's view.
-func fromHandle(h *subagent.Handle) client.Subagent {
-	st := h.Status()
-	out := client.Subagent{ID: st.ID, SessionKey: h.SessionKey(), Role: st.Role, Task: st.Task, Model: st.Model,
-		Mode: string(st.Mode), Parent: st.Parent, Status: string(st.Status), QueuePosition: st.QueuePosition, Stalled: st.Stalled, WaitingForUser: st.WaitingForUser, Iteration: st.Iteration,
-		Tokens: st.Tokens, CostCents: st.CostCents, ElapsedMs: st.Elapsed.Milliseconds(), Activity: st.Activity,
-		LastTool: st.LastTool, StartedAt: st.StartedAt, Live: true}
-	if r, ok := h.Result(); ok {
-		out.Result, _ = json.Marshal(r)
-		out.Error = r.Error
-		if out.Tokens == 0 {
-			out.Tokens, out.CostCents, out.Iteration = r.TokensUsed, r.CostCents, r.Iterations
-		}
+// toClientSubagent is a run's view in the API's wire form.
+func toClientSubagent(sa ava.Subagent) client.Subagent {
+	out := client.Subagent{ID: sa.ID, SessionKey: sa.SessionKey, Role: sa.Role, Task: sa.Task, Model: sa.Model, Mode: sa.Mode,
+		Parent: sa.Parent, Status: string(sa.Status), QueuePosition: sa.QueuePosition, Stalled: sa.Stalled,
+		WaitingForUser: sa.WaitingForUser, Iteration: sa.Iterations, Tokens: sa.Tokens, CostCents: sa.CostCents,
+		ElapsedMs: sa.Elapsed.Milliseconds(), Activity: sa.Activity, LastTool: sa.LastTool, CreatedAt: sa.CreatedAt,
+		StartedAt: sa.StartedAt, EndedAt: sa.EndedAt, Error: sa.Error, Attempts: sa.Attempts, Live: sa.Live}
+	if sa.Result != nil {
+		out.Result, _ = json.Marshal(sa.Result)
 	}
 	return out
-}
-
-// fromRun is a stored run's view.
-func fromRun(r store.Run, now time.Time) client.Subagent {
-	out := client.Subagent{ID: r.ShortID, SessionKey: r.SessionKey, Role: r.Role, Task: r.Task, Model: r.Model, Mode: r.Mode,
-		Parent: r.ParentSession, Status: string(r.Status), Iteration: r.Iterations, Tokens: r.Tokens, CostCents: r.CostCents,
-		CreatedAt: r.CreatedAt, Result: r.Result, Error: r.Error, Attempts: r.Attempts}
-	if r.StartedAt != nil {
-		out.StartedAt = *r.StartedAt
-		end := now
-		if r.EndedAt != nil {
-			end = *r.EndedAt
-		}
-		out.ElapsedMs = end.Sub(*r.StartedAt).Milliseconds()
-	}
-	if r.EndedAt != nil {
-		out.EndedAt = *r.EndedAt
-	}
-	return out
-}
-
-// merge overlays a live view on the stored record (which has the
-// creation and end times).
-func merge(live, stored client.Subagent) client.Subagent {
-	live.CreatedAt, live.EndedAt, live.Attempts = stored.CreatedAt, stored.EndedAt, stored.Attempts
-	if len(live.Result) == 0 {
-		live.Result = stored.Result
-	}
-	return live
 }
 
 // statusFilter parses status=a,b; "active" stands for every active
 // status.
-func statusFilter(v string) ([]lifecycle.Status, error) {
-	var out []lifecycle.Status
+func statusFilter(v string) ([]ava.Status, error) {
+	var out []ava.Status
 	for _, f := range strings.Split(v, ",") {
 		f = strings.TrimSpace(f)
 		switch {
@@ -99,41 +60,15 @@ func (s *Server) listSubagents(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	runs, err := s.in.Store.ListRuns(r.Context(), store.RunFilter{ParentSession: parent, Status: statuses, Limit: limit})
+	list, err := s.rt.Subagents(r.Context(), ava.SubagentFilter{Parent: parent, Status: statuses, Limit: limit})
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	keep := func(sa client.Subagent) bool {
-		return (parent == "" || sa.Parent == parent) && (len(statuses) == 0 || slices.Contains(statuses, lifecycle.Status(sa.Status)))
+	out := make([]client.Subagent, 0, len(list))
+	for _, sa := range list {
+		out = append(out, toClientSubagent(sa))
 	}
-	byID := map[string]client.Subagent{}
-	now := time.Now()
-	for _, run := range runs {
-		byID[run.ShortID] = fromRun(run, now)
-	}
-	for _, h := range s.in.Subagent.List(true) {
-		live := fromHandle(h)
-		stored, ok := byID[live.ID]
-		if ok {
-			live = merge(live, stored)
-		}
-		if keep(live) {
-			byID[live.ID] = live
-		} else {
-			delete(byID, live.ID)
-		}
-	}
-	out := make([]client.Subagent, 0, len(byID))
-	for _, sa := range byID {
-		out = append(out, sa)
-	}
-	slices.SortFunc(out, func(a, b client.Subagent) int {
-		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
 	writeJSON(w, http.StatusOK, client.SubagentList{Subagents: out})
 }
 
@@ -144,37 +79,12 @@ func (s *Server) getSubagent(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	sa, err := s.subagent(r.Context(), id)
+	sa, err := s.rt.Subagent(r.Context(), id)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sa)
-}
-
-// subagent is one run's view: live when held here, else stored.
-func (s *Server) subagent(ctx context.Context, id string) (client.Subagent, error) {
-	if strings.TrimSpace(id) == "" {
-		return client.Subagent{}, badRequestf("subagent ID: empty")
-	}
-	h, herr := s.in.Subagent.Get(id)
-	if herr != nil && !errors.Is(herr, store.ErrNotFound) {
-		return client.Subagent{}, herr
-	}
-	key := id
-	if herr == nil {
-		key = h.ID()
-	}
-	run, err := s.in.Store.GetRun(ctx, key)
-	switch {
-	case herr == nil && err == nil:
-		return merge(fromHandle(h), fromRun(run, time.Now())), nil
-	case herr == nil && errors.Is(err, store.ErrNotFound):
-		return fromHandle(h), nil // not recorded yet: it starts
-	case err != nil:
-		return client.Subagent{}, err
-	}
-	return fromRun(run, time.Now()), nil
+	writeJSON(w, http.StatusOK, toClientSubagent(sa))
 }
 
 // spawn answers POST /api/subagents: a background subagent (201), or,
@@ -189,47 +99,29 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	cfg := subagent.Config{Role: req.Role, Task: req.Task, Context: req.Context, Model: req.Model, Timeout: req.TimeoutSeconds,
+	cfg := ava.SubagentConfig{Role: req.Role, Task: req.Task, Context: req.Context, Model: req.Model, Timeout: req.TimeoutSeconds,
 		MaxCostCents: req.MaxCostCents, MaxTokens: req.MaxTokens, MaxIterations: req.MaxIterations}
-	if err := cfg.Validate(); err != nil {
-		fail(w, badRequestf("%v", err))
-		return
-	}
 	if len(req.Task) > maxMessage {
 		fail(w, badRequestf("task: over %d bytes", maxMessage))
 		return
 	}
-	parent := ""
-	if req.Parent != "" {
-		t, err := s.resolve(r.Context(), req.Parent)
-		if err != nil {
-			fail(w, err)
-			return
-		}
-		if t.subagentID != "" {
-			fail(w, badRequestf("parent %s: %v: subagents cannot spawn subagents", req.Parent, tool.ErrForbidden))
-			return
-		}
-		parent = t.key
-	}
-	caller := tool.Caller{AgentID: event.OrchestratorID, SessionKey: parent, Workspace: s.in.Config.Workspace}
-	h, p, err := s.in.Subagent.SpawnOrPropose(context.WithoutCancel(r.Context()),
-		subagent.Request{Config: cfg, Parent: caller, User: req.User, Background: parent != ""}, req.Rationale)
+	res, err := s.rt.Spawn(context.WithoutCancel(r.Context()),
+		ava.SpawnRequest{Parent: req.Parent, Config: cfg, User: req.User, Rationale: req.Rationale, Background: req.Parent != ""})
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	if p != nil {
-		writeJSON(w, http.StatusAccepted, map[string]client.Proposal{"pending": toClientProposal(*p)})
+	if res.Proposal != nil {
+		writeJSON(w, http.StatusAccepted, map[string]client.Proposal{"pending": toClientProposal(*res.Proposal)})
 		return
 	}
-	writeJSON(w, http.StatusCreated, fromHandle(h))
+	writeJSON(w, http.StatusCreated, toClientSubagent(*res.Subagent))
 }
 
 // DefaultListLimit is how many stored runs GET /api/subagents returns,
 // newest first, unless ?limit= says otherwise (a daemon that ran for
 // months holds many thousands).
-const DefaultListLimit = 500
+const DefaultListLimit = ava.DefaultSubagentLimit
 
 // listLimit reads ?limit= (1 to 10,000; default DefaultListLimit).
 func listLimit(v string) (int, error) {
@@ -237,7 +129,7 @@ func listLimit(v string) (int, error) {
 		return DefaultListLimit, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > 10_000 {
+	if err != nil || n < 1 || n > ava.MaxSubagentLimit {
 		return 0, badRequestf("limit %q: want a number from 1 to 10000", v)
 	}
 	return n, nil

@@ -10,7 +10,6 @@ import (
 	"os"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -528,7 +527,7 @@ func (s *server) close() {
 func (s *server) status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{Name: s.spec.Name, Kind: s.spec.Kind(), Target: s.spec.target(), State: s.state, Starts: s.starts,
+	st := Status{Name: s.spec.Name, Kind: s.spec.Kind(), Target: s.spec.Target(), State: s.state, Starts: s.starts,
 		Tools: slices.Clone(s.toolNames), Withheld: slices.Clone(s.withheld), Confinement: s.confinement()}
 	if s.cur != nil {
 		st.PID = s.cur.pid
@@ -555,14 +554,6 @@ func (s *server) confinement() string {
 		return "sandboxed, network only through the egress proxy"
 	}
 	return "sandboxed, no network"
-}
-
-// target is the command line or the URL, for display.
-func (s Spec) target() string {
-	if s.URL != "" {
-		return s.URL
-	}
-	return strings.Join(append([]string{s.Command}, s.Args...), " ")
 }
 
 // start starts the server (or connects to it) and lists its tools.
@@ -609,7 +600,7 @@ func (s *server) startErr(err error, c *conn) error {
 	if tail := c.stderrTail(); tail != "" {
 		err = fmt.Errorf("%w (stderr: %s)", err, tail)
 	}
-	return fmt.Errorf("MCP server %s (%s) failed to start: %w", s.spec.Name, s.spec.target(), err)
+	return fmt.Errorf("MCP server %s (%s) failed to start: %w", s.spec.Name, s.spec.Target(), err)
 }
 
 var discardLogger = slog.New(slog.DiscardHandler)

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/avaagent/ava/mcpclient"
+	"github.com/avaagent/ava/mcpspec"
 	"github.com/avaagent/ava/tool"
 )
 
@@ -425,12 +426,12 @@ func TestURLMustBeLoopback(t *testing.T) {
 	}
 	p.Close()
 	for _, ok := range []string{"http://localhost:1/mcp", "http://127.0.0.5:1/", "http://[::1]:8/mcp"} {
-		if err := mcpclient.CheckURL(ok, nil); err != nil {
+		if err := mcpspec.CheckURL(ok, nil); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
 	for _, bad := range []string{"http://10.0.0.1/", "file:///etc/passwd", "http://localhost.evil.com/"} {
-		if err := mcpclient.CheckURL(bad, nil); err == nil {
+		if err := mcpspec.CheckURL(bad, nil); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
 	}

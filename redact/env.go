@@ -6,15 +6,17 @@ import (
 )
 
 // secretNameSuffixes end the names of variables whose values are secret.
-var secretNameSuffixes = []string{"_KEY", "_TOKEN", "_SECRET", "_PASS", "_PASSWD", "_PWD", "_CREDENTIALS"}
+var secretNameSuffixes = []string{"_KEY", "_APIKEY", "_TOKEN", "_SECRET", "_PASS", "_PASSWD", "_PWD", "_CREDENTIALS"}
 
 // secretNameParts appear in the names of variables whose values are
 // secret.
 var secretNameParts = []string{"PASSWORD", "SECRET"}
 
 // SecretName reports whether an environment variable's name looks like
-// it holds a secret: it ends in _KEY, _TOKEN, _SECRET, _PASS, _PASSWD,
-// _PWD or _CREDENTIALS, or contains PASSWORD or SECRET (ignoring case).
+// it holds a secret: it ends in _KEY, _APIKEY, _TOKEN, _SECRET, _PASS,
+// _PASSWD, _PWD or _CREDENTIALS, or contains PASSWORD or SECRET (ignoring
+// case). Ava's own secret variables are config.SecretEnv; their values
+// reach the redactor as Options.Secrets.
 // ANTHROPIC_API_KEY, AVA_TOKEN, MY_SERVICE_PASS and SECRET_KEY_BASE all
 // do.
 func SecretName(name string) bool {

@@ -111,7 +111,8 @@ func TestSecretName(t *testing.T) {
 		"ANTHROPIC_API_KEY": true, "AVA_TOKEN": true, "TELEGRAM_BOT_TOKEN": true, "MY_SERVICE_PASS": true,
 		"SECRET_KEY_BASE": true, "DB_PASSWORD": true, "PGPASSWORD": true, "aws_secret_access_key": true,
 		"HOME": false, "PATH": false, "KEYBOARD": false, "TOKENIZERS_PARALLELISM": false, "PASSENGER_HOME": false,
-		"DATABASE_URL": false,
+		"DATABASE_URL": false, "GITHUB_TOKEN": true, "X_SECRET": true, "MY_APIKEY": true, "BRAVE_API_KEY": true,
+		"AVA_WORKSPACE": false,
 	} {
 		if got := SecretName(name); got != want {
 			t.Errorf("SecretName(%s) = %v, want %v", name, got, want)

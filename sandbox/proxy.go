@@ -17,8 +17,8 @@ import (
 )
 
 // EnvEgressAllow names the setting with the egress proxy's domain
-// allow-list: comma-separated domains, each also allowing its
-// subdomains. Empty allows every public host.
+// allow-list (domains, each also allowing its subdomains; empty allows
+// every public host), for messages; package config reads it.
 const EnvEgressAllow = "AVA_EGRESS_ALLOW"
 
 // ErrEgressRefused is wrapped by the proxy's refusals.
@@ -46,10 +46,11 @@ type Proxy struct {
 	wg     sync.WaitGroup
 }
 
-// ParseAllowList reads AVA_EGRESS_ALLOW's format.
-func ParseAllowList(s string) []string {
+// AllowList normalizes an allow-list's domains: lower case, without
+// surrounding spaces and dots, empty ones left out.
+func AllowList(domains []string) []string {
 	var out []string
-	for _, d := range strings.Split(s, ",") {
+	for _, d := range domains {
 		d = strings.Trim(strings.ToLower(strings.TrimSpace(d)), ".")
 		if d != "" {
 			out = append(out, d)

@@ -14,8 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestParseAllowList(t *testing.T) {
-	got := ParseAllowList(" Example.com, .docs.python.org. ,,pypi.org ")
+func TestAllowList(t *testing.T) {
+	got := AllowList(strings.Split(" Example.com, .docs.python.org. ,,pypi.org ", ","))
 	if diff := cmp.Diff([]string{"example.com", "docs.python.org", "pypi.org"}, got); diff != "" {
 		t.Fatal(diff)
 	}

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 )
 
@@ -15,7 +14,8 @@ const InitArg0 = "ava-sandbox-init"
 // the helper relays connections to the egress proxy.
 const ProxyPort = 3128
 
-// EnvSandbox names the setting that turns the sandbox off ("off").
+// EnvSandbox names the setting that turns the sandbox off ("off"), for
+// messages; package config reads it (and config.yaml's sandbox key).
 const EnvSandbox = "AVA_SANDBOX"
 
 // ErrUnavailable is wrapped by the error of a sandbox that cannot be set
@@ -111,7 +111,9 @@ type Exit struct {
 
 // Status says which protections this machine gives the process tools.
 type Status struct {
-	// Off is true when AVA_SANDBOX=off: commands run unconfined.
+	// Off is true when the configuration turns the sandbox off
+	// (AVA_SANDBOX=off): commands run unconfined. Probe never sets it;
+	// the caller that holds the configuration does.
 	Off bool
 	// Ready is true when every protection is in place.
 	Ready bool
@@ -141,14 +143,6 @@ func (s Status) Err() error {
 	}
 	return fmt.Errorf("%w (missing: %s); set %s=off to run process tools unconfined", ErrUnavailable, strings.Join(s.Missing, "; "), EnvSandbox)
 }
-
-// OffByEnv reports whether the environment turns the sandbox off.
-func OffByEnv(getenv func(string) string) bool {
-	return strings.EqualFold(strings.TrimSpace(getenv(EnvSandbox)), "off")
-}
-
-// offFromEnv is OffByEnv on the process environment.
-func offFromEnv() bool { return OffByEnv(os.Getenv) }
 
 // SetupError is a sandbox the helper could not set up; nothing ran.
 type SetupError struct{ Msg string }

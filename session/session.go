@@ -36,6 +36,7 @@ import (
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/observe"
 	"github.com/avaagent/ava/orchestrator"
 	"github.com/avaagent/ava/redact"
 	"github.com/avaagent/ava/subagent"
@@ -94,8 +95,12 @@ type Config struct {
 	MergeWindow time.Duration
 	// OrchestratorAnswers has the orchestrator answer the subagents'
 	// questions (ask_user) for the person (AVA_ASK_ANSWERS=orchestrator);
-	// the person may still answer first.
+	// the person may still answer first. It hears of them through
+	// Observers, which must then be the subagent manager's.
 	OrchestratorAnswers bool
+	// Observers are told of each main session turn's end (TurnEnded); the
+	// subagent manager tells them of its own notices. Nil: no one.
+	Observers *observe.Set
 	// CancelSubagentsOnStop makes Stop and a superseding message also
 	// cancel the subagents the session started.
 	CancelSubagentsOnStop bool
@@ -145,6 +150,9 @@ type Service struct {
 	mu       sync.Mutex
 	sessions map[string]*main
 	closed   bool
+	// unwatch stops what New started watching: the manager's releases
+	// and the observer of questions.
+	unwatch []func()
 }
 
 // main is one main session's turn and queue.
@@ -163,10 +171,16 @@ func New(cfg Config) *Service {
 	s.log = s.log.With("component", "session")
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	if cfg.Subagents != nil {
-		cfg.Subagents.OnFinished(s.subagentFinished)
+		// Synchronous: the state is settled before the run's Done closes
+		// (also for a run another process of a cluster ran, which no
+		// observer here hears of).
+		s.unwatch = append(s.unwatch, cfg.Subagents.WatchReleases(s.subagentFinished))
 		cfg.Subagents.HoldResults(s.turnBusy)
 		if cfg.OrchestratorAnswers {
-			cfg.Subagents.OnQuestion(s.answerForThePerson)
+			if cfg.Observers == nil {
+				s.log.Warn("the orchestrator cannot answer subagents' questions: the session service has no observers")
+			}
+			s.unwatch = append(s.unwatch, cfg.Observers.Add(observe.Observer{QuestionAsked: s.questionAsked}))
 		}
 	}
 	return s
@@ -337,6 +351,7 @@ func (s *Service) startLocked(key string, m *main, t *Turn) {
 		s.run(ctx, t)
 		t.cause = context.Cause(ctx)
 		cancel(nil)
+		s.noticeTurn(t)
 		// The session's state has moved on (idle, waiting for subagents
 		// or the next queued turn) before anyone hears the turn is done.
 		if !s.turnEnded(key, t) {
@@ -567,7 +582,12 @@ func (s *Service) Subagents(key string) []*subagent.Handle {
 func (s *Service) Close() error {
 	s.mu.Lock()
 	s.closed = true
+	unwatch := s.unwatch
+	s.unwatch = nil
 	s.mu.Unlock()
+	for _, stop := range unwatch {
+		stop()
+	}
 	s.cancel(fmt.Errorf("%w: %w", ErrClosed, agent.ErrCancelled))
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
@@ -577,4 +597,16 @@ func (s *Service) Close() error {
 		return errors.New("close sessions: turns still running after a minute")
 	}
 	return nil
+}
+
+// noticeTurn tells the observers that a main session's turn ended (its
+// messages are stored by then).
+func (s *Service) noticeTurn(t *Turn) {
+	r := t.res
+	if r.Status == "" && t.err != nil {
+		r.Status, r.Error = lifecycle.Error, t.err.Error()
+	}
+	r = r.Masked(t.redactor)
+	s.cfg.Observers.NotifyTurnEnded(observe.TurnEnded{Session: t.Session, Status: r.Status, Error: r.Error,
+		Figures: observe.Figures{Tokens: r.Tokens.Total, CostCents: r.CostCents, Iterations: r.Iterations}, Time: time.Now()})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/observe"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
@@ -189,6 +190,22 @@ func (s *Service) Answer(key, id, answer string) (Question, error) {
 		}
 	}
 	return s.cfg.Subagents.AnswerQuestion(id, key, answer, subagent.ByPerson)
+}
+
+// questionAsked is the observer (Config.OrchestratorAnswers) that has
+// the orchestrator answer a question, in a goroutine of the service's
+// own: the answer waits for a turn, which must not hold up the
+// observer's next notices.
+func (s *Service) questionAsked(_ context.Context, q observe.QuestionAsked) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.wg.Go(func() {
+		s.answerForThePerson(s.ctx, Question{ID: q.QuestionID, Session: q.Session, SubagentID: q.SubagentID, Role: q.Role,
+			Text: q.Text, AskedAt: q.Time, ExpiresAt: q.ExpiresAt})
+	})
 }
 
 // answerForThePerson has the orchestrator answer a subagent's question

@@ -42,22 +42,12 @@ type Question struct {
 	ExpiresAt  time.Time `json:"expiresAt"`
 }
 
-// questions are the open questions of a manager's runs.
+// questions are the open questions of a manager's runs. Observers
+// (Options.Observers) hear of each question once it reached the parent
+// session (QuestionAsked), and of how it was closed (QuestionAnswered).
 type questions struct {
-	mu    sync.Mutex
-	open  map[string]*openQuestion
-	asked func(context.Context, Question) // OnQuestion's
-}
-
-// OnQuestion registers fn, called (in its own goroutine, with a context
-// that ends when the manager closes) with each question a subagent asks,
-// once it reached the parent session: the session service uses it to
-// have the orchestrator answer when the person has said so
-// (AVA_ASK_ANSWERS).
-func (m *Manager) OnQuestion(fn func(context.Context, Question)) {
-	m.asked.mu.Lock()
-	defer m.asked.mu.Unlock()
-	m.asked.asked = fn
+	mu   sync.Mutex
+	open map[string]*openQuestion
 }
 
 type openQuestion struct {
@@ -186,7 +176,6 @@ func (h *Handle) ask(ctx context.Context, text string) (tool.Result, error) {
 		m.asked.open = map[string]*openQuestion{}
 	}
 	m.asked.open[id] = q
-	notify := m.asked.asked
 	m.asked.mu.Unlock()
 	defer func() {
 		m.asked.mu.Lock()
@@ -200,9 +189,7 @@ func (h *Handle) ask(ctx context.Context, text string) (tool.Result, error) {
 	defer h.setWaiting(false)
 	h.publishParent(event.New(event.UserQuestion, event.QuestionContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name,
 		Question: text, ExpiresAt: q.ExpiresAt}))
-	if notify != nil {
-		m.wg.Go(func() { notify(m.ctx, q.Question) })
-	}
+	h.noticeAsked(q.Question)
 
 	timer := time.NewTimer(m.askTimeout())
 	defer timer.Stop()
@@ -216,6 +203,7 @@ func (h *Handle) ask(ctx context.Context, text string) (tool.Result, error) {
 	}
 	h.publishParent(event.New(event.QuestionAnswered, event.AnsweredContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name,
 		Answer: a.text, By: a.by}))
+	h.noticeAnswered(q.Question, a)
 	switch a.by {
 	case "cancelled":
 		return tool.Result{}, context.Cause(ctx)

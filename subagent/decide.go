@@ -11,6 +11,7 @@ import (
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/observe"
 	"github.com/avaagent/ava/store"
 )
 
@@ -104,7 +105,9 @@ func (m *Manager) reject(ctx context.Context, p Proposal) (Decided, error) {
 	p.Status = store.SpawnRejected
 	m.publishTo(p.Spawn, event.New(event.SpawnDecided, event.SpawnDecidedContent{PendingID: p.ID, Decision: store.SpawnRejected}))
 	m.tellParent(ctx, p, "The person declined it; nothing was started. Do not propose it again unless they ask.")
-	return Decided{Proposal: p, Decision: store.SpawnRejected}, nil
+	out := Decided{Proposal: p, Decision: store.SpawnRejected}
+	m.noticeDecided(p, observe.Rejected, observe.ByPerson, out)
+	return out, nil
 }
 
 // decideErr maps the store's refusal to the flow's errors.
@@ -151,6 +154,11 @@ func (m *Manager) confirmProposal(ctx context.Context, p Proposal, d confirm.Dec
 		note = fmt.Sprintf("The person confirmed it with a change (%s); started %s in the background. Its result will arrive as a [Subagent] message.", out.Change, strings.Join(dec.ids, ", "))
 	}
 	m.tellParent(ctx, p, note)
+	d2 := observe.Confirmed
+	if d == confirm.Modified {
+		d2 = observe.Modified
+	}
+	m.noticeDecided(p, d2, observe.ByPerson, out)
 	return out, nil
 }
 
@@ -207,6 +215,7 @@ func (m *Manager) ExpireProposals(ctx context.Context) (int, error) {
 		m.publishTo(p.Spawn, event.New(event.SpawnDecided, event.SpawnDecidedContent{PendingID: p.ID, Decision: store.SpawnExpired}))
 		m.tellParent(ctx, p, fmt.Sprintf("It expired after %s without an answer from the person; nothing was started. Propose it again only if it is still needed.",
 			confirm.FormatSeconds(p.ExpiresAt.Sub(p.CreatedAt).Seconds())))
+		m.noticeDecided(p, observe.Expired, observe.ByExpiry, Decided{Proposal: p, Decision: store.SpawnExpired})
 	}
 	return len(sps), nil
 }

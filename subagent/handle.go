@@ -55,6 +55,7 @@ type Handle struct {
 	slot       chan struct{} // closed when a queued run gets its slot
 	queuedAt   time.Time     // when the run last joined the queue
 	turns      int           // runs started, including follow-ups
+	starting   bool          // the running turn is the run's start here (observers.go): its end is the run's end
 	startedAt  time.Time
 	progressAt time.Time         // when the parent was last told how the run goes
 	restored   bool              // rebuilt from the store; its conversation is not loaded yet

@@ -22,6 +22,7 @@ import (
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/observe"
 	"github.com/avaagent/ava/redact"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/tool"
@@ -145,6 +146,10 @@ type Options struct {
 	// process (false) leaves that to the workers. Ignored without
 	// Dispatch.
 	Worker bool
+	// Observers are told of runs started and ended, follow-up turns
+	// ended, proposals made and decided, questions asked and answered
+	// (observers.go); nil tells no one.
+	Observers *observe.Set
 }
 
 // LifecycleFiles writes the lifecycle entries of events that the session
@@ -193,8 +198,9 @@ type Manager struct {
 	closed  bool
 	// deciding are the proposals being decided in this process.
 	deciding map[string]bool
-	// finished is called with the parent session of each run that ends.
-	finished func(parent string)
+	// released are the funcs told of each run that leaves the active
+	// set (WatchReleases), by key.
+	released map[*func(parent string)]struct{}
 	// remote are the runs this process dispatched to other processes
 	// (dispatch.go).
 	remote remoteRuns
@@ -588,9 +594,15 @@ func (m *Manager) release(h *Handle) {
 	}
 	m.retire(h)
 	m.admitWaiting()
-	fn := m.finished
+	var fns []func(string)
+	for fn := range m.released {
+		fns = append(fns, *fn)
+	}
 	m.mu.Unlock()
-	if fn != nil && h.req.Parent.SessionKey != "" {
+	if h.req.Parent.SessionKey == "" {
+		return
+	}
+	for _, fn := range fns {
 		fn(h.req.Parent.SessionKey)
 	}
 }
@@ -684,12 +696,28 @@ func (m *Manager) CancelSession(session string) int {
 	return len(hs)
 }
 
-// OnFinished sets fn to be called with the parent session of each run
-// that ends (after its slot is freed). Set it before spawning.
-func (m *Manager) OnFinished(fn func(parent string)) {
+// WatchReleases calls fn, synchronously and before the run's Done
+// channel closes, with the parent session of each run that leaves this
+// process's active set (RunningFor): its slot or queue place is freed,
+// after its end was recorded here or, for a run another process of a
+// cluster ran, read from the store. It is the runtime's internal path
+// for state that must be exact when a run is done (the session
+// service's idle/waiting_for_subagents); fn must be quick and not call
+// back into the run. Hooks use Options.Observers instead. Any number
+// may watch; the returned func stops fn.
+func (m *Manager) WatchReleases(fn func(parent string)) (stop func()) {
+	key := &fn
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.finished = fn
+	if m.released == nil {
+		m.released = map[*func(string)]struct{}{}
+	}
+	m.released[key] = struct{}{}
+	m.mu.Unlock()
+	return func() {
+		m.mu.Lock()
+		delete(m.released, key)
+		m.mu.Unlock()
+	}
 }
 
 // RunningFor returns the handles of the active subagents spawned from a

@@ -301,6 +301,7 @@ func (m *Manager) propose(ctx context.Context, ps ProposedSpawn, est Estimate, r
 		return Proposal{}, err
 	}
 	m.publishProposed(p)
+	m.noticeProposed(p)
 	return p, nil
 }
 

@@ -158,6 +158,7 @@ func (m *Manager) recordInterrupted(r store.Run) {
 			m.log.Error("record interrupted run", "id", r.ShortID, "err", err)
 		}
 	}
+	m.noticeInterrupted(r, end)
 	res := Result{SubagentID: r.ShortID, Status: lifecycle.Interrupted, TokensUsed: r.Tokens, CostCents: r.CostCents,
 		DurationSeconds: end.Sub(start).Seconds(), Iterations: r.Iterations, Summary: interruptedRunSummary(r.Error)}
 	if r.ParentSession == "" {

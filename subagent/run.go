@@ -131,7 +131,13 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		TraceLinks:  links,
 	})
 	start := m.now()
+	h.mu.Lock()
+	takenOver := h.stored == lifecycle.Running // resumed from a gone process (recordRun)
+	h.mu.Unlock()
 	first := h.begin(a, cancel, start)
+	h.mu.Lock()
+	h.starting = first || takenOver
+	h.mu.Unlock()
 	// The parent hears of the spawn at once: SubagentSpawn is stored (and
 	// its synced lifecycle entry written, by the session files' sink)
 	// while the run starts, always before the run's SubagentComplete in
@@ -150,6 +156,9 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	}
 	if first {
 		h.announceSpawn(start)
+	}
+	if first || takenOver {
+		h.noticeStart(start, h.attempt > 0)
 	}
 	if unavailable != nil {
 		h.publishOwn(event.New(event.Error, event.ErrorContent{Error: unavailable.Error()}))
@@ -345,6 +354,10 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 	}
 	h.mu.Lock()
 	from, foreign := h.stored, h.foreign
+	// The turn that started the run (or none: it ended in the queue)
+	// ends the run; any other is a follow-up.
+	runEnd := h.starting || h.turns == 0
+	h.starting = false
 	h.mu.Unlock()
 	if foreign {
 		// Nothing of this run is in the store or in the ID's stream,
@@ -360,6 +373,8 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 			return res
 		}
 		m.log.Error("record subagent end", "id", h.id, "status", res.Status, "err", err)
+	} else {
+		h.noticeEnd(runEnd, res.Status, fin)
 	}
 	h.mu.Lock()
 	h.status, h.stored, h.result, h.stalled = res.Status, res.Status, &result, false

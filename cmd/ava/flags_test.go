@@ -101,3 +101,30 @@ func TestRunYesHelpIsHonest(t *testing.T) {
 		t.Errorf("--yes help: %q", yes)
 	}
 }
+
+// The shutdown grace comes from the configuration (config.yaml's
+// shutdown_grace, AVA_SHUTDOWN_GRACE) and --grace; a bad one is refused
+// naming where it came from, before the daemon starts.
+func TestServeGraceFromConfig(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(root+"/config.yaml", []byte("shutdown_grace: 0s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"serve", "--addr", "127.0.0.1:0"}, 1, "shutdown_grace (AVA_SHUTDOWN_GRACE): 0s, must be positive"},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--grace", "0s"}, 2, "--grace 0s: want a positive duration"},
+		{[]string{"worker", "--grace", "-1s"}, 2, "--grace -1s: want a positive duration"},
+	} {
+		app, out, errb := newLogsTestApp(root)
+		if code := Main(context.Background(), c.args, app); code != c.code || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("ava %v: exit %d, stderr %q; want %d and %q", c.args, code, errb.String(), c.code, c.want)
+		}
+		if strings.Contains(out.String(), "listening") {
+			t.Errorf("ava %v started: %q", c.args, out.String())
+		}
+	}
+}

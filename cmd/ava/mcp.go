@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/avaagent/ava"
-	"github.com/avaagent/ava/gateway"
 	"github.com/avaagent/ava/mcpserver"
 )
 
@@ -37,9 +36,9 @@ The daemon (ava serve) serves the same tools over streamable HTTP at /mcp.`,
 			if err != nil {
 				return err
 			}
-			cfg, offline := gateway.Offline(cfg)
+			cfg, offline := ava.Offline(cfg)
 			if offline {
-				fmt.Fprintf(a.Stderr, "[offline] no model provider is configured: subagents use the offline scripted model %s (not a real model)\n", gateway.OfflineModel)
+				fmt.Fprintf(a.Stderr, "[offline] no model provider is configured: subagents use the offline scripted model %s (not a real model)\n", ava.OfflineModel)
 			}
 			rt, err := ava.Open(cmd.Context(), ava.Options{Config: cfg, Logger: a.Logger()})
 			if err != nil {

@@ -122,7 +122,7 @@ func printRoles(a *App, in *app.Instance) error {
 	}
 	printWithheld(a, in.Roles())
 	// run_bash and python_exec: which protections they run with here.
-	fmt.Fprintf(a.Stdout, "\nrun_bash, python_exec: %s\n", app.SandboxSummary())
+	fmt.Fprintf(a.Stdout, "\nrun_bash, python_exec: %s\n", in.SandboxSummary())
 	printMCPConfinement(a, in)
 	return nil
 }

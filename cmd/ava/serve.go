@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/channel/telegram"
 	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/gateway"
 )
 
@@ -16,6 +20,7 @@ type serveOptions struct {
 	addr      string
 	role      string
 	grace     time.Duration
+	graceSet  bool
 	heartbeat time.Duration
 }
 
@@ -44,7 +49,7 @@ and records as interrupted what still runs, flushes the logs and exits 0.`,
   AVA_TOKEN=$(openssl rand -hex 16) ava serve --addr 0.0.0.0:7777`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.fromEnv(a, cmd); err != nil {
+			if err := o.check(cmd); err != nil {
 				return err
 			}
 			return serve(cmd, a, o)
@@ -53,23 +58,17 @@ and records as interrupted what still runs, flushes the logs and exits 0.`,
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", "", "listen address (default $AVA_ADDR, else 127.0.0.1:7777)")
 	f.StringVar(&o.role, "role", "", "with AVA_DATABASE_URL, what this process does in the cluster: gateway (chats, streams, the panel), worker (runs subagents; serves /healthz, /readyz and /metrics only) or all (default $AVA_ROLE, else all)")
-	f.DurationVar(&o.grace, "grace", gateway.DefaultGrace, "how long a shutdown lets running turns finish (default $AVA_SHUTDOWN_GRACE, else 30s)")
+	f.DurationVar(&o.grace, "grace", 0, "how long a shutdown lets running turns finish (default $AVA_SHUTDOWN_GRACE or config.yaml's shutdown_grace, else 30s)")
 	f.DurationVar(&o.heartbeat, "heartbeat", gateway.DefaultHeartbeat, "interval of the streams' heartbeat comments")
 	_ = f.MarkHidden("heartbeat")
 	return cmd
 }
 
-// fromEnv applies AVA_SHUTDOWN_GRACE unless --grace is given, and checks
-// the durations.
-func (o *serveOptions) fromEnv(a *App, cmd *cobra.Command) error {
-	if v := a.Getenv("AVA_SHUTDOWN_GRACE"); v != "" && !cmd.Flags().Changed("grace") {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return usageError(fmt.Errorf("AVA_SHUTDOWN_GRACE=%q: want a positive duration such as 30s", v))
-		}
-		o.grace = d
-	}
-	if o.grace <= 0 {
+// check checks the flags' durations; --grace, when given, overrides the
+// configuration's shutdown_grace (serve applies it).
+func (o *serveOptions) check(cmd *cobra.Command) error {
+	o.graceSet = cmd.Flags().Changed("grace")
+	if o.graceSet && o.grace <= 0 {
 		return usageError(fmt.Errorf("--grace %s: want a positive duration", o.grace))
 	}
 	if o.heartbeat <= 0 {
@@ -86,6 +85,9 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 	if o.addr != "" {
 		cfg.Addr = o.addr
 	}
+	if o.graceSet {
+		cfg.ShutdownGrace = o.grace
+	}
 	if o.role != "" {
 		cfg.Role = o.role
 		if err := cfg.Validate(); err != nil {
@@ -95,12 +97,12 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 	if cfg.Role != "" && cfg.Role != config.RoleAll && !config.IsPostgresURL(cfg.DatabaseURL) {
 		return usageError(fmt.Errorf("role %s needs a cluster: set AVA_DATABASE_URL=postgres://… (the embedded SQLite store runs everything in one process)", cfg.Role))
 	}
-	cfg, offline := gateway.Offline(cfg)
+	cfg, offline := ava.Offline(cfg)
 	if offline {
 		fmt.Fprintf(a.Stderr, "[offline] no model provider is configured: Ava answers with the offline scripted model %s (no network, not a real model).\n"+
-			"To use a real model, set ANTHROPIC_API_KEY, OPENROUTER_API_KEY or OPENAI_API_KEY (or OPENAI_BASE_URL) and AVA_MODEL, then restart.\n", gateway.OfflineModel)
+			"To use a real model, set ANTHROPIC_API_KEY, OPENROUTER_API_KEY or OPENAI_API_KEY (or OPENAI_BASE_URL) and AVA_MODEL, then restart.\n", ava.OfflineModel)
 	}
-	err = gateway.Run(cmd.Context(), gateway.DaemonOptions{Config: cfg, Grace: o.grace, Heartbeat: o.heartbeat, Logger: a.Logger(),
+	err = runDaemon(cmd.Context(), a, cfg, gateway.ServeOptions{Grace: cfg.ShutdownGrace, Heartbeat: o.heartbeat, Logger: a.Logger(),
 		Ready: func(addr string) {
 			if cfg.Role == config.RoleWorker {
 				fmt.Fprintf(a.Stdout, "ava worker: listening on http://%s/ (/healthz, /readyz and /metrics); running subagents from the cluster's job queue\n", addr)
@@ -112,9 +114,8 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 			fmt.Fprintf(a.Stdout, "ava serve: to log a browser in to the web panel, open %s (it works once, within %s; ava panel prints a new one)\n",
 				link, gateway.LoginCodeTTL)
 		},
-		Channels: func(in *app.Instance) ([]gateway.Channel, error) { return chatChannels(a, cfg, in) },
 		Draining: func(running int) {
-			fmt.Fprintf(a.Stderr, "ava serve: shutting down; waiting up to %s for %d running turn(s) and subagent(s)\n", o.grace, running)
+			fmt.Fprintf(a.Stderr, "ava serve: shutting down; waiting up to %s for %d running turn(s) and subagent(s)\n", cfg.ShutdownGrace, running)
 		}})
 	if err != nil {
 		return withHint(err, "see ava serve --help")
@@ -123,9 +124,41 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 	return nil
 }
 
+// runDaemon assembles the daemon where the process starts: the token, the
+// runtime (with the daemon's metrics as a sink), the turns a killed
+// process left open, the listener and the chat channels; then it serves
+// until ctx is done and closes the runtime last.
+func runDaemon(ctx context.Context, a *App, cfg config.Config, opt gateway.ServeOptions) (err error) {
+	log := opt.Logger
+	if opt.Token, err = gateway.DaemonToken(cfg, log); err != nil {
+		return err
+	}
+	cfg.Token = opt.Token
+	opt.Metrics = gateway.NewMetrics()
+	rt, err := ava.Open(context.WithoutCancel(ctx), ava.Options{Config: cfg, Logger: log, Sinks: []event.Sink{opt.Metrics}})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, rt.Close()) }()
+	// Before any message: turns a killed process left open end now.
+	if n, err := rt.EndInterruptedTurns(ctx); err != nil {
+		log.Error("end interrupted turns", "err", err)
+	} else if n > 0 {
+		log.Warn("turns left open by a process that stopped ended as interrupted", "count", n)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	if opt.Channels, err = chatChannels(a, cfg, rt); err != nil {
+		return errors.Join(err, ln.Close())
+	}
+	return gateway.Serve(ctx, ln, rt, opt)
+}
+
 // chatChannels builds the chat channels the configuration asks for: the
 // Telegram channel when TELEGRAM_BOT_TOKEN is set.
-func chatChannels(a *App, cfg config.Config, in *app.Instance) ([]gateway.Channel, error) {
+func chatChannels(a *App, cfg config.Config, rt *ava.Runtime) ([]gateway.Channel, error) {
 	if cfg.TelegramBotToken == "" {
 		return nil, nil
 	}
@@ -134,7 +167,7 @@ func chatChannels(a *App, cfg config.Config, in *app.Instance) ([]gateway.Channe
 		return nil, usageError(err)
 	}
 	ch, err := telegram.New(telegram.Config{Token: cfg.TelegramBotToken, APIURL: cfg.TelegramAPIURL, Allowed: allowed,
-		WebhookSecret: cfg.TelegramWebhookSecret, Sessions: in.Sessions, Store: in.Store, Logger: a.Logger()})
+		WebhookSecret: cfg.TelegramWebhookSecret, Sessions: rt.Instance().Sessions, Store: rt.Instance().Store, Logger: a.Logger()})
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +192,7 @@ interrupted, and exits 0. See docs/cluster.md.`,
 		Example: `  AVA_DATABASE_URL=postgres://ava@db/ava ava worker`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.fromEnv(a, cmd); err != nil {
+			if err := o.check(cmd); err != nil {
 				return err
 			}
 			o.role = config.RoleWorker
@@ -171,7 +204,7 @@ interrupted, and exits 0. See docs/cluster.md.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", "", "listen address of the health endpoints (default 127.0.0.1:7778)")
-	f.DurationVar(&o.grace, "grace", gateway.DefaultGrace, "how long a shutdown lets running subagents finish (default $AVA_SHUTDOWN_GRACE, else 30s)")
+	f.DurationVar(&o.grace, "grace", 0, "how long a shutdown lets running subagents finish (default $AVA_SHUTDOWN_GRACE or config.yaml's shutdown_grace, else 30s)")
 	f.DurationVar(&o.heartbeat, "heartbeat", gateway.DefaultHeartbeat, "interval of the streams' heartbeat comments")
 	_ = f.MarkHidden("heartbeat")
 	return cmd

@@ -33,7 +33,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/avaagent/ava/sandbox"
@@ -175,49 +174,4 @@ func (t *Tools) timeout(seconds int) time.Duration {
 		return t.cfg.Timeout
 	}
 	return min(time.Duration(seconds)*time.Second, t.cfg.MaxTimeout)
-}
-
-// secretNames are environment variables never passed to a command.
-var secretNames = map[string]bool{
-	"ANTHROPIC_API_KEY":     true,
-	"OPENAI_API_KEY":        true,
-	"OPENROUTER_API_KEY":    true,
-	"AVA_TOKEN":             true,
-	"TELEGRAM_BOT_TOKEN":    true,
-	"BRAVE_API_KEY":         true,
-	"TAVILY_API_KEY":        true,
-	"AWS_SECRET_ACCESS_KEY": true,
-}
-
-// secretSuffixes mark more variables as secrets by the end of their name.
-var secretSuffixes = []string{"_API_KEY", "_APIKEY", "_TOKEN", "_SECRET", "_SECRET_KEY", "_PASSWORD", "_PASSWD", "_CREDENTIALS"}
-
-// IsSecretEnv reports whether the environment variable name holds a
-// secret that commands must not see: a provider key or token named in
-// secretNames, or any name ending in _API_KEY, _TOKEN, _SECRET,
-// _SECRET_KEY, _PASSWORD, _PASSWD or _CREDENTIALS (case-insensitive).
-func IsSecretEnv(name string) bool {
-	upper := strings.ToUpper(name)
-	if secretNames[upper] {
-		return true
-	}
-	for _, s := range secretSuffixes {
-		if strings.HasSuffix(upper, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// ScrubEnv returns env ("NAME=value" entries) without the secrets that
-// IsSecretEnv names.
-func ScrubEnv(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if !IsSecretEnv(name) {
-			out = append(out, kv)
-		}
-	}
-	return out
 }

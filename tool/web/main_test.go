@@ -87,32 +87,6 @@ func sleepUntilGone(r *http.Request) {
 	}
 }
 
-func TestConfigFromEnv(t *testing.T) {
-	env := map[string]string{
-		"AVA_SEARXNG_URL":       " http://searx.lan:8888 ",
-		"BRAVE_API_KEY":         "bk",
-		"AVA_BRAVE_BASE_URL":    "http://brave.test",
-		"TAVILY_API_KEY":        "tk",
-		"AVA_TAVILY_BASE_URL":   "http://tavily.test",
-		"AVA_WEB_ALLOW_PRIVATE": "1",
-	}
-	got := ConfigFromEnv(func(k string) string { return env[k] })
-	want := Config{
-		SearXNGURL: "http://searx.lan:8888", BraveAPIKey: "bk", BraveBaseURL: "http://brave.test",
-		TavilyAPIKey: "tk", TavilyBaseURL: "http://tavily.test", AllowPrivate: true,
-	}
-	if got.SearXNGURL != want.SearXNGURL || got.BraveAPIKey != want.BraveAPIKey || got.BraveBaseURL != want.BraveBaseURL ||
-		got.TavilyAPIKey != want.TavilyAPIKey || got.TavilyBaseURL != want.TavilyBaseURL || got.AllowPrivate != want.AllowPrivate {
-		t.Errorf("ConfigFromEnv = %+v, want %+v", got, want)
-	}
-	if ConfigFromEnv(func(string) string { return "" }).AllowPrivate {
-		t.Error("AllowPrivate set with an empty environment")
-	}
-	if ConfigFromEnv(func(k string) string { return map[string]string{"AVA_WEB_ALLOW_PRIVATE": "0"}[k] }).AllowPrivate {
-		t.Error("AllowPrivate set by AVA_WEB_ALLOW_PRIVATE=0")
-	}
-}
-
 func TestSchemasAndNames(t *testing.T) {
 	tools := New(Config{}).All()
 	wantRequired := map[string]string{"web_search": "query", "http_get": "url", "read_webpages": "urls"}

@@ -22,7 +22,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/avaagent/ava/tool"
@@ -41,7 +40,8 @@ const (
 	DefaultTavilyBaseURL = "https://api.tavily.com"
 )
 
-// Environment variables read by ConfigFromEnv.
+// The settings' environment variables, named in the tools' messages;
+// package config reads them (and their config.yaml keys, web.*).
 const (
 	EnvSearXNGURL    = "AVA_SEARXNG_URL"
 	EnvBraveAPIKey   = "BRAVE_API_KEY"
@@ -85,20 +85,6 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives debug logs; nil means slog.Default().
 	Logger *slog.Logger
-}
-
-// ConfigFromEnv reads the configuration from environment variables
-// through getenv (os.Getenv in production).
-func ConfigFromEnv(getenv func(string) string) Config {
-	allow := strings.TrimSpace(strings.ToLower(getenv(EnvAllowPrivate)))
-	return Config{
-		SearXNGURL:    strings.TrimSpace(getenv(EnvSearXNGURL)),
-		BraveAPIKey:   strings.TrimSpace(getenv(EnvBraveAPIKey)),
-		BraveBaseURL:  strings.TrimSpace(getenv(EnvBraveBaseURL)),
-		TavilyAPIKey:  strings.TrimSpace(getenv(EnvTavilyAPIKey)),
-		TavilyBaseURL: strings.TrimSpace(getenv(EnvTavilyBaseURL)),
-		AllowPrivate:  allow == "1" || allow == "true" || allow == "yes",
-	}
 }
 
 // withDefaults fills zero fields.

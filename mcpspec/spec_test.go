@@ -1,4 +1,4 @@
-package mcpclient_test
+package mcpspec_test
 
 import (
 	"strings"
@@ -6,13 +6,13 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/avaagent/ava/mcpclient"
+	"github.com/avaagent/ava/mcpspec"
 )
 
 func TestSpecsYAML(t *testing.T) {
 	var doc struct {
-		List mcpclient.Specs `yaml:"list"`
-		Map  mcpclient.Specs `yaml:"map"`
+		List mcpspec.Specs `yaml:"list"`
+		Map  mcpspec.Specs `yaml:"map"`
 	}
 	src := `
 list:
@@ -44,27 +44,27 @@ map:
 
 func TestSpecValidate(t *testing.T) {
 	for _, c := range []struct {
-		spec mcpclient.Spec
+		spec mcpspec.Spec
 		want string
 	}{
-		{mcpclient.Spec{Name: "Bad Name", Command: "x"}, "name"},
-		{mcpclient.Spec{Name: "a__b", Command: "x"}, "name"},
-		{mcpclient.Spec{Name: "both", Command: "x", URL: "http://127.0.0.1/"}, "not both"},
-		{mcpclient.Spec{Name: "none", Env: map[string]string{"A": "b"}}, "give a command"},
-		{mcpclient.Spec{Name: "urlargs", URL: "http://127.0.0.1/", Args: []string{"x"}}, "for a command"},
-		{mcpclient.Spec{Name: "envname", Command: "x", Env: map[string]string{"A=B": "c"}}, "variable name"},
-		{mcpclient.Spec{Name: "urlnet", URL: "http://127.0.0.1/", Network: true}, "for a command"},
-		{mcpclient.Spec{Name: "relcwd", Command: "x", Cwd: "here"}, "cwd"},
-		{mcpclient.Spec{Name: "relpath", Command: "x", ReadOnlyPaths: []string{"lib"}}, "read_only_paths"},
-		{mcpclient.Spec{Name: "root", Command: "x", WritePaths: []string{"/"}}, "whole machine"},
-		{mcpclient.Spec{Name: "opennet", Command: "x", Sandbox: new(false), Network: true}, "for a sandboxed server"},
+		{mcpspec.Spec{Name: "Bad Name", Command: "x"}, "name"},
+		{mcpspec.Spec{Name: "a__b", Command: "x"}, "name"},
+		{mcpspec.Spec{Name: "both", Command: "x", URL: "http://127.0.0.1/"}, "not both"},
+		{mcpspec.Spec{Name: "none", Env: map[string]string{"A": "b"}}, "give a command"},
+		{mcpspec.Spec{Name: "urlargs", URL: "http://127.0.0.1/", Args: []string{"x"}}, "for a command"},
+		{mcpspec.Spec{Name: "envname", Command: "x", Env: map[string]string{"A=B": "c"}}, "variable name"},
+		{mcpspec.Spec{Name: "urlnet", URL: "http://127.0.0.1/", Network: true}, "for a command"},
+		{mcpspec.Spec{Name: "relcwd", Command: "x", Cwd: "here"}, "cwd"},
+		{mcpspec.Spec{Name: "relpath", Command: "x", ReadOnlyPaths: []string{"lib"}}, "read_only_paths"},
+		{mcpspec.Spec{Name: "root", Command: "x", WritePaths: []string{"/"}}, "whole machine"},
+		{mcpspec.Spec{Name: "opennet", Command: "x", Sandbox: new(false), Network: true}, "for a sandboxed server"},
 	} {
 		err := c.spec.Validate(nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "MCP server") {
 			t.Errorf("%+v: %v, want %q", c.spec, err, c.want)
 		}
 	}
-	if err := (mcpclient.Spec{Name: "ok-1_x", Command: "x"}).Validate(nil); err != nil {
+	if err := (mcpspec.Spec{Name: "ok-1_x", Command: "x"}).Validate(nil); err != nil {
 		t.Error(err)
 	}
 }
@@ -72,7 +72,7 @@ func TestSpecValidate(t *testing.T) {
 // The sandbox keys parse from YAML, and only the operator's settings
 // are named by OperatorOnly.
 func TestSpecSandboxKeys(t *testing.T) {
-	var specs mcpclient.Specs
+	var specs mcpspec.Specs
 	src := "fs:\n  command: npx\n  network: true\n  read_only_paths: [/opt/x]\n  write_paths: [/srv/notes]\nlegacy:\n  command: /bin/x\n  sandbox: false\n  cwd: /srv/legacy\n"
 	if err := yaml.Unmarshal([]byte(src), &specs); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,147 @@
+package ava_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/avaagent/ava"
+	"github.com/avaagent/ava/config"
+)
+
+// openTest opens a runtime over the script for a test, closed with it.
+func openTest(t *testing.T, script string, edit ...func(*config.Config)) *ava.Runtime {
+	t.Helper()
+	cfg := exampleConfig(script)
+	for _, e := range edit {
+		e(&cfg)
+	}
+	rt, err := ava.Open(context.Background(), ava.Options{Config: cfg, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return rt
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestKindOfClassifiesEveryCoreError(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want ava.Kind
+	}{
+		{fmt.Errorf("x: %w", ava.ErrNotFound), ava.NotFound},
+		{fmt.Errorf("x: %w", ava.ErrBusy), ava.Busy},
+		{fmt.Errorf("x: %w", ava.ErrForbidden), ava.Forbidden},
+		{fmt.Errorf("x: %w", ava.ErrInvalid), ava.Invalid},
+		{fmt.Errorf("x: %w", ava.ErrUnclear), ava.Unclear},
+		{fmt.Errorf("x: %w", ava.ErrDecided), ava.Conflict},
+		{fmt.Errorf("x: %w", ava.ErrExpired), ava.Conflict},
+		{fmt.Errorf("x: %w", ava.ErrLimit), ava.Limit},
+		{fmt.Errorf("x: %w", ava.ErrBudget), ava.Budget},
+		{fmt.Errorf("x: %w", ava.ErrDiskFull), ava.Full},
+		{fmt.Errorf("x: %w", ava.ErrReadOnly), ava.Unavailable},
+		{errors.New("anything else"), ava.Internal},
+	} {
+		if got := ava.KindOf(c.err); got != c.want {
+			t.Errorf("KindOf(%v) = %d, want %d", c.err, got, c.want)
+		}
+	}
+	if err := ava.CheckSessionKey("ava:subagent:S-"); ava.KindOf(err) != ava.Invalid {
+		t.Errorf("a subagent key without its ID: %v, want Invalid", err)
+	}
+}
+
+func TestReadOnlyRuntimeRefusesWork(t *testing.T) {
+	ctx := testCtx(t)
+	cfg := exampleConfig("turns:\n  - text: hi\n")
+	rt, err := ava.Open(ctx, ava.Options{Config: cfg, Logger: quiet, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if _, err := rt.Send(ctx, "ava:test:x", "hi", ava.SendOptions{}); !errors.Is(err, ava.ErrReadOnly) {
+		t.Fatalf("Send on a read-only runtime: %v", err)
+	}
+	if _, err := rt.Spawn(ctx, ava.SpawnRequest{Config: ava.SubagentConfig{Role: "researcher", Task: "x"}}); !errors.Is(err, ava.ErrReadOnly) {
+		t.Fatalf("Spawn on a read-only runtime: %v", err)
+	}
+	if len(rt.Roles()) == 0 {
+		t.Fatal("a read-only runtime still lists the roles")
+	}
+}
+
+// A secret a subagent read never leaves through the core: its result,
+// live and as stored, is masked.
+func TestCoreMasksWhatItReturns(t *testing.T) {
+	ctx := testCtx(t)
+	const secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+	rt := openTest(t, "turns:\n  - text: \"the token is "+secret+"\"\n")
+	spawned, err := rt.Spawn(ctx, ava.SpawnRequest{Config: ava.SubagentConfig{Role: "researcher", Task: "find " + secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := rt.Wait(ctx, spawned.Subagent.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := rt.Subagents(ctx, ava.SubagentFilter{})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("Subagents: %v %v", list, err)
+	}
+	for _, v := range []ava.Subagent{*spawned.Subagent, sa, list[0]} {
+		text := fmt.Sprintf("%+v", v)
+		if v.Result != nil {
+			text += v.Result.Summary
+		}
+		if strings.Contains(text, secret) {
+			t.Fatalf("the secret left the core: %s", text)
+		}
+	}
+	if sa.Result == nil || !strings.Contains(sa.Result.Summary, "the token is") {
+		t.Fatalf("result: %+v", sa.Result)
+	}
+}
+
+// A chat decides only its own session's proposals.
+func TestDecideWithinASessionOnlyItsOwn(t *testing.T) {
+	ctx := testCtx(t)
+	rt := openTest(t, "turns:\n  - text: done\n", func(c *config.Config) { c.Confirm = "always" })
+	a, err := rt.NewSession(ctx, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spawned, err := rt.Spawn(ctx, ava.SpawnRequest{Parent: a, Config: ava.SubagentConfig{Role: "researcher", Task: "x"}})
+	if err != nil || spawned.Proposal == nil {
+		t.Fatalf("spawn with confirm always: %+v %v", spawned, err)
+	}
+	id := spawned.Proposal.ID
+	if _, err := rt.Decide(ctx, "ava:test:other", id, ava.Confirmed, ava.Change{}); !errors.Is(err, ava.ErrNotFound) {
+		t.Fatalf("another session's proposal: %v, want ErrNotFound", err)
+	}
+	if _, err := rt.DecideWords(ctx, a, id, "hmm, maybe"); ava.KindOf(err) != ava.Unclear {
+		t.Fatalf("unclear words: %v", err)
+	}
+	d, err := rt.DecideWords(ctx, a, id, "yes")
+	if err != nil || len(d.SubagentIDs) != 1 {
+		t.Fatalf("yes in its own session: %+v %v", d, err)
+	}
+	if _, err := rt.Decide(ctx, a, id, ava.Confirmed, ava.Change{}); ava.KindOf(err) != ava.Conflict {
+		t.Fatalf("deciding twice: %v, want Conflict", err)
+	}
+	if _, err := rt.Wait(ctx, d.SubagentIDs[0]); err != nil {
+		t.Fatal(err)
+	}
+}
