@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
-	"unicode"
 
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/session"
@@ -88,7 +86,7 @@ func KindOf(err error) Kind {
 		return Internal
 	case errors.Is(err, ErrInvalid), errors.As(err, &amb), errors.Is(err, store.ErrAmbiguous),
 		errors.Is(err, subagent.ErrUnknownRole), errors.Is(err, subagent.ErrBadDecision), errors.Is(err, store.ErrEmpty),
-		errors.Is(err, subagent.ErrEmptyAnswer):
+		errors.Is(err, subagent.ErrEmptyAnswer), errors.Is(err, session.ErrBadKey):
 		return Invalid
 	case errors.Is(err, ErrUnclear):
 		return Unclear
@@ -133,24 +131,17 @@ func (r *Runtime) writable() error {
 }
 
 // MaxSessionKey bounds a session key's length.
-const MaxSessionKey = 200
+const MaxSessionKey = session.MaxKeyLen
+
+// ErrBadKey is a session key no session has or may have.
+var ErrBadKey = session.ErrBadKey
 
 // CheckSessionKey refuses a malformed session key: empty, too long, with
-// spaces or control characters, or a subagent key without its ID.
-func CheckSessionKey(key string) error {
-	if key == "" {
-		return invalidf("sessionKey: empty")
-	}
-	if id := strings.TrimSpace(key[strings.LastIndex(key, ":")+1:]); IsSubagentKey(key) && (id == "" || strings.EqualFold(id, "S-")) {
-		return invalidf("sessionKey %q: the subagent ID is empty (want ava:subagent:S-xxxxxx)", key)
-	}
-	if len(key) > MaxSessionKey {
-		return invalidf("sessionKey: over %d bytes", MaxSessionKey)
-	}
-	for _, c := range key {
-		if unicode.IsSpace(c) || !unicode.IsPrint(c) {
-			return invalidf("sessionKey %q: spaces and control characters are not allowed", key)
-		}
-	}
-	return nil
-}
+// spaces or control characters, or a subagent key without its ID (the one
+// key grammar, package session).
+func CheckSessionKey(key string) error { return session.CheckKey(key) }
+
+// CheckNewSessionKey refuses a key a new main session may not be created
+// under: the form is ava:<channel>:<id> (see session.CheckNewKey), and
+// ava:subagent: keys are the runtime's own.
+func CheckNewSessionKey(key string) error { return session.CheckNewKey(key) }

@@ -165,6 +165,34 @@ func ExampleOptions_tools() {
 	// Our price: transcription: 0.6 cents a minute
 }
 
+// Observe runs as they start and end: any number of observers, each on
+// a queue of its own, never slowing a run.
+func ExampleRuntime_Observe() {
+	ctx := context.Background()
+	rt, err := ava.Open(ctx, ava.Options{Config: exampleConfig(`turns:
+  - text: "done"
+    usage: {input: 100, output: 20}
+`), Logger: quiet})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rt.Close()
+
+	ended := make(chan ava.RunEnded, 1)
+	remove := rt.Observe(ava.Observer{
+		RunEnded: func(_ context.Context, n ava.RunEnded) { ended <- n },
+	})
+	defer remove()
+
+	if _, err := rt.Spawn(ctx, ava.SpawnRequest{Config: ava.SubagentConfig{Role: "researcher", Task: "anything"}}); err != nil {
+		log.Fatal(err)
+	}
+	n := <-ended
+	fmt.Println(n.Role, n.Status, n.Tokens, "tokens")
+	// Output:
+	// researcher success 120 tokens
+}
+
 // Serve Ava from an HTTP server of your own: each request is a turn of
 // the caller's session.
 func Example_httpServer() {

@@ -111,6 +111,25 @@ func (r *Runtime) subagentID(ctx context.Context, id string) (string, error) {
 	return run.ShortID, nil
 }
 
+// Target is the session a message goes to: an existing one (Resolve); a
+// new main session under a key the caller chose, which its first message
+// creates (Send), when the key's grammar allows it (CheckNewSessionKey);
+// or, for an empty key, a new session of channel ("web", "cli", …).
+func (r *Runtime) Target(ctx context.Context, key, channel string) (SessionRef, error) {
+	if key == "" {
+		key = "ava:" + channel + ":" + uuid.NewString()[:8]
+		return SessionRef{Key: key}, CheckNewSessionKey(key)
+	}
+	ref, err := r.Resolve(ctx, key)
+	if errors.Is(err, ErrNotFound) && !IsSubagentKey(key) {
+		if err := CheckNewSessionKey(key); err != nil {
+			return SessionRef{}, fmt.Errorf("sessionKey: %w", err)
+		}
+		return SessionRef{Key: key}, nil
+	}
+	return ref, err
+}
+
 // NewSession creates a main session of channel ("web", "cli", …) with a
 // fresh key, ava:<channel>:<8 hex>, and returns the key.
 func (r *Runtime) NewSession(ctx context.Context, channel string) (string, error) {

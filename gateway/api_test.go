@@ -68,7 +68,10 @@ func TestChatRefusesBadRequests(t *testing.T) {
 		{"form body", `message=hi`, "application/x-www-form-urlencoded", 415, "must be JSON"},
 		{"too large", huge, "application/json", 413, "body over"},
 		{"bad key", `{"sessionKey":"ava:web:a b","message":"hi"}`, "application/json", 400, "spaces"},
-		{"unknown main key", `{"sessionKey":"ava:web:nosuch","message":"hi"}`, "application/json", 404, "not found"},
+		{"new key outside the grammar", `{"sessionKey":"mine","message":"hi"}`, "application/json", 400, "ava:<channel>:<id>"},
+		{"new key with '_' in its ID", `{"sessionKey":"ava:web:a_b","message":"hi"}`, "application/json", 400, "ava:<channel>:<id>"},
+		{"new key too long", `{"sessionKey":"ava:web:` + strings.Repeat("x", 129) + `","message":"hi"}`, "application/json", 400, "up to 128"},
+		{"new subagent key", `{"sessionKey":"ava:subagent:mine","message":"hi"}`, "application/json", 404, "not found"},
 		{"unknown subagent", `{"sessionKey":"ava:subagent:S-abcdef","message":"hi"}`, "application/json", 404, "not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,6 +92,42 @@ func TestChatRefusesBadRequests(t *testing.T) {
 	code, body = e.do("DELETE", "/api/chat", "", nil)
 	if code != 405 && code != 415 {
 		t.Fatalf("DELETE /api/chat: %d %s", code, body)
+	}
+}
+
+// A client names its own main session: the first message creates it,
+// the next ones continue it; reading a session that was never written
+// to stays 404.
+func TestChatCreatesAClientChosenSession(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	const key = "ava:myapp:Chat-42.x"
+	for _, path := range []string{"/api/sessions/" + key, "/api/chat/stream?sessionKey=" + key} {
+		code, body := e.do("GET", path, "", nil)
+		wantError(t, code, body, 404, "not found")
+	}
+	start, evs, res := e.chat(client.ChatRequest{SessionKey: key, Message: "hello"})
+	if start.SessionKey != key || res.Status != "success" || res.Text != "hello back" || res.Session != key {
+		t.Fatalf("first message: start %+v result %+v", start, res)
+	}
+	var kept []client.Event
+	for _, ev := range evs {
+		if ev.ID > 0 {
+			kept = append(kept, ev)
+		}
+	}
+	checkSeqs(t, kept, 1)
+	got, err := e.c.Session(ctx(t), key)
+	must(t, err)
+	if got.Key != key {
+		t.Fatalf("session %+v", got)
+	}
+	if _, _, res := e.chat(client.ChatRequest{SessionKey: key, Message: "again"}); res.Text != "second answer" {
+		t.Fatalf("second turn %+v", res)
+	}
+	sessions, err := e.c.Sessions(ctx(t))
+	must(t, err)
+	if len(sessions) != 1 || sessions[0].Key != key {
+		t.Fatalf("sessions %+v", sessions)
 	}
 }
 
@@ -154,7 +193,7 @@ func TestStopAndSubagentRoutes(t *testing.T) {
 	code, body := e.do("POST", "/api/chat/stop", `{"sessionKey":"ava:web:nosuch"}`, nil)
 	wantError(t, code, body, 404, "not found")
 	code, body = e.do("POST", "/api/chat/stop", `{}`, nil)
-	wantError(t, code, body, 400, "sessionKey: empty")
+	wantError(t, code, body, 400, "session key: empty")
 
 	_, _, res := e.chat(client.ChatRequest{Message: "hello"})
 	parent := res.Session

@@ -206,25 +206,49 @@ func (s *Server) require(next http.Handler) http.Handler {
 const tokenFileHint = "daemon.token"
 
 // router registers routes: each one behind require unless registered
-// with public, so a route is private by default.
+// with public or asset, so a route is private by default. It records
+// the API's patterns (Server.Routes), which the OpenAPI document must
+// match (openapi.go).
 type router struct {
 	mux     *http.ServeMux
 	require func(http.Handler) http.Handler
 	// publics are the public patterns, for tests and docs.
 	publics []string
+	// routes are the API's patterns, in the order registered: every
+	// pattern but the panel's files and the method-less catch-all.
+	routes []string
 }
 
 // handle registers a route that needs the token or a session.
-func (rt *router) handle(pattern string, h http.Handler) { rt.mux.Handle(pattern, rt.require(h)) }
+func (rt *router) handle(pattern string, h http.Handler) {
+	rt.record(pattern)
+	rt.mux.Handle(pattern, rt.require(h))
+}
 
 // handleFunc is handle for a function.
 func (rt *router) handleFunc(pattern string, h http.HandlerFunc) { rt.handle(pattern, h) }
 
 // public registers a route anyone may call: only GETs of what holds no
-// data (health, readiness, the panel's static files).
+// data (health, readiness, the API's description, the panel's page).
 func (rt *router) public(pattern string, h http.Handler) {
+	rt.record(pattern)
 	rt.publics = append(rt.publics, pattern)
 	rt.mux.Handle(pattern, h)
+}
+
+// asset registers one of the web panel's static files: public, and not
+// a route of the API (the panel's page, GET /, is).
+func (rt *router) asset(pattern string, h http.Handler) {
+	rt.publics = append(rt.publics, pattern)
+	rt.mux.Handle(pattern, h)
+}
+
+// record notes an API route; a pattern without a method (the catch-all
+// that answers 404) is none.
+func (rt *router) record(pattern string) {
+	if strings.Contains(pattern, " ") {
+		rt.routes = append(rt.routes, pattern)
+	}
 }
 
 // LoginLink returns a one-time link that logs a browser in to the web

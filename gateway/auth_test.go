@@ -85,8 +85,9 @@ func (e *env) send(r route, hdr http.Header) int {
 }
 
 // TestEveryRouteNeedsTheToken: without the token or a session every
-// route answers 401 (the path tricks too) but /healthz, /readyz and the
-// panel's files, which are the only public routes; with the token or a
+// route answers 401 (the path tricks too) but /healthz, /readyz, the
+// API's OpenAPI document and the panel's files, which are the only
+// public routes (none holds data); with the token or a
 // session cookie no route answers 401.
 func TestEveryRouteNeedsTheToken(t *testing.T) {
 	e := newEnv(t, envOptions{})
@@ -101,7 +102,7 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 			t.Errorf("%s %s with a forged cookie: %d, want 401", r.method, r.path, code)
 		}
 	}
-	for _, p := range []string{"/healthz", "/readyz", "/", "/index.html", "/app.js", "/vendor/preact.mjs"} {
+	for _, p := range []string{"/healthz", "/readyz", "/api/openapi.json", "/", "/index.html", "/app.js", "/vendor/preact.mjs"} {
 		if code := e.send(route{"GET", p, ""}, nil); code != http.StatusOK {
 			t.Errorf("public GET %s: %d, want 200", p, code)
 		}
@@ -117,12 +118,12 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"GET /healthz", "GET /readyz", "GET /{$}"}
+	want := []string{"GET /healthz", "GET /readyz", "GET /{$}", "GET /api/openapi.json"}
 	for _, p := range e.srv.PublicRoutes() {
 		if !slices.Contains(want, p) && !strings.HasPrefix(p, "GET /") {
-			t.Errorf("public route %q: only GETs of health, readiness and the panel's files may be public", p)
+			t.Errorf("public route %q: only GETs of health, readiness, the API's description and the panel's files may be public", p)
 		}
-		if strings.Contains(p, "/api/") || strings.Contains(p, "{") && p != "GET /{$}" || p == "GET /" {
+		if strings.Contains(p, "/api/") && p != "GET /api/openapi.json" || strings.Contains(p, "{") && p != "GET /{$}" || p == "GET /" {
 			t.Errorf("public route %q", p)
 		}
 	}

@@ -59,14 +59,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	_ = sw.named(client.EventDone, res)
 }
 
-// chatTarget resolves the key of a message, or makes a new web session
-// when none is given.
+// chatTarget is the session a message goes to (ava.Runtime.Target): an
+// existing one, a new one under a key the client chose, or a new web
+// session when no key is given.
 func (s *Server) chatTarget(ctx context.Context, key string) (ava.SessionRef, error) {
-	if key != "" {
-		return s.resolve(ctx, key)
-	}
-	key, err := s.rt.NewSession(ctx, "web")
-	return ava.SessionRef{Key: key}, err
+	return s.rt.Target(ctx, key, "web")
 }
 
 // stop answers POST /api/chat/stop.

@@ -22,13 +22,18 @@
 // the one it keeps in the data root, see LoadOrCreateToken), and
 // refuses to start on a non-loopback address without AVA_TOKEN. Every
 // route needs it but the public ones, named where the routes are
-// registered (/healthz, /readyz and the web panel's static files,
-// which hold no data), as a bearer token (compared in constant time)
+// registered (/healthz, /readyz, the API's OpenAPI document at
+// /api/openapi.json and the web panel's static files, which hold no
+// data), as a bearer token (compared in constant time)
 // or as a browser's session cookie (see auth.go). Every route refuses
 // a Host that is not the bound address or localhost (DNS rebinding),
 // and state-changing routes refuse a foreign Origin and any body that
 // is not JSON. Bodies are size-limited and time-limited (Timeouts);
 // every error is {"error": "..."} with its status code.
+//
+// Description. openapi.json, embedded and served at /api/openapi.json,
+// describes every route of the API (Server.Routes); a test keeps the
+// two equal and checks real answers against its schemas.
 package gateway
 
 import (
@@ -97,6 +102,8 @@ type Server struct {
 	handler http.Handler
 	// public are the patterns of the routes that need no token.
 	public []string
+	// apiRoutes are the patterns of the API's routes (Routes).
+	apiRoutes []string
 
 	// draining is closed when the server stops taking work: open
 	// streams end, new messages are refused with 503.
@@ -161,7 +168,7 @@ func New(opt Options) (*Server, error) {
 	}
 	s.metrics.watch(s.rt)
 	routes := s.routes()
-	s.public = routes.publics
+	s.public, s.apiRoutes = routes.publics, routes.routes
 	s.handler = s.metrics.instrument(bodyDeadline(opt.Timeouts.Body, s.guard.wrap(routes.mux)))
 	if s.rt.Tracing() {
 		s.handler = traceContext(s.handler)
@@ -191,6 +198,10 @@ func (s *Server) routes() *router {
 		})
 		return rt
 	}
+	// The API's description holds no data of the daemon (the README
+	// publishes the same), so a client generator or an API explorer may
+	// read it before it has the token, like /healthz.
+	rt.public("GET /api/openapi.json", http.HandlerFunc(serveOpenAPI))
 	rt.handleFunc("POST /api/chat", s.chat)
 	rt.handleFunc("POST /api/chat/stop", s.stop)
 	rt.handleFunc("GET /api/chat/stream", s.stream)
@@ -216,13 +227,19 @@ func (s *Server) routes() *router {
 	// bearer header when it loads a page.
 	rt.public("GET /{$}", http.HandlerFunc(s.index))
 	for _, name := range s.panel.names() {
-		rt.public("GET /"+name, s.panel)
+		rt.asset("GET /"+name, s.panel)
 	}
 	rt.handleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s (see the API in the README)", r.Method, r.URL.Path))
 	})
 	return rt
 }
+
+// Routes are the patterns ("METHOD /path") of the API's routes, as
+// registered: every route but the web panel's static files and the
+// catch-all that answers 404. The OpenAPI document served at
+// /api/openapi.json describes exactly these.
+func (s *Server) Routes() []string { return slices.Clone(s.apiRoutes) }
 
 // PublicRoutes are the route patterns that need no token; every other
 // route needs it.

@@ -39,6 +39,7 @@ import (
 	"github.com/avaagent/ava/observe"
 	"github.com/avaagent/ava/orchestrator"
 	"github.com/avaagent/ava/redact"
+	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/subagent"
 )
 
@@ -87,6 +88,14 @@ type Config struct {
 	// Budgets sets a session's budget (store.Store has it).
 	Budgets interface {
 		SetSessionBudget(ctx context.Context, key string, cents float64) error
+	}
+	// Store holds the main sessions (store.Store has it): a message to
+	// one it does not hold creates it, when the key is one a new
+	// session may have (CheckNewKey). nil: a key no turn holds must
+	// pass CheckNewKey, and nothing is created before the turn stores.
+	Store interface {
+		GetSession(ctx context.Context, key string) (store.Session, error)
+		EnsureSession(ctx context.Context, key string) (store.Session, error)
 	}
 	// Traces reads subagents' traces (Trace); nil: none.
 	Traces *audit.Reader
@@ -186,9 +195,6 @@ func New(cfg Config) *Service {
 	return s
 }
 
-// IsSubagentKey reports whether key is a subagent session's.
-func IsSubagentKey(key string) bool { return strings.Contains(key, ":subagent:") }
-
 // Turn is one message being answered.
 type Turn struct {
 	// Session is the session key.
@@ -248,9 +254,13 @@ func (t *Turn) Wait(ctx context.Context) (Result, error) {
 
 // Send delivers a message to a session: a turn of a main session, or a
 // follow-up to a subagent. It returns at once; Wait on the turn.
+//
+// A main session that does not exist yet is created by its first
+// message when its key is one a client may choose (CheckNewKey); a
+// subagent's session must exist (its run). A bad key is ErrBadKey.
 func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions) (*Turn, error) {
-	if strings.TrimSpace(key) == "" {
-		return nil, errors.New("send: no session key")
+	if err := CheckKey(key); err != nil {
+		return nil, fmt.Errorf("send: %w", err)
 	}
 	if strings.TrimSpace(message) == "" {
 		return nil, fmt.Errorf("send to %s: empty message", key)
@@ -260,6 +270,9 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 	}
 	if opt.Steer {
 		return nil, fmt.Errorf("send to %s: steering is for a running subagent (ava:subagent:S-…); a message to a main session joins or follows its turn", key)
+	}
+	if err := s.open(ctx, key); err != nil {
+		return nil, fmt.Errorf("send to %s: %w", key, err)
 	}
 	if opt.Budget > 0 && s.cfg.Budgets != nil {
 		if err := s.cfg.Budgets.SetSessionBudget(ctx, key, opt.Budget); err != nil {
@@ -300,6 +313,37 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 	}
 	s.startLocked(key, m, t)
 	return t, nil
+}
+
+// open makes sure the main session key exists before a message to it:
+// a session a turn holds here or the store holds goes on; an unknown
+// one is created if its key may name a new session (CheckNewKey), so
+// every channel creates sessions under the same rule.
+func (s *Service) open(ctx context.Context, key string) error {
+	if s.holds(key) {
+		return nil
+	}
+	if s.cfg.Store == nil {
+		return CheckNewKey(key)
+	}
+	_, err := s.cfg.Store.GetSession(ctx, key)
+	if !errors.Is(err, store.ErrNotFound) {
+		return err // nil: it exists
+	}
+	if err := CheckNewKey(key); err != nil {
+		return err
+	}
+	if _, err := s.cfg.Store.EnsureSession(ctx, key); err != nil {
+		return fmt.Errorf("new session: %w", err)
+	}
+	return nil
+}
+
+// holds reports whether a turn of the main session runs or waits here.
+func (s *Service) holds(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[key] != nil
 }
 
 // sendSubagent routes a message to a subagent's follow-up path.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -188,7 +189,8 @@ func (l *Local) Answer(_ context.Context, id, answer string) error {
 
 // Remote is a session on a daemon, reached through its HTTP API. A chat
 // with no session yet gets a new one from the daemon with its first
-// message.
+// message; so does a chat under a key of its own that the daemon does
+// not hold yet (session.CheckNewKey).
 type Remote struct {
 	Client *client.Client
 
@@ -196,11 +198,15 @@ type Remote struct {
 	key   string
 	named chan struct{} // closed once key is known
 	fresh bool          // the session is new: its stream starts at 0
+	// sent is closed once the daemon took a message of this chat (so
+	// the session exists there).
+	sent     chan struct{}
+	sentOnce sync.Once
 }
 
 // NewRemote returns a daemon session: key, or a new one when key is "".
 func NewRemote(c *client.Client, key string) *Remote {
-	r := &Remote{Client: c, key: key, named: make(chan struct{}), fresh: key == ""}
+	r := &Remote{Client: c, key: key, named: make(chan struct{}), fresh: key == "", sent: make(chan struct{})}
 	if key != "" {
 		close(r.named)
 	}
@@ -239,6 +245,18 @@ func (r *Remote) Follow(ctx context.Context, emit func(event.Event)) error {
 			s, err = r.Client.Stream(ctx, key, after)
 		}
 		if err != nil {
+			if r.notYet(err) {
+				// A key of the chat's own that the daemon does not hold:
+				// its first message creates the session, followed from
+				// its start.
+				select {
+				case <-r.sent:
+				case <-ctx.Done():
+					return nil
+				}
+				after, live = 0, false
+				continue
+			}
 			if !retryable(err) {
 				return err
 			}
@@ -257,6 +275,17 @@ func (r *Remote) Follow(ctx context.Context, emit func(event.Event)) error {
 		}
 	}
 	return nil
+}
+
+// notYet reports whether err says the session does not exist on the
+// daemon while this chat has sent nothing to it yet.
+func (r *Remote) notYet(err error) bool {
+	select {
+	case <-r.sent:
+		return false
+	default:
+		return client.IsStatus(err, http.StatusNotFound)
+	}
 }
 
 // retryable reports an error that a later try may not meet: no daemon
@@ -292,11 +321,15 @@ func (r *Remote) Send(ctx context.Context, message string) error {
 	r.mu.Lock() // one first message names a new session
 	defer r.mu.Unlock()
 	key, err := r.post(ctx, client.ChatRequest{SessionKey: r.key, Message: message, Queue: true})
-	if err == nil && r.key == "" {
+	if err != nil {
+		return err
+	}
+	if r.key == "" {
 		r.key = key
 		close(r.named)
 	}
-	return err
+	r.sentOnce.Do(func() { close(r.sent) })
+	return nil
 }
 
 // SendTo sends a message to a subagent's session.
@@ -332,6 +365,9 @@ func (r *Remote) Stop(ctx context.Context, key string) (bool, error) {
 		}
 	}
 	res, err := r.Client.Stop(ctx, key)
+	if err != nil && key == r.Key() && r.notYet(err) {
+		return false, nil // the chat's session is not on the daemon yet: nothing runs
+	}
 	return res.Stopped, err
 }
 

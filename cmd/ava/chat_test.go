@@ -276,3 +276,28 @@ func TestChatOnDaemonNewSession(t *testing.T) {
 	_, _ = c.tty.Write([]byte{3})
 	c.exit(t, at, "lives on the daemon: continue with ava chat --session ava:web:")
 }
+
+// TestChatOnDaemonClientChosenSession: `ava chat --session K` on a
+// daemon, for a K the daemon does not hold yet, creates the session
+// with the first message, shows its answer, and the session is K.
+func TestChatOnDaemonClientChosenSession(t *testing.T) {
+	env, _ := daemonEnv(t)
+	d := startDaemon(t, env)
+	const key = "ava:web:mine"
+	cmd := exec.Command(avaBin, "chat", "--session", key)
+	cmd.Env = append(env, "AVA_ADDR="+d.addr, "TERM=xterm-256color")
+	c := startChat(t, cmd)
+	at := c.scr.waitFor(t, 0, "session "+key)
+	at = c.scr.waitFor(t, at, "›")
+	c.typeLine("hello there")
+	at = c.scr.waitFor(t, at, "you› hello there")
+	at = c.scr.waitFor(t, at, "ava› hello back")
+	got, err := d.c.Session(bg(t), key)
+	if err != nil || got.Key != key {
+		t.Fatalf("the daemon's session %s: %+v %v", key, got, err)
+	}
+	_, _ = c.tty.Write([]byte{3})
+	at = c.scr.waitFor(t, at, "Ctrl-C again")
+	_, _ = c.tty.Write([]byte{3})
+	c.exit(t, at, "session "+key+" lives on the daemon")
+}

@@ -1,0 +1,104 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode"
+)
+
+// Session keys. Every key Ava makes is ava:<channel>:<id>: ava:web:<id>
+// (the API), ava:cli:<id> and ava:chat:<id> (the command line),
+// ava:telegram:<chat>, ava:mcp:<id>, and ava:subagent:S-xxxxxx, a
+// subagent's own session, which only the subagent manager creates.
+//
+// A client may name a main session of its own (an integration mapping
+// its chat IDs to sessions): its first message creates the session
+// (Service.Send), as a LangGraph thread is created by its first run.
+// Such a key must follow the grammar NewKeyPattern states, so that it
+// names one session file of its own and can never be taken for a
+// subagent's. Keys made before the grammar (ava run --session anything)
+// still address their stored sessions: CheckKey is all an existing key
+// must pass.
+
+// MaxKeyLen bounds any session key, in bytes.
+const MaxKeyLen = 200
+
+// SubagentChannel is the channel of subagent sessions
+// (ava:subagent:S-xxxxxx), reserved: no client may create one.
+const SubagentChannel = "subagent"
+
+// NewKeyPattern is the grammar of a key a new main session may be
+// created under: "ava:", a channel of lowercase letters, digits and '-'
+// (at most 32, starting with a letter), ':', and an ID of letters,
+// digits, '-' and '.' in one or more parts joined by ':' (at most
+// MaxNewIDLen in all, not starting with '.'), as Telegram's fresh
+// sessions have it (ava:telegram:<chat>:<n>). No '_' and no other byte:
+// audit.SanitizeName turns ':' into '_', so a key of the grammar never
+// shares a session file with another.
+const NewKeyPattern = `^ava:[a-z][a-z0-9-]{0,31}:[A-Za-z0-9-][A-Za-z0-9.-]*(:[A-Za-z0-9.-]+)*$`
+
+// MaxNewIDLen bounds the ID part of a new session's key, in bytes.
+const MaxNewIDLen = 128
+
+var newKeyRE = regexp.MustCompile(NewKeyPattern)
+
+// ErrBadKey is a session key that no session has or may have (a
+// client's mistake: HTTP 400).
+var ErrBadKey = errors.New("bad session key")
+
+// IsSubagentKey reports whether key is a subagent session's.
+func IsSubagentKey(key string) bool { return strings.Contains(key, ":"+SubagentChannel+":") }
+
+// CheckKey refuses a key that cannot name any session: empty, longer
+// than MaxKeyLen, holding spaces or control characters, or a subagent
+// key without an ID. A key that passes may still be unknown.
+func CheckKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("%w: empty", ErrBadKey)
+	}
+	if len(key) > MaxKeyLen {
+		return fmt.Errorf("%w: over %d bytes", ErrBadKey, MaxKeyLen)
+	}
+	for _, r := range key {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return fmt.Errorf("%w %q: spaces and control characters are not allowed", ErrBadKey, key)
+		}
+	}
+	if IsSubagentKey(key) && emptySubagentID(key[strings.LastIndex(key, ":")+1:]) {
+		return fmt.Errorf("%w %q: the subagent ID is empty (want ava:subagent:S-xxxxxx)", ErrBadKey, key)
+	}
+	return nil
+}
+
+// emptySubagentID reports a blank ID or the bare "S-".
+func emptySubagentID(id string) bool {
+	id = strings.TrimSpace(id)
+	return id == "" || strings.EqualFold(id, "S-")
+}
+
+// CheckNewKey refuses a key a new main session may not be created
+// under: one CheckKey refuses, a subagent key (those sessions are the
+// subagent manager's), or one outside NewKeyPattern.
+func CheckNewKey(key string) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	if IsSubagentKey(key) {
+		return fmt.Errorf("%w %q: ava:%s: keys are subagents' own sessions, made when a subagent starts; a message to one needs it to exist",
+			ErrBadKey, key, SubagentChannel)
+	}
+	if !newKeyRE.MatchString(key) || len(newKeyID(key)) > MaxNewIDLen {
+		return fmt.Errorf("%w %q: a new session's key is ava:<channel>:<id>: channel of a-z, 0-9 and '-' (up to 32, a letter first), id of A-Z, a-z, 0-9, '-' and '.', in parts joined by ':' (up to %d)",
+			ErrBadKey, key, MaxNewIDLen)
+	}
+	return nil
+}
+
+// newKeyID is the ID part of a key of the grammar: what follows the
+// channel.
+func newKeyID(key string) string {
+	_, id, _ := strings.Cut(strings.TrimPrefix(key, "ava:"), ":")
+	return id
+}
