@@ -31,6 +31,7 @@ import (
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/llm/scripted"
 	"github.com/avaagent/ava/redact"
 	"github.com/avaagent/ava/tool"
 )
@@ -58,8 +59,12 @@ type Options struct {
 	// daemon's metrics). A sink is on the publishing path: it must be
 	// quick and must not publish. Observers (Runtime.Observe) are the
 	// extension point that may be slow.
-	Sinks []event.Sink
+	Sinks []Sink
 }
+
+// Sink receives every kept event, in order, after it is stored (the
+// daemon's metrics): quick, on the publishing path, never publishing.
+type Sink = event.Sink
 
 // Runtime is an opened Ava: every surface's one way in. It is safe for
 // concurrent use. Close it to stop the subagents and flush everything.
@@ -176,7 +181,7 @@ func (r *Runtime) Model() (ModelInfo, error) {
 
 // OfflineModel is the orchestrator's model when no provider is
 // configured: a scripted model that shows the flow without a network.
-const OfflineModel = "scripted/demo"
+const OfflineModel = scripted.Name + "/demo"
 
 // Offline returns cfg set to answer with the offline model when no
 // provider is configured and no model is named, and whether it did.

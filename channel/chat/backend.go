@@ -13,13 +13,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/channel/terminal"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/gateway/client"
 	"github.com/avaagent/ava/internal/wait"
 	"github.com/avaagent/ava/lifecycle"
-	"github.com/avaagent/ava/session"
-	"github.com/avaagent/ava/subagent"
 )
 
 // Backend is where the chat's session lives: this process (Local) or a
@@ -40,8 +40,9 @@ type Backend interface {
 	// Stop stops what runs in a session: the chat's own (key "") or a
 	// subagent's.
 	Stop(ctx context.Context, key string) (bool, error)
-	// Subagents lists the running subagents the session started.
-	Subagents(ctx context.Context) ([]subagent.RunStatus, error)
+	// Subagents lists the running subagents the session started, with
+	// the figures every surface shows.
+	Subagents(ctx context.Context) ([]ava.Subagent, error)
 	// Log returns the last n entries of a subagent's trace (id "S-…"),
 	// or of the session itself (id ""), one formatted line each.
 	Log(ctx context.Context, id string, n int) ([]string, error)
@@ -62,10 +63,10 @@ func subagentKey(id string) string {
 
 // Local is a session of this process's runtime.
 type Local struct {
-	Sessions *session.Service
-	Session  string
+	Runtime *ava.Runtime
+	Session string
 	// Options go with every message (user, model, limits).
-	Options session.SendOptions
+	Options ava.SendOptions
 
 	// after is the last event before the chat opened.
 	after uint64
@@ -81,26 +82,26 @@ func (l *Local) Key() string { return l.Session }
 
 // start notes where the session stands when the chat opens, so the
 // chat shows what happens from then on.
-func (l *Local) start() error {
+func (l *Local) start(ctx context.Context) error {
 	l.once.Do(func() {
 		l.failed = make(chan string, 16)
-		l.after, l.err = l.Sessions.LastSeq(l.Session)
+		l.after, l.err = l.Runtime.LastSeq(ctx, l.Session)
 	})
 	return l.err
 }
 
 // failures carries turns that failed outside the session's stream.
 func (l *Local) failures() <-chan string {
-	_ = l.start()
+	_ = l.start(context.Background())
 	return l.failed
 }
 
 // Follow reads the session's events.
 func (l *Local) Follow(ctx context.Context, emit func(event.Event)) error {
-	if err := l.start(); err != nil {
+	if err := l.start(ctx); err != nil {
 		return err
 	}
-	sub := l.Sessions.Follow(l.Session, l.after)
+	sub := l.Runtime.Follow(l.Session, l.after)
 	defer sub.Close()
 	for {
 		evs, err := sub.Next(ctx)
@@ -119,12 +120,12 @@ func (l *Local) Follow(ctx context.Context, emit func(event.Event)) error {
 // Send starts a turn (merged or queued behind the running one); a turn
 // that fails without a status is reported through Errors.
 func (l *Local) Send(ctx context.Context, message string) error {
-	if err := l.start(); err != nil {
+	if err := l.start(ctx); err != nil {
 		return err
 	}
 	opt := l.Options
 	opt.Merge, opt.Queue = true, true
-	turn, err := l.Sessions.Send(ctx, l.Session, message, opt)
+	turn, err := l.Runtime.Send(ctx, l.Session, message, opt)
 	if err != nil {
 		return err
 	}
@@ -140,50 +141,50 @@ func (l *Local) Send(ctx context.Context, message string) error {
 	return nil
 }
 
-// SendTo sends a message to a subagent's session.
+// SendTo sends a message to a subagent's session: the person who sent
+// it goes with it, the chat's model, limits and budget do not.
 func (l *Local) SendTo(ctx context.Context, key, message string) error {
-	opt := l.Options
-	opt.Steer, opt.Merge, opt.Model, opt.Limits, opt.Budget = true, false, "", session.Limits{}, 0
-	_, err := l.Sessions.Send(ctx, key, message, opt)
+	_, err := l.Runtime.Send(ctx, key, message, ava.SendOptions{User: l.Options.User, Steer: true})
 	return err
 }
 
 // Stop stops the session's request (and, by configuration, its
-// subagents), or one subagent.
-func (l *Local) Stop(_ context.Context, key string) (bool, error) {
+// subagents), or one subagent. A chat that has sent nothing yet has no
+// session: nothing ran.
+func (l *Local) Stop(ctx context.Context, key string) (bool, error) {
 	if key == "" {
-		key = l.Session
+		stopped, err := l.Runtime.Stop(ctx, l.Session)
+		if errors.Is(err, ava.ErrNotFound) {
+			return false, nil
+		}
+		return stopped, err
 	}
-	return l.Sessions.Stop(key)
+	return l.Runtime.Stop(ctx, key)
 }
 
 // Subagents lists the session's running subagents.
-func (l *Local) Subagents(context.Context) ([]subagent.RunStatus, error) {
-	hs := l.Sessions.Subagents(l.Session)
-	out := make([]subagent.RunStatus, 0, len(hs))
-	for _, h := range hs {
-		out = append(out, h.Status())
-	}
-	return out, nil
+func (l *Local) Subagents(ctx context.Context) ([]ava.Subagent, error) {
+	return l.Runtime.Subagents(ctx, ava.SubagentFilter{Parent: l.Session, Status: lifecycle.Active})
 }
 
-// Log reads the audit log.
+// Log reads the audit log: the session's history, or the trace of one of
+// its subagents.
 func (l *Local) Log(ctx context.Context, id string, n int) ([]string, error) {
 	if id == "" {
-		return l.Sessions.History(ctx, l.Session, n)
+		return l.Runtime.History(ctx, l.Session, n)
 	}
-	return l.Sessions.Trace(ctx, l.Session, id, n)
+	return l.Runtime.Trace(ctx, l.Session, id, n)
 }
 
-// Confirm answers a proposal yes.
+// Confirm answers a proposal of the session yes.
 func (l *Local) Confirm(ctx context.Context, pendingID string) error {
-	_, err := l.Sessions.DecideButton(ctx, l.Session, pendingID, true)
+	_, err := l.Runtime.Decide(ctx, l.Session, pendingID, ava.Confirmed, ava.Change{})
 	return err
 }
 
 // Answer answers a subagent's question.
 func (l *Local) Answer(_ context.Context, id, answer string) error {
-	_, err := l.Sessions.Answer(l.Session, id, answer)
+	_, err := l.Runtime.Answer(l.Session, id, answer)
 	return err
 }
 
@@ -372,7 +373,7 @@ func (r *Remote) Stop(ctx context.Context, key string) (bool, error) {
 }
 
 // Subagents lists the session's running subagents.
-func (r *Remote) Subagents(ctx context.Context) ([]subagent.RunStatus, error) {
+func (r *Remote) Subagents(ctx context.Context) ([]ava.Subagent, error) {
 	key := r.Key()
 	if key == "" {
 		return nil, nil
@@ -381,12 +382,9 @@ func (r *Remote) Subagents(ctx context.Context) ([]subagent.RunStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]subagent.RunStatus, 0, len(list))
+	out := make([]ava.Subagent, 0, len(list))
 	for _, s := range list {
-		out = append(out, subagent.RunStatus{ID: s.ID, Role: s.Role, Task: s.Task, Model: s.Model, Parent: s.Parent,
-			Status: lifecycle.Status(s.Status), Stalled: s.Stalled, WaitingForUser: s.WaitingForUser, Iteration: s.Iteration, Tokens: s.Tokens,
-			CostCents: s.CostCents, Elapsed: time.Duration(s.ElapsedMs) * time.Millisecond, Activity: s.Activity,
-			LastTool: s.LastTool, StartedAt: s.StartedAt, QueuePosition: s.QueuePosition})
+		out = append(out, terminal.FromClient(s))
 	}
 	return out, nil
 }

@@ -21,9 +21,9 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/channel/terminal"
 	"github.com/avaagent/ava/event"
-	"github.com/avaagent/ava/subagent"
 )
 
 // Options configure a chat.
@@ -86,7 +86,7 @@ type (
 	eventMsg     event.Event
 	noteMsg      string
 	linesMsg     []string
-	subagentsMsg []subagent.RunStatus
+	subagentsMsg []ava.Subagent
 	tickMsg      time.Time
 	printedMsg   struct{}
 )
@@ -106,7 +106,7 @@ type model struct {
 	since     time.Time
 	streamed  strings.Builder
 	thinking  int
-	subagents []subagent.RunStatus
+	subagents []ava.Subagent
 	outbox    []string // lines to print above the footer, in order
 	printing  bool     // a print is on its way (see flush)
 	pending   []string // proposal IDs awaiting the person

@@ -9,9 +9,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
-	"github.com/avaagent/ava/subagent"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -36,7 +36,7 @@ func (f *fakeBackend) Send(_ context.Context, m string) error {
 }
 func (f *fakeBackend) SendTo(context.Context, string, string) error { return nil }
 func (f *fakeBackend) Stop(context.Context, string) (bool, error)   { return true, nil }
-func (f *fakeBackend) Subagents(context.Context) ([]subagent.RunStatus, error) {
+func (f *fakeBackend) Subagents(context.Context) ([]ava.Subagent, error) {
 	return nil, nil
 }
 func (f *fakeBackend) Log(context.Context, string, int) ([]string, error) { return nil, nil }

@@ -8,10 +8,10 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/channel/terminal"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
-	"github.com/avaagent/ava/subagent"
 )
 
 // event applies one of the session's events: what is final is printed
@@ -118,7 +118,7 @@ func (m *model) completed(ev event.Event) []string {
 	if ev.Decode(&c) != nil {
 		return nil
 	}
-	m.subagents = slices.DeleteFunc(m.subagents, func(st subagent.RunStatus) bool { return st.ID == c.SubagentID })
+	m.subagents = slices.DeleteFunc(m.subagents, func(st ava.Subagent) bool { return st.ID == c.SubagentID })
 	line := terminal.SubagentEventLine(ev)
 	if c.Status == lifecycle.Success && strings.TrimSpace(c.Summary) != "" {
 		line += ": " + clip(strings.Join(strings.Fields(terminal.Printable(c.Summary)), " "), 300)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
-	"github.com/avaagent/ava/store"
+	"github.com/avaagent/ava"
 )
 
 // chatIdle is how long a chat's worker waits for more updates before it
@@ -22,7 +22,7 @@ const chatIdle = time.Minute
 // the chat's earlier answers; the worker goes on to the next update.
 type chat struct {
 	id      int64
-	updates chan store.ChannelUpdate
+	updates chan ava.ChannelUpdate
 	limiter *chatLimiter
 
 	mu          sync.Mutex
@@ -36,11 +36,11 @@ type chat struct {
 
 // dispatch hands an update to its chat's worker, starting one if none
 // runs; updates of one chat are handled in order, chats concurrently.
-func (c *Channel) dispatch(ctx context.Context, u store.ChannelUpdate) {
+func (c *Channel) dispatch(ctx context.Context, u ava.ChannelUpdate) {
 	c.mu.Lock()
 	ch, ok := c.chats[u.ChatID]
 	if !ok {
-		ch = &chat{id: u.ChatID, updates: make(chan store.ChannelUpdate, 256), limiter: c.newChatLimiter()}
+		ch = &chat{id: u.ChatID, updates: make(chan ava.ChannelUpdate, 256), limiter: c.newChatLimiter()}
 		c.chats[u.ChatID] = ch
 		c.wg.Go(func() { c.work(ctx, ch) })
 	}
@@ -101,7 +101,7 @@ func (ch *chat) busyLocked() bool {
 // once answered, a message once the session has it (its answer streams
 // after). An update that cannot be read is marked handled with an error
 // in the log: it would fail again.
-func (c *Channel) handleStored(ctx context.Context, ch *chat, su store.ChannelUpdate) {
+func (c *Channel) handleStored(ctx context.Context, ch *chat, su ava.ChannelUpdate) {
 	u, err := decodeUpdate(su.Payload)
 	if err != nil {
 		c.log.Error("telegram: an update could not be read; skipped", "update", su.ID, "err", err)
@@ -111,7 +111,7 @@ func (c *Channel) handleStored(ctx context.Context, ch *chat, su store.ChannelUp
 		}
 		c.log.Error("telegram: handling an update failed", "update", su.ID, "chat", su.ChatID, "err", err)
 	}
-	if err := c.cfg.Store.UpdateHandled(context.WithoutCancel(ctx), ChannelName, su.ID); err != nil {
+	if err := c.updates.UpdateHandled(context.WithoutCancel(ctx), ChannelName, su.ID); err != nil {
 		c.log.Error("telegram: could not mark an update handled", "update", su.ID, "err", err)
 	}
 }
@@ -153,7 +153,7 @@ func (c *Channel) refuse(ctx context.Context, ch *chat, m *models.Message) error
 		from = m.From.ID
 	}
 	c.log.Warn("telegram: message from a chat that is not allowed; refused", "chat", m.Chat.ID, "user", from)
-	first, err := c.cfg.Store.FirstRefusal(ctx, ChannelName, m.Chat.ID, time.Now().UTC().Format(time.DateOnly))
+	first, err := c.updates.FirstRefusal(ctx, ChannelName, m.Chat.ID, time.Now().UTC().Format(time.DateOnly))
 	if err != nil || !first {
 		return err
 	}

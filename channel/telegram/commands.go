@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -9,9 +10,10 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/channel/terminal"
 	"github.com/avaagent/ava/event"
-	"github.com/avaagent/ava/session"
+	"github.com/avaagent/ava/lifecycle"
 )
 
 const helpText = `I'm Ava. Write to me and I answer, handing bigger work to subagents.
@@ -34,9 +36,9 @@ func (c *Channel) command(ctx context.Context, ch *chat, m *models.Message, name
 	case "start", "help":
 		return c.send(ctx, ch, helpText)
 	case "status", "ps":
-		return c.send(ctx, ch, c.status(key))
+		return c.send(ctx, ch, c.status(ctx, key))
 	case "stop":
-		return c.send(ctx, ch, c.stop(key, args))
+		return c.send(ctx, ch, c.stop(ctx, key, args))
 	case "logs":
 		return c.send(ctx, ch, c.logs(ctx, key, args))
 	case "send":
@@ -45,7 +47,7 @@ func (c *Channel) command(ctx context.Context, ch *chat, m *models.Message, name
 		return c.send(ctx, ch, c.answerQuestion(key, args))
 	case "new":
 		fresh := fmt.Sprintf("%s:%x", sessionKey(ch.id), time.Now().UnixNano())
-		if err := c.cfg.Store.SetChatSession(ctx, ChannelName, ch.id, fresh); err != nil {
+		if err := c.updates.SetChatSession(ctx, ChannelName, ch.id, fresh); err != nil {
 			return err
 		}
 		return c.send(ctx, ch, "Started a fresh conversation. (The previous one stays in the record: "+key+".)")
@@ -60,13 +62,17 @@ func (c *Channel) steer(ctx context.Context, key, args, user string) string {
 	if id == "" || strings.TrimSpace(msg) == "" {
 		return "Usage: /send S-xxxxxx message"
 	}
-	if !c.ownSubagent(key, id) {
-		return "No subagent " + id + " is running in this chat (see /status)."
+	sa, ok := c.ownSubagent(ctx, key, id)
+	if !ok {
+		return notHere(id)
 	}
-	if _, err := c.cfg.Sessions.Send(ctx, "ava:subagent:"+id, strings.TrimSpace(msg), session.SendOptions{Steer: true, User: user}); err != nil {
-		return "Could not send to " + id + ": " + err.Error()
+	if _, err := c.rt.Send(ctx, sa.SessionKey, strings.TrimSpace(msg), ava.SendOptions{Steer: true, User: user}); err != nil {
+		return "Could not send to " + sa.ID + ": " + err.Error()
 	}
-	return "Sent to " + id + ": it reads it before its next step."
+	if !sa.Status.IsActive() {
+		return "Sent to " + sa.ID + " as a follow-up: it resumes with its conversation."
+	}
+	return "Sent to " + sa.ID + ": it reads it before its next step."
 }
 
 // answerQuestion answers a subagent's question in the chat's session.
@@ -78,56 +84,69 @@ func (c *Channel) answerQuestion(key, args string) string {
 	if text == "" {
 		return "Usage: /answer [Q-xxxxxx] your answer"
 	}
-	q, err := c.cfg.Sessions.Answer(key, id, text)
+	q, err := c.rt.Answer(key, id, text)
 	if err != nil {
 		return "Could not answer: " + err.Error()
 	}
 	return "Sent your answer to " + q.SubagentID + "."
 }
 
-// status describes the chat's session and its running subagents.
-func (c *Channel) status(key string) string {
-	lines := []string{"Session " + key + ": " + string(c.cfg.Sessions.State(key))}
-	subs := c.cfg.Sessions.Subagents(key)
+// status describes the chat's session and its running subagents, with
+// the figures every surface shows (ava ps, the panel, the API).
+func (c *Channel) status(ctx context.Context, key string) string {
+	lines := []string{"Session " + key + ": " + string(c.rt.State(key))}
+	subs, err := c.rt.Subagents(ctx, ava.SubagentFilter{Parent: key, Status: lifecycle.Active})
+	if err != nil {
+		return strings.Join(append(lines, "Could not list the subagents: "+err.Error()), "\n")
+	}
 	if len(subs) == 0 {
 		lines = append(lines, "No subagents running.")
 	}
-	for _, h := range subs {
-		lines = append(lines, terminal.StatusLine(h.Status()))
+	for _, sa := range subs {
+		lines = append(lines, terminal.StatusLine(sa))
 	}
 	return strings.Join(lines, "\n")
 }
 
 // stop stops the chat's running request, or one of its subagents.
-func (c *Channel) stop(key, id string) string {
+func (c *Channel) stop(ctx context.Context, key, id string) string {
 	if id == "" {
-		stopped, err := c.cfg.Sessions.Stop(key)
+		stopped, err := c.rt.Stop(ctx, key)
 		switch {
+		case errors.Is(err, ava.ErrNotFound), err == nil && !stopped:
+			return "Nothing was running." // a chat that never wrote has no session yet
 		case err != nil:
 			return "Could not stop: " + err.Error()
-		case !stopped:
-			return "Nothing was running."
 		}
 		return "Stopped."
 	}
-	if !c.ownSubagent(key, id) {
-		return "No subagent " + id + " is running in this chat (see /status)."
+	sa, ok := c.ownSubagent(ctx, key, id)
+	if !ok {
+		return notHere(id)
 	}
-	if _, err := c.cfg.Sessions.Stop("ava:subagent:" + id); err != nil {
-		return "Could not stop " + id + ": " + err.Error()
+	stopped, err := c.rt.Stop(ctx, sa.SessionKey)
+	switch {
+	case err != nil:
+		return "Could not stop " + sa.ID + ": " + err.Error()
+	case !stopped:
+		return sa.ID + " was not running (" + string(sa.Status) + ")."
 	}
-	return "Stopped " + id + "."
+	return "Stopped " + sa.ID + "."
 }
 
-// ownSubagent reports whether id is a running subagent of the chat's
-// session: a chat stops and reads only its own.
-func (c *Channel) ownSubagent(key, id string) bool {
-	for _, h := range c.cfg.Sessions.Subagents(key) {
-		if strings.EqualFold(h.ID(), id) {
-			return true
-		}
+// ownSubagent returns subagent id when it is one the chat's session
+// started: a chat stops, steers and reads only its own.
+func (c *Channel) ownSubagent(ctx context.Context, key, id string) (ava.Subagent, bool) {
+	sa, err := c.rt.Subagent(ctx, id)
+	if err != nil || sa.Parent != key {
+		return ava.Subagent{}, false
 	}
-	return false
+	return sa, true
+}
+
+// notHere answers a subagent ID that is not one of the chat's.
+func notHere(id string) string {
+	return "No subagent " + id + " in this chat (see /status)."
 }
 
 // logs shows the last steps of one of the chat's subagents.
@@ -135,9 +154,14 @@ func (c *Channel) logs(ctx context.Context, key, id string) string {
 	if id == "" {
 		return "Which subagent? /logs S-xxxxxx (see /status)."
 	}
-	lines, err := c.cfg.Sessions.Trace(ctx, key, id, 10)
-	if err != nil {
+	lines, err := c.rt.Trace(ctx, key, id, 10)
+	switch {
+	case ava.KindOf(err) == ava.NotFound:
+		return notHere(id)
+	case err != nil:
 		return "No steps to show for " + id + ": " + err.Error()
+	case len(lines) == 0:
+		return "No steps recorded for " + id + " yet."
 	}
 	return id + ", last steps:\n" + strings.Join(lines, "\n")
 }
@@ -171,9 +195,7 @@ func (c *Channel) answerCallback(ctx context.Context, q *models.CallbackQuery) e
 		if err != nil {
 			return err
 		}
-		if reply, err = c.cfg.Sessions.DecideButton(ctx, key, id, yes); err != nil {
-			reply = "Could not apply that: " + err.Error()
-		}
+		reply = c.decide(ctx, key, id, yes)
 		if err := c.send(ctx, ch, reply); err != nil {
 			return err
 		}
@@ -182,6 +204,31 @@ func (c *Channel) answerCallback(ctx context.Context, q *models.CallbackQuery) e
 		_, err := c.bot.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: q.ID, Text: reply})
 		return err
 	})
+}
+
+// decide applies a Yes or No pressed on proposal id in the chat's
+// session and says, in the chat's words, what happened: started, not
+// started, or why nothing was decided (expired, answered already, not
+// this chat's).
+func (c *Channel) decide(ctx context.Context, key, id string, yes bool) string {
+	d := ava.Rejected
+	if yes {
+		d = ava.Confirmed
+	}
+	res, err := c.rt.Decide(ctx, key, id, d, ava.Change{})
+	switch {
+	case errors.Is(err, ava.ErrExpired):
+		return "This proposal expired; ask again if you still want it."
+	case errors.Is(err, ava.ErrDecided):
+		return "This proposal was already answered."
+	case errors.Is(err, ava.ErrNotFound):
+		return "This proposal is not one of this chat's."
+	case err != nil:
+		return "Could not apply that: " + err.Error()
+	case res.Decision == string(ava.Rejected):
+		return "Not started."
+	}
+	return "Started " + strings.Join(res.SubagentIDs, ", ") + "."
 }
 
 // parseButton reads "spawn:P-xxxxxx:yes|no".

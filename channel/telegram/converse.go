@@ -10,9 +10,9 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/channel/terminal"
 	"github.com/avaagent/ava/event"
-	"github.com/avaagent/ava/session"
 )
 
 // converse hands a message to the chat's session and returns once the
@@ -30,11 +30,11 @@ func (c *Channel) converse(ctx context.Context, ch *chat, m *models.Message) err
 	// on; else (or when the session is idle: what the old reader left
 	// unread is over) the answer reads from here, subscribed before the
 	// turn starts so that none of its events is missed.
-	if !a.inherit || c.cfg.Sessions.State(key) == session.Idle {
-		a.own, a.err = c.subscribe(key)
+	if !a.inherit || c.rt.State(key) == ava.Idle {
+		a.own, a.err = c.subscribe(ctx, key)
 	}
 	if a.err == nil {
-		a.turn, a.err = c.cfg.Sessions.Send(ctx, key, m.Text, session.SendOptions{Queue: true, Merge: true, User: userName(m)})
+		a.turn, a.err = c.rt.Send(ctx, key, m.Text, ava.SendOptions{Queue: true, Merge: true, User: userName(m)})
 	}
 	c.wg.Go(func() { c.answer(ctx, ch, a) })
 	return nil
@@ -48,7 +48,7 @@ type answer struct {
 	done    chan struct{}   // closed when this one has
 	inherit bool            // the previous reader of key hands its reader on
 	own     *reader         // else the answer's own
-	turn    *session.Turn
+	turn    *ava.Turn
 	err     error // why the session did not take the message
 }
 
@@ -80,7 +80,7 @@ func (c *Channel) answer(ctx context.Context, ch *chat, a *answer) {
 			return
 		}
 	}
-	r, err := c.takeOver(ch, a)
+	r, err := c.takeOver(ctx, ch, a)
 	if err == nil {
 		err = a.err
 	}
@@ -105,7 +105,7 @@ const mergedNote = "(answered together with your next message)"
 // finish puts the turn's outcome in place once it is done: the final
 // text, or, for a turn merged into the next one, nothing but mergedNote
 // on its partial message.
-func (s *stream) finish(ctx context.Context, turn *session.Turn, streamed string) error {
+func (s *stream) finish(ctx context.Context, turn *ava.Turn, streamed string) error {
 	res, err := turn.Wait(ctx)
 	if err != nil && res.Status == "" {
 		return err
@@ -123,7 +123,7 @@ func (s *stream) finish(ctx context.Context, turn *session.Turn, streamed string
 // the reader a's answer reads with: its own, or the one the previous
 // reader of its session handed on (where that one stopped, so that no
 // event is missed or shown twice).
-func (c *Channel) takeOver(ch *chat, a *answer) (*reader, error) {
+func (c *Channel) takeOver(ctx context.Context, ch *chat, a *answer) (*reader, error) {
 	ch.stopWatching()
 	ch.mu.Lock()
 	r := ch.handed
@@ -137,7 +137,7 @@ func (c *Channel) takeOver(ch *chat, a *answer) (*reader, error) {
 	case a.own != nil:
 		return a.own, nil
 	case r == nil: // the previous answer stopped early (shutdown)
-		return c.subscribe(a.key)
+		return c.subscribe(ctx, a.key)
 	}
 	return r, nil
 }
@@ -154,7 +154,7 @@ func (c *Channel) handOn(ctx context.Context, ch *chat, gen uint64, r *reader) {
 	ch.mu.Unlock()
 	switch {
 	case !newest:
-	case ctx.Err() == nil && (c.cfg.Sessions.State(r.key) == session.WaitingForSubagents || c.unread(r)):
+	case ctx.Err() == nil && (c.rt.State(r.key) == ava.WaitingForSubagents || c.unread(ctx, r)):
 		// Subagents still run, or they ended after the turn did and
 		// their notices wait to be shown (the watcher stops at idle).
 		c.startWatching(ctx, ch, gen, r)
@@ -164,11 +164,11 @@ func (c *Channel) handOn(ctx context.Context, ch *chat, gen uint64, r *reader) {
 }
 
 // unread reports whether r has events it has not handled yet.
-func (c *Channel) unread(r *reader) bool {
+func (c *Channel) unread(ctx context.Context, r *reader) bool {
 	if len(r.rest) > 0 {
 		return true
 	}
-	last, err := c.cfg.Sessions.LastSeq(r.key)
+	last, err := c.rt.LastSeq(ctx, r.key)
 	return err == nil && last > r.seq
 }
 
@@ -191,18 +191,18 @@ func (ch *chat) leaveLocked(gen uint64, r *reader) bool {
 // before stopped.
 type reader struct {
 	key  string
-	sub  *event.Subscription // a Follow subscription: it outlives idle periods
-	seq  uint64              // the last event number handled
-	rest []event.Event       // read but not yet handled
+	sub  *ava.Subscription // a Follow subscription: it outlives idle periods
+	seq  uint64            // the last event number handled
+	rest []event.Event     // read but not yet handled
 }
 
 // subscribe returns a reader of key's events from its last one on.
-func (c *Channel) subscribe(key string) (*reader, error) {
-	last, err := c.cfg.Sessions.LastSeq(key)
+func (c *Channel) subscribe(ctx context.Context, key string) (*reader, error) {
+	last, err := c.rt.LastSeq(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", key, err)
+		return nil, err
 	}
-	return &reader{key: key, sub: c.cfg.Sessions.Follow(key, last), seq: last}, nil
+	return &reader{key: key, sub: c.rt.Follow(key, last), seq: last}, nil
 }
 
 func (r *reader) close() { r.sub.Close() }
@@ -242,7 +242,7 @@ func (r *reader) feed(ctx context.Context) (evs <-chan []event.Event, stop func(
 
 // finalText is what the person reads when the turn ends: the answer, or
 // how the turn ended when it has none.
-func finalText(res session.Result, streamed string) string {
+func finalText(res ava.TurnResult, streamed string) string {
 	text := res.Text
 	if strings.TrimSpace(text) == "" {
 		text = streamed
@@ -306,7 +306,7 @@ func (s *stream) follow(ctx context.Context, r *reader, done <-chan struct{}) st
 			s.c.typing(ctx, s.ch)
 		case <-done:
 			done = nil
-			last, err := s.c.cfg.Sessions.LastSeq(r.key)
+			last, err := s.c.rt.LastSeq(ctx, r.key)
 			if err != nil || last <= r.seq {
 				return text.String()
 			}
@@ -448,10 +448,10 @@ func (c *Channel) watch(ctx context.Context, ch *chat, r *reader) {
 				}
 			}
 		case <-typing.C:
-			if c.cfg.Sessions.State(r.key) == session.Idle {
+			if c.rt.State(r.key) == ava.Idle {
 				// Idle: read on to the idle event, so that the last
 				// notices (a completion just before it) are shown.
-				if !c.unread(r) {
+				if !c.unread(ctx, r) {
 					return
 				}
 				continue
@@ -466,12 +466,12 @@ func (c *Channel) watch(ctx context.Context, ch *chat, r *reader) {
 // idle reports whether ev says the session became idle.
 func idle(ev event.Event) bool {
 	var st event.StateContent
-	return ev.Type == event.SessionState && ev.Decode(&st) == nil && st.State == string(session.Idle)
+	return ev.Type == event.SessionState && ev.Decode(&st) == nil && st.State == string(ava.Idle)
 }
 
 // session is the chat's current session key.
 func (c *Channel) session(ctx context.Context, chat int64) (string, error) {
-	key, err := c.cfg.Store.ChatSession(ctx, ChannelName, chat)
+	key, err := c.updates.ChatSession(ctx, ChannelName, chat)
 	if err != nil {
 		return "", err
 	}

@@ -37,9 +37,8 @@ import (
 	"github.com/go-telegram/bot/models"
 	"golang.org/x/time/rate"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/internal/wait"
-	"github.com/avaagent/ava/session"
-	"github.com/avaagent/ava/store"
 )
 
 // DefaultAPIURL is the public Bot API.
@@ -60,9 +59,11 @@ type Config struct {
 	// WebhookSecret, when set, switches to webhook mode: updates come to
 	// WebhookHandler with this secret in their header; no polling.
 	WebhookSecret string
-	Sessions      *session.Service
-	Store         store.ChannelStore
-	Logger        *slog.Logger
+	// Runtime is the application core every chat goes through: its
+	// sessions, subagents, proposals, questions, logs and the channel's
+	// stored updates (Runtime.ChannelUpdates).
+	Runtime *ava.Runtime
+	Logger  *slog.Logger
 	// PollTimeout is the long-poll timeout (default 30 s).
 	PollTimeout time.Duration
 	// EditInterval is the least time between two edits of a streamed
@@ -87,6 +88,9 @@ type Channel struct {
 	allowed map[int64]bool
 	global  *rate.Limiter
 
+	rt      *ava.Runtime
+	updates ava.ChannelStore
+
 	mu     sync.Mutex
 	chats  map[int64]*chat
 	runCtx context.Context // Run's context, for webhook updates (guarded by mu)
@@ -98,8 +102,8 @@ func New(cfg Config) (*Channel, error) {
 	if strings.TrimSpace(cfg.Token) == "" {
 		return nil, errors.New("telegram: no bot token (TELEGRAM_BOT_TOKEN)")
 	}
-	if cfg.Sessions == nil || cfg.Store == nil {
-		return nil, errors.New("telegram: the channel needs the session service and the store")
+	if cfg.Runtime == nil {
+		return nil, errors.New("telegram: the channel needs the runtime")
 	}
 	cfg.APIURL = strings.TrimRight(cmpOr(cfg.APIURL, DefaultAPIURL), "/")
 	cfg.PollTimeout = cmpOr(cfg.PollTimeout, 30*time.Second)
@@ -118,6 +122,7 @@ func New(cfg Config) (*Channel, error) {
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
 	c := &Channel{cfg: cfg, log: cfg.Logger.With("channel", ChannelName), bot: b, allowed: map[int64]bool{},
+		rt: cfg.Runtime, updates: cfg.Runtime.ChannelUpdates(),
 		global: rate.NewLimiter(rate.Limit(25), 5), chats: map[int64]*chat{}}
 	for _, id := range cfg.Allowed {
 		c.allowed[id] = true
@@ -169,7 +174,7 @@ func (c *Channel) Run(ctx context.Context) error {
 	c.mu.Lock()
 	c.runCtx = ctx
 	c.mu.Unlock()
-	pending, err := c.cfg.Store.PendingUpdates(ctx, ChannelName)
+	pending, err := c.updates.PendingUpdates(ctx, ChannelName)
 	if err != nil {
 		return fmt.Errorf("telegram: %w", err)
 	}
@@ -192,7 +197,7 @@ func (c *Channel) poll(ctx context.Context) {
 		if backoff > 0 && !wait.Sleep(ctx, backoff) {
 			return
 		}
-		next, err := c.cfg.Store.NextUpdate(ctx, ChannelName)
+		next, err := c.updates.NextUpdate(ctx, ChannelName)
 		if err == nil {
 			err = c.pollOnce(ctx, next)
 		}
@@ -229,19 +234,19 @@ func (c *Channel) pollOnce(ctx context.Context, offset int64) error {
 }
 
 // save stores updates as received and returns the new ones.
-func (c *Channel) save(ctx context.Context, raws []json.RawMessage) ([]store.ChannelUpdate, error) {
+func (c *Channel) save(ctx context.Context, raws []json.RawMessage) ([]ava.ChannelUpdate, error) {
 	if len(raws) == 0 {
 		return nil, nil
 	}
-	rows := make([]store.ChannelUpdate, 0, len(raws))
+	rows := make([]ava.ChannelUpdate, 0, len(raws))
 	for _, raw := range raws {
 		u, err := decodeUpdate(raw)
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, store.ChannelUpdate{ID: u.ID, ChatID: chatOf(u), Payload: raw})
+		rows = append(rows, ava.ChannelUpdate{ID: u.ID, ChatID: chatOf(u), Payload: raw})
 	}
-	return c.cfg.Store.SaveUpdates(ctx, ChannelName, rows)
+	return c.updates.SaveUpdates(ctx, ChannelName, rows)
 }
 
 // decodeUpdate reads one update of the Bot API.

@@ -16,11 +16,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/channel/telegram"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/event"
-	"github.com/avaagent/ava/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -93,7 +92,7 @@ const script = `conversations:
 type env struct {
 	t   *testing.T
 	api *fakeBotAPI
-	in  *app.Instance
+	rt  *ava.Runtime
 	cfg telegram.Config
 }
 
@@ -125,14 +124,14 @@ func newEnv(t *testing.T, extra ...string) *env {
 		t.Fatal(err)
 	}
 	cfg.Aliases = map[string]map[string]string{"scripted": {"haiku": path, "sonnet": path, "opus": path}}
-	in, err := app.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	rt, err := ava.Open(context.Background(), ava.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { in.Close() })
+	t.Cleanup(func() { rt.Close() })
 	api := newFakeBotAPI(t)
-	return &env{t: t, api: api, in: in, cfg: telegram.Config{Token: fakeToken, APIURL: api.srv.URL,
-		Allowed: []int64{chatID}, Sessions: in.Sessions, Store: in.Store, Logger: testLogger(),
+	return &env{t: t, api: api, rt: rt, cfg: telegram.Config{Token: fakeToken, APIURL: api.srv.URL,
+		Allowed: []int64{chatID}, Runtime: rt, Logger: testLogger(),
 		PollTimeout: time.Second, EditInterval: 20 * time.Millisecond, TypingInterval: 50 * time.Millisecond,
 		ChatInterval: time.Millisecond}}
 }
@@ -244,9 +243,9 @@ func TestChatNotAllowedIsRefusedOnceAndNeverReachesTheModel(t *testing.T) {
 	if len(refusals) != 1 || !strings.Contains(refusals[0], "999") {
 		t.Fatalf("refusals %q", refusals)
 	}
-	msgs, err := e.in.Store.Messages(context.Background(), "ava:telegram:999", 0)
-	if err != nil || len(msgs) != 0 {
-		t.Fatalf("the stranger's text reached a session: %v %v", msgs, err)
+	last, err := e.rt.LastSeq(context.Background(), "ava:telegram:999")
+	if err != nil || last != 0 {
+		t.Fatalf("the stranger's text reached a session: %d events, %v", last, err)
 	}
 }
 
@@ -353,7 +352,7 @@ func TestWebhookChecksTheSecret(t *testing.T) {
 	}
 	e.api.waitFor("the help text", func(cs []call) bool { return len(texts(cs, "sendMessage", chatID)) == 1 })
 	waitHandled(t, e, 3)
-	if pending, _ := e.in.Store.PendingUpdates(context.Background(), telegram.ChannelName); len(pending) != 0 {
+	if pending, _ := e.rt.ChannelUpdates().PendingUpdates(context.Background(), telegram.ChannelName); len(pending) != 0 {
 		t.Fatalf("pending %+v", pending)
 	}
 }
@@ -363,11 +362,11 @@ func waitHandled(t *testing.T, e *env, id int64) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		pending, err := e.in.Store.PendingUpdates(context.Background(), telegram.ChannelName)
+		pending, err := e.rt.ChannelUpdates().PendingUpdates(context.Background(), telegram.ChannelName)
 		if err != nil {
 			t.Fatal(err)
 		}
-		next, _ := e.in.Store.NextUpdate(context.Background(), telegram.ChannelName)
+		next, _ := e.rt.ChannelUpdates().NextUpdate(context.Background(), telegram.ChannelName)
 		if len(pending) == 0 && next > id {
 			return
 		}
@@ -395,10 +394,11 @@ func TestProposalButtons(t *testing.T) {
 		press string
 		wait  time.Duration
 		want  string
+		again bool // a second press says it was answered already
 	}{
-		{"yes", 0, "Started S-"},
-		{"no", 0, "Not started."},
-		{"yes", 2100 * time.Millisecond, "expired"},
+		{"yes", 0, "Started S-", false},
+		{"no", 0, "Not started.", true},
+		{"yes", 2100 * time.Millisecond, "expired", false},
 	} {
 		e.api.push(message(next(), chatID, userID, "/new"))
 		e.api.push(message(next(), chatID, userID, "SPAWN something"))
@@ -419,6 +419,16 @@ func TestProposalButtons(t *testing.T) {
 			return false
 		})
 		e.api.resetCalls()
+		if tc.again {
+			e.api.push(map[string]any{"update_id": next(), "callback_query": map[string]any{"id": "cb-again" + pending,
+				"from": map[string]any{"id": userID, "is_bot": false, "first_name": "P"}, "chat_instance": "x",
+				"data":    "spawn:" + pending + ":yes",
+				"message": map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": chatID, "type": "private"}}}})
+			e.api.waitFor("the answer to a second press", func(cs []call) bool {
+				return slices.Contains(texts(cs, "sendMessage", chatID), "This proposal was already answered.")
+			})
+			e.api.resetCalls()
+		}
 	}
 	// A press on a proposal of another session (here a made-up one) is
 	// answered, not applied.
@@ -493,8 +503,8 @@ func TestSubagentQuestionIsAnsweredInTheChat(t *testing.T) {
 		}
 		return sent && done
 	})
-	runs, err := e.in.Store.ListRuns(context.Background(), store.RunFilter{ParentSession: "ava:telegram:4242"})
-	if err != nil || len(runs) != 1 || !strings.Contains(string(runs[0].Result), "The person answered: the main one") {
+	runs, err := e.rt.Subagents(context.Background(), ava.SubagentFilter{Parent: "ava:telegram:4242"})
+	if err != nil || len(runs) != 1 || runs[0].Result == nil || !strings.Contains(runs[0].Result.Summary+string(runs[0].Result.Output), "The person answered: the main one") {
 		t.Fatalf("runs %+v %v", runs, err)
 	}
 }
@@ -504,7 +514,7 @@ func TestMessagesWithinTheMergeWindowAreAnsweredAsOne(t *testing.T) {
 	_, stop := e.run(e.cfg)
 	defer stop()
 	key := "ava:telegram:" + strconv.Itoa(chatID)
-	log := &eventLog{t: t, sub: e.in.Sessions.Subscribe(key, 0)}
+	log := &eventLog{t: t, sub: e.rt.Follow(key, 0)}
 	defer log.sub.Close()
 	// The first message's turn shows a partial answer, then its model is
 	// slow; the second message cancels it, and one turn answers both.
@@ -597,5 +607,61 @@ func (l *eventLog) wait(typ event.Type, n int) []event.Event {
 			l.t.Fatalf("waiting for %d %s events: %v", n, typ, err)
 		}
 		l.seen = append(l.seen, evs...)
+	}
+}
+
+// TestSubagentCommandsGoThroughTheCore: /logs reads one of the chat's
+// subagents' steps, /send follows up a finished one (it resumes), and a
+// subagent that is not the chat's is refused by both.
+func TestSubagentCommandsGoThroughTheCore(t *testing.T) {
+	e := newEnv(t, "AVA_CONFIRM", "never")
+	_, stop := e.run(e.cfg)
+	defer stop()
+	key := "ava:telegram:" + strconv.Itoa(chatID)
+	e.api.push(message(1, chatID, userID, "BACKGROUND please"))
+	e.api.waitFor("the subagent's completion", func(cs []call) bool {
+		return slices.ContainsFunc(texts(cs, "sendMessage", chatID), func(s string) bool { return strings.Contains(s, "Complete") })
+	})
+	runs, err := e.rt.Subagents(context.Background(), ava.SubagentFilter{Parent: key})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs %+v %v", runs, err)
+	}
+	id := runs[0].ID
+	e.api.resetCalls()
+	e.api.push(message(2, chatID, userID, "/logs "+id))
+	e.api.push(message(3, chatID, userID, "/logs S-000000"))
+	e.api.push(message(4, chatID, userID, "/send "+id+" one more thing"))
+	e.api.push(message(5, chatID, userID, "/send S-000000 hello"))
+	calls := e.api.waitFor("the four replies", func(cs []call) bool { return len(texts(cs, "sendMessage", chatID)) >= 4 })
+	got := texts(calls, "sendMessage", chatID)
+	if !strings.HasPrefix(got[0], id+", last steps:\n") || !strings.Contains(got[0], "slow research") {
+		t.Errorf("/logs of the chat's subagent: %q", got[0])
+	}
+	for _, i := range []int{1, 3} {
+		if got[i] != "No subagent S-000000 in this chat (see /status)." {
+			t.Errorf("reply %d to a subagent of no chat: %q", i, got[i])
+		}
+	}
+	if got[2] != "Sent to "+id+" as a follow-up: it resumes with its conversation." {
+		t.Errorf("/send to the finished subagent: %q", got[2])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		sa, err := e.rt.Subagent(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := e.rt.Trace(ctx, key, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sa.Status.Final() && slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "one more thing") }) {
+			break // the follow-up's turn ran
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the follow-up did not run: %+v", sa)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

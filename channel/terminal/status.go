@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
-	"github.com/avaagent/ava/subagent"
 )
 
 // displayName turns a role name into the seeds' display form
@@ -21,8 +21,9 @@ func displayName(role string) string {
 }
 
 // StatusLine is a one-line status for people (seed 000 section 1.3):
-// "🔍 S-7f3a2b WebCrawler running (45s, 12k tokens, 3.1¢): reading …".
-func StatusLine(st subagent.RunStatus) string {
+// "🔍 S-7f3a2b WebCrawler running (45s, 12k tokens, 3.1¢): reading …",
+// with the run's figures as the core gives them to every surface.
+func StatusLine(st ava.Subagent) string {
 	icon := map[lifecycle.Status]string{lifecycle.Queued: "⏳", lifecycle.Pending: "⏳", lifecycle.Running: "🔍", lifecycle.Success: "✅",
 		lifecycle.Cancelled: "🛑", lifecycle.Interrupted: "⚠️"}[st.Status]
 	if icon == "" {

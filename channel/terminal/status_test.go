@@ -6,15 +6,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/channel/terminal"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
-	"github.com/avaagent/ava/subagent"
 )
 
 func TestStatusLine(t *testing.T) {
-	st := subagent.RunStatus{ID: "S-7f3a2b", Role: "web_crawler", Status: lifecycle.Running,
-		Elapsed: 45 * time.Second, Tokens: 12_345, CostCents: 3.14, Activity: "reading example.com"}
+	st := ava.Subagent{ID: "S-7f3a2b", Role: "web_crawler", Status: lifecycle.Running,
+		Figures:  ava.Figures{Elapsed: 45 * time.Second, Wall: time.Minute, Tokens: 12_345, CostCents: 3.14},
+		Activity: "reading example.com"}
 	want := "🔍 S-7f3a2b WebCrawler running (45s, 12k tokens, 3.1¢): reading example.com"
 	if got := terminal.StatusLine(st); got != want {
 		t.Errorf("running: %q, want %q", got, want)

@@ -7,62 +7,112 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/avaagent/ava/event"
-	"github.com/avaagent/ava/subagent"
 )
 
 // PrintTurn streams the session's answer to stdout (unless quiet) and its
 // tool and subagent activity to stderr, until ctx is done or the
-// session's stream closes.
-func PrintTurn(ctx context.Context, sub *event.Subscription, stdout, stderr io.Writer, quiet bool) {
-	wroteText, endsWithNewline := false, true
+// session's stream closes, or until the caller, once the turn (and what
+// it waits for) is over, sends on until the sequence number of the
+// session's last event: PrintTurn then prints every event up to it and
+// returns. A closed until stops it at once.
+func PrintTurn(ctx context.Context, sub *event.Subscription, until <-chan uint64, stdout, stderr io.Writer, quiet bool) {
+	p := &turnPrinter{stdout: stdout, stderr: stderr, quiet: quiet, endsWithNewline: true}
+	defer p.close()
+	waiting, stopWaiting := context.WithCancel(ctx)
+	var end atomic.Int64 // the last event to print; -1 until known
+	end.Store(-1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stopWaiting()
+	wg.Go(func() {
+		select {
+		case last, ok := <-until:
+			if ok {
+				end.Store(int64(last))
+			} else {
+				end.Store(0)
+			}
+			stopWaiting()
+		case <-waiting.Done():
+		}
+	})
 	for {
-		evs, err := sub.Next(ctx)
+		readCtx := waiting
+		if e := end.Load(); e >= 0 {
+			if sub.Cursor() >= uint64(e) {
+				return
+			}
+			readCtx = ctx // the rest is stored: read on to it
+		}
+		evs, err := sub.Next(readCtx)
 		if err != nil {
-			if wroteText && !endsWithNewline && !quiet {
-				io.WriteString(stdout, "\n")
+			if ctx.Err() == nil && end.Load() >= 0 {
+				continue // until came while waiting
 			}
 			return
 		}
-		for _, ev := range evs {
-			if quiet {
-				continue
+		p.print(evs)
+	}
+}
+
+// turnPrinter is PrintTurn's state: what it wrote to stdout.
+type turnPrinter struct {
+	stdout, stderr             io.Writer
+	quiet                      bool
+	wroteText, endsWithNewline bool
+}
+
+// close ends the answer's last line.
+func (p *turnPrinter) close() {
+	if p.wroteText && !p.endsWithNewline && !p.quiet {
+		io.WriteString(p.stdout, "\n")
+	}
+}
+
+// print writes one batch of the session's events.
+func (p *turnPrinter) print(evs []event.Event) {
+	if p.quiet {
+		return
+	}
+	stdout, stderr := p.stdout, p.stderr
+	for _, ev := range evs {
+		switch ev.Type {
+		case event.TextDelta:
+			var c event.TextContent
+			if ev.Decode(&c) == nil && c.Text != "" {
+				io.WriteString(stdout, Printable(c.Text))
+				p.wroteText, p.endsWithNewline = true, strings.HasSuffix(c.Text, "\n")
 			}
-			switch ev.Type {
-			case event.TextDelta:
-				var c event.TextContent
-				if ev.Decode(&c) == nil && c.Text != "" {
-					io.WriteString(stdout, Printable(c.Text))
-					wroteText, endsWithNewline = true, strings.HasSuffix(c.Text, "\n")
-				}
-			case event.Retry:
-				var c event.RetryContent
-				_ = ev.Decode(&c)
-				fmt.Fprintf(stderr, "\n[retrying model call, attempt %d: %s]\n", c.Attempt, c.Error)
-			case event.ToolCall:
-				var c event.ToolCallContent
-				_ = ev.Decode(&c)
-				fmt.Fprintf(stderr, "[tool] %s %s\n", c.Name, shorten(string(c.Args), 120))
-			case event.SubagentSpawn, event.SubagentComplete, event.SubagentProgress:
-				if line := SubagentEventLine(ev); line != "" {
-					fmt.Fprintln(stderr, line)
-				}
-			case event.SpawnProposed:
-				var c event.SpawnProposedContent
-				_ = ev.Decode(&c)
-				fmt.Fprintf(stderr, "[proposal %s awaits your confirmation]\n%s\n", c.PendingID, c.Text)
-			case event.AssistantMessage:
-				var c event.TextContent
-				if !wroteText && ev.Decode(&c) == nil && c.Text != "" {
-					// An answer to a proposal is not streamed.
-					io.WriteString(stdout, c.Text)
-					wroteText, endsWithNewline = true, strings.HasSuffix(c.Text, "\n")
-				}
-				if wroteText && !endsWithNewline {
-					io.WriteString(stdout, "\n")
-					endsWithNewline = true
-				}
+		case event.Retry:
+			var c event.RetryContent
+			_ = ev.Decode(&c)
+			fmt.Fprintf(stderr, "\n[retrying model call, attempt %d: %s]\n", c.Attempt, c.Error)
+		case event.ToolCall:
+			var c event.ToolCallContent
+			_ = ev.Decode(&c)
+			fmt.Fprintf(stderr, "[tool] %s %s\n", c.Name, shorten(string(c.Args), 120))
+		case event.SubagentSpawn, event.SubagentComplete, event.SubagentProgress:
+			if line := SubagentEventLine(ev); line != "" {
+				fmt.Fprintln(stderr, line)
+			}
+		case event.SpawnProposed:
+			var c event.SpawnProposedContent
+			_ = ev.Decode(&c)
+			fmt.Fprintf(stderr, "[proposal %s awaits your confirmation]\n%s\n", c.PendingID, c.Text)
+		case event.AssistantMessage:
+			var c event.TextContent
+			if !p.wroteText && ev.Decode(&c) == nil && c.Text != "" {
+				// An answer to a proposal is not streamed.
+				io.WriteString(stdout, c.Text)
+				p.wroteText, p.endsWithNewline = true, strings.HasSuffix(c.Text, "\n")
+			}
+			if p.wroteText && !p.endsWithNewline {
+				io.WriteString(stdout, "\n")
+				p.endsWithNewline = true
 			}
 		}
 	}
@@ -74,9 +124,6 @@ func shorten(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
-
-// SubagentLine is a subagent's one-line status for the person.
-func SubagentLine(h *subagent.Handle) string { return StatusLine(h.Status()) }
 
 // FollowSubagent prints a subagent's tool calls, stalls and retries to w
 // as status lines, until ctx is done or its stream closes.

@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/channel/chat"
-	"github.com/avaagent/ava/session"
+	"github.com/avaagent/ava/lifecycle"
 )
 
 func newChatCmd(a *App) *cobra.Command {
@@ -82,12 +82,12 @@ func chatLocal(ctx context.Context, a *App, o runOptions) error {
 	defer logFile.Close()
 	before, _ := logFile.Seek(0, io.SeekEnd)
 	logger := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: logLevel(a.verbose)}))
-	in, err := app.Open(ctx, cfg, logger)
+	rt, err := ava.Open(ctx, ava.Options{Config: cfg, Logger: logger})
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	model, err := o.orchestratorModel(cfg, in)
+	defer rt.Close()
+	model, err := o.orchestratorModel(rt)
 	if err != nil {
 		return withCode(1, err)
 	}
@@ -95,17 +95,18 @@ func chatLocal(ctx context.Context, a *App, o runOptions) error {
 	if key == "" {
 		key = "ava:chat:" + uuid.NewString()[:8]
 	}
-	if session.IsSubagentKey(key) {
+	if ava.IsSubagentKey(key) {
 		return usageError(fmt.Errorf("--session %s: a chat is with Ava, not a subagent (use /send S-… in the chat)", key))
 	}
-	banner := fmt.Sprintf("Ava chat · session %s · model %s", key, model.Name())
-	if app.IsOffline(model) {
+	banner := fmt.Sprintf("Ava chat · session %s · model %s", key, model)
+	if ava.IsOffline(model) {
 		banner += " (offline scripted model: no network, not a real model)"
 	}
-	b := &chat.Local{Sessions: in.Sessions, Session: key, Options: session.SendOptions{User: a.Getenv("USER"),
-		Model: model.Name(), Budget: o.budget, Limits: o.limits()}}
+	b := &chat.Local{Runtime: rt, Session: key, Options: ava.SendOptions{User: a.Getenv("USER"),
+		Model: model, Budget: o.budget, Limits: o.limits()}}
 	err = chat.Run(ctx, chat.Options{Backend: b, In: a.Stdin, Out: a.Stdout, Banner: banner + "\n/help lists the commands; Ctrl-C twice exits."})
-	if n := len(in.Sessions.Subagents(key)); n > 0 {
+	running, _ := rt.Subagents(context.WithoutCancel(ctx), ava.SubagentFilter{Parent: key, Status: lifecycle.Active})
+	if n := len(running); n > 0 {
 		fmt.Fprintf(a.Stderr, "stopping %d running subagent(s) of %s\n", n, key)
 	}
 	if end, _ := logFile.Seek(0, io.SeekEnd); end > before {

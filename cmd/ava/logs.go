@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/config"
 )
@@ -131,9 +131,9 @@ func runLogs(ctx context.Context, app *App, cmd *cobra.Command, o logsOptions, a
 
 // openLogReader opens the reader of the logs of cfg: the data root's
 // files, or with AVA_DATABASE_URL the cluster's events in PostgreSQL,
-// opened read-only (see app.OpenLogReader).
+// opened read-only (see ava.OpenLogReader).
 func openLogReader(ctx context.Context, a *App, cfg config.Config) (*audit.Reader, func() error, error) {
-	r, closeReader, err := app.OpenLogReader(ctx, cfg, nil, audit.ReaderOptions{Clock: a.Now, OnSkip: warnSkip(a.Stderr)})
+	r, closeReader, err := ava.OpenLogReader(ctx, cfg, nil, audit.ReaderOptions{Clock: a.Now, OnSkip: warnSkip(a.Stderr)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the cluster's logs: %w", err)
 	}

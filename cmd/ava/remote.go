@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/channel/terminal"
 	"github.com/avaagent/ava/gateway/client"
 )
@@ -89,7 +90,7 @@ unless --all. Talks to the daemon at AVA_ADDR.`,
 			if asJSON {
 				return printJSON(a.Stdout, list)
 			}
-			printPs(a.Stdout, list)
+			printPs(a.Stdout, subagentsOf(list))
 			if len(list) == 0 && !all {
 				fmt.Fprintln(a.Stderr, "no subagent is running (ava ps --all lists finished ones)")
 				return nil
@@ -103,16 +104,26 @@ unless --all. Talks to the daemon at AVA_ADDR.`,
 	return cmd
 }
 
-func printPs(w io.Writer, list []client.Subagent) {
+// subagentsOf is the daemon's subagents as the core's view, which the
+// command line renders.
+func subagentsOf(list []client.Subagent) []ava.Subagent {
+	out := make([]ava.Subagent, len(list))
+	for i, s := range list {
+		out[i] = terminal.FromClient(s)
+	}
+	return out
+}
+
+func printPs(w io.Writer, list []ava.Subagent) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tROLE\tSTATUS\tELAPSED\tTOKENS\tCOST\tACTIVITY")
 	for _, s := range list {
-		status := s.Status
+		status := string(s.Status)
 		if s.Stalled {
 			status += " (stalled)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.2f¢\t%s\n", s.ID, s.Role, status,
-			(time.Duration(s.ElapsedMs) * time.Millisecond).Round(time.Second), s.Tokens, s.CostCents, oneLine(s.Activity, 60))
+			s.Elapsed.Round(time.Second), s.Tokens, s.CostCents, oneLine(s.Activity, 60))
 	}
 	tw.Flush()
 }
@@ -188,7 +199,7 @@ func newStatusCmd(a *App) *cobra.Command {
 			if asJSON {
 				return printJSON(a.Stdout, s)
 			}
-			printStatus(a.Stdout, s)
+			printStatus(a.Stdout, terminal.FromClient(s))
 			return nil
 		},
 	}
@@ -196,8 +207,8 @@ func newStatusCmd(a *App) *cobra.Command {
 	return cmd
 }
 
-func printStatus(w io.Writer, s client.Subagent) {
-	status := s.Status
+func printStatus(w io.Writer, s ava.Subagent) {
+	status := string(s.Status)
 	if s.Stalled {
 		status += " (stalled)"
 	}
@@ -208,15 +219,12 @@ func printStatus(w io.Writer, s client.Subagent) {
 		fmt.Fprintf(w, "parent:   %s\n", s.Parent)
 	}
 	fmt.Fprintf(w, "elapsed:  %s · %d tokens · %.2f¢ · %d iterations\n",
-		(time.Duration(s.ElapsedMs) * time.Millisecond).Round(time.Second), s.Tokens, s.CostCents, s.Iteration)
+		s.Elapsed.Round(time.Second), s.Tokens, s.CostCents, s.Iterations)
 	if s.Activity != "" {
 		fmt.Fprintf(w, "activity: %s\n", oneLine(s.Activity, 200))
 	}
-	var r struct {
-		Summary string `json:"summary"`
-	}
-	if len(s.Result) > 0 && json.Unmarshal(s.Result, &r) == nil && r.Summary != "" {
-		fmt.Fprintf(w, "summary:  %s\n", terminal.Printable(r.Summary))
+	if s.Result != nil && s.Result.Summary != "" {
+		fmt.Fprintf(w, "summary:  %s\n", terminal.Printable(s.Result.Summary))
 	}
 	if s.Error != "" {
 		fmt.Fprintf(w, "error:    %s\n", terminal.Printable(s.Error))

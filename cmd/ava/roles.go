@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava"
 )
 
 func newRolesCmd(a *App) *cobra.Command {
@@ -59,7 +59,7 @@ estimate came from past runs rather than from the role's limits).`,
 				}
 			}
 			warnTrustChanges(a, in)
-			if !app.HasRealProvider(in.Catalog) {
+			if !in.HasRealProvider() {
 				fmt.Fprintln(a.Stderr, "note: no model provider is configured (set ANTHROPIC_API_KEY, OPENROUTER_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL): until then a role runs only with --offline, on the scripted demo model")
 			}
 			if stats {
@@ -80,7 +80,7 @@ estimate came from past runs rather than from the role's limits).`,
 }
 
 // printRoleStats writes the roles' statistics table.
-func printRoleStats(ctx context.Context, a *App, in *app.Instance) error {
+func printRoleStats(ctx context.Context, a *App, in *ava.Runtime) error {
 	st, err := in.RoleStats(ctx)
 	if err != nil {
 		return err
@@ -106,7 +106,7 @@ func printRoleStats(ctx context.Context, a *App, in *app.Instance) error {
 }
 
 // printRoles writes the roles table.
-func printRoles(a *App, in *app.Instance) error {
+func printRoles(a *App, in *ava.Runtime) error {
 	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROLE\tSOURCE\tMODEL\tTIMEOUT\tMAX COST\tMAX TOKENS\tMAX ITER\tTOOLS")
 	for _, r := range in.Roles() {
@@ -129,7 +129,7 @@ func printRoles(a *App, in *app.Instance) error {
 
 // roleSource is where the role came from, and loudly what it replaced
 // or that it is untrusted.
-func roleSource(r app.Role) string {
+func roleSource(r ava.Role) string {
 	switch {
 	case r.Untrusted:
 		return r.Source + " (UNTRUSTED: " + r.UntrustedWhy + ")"
@@ -141,7 +141,7 @@ func roleSource(r app.Role) string {
 
 // printWithheld lists, for each untrusted workspace role, what the
 // workspace gate withheld from it or lowered.
-func printWithheld(a *App, roles []app.Role) {
+func printWithheld(a *App, roles []ava.Role) {
 	any := false
 	for _, r := range roles {
 		if !r.Untrusted {
@@ -162,8 +162,9 @@ func printWithheld(a *App, roles []app.Role) {
 
 // warnTrustChanges warns when the workspace is trusted but its role
 // files are not what was trusted.
-func warnTrustChanges(a *App, in *app.Instance) {
-	trusted, changes, _, err := app.WorkspaceTrust(in.Config, in.Config.Workspace)
+func warnTrustChanges(a *App, in *ava.Runtime) {
+	cfg := in.Config()
+	trusted, changes, _, err := ava.WorkspaceTrust(cfg, cfg.Workspace)
 	if err != nil || !trusted || len(changes) == 0 {
 		return
 	}
@@ -177,16 +178,16 @@ func warnTrustChanges(a *App, in *app.Instance) {
 // roleModel is the role's model as named and as resolved, and why it
 // does not resolve. With no provider configured it says so, as ava spawn
 // refuses to run a role then (unless --offline).
-func roleModel(in *app.Instance, r app.Role) (string, error) {
-	if !app.HasRealProvider(in.Catalog) {
+func roleModel(in *ava.Runtime, r ava.Role) (string, error) {
+	if !in.HasRealProvider() {
 		return r.Model + " → no provider configured", nil
 	}
-	m, err := in.Catalog.ResolveAs(r.Model, r.ModelBy)
+	name, err := in.RoleModel(r)
 	if err != nil {
 		return r.Model + " → unresolved", err
 	}
-	model := r.Model + " → " + m.Name()
-	if app.IsOffline(m) {
+	model := r.Model + " → " + name
+	if ava.IsOffline(name) {
 		model += " (offline)"
 	}
 	return model, nil
@@ -194,11 +195,11 @@ func roleModel(in *app.Instance, r app.Role) (string, error) {
 
 // roleTools lists the tools, marking each one a subagent never gets,
 // then the role's MCP servers as mcp:<server>.
-func roleTools(r app.Role) string {
+func roleTools(r ava.Role) string {
 	out := make([]string, len(r.Tools))
 	for i, t := range r.Tools {
 		out[i] = t
-		if why := app.WithheldReason(t); why != "" {
+		if why := ava.WithheldReason(t); why != "" {
 			out[i] = t + " (withheld: " + why + ")"
 		}
 	}
@@ -210,7 +211,7 @@ func roleTools(r app.Role) string {
 
 // printMCPConfinement writes how each MCP server roles use runs (the
 // stdio ones: sandboxed or UNSANDBOXED), below the sandbox line.
-func printMCPConfinement(a *App, in *app.Instance) {
+func printMCPConfinement(a *App, in *ava.Runtime) {
 	servers := in.MCPServers()
 	for _, s := range servers {
 		if s.Kind == "stdio" && len(s.Roles) > 0 {
@@ -223,7 +224,7 @@ func printMCPConfinement(a *App, in *app.Instance) {
 // printRoleMCPTools starts each role's MCP servers and lists the tools
 // they give it; a server that fails is named on stderr and makes the
 // exit status 1.
-func printRoleMCPTools(ctx context.Context, a *App, in *app.Instance) error {
+func printRoleMCPTools(ctx context.Context, a *App, in *ava.Runtime) error {
 	var failed bool
 	fmt.Fprintln(a.Stdout, "\nMCP tools:")
 	for _, r := range in.Roles() {
@@ -247,20 +248,20 @@ func printRoleMCPTools(ctx context.Context, a *App, in *app.Instance) error {
 	return nil
 }
 
-// openRoles opens a read-only instance to look at the roles, reporting
+// openRoles opens a read-only runtime to look at the roles, reporting
 // once each role file it cannot load.
-func (a *App) openRoles(ctx context.Context) (*app.Instance, error) {
+func (a *App) openRoles(ctx context.Context) (*ava.Runtime, error) {
 	cfg, err := a.Config()
 	if err != nil {
 		return nil, err
 	}
 	// The role files Open cannot load are reported once, below.
-	log := slog.New(dropMessage{Handler: dropMessage{Handler: a.Logger().Handler(), msg: app.RoleSkippedMessage}, msg: app.RoleOverrideMessage})
-	in, err := app.Open(ctx, cfg, log, app.ReadOnly())
+	log := slog.New(dropMessage{Handler: dropMessage{Handler: a.Logger().Handler(), msg: ava.RoleSkippedMessage}, msg: ava.RoleOverrideMessage})
+	in, err := ava.Open(ctx, ava.Options{Config: cfg, Logger: log, ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range in.RoleErrors {
+	for _, e := range in.RoleErrors() {
 		fmt.Fprintf(a.Stderr, "warning: role skipped: %v\n", e)
 	}
 	return in, nil

@@ -12,12 +12,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/channel/terminal"
-	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/lifecycle"
-	"github.com/avaagent/ava/llm"
-	"github.com/avaagent/ava/session"
 )
 
 type runOptions struct {
@@ -75,19 +72,19 @@ func addTurnFlags(f *pflag.FlagSet, o *runOptions, what string) {
 	f.Float64Var(&o.budget, "budget", 0, "set the session's budget in cents: the orchestrator and its subagents together spend at most this (kept for --session)")
 }
 
-// orchestratorModel is the model the flags choose: --offline's scripted
-// demo, --model, or the configured one.
-func (o runOptions) orchestratorModel(cfg config.Config, in *app.Instance) (llm.Model, error) {
+// orchestratorModel is the full name of the model the flags choose:
+// --offline's scripted demo, --model, or the configured one.
+func (o runOptions) orchestratorModel(rt *ava.Runtime) (string, error) {
 	name := o.model
 	if o.offline {
-		name = "scripted/demo"
+		name = ava.OfflineModel
 	}
-	return app.OrchestratorModel(cfg, in.Catalog, name)
+	return rt.OrchestratorModel(name)
 }
 
 // limits are the turn limits the flags set.
-func (o runOptions) limits() session.Limits {
-	return session.Limits{Timeout: o.timeout, MaxCostCents: o.maxCost, MaxTokens: o.maxToken, MaxIterations: o.maxIter}
+func (o runOptions) limits() ava.TurnLimits {
+	return ava.TurnLimits{Timeout: o.timeout, MaxCostCents: o.maxCost, MaxTokens: o.maxToken, MaxIterations: o.maxIter}
 }
 
 func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
@@ -98,53 +95,49 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 	if o.yes {
 		cfg.Confirm = "never"
 	}
-	in, err := app.Open(ctx, cfg, a.Logger())
+	rt, err := ava.Open(ctx, ava.Options{Config: cfg, Logger: a.Logger()})
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	model, err := o.orchestratorModel(cfg, in)
+	defer rt.Close()
+	model, err := o.orchestratorModel(rt)
 	if err != nil {
-		if errors.Is(err, app.ErrNoModel) {
+		if errors.Is(err, ava.ErrNoModel) {
 			return withCode(1, err)
 		}
 		return err
 	}
-	offline := app.IsOffline(model)
-	if offline && !o.json {
-		fmt.Fprintf(a.Stderr, "[offline] answering with the scripted model %s: no network, not a real model\n", model.Name())
+	if ava.IsOffline(model) && !o.json {
+		fmt.Fprintf(a.Stderr, "[offline] answering with the scripted model %s: no network, not a real model\n", model)
 	}
 	key := o.session
 	if key == "" {
 		key = "ava:cli:" + uuid.NewString()[:8]
 	}
-	last, err := in.Sessions.LastSeq(key)
+	turn, sub, err := rt.Chat(ctx, key, message, ava.SendOptions{User: a.Getenv("USER"), Model: model, Budget: o.budget, Limits: o.limits()})
 	if err != nil {
 		return err
 	}
-	printed := make(chan struct{})
-	sub := in.Sessions.Subscribe(key, last)
-	pctx, stopPrint := context.WithCancel(ctx)
+	defer sub.Close()
+	printed, until := make(chan struct{}), make(chan uint64, 1)
 	go func() {
 		defer close(printed)
-		terminal.PrintTurn(pctx, sub, a.Stdout, a.Stderr, o.json)
+		terminal.PrintTurn(ctx, sub, until, a.Stdout, a.Stderr, o.json)
 	}()
-	turn, err := in.Sessions.Send(ctx, key, message, session.SendOptions{User: a.Getenv("USER"), Model: model.Name(), Budget: o.budget, Limits: o.limits()})
-	if err != nil {
-		stopPrint()
-		<-printed
-		return err
-	}
 	res, askErr := turn.Wait(ctx)
 	if ctx.Err() != nil {
 		// Ctrl-C: stop the turn and its subagents, and record how they ended.
-		_, _ = in.Sessions.Stop(key)
-		res, askErr = turn.Wait(context.Background())
+		_, _ = rt.Stop(context.WithoutCancel(ctx), key)
+		res, askErr = turn.Wait(context.WithoutCancel(ctx))
 	}
-	waitBackground(ctx, a, in, key, o.json)
-	in.Sessions.Forget(key)
+	waitBackground(ctx, a, rt, key, o.json)
+	// Everything the turn and its subagents did is stored: print it all.
+	if last, err := rt.LastSeq(context.WithoutCancel(ctx), key); err == nil {
+		until <- last
+	} else {
+		close(until)
+	}
 	<-printed
-	stopPrint()
 	if o.json {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintln(a.Stdout, string(b))
@@ -161,9 +154,9 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 // waitBackground waits for the subagents the run left in the background:
 // this process is their only home, so it must not exit under them. Their
 // results are stored in the session for its next message.
-func waitBackground(ctx context.Context, a *App, in *app.Instance, session string, quiet bool) {
-	waiting := in.Sessions.Subagents(session)
-	if len(waiting) == 0 {
+func waitBackground(ctx context.Context, a *App, rt *ava.Runtime, session string, quiet bool) {
+	waiting, err := rt.Subagents(context.WithoutCancel(ctx), ava.SubagentFilter{Parent: session, Status: lifecycle.Active})
+	if err != nil || len(waiting) == 0 {
 		return
 	}
 	if !quiet {
@@ -171,14 +164,16 @@ func waitBackground(ctx context.Context, a *App, in *app.Instance, session strin
 	}
 	if ctx.Err() != nil {
 		// Interrupted already: they are being stopped with the turn.
-		ctx = context.Background()
+		ctx = context.WithoutCancel(ctx)
 	}
-	for _, h := range waiting {
-		if _, err := h.Wait(ctx); err != nil {
-			h.Cancel()
+	for _, sa := range waiting {
+		done, err := rt.Wait(ctx, sa.ID)
+		if err != nil {
+			_, _ = rt.Cancel(context.WithoutCancel(ctx), sa.ID)
+			done, err = rt.Wait(context.WithoutCancel(ctx), sa.ID)
 		}
-		if !quiet {
-			fmt.Fprintln(a.Stderr, terminal.SubagentLine(h))
+		if !quiet && err == nil {
+			fmt.Fprintln(a.Stderr, terminal.StatusLine(done))
 		}
 	}
 	if !quiet {

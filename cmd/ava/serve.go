@@ -12,7 +12,6 @@ import (
 	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/channel/telegram"
 	"github.com/avaagent/ava/config"
-	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/gateway"
 )
 
@@ -135,7 +134,7 @@ func runDaemon(ctx context.Context, a *App, cfg config.Config, opt gateway.Serve
 	}
 	cfg.Token = opt.Token
 	opt.Metrics = gateway.NewMetrics()
-	rt, err := ava.Open(context.WithoutCancel(ctx), ava.Options{Config: cfg, Logger: log, Sinks: []event.Sink{opt.Metrics}})
+	rt, err := ava.Open(context.WithoutCancel(ctx), ava.Options{Config: cfg, Logger: log, Sinks: []ava.Sink{opt.Metrics}})
 	if err != nil {
 		return err
 	}
@@ -167,7 +166,7 @@ func chatChannels(a *App, cfg config.Config, rt *ava.Runtime) ([]gateway.Channel
 		return nil, usageError(err)
 	}
 	ch, err := telegram.New(telegram.Config{Token: cfg.TelegramBotToken, APIURL: cfg.TelegramAPIURL, Allowed: allowed,
-		WebhookSecret: cfg.TelegramWebhookSecret, Sessions: rt.Instance().Sessions, Store: rt.Instance().Store, Logger: a.Logger()})
+		WebhookSecret: cfg.TelegramWebhookSecret, Runtime: rt, Logger: a.Logger()})
 	if err != nil {
 		return nil, err
 	}

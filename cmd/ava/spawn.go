@@ -7,19 +7,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
-	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/channel/terminal"
 	"github.com/avaagent/ava/gateway/client"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
-	"github.com/avaagent/ava/session"
 )
 
 type spawnOptions struct {
-	cfg     session.SubagentConfig
+	cfg     ava.SubagentConfig
 	timeout time.Duration
 	wait    bool
 	json    bool
@@ -75,7 +73,7 @@ with its pending ID P-xxxxxx, to confirm, change or reject on the daemon
 	f.BoolVar(&o.yes, "yes", false, "you confirm the spawn now: it starts without a proposal (AVA_CONFIRM=never for this command)")
 	_ = cmd.MarkFlagRequired("role")
 	_ = cmd.RegisterFlagCompletionFunc("role", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return app.BuiltinRoleNames(), cobra.ShellCompDirectiveNoFileComp
+		return ava.BuiltinRoleNames(), cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
 }
@@ -86,9 +84,9 @@ func spawnOnce(ctx context.Context, a *App, o spawnOptions) error {
 		return err
 	}
 	if o.offline {
-		o.cfg.Model = "scripted/demo"
-	} else if o.cfg.Model == "" && !app.HasRealProviderConfig(cfg) {
-		return withCode(1, app.ErrNoModel)
+		o.cfg.Model = ava.OfflineModel
+	} else if o.cfg.Model == "" && !ava.ProviderConfigured(cfg) {
+		return withCode(1, ava.ErrNoModel)
 	}
 	// The model runs in this process: the person at the command line
 	// named it (--model, --offline), as the operator.
@@ -96,43 +94,54 @@ func spawnOnce(ctx context.Context, a *App, o spawnOptions) error {
 	if o.yes {
 		cfg.Confirm = "never"
 	}
-	in, err := app.Open(ctx, cfg, a.Logger())
+	rt, err := ava.Open(ctx, ava.Options{Config: cfg, Logger: a.Logger()})
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	h, p, err := in.Sessions.Spawn(ctx, "ava:cli:"+uuid.NewString()[:8], o.cfg, a.Getenv("USER"))
+	defer rt.Close()
+	parent, err := rt.NewSession(ctx, "cli")
 	if err != nil {
 		return err
 	}
-	if p != nil {
+	sp, err := rt.Spawn(ctx, ava.SpawnRequest{Parent: parent, Config: o.cfg, User: a.Getenv("USER")})
+	if err != nil {
+		return err
+	}
+	if p := sp.Proposal; p != nil {
 		return printProposal(a, p.ID, p.Text, p, o.json)
 	}
+	sa := *sp.Subagent
 	if !o.json {
-		fmt.Fprintln(a.Stdout, h.ID())
+		fmt.Fprintln(a.Stdout, sa.ID)
 	}
-	if app.IsOffline(h.Model()) {
-		fmt.Fprintf(a.Stderr, "[offline] %s runs on the scripted model %s: not a real model\n", h.ID(), h.Model().Name())
+	if ava.IsOffline(sa.Model) {
+		fmt.Fprintf(a.Stderr, "[offline] %s runs on the scripted model %s: not a real model\n", sa.ID, sa.Model)
 	}
 	followDone := make(chan struct{})
 	fctx, stopFollow := context.WithCancel(ctx)
+	sub := rt.Follow(sa.SessionKey, 0)
 	go func() {
 		defer close(followDone)
-		terminal.FollowSubagent(fctx, h.Subscribe(0), h.Role().Name, a.Stderr)
+		terminal.FollowSubagent(fctx, sub, sa.Role, a.Stderr)
 	}()
-	r, werr := h.Wait(ctx)
+	done, werr := rt.Wait(ctx, sa.ID)
 	if werr != nil {
-		h.Cancel()
-		r, werr = h.Wait(context.Background())
+		_, _ = rt.Cancel(context.WithoutCancel(ctx), sa.ID)
+		done, werr = rt.Wait(context.WithoutCancel(ctx), sa.ID)
 	}
 	stopFollow()
 	<-followDone
+	sub.Close()
 	if werr != nil {
 		return werr
 	}
+	if done.Result == nil {
+		return withCode(1, fmt.Errorf("subagent %s ended with status %s and no result%s", sa.ID, done.Status, errSuffix(done.Error)))
+	}
+	r := *done.Result
 	printResult(a, r, o.json)
 	if r.Status != lifecycle.Success {
-		return withCode(1, fmt.Errorf("subagent %s ended with status %s%s", h.ID(), r.Status, errSuffix(r.Error)))
+		return withCode(1, fmt.Errorf("subagent %s ended with status %s%s", sa.ID, r.Status, errSuffix(r.Error)))
 	}
 	return nil
 }
@@ -145,7 +154,7 @@ func spawnOnDaemon(ctx context.Context, a *App, o spawnOptions) error {
 		return err
 	}
 	if o.offline {
-		o.cfg.Model = "scripted/demo"
+		o.cfg.Model = ava.OfflineModel
 	}
 	sa, p, err := c.Spawn(ctx, client.SpawnRequest{Role: o.cfg.Role, Task: o.cfg.Task, Context: o.cfg.Context, Model: o.cfg.Model,
 		TimeoutSeconds: o.cfg.Timeout, MaxCostCents: o.cfg.MaxCostCents, MaxTokens: o.cfg.MaxTokens,
@@ -196,7 +205,7 @@ func errSuffix(s string) string {
 	return ": " + s
 }
 
-func printResult(a *App, r session.SubagentResult, asJSON bool) {
+func printResult(a *App, r ava.Result, asJSON bool) {
 	if asJSON {
 		b, _ := json.MarshalIndent(r, "", "  ")
 		fmt.Fprintln(a.Stdout, string(b))

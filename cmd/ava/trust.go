@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/config"
 )
 
@@ -71,7 +71,7 @@ a subagent's tools, limits and instructions.`,
 func runTrust(a *App, cfg config.Config, path string, trusted bool) error {
 	var files map[string]string
 	if trusted {
-		was, changes, now, err := app.WorkspaceTrust(cfg, path)
+		was, changes, now, err := ava.WorkspaceTrust(cfg, path)
 		if err != nil {
 			return fmt.Errorf("trust %s: %w", path, err)
 		}
