@@ -157,7 +157,7 @@ func New(opt Options) (*Server, error) {
 	s := &Server{opt: opt, rt: opt.Runtime, log: opt.Logger.With("component", "gateway"), metrics: opt.Metrics,
 		guard: g, auth: a, panel: p, draining: make(chan struct{}), turns: map[*turnRef]struct{}{},
 		frameCaches: map[string]*frameCache{}}
-	s.mcp, err = mcpserver.New(mcpserver.Options{Instance: s.rt.Instance(), Logger: opt.Logger, Accepting: func() error {
+	s.mcp, err = mcpserver.New(mcpserver.Options{Runtime: s.rt, Logger: opt.Logger, Accepting: func() error {
 		if s.isDraining() {
 			return errDraining
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
-	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/mcpserver"
@@ -48,7 +48,7 @@ const script = `conversations:
 
 type env struct {
 	t     *testing.T
-	in    *app.Instance
+	rt    *ava.Runtime
 	srv   *mcpserver.Server
 	cs    *mcp.ClientSession
 	model string
@@ -97,17 +97,17 @@ func newEnv(t *testing.T, o envOptions) *env {
 	// only the operator may name a scripted model by its path.
 	cfg.Aliases = map[string]map[string]string{"scripted": {"haiku": path, "sonnet": path, "opus": path}}
 	log := slog.New(slog.DiscardHandler)
-	in, err := app.Open(context.Background(), cfg, log)
+	rt, err := ava.Open(context.Background(), ava.Options{Config: cfg, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(mcpserver.Options{Instance: in, User: "tester", PollEvery: 20 * time.Millisecond,
+	srv, err := mcpserver.New(mcpserver.Options{Runtime: rt, User: "tester", PollEvery: 20 * time.Millisecond,
 		ProgressEvery: 100 * time.Millisecond, Logger: log})
 	if err != nil {
-		in.Close()
+		rt.Close()
 		t.Fatal(err)
 	}
-	e := &env{t: t, in: in, srv: srv, model: model}
+	e := &env{t: t, rt: rt, srv: srv, model: model}
 	opts := &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -130,7 +130,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		cancel()
 		<-served
-		in.Close()
+		rt.Close()
 		t.Fatal(err)
 	}
 	e.cs = cs
@@ -140,7 +140,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		if err := <-served; err != nil {
 			t.Errorf("server: %v", err)
 		}
-		if err := in.Close(); err != nil {
+		if err := rt.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
 	})
@@ -217,20 +217,30 @@ func (e *env) waitStatus(id string, want lifecycle.Status) {
 	e.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		h, err := e.in.Subagent.Get(id)
-		if err == nil && h.Status().Status == want {
+		sa, err := e.rt.Subagent(context.Background(), id)
+		if err == nil && sa.Status == want {
 			return
 		}
 		if time.Now().After(deadline) {
-			st := "unknown"
-			if err == nil {
-				st = string(h.Status().Status)
-			}
-			e.t.Fatalf("%s: status %s, want %s", id, st, want)
+			e.t.Fatalf("%s: status %s (%v), want %s", id, sa.Status, err, want)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// subagents are the runtime's subagents of the statuses (none: all).
+func subagents(t *testing.T, rt *ava.Runtime, status []lifecycle.Status) []ava.Subagent {
+	t.Helper()
+	list, err := rt.Subagents(context.Background(), ava.SubagentFilter{Status: status})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
+// active are the runs queued or running; all, every run.
+func (e *env) active() []ava.Subagent { return subagents(e.t, e.rt, lifecycle.Active) }
+func (e *env) all() []ava.Subagent    { return subagents(e.t, e.rt, nil) }
 
 func TestToolsAndRolesAreListed(t *testing.T) {
 	e := newEnv(t, envOptions{})
@@ -281,11 +291,11 @@ func TestSpawnWaitedReturnsStructuredResult(t *testing.T) {
 		string(out.Output) != `{"answer":42}` || !strings.HasPrefix(out.SubagentID, "S-") {
 		t.Errorf("result: %+v (output %s)", out, out.Output)
 	}
-	h, err := e.in.Subagent.Get(out.SubagentID)
+	sa, err := e.rt.Subagent(context.Background(), out.SubagentID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := h.Parent(); !strings.HasPrefix(p, mcpserver.SessionPrefix) || len(p) != len(mcpserver.SessionPrefix)+8 {
+	if p := sa.Parent; !strings.HasPrefix(p, mcpserver.SessionPrefix) || len(p) != len(mcpserver.SessionPrefix)+8 {
 		t.Errorf("parent session %q, want ava:mcp:<8 hex>", p)
 	}
 	if !strings.Contains(text(res), `"status": "success"`) && !strings.Contains(text(res), `"status":"success"`) {
@@ -326,8 +336,8 @@ func TestCancellingTheRequestCancelsTheSubagent(t *testing.T) {
 	var id string
 	deadline := time.Now().Add(10 * time.Second)
 	for id == "" {
-		if hs := e.in.Subagent.List(false); len(hs) > 0 && hs[0].Status().Status == lifecycle.Running {
-			id = hs[0].ID()
+		if hs := e.active(); len(hs) > 0 && hs[0].Status == lifecycle.Running {
+			id = hs[0].ID
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the subagent never ran")
@@ -424,7 +434,7 @@ func TestConfirmationDeclined(t *testing.T) {
 	res := e.mustCall("spawn_subagent", map[string]any{"role": "researcher", "task": "QUICK asked", "model": "scripted/sonnet"})
 	var out mcpserver.SpawnResult
 	structured(t, res, &out)
-	if out.Status != mcpserver.StatusRejected || out.PendingID == "" || len(e.in.Subagent.List(true)) != 0 {
+	if out.Status != mcpserver.StatusRejected || out.PendingID == "" || len(e.all()) != 0 {
 		t.Fatalf("declined spawn: %+v", out)
 	}
 }
@@ -440,7 +450,7 @@ func TestConfirmationWithoutElicitationStatesThePolicy(t *testing.T) {
 	if out.Status != mcpserver.StatusAwaiting || !strings.HasPrefix(out.PendingID, "P-") || !strings.Contains(out.Note, "AVA_CONFIRM") {
 		t.Fatalf("unconfirmed spawn: %+v", out)
 	}
-	ps, err := e.in.Subagent.Proposals(context.Background(), "")
+	ps, err := e.rt.Proposals(context.Background(), "")
 	if err != nil || len(ps) != 1 || ps[0].ID != out.PendingID {
 		t.Fatalf("pending proposals %+v, %v", ps, err)
 	}
@@ -457,15 +467,15 @@ func TestCancellingAWaitedGroupCancelsItsMembers(t *testing.T) {
 		errc <- err
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(e.in.Subagent.List(false)) < 2 {
+	for len(e.active()) < 2 {
 		if time.Now().After(deadline) {
 			t.Fatal("the group never ran")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	var ids []string
-	for _, h := range e.in.Subagent.List(false) {
-		ids = append(ids, h.ID())
+	for _, sa := range e.active() {
+		ids = append(ids, sa.ID)
 	}
 	cancel()
 	if err := <-errc; err == nil {
@@ -484,12 +494,12 @@ func TestRefusesNewWorkWhenNotAccepting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := app.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	rt, err := ava.Open(context.Background(), ava.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer in.Close()
-	srv, err := mcpserver.New(mcpserver.Options{Instance: in, Accepting: func() error { return errors.New("shutting down") }})
+	defer rt.Close()
+	srv, err := mcpserver.New(mcpserver.Options{Runtime: rt, Accepting: func() error { return errors.New("shutting down") }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +517,7 @@ func TestRefusesNewWorkWhenNotAccepting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.IsError || !strings.Contains(text(res), "shutting down") || len(in.Subagent.List(true)) != 0 {
+	if !res.IsError || !strings.Contains(text(res), "shutting down") || len(subagents(t, rt, nil)) != 0 {
 		t.Fatalf("spawn while not accepting: %s", text(res))
 	}
 }
@@ -554,7 +564,7 @@ func TestSpawnRefusesAScriptPath(t *testing.T) {
 	if !res.IsError || !strings.Contains(text(res), "only the operator may name a scripted model") {
 		t.Fatalf("spawn on a script path: %s", text(res))
 	}
-	if n := len(e.in.Subagent.List(true)); n != 0 {
+	if n := len(e.all()); n != 0 {
 		t.Fatalf("%d subagents started", n)
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava"
 )
 
 // follow waits until done is closed, sending the request's progress
@@ -16,7 +16,7 @@ import (
 // putting the runs' questions to the client (ask, nil: not asked). It
 // returns ctx's cause when the request is cancelled first, and an input
 // result when a question ends the call to come again with the answer.
-func (s *Server) follow(ctx context.Context, req *mcp.CallToolRequest, done <-chan struct{}, runs func() []*subagent.Handle, ask *asker) (*mcp.CallToolResult, error) {
+func (s *Server) follow(ctx context.Context, req *mcp.CallToolRequest, done <-chan struct{}, runs func() []ava.Subagent, ask *asker) (*mcp.CallToolResult, error) {
 	token := req.Params.GetProgressToken()
 	poll := time.NewTicker(s.opt.PollEvery)
 	defer poll.Stop()
@@ -50,6 +50,9 @@ func (s *Server) follow(ctx context.Context, req *mcp.CallToolRequest, done <-ch
 			return nil, context.Cause(ctx)
 		case <-poll.C:
 			notify()
+			if ask == nil {
+				continue
+			}
 			if input, err := ask.poll(ctx, runs()); input != nil || err != nil {
 				return input, err
 			}
@@ -57,12 +60,13 @@ func (s *Server) follow(ctx context.Context, req *mcp.CallToolRequest, done <-ch
 	}
 }
 
-// statusLines is the runs' status, one line each: "S-7f3a2b researcher
-// running 12s, 2034 tokens, 0.3¢: calling the model".
-func statusLines(hs []*subagent.Handle) string {
-	lines := make([]string, 0, len(hs))
-	for _, h := range hs {
-		lines = append(lines, h.Status().String())
+// statusLines is the runs' status, one line each (ava.Subagent.String,
+// with the figures every surface shows): "S-7f3a2b researcher running
+// 12s, 2034 tokens, 0.3¢: calling the model".
+func statusLines(runs []ava.Subagent) string {
+	lines := make([]string, 0, len(runs))
+	for _, sa := range runs {
+		lines = append(lines, sa.String())
 	}
 	return strings.Join(lines, "\n")
 }

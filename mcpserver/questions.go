@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava"
 )
 
 // A subagent's question (ask_user) reaches the MCP client that waits for
@@ -64,15 +64,15 @@ func (s *Server) newAsker(req *mcp.CallToolRequest, rounds bool) *asker {
 
 // poll asks the client each new open question of runs: inline, or as
 // the returned input result (the call ends and comes again).
-func (a *asker) poll(ctx context.Context, runs []*subagent.Handle) (*mcp.CallToolResult, error) {
+func (a *asker) poll(ctx context.Context, runs []ava.Subagent) (*mcp.CallToolResult, error) {
 	if a == nil {
 		return nil, nil
 	}
 	ids := map[string]bool{}
-	for _, h := range runs {
-		ids[h.ID()] = true
+	for _, sa := range runs {
+		ids[sa.ID] = true
 	}
-	for _, q := range a.s.in.Subagent.Questions(a.s.parentKey(a.req.Session)) {
+	for _, q := range a.s.rt.Questions(a.s.parentKey(a.req.Session)) {
 		if !ids[q.SubagentID] || a.asked[q.ID] {
 			continue
 		}
@@ -116,23 +116,22 @@ func (a *asker) answer(id string, res *mcp.ElicitResult) {
 	if res.Action != "accept" || strings.TrimSpace(text) == "" {
 		return
 	}
-	if _, err := a.s.in.Subagent.AnswerQuestion(id, a.s.parentKey(a.req.Session), text, subagent.ByPerson); err != nil {
+	if _, err := a.s.rt.Answer(a.s.parentKey(a.req.Session), id, text); err != nil {
 		a.s.log.Debug("answer a subagent's question", "question", id, "err", err)
 	}
 }
 
 // answeredQuestion handles spawn_subagent coming again with the answer to
 // a question (request state "Q-…/S-…"): the answer goes to the subagent,
-// and the call waits on for it.
-func (s *Server) answeredQuestion(req *mcp.CallToolRequest, state string) (*subagent.Handle, error) {
+// and the call waits on for it (its ID is returned).
+func (s *Server) answeredQuestion(req *mcp.CallToolRequest, state string) (string, error) {
 	qid, sid, _ := strings.Cut(state, "/")
 	if res, _ := req.Params.InputResponses[questionInput].(*mcp.ElicitResult); res != nil {
 		a := &asker{s: s, req: req}
 		a.answer(qid, res)
 	}
-	h, err := s.in.Subagent.Get(sid)
-	if err != nil {
-		return nil, fmt.Errorf("subagent %s: %w", sid, err)
+	if sid == "" {
+		return "", fmt.Errorf("%w: the request state names no subagent", ava.ErrInvalid)
 	}
-	return h, nil
+	return sid, nil
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava"
 )
 
 // RoleURI is the resource URI of a role.
@@ -16,7 +16,7 @@ func RoleURI(name string) string { return "ava://roles/" + name }
 // addRoles exposes each role as a resource, so that a client can
 // discover the roles spawn_subagent takes.
 func (s *Server) addRoles() {
-	for _, r := range subagent.SortedRoles(s.in.Subagent.Roles()) {
+	for _, r := range s.rt.Roles() {
 		text := roleText(r)
 		s.mcp.AddResource(&mcp.Resource{URI: RoleURI(r.Name), Name: r.Name, Title: "Ava role " + r.Name,
 			Description: r.Description, MIMEType: "text/markdown", Size: int64(len(text))},
@@ -28,7 +28,7 @@ func (s *Server) addRoles() {
 
 // roleText is a role as Markdown: description, model, tools, limits,
 // instructions.
-func roleText(r subagent.Role) string {
+func roleText(r ava.Role) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n%s\n\n", r.Name, r.FileText(r.Description))
 	fmt.Fprintf(&b, "- model: %s\n", r.Model)

@@ -3,12 +3,19 @@
 // `ava mcp` over stdio, and the daemon's /mcp route over streamable
 // HTTP (mounted by package gateway behind its token and origin checks).
 //
-// The MCP client is the person, not the orchestrator: its spawns go
-// through the same path as `ava spawn` and POST /api/subagents
-// (session.Service.Spawn and SpawnGroup, the subagent manager's
-// SpawnOrPropose), so hierarchy rules, limits, the confirmation policy
-// and the audit log all apply. Each MCP session is one parent session
-// key, ava:mcp:<8 hex> (stdio: one per server process).
+// The MCP client is the person, not the orchestrator. Every call goes
+// through the application core (ava.Runtime), like `ava spawn`, the HTTP
+// API and the chat channels: spawns (Spawn, StartGroup), follow-ups,
+// decisions on proposals, answers to questions, the subagents' status
+// with the figures every surface shows, and the logs; so hierarchy
+// rules, limits, the confirmation policy, masking and the audit log all
+// apply, and a failure is answered by its ava.Kind (errors.go). Each MCP
+// session is one parent session key, ava:mcp:<8 hex> (stdio: one per
+// server process).
+//
+// The spawn tools take the orchestrator's arguments (ava.SpawnArgs and
+// ava.GroupArgs: one definition, one schema), except context_mode fork,
+// which an MCP call refuses: it has no Ava conversation to fork.
 //
 // Tools: spawn_subagent (its result is the structured result of seed 001,
 // also as structured content with an output schema), spawn_subagents
@@ -18,8 +25,9 @@
 // while it runs (when the request carries a progress token), and the
 // client's cancellation of the request cancels the subagent. When the
 // confirmation policy asks, the person is asked with an MCP elicitation
-// request if the client supports it; otherwise nothing starts and the
-// tool result says the spawn awaits confirmation and where to give it.
+// request if the client supports it (yes or no, and a change in words,
+// read as the chat reads one); otherwise nothing starts and the tool
+// result says the spawn awaits confirmation and where to give it.
 // The roles are resources (ava://roles/<name>), so a client can
 // discover them.
 //
@@ -44,8 +52,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/avaagent/ava/app"
-	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/tool"
 	"github.com/avaagent/ava/tool/logs"
 )
@@ -69,9 +76,9 @@ const SessionPrefix = "ava:mcp:"
 
 // Options configure a Server.
 type Options struct {
-	// Instance is the opened Ava the tools act on (its Sessions must be
-	// set: not opened read-only).
-	Instance *app.Instance
+	// Runtime is the opened Ava the tools act on (not opened read-only:
+	// spawns would fail with ava.ErrReadOnly).
+	Runtime *ava.Runtime
 	// User is the person the MCP client acts for, when known (recorded
 	// with the spawns).
 	User string
@@ -92,16 +99,15 @@ type Options struct {
 // sessions (over stdio, in-memory transports or streamable HTTP).
 type Server struct {
 	opt  Options
-	in   *app.Instance
+	rt   *ava.Runtime
 	log  *slog.Logger
 	mcp  *mcp.Server
 	salt []byte
 	// stdioKey is the parent session key of a session without an ID
 	// (stdio and in-memory transports): one per server process.
 	stdioKey string
-	// tools are the orchestrator's subagent tools and read_ava_logs by
-	// name, which the status, list, cancel and logs tools forward to.
-	tools map[string]tool.Tool
+	// logs is read_ava_logs over the runtime's audit log.
+	logs tool.Tool
 	// calls are the tools/call requests being handled; its busy count
 	// also has the HTTP POSTs being served (a call's answer is delivered
 	// when its POST ends).
@@ -111,10 +117,10 @@ type Server struct {
 	cancelled *cancelledSet
 }
 
-// New returns a server over opt.Instance.
+// New returns a server over opt.Runtime.
 func New(opt Options) (*Server, error) {
-	if opt.Instance == nil || opt.Instance.Sessions == nil || opt.Instance.Subagent == nil {
-		return nil, errors.New("mcpserver: an instance opened for work (with sessions and subagents) is required")
+	if opt.Runtime == nil {
+		return nil, errors.New("mcpserver: a runtime (ava.Open) is required")
 	}
 	if opt.PollEvery <= 0 {
 		opt.PollEvery = DefaultPollEvery
@@ -132,13 +138,9 @@ func New(opt Options) (*Server, error) {
 	if _, err := rand.Read(salt); err != nil {
 		return nil, fmt.Errorf("mcpserver: session key salt: %w", err)
 	}
-	s := &Server{opt: opt, in: opt.Instance, log: opt.Logger.With("component", "mcp"), salt: salt,
-		stdioKey: SessionPrefix + hex.EncodeToString(salt[:4]), tools: map[string]tool.Tool{},
+	s := &Server{opt: opt, rt: opt.Runtime, log: opt.Logger.With("component", "mcp"), salt: salt,
+		stdioKey: SessionPrefix + hex.EncodeToString(salt[:4]), logs: logs.New(opt.Runtime.LogReader(), nil),
 		calls: newCalls(), cancelled: newCancelledSet()}
-	reader := s.in.LogReader(audit.ReaderOptions{Logger: opt.Logger})
-	for _, t := range append(s.in.Subagent.Tools(), logs.New(reader, nil)) {
-		s.tools[t.Name()] = t
-	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "ava", Title: "Ava subagents", Version: opt.Version},
 		&mcp.ServerOptions{Logger: s.log, Instructions: instructions, Capabilities: &mcp.ServerCapabilities{}})
 	s.mcp.AddReceivingMiddleware(s.calls.middleware)

@@ -6,44 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/lifecycle"
-	"github.com/avaagent/ava/subagent"
-	"github.com/avaagent/ava/tool"
 )
 
-// SpawnArgs are spawn_subagent's arguments.
-type SpawnArgs struct {
-	Role          string  `json:"role" jsonschema:"the subagent's role (see the ava://roles/ resources): web_crawler, code_reviewer, data_extractor, researcher, or a custom role"`
-	Task          string  `json:"task" jsonschema:"what the subagent must accomplish, stated so it can work without asking questions"`
-	Context       string  `json:"context,omitempty" jsonschema:"background the subagent needs"`
-	Model         string  `json:"model,omitempty" jsonschema:"override the role's model (provider/model or haiku, sonnet, opus; a scripted model only through an alias the operator configured)"`
-	Timeout       float64 `json:"timeout,omitempty" jsonschema:"wall-clock limit in seconds (default: the role's, usually 600)"`
-	MaxCostCents  float64 `json:"max_cost_cents,omitempty" jsonschema:"cost cap in US cents (default: the role's, usually 50)"`
-	MaxTokens     int     `json:"max_tokens,omitempty" jsonschema:"token cap (default: the role's, usually 100000)"`
-	MaxIterations int     `json:"max_iterations,omitempty" jsonschema:"cap on model calls (default: the role's, usually 20)"`
-	Background    bool    `json:"background,omitempty" jsonschema:"true: return the subagent ID at once (follow it with subagent_status); false (default): wait for the result, with progress notifications"`
-}
+// SpawnArgs are spawn_subagent's arguments: the orchestrator's spawn
+// tool's, one definition and one schema (ava.SpawnArgs).
+type SpawnArgs = ava.SpawnArgs
 
-func (a SpawnArgs) config() subagent.Config {
-	return subagent.Config{Role: a.Role, Task: a.Task, Context: a.Context, Model: a.Model, Timeout: a.Timeout,
-		MaxCostCents: a.MaxCostCents, MaxTokens: a.MaxTokens, MaxIterations: a.MaxIterations}
-}
-
-// GroupArgs are spawn_subagents' arguments.
-type GroupArgs struct {
-	Mode        string      `json:"mode" jsonschema:"parallel: all tasks at once; chain: one after another, each given the previous result as context"`
-	Tasks       []SpawnArgs `json:"tasks" jsonschema:"the subagents to start (their background field is ignored)"`
-	BudgetCents float64     `json:"budget_cents,omitempty" jsonschema:"aggregate cost cap for the whole group in cents"`
-	Timeout     float64     `json:"timeout,omitempty" jsonschema:"combined wall-clock limit for the whole group in seconds"`
-	Background  bool        `json:"background,omitempty" jsonschema:"true: return the IDs at once; false (default): wait for every result"`
-	Rationale   string      `json:"rationale,omitempty" jsonschema:"why this group is needed, in one sentence: shown to the person when the spawn needs their confirmation"`
-}
+// GroupArgs are spawn_subagents' arguments (ava.GroupArgs).
+type GroupArgs = ava.GroupArgs
 
 // SendArgs are send_subagent's arguments.
 type SendArgs struct {
@@ -58,7 +36,7 @@ type SendArgs struct {
 // ended (background, queued) or a spawn that awaits the person's
 // confirmation, its status and a note saying what happens next.
 type SpawnResult struct {
-	subagent.Result
+	ava.Result
 	// QueuePosition is a queued run's place in line (1 = next).
 	QueuePosition int `json:"queue_position,omitempty"`
 	// PendingID is the proposal awaiting confirmation (status
@@ -72,15 +50,15 @@ type SpawnResult struct {
 
 // GroupResult is spawn_subagents' structured result.
 type GroupResult struct {
-	GroupID     string            `json:"group_id,omitempty"`
-	Mode        string            `json:"mode"`
-	Status      string            `json:"status"`
-	SubagentIDs []string          `json:"subagent_ids,omitempty"`
-	SpentCents  float64           `json:"spent_cents,omitempty"`
-	Results     []subagent.Result `json:"results,omitempty"`
-	PendingID   string            `json:"pending_id,omitempty"`
-	Proposal    string            `json:"proposal,omitempty"`
-	Note        string            `json:"note,omitempty"`
+	GroupID     string       `json:"group_id,omitempty"`
+	Mode        string       `json:"mode"`
+	Status      string       `json:"status"`
+	SubagentIDs []string     `json:"subagent_ids,omitempty"`
+	SpentCents  float64      `json:"spent_cents,omitempty"`
+	Results     []ava.Result `json:"results,omitempty"`
+	PendingID   string       `json:"pending_id,omitempty"`
+	Proposal    string       `json:"proposal,omitempty"`
+	Note        string       `json:"note,omitempty"`
 }
 
 // Statuses of a spawn that did not start.
@@ -122,192 +100,252 @@ func (s *Server) addTools() error {
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "spawn_subagent", OutputSchema: spawnOut,
 		Description: "Spawn one Ava subagent: a focused agent with a role (its tools, model and limits) that works on the task until it is done or reaches a limit, " +
 			"and returns a structured result (status, summary, output, confidence, tokens, cost, duration). Waits for the result, sending progress notifications, " +
-			"unless background is true; cancelling the call cancels the subagent. Roles: " + s.roleSummary()}, s.spawnSubagent)
+			"unless background is true; cancelling the call cancels the subagent. context_mode fork is the orchestrator's only: an MCP call has no Ava conversation to fork. " +
+			"Roles (also the ava://roles/ resources): " + s.roleSummary()}, s.spawnSubagent)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "spawn_subagents", OutputSchema: groupOut,
 		Description: "Spawn several subagents as a group: parallel (all at once; tasks beyond the free slots wait in line) or chain (each step gets the previous step's result as context), " +
 			"with an optional aggregate budget and combined timeout. Waits for every result unless background is true; cancelling the call cancels the group."}, s.spawnSubagents)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "send_subagent", OutputSchema: spawnOut,
 		Description: "Send a follow-up to a finished subagent: it resumes with its conversation intact and answers with a new structured result. " +
 			"A running subagent refuses it unless queue is true. Waits for the answer unless background is true."}, s.sendSubagent)
-	for _, name := range []string{"subagent_status", "list_subagents", "cancel_subagent", "read_ava_logs"} {
-		t, ok := s.tools[name]
-		if !ok {
-			return fmt.Errorf("mcpserver: no %s tool", name)
-		}
-		desc := t.Description()
-		if name == "list_subagents" {
-			desc = "List the subagents this MCP session started: running and queued ones (with their place in the queue), or with all=true also the finished ones."
-		}
-		s.mcp.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: t.Schema()}, s.forward(t))
+	if err := s.addStatusTools(); err != nil {
+		return err
 	}
+	t := s.logs
+	s.mcp.AddTool(&mcp.Tool{Name: t.Name(), Description: t.Description(), InputSchema: t.Schema()}, s.forward(t))
 	return nil
 }
 
 // roleSummary names the roles with their descriptions.
 func (s *Server) roleSummary() string {
-	out := ""
-	for i, r := range subagent.SortedRoles(s.in.Subagent.Roles()) {
-		if i > 0 {
-			out += "; "
-		}
-		out += r.SummaryText()
+	parts := []string{}
+	for _, r := range s.rt.Roles() {
+		parts = append(parts, r.SummaryText())
 	}
-	return out
+	return strings.Join(parts, "; ")
 }
 
-// caller is the MCP session as the calling agent: the person's main
-// session ava:mcp:<id>.
-func (s *Server) caller(ss *mcp.ServerSession) tool.Caller {
-	return tool.Caller{AgentID: event.OrchestratorID, SessionKey: s.parentKey(ss), User: s.opt.User, Workspace: s.in.Config.Workspace}
+// session is the MCP session's parent session key, created in the store
+// before its first spawn.
+func (s *Server) session(ctx context.Context, req *mcp.CallToolRequest) (string, error) {
+	key := s.parentKey(req.Session)
+	return key, s.rt.EnsureSession(ctx, key)
 }
 
-// forward serves an orchestrator tool over MCP, called as the MCP
-// session's caller: its text is the result, its failure an error result.
-func (s *Server) forward(t tool.Tool) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args := json.RawMessage(req.Params.Arguments)
-		if len(args) == 0 {
-			args = json.RawMessage("{}")
-		}
-		res, err := t.Run(tool.WithCaller(ctx, s.caller(req.Session)), args)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", t.Name(), err)
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Output}}, IsError: res.IsError}, nil
+// spawnConfig is the spawn a's arguments ask for, refusing what an MCP
+// call cannot give: a conversation to fork.
+func spawnConfig(a SpawnArgs) (ava.SubagentConfig, error) {
+	cfg := a.Config()
+	if cfg.ContextMode == ava.ContextFork {
+		return cfg, fmt.Errorf("context_mode fork: %w: an MCP call has no Ava conversation for the subagent to start from; "+
+			"use fresh (the default) and put what it needs in context", ava.ErrInvalid)
 	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("%w: %w", ava.ErrInvalid, err)
+	}
+	return cfg, nil
 }
 
-// spawnSubagent is spawn_subagent: the person's spawn, through the
-// session service like `ava spawn`.
+// spawnSubagent is spawn_subagent: the person's spawn through the
+// runtime, like `ava spawn` and POST /api/subagents.
 func (s *Server) spawnSubagent(ctx context.Context, req *mcp.CallToolRequest, a SpawnArgs) (*mcp.CallToolResult, SpawnResult, error) {
+	res, out, err := s.spawnOne(ctx, req, a)
+	return res, out, s.toolError("spawn_subagent", err)
+}
+
+func (s *Server) spawnOne(ctx context.Context, req *mcp.CallToolRequest, a SpawnArgs) (*mcp.CallToolResult, SpawnResult, error) {
 	if err := s.accepting(); err != nil {
 		return nil, SpawnResult{}, err
 	}
-	cfg := a.config()
-	if err := cfg.Validate(); err != nil {
-		return nil, SpawnResult{}, fmt.Errorf("spawn_subagent: %w", err)
+	cfg, err := spawnConfig(a)
+	if err != nil {
+		return nil, SpawnResult{}, err
 	}
 	ask, resumed, err := s.answered(ctx, req)
 	if err != nil {
-		return nil, SpawnResult{}, fmt.Errorf("spawn_subagent: %w", err)
+		return nil, SpawnResult{}, err
 	}
-	var h *subagent.Handle
+	var id string
 	if !resumed {
-		// The run outlives this request when it runs in the background;
-		// a waited one is cancelled explicitly when the request is.
-		var p *subagent.Proposal
-		h, p, err = s.in.Sessions.Spawn(context.WithoutCancel(ctx), s.parentKey(req.Session), cfg, s.opt.User)
+		// Not in the background: a waited spawn's result is this call's
+		// answer, not a message in the MCP session's history; the call
+		// cancels the run when it is cancelled.
+		parent, err := s.session(ctx, req)
 		if err != nil {
 			return nil, SpawnResult{}, err
 		}
-		if p != nil {
-			if ask, err = s.propose(ctx, req, *p); err != nil {
+		sp, err := s.rt.Spawn(ctx, ava.SpawnRequest{Parent: parent, Config: cfg, User: s.opt.User, Rationale: a.Rationale})
+		if err != nil {
+			return nil, SpawnResult{}, err
+		}
+		if sp.Proposal != nil {
+			if ask, err = s.propose(ctx, req, *sp.Proposal); err != nil {
 				return nil, SpawnResult{}, err
 			}
+		} else {
+			id = sp.Subagent.ID
 		}
 	}
 	switch {
 	case ask.input != nil:
 		return ask.input, SpawnResult{}, nil
-	case ask.waiting != nil:
-		h = ask.waiting
+	case ask.waiting != "":
+		id = ask.waiting
 	case ask.started != nil:
-		if h, err = s.in.Subagent.Get(ask.started.SubagentIDs[0]); err != nil {
-			return nil, SpawnResult{}, fmt.Errorf("spawn_subagent: confirmed %s: %w", ask.started.SubagentIDs[0], err)
-		}
-	case h == nil:
+		id = ask.started.SubagentIDs[0]
+	case id == "":
 		return nil, ask.out, nil
 	}
-	return s.finish(ctx, req, h, a.Background, s.newAsker(req, true))
+	return s.finish(ctx, req, id, a.Background, s.newAsker(req, true))
 }
 
-// sendSubagent is send_subagent: a follow-up through the manager's
-// follow-up path (what `ava send` and POST /api/chat use).
+// sendSubagent is send_subagent: a follow-up through the runtime (what
+// `ava send` and POST /api/chat use).
 func (s *Server) sendSubagent(ctx context.Context, req *mcp.CallToolRequest, a SendArgs) (*mcp.CallToolResult, SpawnResult, error) {
 	if err := s.accepting(); err != nil {
-		return nil, SpawnResult{}, err
+		return nil, SpawnResult{}, s.toolError("send_subagent", err)
 	}
-	h, err := s.in.Subagent.Send(context.WithoutCancel(ctx), a.SubagentID, a.Message, a.Queue)
+	sa, err := s.rt.FollowUp(ctx, a.SubagentID, a.Message, a.Queue, false)
 	if err != nil {
-		return nil, SpawnResult{}, fmt.Errorf("send_subagent: %w", err)
+		return nil, SpawnResult{}, s.toolError("send_subagent", err)
 	}
-	return s.finish(ctx, req, h, a.Background, s.newAsker(req, false))
+	res, out, err := s.finish(ctx, req, sa.ID, a.Background, s.newAsker(req, false))
+	return res, out, s.toolError("send_subagent", err)
 }
 
 // finish returns a started run's result: at once (background) or when
 // it ends, with progress notifications and its questions to the client
 // (ask) meanwhile; a cancelled request cancels the run.
-func (s *Server) finish(ctx context.Context, req *mcp.CallToolRequest, h *subagent.Handle, background bool, ask *asker) (*mcp.CallToolResult, SpawnResult, error) {
+func (s *Server) finish(ctx context.Context, req *mcp.CallToolRequest, id string, background bool, ask *asker) (*mcp.CallToolResult, SpawnResult, error) {
 	if background {
-		st := h.Status()
-		out := SpawnResult{Result: subagent.Result{SubagentID: h.ID(), Status: st.Status, OutputFormat: "none"},
-			QueuePosition: st.QueuePosition,
-			Note:          "runs in the background: follow it with subagent_status " + h.ID() + " (its result is there when it ends); cancel it with cancel_subagent"}
-		if st.Status == lifecycle.Queued {
-			out.Note = fmt.Sprintf("queued (#%d in line): every slot is taken; it starts when one frees. Follow it with subagent_status %s", st.QueuePosition, h.ID())
+		sa, err := s.rt.Subagent(ctx, id)
+		if err != nil {
+			return nil, SpawnResult{}, err
+		}
+		out := SpawnResult{Result: ava.Result{SubagentID: sa.ID, Status: sa.Status, OutputFormat: "none"}, QueuePosition: sa.QueuePosition,
+			Note: "runs in the background: follow it with subagent_status " + sa.ID + " (its result is there when it ends); cancel it with cancel_subagent"}
+		if sa.Status == lifecycle.Queued {
+			out.Note = fmt.Sprintf("queued (#%d in line): every slot is taken; it starts when one frees. Follow it with subagent_status %s", sa.QueuePosition, sa.ID)
 		}
 		return nil, out, nil
 	}
-	input, err := s.follow(ctx, req, h.Done(), func() []*subagent.Handle { return []*subagent.Handle{h} }, ask)
+	done, stop := s.whenEnded(ctx, id)
+	defer stop()
+	input, err := s.follow(ctx, req, done, func() []ava.Subagent { return s.views(ctx, id) }, ask)
 	if err != nil {
-		h.Cancel()
-		s.settle(h.Done())
+		s.cancelRun(ctx, id)
 		if !errors.Is(err, ErrShuttingDown) {
-			return nil, SpawnResult{}, fmt.Errorf("%s cancelled: %w", h.ID(), err)
+			return nil, SpawnResult{}, fmt.Errorf("%s cancelled: %w", id, err)
 		}
 	}
 	if input != nil {
 		return input, SpawnResult{}, nil // comes again with the answer
 	}
-	out := SpawnResult{Result: ended(h)}
+	sa, serr := s.rt.Subagent(context.WithoutCancel(ctx), id)
+	if serr != nil {
+		return nil, SpawnResult{}, serr
+	}
+	out := SpawnResult{Result: ended(sa)}
 	if err != nil || out.Status == lifecycle.Interrupted {
-		out.Note = "the server shut down while this subagent ran: it was stopped and its end recorded; ask subagent_status " + h.ID() + " later (a resumable role resumes at the next start)"
+		out.Note = "the server shut down while this subagent ran: it was stopped and its end recorded; ask subagent_status " + id + " later (a resumable role resumes at the next start)"
 	}
 	return &mcp.CallToolResult{IsError: out.Status != lifecycle.Success}, out, nil
 }
 
-// ended is h's result once it has ended, or its status when it has no
-// result (a run left to resume at the next start).
-func ended(h *subagent.Handle) subagent.Result {
-	if r, ok := h.Result(); ok {
-		return r
-	}
-	st := h.Status()
-	return subagent.Result{SubagentID: h.ID(), Status: st.Status, Output: json.RawMessage("null"), OutputFormat: "none"}
+// whenEnded returns a channel closed when the run id has ended (its
+// current turn), and stop, which ends the wait and its goroutine.
+func (s *Server) whenEnded(ctx context.Context, id string) (<-chan struct{}, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		// A failure other than the call's end is read again by the caller.
+		if _, err := s.rt.Wait(ctx, id); err == nil || ctx.Err() == nil {
+			close(done)
+		}
+	}()
+	return done, func() { cancel(); <-ended }
 }
 
-// settle waits a little for a cancelled run to record its end, so that
-// a status asked for right after the cancellation shows it.
-func (s *Server) settle(done <-chan struct{}) {
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		s.log.Warn("a cancelled subagent has not ended after 10 s")
+// views are the runs ids as every surface shows them (a run that cannot
+// be read now is left out of this look).
+func (s *Server) views(ctx context.Context, ids ...string) []ava.Subagent {
+	out := make([]ava.Subagent, 0, len(ids))
+	for _, id := range ids {
+		if sa, err := s.rt.Subagent(ctx, id); err == nil {
+			out = append(out, sa)
+		}
 	}
+	return out
+}
+
+// cancelRun cancels the run id of a call that ended early, and waits a
+// little for it to record its end, so that a status asked for right
+// after the cancellation shows it.
+func (s *Server) cancelRun(ctx context.Context, id string) {
+	ctx = context.WithoutCancel(ctx)
+	if _, err := s.rt.Cancel(ctx, id); err != nil {
+		s.log.Warn("cancel the subagent of a cancelled call", "subagent", id, "err", err)
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, settleWait)
+	defer cancel()
+	if _, err := s.rt.Wait(wctx, id); err != nil {
+		s.log.Warn("a cancelled subagent has not ended", "subagent", id, "after", settleWait)
+	}
+}
+
+// settleWait is how long a cancelled call waits for its runs to record
+// their ends.
+const settleWait = 10 * time.Second
+
+// ended is the result of a run that has ended, or its status when it has
+// no result (a run left to resume at the next start).
+func ended(sa ava.Subagent) ava.Result {
+	if sa.Result != nil {
+		return *sa.Result
+	}
+	return ava.Result{SubagentID: sa.ID, Status: sa.Status, Output: json.RawMessage("null"), OutputFormat: "none", Error: sa.Error}
 }
 
 // spawnSubagents is spawn_subagents.
 func (s *Server) spawnSubagents(ctx context.Context, req *mcp.CallToolRequest, a GroupArgs) (*mcp.CallToolResult, GroupResult, error) {
+	res, out, err := s.spawnGroup(ctx, req, a)
+	return res, out, s.toolError("spawn_subagents", err)
+}
+
+// groupRequest is the group a's arguments ask for, each task checked
+// as spawnConfig checks one.
+func groupRequest(a GroupArgs) (ava.GroupRequest, error) {
+	for i, t := range a.Tasks {
+		if _, err := spawnConfig(t); err != nil {
+			return ava.GroupRequest{}, fmt.Errorf("task %d: %w", i+1, err)
+		}
+	}
+	return a.Request(), nil
+}
+
+func (s *Server) spawnGroup(ctx context.Context, req *mcp.CallToolRequest, a GroupArgs) (*mcp.CallToolResult, GroupResult, error) {
 	if err := s.accepting(); err != nil {
 		return nil, GroupResult{}, err
 	}
-	greq := subagent.GroupRequest{Mode: subagent.Mode(a.Mode), BudgetCents: a.BudgetCents,
-		Timeout: time.Duration(a.Timeout * float64(time.Second)), Background: a.Background}
-	for _, t := range a.Tasks {
-		c := t.config()
-		if err := c.Validate(); err != nil {
-			return nil, GroupResult{}, fmt.Errorf("spawn_subagents: task %d: %w", len(greq.Configs)+1, err)
-		}
-		greq.Configs = append(greq.Configs, c)
+	greq, err := groupRequest(a)
+	if err != nil {
+		return nil, GroupResult{}, err
 	}
 	ask, resumed, err := s.answered(ctx, req)
 	if err != nil {
-		return nil, GroupResult{}, fmt.Errorf("spawn_subagents: %w", err)
+		return nil, GroupResult{}, err
 	}
-	var g *subagent.Group
+	var g *ava.Group
 	if !resumed {
-		var p *subagent.Proposal
-		g, p, err = s.in.Sessions.SpawnGroup(context.WithoutCancel(ctx), s.parentKey(req.Session), greq, s.opt.User, a.Rationale)
+		parent, err := s.session(ctx, req)
+		if err != nil {
+			return nil, GroupResult{}, err
+		}
+		var p *ava.Proposal
+		g, p, err = s.rt.StartGroup(ctx, parent, greq, s.opt.User, a.Rationale)
 		if err != nil {
 			return nil, GroupResult{}, err
 		}
@@ -327,27 +365,25 @@ func (s *Server) spawnSubagents(ctx context.Context, req *mcp.CallToolRequest, a
 		out := ask.out
 		return nil, GroupResult{Mode: a.Mode, Status: string(out.Status), PendingID: out.PendingID, Proposal: out.Proposal, Note: out.Note}, nil
 	}
-	ids := func() []string {
-		var ids []string
-		for _, h := range g.Handles() {
-			ids = append(ids, h.ID())
-		}
-		return ids
-	}
 	if a.Background {
-		return nil, GroupResult{GroupID: g.ID, Mode: a.Mode, Status: string(lifecycle.Running), SubagentIDs: ids(),
+		return nil, GroupResult{GroupID: g.ID(), Mode: a.Mode, Status: string(lifecycle.Running), SubagentIDs: memberIDs(g),
 			Note: "runs in the background: follow its members with subagent_status or list_subagents"}, nil
 	}
-	if _, err := s.follow(ctx, req, g.Done(), g.Handles, s.newAsker(req, false)); err != nil {
+	return s.waitGroup(ctx, req, g, a.Mode)
+}
+
+// waitGroup follows a waited group to its end and returns its results.
+func (s *Server) waitGroup(ctx context.Context, req *mcp.CallToolRequest, g *ava.Group, mode string) (*mcp.CallToolResult, GroupResult, error) {
+	if _, err := s.follow(ctx, req, g.Done(), g.Members, s.newAsker(req, false)); err != nil {
 		g.Cancel()
 		s.settle(g.Done())
 		if !errors.Is(err, ErrShuttingDown) {
-			return nil, GroupResult{}, fmt.Errorf("group %s cancelled: %w", g.ID, err)
+			return nil, GroupResult{}, fmt.Errorf("group %s cancelled: %w", g.ID(), err)
 		}
 	}
 	rs, err := g.Wait(context.WithoutCancel(ctx))
 	if err != nil {
-		return nil, GroupResult{}, fmt.Errorf("group %s: %w", g.ID, err)
+		return nil, GroupResult{}, fmt.Errorf("group %s: %w", g.ID(), err)
 	}
 	status := lifecycle.Success
 	for _, r := range rs {
@@ -356,6 +392,24 @@ func (s *Server) spawnSubagents(ctx context.Context, req *mcp.CallToolRequest, a
 			break
 		}
 	}
-	return &mcp.CallToolResult{IsError: status != lifecycle.Success}, GroupResult{GroupID: g.ID, Mode: a.Mode, Status: string(status),
-		SubagentIDs: ids(), SpentCents: g.SpentCents(), Results: rs}, nil
+	return &mcp.CallToolResult{IsError: status != lifecycle.Success}, GroupResult{GroupID: g.ID(), Mode: mode, Status: string(status),
+		SubagentIDs: memberIDs(g), SpentCents: g.SpentCents(), Results: rs}, nil
+}
+
+// settle waits a little for a cancelled group to end.
+func (s *Server) settle(done <-chan struct{}) {
+	select {
+	case <-done:
+	case <-time.After(settleWait):
+		s.log.Warn("a cancelled group has not ended", "after", settleWait)
+	}
+}
+
+// memberIDs are the IDs of g's members so far.
+func memberIDs(g *ava.Group) []string {
+	var ids []string
+	for _, m := range g.Members() {
+		ids = append(ids, m.ID)
+	}
+	return ids
 }

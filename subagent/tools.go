@@ -14,35 +14,62 @@ import (
 	"github.com/avaagent/ava/tool"
 )
 
-// SpawnArgs are spawn_subagent's arguments.
+// SpawnArgs are the spawn tool's arguments (spawn_subagent) on every
+// surface that offers it: the orchestrator's tool and the MCP server's
+// (package ava exposes them as ava.SpawnArgs). One definition and one
+// schema, so a field added here appears on both.
 type SpawnArgs struct {
-	Role             string  `json:"role" jsonschema:"the subagent's role: web_crawler, code_reviewer, data_extractor, researcher, or a custom role's name"`
+	Role             string  `json:"role" jsonschema:"the subagent's role: web_crawler, code_reviewer, data_extractor, researcher, or a custom role's name (the tool's description lists them)"`
 	Task             string  `json:"task" jsonschema:"what the subagent must accomplish, stated so it can work without asking questions"`
-	Context          string  `json:"context,omitempty" jsonschema:"background the subagent needs from this conversation"`
+	Context          string  `json:"context,omitempty" jsonschema:"background the subagent needs: it sees only the task and this (unless context_mode is fork)"`
 	Model            string  `json:"model,omitempty" jsonschema:"override the role's model (provider/model or haiku, sonnet, opus; a scripted model only through an alias the operator configured)"`
 	Timeout          float64 `json:"timeout,omitempty" jsonschema:"wall-clock limit in seconds (default: the role's, usually 600)"`
 	MaxCostCents     float64 `json:"max_cost_cents,omitempty" jsonschema:"cost cap in US cents (default: the role's, usually 50)"`
-	MaxTokens        int     `json:"max_tokens,omitempty" jsonschema:"token cap (default 100000)"`
-	MaxIterations    int     `json:"max_iterations,omitempty" jsonschema:"cap on model calls (default 20)"`
+	MaxTokens        int     `json:"max_tokens,omitempty" jsonschema:"token cap (default: the role's, usually 100000)"`
+	MaxIterations    int     `json:"max_iterations,omitempty" jsonschema:"cap on model calls (default: the role's, usually 20)"`
 	ExtendedThinking *bool   `json:"extended_thinking,omitempty" jsonschema:"enable extended thinking (default: the role's)"`
-	ContextMode      string  `json:"context_mode,omitempty" jsonschema:"fresh (default): the subagent sees only the task and context; fork: it starts from this conversation so far"`
-	Background       bool    `json:"background,omitempty" jsonschema:"true: return the subagent ID at once; its result arrives as a [Subagent] message before your next turn. false (default): wait for the result"`
+	ContextMode      string  `json:"context_mode,omitempty" jsonschema:"fresh (default): the subagent sees only the task and context; fork: it starts from the calling conversation so far (only the orchestrator has one: an MCP client's spawn refuses fork)"`
+	Background       bool    `json:"background,omitempty" jsonschema:"true: return the subagent ID at once and deliver its result when it ends (to the orchestrator as a [Subagent] message before its next turn; an MCP client reads it with subagent_status). false (default): wait for the result"`
 	Rationale        string  `json:"rationale,omitempty" jsonschema:"why this subagent is needed, in one sentence: shown to the person when the spawn needs their confirmation"`
 }
 
-func (a SpawnArgs) config() Config {
+// Config is the spawn the arguments ask for (Background and Rationale
+// are how to spawn it, not what).
+func (a SpawnArgs) Config() Config {
 	return Config{Role: a.Role, Task: a.Task, Context: a.Context, Model: a.Model, Timeout: a.Timeout, MaxCostCents: a.MaxCostCents,
 		MaxTokens: a.MaxTokens, MaxIterations: a.MaxIterations, ExtendedThinking: a.ExtendedThinking, ContextMode: ContextMode(a.ContextMode)}
 }
 
-// GroupArgs are spawn_subagents' arguments.
+// GroupArgs are the group spawn tool's arguments (spawn_subagents) on
+// every surface that offers it, as SpawnArgs are.
 type GroupArgs struct {
 	Mode        string      `json:"mode" jsonschema:"parallel: all tasks at once; chain: one after another, each given the previous result"`
-	Tasks       []SpawnArgs `json:"tasks" jsonschema:"the subagents to start (their background field is ignored)"`
+	Tasks       []SpawnArgs `json:"tasks" jsonschema:"the subagents to start (their background and rationale fields are ignored)"`
 	BudgetCents float64     `json:"budget_cents,omitempty" jsonschema:"aggregate cost cap for the whole group in cents"`
 	Timeout     float64     `json:"timeout,omitempty" jsonschema:"combined wall-clock limit for the whole group in seconds"`
-	Background  bool        `json:"background,omitempty" jsonschema:"true: return the IDs at once; results arrive as [Subagent] messages"`
+	Background  bool        `json:"background,omitempty" jsonschema:"true: return the IDs at once and deliver the results when they end (to the orchestrator as [Subagent] messages; an MCP client reads them with subagent_status). false (default): wait for every result"`
 	Rationale   string      `json:"rationale,omitempty" jsonschema:"why this group is needed, in one sentence: shown to the person when the spawn needs their confirmation"`
+}
+
+// Request is the group spawn the arguments ask for, without its parent,
+// user and forked conversation (the caller's to set).
+func (a GroupArgs) Request() GroupRequest {
+	req := GroupRequest{Mode: Mode(a.Mode), Background: a.Background, BudgetCents: a.BudgetCents,
+		Timeout: time.Duration(a.Timeout * float64(time.Second))}
+	for _, t := range a.Tasks {
+		req.Configs = append(req.Configs, t.Config())
+	}
+	return req
+}
+
+// Forks reports whether any task asks for context_mode fork.
+func (a GroupArgs) Forks() bool {
+	for _, t := range a.Tasks {
+		if ContextMode(t.ContextMode) == ContextFork {
+			return true
+		}
+	}
+	return false
 }
 
 // IDArgs name one subagent.
@@ -82,7 +109,7 @@ func caller(ctx context.Context) tool.Caller {
 
 func (m *Manager) request(ctx context.Context, a SpawnArgs) Request {
 	c := caller(ctx)
-	req := Request{Config: a.config(), Parent: c, User: c.User, Background: a.Background}
+	req := Request{Config: a.Config(), Parent: c, User: c.User, Background: a.Background}
 	if req.Config.ContextMode == ContextFork {
 		req.Fork = agent.ConversationFrom(ctx)
 	}
@@ -149,13 +176,10 @@ func backgroundResult(h *Handle) (tool.Result, error) {
 
 func (m *Manager) groupTool(ctx context.Context, a GroupArgs) (tool.Result, error) {
 	c := caller(ctx)
-	req := GroupRequest{Mode: Mode(a.Mode), Parent: c, User: c.User, Background: a.Background, BudgetCents: a.BudgetCents,
-		Timeout: time.Duration(a.Timeout * float64(time.Second))}
-	for _, t := range a.Tasks {
-		req.Configs = append(req.Configs, t.config())
-		if ContextMode(t.ContextMode) == ContextFork && req.Fork == nil {
-			req.Fork = agent.ConversationFrom(ctx)
-		}
+	req := a.Request()
+	req.Parent, req.User = c, c.User
+	if a.Forks() {
+		req.Fork = agent.ConversationFrom(ctx)
 	}
 	g, p, err := m.SpawnGroupOrPropose(ctx, req, a.Rationale)
 	if err != nil {

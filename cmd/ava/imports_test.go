@@ -25,18 +25,11 @@ var surfaces = map[string][]string{
 	"../../channel/chat":     nil,
 	"../../channel/terminal": nil,
 	"../../gateway":          nil,
+	"../../mcpserver":        nil,
 }
 
-// pendingCore are files of the command line that other parts of issue 26
-// move onto the core (the daemon's assembly, the MCP server), with the
-// lower packages they still import. Each entry must still be needed: one
-// whose file no longer imports them fails, so the list only shrinks.
-var pendingCore = map[string][]string{
-	"mcp.go":   {"app", "mcpclient"},
-}
-
-// TestSurfacesCallOnlyTheCore keeps the command line and the chat
-// channels thin: every non-test file goes through package ava, never the
+// TestSurfacesCallOnlyTheCore keeps the command line, the daemon's API,
+// the MCP server and the chat channels thin: every non-test file goes through package ava, never the
 // layers under it.
 func TestSurfacesCallOnlyTheCore(t *testing.T) {
 	for dir, extra := range surfaces {
@@ -45,19 +38,8 @@ func TestSurfacesCallOnlyTheCore(t *testing.T) {
 			t.Fatalf("%s: no source files found", dir)
 		}
 		for file, pkgs := range bad {
-			if dir == "." {
-				pkgs = slices.DeleteFunc(pkgs, func(p string) bool { return slices.Contains(pendingCore[file], p) })
-			}
 			for _, p := range pkgs {
 				t.Errorf("%s imports %s: a surface calls the core (package ava), not the layers under it", filepath.Join(dir, file), p)
-			}
-		}
-	}
-	bad, _ := forbiddenImports(t, ".", belowTheCore)
-	for file, pkgs := range pendingCore {
-		for _, p := range pkgs {
-			if !slices.Contains(bad[file], p) {
-				t.Errorf("%s no longer imports %s: remove it from pendingCore", file, p)
 			}
 		}
 	}

@@ -10,8 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/avaagent/ava"
-	"github.com/avaagent/ava/app"
-	"github.com/avaagent/ava/mcpclient"
 	"github.com/avaagent/ava/mcpserver"
 )
 
@@ -42,12 +40,12 @@ The daemon (ava serve) serves the same tools over streamable HTTP at /mcp.`,
 			if offline {
 				fmt.Fprintf(a.Stderr, "[offline] no model provider is configured: subagents use the offline scripted model %s (not a real model)\n", ava.OfflineModel)
 			}
-			in, err := app.Open(cmd.Context(), cfg, a.Logger())
+			rt, err := ava.Open(cmd.Context(), ava.Options{Config: cfg, Logger: a.Logger()})
 			if err != nil {
 				return err
 			}
-			defer func() { err = errors.Join(err, in.Close()) }()
-			srv, err := mcpserver.New(mcpserver.Options{Instance: in, User: a.Getenv("USER"), Logger: a.Logger()})
+			defer func() { err = errors.Join(err, rt.Close()) }()
+			srv, err := mcpserver.New(mcpserver.Options{Runtime: rt, User: a.Getenv("USER"), Logger: a.Logger()})
 			if err != nil {
 				return err
 			}
@@ -111,10 +109,12 @@ func listDaemonMCPServers(ctx context.Context, a *App) error {
 	if err != nil {
 		return daemonError(c, err)
 	}
-	servers := make([]app.MCPServer, 0, len(list))
+	servers := make([]ava.MCPServer, 0, len(list))
 	for _, m := range list {
-		servers = append(servers, app.MCPServer{Roles: m.Roles, MCPServerStatus: app.MCPServerStatus{Name: m.Name, Kind: m.Kind,
-			Target: m.Target, State: mcpclient.State(m.State), PID: m.PID, Tools: m.Tools, Withheld: m.Withheld, Starts: m.Starts, Err: m.Error, Confinement: m.Confinement}})
+		var s ava.MCPServer
+		s.Roles, s.Name, s.Kind, s.Target, s.State, s.PID = m.Roles, m.Name, m.Kind, m.Target, ava.MCPServerState(m.State), m.PID
+		s.Tools, s.Withheld, s.Starts, s.Err, s.Confinement = m.Tools, m.Withheld, m.Starts, m.Error, m.Confinement
+		servers = append(servers, s)
 	}
 	if err := printMCPServers(a, servers, false, true, nil); err != nil {
 		return err
@@ -126,7 +126,7 @@ func listDaemonMCPServers(ctx context.Context, a *App) error {
 // printMCPServers writes the servers table; with check, their tools and
 // failures too (a failure makes the exit status 1). remote is set for a
 // daemon's servers, which shows PIDs.
-func printMCPServers(a *App, servers []app.MCPServer, check, remote bool, failed error) error {
+func printMCPServers(a *App, servers []ava.MCPServer, check, remote bool, failed error) error {
 	if len(servers) == 0 {
 		fmt.Fprintln(a.Stdout, "no MCP servers: define them in config.yaml's mcp_servers or in a role's front matter (see README, MCP servers for roles)")
 		return nil
@@ -143,7 +143,7 @@ func printMCPServers(a *App, servers []app.MCPServer, check, remote bool, failed
 			tools = strings.Join(s.Tools, ",")
 		}
 		state := string(s.State)
-		if check && s.State == app.MCPStateRunning {
+		if check && s.State == ava.MCPServerRunning {
 			state = "ok (started; stopped on exit)"
 		}
 		if remote && s.PID != 0 {
@@ -189,7 +189,7 @@ func confinementShort(c string) string {
 
 // warnUnsandboxed names on stderr, loudly, each stdio server that runs
 // unconfined or cannot start for want of the sandbox.
-func warnUnsandboxed(a *App, servers []app.MCPServer) {
+func warnUnsandboxed(a *App, servers []ava.MCPServer) {
 	for _, s := range servers {
 		if strings.HasPrefix(s.Confinement, "UNSANDBOXED") || strings.Contains(s.Confinement, "UNAVAILABLE") {
 			fmt.Fprintf(a.Stderr, "WARNING: MCP server %s: %s\n", s.Name, s.Confinement)

@@ -1,0 +1,154 @@
+package ava
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava/mcpclient"
+	"github.com/avaagent/ava/subagent"
+)
+
+// SpawnArgs are the arguments of the spawn tool (spawn_subagent) on every
+// surface that offers one — the orchestrator's tool and the MCP server's
+// — with one JSON schema (inferred from its tags): a field added once
+// appears on both. Config converts them.
+type SpawnArgs = subagent.SpawnArgs
+
+// GroupArgs are the arguments of the group spawn tool (spawn_subagents),
+// one definition as SpawnArgs; Request converts them.
+type GroupArgs = subagent.GroupArgs
+
+// SubagentIDArgs name one subagent (subagent_status, cancel_subagent).
+type SubagentIDArgs = subagent.IDArgs
+
+// ListSubagentsArgs are list_subagents' arguments.
+type ListSubagentsArgs = subagent.ListArgs
+
+// The context modes of SubagentConfig.ContextMode.
+const (
+	// ContextFresh starts a subagent from its task and context only.
+	ContextFresh = subagent.ContextFresh
+	// ContextFork starts it from the calling orchestrator's conversation:
+	// only the orchestrator's own spawn tool has one to give.
+	ContextFork = subagent.ContextFork
+)
+
+// MCPServerState is an MCP server's state in this process.
+type MCPServerState = mcpclient.State
+
+// MCPServerRunning is the state of a started MCP server.
+const MCPServerRunning = app.MCPStateRunning
+
+// String is the subagent in one plain line, with the figures every
+// surface shows (Elapsed is the active time):
+// "S-7f3a2b researcher running 12s, 2034 tokens, 0.3¢: calling the model".
+func (s Subagent) String() string {
+	status := string(s.Status)
+	switch {
+	case s.WaitingForUser:
+		status += " (waiting for the person's answer)"
+	case s.Stalled:
+		status += " (stalled)"
+	case s.QueuePosition > 0:
+		status += fmt.Sprintf(" (#%d in line for a slot)", s.QueuePosition)
+	}
+	line := fmt.Sprintf("%s %s %s %s, %d tokens, %.1f¢", s.ID, s.Role, status, s.Elapsed.Round(time.Second), s.Tokens, s.CostCents)
+	if s.Activity != "" && !s.Status.Final() {
+		line += ": " + s.Activity
+	}
+	return line
+}
+
+// EnsureSession creates the main session key unless it exists: a
+// surface that names its sessions itself (each MCP session is
+// ava:mcp:<id>) creates one before it spawns for it. A session that
+// exists is left as it is; a new key must follow the grammar of a new
+// main session's key (CheckNewSessionKey: never a subagent's).
+func (r *Runtime) EnsureSession(ctx context.Context, key string) error {
+	if err := r.writable(); err != nil {
+		return err
+	}
+	if _, err := r.Resolve(ctx, key); err == nil || !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err := CheckNewSessionKey(key); err != nil {
+		return fmt.Errorf("sessionKey: %w", err)
+	}
+	if _, err := r.in.Store.EnsureSession(ctx, key); err != nil {
+		return fmt.Errorf("session %s: %w", key, err)
+	}
+	return nil
+}
+
+// Group is a parallel or chain group this process runs: its members so
+// far (a chain's later steps join as they start), its end, its
+// cancellation. StartGroup returns it.
+type Group struct {
+	r *Runtime
+	g *subagent.Group
+}
+
+// StartGroup starts a parallel or chain group for the main session parent
+// as SpawnGroup does (the same rules: hierarchy, limits, confirmation
+// policy), or proposes it; it returns the running group, to wait for or
+// cancel, rather than a snapshot of its members. Exactly one of the group
+// and the proposal is set.
+func (r *Runtime) StartGroup(ctx context.Context, parent string, req GroupRequest, user, rationale string) (*Group, *Proposal, error) {
+	if err := r.writable(); err != nil {
+		return nil, nil, err
+	}
+	caller, err := r.caller(ctx, parent, user)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Parent, req.User = caller, user
+	g, p, err := r.in.Subagent.SpawnGroupOrPropose(context.WithoutCancel(ctx), req, rationale)
+	if err != nil {
+		return nil, nil, fmt.Errorf("spawn group: %w", err)
+	}
+	if p != nil {
+		mp := r.maskProposal(*p)
+		return nil, &mp, nil
+	}
+	return &Group{r: r, g: g}, nil, nil
+}
+
+// ID is the group's ID (the GroupID of its members).
+func (g *Group) ID() string { return g.g.ID }
+
+// Members are the members started so far, as every surface shows them.
+func (g *Group) Members() []Subagent {
+	hs := g.g.Handles()
+	out := make([]Subagent, 0, len(hs))
+	for _, h := range hs {
+		sa := g.r.fromHandle(h)
+		sa.GroupID = g.g.ID
+		out = append(out, sa)
+	}
+	return out
+}
+
+// Done is closed when every member has ended (a chain: when it stopped).
+func (g *Group) Done() <-chan struct{} { return g.g.Done() }
+
+// Wait waits until the group has ended and returns its results in task
+// order (a chain's steps that never started as cancelled), masked.
+func (g *Group) Wait(ctx context.Context) ([]Result, error) {
+	rs, err := g.g.Wait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rs {
+		rs[i] = rs[i].Masked(g.r.in.Redactor)
+	}
+	return rs, nil
+}
+
+// Cancel stops every member; each ends cancelled.
+func (g *Group) Cancel() { g.g.Cancel() }
+
+// SpentCents is what the members have spent together.
+func (g *Group) SpentCents() float64 { return g.g.SpentCents() }
