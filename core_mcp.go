@@ -119,12 +119,21 @@ func (r *Runtime) StartGroup(ctx context.Context, parent string, req GroupReques
 // ID is the group's ID (the GroupID of its members).
 func (g *Group) ID() string { return g.g.ID }
 
+// memberReadTimeout bounds the reads of a group's members' figures.
+const memberReadTimeout = 5 * time.Second
+
 // Members are the members started so far, as every surface shows them.
 func (g *Group) Members() []Subagent {
 	hs := g.g.Handles()
 	out := make([]Subagent, 0, len(hs))
+	ctx, cancel := context.WithTimeout(context.Background(), memberReadTimeout)
+	defer cancel()
 	for _, h := range hs {
-		sa := g.r.fromHandle(h)
+		st, err := g.r.in.Subagent.Run(ctx, h.ID())
+		if err != nil { // the store cannot answer: the live view alone
+			st = h.Status()
+		}
+		sa := fromStatus(st)
 		sa.GroupID = g.g.ID
 		out = append(out, sa)
 	}
