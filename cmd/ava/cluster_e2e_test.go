@@ -160,18 +160,30 @@ func spawnN(t *testing.T, c *client.Client, model, parent, role, kind string, n 
 // deliveredOnce checks that each job's result reached the parent once.
 func deliveredOnce(t *testing.T, st store.Store, parent string, jobs []job) {
 	t.Helper()
-	msgs, err := st.Messages(context.Background(), parent, 0)
-	if err != nil {
-		t.Fatal(err)
+	// A background result is announced in its own write after the run's
+	// end is recorded (which the API shows at once): wait for it.
+	var counts map[string]int
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		msgs, err := st.Messages(context.Background(), parent, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts = map[string]int{}
+		missing := false
+		for _, j := range jobs {
+			for _, m := range msgs {
+				if strings.Contains(m.Text, "Subagent "+j.id+" finished") {
+					counts[j.id]++
+				}
+			}
+			missing = missing || counts[j.id] == 0
+		}
+		if !missing || time.Now().After(deadline) {
+			break
+		}
 	}
 	for _, j := range jobs {
-		n := 0
-		for _, m := range msgs {
-			if strings.Contains(m.Text, "Subagent "+j.id+" finished") {
-				n++
-			}
-		}
-		if n != 1 {
+		if n := counts[j.id]; n != 1 {
 			t.Errorf("%s: the parent got its result %d times", j.id, n)
 		}
 	}
