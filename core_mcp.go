@@ -100,6 +100,11 @@ func (r *Runtime) StartGroup(ctx context.Context, parent string, req GroupReques
 	if err := r.writable(); err != nil {
 		return nil, nil, err
 	}
+	for _, t := range req.Configs {
+		if err := CheckSpawn(t); err != nil {
+			return nil, nil, err
+		}
+	}
 	caller, err := r.caller(ctx, parent, user)
 	if err != nil {
 		return nil, nil, err

@@ -211,8 +211,8 @@ func (r *Runtime) Spawn(ctx context.Context, req SpawnRequest) (Spawned, error) 
 	if err := r.writable(); err != nil {
 		return Spawned{}, err
 	}
-	if err := req.Config.Validate(); err != nil {
-		return Spawned{}, invalidf("%v", err)
+	if err := CheckSpawn(req.Config); err != nil {
+		return Spawned{}, err
 	}
 	caller, err := r.caller(ctx, req.Parent, req.User)
 	if err != nil {
@@ -245,33 +245,30 @@ type GroupSpawned struct {
 }
 
 // SpawnGroup starts a parallel or chain group for the main session
-// parent, or proposes it; the same rules as Spawn apply.
+// parent, or proposes it; the same rules as Spawn apply. It returns the
+// members started so far (StartGroup keeps the live group, for a caller
+// that waits on it).
 func (r *Runtime) SpawnGroup(ctx context.Context, parent string, req GroupRequest, user, rationale string) (GroupSpawned, error) {
-	if err := r.writable(); err != nil {
-		return GroupSpawned{}, err
+	g, p, err := r.StartGroup(ctx, parent, req, user, rationale)
+	if err != nil || p != nil {
+		return GroupSpawned{Proposal: p}, err
 	}
-	caller, err := r.caller(ctx, parent, user)
-	if err != nil {
-		return GroupSpawned{}, err
+	return GroupSpawned{GroupID: g.ID(), Subagents: g.Members()}, nil
+}
+
+// CheckSpawn refuses what Spawn would refuse in a spawn's configuration,
+// before anything is asked or started: a malformed one, and context_mode
+// fork, since a spawn through the runtime has no conversation to fork
+// (only the orchestrator's own spawn tool starts a subagent from its
+// conversation). The error is ErrInvalid.
+func CheckSpawn(c SubagentConfig) error {
+	if err := c.Validate(); err != nil {
+		return invalidf("%v", err)
 	}
-	req.Parent, req.User = caller, user
-	g, p, err := r.in.Subagent.SpawnGroupOrPropose(context.WithoutCancel(ctx), req, rationale)
-	if err != nil {
-		return GroupSpawned{}, fmt.Errorf("spawn group: %w", err)
+	if c.ContextMode == subagent.ContextFork {
+		return invalidf("context_mode fork: a spawn from outside a conversation has none to fork; use fresh (the default) and give the subagent what it needs in context")
 	}
-	if p != nil {
-		mp := r.maskProposal(*p)
-		return GroupSpawned{Proposal: &mp}, nil
-	}
-	out := GroupSpawned{GroupID: g.ID}
-	for _, h := range g.Handles() {
-		sa, err := r.Subagent(ctx, h.ID())
-		if err != nil {
-			return GroupSpawned{}, err
-		}
-		out.Subagents = append(out.Subagents, sa)
-	}
-	return out, nil
+	return nil
 }
 
 // caller is the orchestrator of the main session parent as a spawn's

@@ -132,20 +132,6 @@ func (s *Server) session(ctx context.Context, req *mcp.CallToolRequest) (string,
 	return key, s.rt.EnsureSession(ctx, key)
 }
 
-// spawnConfig is the spawn a's arguments ask for, refusing what an MCP
-// call cannot give: a conversation to fork.
-func spawnConfig(a SpawnArgs) (ava.SubagentConfig, error) {
-	cfg := a.Config()
-	if cfg.ContextMode == ava.ContextFork {
-		return cfg, fmt.Errorf("context_mode fork: %w: an MCP call has no Ava conversation for the subagent to start from; "+
-			"use fresh (the default) and put what it needs in context", ava.ErrInvalid)
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, fmt.Errorf("%w: %w", ava.ErrInvalid, err)
-	}
-	return cfg, nil
-}
-
 // spawnSubagent is spawn_subagent: the person's spawn through the
 // runtime, like `ava spawn` and POST /api/subagents.
 func (s *Server) spawnSubagent(ctx context.Context, req *mcp.CallToolRequest, a SpawnArgs) (*mcp.CallToolResult, SpawnResult, error) {
@@ -157,8 +143,8 @@ func (s *Server) spawnOne(ctx context.Context, req *mcp.CallToolRequest, a Spawn
 	if err := s.accepting(); err != nil {
 		return nil, SpawnResult{}, err
 	}
-	cfg, err := spawnConfig(a)
-	if err != nil {
+	cfg := a.Config()
+	if err := ava.CheckSpawn(cfg); err != nil {
 		return nil, SpawnResult{}, err
 	}
 	ask, resumed, err := s.answered(ctx, req)
@@ -316,10 +302,10 @@ func (s *Server) spawnSubagents(ctx context.Context, req *mcp.CallToolRequest, a
 }
 
 // groupRequest is the group a's arguments ask for, each task checked
-// as spawnConfig checks one.
+// as a spawn is (ava.CheckSpawn), before the person is asked.
 func groupRequest(a GroupArgs) (ava.GroupRequest, error) {
 	for i, t := range a.Tasks {
-		if _, err := spawnConfig(t); err != nil {
+		if err := ava.CheckSpawn(t.Config()); err != nil {
 			return ava.GroupRequest{}, fmt.Errorf("task %d: %w", i+1, err)
 		}
 	}
