@@ -86,7 +86,9 @@ func TestFiguresAgreeOnEverySurface(t *testing.T) {
 		t.Fatalf("follow-up: %+v", r)
 	}
 	f.waitEnded(2)
+	idleFrom := time.Now()
 	f.checkAll("after a follow-up", 280, 2, false)
+	idle := time.Since(idleFrom)
 
 	// A slow follow-up, steered while it runs: read while each turn runs.
 	f.send(client.ChatRequest{SessionKey: "ava:subagent:" + f.id, Message: "slowly now"})
@@ -97,6 +99,14 @@ func TestFiguresAgreeOnEverySurface(t *testing.T) {
 	f.checkAll("while the steer runs", 470, 4, true)
 	f.waitEnded(4)
 	f.checkAll("after the steer", 685, 4, false)
+
+	// Its active time is its turns' (4 s and 3 s of scripted delay and
+	// quick ones), not the idle time between them, which its wall time
+	// spans.
+	sa = f.api()
+	if active := millis(sa.ElapsedMs); active < 7*time.Second || active > 8*time.Second || millis(sa.WallMs) < active+idle {
+		f.t.Errorf("active %v, wall %v: want 7–8 s active, and at least %v idle between its turns", active, millis(sa.WallMs), idle)
+	}
 }
 
 // figuresRig is the daemon, its clients and the figures' readers.
@@ -175,7 +185,11 @@ func (f *figuresRig) waitEnded(iterations int) {
 func (f *figuresRig) waitRunning(iterations int) {
 	f.t.Helper()
 	var sa client.Subagent
-	defer func() { f.t.Logf("last seen: %s %d iterations", sa.Status, sa.Iteration) }()
+	defer func() {
+		if f.t.Failed() {
+			f.t.Logf("last seen: %s, %d iterations", sa.Status, sa.Iteration)
+		}
+	}()
 	waitFor(f.t, func() bool { sa = f.api(); return sa.Status == "running" && sa.Iteration == iterations })
 }
 
