@@ -38,10 +38,10 @@ const figuresScript = `conversations:
         usage: {input: 130, output: 30}
       - text: "third answer"
         usage: {input: 150, output: 40}
-        delay: 4s
+        delay: 5s
       - text: "steered answer"
         usage: {input: 170, output: 45}
-        delay: 3s
+        delay: 4s
   - turns:
       - text: "hello back"
       - text: "noted"
@@ -100,12 +100,12 @@ func TestFiguresAgreeOnEverySurface(t *testing.T) {
 	f.waitEnded(4)
 	f.checkAll("after the steer", 685, 4, false)
 
-	// Its active time is its turns' (4 s and 3 s of scripted delay and
+	// Its active time is its turns' (5 s and 4 s of scripted delay and
 	// quick ones), not the idle time between them, which its wall time
 	// spans.
 	sa = f.api()
-	if active := millis(sa.ElapsedMs); active < 7*time.Second || active > 8*time.Second || millis(sa.WallMs) < active+idle {
-		f.t.Errorf("active %v, wall %v: want 7–8 s active, and at least %v idle between its turns", active, millis(sa.WallMs), idle)
+	if active := millis(sa.ElapsedMs); active < 9*time.Second || active > 11*time.Second || millis(sa.WallMs) < active+idle {
+		f.t.Errorf("active %v, wall %v: want 9–11 s active, and at least %v idle between its turns", active, millis(sa.WallMs), idle)
 	}
 }
 
@@ -185,12 +185,14 @@ func (f *figuresRig) waitEnded(iterations int) {
 func (f *figuresRig) waitRunning(iterations int) {
 	f.t.Helper()
 	var sa client.Subagent
+	ok := false
 	defer func() {
-		if f.t.Failed() {
+		if !ok {
 			f.t.Logf("last seen: %s, %d iterations", sa.Status, sa.Iteration)
 		}
 	}()
 	waitFor(f.t, func() bool { sa = f.api(); return sa.Status == "running" && sa.Iteration == iterations })
+	ok = true
 }
 
 // send sends a message to the daemon without waiting for its turn.
@@ -231,6 +233,9 @@ func (f *figuresRig) checkAll(when string, tokens, iterations int, running bool)
 	if ref.Tokens != tokens || ref.Iteration != iterations || ref.CostCents <= 0 {
 		f.t.Fatalf("%s: the API says %d tokens, %d iterations, %v¢; want %d tokens, %d iterations", when, ref.Tokens, ref.Iteration, ref.CostCents, tokens, iterations)
 	}
+	if m := activityIteration.FindStringSubmatch(ref.Activity); m != nil && atoi(f.t, m[1]) != ref.Iteration {
+		f.t.Errorf("%s: its activity %q counts another iteration than its %d", when, ref.Activity, ref.Iteration)
+	}
 	for _, s := range f.surfaces(running) {
 		before := f.api()
 		got := s.read()
@@ -250,6 +255,10 @@ func (f *figuresRig) checkAll(when string, tokens, iterations int, running bool)
 		f.checkSpend(when, ref)
 	}
 }
+
+// activityIteration is an iteration count in an activity's text, which
+// every surface shows beside the figures.
+var activityIteration = regexp.MustCompile(`iteration (\d+)`)
 
 func millis(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
