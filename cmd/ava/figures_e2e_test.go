@@ -468,7 +468,8 @@ func (f *figuresRig) panelText(sel, want string) string {
 	return got
 }
 
-// panelRow is the list row's figures: "3.2 s · 470 tokens · 4.70¢".
+// panelRow is the list row's figures: "3.2 s · 470 tokens · 4.70¢"; the
+// timeline's bar shows the same cost.
 var panelRow = regexp.MustCompile(`([\d.]+) (ms|s) · (\d+) tokens · (\S+¢)`)
 
 func (f *figuresRig) readPanelRow() shown {
@@ -478,6 +479,9 @@ func (f *figuresRig) readPanelRow() shown {
 	m := panelRow.FindStringSubmatch(text)
 	if m == nil {
 		f.t.Fatalf("the panel's row of %s: no figures in %q", f.id, text)
+	}
+	if tl := f.panelText(fmt.Sprintf(`.tl-row[data-id=%q] .tl-cost`, f.id), m[4]); tl != m[4] {
+		f.t.Errorf("the panel's timeline shows %s for %s, its list %s", tl, f.id, m[4])
 	}
 	v := s2f(f.t, m[1])
 	if m[2] == "s" {
