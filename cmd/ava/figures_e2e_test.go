@@ -62,7 +62,7 @@ const figuresChat = "ava:telegram:4242"
 // chat's session through its task, a follow-up, a second follow-up and
 // a steer, and reads its figures from every surface while it runs and
 // once it ended: `ava ps`, `ava status`, GET /api/subagents/{id} and the
-// list, the panel (its list row, its chat's header and the session's
+// list, the panel (its list row, its timeline bar, its chat's header, the session's
 // spend, in Chromium), MCP's subagent_status on the daemon's /mcp and
 // Telegram's /status (while it runs: /status lists running subagents).
 // Each shows the API's tokens, cost (as printed), iterations (where
