@@ -464,7 +464,10 @@ func (r *run) callModel() (*llm.Response, *callPlan, error) {
 	}
 	r.iter++
 	a.update(func(s *Snapshot) { s.Iteration = r.iter })
-	a.activity(fmt.Sprintf("calling %s (iteration %d)", a.cfg.Model.Name(), r.iter))
+	// The activity names the model only: the count of model calls is the
+	// run's figure (over all its turns, which this turn's loop does not
+	// know), shown beside it.
+	a.activity("calling " + a.cfg.Model.Name())
 	sctx, span := r.startChatSpan(req)
 	resp, err := a.cfg.Model.Provider.Stream(sctx, req, r.onDelta)
 	if err != nil {

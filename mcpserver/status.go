@@ -57,8 +57,10 @@ func (s *Server) subagentStatus(ctx context.Context, _ *mcp.CallToolRequest, a a
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}, out, nil
 }
 
-// seconds is d in seconds, to the millisecond.
-func seconds(d time.Duration) float64 { return d.Round(time.Millisecond).Seconds() }
+// seconds is d in seconds, to the whole millisecond as the API's
+// elapsedMs and wallMs state it (truncated), so that subagent_status
+// and the API show the same time.
+func seconds(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
 
 // listSubagents is list_subagents: the MCP session's runs, one line each.
 func (s *Server) listSubagents(ctx context.Context, req *mcp.CallToolRequest, a ava.ListSubagentsArgs) (*mcp.CallToolResult, any, error) {
