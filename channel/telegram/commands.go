@@ -18,7 +18,7 @@ import (
 
 const helpText = `I'm Ava. Write to me and I answer, handing bigger work to subagents.
 
-/status — what runs in this chat: the request and its subagents
+/status — what runs in this chat: the request and its subagents; /status S-xxxxxx one subagent, running or finished
 /stop — stop the running request (and its subagents); /stop S-xxxxxx stops one subagent
 /logs S-xxxxxx — the last steps of a subagent
 /send S-xxxxxx message — steer a running subagent (it reads it before its next step) or follow up a finished one
@@ -36,7 +36,7 @@ func (c *Channel) command(ctx context.Context, ch *chat, m *models.Message, name
 	case "start", "help":
 		return c.send(ctx, ch, helpText)
 	case "status", "ps":
-		return c.send(ctx, ch, c.status(ctx, key))
+		return c.send(ctx, ch, c.status(ctx, key, args))
 	case "stop":
 		return c.send(ctx, ch, c.stop(ctx, key, args))
 	case "logs":
@@ -91,9 +91,17 @@ func (c *Channel) answerQuestion(key, args string) string {
 	return "Sent your answer to " + q.SubagentID + "."
 }
 
-// status describes the chat's session and its running subagents, with
-// the figures every surface shows (ava ps, the panel, the API).
-func (c *Channel) status(ctx context.Context, key string) string {
+// status describes the chat's session and its running subagents, or one
+// of its subagents (running or finished), with the figures every
+// surface shows (ava ps, the panel, the API).
+func (c *Channel) status(ctx context.Context, key, id string) string {
+	if id != "" {
+		sa, ok := c.ownSubagent(ctx, key, id)
+		if !ok {
+			return notHere(id)
+		}
+		return terminal.StatusLine(sa)
+	}
 	lines := []string{"Session " + key + ": " + string(c.rt.State(key))}
 	subs, err := c.rt.Subagents(ctx, ava.SubagentFilter{Parent: key, Status: lifecycle.Active})
 	if err != nil {

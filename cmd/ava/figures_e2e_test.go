@@ -262,8 +262,8 @@ var activityIteration = regexp.MustCompile(`iteration (\d+)`)
 
 func millis(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
-// surfaces are the readers; Telegram's /status lists running subagents
-// only, so it is read while the subagent runs.
+// surfaces are the readers; Telegram's /status lists running subagents,
+// so once the subagent ended it is read with /status S-….
 func (f *figuresRig) surfaces(running bool) []surface {
 	twoPlaces := func(c float64) string { return fmt.Sprintf("%.2f¢", c) }
 	list := []surface{
@@ -274,11 +274,13 @@ func (f *figuresRig) surfaces(running bool) []surface {
 		{name: "the panel's list", cost: panelCents, prec: 100 * time.Millisecond, stale: 1500 * time.Millisecond, read: f.readPanelRow},
 		{name: "the panel's header", cost: panelCents, prec: time.Second, stale: time.Hour, read: f.readPanelHeader},
 	}
-	if running {
-		list = append(list, surface{name: "Telegram /status", cost: func(c float64) string { return fmt.Sprintf("%.1f¢", c) },
-			prec: time.Second, read: f.readTelegram})
+	tg := surface{name: "Telegram /status", cost: func(c float64) string { return fmt.Sprintf("%.1f¢", c) },
+		prec: time.Second, read: func() shown { return f.readTelegram("/status", "Session "+figuresChat) }}
+	if !running {
+		tg.name = "Telegram /status S-…"
+		tg.read = func() shown { return f.readTelegram("/status "+f.id, "✅ "+f.id) }
 	}
-	return list
+	return append(list, tg)
 }
 
 // exact prints a cost as a JSON number does.
@@ -399,15 +401,16 @@ func (f *figuresRig) readMCP() shown {
 // telegramLine is a subagent's line in /status: "(3s, 470 tokens, 4.7¢)".
 var telegramLine = regexp.MustCompile(`\((\S+), (\d+) tokens, (\S+¢)\)`)
 
-// readTelegram asks the chat for /status and reads the subagent's line.
-func (f *figuresRig) readTelegram() shown {
+// readTelegram sends the chat command and reads the subagent's line
+// from the answer, which starts with prefix.
+func (f *figuresRig) readTelegram(command, prefix string) shown {
 	f.t.Helper()
 	n := f.tg.count()
-	f.tg.deliver("/status")
+	f.tg.deliver(command)
 	var line string
 	waitFor(f.t, func() bool {
 		for _, msg := range f.tg.since(n) {
-			if !strings.HasPrefix(msg, "Session "+figuresChat) {
+			if !strings.HasPrefix(msg, prefix) {
 				continue
 			}
 			for l := range strings.Lines(msg) {
@@ -416,7 +419,7 @@ func (f *figuresRig) readTelegram() shown {
 				}
 			}
 			if line == "" {
-				f.t.Fatalf("/status does not list %s:\n%s", f.id, msg)
+				f.t.Fatalf("%s does not show %s:\n%s", command, f.id, msg)
 			}
 			return true
 		}
