@@ -4,11 +4,12 @@ import (
 	"context"
 
 	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava/role"
 	"github.com/avaagent/ava/subagent"
 )
 
 // Role is a subagent role: its tools, model, limits and prompt.
-type Role = subagent.Role
+type Role = role.Role
 
 // RoleStats is one role's past runs (count, median time and cost) and
 // how often the estimates made before they were spawned held.

@@ -18,6 +18,7 @@ import (
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/session"
 	"github.com/avaagent/ava/store/sqlite"
+	"github.com/avaagent/ava/subagent"
 )
 
 // turnProcessEnv makes the test binary run one turn of seqSession on the
@@ -117,7 +118,7 @@ func runTurn(root string, turn int) error {
 	// the turn's SessionEnd is stored, so it may end before Wait returns
 	// (the turn still stores its messages and announces held results):
 	// wait for each one still running, and check every one succeeded.
-	runs, err := in.Subagent.Runs(ctx, seqSession, true)
+	runs, err := in.Subagent.Runs(ctx, subagent.RunFilter{Session: seqSession})
 	if err != nil {
 		return err
 	}

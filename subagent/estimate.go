@@ -12,6 +12,7 @@ import (
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/role"
 	"github.com/avaagent/ava/store"
 )
 
@@ -216,7 +217,7 @@ type RoleStats struct {
 // Stats returns every known role's statistics, in role order.
 func (m *Manager) Stats(ctx context.Context) ([]RoleStats, error) {
 	var out []RoleStats
-	for _, r := range SortedRoles(m.opt.Roles) {
+	for _, r := range role.Sorted(m.opt.Roles) {
 		runs, err := m.history(ctx, r.Name)
 		if err != nil {
 			return nil, err
@@ -229,7 +230,7 @@ func (m *Manager) Stats(ctx context.Context) ([]RoleStats, error) {
 // roleStats scores a role's runs model by model (an estimate only learns
 // from runs on the same model), against the role's limits merged with the
 // newest run's own config.
-func (m *Manager) roleStats(r Role, runs []store.Run) RoleStats {
+func (m *Manager) roleStats(r role.Role, runs []store.Run) RoleStats {
 	st := RoleStats{Role: r.Name}
 	all := samplesOf(runs, "")
 	st.Runs = len(all)
@@ -270,7 +271,7 @@ func ratio(a float64, n int) float64 {
 
 // runLimits is the limits a stored run was spawned with: the role's,
 // with the run's own config over them.
-func runLimits(r Role, run store.Run) agent.Limits {
+func runLimits(r role.Role, run store.Run) agent.Limits {
 	var c Config
 	if len(run.Config) > 0 {
 		_ = json.Unmarshal(run.Config, &c)

@@ -12,6 +12,7 @@ import (
 	"time"
 	"weak"
 
+	"github.com/avaagent/ava/role"
 	"github.com/avaagent/ava/tracing"
 	"go.opentelemetry.io/otel/trace"
 
@@ -47,9 +48,6 @@ var (
 	ErrNotRecorded = errors.New("the subagent could not be recorded, so it was not started")
 )
 
-// forbiddenTools are never given to a subagent, whatever its role says.
-var forbiddenTools = []string{"spawn_subagent", "spawn_subagents", "subagent_status", "list_subagents", "cancel_subagent", "memory_write"}
-
 // Options configure a Manager.
 type Options struct {
 	Catalog *llm.Catalog
@@ -59,11 +57,11 @@ type Options struct {
 	// one of its runs starts (the servers start on first use), and an
 	// error naming each server that could not give its tools; the run
 	// goes on without them. Nil: no MCP tools.
-	MCPTools func(ctx context.Context, role Role) ([]tool.Tool, error)
+	MCPTools func(ctx context.Context, role role.Role) ([]tool.Tool, error)
 	Store    store.Store
 	Hub      *event.Hub
-	// Roles are the known roles (LoadRoles); nil means the built-ins.
-	Roles map[string]Role
+	// Roles are the known roles (role.LoadDirs); nil means the built-ins.
+	Roles map[string]role.Role
 	// MaxConcurrent limits running subagents (default 3).
 	MaxConcurrent int
 	// Overflow says whether a single spawn or follow-up that finds every
@@ -241,8 +239,8 @@ func NewManager(opt Options) *Manager {
 		opt.ResumeAttempts = DefaultResumeAttempts
 	}
 	if opt.Roles == nil {
-		opt.Roles = map[string]Role{}
-		for _, r := range BuiltinRoles() {
+		opt.Roles = map[string]role.Role{}
+		for _, r := range role.Builtin() {
 			opt.Roles[r.Name] = r
 		}
 	}
@@ -312,7 +310,7 @@ func (m *Manager) Close() error {
 }
 
 // Roles returns the known roles.
-func (m *Manager) Roles() map[string]Role { return m.opt.Roles }
+func (m *Manager) Roles() map[string]role.Role { return m.opt.Roles }
 
 // MaxConcurrent is the limit on running subagents.
 func (m *Manager) MaxConcurrent() int { return m.opt.MaxConcurrent }
@@ -417,7 +415,7 @@ func (m *Manager) start(ctx context.Context, h *Handle) error {
 
 // plan is a checked spawn request: its role, model, tools and limits.
 type plan struct {
-	role     Role
+	role     role.Role
 	model    llm.Model
 	tools    []string
 	reg      *tool.Registry
@@ -463,7 +461,7 @@ func (m *Manager) plan(ctx context.Context, req Request) (plan, error) {
 // its namer may name it, and, unless the run is only being restored for
 // a look, checks that it can be loaded, so that a run that could never
 // call its model is refused (or, resumed, ended) with the reason.
-func (m *Manager) model(ctx context.Context, req Request, role Role) (llm.Model, error) {
+func (m *Manager) model(ctx context.Context, req Request, role role.Role) (llm.Model, error) {
 	name, by := req.Config.Model, req.Config.ModelBy
 	if name == "" {
 		name, by = role.Model, role.ModelBy
@@ -507,14 +505,14 @@ type roleToolSet struct {
 
 // buildRoleTools returns the role's tools minus those no subagent may
 // have, with ask (the manager's ask_user) when the role lists it.
-func buildRoleTools(all *tool.Registry, role Role, ask tool.Tool) (*tool.Registry, error) {
+func buildRoleTools(all *tool.Registry, r role.Role, ask tool.Tool) (*tool.Registry, error) {
 	var names []string
 	asks := false
-	for _, n := range role.Tools {
+	for _, n := range r.Tools {
 		switch {
 		case n == AskUserTool:
 			asks = true
-		case !slices.Contains(forbiddenTools, n):
+		case role.WithheldReason(n) == "":
 			names = append(names, n)
 		}
 	}

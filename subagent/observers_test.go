@@ -11,6 +11,7 @@ import (
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/observe"
+	"github.com/avaagent/ava/role"
 	"github.com/avaagent/ava/subagent"
 )
 
@@ -217,8 +218,8 @@ turns:
   - tool_calls: [{name: ask_user, args: {question: "Which branch?"}}]
   - text: "done"
 `, func(o *subagent.Options) {
-		o.Roles = map[string]subagent.Role{"asker": {Name: "asker", Tools: []string{"read_file", subagent.AskUserTool},
-			Model: "haiku", Limits: subagent.DefaultLimits}}
+		o.Roles = map[string]role.Role{"asker": {Name: "asker", Tools: []string{"read_file", subagent.AskUserTool},
+			Model: "haiku", Limits: role.DefaultLimits}}
 	})
 	c := &collector{}
 	set.Add(c.observer())
