@@ -11,6 +11,7 @@ import (
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/question"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/transcript"
 )
@@ -293,7 +294,7 @@ func (m *Manager) remoteStatus(h *Handle, st RunStatus) RunStatus {
 func (m *Manager) HandleControl(c Control) {
 	if c.Op == ControlAnswer {
 		// Only the process whose run asked holds the question.
-		_, _ = m.answerLocal(c.Run, c.Session, c.Text, c.By)
+		_, _ = m.asked.Answer(c.Run, c.Session, c.Text, c.By)
 		return
 	}
 	m.mu.Lock()
@@ -443,23 +444,23 @@ const remoteAnswerWait = 5 * time.Second
 // cluster asked: the answer goes out as a control request, and it counts
 // as given once the asking process publishes the question's
 // QuestionAnswered event in session with this answer. Otherwise the
-// question was not open (ErrNoQuestion).
-func (m *Manager) answerRemote(id, session, answer, by string) (Question, error) {
+// question was not open (question.ErrNoQuestion).
+func (m *Manager) answerRemote(id, session, answer, by string) (question.Question, error) {
 	last, err := m.opt.Hub.LastSeq(session)
 	if err != nil {
-		return Question{}, fmt.Errorf("answer %s: %w", id, err)
+		return question.Question{}, fmt.Errorf("answer %s: %w", id, err)
 	}
 	sub := m.opt.Hub.Follow(session, last)
 	defer sub.Close()
 	ctx, cancel := context.WithTimeout(m.ctx, remoteAnswerWait)
 	defer cancel()
 	if err := m.opt.Dispatch.Control(ctx, Control{Op: ControlAnswer, Run: id, Text: answer, Session: session, By: by}); err != nil {
-		return Question{}, fmt.Errorf("answer %s: %w", id, err)
+		return question.Question{}, fmt.Errorf("answer %s: %w", id, err)
 	}
 	for {
 		evs, err := sub.Next(ctx)
 		if err != nil {
-			return Question{}, fmt.Errorf("answer %s: %w (no process of the cluster holds it open)", id, ErrNoQuestion)
+			return question.Question{}, fmt.Errorf("answer %s: %w (no process of the cluster holds it open)", id, question.ErrNoQuestion)
 		}
 		for _, ev := range evs {
 			var c event.AnsweredContent
@@ -467,9 +468,9 @@ func (m *Manager) answerRemote(id, session, answer, by string) (Question, error)
 				continue
 			}
 			if c.By != by || c.Answer != answer {
-				return Question{}, fmt.Errorf("answer %s: %w (it ended %s first)", id, ErrNoQuestion, c.By)
+				return question.Question{}, fmt.Errorf("answer %s: %w (it ended %s first)", id, question.ErrNoQuestion, c.By)
 			}
-			return Question{ID: id, Session: session, SubagentID: c.SubagentID, Role: c.Role}, nil
+			return question.Question{ID: id, Session: session, SubagentID: c.SubagentID, Role: c.Role}, nil
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 	"weak"
 
+	"github.com/avaagent/ava/question"
 	"github.com/avaagent/ava/role"
 	"github.com/avaagent/ava/tracing"
 	"go.opentelemetry.io/otel/trace"
@@ -184,8 +185,8 @@ type Manager struct {
 
 	// roleTools are each role's tools, built once (roles do not change).
 	roleTools map[string]roleToolSet
-	// asked are the open questions of ask_user.
-	asked questions
+	// asked are the open questions of ask_user (their own lock).
+	asked question.Registry
 
 	mu      sync.Mutex
 	running map[string]*Handle              // by short ID, runs holding a slot

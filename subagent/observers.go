@@ -5,6 +5,7 @@ import (
 
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/observe"
+	"github.com/avaagent/ava/question"
 	"github.com/avaagent/ava/store"
 )
 
@@ -69,13 +70,13 @@ func (m *Manager) noticeDecided(p Proposal, d observe.Decision, by string, out D
 }
 
 // noticeAsked tells the observers of a question put to the person.
-func (h *Handle) noticeAsked(q Question) {
+func (h *Handle) noticeAsked(q question.Question) {
 	h.m.opt.Observers.NotifyQuestionAsked(observe.QuestionAsked{QuestionID: q.ID, Session: q.Session, RunID: h.uuid, SubagentID: q.SubagentID,
 		Role: q.Role, Text: h.m.mask(q.Text), ExpiresAt: q.ExpiresAt, Time: q.AskedAt})
 }
 
 // noticeAnswered tells the observers how a question was closed.
-func (h *Handle) noticeAnswered(q Question, a answered) {
+func (h *Handle) noticeAnswered(q question.Question, a question.Answer) {
 	h.m.opt.Observers.NotifyQuestionAnswered(observe.QuestionAnswered{QuestionID: q.ID, Session: q.Session, RunID: h.uuid,
-		SubagentID: q.SubagentID, Role: q.Role, Answer: h.m.mask(a.text), By: a.by, Time: h.m.now()})
+		SubagentID: q.SubagentID, Role: q.Role, Answer: h.m.mask(a.Text), By: a.By, Time: h.m.now()})
 }
