@@ -3,8 +3,8 @@ package app
 import (
 	"context"
 
+	"github.com/avaagent/ava/estimate"
 	"github.com/avaagent/ava/role"
-	"github.com/avaagent/ava/subagent"
 )
 
 // Role is a subagent role as the instance loaded it (role.Role).
@@ -29,8 +29,8 @@ func WithheldReason(toolName string) string { return role.WithheldReason(toolNam
 
 // RoleStats is one role's past runs (count, median time and cost) and
 // how often the estimates made before they were spawned held
-// (subagent.RoleStats).
-type RoleStats = subagent.RoleStats
+// (estimate.RoleStats).
+type RoleStats = estimate.RoleStats
 
 // RoleStats returns every role's statistics from the runs in the store,
 // in role order (`ava roles --stats`).

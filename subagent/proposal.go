@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/avaagent/ava/confirm"
+	"github.com/avaagent/ava/estimate"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
@@ -106,18 +107,18 @@ func (ps *ProposedSpawn) apply(c confirm.Change) {
 
 // Proposal is a spawn awaiting (or past) the person's decision.
 type Proposal struct {
-	ID         string        `json:"id"`
-	SessionKey string        `json:"sessionKey"`
-	Status     string        `json:"status"`
-	Mode       Mode          `json:"mode"`
-	Role       string        `json:"role"`
-	Task       string        `json:"task"`
-	Tasks      []string      `json:"tasks,omitempty"`
-	Spawn      ProposedSpawn `json:"spawn"`
-	Estimate   Estimate      `json:"estimate"`
-	Rationale  string        `json:"rationale,omitempty"`
-	CreatedAt  time.Time     `json:"createdAt"`
-	ExpiresAt  time.Time     `json:"expiresAt"`
+	ID         string            `json:"id"`
+	SessionKey string            `json:"sessionKey"`
+	Status     string            `json:"status"`
+	Mode       Mode              `json:"mode"`
+	Role       string            `json:"role"`
+	Task       string            `json:"task"`
+	Tasks      []string          `json:"tasks,omitempty"`
+	Spawn      ProposedSpawn     `json:"spawn"`
+	Estimate   estimate.Estimate `json:"estimate"`
+	Rationale  string            `json:"rationale,omitempty"`
+	CreatedAt  time.Time         `json:"createdAt"`
+	ExpiresAt  time.Time         `json:"expiresAt"`
 	// Text is the proposal as shown to the person (seed 000 section 2.1).
 	Text string `json:"text"`
 }
@@ -137,8 +138,8 @@ type Decided struct {
 
 // record is a pending spawn's stored config: the spawn and its estimate.
 type record struct {
-	Spawn    ProposedSpawn `json:"spawn"`
-	Estimate Estimate      `json:"estimate"`
+	Spawn    ProposedSpawn     `json:"spawn"`
+	Estimate estimate.Estimate `json:"estimate"`
 }
 
 // SpawnOrPropose starts req, or, when the confirmation policy asks for
@@ -210,72 +211,26 @@ func (m *Manager) takeProposalSpan(id string) trace.SpanContext {
 
 // estimateSpawn checks every member as a spawn would and returns the
 // total estimate.
-func (m *Manager) estimateSpawn(ctx context.Context, ps ProposedSpawn) (Estimate, error) {
-	var ests []Estimate
+func (m *Manager) estimateSpawn(ctx context.Context, ps ProposedSpawn) (estimate.Estimate, error) {
+	var ests []estimate.Estimate
 	for _, c := range ps.Configs {
 		p, err := m.plan(ctx, Request{Config: c, Parent: ps.caller(), User: ps.User})
 		if err != nil {
-			return Estimate{}, err
+			return estimate.Estimate{}, err
 		}
 		e, err := m.estimate(ctx, p)
 		if err != nil {
-			return Estimate{}, err
+			return estimate.Estimate{}, err
 		}
 		ests = append(ests, e)
 	}
-	return combine(ests, ps, m.opt.MaxConcurrent), nil
-}
-
-// combine is a group's total: a parallel group takes its longest
-// member's time (once per wave when it has more members than slots), a
-// chain the sum; the cost is the sum, within the group's budget and
-// timeout.
-func combine(ests []Estimate, ps ProposedSpawn, slots int) Estimate {
-	if len(ests) == 1 && ps.Mode == ModeSingle {
-		return ests[0]
-	}
-	t := Estimate{Basis: "history"}
-	var models []string
-	for _, e := range ests {
-		if ps.Mode == ModeChain {
-			t.MinSeconds, t.MaxSeconds, t.TypicalSeconds = t.MinSeconds+e.MinSeconds, t.MaxSeconds+e.MaxSeconds, t.TypicalSeconds+e.TypicalSeconds
-		} else {
-			t.MinSeconds, t.MaxSeconds, t.TypicalSeconds = max(t.MinSeconds, e.MinSeconds), max(t.MaxSeconds, e.MaxSeconds), max(t.TypicalSeconds, e.TypicalSeconds)
-		}
-		t.MaxCostCents, t.TypicalCostCents = round2(t.MaxCostCents+e.MaxCostCents), round2(t.TypicalCostCents+e.TypicalCostCents)
-		t.Runs += e.Runs
-		if e.Basis != "history" {
-			t.Basis = "limits"
-		}
-		models = appendNew(models, e.Model)
-		for _, tl := range e.Tools {
-			t.Tools = appendNew(t.Tools, tl)
-		}
-	}
-	if waves := (len(ests) + slots - 1) / max(slots, 1); ps.Mode == ModeParallel && waves > 1 {
-		t.MaxSeconds *= waves
-	}
-	if ps.TimeoutSeconds > 0 {
-		t.MaxSeconds = min(t.MaxSeconds, int(ps.TimeoutSeconds))
-		t.MinSeconds = min(t.MinSeconds, t.MaxSeconds)
-	}
-	if ps.BudgetCents > 0 {
-		t.MaxCostCents = min(t.MaxCostCents, ps.BudgetCents)
-	}
-	t.Model = strings.Join(models, ", ")
-	return t
-}
-
-func appendNew(list []string, s string) []string {
-	if slices.Contains(list, s) {
-		return list
-	}
-	return append(list, s)
+	return estimate.Combine(ests, estimate.Group{Single: ps.Mode == ModeSingle, Chain: ps.Mode == ModeChain, Slots: m.opt.MaxConcurrent,
+		TimeoutSeconds: ps.TimeoutSeconds, BudgetCents: ps.BudgetCents}), nil
 }
 
 // propose stores the proposal under a fresh pending ID and publishes its
 // SpawnProposed event.
-func (m *Manager) propose(ctx context.Context, ps ProposedSpawn, est Estimate, rationale string) (Proposal, error) {
+func (m *Manager) propose(ctx context.Context, ps ProposedSpawn, est estimate.Estimate, rationale string) (Proposal, error) {
 	cfg, err := json.Marshal(record{Spawn: ps, Estimate: est})
 	if err != nil {
 		return Proposal{}, fmt.Errorf("propose spawn: %w", err)
@@ -347,7 +302,9 @@ func proposalOf(sp store.PendingSpawn) (Proposal, error) {
 		Estimate: rec.Estimate, Rationale: sp.Rationale, CreatedAt: sp.CreatedAt, ExpiresAt: sp.ExpiresAt}
 	var roles []string
 	for _, c := range rec.Spawn.Configs {
-		roles = appendNew(roles, c.Role)
+		if !slices.Contains(roles, c.Role) {
+			roles = append(roles, c.Role)
+		}
 		p.Tasks = append(p.Tasks, c.Task)
 	}
 	p.Role, p.Task = strings.Join(roles, ", "), strings.Join(p.Tasks, "; ")
