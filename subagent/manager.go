@@ -187,6 +187,8 @@ type Manager struct {
 	roleTools map[string]roleToolSet
 	// asked are the open questions of ask_user (their own lock).
 	asked question.Registry
+	// props are the spawn proposals (their own lock; proposals.go).
+	props *proposals
 
 	mu      sync.Mutex
 	running map[string]*Handle              // by short ID, runs holding a slot
@@ -195,19 +197,12 @@ type Manager struct {
 	idle    map[string]weak.Pointer[Handle] // finished runs still held by someone (index.go)
 	ids     *idSet                          // every short ID in use in the data root
 	closed  bool
-	// deciding are the proposals being decided in this process.
-	deciding map[string]bool
 	// released are the funcs told of each run that leaves the active
 	// set (WatchReleases), by key.
 	released map[*func(parent string)]struct{}
 	// remote are the runs this process dispatched to other processes
 	// (dispatch.go).
 	remote remoteRuns
-	// proposalSpans are the spans of the tool calls that made pending
-	// proposals (by proposal ID), kept while tracing is on so that a
-	// confirmed spawn's runs are children of the call that proposed it.
-	// In memory only: after a restart they parent under the decision.
-	proposalSpans sync.Map
 	// held are background results waiting for their parent's turn to
 	// end (announce.go).
 	held heldResults
@@ -259,6 +254,7 @@ func NewManager(opt Options) *Manager {
 		reg, err := buildRoleTools(opt.Tools, r, askUser{m})
 		m.roleTools[name] = roleToolSet{reg, err}
 	}
+	m.props = newProposals(m)
 	m.ctx, m.cancel = context.WithCancelCause(context.Background())
 	return m
 }

@@ -58,15 +58,15 @@ func (m *Manager) noticeInterrupted(r store.Run, end time.Time) {
 }
 
 // noticeProposed tells the observers of a stored proposal.
-func (m *Manager) noticeProposed(p Proposal) {
-	m.opt.Observers.NotifyProposalMade(observe.ProposalMade{ProposalID: p.ID, Session: p.SessionKey, Role: p.Role, Mode: string(p.Mode),
-		Task: m.mask(p.Task), MaxCostCents: p.Estimate.MaxCostCents, ExpiresAt: p.ExpiresAt, Time: p.CreatedAt})
+func (pp *proposals) noticeProposed(p Proposal) {
+	pp.observers.NotifyProposalMade(observe.ProposalMade{ProposalID: p.ID, Session: p.SessionKey, Role: p.Role, Mode: string(p.Mode),
+		Task: pp.mask(p.Task), MaxCostCents: p.Estimate.MaxCostCents, ExpiresAt: p.ExpiresAt, Time: p.CreatedAt})
 }
 
 // noticeDecided tells the observers of a stored decision.
-func (m *Manager) noticeDecided(p Proposal, d observe.Decision, by string, out Decided) {
-	m.opt.Observers.NotifyProposalDecided(observe.ProposalDecided{ProposalID: p.ID, Session: p.SessionKey, Role: p.Role, Decision: d,
-		Change: out.Change, By: by, SubagentIDs: out.SubagentIDs, GroupID: out.GroupID, Time: m.now()})
+func (pp *proposals) noticeDecided(p Proposal, d observe.Decision, by string, out Decided) {
+	pp.observers.NotifyProposalDecided(observe.ProposalDecided{ProposalID: p.ID, Session: p.SessionKey, Role: p.Role, Decision: d,
+		Change: out.Change, By: by, SubagentIDs: out.SubagentIDs, GroupID: out.GroupID, Time: pp.now()})
 }
 
 // noticeAsked tells the observers of a question put to the person.
