@@ -189,6 +189,9 @@ type Manager struct {
 	asked question.Registry
 	// props are the spawn proposals (their own lock; proposals.go).
 	props *proposals
+	// remote are the views of the runs this process dispatched to other
+	// processes (their own lock; remote.go).
+	remote remoteRuns
 
 	mu      sync.Mutex
 	running map[string]*Handle              // by short ID, runs holding a slot
@@ -200,9 +203,6 @@ type Manager struct {
 	// released are the funcs told of each run that leaves the active
 	// set (WatchReleases), by key.
 	released map[*func(parent string)]struct{}
-	// remote are the runs this process dispatched to other processes
-	// (dispatch.go).
-	remote remoteRuns
 	// held are background results waiting for their parent's turn to
 	// end (announce.go).
 	held heldResults
@@ -241,7 +241,7 @@ func NewManager(opt Options) *Manager {
 		}
 	}
 	m := &Manager{opt: opt, log: opt.Logger, now: opt.Clock, running: map[string]*Handle{}, handles: map[string]*Handle{},
-		idle: map[string]weak.Pointer[Handle]{}, ids: newIDSet(opt.Rand), remote: remoteRuns{byUUID: map[string]*Handle{}}}
+		idle: map[string]weak.Pointer[Handle]{}, ids: newIDSet(opt.Rand)}
 	if m.log == nil {
 		m.log = slog.Default()
 	}
