@@ -6,6 +6,7 @@ import (
 	"io/fs"
 
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/question"
 	"github.com/avaagent/ava/session"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/subagent"
@@ -43,7 +44,7 @@ var (
 	// ErrDiskFull: the store's disk is full; nothing was recorded.
 	ErrDiskFull = store.ErrDiskFull
 	// ErrNoQuestion: no question is open.
-	ErrNoQuestion = subagent.ErrNoQuestion
+	ErrNoQuestion = question.ErrNoQuestion
 )
 
 // Kind is what kind of failure an error is, for a surface to choose its
@@ -86,7 +87,7 @@ func KindOf(err error) Kind {
 		return Internal
 	case errors.Is(err, ErrInvalid), errors.As(err, &amb), errors.Is(err, store.ErrAmbiguous),
 		errors.Is(err, subagent.ErrUnknownRole), errors.Is(err, subagent.ErrBadDecision), errors.Is(err, store.ErrEmpty),
-		errors.Is(err, subagent.ErrEmptyAnswer), errors.Is(err, session.ErrBadKey):
+		errors.Is(err, question.ErrEmptyAnswer), errors.Is(err, session.ErrBadKey):
 		return Invalid
 	case errors.Is(err, ErrUnclear):
 		return Unclear

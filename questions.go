@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava/question"
 )
 
 // Question is a subagent's open question to the person (ask_user).
-type Question = subagent.Question
+type Question = question.Question
 
 // Questions lists the open questions of a main session's subagents (""
 // : every session's).
@@ -28,7 +28,7 @@ func (r *Runtime) Answer(session, id, answer string) (Question, error) {
 		return Question{}, err
 	}
 	if strings.TrimSpace(answer) == "" {
-		return Question{}, fmt.Errorf("answer: %w", subagent.ErrEmptyAnswer)
+		return Question{}, fmt.Errorf("answer: %w", question.ErrEmptyAnswer)
 	}
 	if id == "" {
 		var err error
@@ -36,7 +36,7 @@ func (r *Runtime) Answer(session, id, answer string) (Question, error) {
 			return Question{}, err
 		}
 	}
-	q, err := r.in.Subagent.AnswerQuestion(id, session, answer, subagent.ByPerson)
+	q, err := r.in.Subagent.AnswerQuestion(id, session, answer, question.ByPerson)
 	if err != nil {
 		return Question{}, err
 	}

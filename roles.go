@@ -4,15 +4,16 @@ import (
 	"context"
 
 	"github.com/avaagent/ava/app"
-	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava/estimate"
+	"github.com/avaagent/ava/role"
 )
 
 // Role is a subagent role: its tools, model, limits and prompt.
-type Role = subagent.Role
+type Role = role.Role
 
 // RoleStats is one role's past runs (count, median time and cost) and
 // how often the estimates made before they were spawned held.
-type RoleStats = subagent.RoleStats
+type RoleStats = estimate.RoleStats
 
 // Roles returns the runtime's roles (built-in, the program's, and the
 // role files'), sorted by name.

@@ -21,6 +21,7 @@ import (
 	"github.com/avaagent/ava/observe"
 	"github.com/avaagent/ava/orchestrator"
 	"github.com/avaagent/ava/redact"
+	"github.com/avaagent/ava/role"
 	"github.com/avaagent/ava/session"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/store/postgres"
@@ -88,7 +89,7 @@ type openOptions struct {
 	readOnly bool
 	sinks    []event.Sink
 	tools    []tool.Tool
-	roles    []subagent.Role
+	roles    []role.Role
 	// observers are added before anything can notify them.
 	observers []observe.Observer
 }
@@ -103,7 +104,7 @@ func WithTools(ts ...tool.Tool) Option {
 // the operator's trust (it is the operator's own code). A role file of the
 // same name in the data root or a trusted workspace replaces one, as it
 // replaces a built-in role.
-func WithRoles(rs ...subagent.Role) Option {
+func WithRoles(rs ...role.Role) Option {
 	return func(o *openOptions) { o.roles = append(o.roles, rs...) }
 }
 
@@ -224,14 +225,14 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	}
 	// Closed after the subagents that use its servers have stopped.
 	in.closers = append(in.closers, in.MCP.Close)
-	roles, roleErrs := subagent.LoadRoleDirs(RoleDirs(cfg), in.roleToolKnown)
+	roles, roleErrs := role.LoadDirs(RoleDirs(cfg), in.roleToolKnown)
 	roleErrs = append(roleErrs, addLibraryRoles(roles, o.roles)...)
 	roleErrs = append(roleErrs, in.addRoleMCPServers(roles)...)
 	in.RoleErrors = roleErrs
 	for _, e := range roleErrs {
 		log.Warn(RoleSkippedMessage, "err", e)
 	}
-	for _, r := range subagent.SortedRoles(roles) {
+	for _, r := range role.Sorted(roles) {
 		if r.Overrides != "" {
 			log.Warn(RoleOverrideMessage, "role", r.Name, "source", r.Source, "replaces", r.Overrides)
 		}
@@ -332,19 +333,19 @@ const LibrarySource = "library"
 // addLibraryRoles adds the embedding program's roles to roles where no
 // role file replaced a role of that name, with the operator's trust; a
 // role without a name or a task-less default is an error, not a panic.
-func addLibraryRoles(roles map[string]subagent.Role, lib []subagent.Role) []error {
+func addLibraryRoles(roles map[string]role.Role, lib []role.Role) []error {
 	var errs []error
 	for _, r := range lib {
 		if strings.TrimSpace(r.Name) == "" {
 			errs = append(errs, errors.New("library role: no name"))
 			continue
 		}
-		if prev, ok := roles[r.Name]; ok && prev.Source != subagent.BuiltinSource {
+		if prev, ok := roles[r.Name]; ok && prev.Source != role.BuiltinSource {
 			continue // a role file replaces it
 		}
 		r.Source, r.ModelBy, r.Untrusted = LibrarySource, llm.NamedByOperator, false
 		if r.Limits == (agent.Limits{}) {
-			r.Limits = subagent.DefaultLimits
+			r.Limits = role.DefaultLimits
 		}
 		roles[r.Name] = r
 	}
@@ -357,7 +358,7 @@ func addLibraryRoles(roles map[string]subagent.Role, lib []subagent.Role) []erro
 // withheld instead of being refused.
 func (in *Instance) roleToolKnown(name string) bool {
 	_, ok := in.Tools.Get(name)
-	return ok || name == subagent.AskUserTool || subagent.WithheldReason(name) != ""
+	return ok || name == subagent.AskUserTool || role.WithheldReason(name) != ""
 }
 
 // RoleDirs are where custom roles are found: the data root's agents/
@@ -365,12 +366,12 @@ func (in *Instance) roleToolKnown(name string) bool {
 // workspace's .ava/agents/, opened beneath the workspace, whose files are
 // trusted only as far as the person trusted them, by content
 // (config.Config.TrustedWorkspaces, `ava trust`); the others go through
-// the workspace gate (subagent's workspace.go).
-func RoleDirs(cfg config.Config) []subagent.RoleDir {
-	var out []subagent.RoleDir
+// the workspace gate (role/gate.go).
+func RoleDirs(cfg config.Config) []role.Dir {
+	var out []role.Dir
 	user := filepath.Join(cfg.DataRoot, "agents")
 	if st, err := os.Stat(user); err == nil && st.IsDir() {
-		out = append(out, subagent.RoleDir{Path: user, MayOverride: true})
+		out = append(out, role.Dir{Path: user, MayOverride: true})
 	}
 	if cfg.Workspace == "" {
 		return out
@@ -386,8 +387,8 @@ var WorkspaceRoleDir = filepath.Join(".ava", "agents")
 
 // workspaceRoleDir is the workspace's role folder with the files the
 // person trusted in it.
-func workspaceRoleDir(cfg config.Config) subagent.RoleDir {
-	d := subagent.RoleDir{Path: WorkspaceRoleDir, Base: cfg.Workspace}
+func workspaceRoleDir(cfg config.Config) role.Dir {
+	d := role.Dir{Path: WorkspaceRoleDir, Base: cfg.Workspace}
 	if t, ok := cfg.WorkspaceTrust(cfg.Workspace); ok {
 		d.Trusted = t.Files
 		if d.Trusted == nil {
@@ -404,7 +405,7 @@ func workspaceRoleDir(cfg config.Config) subagent.RoleDir {
 // recorded contents); now is every role file's hash, as `ava trust`
 // would record it.
 func WorkspaceTrust(cfg config.Config, ws string) (trusted bool, changes []config.FileChange, now map[string]string, err error) {
-	now, err = subagent.RoleFileHashes(subagent.RoleDir{Path: WorkspaceRoleDir, Base: ws})
+	now, err = role.FileHashes(role.Dir{Path: WorkspaceRoleDir, Base: ws})
 	if err != nil {
 		return false, nil, nil, err
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/mcpclient"
-	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava/role"
 	"github.com/avaagent/ava/tool"
 )
 
@@ -21,7 +21,7 @@ import (
 func (in *Instance) mcpOptions(cfg config.Config, log *slog.Logger) mcpclient.Options {
 	sh := in.shellConfig()
 	return mcpclient.Options{Servers: cfg.MCPServers, AllowHosts: cfg.MCPAllowedHosts, IdleTimeout: cfg.MCPIdleTimeout,
-		Withhold: subagent.WithheldReason, Workspace: cfg.Workspace, StateDir: filepath.Join(cfg.DataRoot, "mcp"),
+		Withhold: role.WithheldReason, Workspace: cfg.Workspace, StateDir: filepath.Join(cfg.DataRoot, "mcp"),
 		SandboxOff: sh.SandboxOff, Hide: sh.Hide, EgressGuard: sh.EgressGuard, EgressAllow: sh.EgressAllow, Logger: log}
 }
 
@@ -31,9 +31,9 @@ func (in *Instance) mcpOptions(cfg config.Config, log *slog.Logger) mcpclient.Op
 // way, refused if defined differently). A role whose servers do not
 // check out is removed from roles, with an error naming the server and
 // the role file.
-func (in *Instance) addRoleMCPServers(roles map[string]subagent.Role) []error {
+func (in *Instance) addRoleMCPServers(roles map[string]role.Role) []error {
 	var errs []error
-	for _, r := range subagent.SortedRoles(roles) {
+	for _, r := range role.Sorted(roles) {
 		for _, sp := range r.MCPServers {
 			var err error
 			if keys := sp.OperatorOnly(); len(keys) > 0 && in.workspaceRole(r) {
@@ -47,7 +47,7 @@ func (in *Instance) addRoleMCPServers(roles map[string]subagent.Role) []error {
 				err = fmt.Errorf("mcp_servers: %w (a role's own server must match any other definition of the same name)", err)
 			}
 			if err != nil {
-				errs = append(errs, &subagent.RoleError{Path: r.Source, Err: err})
+				errs = append(errs, &role.FileError{Path: r.Source, Err: err})
 				delete(roles, r.Name)
 				break
 			}
@@ -58,8 +58,8 @@ func (in *Instance) addRoleMCPServers(roles map[string]subagent.Role) []error {
 
 // workspaceRole reports whether the role comes from the workspace's
 // .ava/agents.
-func (in *Instance) workspaceRole(r subagent.Role) bool {
-	if in.Config.Workspace == "" || r.Source == "" || r.Source == subagent.BuiltinSource || r.Source == LibrarySource {
+func (in *Instance) workspaceRole(r role.Role) bool {
+	if in.Config.Workspace == "" || r.Source == "" || r.Source == role.BuiltinSource || r.Source == LibrarySource {
 		return false
 	}
 	dir := filepath.Join(in.Config.Workspace, ".ava")
@@ -77,7 +77,7 @@ func configSource(cfg config.Config) string {
 
 // roleMCPTools are the tools of a role's MCP servers (their servers
 // start on first use).
-func (in *Instance) roleMCPTools(ctx context.Context, r subagent.Role) ([]tool.Tool, error) {
+func (in *Instance) roleMCPTools(ctx context.Context, r role.Role) ([]tool.Tool, error) {
 	return in.MCP.Tools(ctx, r.MCPServerNames())
 }
 
@@ -129,7 +129,7 @@ func (in *Instance) RoleMCPTools(ctx context.Context, r Role) ([]string, error) 
 	tools, err := in.roleMCPTools(ctx, r)
 	var names []string
 	for _, t := range tools {
-		if subagent.WithheldReason(t.Name()) == "" {
+		if role.WithheldReason(t.Name()) == "" {
 			names = append(names, t.Name())
 		}
 	}

@@ -3,20 +3,21 @@ package app
 import (
 	"context"
 
-	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava/estimate"
+	"github.com/avaagent/ava/role"
 )
 
-// Role is a subagent role as the instance loaded it (subagent.Role).
-type Role = subagent.Role
+// Role is a subagent role as the instance loaded it (role.Role).
+type Role = role.Role
 
 // Roles returns the instance's subagent roles, built-in and custom,
 // sorted by name.
-func (in *Instance) Roles() []Role { return subagent.SortedRoles(in.Subagent.Roles()) }
+func (in *Instance) Roles() []Role { return role.Sorted(in.Subagent.Roles()) }
 
 // BuiltinRoleNames lists the built-in roles' names (shell completion).
 func BuiltinRoleNames() []string {
 	var names []string
-	for _, r := range subagent.BuiltinRoles() {
+	for _, r := range role.Builtin() {
 		names = append(names, r.Name)
 	}
 	return names
@@ -24,12 +25,12 @@ func BuiltinRoleNames() []string {
 
 // WithheldReason says why no subagent ever gets the named tool, or ""
 // when a role may give it to its subagents.
-func WithheldReason(toolName string) string { return subagent.WithheldReason(toolName) }
+func WithheldReason(toolName string) string { return role.WithheldReason(toolName) }
 
 // RoleStats is one role's past runs (count, median time and cost) and
 // how often the estimates made before they were spawned held
-// (subagent.RoleStats).
-type RoleStats = subagent.RoleStats
+// (estimate.RoleStats).
+type RoleStats = estimate.RoleStats
 
 // RoleStats returns every role's statistics from the runs in the store,
 // in role order (`ava roles --stats`).

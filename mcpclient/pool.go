@@ -48,7 +48,7 @@ type Options struct {
 	// (default DefaultStartTimeout).
 	StartTimeout time.Duration
 	// Withhold says why a tool of that name must not be offered (a
-	// subagent never gets a spawning tool: subagent.WithheldReason), or
+	// subagent never gets a spawning tool: role.WithheldReason), or
 	// "". It is asked with the server's own tool name and with the
 	// prefixed one; tools whose name contains "spawn" are withheld too.
 	Withhold func(name string) string

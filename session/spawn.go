@@ -11,6 +11,7 @@ import (
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/observe"
+	"github.com/avaagent/ava/question"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
@@ -156,8 +157,8 @@ func (s *Service) DecideButton(ctx context.Context, session, pendingID string, y
 }
 
 // Question is a subagent's open question to the person
-// (subagent.Question).
-type Question = subagent.Question
+// (question.Question).
+type Question = question.Question
 
 // Questions lists the open questions of a main session's subagents.
 func (s *Service) Questions(key string) []Question {
@@ -178,7 +179,7 @@ func (s *Service) Answer(key, id, answer string) (Question, error) {
 		open := s.cfg.Subagents.Questions(key)
 		switch len(open) {
 		case 0:
-			return Question{}, fmt.Errorf("answer: %w in session %s", subagent.ErrNoQuestion, key)
+			return Question{}, fmt.Errorf("answer: %w in session %s", question.ErrNoQuestion, key)
 		case 1:
 			id = open[0].ID
 		default:
@@ -189,7 +190,7 @@ func (s *Service) Answer(key, id, answer string) (Question, error) {
 			return Question{}, fmt.Errorf("answer: %d questions are open (%s): name one", len(open), strings.Join(ids, ", "))
 		}
 	}
-	return s.cfg.Subagents.AnswerQuestion(id, key, answer, subagent.ByPerson)
+	return s.cfg.Subagents.AnswerQuestion(id, key, answer, question.ByPerson)
 }
 
 // questionAsked is the observer (Config.OrchestratorAnswers) that has
@@ -233,7 +234,7 @@ func (s *Service) answerForThePerson(ctx context.Context, q Question) {
 		s.log.Warn("the orchestrator did not answer a subagent's question", "question", q.ID, "status", res.Status, "err", err)
 		return
 	}
-	if _, err := s.cfg.Subagents.AnswerQuestion(q.ID, q.Session, res.Text, subagent.ByOrchestrator); err != nil && !errors.Is(err, subagent.ErrNoQuestion) {
+	if _, err := s.cfg.Subagents.AnswerQuestion(q.ID, q.Session, res.Text, question.ByOrchestrator); err != nil && !errors.Is(err, question.ErrNoQuestion) {
 		s.log.Warn("answer a subagent's question", "question", q.ID, "err", err)
 	}
 }

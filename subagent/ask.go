@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/question"
 	"github.com/avaagent/ava/tool"
 )
 
@@ -22,96 +21,26 @@ const AskUserTool = "ask_user"
 // DefaultAskTimeout is how long ask_user waits for an answer by default.
 const DefaultAskTimeout = 10 * time.Minute
 
-// ErrNoQuestion means a question ID names no open question: it was never
-// asked, is another session's, or was answered or gave up already.
-var ErrNoQuestion = errors.New("no such open question")
-
-// ErrEmptyAnswer means an answer to a question is empty or blank.
-var ErrEmptyAnswer = errors.New("the answer is empty")
-
-// Question is a subagent's open question to the person (ask_user). It
-// reaches every channel where the parent session is open, as a
-// UserQuestion event, and is answered with Manager.AnswerQuestion.
-type Question struct {
-	ID         string    `json:"id"`
-	Session    string    `json:"sessionKey"`
-	SubagentID string    `json:"subagentId"`
-	Role       string    `json:"role"`
-	Text       string    `json:"question"`
-	AskedAt    time.Time `json:"askedAt"`
-	ExpiresAt  time.Time `json:"expiresAt"`
-}
-
-// questions are the open questions of a manager's runs. Observers
-// (Options.Observers) hear of each question once it reached the parent
-// session (QuestionAsked), and of how it was closed (QuestionAnswered).
-type questions struct {
-	mu   sync.Mutex
-	open map[string]*openQuestion
-}
-
-type openQuestion struct {
-	Question
-	answer chan answered // gets the one answer
-}
-
-// answered is an answer and who gave it.
-type answered struct{ text, by string }
-
-// Who answers a question (AnswerQuestion's by).
-const (
-	ByPerson       = "person"
-	ByOrchestrator = "orchestrator"
-)
-
 // Questions lists the open questions of a parent session ("" for all),
 // oldest first.
-func (m *Manager) Questions(session string) []Question {
-	m.asked.mu.Lock()
-	defer m.asked.mu.Unlock()
-	var out []Question
-	for _, q := range m.asked.open {
-		if session == "" || q.Session == session {
-			out = append(out, q.Question)
-		}
-	}
-	slices.SortFunc(out, func(a, b Question) int { return a.AskedAt.Compare(b.AskedAt) })
-	return out
-}
+func (m *Manager) Questions(session string) []question.Question { return m.asked.List(session) }
 
 // AnswerQuestion answers an open question of session ("" for any
-// session) on behalf of by (ByPerson or ByOrchestrator) and returns it.
-// ErrNoQuestion when there is no such open question. In a cluster, a
-// question this process does not hold is answered on the process whose
-// run asked it (given its session).
-func (m *Manager) AnswerQuestion(id, session, answer, by string) (Question, error) {
+// session) on behalf of by (question.ByPerson or ByOrchestrator) and
+// returns it. question.ErrNoQuestion when there is no such open
+// question. In a cluster, a question this process does not hold is
+// answered on the process whose run asked it (given its session).
+func (m *Manager) AnswerQuestion(id, session, answer, by string) (question.Question, error) {
 	answer = strings.TrimSpace(answer)
 	if answer == "" {
-		return Question{}, fmt.Errorf("answer %s: %w", id, ErrEmptyAnswer)
+		return question.Question{}, fmt.Errorf("answer %s: %w", id, question.ErrEmptyAnswer)
 	}
-	if len(id) > 2 && strings.EqualFold(id[:2], "Q-") {
-		id = "Q-" + strings.ToLower(id[2:])
-	}
-	q, err := m.answerLocal(id, session, answer, by)
-	if errors.Is(err, ErrNoQuestion) && m.opt.Dispatch != nil && session != "" {
+	id = question.CanonicalID(id)
+	q, err := m.asked.Answer(id, session, answer, by)
+	if errors.Is(err, question.ErrNoQuestion) && m.opt.Dispatch != nil && session != "" {
 		return m.answerRemote(id, session, answer, by)
 	}
 	return q, err
-}
-
-// answerLocal answers an open question of this process's runs.
-func (m *Manager) answerLocal(id, session, answer, by string) (Question, error) {
-	m.asked.mu.Lock()
-	q, ok := m.asked.open[id]
-	if ok && (session == "" || q.Session == session) {
-		delete(m.asked.open, q.ID)
-	}
-	m.asked.mu.Unlock()
-	if !ok || (session != "" && q.Session != session) {
-		return Question{}, fmt.Errorf("answer %s: %w", id, ErrNoQuestion)
-	}
-	q.answer <- answered{answer, by}
-	return q.Question, nil
 }
 
 // askTimeout is how long ask_user waits.
@@ -169,19 +98,8 @@ func (h *Handle) ask(ctx context.Context, text string) (tool.Result, error) {
 		return tool.Result{}, err
 	}
 	now := m.now()
-	q := &openQuestion{Question: Question{ID: id, Session: h.req.Parent.SessionKey, SubagentID: h.id, Role: h.role.Name,
-		Text: text, AskedAt: now, ExpiresAt: now.Add(m.askTimeout())}, answer: make(chan answered, 1)}
-	m.asked.mu.Lock()
-	if m.asked.open == nil {
-		m.asked.open = map[string]*openQuestion{}
-	}
-	m.asked.open[id] = q
-	m.asked.mu.Unlock()
-	defer func() {
-		m.asked.mu.Lock()
-		delete(m.asked.open, id)
-		m.asked.mu.Unlock()
-	}()
+	q := m.asked.Ask(question.Question{ID: id, Session: h.req.Parent.SessionKey, SubagentID: h.id, Role: h.role.Name,
+		Text: text, AskedAt: now, ExpiresAt: now.Add(m.askTimeout())})
 
 	resume := agent.PauseTimeout(ctx)
 	defer resume()
@@ -191,42 +109,19 @@ func (h *Handle) ask(ctx context.Context, text string) (tool.Result, error) {
 		Question: text, ExpiresAt: q.ExpiresAt}))
 	h.noticeAsked(q.Question)
 
-	timer := time.NewTimer(m.askTimeout())
-	defer timer.Stop()
-	var a answered
-	select {
-	case a = <-q.answer:
-	case <-timer.C:
-		a = m.closeQuestion(q, "timeout")
-	case <-ctx.Done():
-		a = m.closeQuestion(q, "cancelled")
-	}
+	a := q.Wait(ctx, m.askTimeout())
 	h.publishParent(event.New(event.QuestionAnswered, event.AnsweredContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name,
-		Answer: a.text, By: a.by}))
+		Answer: a.Text, By: a.By}))
 	h.noticeAnswered(q.Question, a)
-	switch a.by {
-	case "cancelled":
+	switch a.By {
+	case question.ByCancelled:
 		return tool.Result{}, context.Cause(ctx)
-	case "timeout":
+	case question.ByTimeout:
 		return tool.Result{Output: fmt.Sprintf("No answer from the person within %s. Go on with your best judgement, and say in your answer what you assumed.", m.askTimeout())}, nil
-	case ByOrchestrator:
-		return tool.Result{Output: "The orchestrator answered for the person: " + a.text}, nil
+	case question.ByOrchestrator:
+		return tool.Result{Output: "The orchestrator answered for the person: " + a.Text}, nil
 	}
-	return tool.Result{Output: "The person answered: " + a.text}, nil
-}
-
-// closeQuestion closes q unanswered (by "timeout" or "cancelled"),
-// unless an answer was taken in the meantime: that one is returned.
-func (m *Manager) closeQuestion(q *openQuestion, by string) answered {
-	m.asked.mu.Lock()
-	delete(m.asked.open, q.ID)
-	m.asked.mu.Unlock()
-	select {
-	case a := <-q.answer: // taken before it was closed
-		return a
-	default:
-		return answered{by: by}
-	}
+	return tool.Result{Output: "The person answered: " + a.Text}, nil
 }
 
 // setWaiting marks the run waiting for the person (or not): it is then

@@ -11,6 +11,7 @@ import (
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/role"
 	"github.com/avaagent/ava/tool"
 )
 
@@ -71,14 +72,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("role: empty")
 	case strings.TrimSpace(c.Task) == "":
 		return fmt.Errorf("task: empty")
-	case c.Timeout < 0 || time.Duration(c.Timeout*float64(time.Second)) > MaxTimeout:
-		return fmt.Errorf("timeout: %v seconds, want 0 (the role's) up to %v", c.Timeout, MaxTimeout.Seconds())
-	case c.MaxCostCents < 0 || c.MaxCostCents > MaxCostCentsCap:
-		return fmt.Errorf("max_cost_cents: %v, want 0 (the role's) up to %v", c.MaxCostCents, MaxCostCentsCap)
-	case c.MaxTokens < 0 || c.MaxTokens > MaxTokensCap:
-		return fmt.Errorf("max_tokens: %d, want 0 (the role's) up to %d", c.MaxTokens, MaxTokensCap)
-	case c.MaxIterations < 0 || c.MaxIterations > MaxIterationsCap:
-		return fmt.Errorf("max_iterations: %d, want 0 (the role's) up to %d", c.MaxIterations, MaxIterationsCap)
+	case c.Timeout < 0 || time.Duration(c.Timeout*float64(time.Second)) > role.MaxTimeout:
+		return fmt.Errorf("timeout: %v seconds, want 0 (the role's) up to %v", c.Timeout, role.MaxTimeout.Seconds())
+	case c.MaxCostCents < 0 || c.MaxCostCents > role.MaxCostCentsCap:
+		return fmt.Errorf("max_cost_cents: %v, want 0 (the role's) up to %v", c.MaxCostCents, role.MaxCostCentsCap)
+	case c.MaxTokens < 0 || c.MaxTokens > role.MaxTokensCap:
+		return fmt.Errorf("max_tokens: %d, want 0 (the role's) up to %d", c.MaxTokens, role.MaxTokensCap)
+	case c.MaxIterations < 0 || c.MaxIterations > role.MaxIterationsCap:
+		return fmt.Errorf("max_iterations: %d, want 0 (the role's) up to %d", c.MaxIterations, role.MaxIterationsCap)
 	}
 	switch c.ContextMode {
 	case "", ContextFresh, ContextFork:
@@ -89,7 +90,7 @@ func (c Config) Validate() error {
 }
 
 // limits merges the request's limits over the role's.
-func (c Config) limits(r Role) agent.Limits {
+func (c Config) limits(r role.Role) agent.Limits {
 	l := r.Limits
 	if c.Timeout > 0 {
 		l.Timeout = time.Duration(c.Timeout * float64(time.Second))

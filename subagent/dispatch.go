@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/question"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/transcript"
 )
@@ -70,12 +70,6 @@ const (
 	cancelGiveUp = 30 * time.Second
 )
 
-// remoteRuns are the runs this process dispatched that run elsewhere.
-type remoteRuns struct {
-	mu     sync.Mutex
-	byUUID map[string]*Handle
-}
-
 // dispatch records an admitted-by-the-cluster run and schedules it on a
 // worker; the handle stays here as the run's remote view (Status, Wait,
 // Cancel), completed when the run ends wherever it runs (RemoteEnded).
@@ -115,33 +109,6 @@ func (m *Manager) dispatch(ctx context.Context, h *Handle) error {
 	return nil
 }
 
-// watchRemote registers h, before its run is committed, as the view of
-// a run elsewhere: RemoteEnded completes it (its end can come as soon
-// as the commit), and it is the active handle of its ID here unless this
-// process already runs the run itself (role all).
-func (m *Manager) watchRemote(h *Handle) {
-	m.remote.mu.Lock()
-	m.remote.byUUID[h.uuid] = h
-	m.remote.mu.Unlock()
-	m.mu.Lock()
-	if _, ok := m.handles[h.id]; !ok {
-		m.handles[h.id] = h
-	}
-	m.mu.Unlock()
-}
-
-// unwatchRemote undoes watchRemote for a run that was not committed.
-func (m *Manager) unwatchRemote(h *Handle) {
-	m.remote.mu.Lock()
-	delete(m.remote.byUUID, h.uuid)
-	m.remote.mu.Unlock()
-	m.mu.Lock()
-	if m.handles[h.id] == h {
-		delete(m.handles, h.id)
-	}
-	m.mu.Unlock()
-}
-
 // cancelWithGroup cancels a remote group member when its group ends
 // first (its combined timeout, a cancel), but not when this process
 // shuts down: the member goes on on its worker.
@@ -155,145 +122,12 @@ func (m *Manager) cancelWithGroup(g *Group, h *Handle) {
 	}
 }
 
-// dropRemote ends this process's views of runs elsewhere at its
-// shutdown, so that nothing here waits for them: the runs go on on
-// their workers, and their results reach their parents there.
-func (m *Manager) dropRemote() {
-	m.remote.mu.Lock()
-	views := make([]*Handle, 0, len(m.remote.byUUID))
-	for id, h := range m.remote.byUUID {
-		views = append(views, h)
-		delete(m.remote.byUUID, id)
-	}
-	m.remote.mu.Unlock()
-	for _, h := range views {
-		h.end()
-	}
-}
-
-// remoteCancel stops a run that runs elsewhere: the worker running it
-// hears the request; a run no worker claimed yet is claimed here and
-// ends cancelled without calling the model, through the same path as
-// any queued run's end. The request is sent again until the run has
-// ended, since a worker that was claiming the run as the first one came
-// had no handle to stop yet.
-func (m *Manager) remoteCancel(h *Handle) {
-	deadline := time.Now().Add(cancelGiveUp)
-	done := h.Done() // this turn's: a follow-up after it is not cancelled
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
-		if err := m.opt.Dispatch.Control(ctx, Control{Op: ControlCancel, Run: h.id}); err != nil {
-			m.log.Error("cancel subagent on its worker", "id", h.id, "err", err)
-		}
-		if err := m.execute(ctx, h.uuid, 0, true); err != nil && !errors.Is(err, ErrClosed) {
-			m.log.Error("cancel queued subagent", "id", h.id, "err", err)
-		}
-		cancel()
-		select {
-		case <-done:
-			return
-		case <-m.ctx.Done():
-			return
-		case <-time.After(cancelRetry):
-		}
-		if time.Now().After(deadline) {
-			m.log.Warn("subagent on another process did not stop after its cancel", "id", h.id)
-			return
-		}
-	}
-}
-
-// RemoteEnded completes the remote view of a run this process
-// dispatched, once the run has ended on its worker (called for every
-// ended run's ID; others are ignored). It reads the run's end from the
-// store.
-func (m *Manager) RemoteEnded(ctx context.Context, runID string) {
-	m.remote.mu.Lock()
-	h := m.remote.byUUID[runID]
-	m.remote.mu.Unlock()
-	if h == nil {
-		return
-	}
-	r, err := m.opt.Store.GetRun(ctx, runID)
-	if err != nil {
-		m.log.Error("read the end of a subagent run elsewhere", "id", h.id, "err", err)
-		return
-	}
-	if !r.Status.Final() {
-		return
-	}
-	m.remote.mu.Lock()
-	_, mine := m.remote.byUUID[runID]
-	delete(m.remote.byUUID, runID)
-	m.remote.mu.Unlock()
-	if !mine {
-		return
-	}
-	restored, err := m.restoreResult(r)
-	if err != nil {
-		m.log.Error("read the end of a subagent run elsewhere", "id", h.id, "err", err)
-	}
-	h.mu.Lock()
-	h.status, h.stored, h.result = r.Status, r.Status, restored
-	h.adopt(r)
-	h.mu.Unlock()
-	h.end()
-}
-
-// SyncRemote completes the remote views whose runs ended while this
-// process was not listening (a lost connection to the database, a
-// failed read): one query for the cluster's active runs, then a read of
-// each view's run that is no longer among them.
-func (m *Manager) SyncRemote(ctx context.Context) {
-	m.remote.mu.Lock()
-	n := len(m.remote.byUUID)
-	m.remote.mu.Unlock()
-	if n == 0 {
-		return
-	}
-	active, err := m.opt.Store.ListRuns(ctx, store.RunFilter{Active: true})
-	if err != nil {
-		m.log.Error("look for the ends of subagent runs elsewhere", "err", err)
-		return
-	}
-	going := make(map[string]bool, len(active))
-	for _, r := range active {
-		going[r.ID] = true
-	}
-	m.remote.mu.Lock()
-	var ended []string
-	for id := range m.remote.byUUID {
-		if !going[id] {
-			ended = append(ended, id)
-		}
-	}
-	m.remote.mu.Unlock()
-	for _, id := range ended {
-		m.RemoteEnded(ctx, id)
-	}
-}
-
-// remoteStatus is the stored state of a run that runs elsewhere.
-func (m *Manager) remoteStatus(h *Handle, st RunStatus) RunStatus {
-	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
-	defer cancel()
-	r, err := m.opt.Store.GetRun(ctx, h.uuid)
-	if err != nil {
-		return st
-	}
-	live := statusOfRun(r, m.now())
-	if r.Status == lifecycle.Queued {
-		live.QueuedAt = st.QueuedAt
-	}
-	return live
-}
-
 // HandleControl applies a control request to the run it names when it
 // runs in this process (others ignore it).
 func (m *Manager) HandleControl(c Control) {
 	if c.Op == ControlAnswer {
 		// Only the process whose run asked holds the question.
-		_, _ = m.answerLocal(c.Run, c.Session, c.Text, c.By)
+		_, _ = m.asked.Answer(c.Run, c.Session, c.Text, c.By)
 		return
 	}
 	m.mu.Lock()
@@ -443,23 +277,23 @@ const remoteAnswerWait = 5 * time.Second
 // cluster asked: the answer goes out as a control request, and it counts
 // as given once the asking process publishes the question's
 // QuestionAnswered event in session with this answer. Otherwise the
-// question was not open (ErrNoQuestion).
-func (m *Manager) answerRemote(id, session, answer, by string) (Question, error) {
+// question was not open (question.ErrNoQuestion).
+func (m *Manager) answerRemote(id, session, answer, by string) (question.Question, error) {
 	last, err := m.opt.Hub.LastSeq(session)
 	if err != nil {
-		return Question{}, fmt.Errorf("answer %s: %w", id, err)
+		return question.Question{}, fmt.Errorf("answer %s: %w", id, err)
 	}
 	sub := m.opt.Hub.Follow(session, last)
 	defer sub.Close()
 	ctx, cancel := context.WithTimeout(m.ctx, remoteAnswerWait)
 	defer cancel()
 	if err := m.opt.Dispatch.Control(ctx, Control{Op: ControlAnswer, Run: id, Text: answer, Session: session, By: by}); err != nil {
-		return Question{}, fmt.Errorf("answer %s: %w", id, err)
+		return question.Question{}, fmt.Errorf("answer %s: %w", id, err)
 	}
 	for {
 		evs, err := sub.Next(ctx)
 		if err != nil {
-			return Question{}, fmt.Errorf("answer %s: %w (no process of the cluster holds it open)", id, ErrNoQuestion)
+			return question.Question{}, fmt.Errorf("answer %s: %w (no process of the cluster holds it open)", id, question.ErrNoQuestion)
 		}
 		for _, ev := range evs {
 			var c event.AnsweredContent
@@ -467,9 +301,9 @@ func (m *Manager) answerRemote(id, session, answer, by string) (Question, error)
 				continue
 			}
 			if c.By != by || c.Answer != answer {
-				return Question{}, fmt.Errorf("answer %s: %w (it ended %s first)", id, ErrNoQuestion, c.By)
+				return question.Question{}, fmt.Errorf("answer %s: %w (it ended %s first)", id, question.ErrNoQuestion, c.By)
 			}
-			return Question{ID: id, Session: session, SubagentID: c.SubagentID, Role: c.Role}, nil
+			return question.Question{ID: id, Session: session, SubagentID: c.SubagentID, Role: c.Role}, nil
 		}
 	}
 }

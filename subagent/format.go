@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/avaagent/ava/estimate"
 )
 
 // FormatProposal shows a proposal to the person as in seed 000 section
@@ -35,7 +37,7 @@ func FormatProposal(p Proposal) string {
 	return b.String()
 }
 
-func basisNote(e Estimate) string {
+func basisNote(e estimate.Estimate) string {
 	if e.Basis == "history" {
 		return fmt.Sprintf(" (from %d past runs)", e.Runs)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/role"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/tool"
 )
@@ -23,7 +24,7 @@ import (
 type Handle struct {
 	m        *Manager
 	req      Request
-	role     Role
+	role     role.Role
 	model    llm.Model
 	tools    *tool.Registry
 	limits   agent.Limits
@@ -90,7 +91,7 @@ func (h *Handle) isRemote() bool {
 	return h.remote
 }
 
-func newHandle(m *Manager, req Request, role Role, model llm.Model, tools *tool.Registry, limits agent.Limits, thinking bool) *Handle {
+func newHandle(m *Manager, req Request, role role.Role, model llm.Model, tools *tool.Registry, limits agent.Limits, thinking bool) *Handle {
 	return &Handle{m: m, req: req, role: role, model: model, tools: tools, limits: limits, thinking: thinking,
 		created: m.now(), status: lifecycle.Pending, stored: lifecycle.Pending, done: make(chan struct{}),
 		spawned: make(chan struct{})}
@@ -126,7 +127,7 @@ func (h *Handle) UUID() string { return h.uuid }
 func (h *Handle) SessionKey() string { return store.SubagentSessionPrefix + h.id }
 
 // Role is the subagent's role.
-func (h *Handle) Role() Role { return h.role }
+func (h *Handle) Role() role.Role { return h.role }
 
 // Config is the spawn request's configuration.
 func (h *Handle) Config() Config { return h.req.Config }

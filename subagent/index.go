@@ -207,12 +207,10 @@ func (m *Manager) remoteView(h *Handle) (*Handle, error) {
 	}
 	m.mu.Unlock()
 	h.remote = true
-	m.remote.mu.Lock()
-	defer m.remote.mu.Unlock()
-	if other := m.remote.byUUID[h.uuid]; other != nil {
-		return other, nil
+	view, added := m.remote.adopt(h)
+	if !added {
+		return view, nil
 	}
-	m.remote.byUUID[h.uuid] = h
 	// An end between the read and now sent its notice before the view
 	// listened for it.
 	m.wg.Go(func() { m.RemoteEnded(m.ctx, h.uuid) })

@@ -12,6 +12,8 @@ import (
 	"time"
 	"weak"
 
+	"github.com/avaagent/ava/question"
+	"github.com/avaagent/ava/role"
 	"github.com/avaagent/ava/tracing"
 	"go.opentelemetry.io/otel/trace"
 
@@ -47,9 +49,6 @@ var (
 	ErrNotRecorded = errors.New("the subagent could not be recorded, so it was not started")
 )
 
-// forbiddenTools are never given to a subagent, whatever its role says.
-var forbiddenTools = []string{"spawn_subagent", "spawn_subagents", "subagent_status", "list_subagents", "cancel_subagent", "memory_write"}
-
 // Options configure a Manager.
 type Options struct {
 	Catalog *llm.Catalog
@@ -59,11 +58,11 @@ type Options struct {
 	// one of its runs starts (the servers start on first use), and an
 	// error naming each server that could not give its tools; the run
 	// goes on without them. Nil: no MCP tools.
-	MCPTools func(ctx context.Context, role Role) ([]tool.Tool, error)
+	MCPTools func(ctx context.Context, role role.Role) ([]tool.Tool, error)
 	Store    store.Store
 	Hub      *event.Hub
-	// Roles are the known roles (LoadRoles); nil means the built-ins.
-	Roles map[string]Role
+	// Roles are the known roles (role.LoadDirs); nil means the built-ins.
+	Roles map[string]role.Role
 	// MaxConcurrent limits running subagents (default 3).
 	MaxConcurrent int
 	// Overflow says whether a single spawn or follow-up that finds every
@@ -186,8 +185,13 @@ type Manager struct {
 
 	// roleTools are each role's tools, built once (roles do not change).
 	roleTools map[string]roleToolSet
-	// asked are the open questions of ask_user.
-	asked questions
+	// asked are the open questions of ask_user (their own lock).
+	asked question.Registry
+	// props are the spawn proposals (their own lock; proposals.go).
+	props *proposals
+	// remote are the views of the runs this process dispatched to other
+	// processes (their own lock; remote.go).
+	remote remoteRuns
 
 	mu      sync.Mutex
 	running map[string]*Handle              // by short ID, runs holding a slot
@@ -196,19 +200,9 @@ type Manager struct {
 	idle    map[string]weak.Pointer[Handle] // finished runs still held by someone (index.go)
 	ids     *idSet                          // every short ID in use in the data root
 	closed  bool
-	// deciding are the proposals being decided in this process.
-	deciding map[string]bool
 	// released are the funcs told of each run that leaves the active
 	// set (WatchReleases), by key.
 	released map[*func(parent string)]struct{}
-	// remote are the runs this process dispatched to other processes
-	// (dispatch.go).
-	remote remoteRuns
-	// proposalSpans are the spans of the tool calls that made pending
-	// proposals (by proposal ID), kept while tracing is on so that a
-	// confirmed spawn's runs are children of the call that proposed it.
-	// In memory only: after a restart they parent under the decision.
-	proposalSpans sync.Map
 	// held are background results waiting for their parent's turn to
 	// end (announce.go).
 	held heldResults
@@ -241,13 +235,13 @@ func NewManager(opt Options) *Manager {
 		opt.ResumeAttempts = DefaultResumeAttempts
 	}
 	if opt.Roles == nil {
-		opt.Roles = map[string]Role{}
-		for _, r := range BuiltinRoles() {
+		opt.Roles = map[string]role.Role{}
+		for _, r := range role.Builtin() {
 			opt.Roles[r.Name] = r
 		}
 	}
 	m := &Manager{opt: opt, log: opt.Logger, now: opt.Clock, running: map[string]*Handle{}, handles: map[string]*Handle{},
-		idle: map[string]weak.Pointer[Handle]{}, ids: newIDSet(opt.Rand), remote: remoteRuns{byUUID: map[string]*Handle{}}}
+		idle: map[string]weak.Pointer[Handle]{}, ids: newIDSet(opt.Rand)}
 	if m.log == nil {
 		m.log = slog.Default()
 	}
@@ -260,6 +254,7 @@ func NewManager(opt Options) *Manager {
 		reg, err := buildRoleTools(opt.Tools, r, askUser{m})
 		m.roleTools[name] = roleToolSet{reg, err}
 	}
+	m.props = newProposals(m)
 	m.ctx, m.cancel = context.WithCancelCause(context.Background())
 	return m
 }
@@ -312,7 +307,7 @@ func (m *Manager) Close() error {
 }
 
 // Roles returns the known roles.
-func (m *Manager) Roles() map[string]Role { return m.opt.Roles }
+func (m *Manager) Roles() map[string]role.Role { return m.opt.Roles }
 
 // MaxConcurrent is the limit on running subagents.
 func (m *Manager) MaxConcurrent() int { return m.opt.MaxConcurrent }
@@ -417,7 +412,7 @@ func (m *Manager) start(ctx context.Context, h *Handle) error {
 
 // plan is a checked spawn request: its role, model, tools and limits.
 type plan struct {
-	role     Role
+	role     role.Role
 	model    llm.Model
 	tools    []string
 	reg      *tool.Registry
@@ -463,7 +458,7 @@ func (m *Manager) plan(ctx context.Context, req Request) (plan, error) {
 // its namer may name it, and, unless the run is only being restored for
 // a look, checks that it can be loaded, so that a run that could never
 // call its model is refused (or, resumed, ended) with the reason.
-func (m *Manager) model(ctx context.Context, req Request, role Role) (llm.Model, error) {
+func (m *Manager) model(ctx context.Context, req Request, role role.Role) (llm.Model, error) {
 	name, by := req.Config.Model, req.Config.ModelBy
 	if name == "" {
 		name, by = role.Model, role.ModelBy
@@ -507,14 +502,14 @@ type roleToolSet struct {
 
 // buildRoleTools returns the role's tools minus those no subagent may
 // have, with ask (the manager's ask_user) when the role lists it.
-func buildRoleTools(all *tool.Registry, role Role, ask tool.Tool) (*tool.Registry, error) {
+func buildRoleTools(all *tool.Registry, r role.Role, ask tool.Tool) (*tool.Registry, error) {
 	var names []string
 	asks := false
-	for _, n := range role.Tools {
+	for _, n := range r.Tools {
 		switch {
 		case n == AskUserTool:
 			asks = true
-		case !slices.Contains(forbiddenTools, n):
+		case role.WithheldReason(n) == "":
 			names = append(names, n)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/avaagent/ava/role"
 	"github.com/avaagent/ava/tool"
 )
 
@@ -26,7 +27,7 @@ func (h *Handle) turnTools(ctx context.Context) (*tool.Registry, error) {
 	}
 	var keep []tool.Tool
 	for _, t := range extra {
-		if why := WithheldReason(t.Name()); why != "" {
+		if why := role.WithheldReason(t.Name()); why != "" {
 			m.log.Warn("MCP tool withheld", "id", h.id, "tool", t.Name(), "why", why)
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/avaagent/ava/mcpclient"
+	"github.com/avaagent/ava/role"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
 )
@@ -18,9 +19,9 @@ import (
 func TestMCPToolsFollowTheHierarchyRule(t *testing.T) {
 	var asked []string
 	h := newHarness(t, `turns: [{text: "done"}]`, func(o *subagent.Options) {
-		o.Roles = map[string]subagent.Role{"mcp": {Name: "mcp", Tools: []string{"read_file"}, Model: "haiku",
-			Limits: subagent.DefaultLimits, MCPServers: []mcpclient.Spec{{Name: "srv"}, {Name: "down"}}}}
-		o.MCPTools = func(_ context.Context, r subagent.Role) ([]tool.Tool, error) {
+		o.Roles = map[string]role.Role{"mcp": {Name: "mcp", Tools: []string{"read_file"}, Model: "haiku",
+			Limits: role.DefaultLimits, MCPServers: []mcpclient.Spec{{Name: "srv"}, {Name: "down"}}}}
+		o.MCPTools = func(_ context.Context, r role.Role) ([]tool.Tool, error) {
 			asked = r.MCPServerNames()
 			return []tool.Tool{named("srv__lookup"), named("spawn_subagent"), named("memory_write"), named("read_file")},
 				errors.New("MCP server down failed to start")

@@ -5,6 +5,7 @@ import (
 
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/observe"
+	"github.com/avaagent/ava/question"
 	"github.com/avaagent/ava/store"
 )
 
@@ -57,25 +58,25 @@ func (m *Manager) noticeInterrupted(r store.Run, end time.Time) {
 }
 
 // noticeProposed tells the observers of a stored proposal.
-func (m *Manager) noticeProposed(p Proposal) {
-	m.opt.Observers.NotifyProposalMade(observe.ProposalMade{ProposalID: p.ID, Session: p.SessionKey, Role: p.Role, Mode: string(p.Mode),
-		Task: m.mask(p.Task), MaxCostCents: p.Estimate.MaxCostCents, ExpiresAt: p.ExpiresAt, Time: p.CreatedAt})
+func (pp *proposals) noticeProposed(p Proposal) {
+	pp.observers.NotifyProposalMade(observe.ProposalMade{ProposalID: p.ID, Session: p.SessionKey, Role: p.Role, Mode: string(p.Mode),
+		Task: pp.mask(p.Task), MaxCostCents: p.Estimate.MaxCostCents, ExpiresAt: p.ExpiresAt, Time: p.CreatedAt})
 }
 
 // noticeDecided tells the observers of a stored decision.
-func (m *Manager) noticeDecided(p Proposal, d observe.Decision, by string, out Decided) {
-	m.opt.Observers.NotifyProposalDecided(observe.ProposalDecided{ProposalID: p.ID, Session: p.SessionKey, Role: p.Role, Decision: d,
-		Change: out.Change, By: by, SubagentIDs: out.SubagentIDs, GroupID: out.GroupID, Time: m.now()})
+func (pp *proposals) noticeDecided(p Proposal, d observe.Decision, by string, out Decided) {
+	pp.observers.NotifyProposalDecided(observe.ProposalDecided{ProposalID: p.ID, Session: p.SessionKey, Role: p.Role, Decision: d,
+		Change: out.Change, By: by, SubagentIDs: out.SubagentIDs, GroupID: out.GroupID, Time: pp.now()})
 }
 
 // noticeAsked tells the observers of a question put to the person.
-func (h *Handle) noticeAsked(q Question) {
+func (h *Handle) noticeAsked(q question.Question) {
 	h.m.opt.Observers.NotifyQuestionAsked(observe.QuestionAsked{QuestionID: q.ID, Session: q.Session, RunID: h.uuid, SubagentID: q.SubagentID,
 		Role: q.Role, Text: h.m.mask(q.Text), ExpiresAt: q.ExpiresAt, Time: q.AskedAt})
 }
 
 // noticeAnswered tells the observers how a question was closed.
-func (h *Handle) noticeAnswered(q Question, a answered) {
+func (h *Handle) noticeAnswered(q question.Question, a question.Answer) {
 	h.m.opt.Observers.NotifyQuestionAnswered(observe.QuestionAnswered{QuestionID: q.ID, Session: q.Session, RunID: h.uuid,
-		SubagentID: q.SubagentID, Role: q.Role, Answer: h.m.mask(a.text), By: a.by, Time: h.m.now()})
+		SubagentID: q.SubagentID, Role: q.Role, Answer: h.m.mask(a.Text), By: a.By, Time: h.m.now()})
 }

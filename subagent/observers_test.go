@@ -11,6 +11,8 @@ import (
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/observe"
+	"github.com/avaagent/ava/question"
+	"github.com/avaagent/ava/role"
 	"github.com/avaagent/ava/subagent"
 )
 
@@ -217,8 +219,8 @@ turns:
   - tool_calls: [{name: ask_user, args: {question: "Which branch?"}}]
   - text: "done"
 `, func(o *subagent.Options) {
-		o.Roles = map[string]subagent.Role{"asker": {Name: "asker", Tools: []string{"read_file", subagent.AskUserTool},
-			Model: "haiku", Limits: subagent.DefaultLimits}}
+		o.Roles = map[string]role.Role{"asker": {Name: "asker", Tools: []string{"read_file", subagent.AskUserTool},
+			Model: "haiku", Limits: role.DefaultLimits}}
 	})
 	c := &collector{}
 	set.Add(c.observer())
@@ -231,7 +233,7 @@ turns:
 		q.Text != "Which branch?" || q.ExpiresAt.IsZero() {
 		t.Fatalf("QuestionAsked %+v", q)
 	}
-	if _, err := h.m.AnswerQuestion(q.QuestionID, parent.SessionKey, "main", subagent.ByPerson); err != nil {
+	if _, err := h.m.AnswerQuestion(q.QuestionID, parent.SessionKey, "main", question.ByPerson); err != nil {
 		t.Fatal(err)
 	}
 	wait(t, hd)
@@ -239,7 +241,7 @@ turns:
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a := c.answered[0]
-	if a.QuestionID != q.QuestionID || a.Session != parent.SessionKey || a.RunID != hd.UUID() || a.Answer != "main" || a.By != subagent.ByPerson {
+	if a.QuestionID != q.QuestionID || a.Session != parent.SessionKey || a.RunID != hd.UUID() || a.Answer != "main" || a.By != question.ByPerson {
 		t.Errorf("QuestionAnswered %+v", a)
 	}
 }

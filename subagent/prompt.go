@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/avaagent/ava/role"
 	"github.com/avaagent/ava/tool"
 )
 
 // SystemPrompt is the subagent system prompt of seed 001 section 6.
-func SystemPrompt(role Role, cfg Config, tools *tool.Registry) string {
+func SystemPrompt(role role.Role, cfg Config, tools *tool.Registry) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "You are a specialized %s subagent working on a focused task.\n\n", role.Name)
 	fmt.Fprintf(&b, "## Your Task\n%s\n\n", strings.TrimSpace(cfg.Task))
@@ -44,6 +45,6 @@ When complete, provide:
 
 End your final answer with one fenced JSON block of this shape:
 ` + "```json\n{\"output\": <the structured result>, \"summary\": \"<one or two sentences>\", \"confidence\": 0.0}\n```\n")
-	b.WriteString(role.promptSection())
+	b.WriteString(role.PromptSection())
 	return b.String()
 }

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/avaagent/ava/confirm"
+	"github.com/avaagent/ava/estimate"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
@@ -106,18 +107,18 @@ func (ps *ProposedSpawn) apply(c confirm.Change) {
 
 // Proposal is a spawn awaiting (or past) the person's decision.
 type Proposal struct {
-	ID         string        `json:"id"`
-	SessionKey string        `json:"sessionKey"`
-	Status     string        `json:"status"`
-	Mode       Mode          `json:"mode"`
-	Role       string        `json:"role"`
-	Task       string        `json:"task"`
-	Tasks      []string      `json:"tasks,omitempty"`
-	Spawn      ProposedSpawn `json:"spawn"`
-	Estimate   Estimate      `json:"estimate"`
-	Rationale  string        `json:"rationale,omitempty"`
-	CreatedAt  time.Time     `json:"createdAt"`
-	ExpiresAt  time.Time     `json:"expiresAt"`
+	ID         string            `json:"id"`
+	SessionKey string            `json:"sessionKey"`
+	Status     string            `json:"status"`
+	Mode       Mode              `json:"mode"`
+	Role       string            `json:"role"`
+	Task       string            `json:"task"`
+	Tasks      []string          `json:"tasks,omitempty"`
+	Spawn      ProposedSpawn     `json:"spawn"`
+	Estimate   estimate.Estimate `json:"estimate"`
+	Rationale  string            `json:"rationale,omitempty"`
+	CreatedAt  time.Time         `json:"createdAt"`
+	ExpiresAt  time.Time         `json:"expiresAt"`
 	// Text is the proposal as shown to the person (seed 000 section 2.1).
 	Text string `json:"text"`
 }
@@ -137,8 +138,8 @@ type Decided struct {
 
 // record is a pending spawn's stored config: the spawn and its estimate.
 type record struct {
-	Spawn    ProposedSpawn `json:"spawn"`
-	Estimate Estimate      `json:"estimate"`
+	Spawn    ProposedSpawn     `json:"spawn"`
+	Estimate estimate.Estimate `json:"estimate"`
 }
 
 // SpawnOrPropose starts req, or, when the confirmation policy asks for
@@ -146,7 +147,7 @@ type record struct {
 // proposal is returned on success.
 func (m *Manager) SpawnOrPropose(ctx context.Context, req Request, rationale string) (*Handle, *Proposal, error) {
 	ps := ProposedSpawn{Configs: []Config{req.Config}, Mode: ModeSingle, Fork: req.Fork}
-	p, err := m.gate(ctx, ps, req.Parent, req.User, rationale)
+	p, err := m.props.gate(ctx, ps, req.Parent, req.User, rationale)
 	if err != nil || p != nil {
 		return nil, p, err
 	}
@@ -164,7 +165,7 @@ func (m *Manager) SpawnGroupOrPropose(ctx context.Context, req GroupRequest, rat
 		g, err := m.SpawnGroup(ctx, req) // refuses it with the reason
 		return g, nil, err
 	}
-	p, err := m.gate(ctx, ps, req.Parent, req.User, rationale)
+	p, err := m.props.gate(ctx, ps, req.Parent, req.User, rationale)
 	if err != nil || p != nil {
 		return nil, p, err
 	}
@@ -174,35 +175,35 @@ func (m *Manager) SpawnGroupOrPropose(ctx context.Context, req GroupRequest, rat
 
 // gate returns a stored proposal when the policy asks for one, or nil
 // when the spawn may start now.
-func (m *Manager) gate(ctx context.Context, ps ProposedSpawn, parent tool.Caller, user, rationale string) (*Proposal, error) {
-	if m.opt.Confirm.Ask == confirm.Never {
+func (pp *proposals) gate(ctx context.Context, ps ProposedSpawn, parent tool.Caller, user, rationale string) (*Proposal, error) {
+	if pp.policy.Ask == confirm.Never {
 		return nil, nil
 	}
 	if parent.Subagent {
 		return nil, fmt.Errorf("spawn: %w: subagents cannot spawn subagents", tool.ErrForbidden)
 	}
 	ps.Parent, ps.ParentAgent, ps.Workspace, ps.User = parent.SessionKey, parent.AgentID, parent.Workspace, user
-	est, err := m.estimateSpawn(ctx, ps)
+	est, err := pp.rt.estimateSpawn(ctx, ps)
 	if err != nil {
 		return nil, err
 	}
-	if !m.opt.Confirm.Asks(est.MaxCostCents) {
+	if !pp.policy.Asks(est.MaxCostCents) {
 		return nil, nil
 	}
-	p, err := m.propose(ctx, ps, est, rationale)
+	p, err := pp.propose(ctx, ps, est, rationale)
 	if err != nil {
 		return nil, err
 	}
-	if sc := trace.SpanContextFromContext(ctx); m.opt.Tracer != nil && sc.IsValid() {
-		m.proposalSpans.Store(p.ID, sc)
+	if sc := trace.SpanContextFromContext(ctx); pp.traced && sc.IsValid() {
+		pp.spans.Store(p.ID, sc)
 	}
 	return &p, nil
 }
 
-// takeProposalSpan returns and forgets the span of the call that made
+// takeSpan returns and forgets the span of the call that made
 // proposal id (invalid when unknown).
-func (m *Manager) takeProposalSpan(id string) trace.SpanContext {
-	if v, ok := m.proposalSpans.LoadAndDelete(id); ok {
+func (pp *proposals) takeSpan(id string) trace.SpanContext {
+	if v, ok := pp.spans.LoadAndDelete(id); ok {
 		return v.(trace.SpanContext)
 	}
 	return trace.SpanContext{}
@@ -210,85 +211,39 @@ func (m *Manager) takeProposalSpan(id string) trace.SpanContext {
 
 // estimateSpawn checks every member as a spawn would and returns the
 // total estimate.
-func (m *Manager) estimateSpawn(ctx context.Context, ps ProposedSpawn) (Estimate, error) {
-	var ests []Estimate
+func (m *Manager) estimateSpawn(ctx context.Context, ps ProposedSpawn) (estimate.Estimate, error) {
+	var ests []estimate.Estimate
 	for _, c := range ps.Configs {
 		p, err := m.plan(ctx, Request{Config: c, Parent: ps.caller(), User: ps.User})
 		if err != nil {
-			return Estimate{}, err
+			return estimate.Estimate{}, err
 		}
 		e, err := m.estimate(ctx, p)
 		if err != nil {
-			return Estimate{}, err
+			return estimate.Estimate{}, err
 		}
 		ests = append(ests, e)
 	}
-	return combine(ests, ps, m.opt.MaxConcurrent), nil
-}
-
-// combine is a group's total: a parallel group takes its longest
-// member's time (once per wave when it has more members than slots), a
-// chain the sum; the cost is the sum, within the group's budget and
-// timeout.
-func combine(ests []Estimate, ps ProposedSpawn, slots int) Estimate {
-	if len(ests) == 1 && ps.Mode == ModeSingle {
-		return ests[0]
-	}
-	t := Estimate{Basis: "history"}
-	var models []string
-	for _, e := range ests {
-		if ps.Mode == ModeChain {
-			t.MinSeconds, t.MaxSeconds, t.TypicalSeconds = t.MinSeconds+e.MinSeconds, t.MaxSeconds+e.MaxSeconds, t.TypicalSeconds+e.TypicalSeconds
-		} else {
-			t.MinSeconds, t.MaxSeconds, t.TypicalSeconds = max(t.MinSeconds, e.MinSeconds), max(t.MaxSeconds, e.MaxSeconds), max(t.TypicalSeconds, e.TypicalSeconds)
-		}
-		t.MaxCostCents, t.TypicalCostCents = round2(t.MaxCostCents+e.MaxCostCents), round2(t.TypicalCostCents+e.TypicalCostCents)
-		t.Runs += e.Runs
-		if e.Basis != "history" {
-			t.Basis = "limits"
-		}
-		models = appendNew(models, e.Model)
-		for _, tl := range e.Tools {
-			t.Tools = appendNew(t.Tools, tl)
-		}
-	}
-	if waves := (len(ests) + slots - 1) / max(slots, 1); ps.Mode == ModeParallel && waves > 1 {
-		t.MaxSeconds *= waves
-	}
-	if ps.TimeoutSeconds > 0 {
-		t.MaxSeconds = min(t.MaxSeconds, int(ps.TimeoutSeconds))
-		t.MinSeconds = min(t.MinSeconds, t.MaxSeconds)
-	}
-	if ps.BudgetCents > 0 {
-		t.MaxCostCents = min(t.MaxCostCents, ps.BudgetCents)
-	}
-	t.Model = strings.Join(models, ", ")
-	return t
-}
-
-func appendNew(list []string, s string) []string {
-	if slices.Contains(list, s) {
-		return list
-	}
-	return append(list, s)
+	return estimate.Combine(ests, estimate.Group{Single: ps.Mode == ModeSingle, Chain: ps.Mode == ModeChain, Slots: m.opt.MaxConcurrent,
+		TimeoutSeconds: ps.TimeoutSeconds, BudgetCents: ps.BudgetCents}), nil
 }
 
 // propose stores the proposal under a fresh pending ID and publishes its
 // SpawnProposed event.
-func (m *Manager) propose(ctx context.Context, ps ProposedSpawn, est Estimate, rationale string) (Proposal, error) {
+func (pp *proposals) propose(ctx context.Context, ps ProposedSpawn, est estimate.Estimate, rationale string) (Proposal, error) {
 	cfg, err := json.Marshal(record{Spawn: ps, Estimate: est})
 	if err != nil {
 		return Proposal{}, fmt.Errorf("propose spawn: %w", err)
 	}
-	now := m.now().UTC()
+	now := pp.now().UTC()
 	sp := store.PendingSpawn{SessionKey: orElse(ps.Parent, NoParentSession), Config: cfg,
 		EstimateMinSeconds: est.MinSeconds, EstimateMaxSeconds: est.MaxSeconds, MaxCostCents: est.MaxCostCents,
-		Tools: est.Tools, Rationale: rationale, Status: store.SpawnPending, CreatedAt: now, ExpiresAt: now.Add(m.confirmTimeout())}
+		Tools: est.Tools, Rationale: rationale, Status: store.SpawnPending, CreatedAt: now, ExpiresAt: now.Add(pp.timeout)}
 	for try := 0; ; try++ {
-		if sp.ID, err = newPendingID(m.opt.Rand); err != nil {
+		if sp.ID, err = newPendingID(pp.rand); err != nil {
 			return Proposal{}, err
 		}
-		err = m.opt.Store.CreatePending(ctx, sp)
+		err = pp.store.CreatePending(ctx, sp)
 		if err == nil || !errors.Is(err, store.ErrDuplicate) || try == 4 {
 			break
 		}
@@ -300,8 +255,8 @@ func (m *Manager) propose(ctx context.Context, ps ProposedSpawn, est Estimate, r
 	if err != nil {
 		return Proposal{}, err
 	}
-	m.publishProposed(p)
-	m.noticeProposed(p)
+	pp.publishProposed(p)
+	pp.noticeProposed(p)
 	return p, nil
 }
 
@@ -311,13 +266,6 @@ func orElse(s, fallback string) string {
 		return fallback
 	}
 	return s
-}
-
-func (m *Manager) confirmTimeout() time.Duration {
-	if m.opt.ConfirmTimeout > 0 {
-		return m.opt.ConfirmTimeout
-	}
-	return DefaultConfirmTimeout
 }
 
 // newPendingID draws "P-" and six hex characters from r (crypto/rand
@@ -347,7 +295,9 @@ func proposalOf(sp store.PendingSpawn) (Proposal, error) {
 		Estimate: rec.Estimate, Rationale: sp.Rationale, CreatedAt: sp.CreatedAt, ExpiresAt: sp.ExpiresAt}
 	var roles []string
 	for _, c := range rec.Spawn.Configs {
-		roles = appendNew(roles, c.Role)
+		if !slices.Contains(roles, c.Role) {
+			roles = append(roles, c.Role)
+		}
 		p.Tasks = append(p.Tasks, c.Task)
 	}
 	p.Role, p.Task = strings.Join(roles, ", "), strings.Join(p.Tasks, "; ")
@@ -358,10 +308,10 @@ func proposalOf(sp store.PendingSpawn) (Proposal, error) {
 	return p, nil
 }
 
-// Proposals returns the proposals awaiting a decision, oldest first:
-// the session's, or every session's when session is "".
-func (m *Manager) Proposals(ctx context.Context, session string) ([]Proposal, error) {
-	sps, err := m.opt.Store.ListPending(ctx, session)
+// list returns the proposals awaiting a decision, oldest first: the
+// session's, or every session's when session is "".
+func (pp *proposals) list(ctx context.Context, session string) ([]Proposal, error) {
+	sps, err := pp.store.ListPending(ctx, session)
 	if err != nil {
 		return nil, err
 	}
@@ -376,32 +326,34 @@ func (m *Manager) Proposals(ctx context.Context, session string) ([]Proposal, er
 	return out, nil
 }
 
-// Proposal returns one proposal, whatever its status, or an error
-// wrapping store.ErrNotFound.
-func (m *Manager) Proposal(ctx context.Context, id string) (Proposal, error) {
-	sp, err := m.opt.Store.GetPending(ctx, id)
+// get returns one proposal, whatever its status, or an error wrapping
+// store.ErrNotFound.
+func (pp *proposals) get(ctx context.Context, id string) (Proposal, error) {
+	sp, err := pp.store.GetPending(ctx, id)
 	if err != nil {
 		return Proposal{}, err
 	}
 	return proposalOf(sp)
 }
 
-func (m *Manager) publishProposed(p Proposal) {
+// publishProposed publishes p's SpawnProposed event in its parent
+// session.
+func (pp *proposals) publishProposed(p Proposal) {
 	if p.Spawn.Parent == "" {
 		return
 	}
 	ev := event.New(event.SpawnProposed, event.SpawnProposedContent{PendingID: p.ID, Role: p.Role, Task: p.Task,
 		Mode: string(p.Mode), Tasks: p.Tasks, Estimate: p.Estimate, Rationale: p.Rationale, ExpiresAt: p.ExpiresAt, Text: p.Text})
-	m.publishTo(p.Spawn, ev)
+	pp.publishTo(p.Spawn, ev)
 }
 
 // publishTo publishes ev in the proposal's parent session as its agent.
-func (m *Manager) publishTo(ps ProposedSpawn, ev event.Event) {
+func (pp *proposals) publishTo(ps ProposedSpawn, ev event.Event) {
 	if ps.Parent == "" {
 		return
 	}
-	ev.Session, ev.Agent, ev.User, ev.Time = ps.Parent, orElse(ps.ParentAgent, event.OrchestratorID), ps.User, m.now()
-	if _, err := m.opt.Hub.Publish(ev); err != nil {
-		m.log.Error("publish to parent session", "session", ps.Parent, "type", ev.Type, "err", err)
+	ev.Session, ev.Agent, ev.User, ev.Time = ps.Parent, orElse(ps.ParentAgent, event.OrchestratorID), ps.User, pp.now()
+	if _, err := pp.hub.Publish(ev); err != nil {
+		pp.log.Error("publish to parent session", "session", ps.Parent, "type", ev.Type, "err", err)
 	}
 }

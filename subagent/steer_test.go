@@ -10,6 +10,7 @@ import (
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/role"
 	"github.com/avaagent/ava/subagent"
 )
 
@@ -176,8 +177,8 @@ conversations:
   - turns:
       - text: '{"summary": "s", "findings": ["x"]}'
 `, func(o *subagent.Options) {
-		o.Roles = map[string]subagent.Role{"auditor": {Name: "auditor", Tools: []string{"read_file"}, Model: "haiku",
-			Limits: subagent.DefaultLimits, RequiredOutput: []string{"findings"}}}
+		o.Roles = map[string]role.Role{"auditor": {Name: "auditor", Tools: []string{"read_file"}, Model: "haiku",
+			Limits: role.DefaultLimits, RequiredOutput: []string{"findings"}}}
 	})
 	for task, want := range map[string]lifecycle.Status{"EMPTY": lifecycle.Error, "FIELDS": lifecycle.Error, "fine": lifecycle.Success} {
 		r := wait(t, h.spawn(t, subagent.Config{Role: "auditor", Task: task}))
@@ -199,8 +200,8 @@ turns:
   - tool_calls: [{name: ask_user, args: {question: "Which?"}}]
   - text: "never"
 `, func(o *subagent.Options) {
-		o.Roles = map[string]subagent.Role{"asker": {Name: "asker", Tools: []string{"read_file", subagent.AskUserTool},
-			Model: "haiku", Limits: subagent.DefaultLimits}}
+		o.Roles = map[string]role.Role{"asker": {Name: "asker", Tools: []string{"read_file", subagent.AskUserTool},
+			Model: "haiku", Limits: role.DefaultLimits}}
 	})
 	hd := h.spawn(t, subagent.Config{Role: "asker", Task: "ask"})
 	for deadline := time.Now().Add(10 * time.Second); len(h.m.Questions(parent.SessionKey)) == 0; time.Sleep(10 * time.Millisecond) {

@@ -20,6 +20,7 @@ import (
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/role"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
@@ -221,7 +222,7 @@ func TestSubagentsCannotSpawnOrWriteMemory(t *testing.T) {
 	})
 	h = newHarness(t, script, func(o *subagent.Options) {
 		known := func(n string) bool { _, ok := o.Tools.Get(n); return ok }
-		roles, errs := subagent.LoadRoles([]string{roleDir}, known)
+		roles, errs := role.Load([]string{roleDir}, known)
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}

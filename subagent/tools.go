@@ -10,6 +10,7 @@ import (
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/role"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/tool"
 )
@@ -96,7 +97,7 @@ func (m *Manager) Tools() []tool.Tool {
 
 func (m *Manager) roleSummary() string {
 	var parts []string
-	for _, r := range SortedRoles(m.opt.Roles) {
+	for _, r := range role.Sorted(m.opt.Roles) {
 		parts = append(parts, r.SummaryText())
 	}
 	return strings.Join(parts, "; ") + "."

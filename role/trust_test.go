@@ -1,6 +1,6 @@
 //go:build unix
 
-package subagent_test
+package role_test
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava/role"
 )
 
 func TestWorkspaceRoleOverride(t *testing.T) {
@@ -22,8 +22,8 @@ func TestWorkspaceRoleOverride(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "new.md"), []byte("---\nname: newcomer\ntools: [read_file]\n---\n"), 0o644)
 	rel := filepath.Join(".ava", "agents")
 
-	roles, errs := subagent.LoadRoleDirs([]subagent.RoleDir{{Path: rel, Base: ws}}, known)
-	if len(errs) != 1 || !errors.Is(errs[0], subagent.ErrUntrustedOverride) {
+	roles, errs := role.LoadDirs([]role.Dir{{Path: rel, Base: ws}}, known)
+	if len(errs) != 1 || !errors.Is(errs[0], role.ErrUntrustedOverride) {
 		t.Fatalf("untrusted: errors %v, want one ErrUntrustedOverride", errs)
 	}
 	if r := roles["code_reviewer"]; r.Source != "built-in" || r.Overrides != "" {
@@ -33,7 +33,7 @@ func TestWorkspaceRoleOverride(t *testing.T) {
 		t.Fatal("an untrusted workspace may still add a new role")
 	}
 
-	roles, errs = subagent.LoadRoleDirs([]subagent.RoleDir{{Path: rel, Base: ws, MayOverride: true}}, known)
+	roles, errs = role.LoadDirs([]role.Dir{{Path: rel, Base: ws, MayOverride: true}}, known)
 	if len(errs) != 0 {
 		t.Fatal(errs)
 	}
@@ -55,11 +55,11 @@ func TestRoleFilesNeverBlockOrExhaust(t *testing.T) {
 	os.Symlink("/dev/zero", filepath.Join(dir, "zero.md"))
 	os.WriteFile(filepath.Join(dir, "ok.md"), []byte("---\nname: fine\ntools: [read_file]\n---\n"), 0o644)
 	done := make(chan struct{})
-	var roles map[string]subagent.Role
+	var roles map[string]role.Role
 	var errs []error
 	go func() {
 		defer close(done)
-		roles, errs = subagent.LoadRoleDirs([]subagent.RoleDir{{Path: filepath.Join(".ava", "agents"), Base: ws}}, known)
+		roles, errs = role.LoadDirs([]role.Dir{{Path: filepath.Join(".ava", "agents"), Base: ws}}, known)
 	}()
 	select {
 	case <-done:
@@ -79,7 +79,7 @@ func TestRoleFilesNeverBlockOrExhaust(t *testing.T) {
 	os.MkdirAll(filepath.Join(ws2, ".ava"), 0o755)
 	os.Symlink(outside, filepath.Join(ws2, ".ava", "agents"))
 	os.WriteFile(filepath.Join(outside, "x.md"), []byte("---\nname: outsider\ntools: [read_file]\n---\n"), 0o644)
-	roles, errs = subagent.LoadRoleDirs([]subagent.RoleDir{{Path: filepath.Join(".ava", "agents"), Base: ws2}}, known)
+	roles, errs = role.LoadDirs([]role.Dir{{Path: filepath.Join(".ava", "agents"), Base: ws2}}, known)
 	if _, ok := roles["outsider"]; ok || len(errs) != 1 {
 		t.Fatalf("role folder outside the workspace was read: errors %v", errs)
 	}

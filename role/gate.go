@@ -1,4 +1,4 @@
-package subagent
+package role
 
 import (
 	"crypto/sha256"
@@ -47,7 +47,7 @@ var untrustedTools = map[string]string{
 // UntrustedLimits are the most an untrusted workspace role may ask for:
 // the built-in researcher's limits.
 func UntrustedLimits() agent.Limits {
-	for _, r := range BuiltinRoles() {
+	for _, r := range Builtin() {
 		if r.Name == "researcher" {
 			return r.Limits
 		}
@@ -65,7 +65,7 @@ func FileHash(data []byte) string {
 // fileTrusted reports whether the role file at rel (relative to the
 // workspace, or to the folder when it has no Base) with content data is
 // trusted, and if not, why.
-func (d RoleDir) fileTrusted(rel string, data []byte) (bool, string) {
+func (d Dir) fileTrusted(rel string, data []byte) (bool, string) {
 	if d.MayOverride {
 		return true, ""
 	}
@@ -160,9 +160,9 @@ func (r Role) FileText(text string) string {
 	return tool.Untrusted("workspace role file "+r.Source, text)
 }
 
-// promptSection is the role's instructions for its system prompt: an
+// PromptSection is the role's instructions for its system prompt: an
 // untrusted role's inside an untrusted block.
-func (r Role) promptSection() string {
+func (r Role) PromptSection() string {
 	if r.Prompt == "" {
 		return ""
 	}
@@ -173,11 +173,11 @@ func (r Role) promptSection() string {
 		r.FileText(r.Prompt))
 }
 
-// RoleFileHashes reads the role files of dir (as a load would: beneath
+// FileHashes reads the role files of dir (as a load would: beneath
 // its Base, regular files only, never blocking) and returns each one's
-// path as RoleDir.Trusted names it and its FileHash: what `ava trust`
+// path as Dir.Trusted names it and its FileHash: what `ava trust`
 // records. A folder that does not exist has none.
-func RoleFileHashes(dir RoleDir) (map[string]string, error) {
+func FileHashes(dir Dir) (map[string]string, error) {
 	out := map[string]string{}
 	root, err := openRoleDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -194,7 +194,7 @@ func RoleFileHashes(dir RoleDir) (map[string]string, error) {
 	for _, name := range names {
 		data, err := readRoleFile(root, name)
 		if err != nil {
-			return nil, &RoleError{Path: filepath.Join(dir.display(), name), Err: err}
+			return nil, &FileError{Path: filepath.Join(dir.display(), name), Err: err}
 		}
 		out[dir.relPath(name)] = FileHash(data)
 	}

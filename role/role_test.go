@@ -1,23 +1,22 @@
-package subagent_test
+package role_test
 
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/avaagent/ava/subagent"
+	"github.com/avaagent/ava/role"
 )
 
-func known(n string) bool {
-	for _, b := range builtinNames {
-		if b == n {
-			return true
-		}
-	}
-	return false
-}
+// builtinNames are the tools the built-in roles name.
+var builtinNames = []string{"web_search", "http_get", "read_webpages", "python_exec", "memory_read", "memory_write",
+	"read_file", "search_codebase", "search_and_read", "run_bash"}
+
+// known reports whether a tool name is one the built-in roles name.
+func known(n string) bool { return slices.Contains(builtinNames, n) }
 
 func TestCustomRoleFile(t *testing.T) {
 	dir := t.TempDir()
@@ -36,7 +35,7 @@ read_only_workspace: true
 ---
 Always give prices in USD per minute.
 `), 0o600)
-	roles, errs := subagent.LoadRoles([]string{dir}, known)
+	roles, errs := role.Load([]string{dir}, known)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -50,7 +49,7 @@ Always give prices in USD per minute.
 	}
 	// The built-ins' process tools have no network; the reviewer's
 	// workspace is read-only to them.
-	for _, b := range subagent.BuiltinRoles() {
+	for _, b := range role.Builtin() {
 		if b.Network || b.ReadOnlyWorkspace != (b.Name == "code_reviewer") {
 			t.Fatalf("built-in %s: network %v, read-only workspace %v", b.Name, b.Network, b.ReadOnlyWorkspace)
 		}
@@ -73,7 +72,7 @@ func TestBadRoleFilesAreRefusedWithPathLineAndReason(t *testing.T) {
 	for n, c := range files {
 		os.WriteFile(filepath.Join(dir, n), []byte(c), 0o600)
 	}
-	roles, errs := subagent.LoadRoles([]string{dir}, known)
+	roles, errs := role.Load([]string{dir}, known)
 	if _, ok := roles["fine"]; !ok {
 		t.Fatal("a good role was not loaded next to bad ones")
 	}
@@ -103,15 +102,15 @@ func TestBadRoleFilesAreRefusedWithPathLineAndReason(t *testing.T) {
 // A tool the manager withholds has a reason, and only such a tool does.
 func TestWithheldReason(t *testing.T) {
 	for _, name := range []string{"spawn_subagent", "spawn_subagents", "subagent_status", "list_subagents", "cancel_subagent"} {
-		if got := subagent.WithheldReason(name); got != "subagents never spawn or manage subagents" {
+		if got := role.WithheldReason(name); got != "subagents never spawn or manage subagents" {
 			t.Errorf("%s: %q", name, got)
 		}
 	}
-	if got := subagent.WithheldReason("memory_write"); got != "subagents never write memory" {
+	if got := role.WithheldReason("memory_write"); got != "subagents never write memory" {
 		t.Errorf("memory_write: %q", got)
 	}
 	for _, name := range []string{"memory_read", "web_search", "read_file"} {
-		if got := subagent.WithheldReason(name); got != "" {
+		if got := role.WithheldReason(name); got != "" {
 			t.Errorf("%s: %q, want no reason", name, got)
 		}
 	}
@@ -121,7 +120,7 @@ func TestWithheldReason(t *testing.T) {
 // resumes only when its front matter says so.
 func TestRoleResume(t *testing.T) {
 	want := map[string]bool{"researcher": true, "web_crawler": false, "code_reviewer": false, "data_extractor": false}
-	for _, r := range subagent.BuiltinRoles() {
+	for _, r := range role.Builtin() {
 		if r.Resume != want[r.Name] {
 			t.Errorf("built-in %s: resume %v", r.Name, r.Resume)
 		}
@@ -129,7 +128,7 @@ func TestRoleResume(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "a.md"), []byte("---\nname: resumer\ntools: [read_file]\nresume: true\n---\n"), 0o600)
 	os.WriteFile(filepath.Join(dir, "b.md"), []byte("---\nname: plain\ntools: [read_file]\n---\n"), 0o600)
-	roles, errs := subagent.LoadRoles([]string{dir}, known)
+	roles, errs := role.Load([]string{dir}, known)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

@@ -1,4 +1,9 @@
-package subagent
+// Package role is what a kind of subagent is: the Role type, the
+// built-in roles, parsing and loading role files (the data root's and a
+// workspace's), and the workspace gate that clamps a role file the
+// person has not trusted (gate.go). It holds no state: the subagent
+// runtime takes the loaded roles as a map.
+package role
 
 import (
 	"bufio"
@@ -19,7 +24,7 @@ import (
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/internal/fsread"
 	"github.com/avaagent/ava/llm"
-	"github.com/avaagent/ava/mcpclient"
+	"github.com/avaagent/ava/mcpspec"
 )
 
 // Role is a kind of subagent: its tools, default model, limits and
@@ -51,9 +56,9 @@ type Role struct {
 	// unless its front matter says `resume: true`.
 	Resume bool
 	// MCPServers are the role's MCP servers: a name of a server of the
-	// config file, or a definition of the role's own (mcpclient.Spec).
+	// config file, or a definition of the role's own (mcpspec.Spec).
 	// Their tools are the role's too, named <server>__<tool>.
-	MCPServers []mcpclient.Spec
+	MCPServers []mcpspec.Spec
 	// Prompt is extra instructions appended to the system prompt (a
 	// custom role's Markdown body).
 	Prompt string
@@ -100,6 +105,9 @@ const (
 	MaxIterationsCap = 1000
 )
 
+// forbiddenTools are never given to a subagent, whatever its role says.
+var forbiddenTools = []string{"spawn_subagent", "spawn_subagents", "subagent_status", "list_subagents", "cancel_subagent", "memory_write"}
+
 // WithheldReason says why a subagent never gets the tool name even when
 // its role lists it, or "" when a subagent may have it: subagents never
 // write memory, and never spawn or manage subagents.
@@ -113,7 +121,7 @@ func WithheldReason(name string) string {
 	return "subagents never spawn or manage subagents"
 }
 
-// BuiltinRoles are the four roles of seed 001 (sections 2.3, 2.4 and 5),
+// Builtin are the four roles of seed 001 (sections 2.3, 2.4 and 5),
 // reviewed against the lethal trifecta (docs/security.md): the roles that
 // read the web do not read memory, so a page's instructions find no
 // private notes to send out; code_reviewer, whose process tools have no
@@ -121,7 +129,7 @@ func WithheldReason(name string) string {
 // spawn subagents.
 //
 // Resume is on for the roles with no process tools (researcher).
-func BuiltinRoles() []Role {
+func Builtin() []Role {
 	roles := []Role{
 		{Name: "web_crawler", Description: "Deep web research: market research, competitive analysis, documentation gathering.",
 			Tools: []string{"web_search", "http_get", "read_webpages", "python_exec"}, Model: "haiku",
@@ -166,52 +174,52 @@ type roleFile struct {
 	Resume           bool     `yaml:"resume"`
 	// MCPServers: a list of server names (from config.yaml) or
 	// definitions (name, command, args, env, pass_env, url).
-	MCPServers mcpclient.Specs `yaml:"mcp_servers"`
+	MCPServers mcpspec.Specs `yaml:"mcp_servers"`
 }
 
-// RoleError is a role file that could not be loaded.
-type RoleError struct {
+// FileError is a role file that could not be loaded.
+type FileError struct {
 	Path string
 	Line int
 	Err  error
 }
 
-func (e *RoleError) Error() string {
+func (e *FileError) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err)
 	}
 	return fmt.Sprintf("%s: %v", e.Path, e.Err)
 }
 
-func (e *RoleError) Unwrap() error { return e.Err }
+func (e *FileError) Unwrap() error { return e.Err }
 
 var roleName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
 
-// ParseRole reads one role file. known says whether a tool name exists.
-func ParseRole(path string, data []byte, known func(string) bool) (Role, error) {
+// Parse reads one role file. known says whether a tool name exists.
+func Parse(path string, data []byte, known func(string) bool) (Role, error) {
 	front, body, err := splitFrontMatter(data)
 	if err != nil {
-		return Role{}, &RoleError{Path: path, Line: 1, Err: err}
+		return Role{}, &FileError{Path: path, Line: 1, Err: err}
 	}
 	var rf roleFile
 	dec := yaml.NewDecoder(bytes.NewReader(front))
 	dec.KnownFields(true)
 	if err := dec.Decode(&rf); err != nil {
-		return Role{}, &RoleError{Path: path, Line: yamlLine(err) + 1, Err: fmt.Errorf("front matter: %w", err)}
+		return Role{}, &FileError{Path: path, Line: yamlLine(err) + 1, Err: fmt.Errorf("front matter: %w", err)}
 	}
 	line := func(key string) int { return keyLine(front, key) + 1 }
 	if !roleName.MatchString(rf.Name) {
-		return Role{}, &RoleError{Path: path, Line: line("name"), Err: fmt.Errorf("name %q: use lowercase letters, digits, _ or -, starting with a letter", rf.Name)}
+		return Role{}, &FileError{Path: path, Line: line("name"), Err: fmt.Errorf("name %q: use lowercase letters, digits, _ or -, starting with a letter", rf.Name)}
 	}
 	if len(rf.Tools) == 0 && len(rf.MCPServers) == 0 {
-		return Role{}, &RoleError{Path: path, Line: line("tools"), Err: errors.New("tools: a role needs at least one tool or MCP server")}
+		return Role{}, &FileError{Path: path, Line: line("tools"), Err: errors.New("tools: a role needs at least one tool or MCP server")}
 	}
 	if err := checkRoleServers(rf.MCPServers); err != nil {
-		return Role{}, &RoleError{Path: path, Line: line("mcp_servers"), Err: err}
+		return Role{}, &FileError{Path: path, Line: line("mcp_servers"), Err: err}
 	}
 	for _, t := range rf.Tools {
 		if !known(t) {
-			return Role{}, &RoleError{Path: path, Line: line("tools"), Err: fmt.Errorf("tools: unknown tool %q", t)}
+			return Role{}, &FileError{Path: path, Line: line("tools"), Err: fmt.Errorf("tools: unknown tool %q", t)}
 		}
 	}
 	r := Role{Name: rf.Name, Description: rf.Description, Tools: rf.Tools, Model: rf.Model, Limits: DefaultLimits,
@@ -222,7 +230,7 @@ func ParseRole(path string, data []byte, known func(string) bool) (Role, error) 
 		r.Model = defaultRoleModel
 	}
 	if err := applyRoleLimits(&r, rf, line); err != nil {
-		return Role{}, &RoleError{Path: path, Line: err.line, Err: err.err}
+		return Role{}, &FileError{Path: path, Line: err.line, Err: err.err}
 	}
 	return r, nil
 }
@@ -231,7 +239,7 @@ func ParseRole(path string, data []byte, known func(string) bool) (Role, error) 
 // and a definition of the role's own complete, with a URL only on a
 // loopback host (a remote server is defined in config.yaml, whose
 // mcp_allowed_hosts allows its host, and named by the role).
-func checkRoleServers(specs []mcpclient.Spec) error {
+func checkRoleServers(specs []mcpspec.Spec) error {
 	seen := map[string]bool{}
 	for _, sp := range specs {
 		if seen[sp.Name] {
@@ -240,7 +248,7 @@ func checkRoleServers(specs []mcpclient.Spec) error {
 		seen[sp.Name] = true
 		var err error
 		if sp.IsRef() {
-			err = mcpclient.CheckName(sp.Name)
+			err = mcpspec.CheckName(sp.Name)
 		} else {
 			err = sp.Validate(nil)
 		}
@@ -373,8 +381,8 @@ func keyLine(front []byte, key string) int {
 	return 0
 }
 
-// RoleDir is a folder of custom role files and how far it is trusted.
-type RoleDir struct {
+// Dir is a folder of custom role files and how far it is trusted.
+type Dir struct {
 	// Path is the folder, or when Base is set a path relative to Base
 	// that is opened beneath it (a symlink cannot lead out of Base).
 	Path string
@@ -400,24 +408,24 @@ var ErrUntrustedOverride = errors.New("would replace a role of the same name, bu
 // maxRoleFileSize bounds one role file read.
 const maxRoleFileSize = 1 << 20
 
-// LoadRoles loads roles from dirs as LoadRoleDirs does, every folder
+// Load loads roles from dirs as LoadDirs does, every folder
 // allowed to override.
-func LoadRoles(dirs []string, known func(string) bool) (map[string]Role, []error) {
-	rds := make([]RoleDir, len(dirs))
+func Load(dirs []string, known func(string) bool) (map[string]Role, []error) {
+	rds := make([]Dir, len(dirs))
 	for i, d := range dirs {
-		rds[i] = RoleDir{Path: d, MayOverride: true}
+		rds[i] = Dir{Path: d, MayOverride: true}
 	}
-	return LoadRoleDirs(rds, known)
+	return LoadDirs(rds, known)
 }
 
-// LoadRoleDirs returns the built-in roles plus every custom role found in
+// LoadDirs returns the built-in roles plus every custom role found in
 // dirs (a later folder replaces a built-in or earlier role of the same
 // name when it MayOverride, and the replacing role's Overrides says
 // what it replaced), and an error for each role file that could not be
 // loaded or was not allowed to override; the other roles still load.
-func LoadRoleDirs(dirs []RoleDir, known func(string) bool) (map[string]Role, []error) {
+func LoadDirs(dirs []Dir, known func(string) bool) (map[string]Role, []error) {
 	roles := map[string]Role{}
-	for _, r := range BuiltinRoles() {
+	for _, r := range Builtin() {
 		roles[r.Name] = r
 	}
 	var errs []error
@@ -428,7 +436,7 @@ func LoadRoleDirs(dirs []RoleDir, known func(string) bool) (map[string]Role, []e
 }
 
 // loadRoleDir adds the roles of one folder to roles.
-func loadRoleDir(dir RoleDir, roles map[string]Role, known func(string) bool) []error {
+func loadRoleDir(dir Dir, roles map[string]Role, known func(string) bool) []error {
 	root, err := openRoleDir(dir)
 	if err != nil {
 		return []error{fmt.Errorf("roles in %s: %w", dir.display(), err)}
@@ -443,10 +451,10 @@ func loadRoleDir(dir RoleDir, roles map[string]Role, known func(string) bool) []
 		p := filepath.Join(dir.display(), name)
 		data, err := readRoleFile(root, name)
 		if err != nil {
-			errs = append(errs, &RoleError{Path: p, Err: err})
+			errs = append(errs, &FileError{Path: p, Err: err})
 			continue
 		}
-		r, err := ParseRole(p, data, known)
+		r, err := Parse(p, data, known)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -454,7 +462,7 @@ func loadRoleDir(dir RoleDir, roles map[string]Role, known func(string) bool) []
 		trusted, why := dir.fileTrusted(dir.relPath(name), data)
 		if prev, ok := roles[r.Name]; ok {
 			if !trusted {
-				errs = append(errs, &RoleError{Path: p, Err: fmt.Errorf("role %s (%s) %w", r.Name, prev.Source, untrustedOverride(why))})
+				errs = append(errs, &FileError{Path: p, Err: fmt.Errorf("role %s (%s) %w", r.Name, prev.Source, untrustedOverride(why))})
 				continue
 			}
 			r.Overrides = prev.Source
@@ -480,10 +488,10 @@ func untrustedOverride(why string) error {
 }
 
 // relPath is a file of the folder as Trusted names it.
-func (d RoleDir) relPath(name string) string { return filepath.Join(d.Path, name) }
+func (d Dir) relPath(name string) string { return filepath.Join(d.Path, name) }
 
 // display is the folder's path for messages.
-func (d RoleDir) display() string {
+func (d Dir) display() string {
 	if d.Base == "" {
 		return d.Path
 	}
@@ -491,7 +499,7 @@ func (d RoleDir) display() string {
 }
 
 // openRoleDir opens the folder, beneath its Base when it has one.
-func openRoleDir(d RoleDir) (*os.Root, error) {
+func openRoleDir(d Dir) (*os.Root, error) {
 	if d.Base == "" {
 		return os.OpenRoot(d.Path)
 	}
@@ -536,8 +544,8 @@ func readRoleFile(root *os.Root, name string) ([]byte, error) {
 	return fsread.Regular(f, maxRoleFileSize, "a role file")
 }
 
-// SortedRoles lists roles by name.
-func SortedRoles(m map[string]Role) []Role {
+// Sorted lists roles by name.
+func Sorted(m map[string]Role) []Role {
 	out := make([]Role, 0, len(m))
 	for _, r := range m {
 		out = append(out, r)
