@@ -305,7 +305,7 @@ func TestSessionBudget(t *testing.T) {
 	if err != nil || res.Status != lifecycle.CostExceeded {
 		t.Fatalf("second turn: %s (%v) %v, want cost_exceeded under the session's 1.9¢ left", res.Status, res.Err, err)
 	}
-	if err := h.store.AddSessionSpend(ctx, session, store.Spend{Model: "m", CostCents: 5}); err != nil {
+	if err := h.store.AddSessionSpend(ctx, session, store.Spend{Model: "m", Usage: event.Usage{CostCents: 5}}); err != nil {
 		t.Fatal(err)
 	}
 	calls, before := len(h.model.requests()), len(h.events(t, session))

@@ -271,12 +271,9 @@ type RunFilter struct {
 	Role string
 }
 
-// Spend is what one turn spent on one model.
-type Spend struct {
-	Model     string
-	Tokens    int
-	CostCents float64
-}
+// Spend is what one turn spent on one model: the event vocabulary's
+// one definition of spend on a model (event.ModelSpend).
+type Spend = event.ModelSpend
 
 // RunFinish is how a run ended, recorded by TransitionRun.
 type RunFinish struct {

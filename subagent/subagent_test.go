@@ -460,7 +460,7 @@ func TestSessionBudgetCapsCost(t *testing.T) {
 	// The run stopped before the call that would cross the budget; spend
 	// the rest, and the next spawn is refused.
 	s, _ := h.store.GetSession(ctx, parent.SessionKey)
-	if err := h.store.AddSessionSpend(ctx, parent.SessionKey, store.Spend{Model: "m", CostCents: s.BudgetCents - s.SpentCents}); err != nil {
+	if err := h.store.AddSessionSpend(ctx, parent.SessionKey, store.Spend{Model: "m", Usage: event.Usage{CostCents: s.BudgetCents - s.SpentCents}}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := h.m.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "web_crawler", Task: "y"}, Parent: parent})

@@ -24,7 +24,7 @@ func testReopenKeepsEverything(t *testing.T, reopen func() store.Store) {
 	s := reopen()
 	const key = "ava:cli:keep"
 	must(t, s.SetSessionBudget(ctx(t), key, 40))
-	must(t, s.AddSessionSpend(ctx(t), key, store.Spend{Model: "m", CostCents: 2.5}))
+	must(t, s.AddSessionSpend(ctx(t), key, store.Spend{Model: "m", Usage: event.Usage{CostCents: 2.5}}))
 	ev := event.New(event.UserMessage, event.TextContent{Text: "hello"})
 	ev.Session, ev.Seq, ev.Agent, ev.Time = key, 1, event.OrchestratorID, time.Now().UTC()
 	must(t, s.AppendEvents(ctx(t), []event.Event{ev}))

@@ -57,8 +57,8 @@ func testSessionEnsureGet(t *testing.T, s store.Store) {
 func testSessionSpendBudget(t *testing.T, s store.Store) {
 	const key = "ava:web:spend"
 	// Spending on a session not yet created creates it.
-	must(t, s.AddSessionSpend(ctx(t), key, store.Spend{Model: "m", CostCents: 1.5}))
-	must(t, s.AddSessionSpend(ctx(t), key, store.Spend{Model: "m", CostCents: 2.25}))
+	must(t, s.AddSessionSpend(ctx(t), key, store.Spend{Model: "m", Usage: event.Usage{CostCents: 1.5}}))
+	must(t, s.AddSessionSpend(ctx(t), key, store.Spend{Model: "m", Usage: event.Usage{CostCents: 2.25}}))
 	must(t, s.SetSessionBudget(ctx(t), key, 50))
 	got, err := s.GetSession(ctx(t), key)
 	must(t, err)
@@ -71,8 +71,8 @@ func testSessionSpendBudget(t *testing.T, s store.Store) {
 	if got.BudgetCents != 0 || got.SpentCents != 3.75 {
 		t.Fatalf("after clearing the budget: %+v", got)
 	}
-	wantPlainErr(t, s.AddSessionSpend(ctx(t), key, store.Spend{Model: "m", CostCents: -1}))
-	wantPlainErr(t, s.AddSessionSpend(ctx(t), key, store.Spend{Model: "m", CostCents: math.NaN()}))
+	wantPlainErr(t, s.AddSessionSpend(ctx(t), key, store.Spend{Model: "m", Usage: event.Usage{CostCents: -1}}))
+	wantPlainErr(t, s.AddSessionSpend(ctx(t), key, store.Spend{Model: "m", Usage: event.Usage{CostCents: math.NaN()}}))
 	wantPlainErr(t, s.SetSessionBudget(ctx(t), key, math.Inf(1)))
 }
 
@@ -254,7 +254,7 @@ func testConcurrentWriters(t *testing.T, s store.Store) {
 			if err != nil {
 				t.Errorf("append %d: %v", i, err)
 			}
-			if err := s.AddSessionSpend(ctx(t), key, store.Spend{Model: "m", CostCents: 1}); err != nil {
+			if err := s.AddSessionSpend(ctx(t), key, store.Spend{Model: "m", Usage: event.Usage{CostCents: 1}}); err != nil {
 				t.Errorf("spend %d: %v", i, err)
 			}
 			if i%10 == 0 {

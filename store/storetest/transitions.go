@@ -47,7 +47,7 @@ func transitionCases() []testCase {
 func testFinishWithSpendAndDelivery(t *testing.T, s store.Store) {
 	r := createRun(t, s, newRun("S-0e0e0e", "ava:cli:spend"))
 	fin := &store.RunFinish{CostCents: 7.5, Tokens: 10, Delivered: true, SpendSession: "ava:cli:spend",
-		Spend:    store.Spend{Model: "anthropic/claude-haiku", Tokens: 10, CostCents: 7.5},
+		Spend:    store.Spend{Model: "anthropic/claude-haiku", Usage: event.Usage{Tokens: 10, CostCents: 7.5}},
 		Messages: []store.Message{{SessionKey: r.SessionKey, Role: store.RoleAssistant, Sender: r.ShortID, Text: "done"}}}
 	must(t, s.TransitionRun(ctx(t), r.ID, "", lifecycle.Active, lifecycle.Success, fin))
 	got, err := s.GetRun(ctx(t), r.ID)
@@ -61,8 +61,8 @@ func testFinishWithSpendAndDelivery(t *testing.T, s store.Store) {
 		t.Fatalf("session spent %v, want 7.5", sess.SpentCents)
 	}
 	// The roll-up: the run under its model, beside the session's own turns.
-	must(t, s.AddSessionSpend(ctx(t), "ava:cli:spend", store.Spend{Model: "anthropic/claude-sonnet", Tokens: 100, CostCents: 2}))
-	must(t, s.AddSessionSpend(ctx(t), "ava:cli:spend", store.Spend{Model: "anthropic/claude-haiku", Tokens: 5, CostCents: 0.5}))
+	must(t, s.AddSessionSpend(ctx(t), "ava:cli:spend", store.Spend{Model: "anthropic/claude-sonnet", Usage: event.Usage{Tokens: 100, CostCents: 2}}))
+	must(t, s.AddSessionSpend(ctx(t), "ava:cli:spend", store.Spend{Model: "anthropic/claude-haiku", Usage: event.Usage{Tokens: 5, CostCents: 0.5}}))
 	sp, err := s.SessionSpend(ctx(t), "ava:cli:spend")
 	must(t, err)
 	want := event.Spend{Own: event.Usage{Tokens: 105, CostCents: 2.5}, Subagents: event.Usage{Tokens: 10, CostCents: 7.5},
@@ -780,7 +780,7 @@ func testRunFiguresOverTurns(t *testing.T, s store.Store) {
 		t.Fatalf("new run: turn started %v, active %s; want %v and 0", r.TurnStartedAt, r.Active, start)
 	}
 	first := &store.RunFinish{Tokens: 100, CostCents: 1.5, Iterations: 2, Active: 3 * time.Second, SpendSession: parent,
-		Spend: store.Spend{Model: r.Model, Tokens: 100, CostCents: 1.5}, EndedAt: start.Add(3 * time.Second)}
+		Spend: store.Spend{Model: r.Model, Usage: event.Usage{Tokens: 100, CostCents: 1.5}}, EndedAt: start.Add(3 * time.Second)}
 	must(t, s.TransitionRun(ctx(t), r.ID, "", []lifecycle.Status{lifecycle.Running}, lifecycle.Success, first))
 	must(t, s.TransitionRun(ctx(t), r.ID, "", []lifecycle.Status{lifecycle.Success}, lifecycle.Running, nil))
 	mid, err := s.GetRun(ctx(t), r.ID)
@@ -790,7 +790,7 @@ func testRunFiguresOverTurns(t *testing.T, s store.Store) {
 			mid.StartedAt, mid.TurnStartedAt, mid.Active)
 	}
 	second := &store.RunFinish{Tokens: 160, CostCents: 2.25, Iterations: 3, Active: 4500 * time.Millisecond, SpendSession: parent,
-		Spend: store.Spend{Model: r.Model, Tokens: 60, CostCents: 0.75}}
+		Spend: store.Spend{Model: r.Model, Usage: event.Usage{Tokens: 60, CostCents: 0.75}}}
 	must(t, s.TransitionRun(ctx(t), r.ID, "", []lifecycle.Status{lifecycle.Running}, lifecycle.Success, second))
 	got, err := s.GetRun(ctx(t), r.ID)
 	must(t, err)
