@@ -10,6 +10,7 @@ import (
 
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
+	"github.com/avaagent/ava/observe"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
@@ -29,23 +30,11 @@ type Result = subagent.Result
 // GroupRequest is a parallel or chain spawn of several subagents.
 type GroupRequest = subagent.GroupRequest
 
-// Figures are what a run spent and how long it took, over all its turns
-// (its first task and every follow-up and steer): every surface shows
-// these, from this one read model.
-type Figures struct {
-	// Iterations counts the agent loop's model calls.
-	Iterations int `json:"iteration"`
-	// Tokens counts input and output tokens.
-	Tokens int `json:"tokens"`
-	// CostCents is what the tokens cost.
-	CostCents float64 `json:"costCents"`
-	// Elapsed is the time the run spent working: the sum of its turns,
-	// without the time it was idle between them or queued for a slot.
-	Elapsed time.Duration `json:"-"`
-	// Wall is the time from its first start to its last end (or now
-	// while it runs), idle time included: what a timeline bar spans.
-	Wall time.Duration `json:"-"`
-}
+// Figures are what a run used and how long it took, over all its turns:
+// iterations, tokens, cost, active time (Elapsed) and wall time (Wall),
+// from the one read model (package observe holds the one definition,
+// which the notices carry too).
+type Figures = observe.Figures
 
 // Subagent is one run as every surface shows it: its identity, status,
 // figures and, once it ended, its result. Its free text (task, activity,

@@ -29,11 +29,24 @@ type Run struct {
 	Attempt int
 }
 
-// Figures are what a run or turn used.
+// Figures are what a run used and how long it took, over all its turns
+// (its first task and every follow-up and steer): the one definition of
+// a run's figures that every surface shows (ava.Figures) and the
+// notices carry: a subagent's notices carry the run's figures as of
+// that end; a main session's TurnEnded carries the turn's.
 type Figures struct {
-	Tokens     int
-	CostCents  float64
-	Iterations int
+	// Iterations counts the agent loop's model calls.
+	Iterations int `json:"iteration"`
+	// Tokens counts input and output tokens.
+	Tokens int `json:"tokens"`
+	// CostCents is what the tokens cost.
+	CostCents float64 `json:"costCents"`
+	// Elapsed is the time the run spent working: the sum of its turns,
+	// without the time it was idle between them or queued for a slot.
+	Elapsed time.Duration `json:"-"`
+	// Wall is the time from its first start to its last end (or to now
+	// while it runs), idle time included: what a timeline bar spans.
+	Wall time.Duration `json:"-"`
 }
 
 // RunStarted: a run is running for the first time in this process — a

@@ -36,7 +36,11 @@ func (h *Handle) noticeStart(start time.Time, resumed bool) {
 // recorded: the run's end for the turn that started it (or for a run
 // that ended before it started), else a follow-up's TurnEnded.
 func (h *Handle) noticeEnd(runEnd bool, status lifecycle.Status, fin *store.RunFinish) {
-	figures := observe.Figures{Tokens: fin.Tokens, CostCents: fin.CostCents, Iterations: fin.Iterations}
+	h.mu.Lock()
+	first := h.firstStart
+	h.mu.Unlock()
+	figures := observe.Figures{Tokens: fin.Tokens, CostCents: fin.CostCents, Iterations: fin.Iterations, Elapsed: fin.Active,
+		Wall: wallOf(first, fin.EndedAt)}
 	if runEnd {
 		h.m.opt.Observers.NotifyRunEnded(observe.RunEnded{Run: h.observed(), Status: status, Error: h.m.mask(fin.Error),
 			Figures: figures, Time: fin.EndedAt})
@@ -53,8 +57,25 @@ func (h *Handle) noticeEnd(runEnd bool, status lifecycle.Status, fin *store.RunF
 func (m *Manager) noticeInterrupted(r store.Run, end time.Time) {
 	m.opt.Observers.NotifyRunEnded(observe.RunEnded{Run: observe.Run{RunID: r.ID, SubagentID: r.ShortID, Session: r.SessionKey,
 		Parent: r.ParentSession, ParentAgent: r.ParentAgent, Role: r.Role, Mode: r.Mode, GroupID: r.GroupID, Attempt: r.Attempts},
-		Status: lifecycle.Interrupted, Error: m.mask(r.Error), Figures: observe.Figures{Tokens: r.Tokens, CostCents: r.CostCents, Iterations: r.Iterations},
+		Status: lifecycle.Interrupted, Error: m.mask(r.Error), Figures: observe.Figures{Tokens: r.Tokens, CostCents: r.CostCents, Iterations: r.Iterations, Elapsed: r.Active,
+			Wall: wallOf(derefTime(r.StartedAt), end)},
 		Time: end})
+}
+
+// wallOf is the wall time from first to end (0 when it never started).
+func wallOf(first, end time.Time) time.Duration {
+	if first.IsZero() || end.Before(first) {
+		return 0
+	}
+	return end.Sub(first)
+}
+
+// derefTime is *t, or the zero time for nil.
+func derefTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }
 
 // noticeProposed tells the observers of a stored proposal.
