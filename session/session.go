@@ -32,7 +32,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/avaagent/ava/agent"
-	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
@@ -97,8 +96,6 @@ type Config struct {
 		GetSession(ctx context.Context, key string) (store.Session, error)
 		EnsureSession(ctx context.Context, key string) (store.Session, error)
 	}
-	// Traces reads subagents' traces (Trace); nil: none.
-	Traces *audit.Reader
 	// MergeWindow is how soon after a turn starts a person's next message
 	// is merged into it (SendOptions.Merge); 0: never.
 	MergeWindow time.Duration
