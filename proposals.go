@@ -74,11 +74,18 @@ func (r *Runtime) Decide(ctx context.Context, session, id string, d Decision, c 
 // "no", "yes but use haiku"): an answer that is none of these is
 // ErrUnclear and decides nothing. The session rule of Decide applies.
 func (r *Runtime) DecideWords(ctx context.Context, session, id, words string) (Decided, error) {
-	a := confirm.Parse(words)
-	if a.Decision == confirm.Unclear {
-		return Decided{}, fmt.Errorf("answer to %s: %w", id, ErrUnclear)
+	if err := r.writable(); err != nil {
+		return Decided{}, err
 	}
-	return r.Decide(ctx, session, id, a.Decision, a.Change)
+	if err := r.ownProposal(ctx, session, id); err != nil {
+		return Decided{}, err
+	}
+	res, err := r.in.Subagent.Answer(ctx, id, words)
+	if err != nil {
+		return Decided{}, err
+	}
+	res.Proposal = r.maskProposal(res.Proposal)
+	return res, nil
 }
 
 // ownProposal checks that proposal id belongs to session (when named).

@@ -309,8 +309,6 @@ func (m *Manager) Close() error {
 // Roles returns the known roles.
 func (m *Manager) Roles() map[string]role.Role { return m.opt.Roles }
 
-// MaxConcurrent is the limit on running subagents.
-func (m *Manager) MaxConcurrent() int { return m.opt.MaxConcurrent }
 
 // Queued is how many runs wait for a slot.
 func (m *Manager) Queued() int {
