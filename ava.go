@@ -160,31 +160,14 @@ func (r *Runtime) Instance() *app.Instance { return r.in }
 // Counts are the subagents running and queued in this process.
 func (r *Runtime) Counts() (running, queued int) { return r.in.Subagent.Counts() }
 
-// ModelInfo is the orchestrator's model as a surface shows it.
-type ModelInfo struct {
-	// Name is the model's full name (provider/model).
-	Name string
-	// Offline is set for the offline scripted model (no provider
-	// configured).
-	Offline bool
-}
-
-// Model is the orchestrator's default model, or the error that says why
-// there is none (no provider configured and no model named).
-func (r *Runtime) Model() (ModelInfo, error) {
-	m, err := app.OrchestratorModel(r.in.Config, r.in.Catalog, "")
-	if err != nil {
-		return ModelInfo{}, err
-	}
-	return ModelInfo{Name: m.Name(), Offline: app.IsOffline(m)}, nil
-}
-
 // OfflineModel is the orchestrator's model when no provider is
 // configured: a scripted model that shows the flow without a network.
 const OfflineModel = scripted.Name + "/demo"
 
 // Offline returns cfg set to answer with the offline model when no
-// provider is configured and no model is named, and whether it did.
+// provider is configured and no model is named, and whether it did: what
+// `ava serve` and `ava mcp` do, and what a program does that wants to run
+// without a provider (else Send and Spawn return ErrNoModel).
 func Offline(cfg config.Config) (config.Config, bool) {
 	if app.HasRealProviderConfig(cfg) || cfg.Model != "" {
 		return cfg, false

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/llm"
 )
 
 // openTest opens a runtime over the script for a test, closed with it.
@@ -143,5 +145,77 @@ func TestDecideWithinASessionOnlyItsOwn(t *testing.T) {
 	}
 	if _, err := rt.Wait(ctx, d.SubagentIDs[0]); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A program without a provider is told so where it asks, as `ava chat`
+// and `ava spawn` are: Send and Spawn return ErrNoModel at once (not a
+// turn that fails later, nor a subagent silently on the offline model),
+// and Offline opts in to the offline model.
+func TestNoProviderIsErrNoModelUntilOffline(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{"AVA_DATA_ROOT": filepath.Join(dir, "data"), "AVA_WORKSPACE": dir, "AVA_CONFIRM": "never"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(cfg config.Config) *ava.Runtime {
+		rt, err := ava.Open(ctx, ava.Options{Config: cfg, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rt.Close() })
+		return rt
+	}
+	rt := open(cfg)
+	if _, err := rt.Send(ctx, "ava:test:a", "hi", ava.SendOptions{}); !errors.Is(err, ava.ErrNoModel) || ava.KindOf(err) != ava.Unavailable {
+		t.Fatalf("Send without a provider: %v, want ErrNoModel (Unavailable)", err)
+	}
+	req := ava.SpawnRequest{Config: ava.SubagentConfig{Role: "researcher", Task: "x"}}
+	if _, err := rt.Spawn(ctx, req); !errors.Is(err, ava.ErrNoModel) {
+		t.Fatalf("Spawn without a provider: %v, want ErrNoModel", err)
+	}
+	group := ava.GroupRequest{Mode: "parallel", Configs: []ava.SubagentConfig{req.Config, req.Config}}
+	if _, err := rt.SpawnGroup(ctx, "", group, "", ""); !errors.Is(err, ava.ErrNoModel) {
+		t.Fatalf("SpawnGroup without a provider: %v, want ErrNoModel", err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg, offline := ava.Offline(cfg)
+	if !offline {
+		t.Fatal("Offline: no provider, yet not offline")
+	}
+	rt = open(cfg)
+	s, err := rt.Spawn(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := rt.Wait(ctx, s.Subagent.ID)
+	if err != nil || sa.Status != "success" || !ava.IsOffline(sa.Model) {
+		t.Fatalf("offline spawn: %v %v", sa, err)
+	}
+}
+
+// SpawnGroup returns the running group (or a proposal), like Spawn; a
+// conversation to fork is refused, as for Spawn.
+func TestSpawnGroupReturnsTheGroup(t *testing.T) {
+	ctx := testCtx(t)
+	rt := openTest(t, "turns:\n  - text: done\n")
+	c := ava.SubagentConfig{Role: "researcher", Task: "x"}
+	sp, err := rt.SpawnGroup(ctx, "", ava.GroupRequest{Mode: "parallel", Configs: []ava.SubagentConfig{c, c}}, "", "")
+	if err != nil || sp.Group == nil || sp.Proposal != nil {
+		t.Fatalf("SpawnGroup: %+v %v", sp, err)
+	}
+	rs, err := sp.Group.Wait(ctx)
+	if err != nil || len(rs) != 2 || len(sp.Group.Members()) != 2 {
+		t.Fatalf("group results: %+v %v", rs, err)
+	}
+	fork := ava.GroupRequest{Mode: "parallel", Configs: []ava.SubagentConfig{c}, Fork: make([]llm.Message, 1)}
+	if _, err := rt.SpawnGroup(ctx, "", fork, "", ""); !errors.Is(err, ava.ErrInvalid) {
+		t.Fatalf("a group with a conversation to fork: %v, want ErrInvalid", err)
 	}
 }

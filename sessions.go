@@ -156,6 +156,11 @@ func (r *Runtime) Send(ctx context.Context, key, message string, opt SendOptions
 	if opt.Steer && !IsSubagentKey(key) {
 		return nil, invalidf("steer: only a subagent (ava:subagent:S-…) can be steered; a main session's message joins or follows its turn")
 	}
+	if !IsSubagentKey(key) {
+		if _, err := r.OrchestratorModel(opt.Model); err != nil {
+			return nil, err
+		}
+	}
 	return r.in.Sessions.Send(ctx, key, message, opt)
 }
 

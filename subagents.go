@@ -214,6 +214,9 @@ func (r *Runtime) Spawn(ctx context.Context, req SpawnRequest) (Spawned, error) 
 	if err := CheckSpawn(req.Config); err != nil {
 		return Spawned{}, err
 	}
+	if err := r.modelReady(req.Config); err != nil {
+		return Spawned{}, err
+	}
 	caller, err := r.caller(ctx, req.Parent, req.User)
 	if err != nil {
 		return Spawned{}, err
@@ -232,28 +235,6 @@ func (r *Runtime) Spawn(ctx context.Context, req SpawnRequest) (Spawned, error) 
 		return Spawned{}, err
 	}
 	return Spawned{Subagent: &sa}, nil
-}
-
-// GroupSpawned is what a group spawn did: the group's subagents, or a
-// proposal. Exactly one of Group and Proposal is set.
-type GroupSpawned struct {
-	// GroupID and Subagents are the started group (Mode parallel or
-	// chain; a chain's later steps are queued until their turn).
-	GroupID   string
-	Subagents []Subagent
-	Proposal  *Proposal
-}
-
-// SpawnGroup starts a parallel or chain group for the main session
-// parent, or proposes it; the same rules as Spawn apply. It returns the
-// members started so far (StartGroup keeps the live group, for a caller
-// that waits on it).
-func (r *Runtime) SpawnGroup(ctx context.Context, parent string, req GroupRequest, user, rationale string) (GroupSpawned, error) {
-	g, p, err := r.StartGroup(ctx, parent, req, user, rationale)
-	if err != nil || p != nil {
-		return GroupSpawned{Proposal: p}, err
-	}
-	return GroupSpawned{GroupID: g.ID(), Subagents: g.Members()}, nil
 }
 
 // CheckSpawn refuses what Spawn would refuse in a spawn's configuration,
