@@ -66,7 +66,8 @@ func (s Subagent) String() string {
 // surface that names its sessions itself (each MCP session is
 // ava:mcp:<id>) creates one before it spawns for it. A session that
 // exists is left as it is; a new key must follow the grammar of a new
-// main session's key (CheckNewSessionKey: never a subagent's).
+// main session's key (CheckNewSessionKey: never a subagent's), else it
+// is ErrBadKey; a read-only runtime is ErrReadOnly.
 func (r *Runtime) EnsureSession(ctx context.Context, key string) error {
 	if err := r.writable(); err != nil {
 		return err

@@ -219,3 +219,44 @@ func TestSpawnGroupReturnsTheGroup(t *testing.T) {
 		t.Fatalf("a group with a conversation to fork: %v, want ErrInvalid", err)
 	}
 }
+
+// NewSession makes a key a new session may have, or says why not: the
+// key of a malformed channel is refused, not stored.
+func TestNewSessionRefusesAMalformedChannel(t *testing.T) {
+	ctx := testCtx(t)
+	rt := openTest(t, "turns:\n  - text: hi\n")
+	for _, ch := range []string{"", "Web", "a b"} {
+		if key, err := rt.NewSession(ctx, ch); !errors.Is(err, ava.ErrBadKey) || ava.KindOf(err) != ava.Invalid {
+			t.Errorf("NewSession(%q) = %q, %v; want ErrBadKey", ch, key, err)
+		}
+	}
+	key, err := rt.NewSession(ctx, "web")
+	if err != nil || !strings.HasPrefix(key, "ava:web:") {
+		t.Fatalf("NewSession(web) = %q, %v", key, err)
+	}
+	if _, err := rt.Session(ctx, key); err != nil {
+		t.Fatalf("the new session: %v", err)
+	}
+}
+
+// Send creates a new main session under a key of the grammar, and
+// refuses one outside it, as POST /api/chat does.
+func TestSendCreatesASessionUnderAGoodKeyOnly(t *testing.T) {
+	ctx := testCtx(t)
+	rt := openTest(t, "turns:\n  - text: hi\n")
+	for _, key := range []string{"mine", "ava:web:", "ava:subagent:x"} {
+		if _, err := rt.Send(ctx, key, "hi", ava.SendOptions{}); ava.KindOf(err) != ava.Invalid && ava.KindOf(err) != ava.NotFound {
+			t.Errorf("Send(%q): %v, want a refusal", key, err)
+		}
+	}
+	turn, err := rt.Send(ctx, "ava:myapp:ann", "hi", ava.SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := turn.Wait(ctx); err != nil || res.Text != "hi" {
+		t.Fatalf("turn: %+v %v", res, err)
+	}
+	if _, err := rt.Session(ctx, "ava:myapp:ann"); err != nil {
+		t.Fatalf("the session its first message created: %v", err)
+	}
+}

@@ -50,8 +50,8 @@ var (
 	// (Send to a main session, Spawn); its message says how to configure
 	// one, or to go offline with Offline.
 	ErrNoModel = app.ErrNoModel
-	// ErrBadKey: a session key no session has or may have (a kind of
-	// ErrInvalid for KindOf).
+	// ErrBadKey: a session key no session has or may have (KindOf:
+	// Invalid).
 	ErrBadKey = session.ErrBadKey
 )
 

@@ -103,7 +103,8 @@ const MaxSubagentLimit = subagent.MaxListLimit
 
 // Subagents returns the runs the filter keeps, newest first: the ones
 // this process holds with their live state, the others as stored (in a
-// cluster, every process's).
+// cluster, every process's). A limit above MaxSubagentLimit is
+// ErrInvalid.
 func (r *Runtime) Subagents(ctx context.Context, f SubagentFilter) ([]Subagent, error) {
 	if f.Limit <= 0 {
 		f.Limit = DefaultSubagentLimit
@@ -123,7 +124,8 @@ func (r *Runtime) Subagents(ctx context.Context, f SubagentFilter) ([]Subagent, 
 }
 
 // Subagent returns one run by its ID or a unique prefix: live when this
-// process holds it, else as stored.
+// process holds it, else as stored. An empty or ambiguous ID is
+// ErrInvalid, an unknown one ErrNotFound.
 func (r *Runtime) Subagent(ctx context.Context, id string) (Subagent, error) {
 	id = strings.TrimSpace(id)
 	if id == "" {
@@ -137,7 +139,8 @@ func (r *Runtime) Subagent(ctx context.Context, id string) (Subagent, error) {
 }
 
 // Wait waits until the subagent id ends and returns it, or ctx's error.
-// A run another process holds is looked at every second.
+// A run another process holds is looked at every second. Its other
+// errors are Subagent's.
 func (r *Runtime) Wait(ctx context.Context, id string) (Subagent, error) {
 	if h, err := r.in.Subagent.Get(id); err == nil {
 		if _, err := h.Wait(ctx); err != nil && ctx.Err() != nil {
@@ -161,7 +164,8 @@ func (r *Runtime) Wait(ctx context.Context, id string) (Subagent, error) {
 }
 
 // Cancel stops a running or queued subagent this process holds; its
-// status becomes cancelled. A run another process holds is ErrBusy.
+// status becomes cancelled; one that had ended is returned as it is. A
+// run another process holds is ErrBusy, an unknown one ErrNotFound.
 func (r *Runtime) Cancel(ctx context.Context, id string) (Subagent, error) {
 	h, err := r.in.Subagent.Cancel(id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -206,7 +210,11 @@ type Spawned struct {
 
 // Spawn starts a subagent, or proposes it when the confirmation policy
 // asks for the person's yes. The hierarchy rule holds here for every
-// surface: a subagent's session cannot be a parent.
+// surface: a subagent's session cannot be a parent (ErrForbidden). It
+// fails with ErrReadOnly, ErrInvalid (CheckSpawn, an unknown role),
+// ErrNoModel (no provider and no model), ErrNotFound (no such parent),
+// ErrForbidden, ErrLimit (every slot taken) or ErrBudget (the parent's
+// budget is spent).
 func (r *Runtime) Spawn(ctx context.Context, req SpawnRequest) (Spawned, error) {
 	if err := r.writable(); err != nil {
 		return Spawned{}, err
@@ -270,7 +278,9 @@ func (r *Runtime) caller(ctx context.Context, parent, user string) (tool.Caller,
 
 // FollowUp sends a message to a subagent: into its conversation before
 // its next model call when it runs and steer is set, else as a new turn
-// once it is idle (queued behind a running turn when queue is set).
+// once it is idle (queued behind a running turn when queue is set). It
+// fails with ErrReadOnly, ErrNotFound, or ErrBusy (it runs, and neither
+// queue nor steer is set, or another process runs it).
 func (r *Runtime) FollowUp(ctx context.Context, id, message string, queue, steer bool) (Subagent, error) {
 	if err := r.writable(); err != nil {
 		return Subagent{}, err
