@@ -75,8 +75,13 @@ type Runtime struct {
 // Open opens a Runtime: the store, the audit log, the event hub, the
 // tools, the subagent manager and, unless ReadOnly, the session service.
 // It never returns a partly opened runtime: on error everything it opened
-// is closed again and the error names the part and the cause.
+// is closed again and the error names the part and the cause. Options
+// without a data root is ErrInvalid, saying where one comes from.
 func Open(ctx context.Context, opt Options) (*Runtime, error) {
+	if opt.Config.DataRoot == "" {
+		return nil, invalidf("open: Options.Config.DataRoot is empty: load the configuration with config.Load(os.Getenv) " +
+			"(AVA_DATA_ROOT, by default $XDG_DATA_HOME/ava), or set DataRoot to a folder of your program's")
+	}
 	var opts []app.Option
 	for _, s := range opt.Sinks {
 		opts = append(opts, app.WithSink(s))

@@ -260,3 +260,12 @@ func TestSendCreatesASessionUnderAGoodKeyOnly(t *testing.T) {
 		t.Fatalf("the session its first message created: %v", err)
 	}
 }
+
+// Open without a data root says where one comes from (it said "create
+// data root : mkdir : no such file or directory").
+func TestOpenWithoutADataRootSaysWhatToDo(t *testing.T) {
+	rt, err := ava.Open(testCtx(t), ava.Options{Logger: quiet})
+	if rt != nil || !errors.Is(err, ava.ErrInvalid) || !strings.Contains(err.Error(), "config.Load") {
+		t.Fatalf("Open(Options{}) = %v, %v", rt, err)
+	}
+}
