@@ -269,3 +269,31 @@ func TestOpenWithoutADataRootSaysWhatToDo(t *testing.T) {
 		t.Fatalf("Open(Options{}) = %v, %v", rt, err)
 	}
 }
+
+// FollowUp is Send to the subagent's key: one path, the figures over
+// both turns, and Send's errors.
+func TestFollowUpIsSendToTheSubagent(t *testing.T) {
+	ctx := testCtx(t)
+	rt := openTest(t, "turns:\n  - text: first\n  - text: second\n")
+	s, err := rt.Spawn(ctx, ava.SpawnRequest{Config: ava.SubagentConfig{Role: "researcher", Task: "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Wait(ctx, s.Subagent.ID); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := rt.FollowUp(ctx, s.Subagent.ID[:5], "and then?", false, false)
+	if err != nil || sa.ID != s.Subagent.ID {
+		t.Fatalf("FollowUp by a prefix: %v %v", sa, err)
+	}
+	sa, err = rt.Wait(ctx, sa.ID)
+	if err != nil || sa.Status != "success" || sa.Iterations != 2 {
+		t.Fatalf("after the follow-up: %v (iterations %d) %v", sa, sa.Iterations, err)
+	}
+	if _, err := rt.FollowUp(ctx, " ", "x", false, false); !errors.Is(err, ava.ErrInvalid) {
+		t.Fatalf("FollowUp without an ID: %v", err)
+	}
+	if _, err := rt.FollowUp(ctx, "S-000000", "x", false, false); !errors.Is(err, ava.ErrNotFound) {
+		t.Fatalf("FollowUp to no subagent: %v", err)
+	}
+}

@@ -276,20 +276,23 @@ func (r *Runtime) caller(ctx context.Context, parent, user string) (tool.Caller,
 	return tool.Caller{AgentID: event.OrchestratorID, SessionKey: parent, User: user, Workspace: r.in.Config.Workspace}, nil
 }
 
-// FollowUp sends a message to a subagent: into its conversation before
-// its next model call when it runs and steer is set, else as a new turn
-// once it is idle (queued behind a running turn when queue is set). It
-// fails with ErrReadOnly, ErrNotFound, or ErrBusy (it runs, and neither
-// queue nor steer is set, or another process runs it).
+// FollowUp sends a message to a subagent (ID or unique prefix) and
+// returns the subagent rather than a turn: it is Send to its session key
+// ava:subagent:<id> (one path), for a caller that then follows the run.
+// Into its conversation before its next model call when it runs and
+// steer is set, else as a new turn once it is idle (queued behind a
+// running turn when queue is set). It fails with Send's errors: ErrBusy
+// when it runs and neither queue nor steer is set, or another process
+// runs it; ErrNotFound for no such subagent.
 func (r *Runtime) FollowUp(ctx context.Context, id, message string, queue, steer bool) (Subagent, error) {
-	if err := r.writable(); err != nil {
+	id = strings.TrimSpace(id)
+	if id == "" {
+		return Subagent{}, invalidf("subagent ID: empty")
+	}
+	if _, err := r.Send(ctx, store.SubagentSessionPrefix+id, message, SendOptions{Queue: queue, Steer: steer}); err != nil {
 		return Subagent{}, err
 	}
-	h, _, err := r.in.Subagent.SendFollowUp(context.WithoutCancel(ctx), id, message, queue, steer)
-	if err != nil {
-		return Subagent{}, err
-	}
-	return r.Subagent(ctx, h.ID())
+	return r.Subagent(ctx, id)
 }
 
 // fromStatus is a run's view from the one read model of its figures
