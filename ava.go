@@ -20,6 +20,13 @@
 //	defer rt.Close()
 //	turn, err := rt.Send(ctx, "ava:cli:main", "research X", ava.SendOptions{})
 //
+// Two defaults meet a program first. With no model provider configured
+// and no model named, Send and Spawn return ErrNoModel, whose message says
+// what to set; Offline sets a configuration to the offline scripted model
+// instead, as `ava serve` does. And the confirmation policy (AVA_CONFIRM)
+// is "always" unless set: Spawn then returns a Proposal, which Decide
+// starts.
+//
 // What is stable is written in docs/library.md.
 package ava
 

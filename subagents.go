@@ -26,7 +26,11 @@ type SubagentConfig = subagent.Config
 // Result is a finished subagent's structured result.
 type Result = subagent.Result
 
-// GroupRequest is a parallel or chain spawn of several subagents.
+// GroupRequest is a parallel or chain spawn of several subagents: set
+// Configs, Mode ("parallel" or "chain"), and optionally BudgetCents,
+// Timeout and Background. SpawnGroup sets Parent and User from its own
+// arguments, refuses Fork (only the orchestrator's tool has a
+// conversation to fork) and leaves TraceParent to the context's span.
 type GroupRequest = subagent.GroupRequest
 
 // Figures are what a run spent and how long it took, over all its turns
