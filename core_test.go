@@ -2,6 +2,7 @@ package ava_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -295,5 +296,20 @@ func TestFollowUpIsSendToTheSubagent(t *testing.T) {
 	}
 	if _, err := rt.FollowUp(ctx, "S-000000", "x", false, false); !errors.Is(err, ava.ErrNotFound) {
 		t.Fatalf("FollowUp to no subagent: %v", err)
+	}
+}
+
+// A Subagent encoded as JSON (a program serving its own API) keeps
+// every figure, the times too.
+func TestSubagentJSONKeepsEveryFigure(t *testing.T) {
+	b, err := json.Marshal(ava.Subagent{ID: "S-1", Figures: ava.Figures{Iterations: 2, Tokens: 3, CostCents: 0.5,
+		Elapsed: 1500 * time.Millisecond, Wall: 4 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back ava.Subagent
+	if err := json.Unmarshal(b, &back); err != nil || back.Figures != (ava.Figures{Iterations: 2, Tokens: 3, CostCents: 0.5,
+		Elapsed: 1500 * time.Millisecond, Wall: 4 * time.Second}) {
+		t.Fatalf("round trip of %s: %+v %v", b, back.Figures, err)
 	}
 }
