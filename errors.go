@@ -144,10 +144,10 @@ const MaxSessionKey = session.MaxKeyLen
 
 // CheckSessionKey refuses a malformed session key: empty, too long, with
 // spaces or control characters, or a subagent key without its ID (the one
-// key grammar, package session).
+// key grammar, package session). The error is ErrBadKey.
 func CheckSessionKey(key string) error { return session.CheckKey(key) }
 
 // CheckNewSessionKey refuses a key a new main session may not be created
 // under: the form is ava:<channel>:<id> (see session.CheckNewKey), and
-// ava:subagent: keys are the runtime's own.
+// ava:subagent: keys are the runtime's own. The error is ErrBadKey.
 func CheckNewSessionKey(key string) error { return session.CheckNewKey(key) }
