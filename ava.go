@@ -20,6 +20,13 @@
 //	defer rt.Close()
 //	turn, err := rt.Send(ctx, "ava:cli:main", "research X", ava.SendOptions{})
 //
+// Two defaults meet a program first. With no model provider configured
+// and no model named, Send and Spawn return ErrNoModel, whose message says
+// what to set; Offline sets a configuration to the offline scripted model
+// instead, as `ava serve` does. And the confirmation policy (AVA_CONFIRM)
+// is "always" unless set: Spawn then returns a Proposal, which Decide
+// starts.
+//
 // What is stable is written in docs/library.md.
 package ava
 
@@ -75,8 +82,13 @@ type Runtime struct {
 // Open opens a Runtime: the store, the audit log, the event hub, the
 // tools, the subagent manager and, unless ReadOnly, the session service.
 // It never returns a partly opened runtime: on error everything it opened
-// is closed again and the error names the part and the cause.
+// is closed again and the error names the part and the cause. Options
+// without a data root is ErrInvalid, saying where one comes from.
 func Open(ctx context.Context, opt Options) (*Runtime, error) {
+	if opt.Config.DataRoot == "" {
+		return nil, invalidf("open: Options.Config.DataRoot is empty: load the configuration with config.Load(os.Getenv) " +
+			"(AVA_DATA_ROOT, by default $XDG_DATA_HOME/ava), or set DataRoot to a folder of your program's")
+	}
 	var opts []app.Option
 	for _, s := range opt.Sinks {
 		opts = append(opts, app.WithSink(s))
@@ -160,31 +172,14 @@ func (r *Runtime) Instance() *app.Instance { return r.in }
 // Counts are the subagents running and queued in this process.
 func (r *Runtime) Counts() (running, queued int) { return r.in.Subagent.Counts() }
 
-// ModelInfo is the orchestrator's model as a surface shows it.
-type ModelInfo struct {
-	// Name is the model's full name (provider/model).
-	Name string
-	// Offline is set for the offline scripted model (no provider
-	// configured).
-	Offline bool
-}
-
-// Model is the orchestrator's default model, or the error that says why
-// there is none (no provider configured and no model named).
-func (r *Runtime) Model() (ModelInfo, error) {
-	m, err := app.OrchestratorModel(r.in.Config, r.in.Catalog, "")
-	if err != nil {
-		return ModelInfo{}, err
-	}
-	return ModelInfo{Name: m.Name(), Offline: app.IsOffline(m)}, nil
-}
-
 // OfflineModel is the orchestrator's model when no provider is
 // configured: a scripted model that shows the flow without a network.
 const OfflineModel = scripted.Name + "/demo"
 
 // Offline returns cfg set to answer with the offline model when no
-// provider is configured and no model is named, and whether it did.
+// provider is configured and no model is named, and whether it did: what
+// `ava serve` and `ava mcp` do, and what a program does that wants to run
+// without a provider (else Send and Spawn return ErrNoModel).
 func Offline(cfg config.Config) (config.Config, bool) {
 	if app.HasRealProviderConfig(cfg) || cfg.Model != "" {
 		return cfg, false

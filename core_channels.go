@@ -25,7 +25,8 @@ func (r *Runtime) ChannelUpdates() ChannelStore { return r.in.Store }
 // Trace returns the last n steps of subagent id (ID or unique prefix),
 // one formatted line each, as `ava logs S-…` prints them. Within a
 // session (session != ""), only that session's subagents are read:
-// another's is ErrNotFound, so a chat reads only its own.
+// another's is ErrNotFound, so a chat reads only its own. Its other
+// errors are Subagent's and Logs'.
 func (r *Runtime) Trace(ctx context.Context, session, id string, n int) ([]string, error) {
 	sa, err := r.Subagent(ctx, id)
 	if err != nil {

@@ -22,34 +22,45 @@ import (
 // wall-clock timeout, cost, tokens and model calls.
 type TurnLimits = session.Limits
 
-// ErrNoModel is returned when no model provider is configured and no
-// model was named; its message says how to configure one or go offline.
-var ErrNoModel = app.ErrNoModel
-
 // IsOffline reports whether the model named model ("provider/model") is
 // the offline scripted model, which a surface labels as such.
 func IsOffline(model string) bool { return strings.HasPrefix(model, scripted.Name+"/") }
 
 // ProviderConfigured reports whether cfg configures a real model
 // provider (Anthropic, OpenRouter, OpenAI or an OpenAI-compatible
-// server), without opening a runtime.
+// server); for an opened runtime, ProviderConfigured(rt.Config()).
 func ProviderConfigured(cfg config.Config) bool { return app.HasRealProviderConfig(cfg) }
-
-// HasRealProvider reports whether the runtime has a model provider other
-// than the offline scripted model.
-func (r *Runtime) HasRealProvider() bool { return app.HasRealProvider(r.in.Catalog) }
 
 // OrchestratorModel resolves the model a main session's turn runs on and
 // returns its full name ("provider/model"): name if given (an alias such
 // as "sonnet", or provider/model), else the configured AVA_MODEL, else the
 // default provider's "sonnet". With no real provider and no model named
-// it is ErrNoModel.
+// it is ErrNoModel; a name no provider serves is the catalog's error.
+// IsOffline tells whether the answer is the offline model.
 func (r *Runtime) OrchestratorModel(name string) (string, error) {
 	m, err := app.OrchestratorModel(r.in.Config, r.in.Catalog, name)
 	if err != nil {
 		return "", err
 	}
 	return m.Name(), nil
+}
+
+// modelReady is ErrNoModel when a spawn has no model to run on: no real
+// provider, no model configured (AVA_MODEL, or Offline) and a config that
+// names none
+// (the rule of OrchestratorModel, so that a program without a provider
+// is told so rather than silently given the offline model, as `ava
+// spawn` refuses without --offline).
+func (r *Runtime) modelReady(configs ...SubagentConfig) error {
+	if r.in.Config.Model != "" || ProviderConfigured(r.in.Config) {
+		return nil
+	}
+	for _, c := range configs {
+		if c.Model == "" {
+			return fmt.Errorf("spawn %s: %w", c.Role, ErrNoModel)
+		}
+	}
+	return nil
 }
 
 // RoleModel resolves a role's model as a subagent of the role gets it

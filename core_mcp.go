@@ -66,7 +66,8 @@ func (s Subagent) String() string {
 // surface that names its sessions itself (each MCP session is
 // ava:mcp:<id>) creates one before it spawns for it. A session that
 // exists is left as it is; a new key must follow the grammar of a new
-// main session's key (CheckNewSessionKey: never a subagent's).
+// main session's key (CheckNewSessionKey: never a subagent's), else it
+// is ErrBadKey; a read-only runtime is ErrReadOnly.
 func (r *Runtime) EnsureSession(ctx context.Context, key string) error {
 	if err := r.writable(); err != nil {
 		return err
@@ -85,40 +86,56 @@ func (r *Runtime) EnsureSession(ctx context.Context, key string) error {
 
 // Group is a parallel or chain group this process runs: its members so
 // far (a chain's later steps join as they start), its end, its
-// cancellation. StartGroup returns it.
+// cancellation. SpawnGroup returns it.
 type Group struct {
 	r *Runtime
 	g *subagent.Group
 }
 
-// StartGroup starts a parallel or chain group for the main session parent
-// as SpawnGroup does (the same rules: hierarchy, limits, confirmation
-// policy), or proposes it; it returns the running group, to wait for or
-// cancel, rather than a snapshot of its members. Exactly one of the group
-// and the proposal is set.
-func (r *Runtime) StartGroup(ctx context.Context, parent string, req GroupRequest, user, rationale string) (*Group, *Proposal, error) {
+// GroupSpawned is what a group spawn did: it started the group, or (when
+// the confirmation policy asks for it) made a proposal the person decides
+// (Decide). Exactly one is set, as in Spawned.
+type GroupSpawned struct {
+	Group    *Group
+	Proposal *Proposal
+}
+
+// SpawnGroup starts a parallel or chain group for the main session parent
+// ("" : on its own), or proposes it; the rules of Spawn apply (hierarchy,
+// limits, confirmation policy). The running group is returned to wait for
+// or cancel (its Members are what every surface shows). A request with
+// Fork set, or a member with context_mode fork, is ErrInvalid: a spawn
+// through the runtime has no conversation to fork. Its other errors are
+// Spawn's.
+func (r *Runtime) SpawnGroup(ctx context.Context, parent string, req GroupRequest, user, rationale string) (GroupSpawned, error) {
 	if err := r.writable(); err != nil {
-		return nil, nil, err
+		return GroupSpawned{}, err
 	}
-	for _, t := range req.Configs {
+	if err := r.modelReady(req.Configs...); err != nil {
+		return GroupSpawned{}, err
+	}
+	if len(req.Fork) > 0 {
+		return GroupSpawned{}, invalidf("group: Fork is the orchestrator's own conversation; a spawn through the runtime has none to fork")
+	}
+	for i, t := range req.Configs {
 		if err := CheckSpawn(t); err != nil {
-			return nil, nil, err
+			return GroupSpawned{}, fmt.Errorf("task %d: %w", i+1, err)
 		}
 	}
 	caller, err := r.caller(ctx, parent, user)
 	if err != nil {
-		return nil, nil, err
+		return GroupSpawned{}, err
 	}
 	req.Parent, req.User = caller, user
 	g, p, err := r.in.Subagent.SpawnGroupOrPropose(context.WithoutCancel(ctx), req, rationale)
 	if err != nil {
-		return nil, nil, fmt.Errorf("spawn group: %w", err)
+		return GroupSpawned{}, fmt.Errorf("spawn group: %w", err)
 	}
 	if p != nil {
 		mp := r.maskProposal(*p)
-		return nil, &mp, nil
+		return GroupSpawned{Proposal: &mp}, nil
 	}
-	return &Group{r: r, g: g}, nil, nil
+	return GroupSpawned{Group: &Group{r: r, g: g}}, nil
 }
 
 // ID is the group's ID (the GroupID of its members).

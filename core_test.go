@@ -2,14 +2,17 @@ package ava_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/llm"
 )
 
 // openTest opens a runtime over the script for a test, closed with it.
@@ -143,5 +146,170 @@ func TestDecideWithinASessionOnlyItsOwn(t *testing.T) {
 	}
 	if _, err := rt.Wait(ctx, d.SubagentIDs[0]); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A program without a provider is told so where it asks, as `ava chat`
+// and `ava spawn` are: Send and Spawn return ErrNoModel at once (not a
+// turn that fails later, nor a subagent silently on the offline model),
+// and Offline opts in to the offline model.
+func TestNoProviderIsErrNoModelUntilOffline(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{"AVA_DATA_ROOT": filepath.Join(dir, "data"), "AVA_WORKSPACE": dir, "AVA_CONFIRM": "never"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(cfg config.Config) *ava.Runtime {
+		rt, err := ava.Open(ctx, ava.Options{Config: cfg, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rt.Close() })
+		return rt
+	}
+	rt := open(cfg)
+	if _, err := rt.Send(ctx, "ava:test:a", "hi", ava.SendOptions{}); !errors.Is(err, ava.ErrNoModel) || ava.KindOf(err) != ava.Unavailable {
+		t.Fatalf("Send without a provider: %v, want ErrNoModel (Unavailable)", err)
+	}
+	req := ava.SpawnRequest{Config: ava.SubagentConfig{Role: "researcher", Task: "x"}}
+	if _, err := rt.Spawn(ctx, req); !errors.Is(err, ava.ErrNoModel) {
+		t.Fatalf("Spawn without a provider: %v, want ErrNoModel", err)
+	}
+	group := ava.GroupRequest{Mode: "parallel", Configs: []ava.SubagentConfig{req.Config, req.Config}}
+	if _, err := rt.SpawnGroup(ctx, "", group, "", ""); !errors.Is(err, ava.ErrNoModel) {
+		t.Fatalf("SpawnGroup without a provider: %v, want ErrNoModel", err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg, offline := ava.Offline(cfg)
+	if !offline {
+		t.Fatal("Offline: no provider, yet not offline")
+	}
+	rt = open(cfg)
+	s, err := rt.Spawn(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := rt.Wait(ctx, s.Subagent.ID)
+	if err != nil || sa.Status != "success" || !ava.IsOffline(sa.Model) {
+		t.Fatalf("offline spawn: %v %v", sa, err)
+	}
+}
+
+// SpawnGroup returns the running group (or a proposal), like Spawn; a
+// conversation to fork is refused, as for Spawn.
+func TestSpawnGroupReturnsTheGroup(t *testing.T) {
+	ctx := testCtx(t)
+	rt := openTest(t, "turns:\n  - text: done\n")
+	c := ava.SubagentConfig{Role: "researcher", Task: "x"}
+	sp, err := rt.SpawnGroup(ctx, "", ava.GroupRequest{Mode: "parallel", Configs: []ava.SubagentConfig{c, c}}, "", "")
+	if err != nil || sp.Group == nil || sp.Proposal != nil {
+		t.Fatalf("SpawnGroup: %+v %v", sp, err)
+	}
+	rs, err := sp.Group.Wait(ctx)
+	if err != nil || len(rs) != 2 || len(sp.Group.Members()) != 2 {
+		t.Fatalf("group results: %+v %v", rs, err)
+	}
+	fork := ava.GroupRequest{Mode: "parallel", Configs: []ava.SubagentConfig{c}, Fork: make([]llm.Message, 1)}
+	if _, err := rt.SpawnGroup(ctx, "", fork, "", ""); !errors.Is(err, ava.ErrInvalid) {
+		t.Fatalf("a group with a conversation to fork: %v, want ErrInvalid", err)
+	}
+}
+
+// NewSession makes a key a new session may have, or says why not: the
+// key of a malformed channel is refused, not stored.
+func TestNewSessionRefusesAMalformedChannel(t *testing.T) {
+	ctx := testCtx(t)
+	rt := openTest(t, "turns:\n  - text: hi\n")
+	for _, ch := range []string{"", "Web", "a b"} {
+		if key, err := rt.NewSession(ctx, ch); !errors.Is(err, ava.ErrBadKey) || ava.KindOf(err) != ava.Invalid {
+			t.Errorf("NewSession(%q) = %q, %v; want ErrBadKey", ch, key, err)
+		}
+	}
+	key, err := rt.NewSession(ctx, "web")
+	if err != nil || !strings.HasPrefix(key, "ava:web:") {
+		t.Fatalf("NewSession(web) = %q, %v", key, err)
+	}
+	if _, err := rt.Session(ctx, key); err != nil {
+		t.Fatalf("the new session: %v", err)
+	}
+}
+
+// Send creates a new main session under a key of the grammar, and
+// refuses one outside it, as POST /api/chat does.
+func TestSendCreatesASessionUnderAGoodKeyOnly(t *testing.T) {
+	ctx := testCtx(t)
+	rt := openTest(t, "turns:\n  - text: hi\n")
+	for _, key := range []string{"mine", "ava:web:", "ava:subagent:x"} {
+		if _, err := rt.Send(ctx, key, "hi", ava.SendOptions{}); ava.KindOf(err) != ava.Invalid && ava.KindOf(err) != ava.NotFound {
+			t.Errorf("Send(%q): %v, want a refusal", key, err)
+		}
+	}
+	turn, err := rt.Send(ctx, "ava:myapp:ann", "hi", ava.SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := turn.Wait(ctx); err != nil || res.Text != "hi" {
+		t.Fatalf("turn: %+v %v", res, err)
+	}
+	if _, err := rt.Session(ctx, "ava:myapp:ann"); err != nil {
+		t.Fatalf("the session its first message created: %v", err)
+	}
+}
+
+// Open without a data root says where one comes from (it said "create
+// data root : mkdir : no such file or directory").
+func TestOpenWithoutADataRootSaysWhatToDo(t *testing.T) {
+	rt, err := ava.Open(testCtx(t), ava.Options{Logger: quiet})
+	if rt != nil || !errors.Is(err, ava.ErrInvalid) || !strings.Contains(err.Error(), "config.Load") {
+		t.Fatalf("Open(Options{}) = %v, %v", rt, err)
+	}
+}
+
+// FollowUp is Send to the subagent's key: one path, the figures over
+// both turns, and Send's errors.
+func TestFollowUpIsSendToTheSubagent(t *testing.T) {
+	ctx := testCtx(t)
+	rt := openTest(t, "turns:\n  - text: first\n  - text: second\n")
+	s, err := rt.Spawn(ctx, ava.SpawnRequest{Config: ava.SubagentConfig{Role: "researcher", Task: "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Wait(ctx, s.Subagent.ID); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := rt.FollowUp(ctx, s.Subagent.ID[:5], "and then?", false, false)
+	if err != nil || sa.ID != s.Subagent.ID {
+		t.Fatalf("FollowUp by a prefix: %v %v", sa, err)
+	}
+	sa, err = rt.Wait(ctx, sa.ID)
+	if err != nil || sa.Status != "success" || sa.Iterations != 2 {
+		t.Fatalf("after the follow-up: %v (iterations %d) %v", sa, sa.Iterations, err)
+	}
+	if _, err := rt.FollowUp(ctx, " ", "x", false, false); !errors.Is(err, ava.ErrInvalid) {
+		t.Fatalf("FollowUp without an ID: %v", err)
+	}
+	if _, err := rt.FollowUp(ctx, "S-000000", "x", false, false); !errors.Is(err, ava.ErrNotFound) {
+		t.Fatalf("FollowUp to no subagent: %v", err)
+	}
+}
+
+// A Subagent encoded as JSON (a program serving its own API) keeps
+// every figure, the times too.
+func TestSubagentJSONKeepsEveryFigure(t *testing.T) {
+	b, err := json.Marshal(ava.Subagent{ID: "S-1", Figures: ava.Figures{Iterations: 2, Tokens: 3, CostCents: 0.5,
+		Elapsed: 1500 * time.Millisecond, Wall: 4 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back ava.Subagent
+	if err := json.Unmarshal(b, &back); err != nil || back.Figures != (ava.Figures{Iterations: 2, Tokens: 3, CostCents: 0.5,
+		Elapsed: 1500 * time.Millisecond, Wall: 4 * time.Second}) {
+		t.Fatalf("round trip of %s: %+v %v", b, back.Figures, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/question"
 	"github.com/avaagent/ava/session"
@@ -45,6 +46,13 @@ var (
 	ErrDiskFull = store.ErrDiskFull
 	// ErrNoQuestion: no question is open.
 	ErrNoQuestion = question.ErrNoQuestion
+	// ErrNoModel: no model provider is configured and no model is named
+	// (Send to a main session, Spawn); its message says how to configure
+	// one, or to go offline with Offline.
+	ErrNoModel = app.ErrNoModel
+	// ErrBadKey: a session key no session has or may have (KindOf:
+	// Invalid).
+	ErrBadKey = session.ErrBadKey
 )
 
 // Kind is what kind of failure an error is, for a surface to choose its
@@ -74,8 +82,8 @@ const (
 	Forbidden
 	// Full is a full disk: nothing was recorded.
 	Full
-	// Unavailable is a runtime shutting down, read-only, or a store that
-	// does not answer.
+	// Unavailable is a runtime shutting down, read-only, without a model
+	// (ErrNoModel), or a store that does not answer.
 	Unavailable
 )
 
@@ -105,7 +113,7 @@ func KindOf(err error) Kind {
 		return Forbidden
 	case errors.Is(err, ErrDiskFull):
 		return Full
-	case errors.Is(err, ErrReadOnly), errors.Is(err, session.ErrClosed), errors.Is(err, subagent.ErrClosed),
+	case errors.Is(err, ErrReadOnly), errors.Is(err, ErrNoModel), errors.Is(err, session.ErrClosed), errors.Is(err, subagent.ErrClosed),
 		errors.Is(err, subagent.ErrNotRecorded):
 		return Unavailable
 	}
@@ -134,15 +142,12 @@ func (r *Runtime) writable() error {
 // MaxSessionKey bounds a session key's length.
 const MaxSessionKey = session.MaxKeyLen
 
-// ErrBadKey is a session key no session has or may have.
-var ErrBadKey = session.ErrBadKey
-
 // CheckSessionKey refuses a malformed session key: empty, too long, with
 // spaces or control characters, or a subagent key without its ID (the one
-// key grammar, package session).
+// key grammar, package session). The error is ErrBadKey.
 func CheckSessionKey(key string) error { return session.CheckKey(key) }
 
 // CheckNewSessionKey refuses a key a new main session may not be created
 // under: the form is ava:<channel>:<id> (see session.CheckNewKey), and
-// ava:subagent: keys are the runtime's own.
+// ava:subagent: keys are the runtime's own. The error is ErrBadKey.
 func CheckNewSessionKey(key string) error { return session.CheckNewKey(key) }

@@ -20,7 +20,7 @@ type LogReader = audit.Reader
 // Logs returns the audit entries q selects, and what could not be read
 // (a corrupt line is skipped and named, never fatal). With PostgreSQL the
 // whole cluster's entries are read from the store; otherwise the data
-// root's files.
+// root's files. A malformed query is ErrInvalid.
 func (r *Runtime) Logs(ctx context.Context, q LogQuery) ([]LogEntry, []audit.Skip, error) {
 	if err := q.Validate(); err != nil {
 		return nil, nil, invalidf("%v", err)
@@ -38,8 +38,10 @@ func (r *Runtime) LogReader() *LogReader {
 	return r.in.LogReader(audit.ReaderOptions{Logger: r.in.Log})
 }
 
-// History returns the last n audit entries of a session, one formatted
-// line each, as `ava logs` prints them.
+// History returns the last n audit entries of a session (its own agent
+// and its subagents' announcements; Trace reads one subagent's own
+// steps), one formatted line each, as `ava logs --session` prints them.
+// Its errors are Logs'.
 func (r *Runtime) History(ctx context.Context, key string, n int) ([]string, error) {
 	entries, _, err := r.Logs(ctx, LogQuery{Session: key, Limit: n})
 	if err != nil {

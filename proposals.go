@@ -30,7 +30,7 @@ const (
 type Change = confirm.Change
 
 // Proposals lists the pending proposals of a main session ("" : every
-// session's), oldest first.
+// session's), oldest first; its error is the store's.
 func (r *Runtime) Proposals(ctx context.Context, session string) ([]Proposal, error) {
 	ps, err := r.in.Subagent.Proposals(ctx, session)
 	if err != nil {
@@ -42,7 +42,8 @@ func (r *Runtime) Proposals(ctx context.Context, session string) ([]Proposal, er
 	return ps, nil
 }
 
-// Proposal returns one proposal, pending or decided.
+// Proposal returns one proposal, pending or decided; an unknown ID is
+// ErrNotFound.
 func (r *Runtime) Proposal(ctx context.Context, id string) (Proposal, error) {
 	p, err := r.in.Subagent.Proposal(ctx, id)
 	if err != nil {
@@ -54,7 +55,9 @@ func (r *Runtime) Proposal(ctx context.Context, id string) (Proposal, error) {
 // Decide applies a decision to proposal id: Confirmed starts it as
 // proposed, Modified applies the change first, Rejected drops it. Within
 // a session (session != ""), only that session's proposals are decided:
-// another's is ErrNotFound, so a chat can only answer its own.
+// another's is ErrNotFound, so a chat can only answer its own. A decided
+// proposal is ErrDecided, an expired one ErrExpired; a confirmation that
+// cannot start is Spawn's error (ErrLimit, ErrBudget).
 func (r *Runtime) Decide(ctx context.Context, session, id string, d Decision, c Change) (Decided, error) {
 	if err := r.writable(); err != nil {
 		return Decided{}, err

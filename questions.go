@@ -22,7 +22,9 @@ func (r *Runtime) Questions(session string) []Question {
 
 // Answer answers a subagent's question in a main session, as the
 // person: id names it, or "" picks the only one open. The answer becomes
-// the subagent's ask_user result.
+// the subagent's ask_user result. It fails with ErrReadOnly, ErrInvalid
+// (an empty answer; several questions open and id "") or ErrNoQuestion
+// (none open, or no question id open in the session).
 func (r *Runtime) Answer(session, id, answer string) (Question, error) {
 	if err := r.writable(); err != nil {
 		return Question{}, err

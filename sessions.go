@@ -63,7 +63,8 @@ func IsSubagentKey(key string) bool { return session.IsSubagentKey(key) }
 
 // Resolve finds a session: a subagent key by its run (ID or unique
 // prefix, live or stored), a main key by its stored session, its stored
-// events or a turn running now. An unknown key is ErrNotFound.
+// events or a turn running now. A malformed key is ErrBadKey, an unknown
+// one ErrNotFound, an ambiguous subagent prefix of kind Invalid.
 func (r *Runtime) Resolve(ctx context.Context, key string) (SessionRef, error) {
 	if err := CheckSessionKey(key); err != nil {
 		return SessionRef{}, err
@@ -111,14 +112,17 @@ func (r *Runtime) subagentID(ctx context.Context, id string) (string, error) {
 	return run.ShortID, nil
 }
 
-// Target is the session a message goes to: an existing one (Resolve); a
-// new main session under a key the caller chose, which its first message
-// creates (Send), when the key's grammar allows it (CheckNewSessionKey);
-// or, for an empty key, a new session of channel ("web", "cli", …).
+// Target is the session a message goes to, created by nothing yet: an
+// existing one (Resolve); a new main session under a key the caller chose,
+// which its first message creates (Send), when the key's grammar allows it
+// (CheckNewSessionKey); or, for an empty key, a fresh key of channel
+// ("web", "cli", …). Unlike NewSession and EnsureSession it writes
+// nothing. A key no new session may have is ErrBadKey; a subagent key
+// that names no run, ErrNotFound.
 func (r *Runtime) Target(ctx context.Context, key, channel string) (SessionRef, error) {
 	if key == "" {
-		key = "ava:" + channel + ":" + uuid.NewString()[:8]
-		return SessionRef{Key: key}, CheckNewSessionKey(key)
+		key, err := newSessionKey(channel)
+		return SessionRef{Key: key}, err
 	}
 	ref, err := r.Resolve(ctx, key)
 	if errors.Is(err, ErrNotFound) && !IsSubagentKey(key) {
@@ -131,10 +135,16 @@ func (r *Runtime) Target(ctx context.Context, key, channel string) (SessionRef, 
 }
 
 // NewSession creates a main session of channel ("web", "cli", …) with a
-// fresh key, ava:<channel>:<8 hex>, and returns the key.
+// fresh key, ava:<channel>:<8 hex>, and returns the key (EnsureSession
+// creates one under a key of the caller's). A channel the key grammar
+// refuses (empty, upper case, …) is ErrBadKey; a read-only runtime
+// ErrReadOnly.
 func (r *Runtime) NewSession(ctx context.Context, channel string) (string, error) {
-	key := "ava:" + channel + ":" + uuid.NewString()[:8]
-	if err := CheckSessionKey(key); err != nil {
+	if err := r.writable(); err != nil {
+		return "", err
+	}
+	key, err := newSessionKey(channel)
+	if err != nil {
 		return "", err
 	}
 	if _, err := r.in.Store.EnsureSession(ctx, key); err != nil {
@@ -143,9 +153,25 @@ func (r *Runtime) NewSession(ctx context.Context, channel string) (string, error
 	return key, nil
 }
 
-// Send delivers a message to a session: a turn of a main session, or a
+// newSessionKey is a fresh main session key of channel, ava:<channel>:<8
+// hex>, checked as a new session's key (the channel may be malformed).
+func newSessionKey(channel string) (string, error) {
+	key := "ava:" + channel + ":" + uuid.NewString()[:8]
+	if err := CheckNewSessionKey(key); err != nil {
+		return "", fmt.Errorf("channel %q: %w", channel, err)
+	}
+	return key, nil
+}
+
+// Send delivers a message to a session: a turn of a main session (a new
+// main key of the grammar ava:<channel>:<id> is created by it), or a
 // follow-up to a subagent (Steer delivers it into a running subagent's
-// conversation). It returns at once; Wait on the turn.
+// conversation). It returns at once; Wait on the turn. It fails with
+// ErrReadOnly, ErrInvalid (an empty message, Steer on a main session),
+// ErrBadKey (a malformed key), ErrNoModel (no provider and no model for a main
+// session), ErrBusy (a turn runs and the options say neither to queue nor
+// to supersede), ErrNotFound (a subagent key that names no run) or
+// ErrBudget (the session's budget is spent).
 func (r *Runtime) Send(ctx context.Context, key, message string, opt SendOptions) (*Turn, error) {
 	if err := r.writable(); err != nil {
 		return nil, err
@@ -156,12 +182,18 @@ func (r *Runtime) Send(ctx context.Context, key, message string, opt SendOptions
 	if opt.Steer && !IsSubagentKey(key) {
 		return nil, invalidf("steer: only a subagent (ava:subagent:S-…) can be steered; a main session's message joins or follows its turn")
 	}
+	if !IsSubagentKey(key) {
+		if _, err := r.OrchestratorModel(opt.Model); err != nil {
+			return nil, err
+		}
+	}
 	return r.in.Sessions.Send(ctx, key, message, opt)
 }
 
 // Chat is Send that also follows the session: the subscription starts
 // after the session's last stored event, so the caller sees every event
-// of this turn and nothing older. Close the subscription when done.
+// of this turn and nothing older. Close the subscription when done. Its
+// errors are Send's.
 func (r *Runtime) Chat(ctx context.Context, key, message string, opt SendOptions) (*Turn, *Subscription, error) {
 	if err := r.writable(); err != nil {
 		return nil, nil, err
@@ -181,7 +213,8 @@ func (r *Runtime) Chat(ctx context.Context, key, message string, opt SendOptions
 
 // Stop stops a session's running turn (and the subagents it started), or
 // a subagent; stopped is false when nothing ran. A subagent another
-// process runs is ErrBusy.
+// process runs is ErrBusy; an unknown key ErrNotFound; a read-only
+// runtime ErrReadOnly.
 func (r *Runtime) Stop(ctx context.Context, key string) (stopped bool, err error) {
 	if err := r.writable(); err != nil {
 		return false, err
@@ -219,7 +252,8 @@ func (r *Runtime) State(key string) SessionState {
 // the session's turns).
 func (r *Runtime) Follow(key string, after uint64) *Subscription { return r.in.Hub.Follow(key, after) }
 
-// LastSeq is the sequence number of a session's last stored event.
+// LastSeq is the sequence number of a session's last stored event (0 for
+// a session with none); its error is the store's.
 func (r *Runtime) LastSeq(ctx context.Context, key string) (uint64, error) {
 	last, err := r.in.Store.LastSeq(ctx, key)
 	if err != nil {
@@ -249,7 +283,7 @@ type Session struct {
 const DefaultSessionLimit = 100
 
 // Sessions returns the main sessions, most recently active first (limit
-// 0: DefaultSessionLimit).
+// 0: DefaultSessionLimit); its error is the store's.
 func (r *Runtime) Sessions(ctx context.Context, limit int) ([]Session, error) {
 	if limit <= 0 {
 		limit = DefaultSessionLimit
@@ -261,7 +295,8 @@ func (r *Runtime) Sessions(ctx context.Context, limit int) ([]Session, error) {
 	return r.sessionViews(ctx, stored)
 }
 
-// Session returns one main session.
+// Session returns one main session with its spend: a malformed key is
+// ErrBadKey, a key no stored session has ErrNotFound.
 func (r *Runtime) Session(ctx context.Context, key string) (Session, error) {
 	if err := CheckSessionKey(key); err != nil {
 		return Session{}, err

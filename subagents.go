@@ -27,7 +27,11 @@ type SubagentConfig = subagent.Config
 // Result is a finished subagent's structured result.
 type Result = subagent.Result
 
-// GroupRequest is a parallel or chain spawn of several subagents.
+// GroupRequest is a parallel or chain spawn of several subagents: set
+// Configs, Mode ("parallel" or "chain"), and optionally BudgetCents,
+// Timeout and Background. SpawnGroup sets Parent and User from its own
+// arguments, refuses Fork (only the orchestrator's tool has a
+// conversation to fork) and leaves TraceParent to the context's span.
 type GroupRequest = subagent.GroupRequest
 
 // Figures are what a run used and how long it took, over all its turns:
@@ -92,7 +96,8 @@ const MaxSubagentLimit = subagent.MaxListLimit
 
 // Subagents returns the runs the filter keeps, newest first: the ones
 // this process holds with their live state, the others as stored (in a
-// cluster, every process's).
+// cluster, every process's). A limit above MaxSubagentLimit is
+// ErrInvalid.
 func (r *Runtime) Subagents(ctx context.Context, f SubagentFilter) ([]Subagent, error) {
 	if f.Limit <= 0 {
 		f.Limit = DefaultSubagentLimit
@@ -112,7 +117,8 @@ func (r *Runtime) Subagents(ctx context.Context, f SubagentFilter) ([]Subagent, 
 }
 
 // Subagent returns one run by its ID or a unique prefix: live when this
-// process holds it, else as stored.
+// process holds it, else as stored. An empty or ambiguous ID is
+// ErrInvalid, an unknown one ErrNotFound.
 func (r *Runtime) Subagent(ctx context.Context, id string) (Subagent, error) {
 	id = strings.TrimSpace(id)
 	if id == "" {
@@ -126,7 +132,8 @@ func (r *Runtime) Subagent(ctx context.Context, id string) (Subagent, error) {
 }
 
 // Wait waits until the subagent id ends and returns it, or ctx's error.
-// A run another process holds is looked at every second.
+// A run another process holds is looked at every second. Its other
+// errors are Subagent's.
 func (r *Runtime) Wait(ctx context.Context, id string) (Subagent, error) {
 	if h, err := r.in.Subagent.Get(id); err == nil {
 		if _, err := h.Wait(ctx); err != nil && ctx.Err() != nil {
@@ -150,7 +157,8 @@ func (r *Runtime) Wait(ctx context.Context, id string) (Subagent, error) {
 }
 
 // Cancel stops a running or queued subagent this process holds; its
-// status becomes cancelled. A run another process holds is ErrBusy.
+// status becomes cancelled; one that had ended is returned as it is. A
+// run another process holds is ErrBusy, an unknown one ErrNotFound.
 func (r *Runtime) Cancel(ctx context.Context, id string) (Subagent, error) {
 	h, err := r.in.Subagent.Cancel(id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -195,12 +203,19 @@ type Spawned struct {
 
 // Spawn starts a subagent, or proposes it when the confirmation policy
 // asks for the person's yes. The hierarchy rule holds here for every
-// surface: a subagent's session cannot be a parent.
+// surface: a subagent's session cannot be a parent (ErrForbidden). It
+// fails with ErrReadOnly, ErrInvalid (CheckSpawn, an unknown role),
+// ErrNoModel (no provider and no model), ErrNotFound (no such parent),
+// ErrForbidden, ErrLimit (every slot taken) or ErrBudget (the parent's
+// budget is spent).
 func (r *Runtime) Spawn(ctx context.Context, req SpawnRequest) (Spawned, error) {
 	if err := r.writable(); err != nil {
 		return Spawned{}, err
 	}
 	if err := CheckSpawn(req.Config); err != nil {
+		return Spawned{}, err
+	}
+	if err := r.modelReady(req.Config); err != nil {
 		return Spawned{}, err
 	}
 	caller, err := r.caller(ctx, req.Parent, req.User)
@@ -221,28 +236,6 @@ func (r *Runtime) Spawn(ctx context.Context, req SpawnRequest) (Spawned, error) 
 		return Spawned{}, err
 	}
 	return Spawned{Subagent: &sa}, nil
-}
-
-// GroupSpawned is what a group spawn did: the group's subagents, or a
-// proposal. Exactly one of Group and Proposal is set.
-type GroupSpawned struct {
-	// GroupID and Subagents are the started group (Mode parallel or
-	// chain; a chain's later steps are queued until their turn).
-	GroupID   string
-	Subagents []Subagent
-	Proposal  *Proposal
-}
-
-// SpawnGroup starts a parallel or chain group for the main session
-// parent, or proposes it; the same rules as Spawn apply. It returns the
-// members started so far (StartGroup keeps the live group, for a caller
-// that waits on it).
-func (r *Runtime) SpawnGroup(ctx context.Context, parent string, req GroupRequest, user, rationale string) (GroupSpawned, error) {
-	g, p, err := r.StartGroup(ctx, parent, req, user, rationale)
-	if err != nil || p != nil {
-		return GroupSpawned{Proposal: p}, err
-	}
-	return GroupSpawned{GroupID: g.ID(), Subagents: g.Members()}, nil
 }
 
 // CheckSpawn refuses what Spawn would refuse in a spawn's configuration,
@@ -276,18 +269,23 @@ func (r *Runtime) caller(ctx context.Context, parent, user string) (tool.Caller,
 	return tool.Caller{AgentID: event.OrchestratorID, SessionKey: parent, User: user, Workspace: r.in.Config.Workspace}, nil
 }
 
-// FollowUp sends a message to a subagent: into its conversation before
-// its next model call when it runs and steer is set, else as a new turn
-// once it is idle (queued behind a running turn when queue is set).
+// FollowUp sends a message to a subagent (ID or unique prefix) and
+// returns the subagent rather than a turn: it is Send to its session key
+// ava:subagent:<id> (one path), for a caller that then follows the run.
+// Into its conversation before its next model call when it runs and
+// steer is set, else as a new turn once it is idle (queued behind a
+// running turn when queue is set). It fails with Send's errors: ErrBusy
+// when it runs and neither queue nor steer is set, or another process
+// runs it; ErrNotFound for no such subagent.
 func (r *Runtime) FollowUp(ctx context.Context, id, message string, queue, steer bool) (Subagent, error) {
-	if err := r.writable(); err != nil {
+	id = strings.TrimSpace(id)
+	if id == "" {
+		return Subagent{}, invalidf("subagent ID: empty")
+	}
+	if _, err := r.Send(ctx, store.SubagentSessionPrefix+id, message, SendOptions{Queue: queue, Steer: steer}); err != nil {
 		return Subagent{}, err
 	}
-	h, _, err := r.in.Subagent.SendFollowUp(context.WithoutCancel(ctx), id, message, queue, steer)
-	if err != nil {
-		return Subagent{}, err
-	}
-	return r.Subagent(ctx, h.ID())
+	return r.Subagent(ctx, id)
 }
 
 // fromStatus is a run's view from the one read model of its figures

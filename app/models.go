@@ -27,7 +27,8 @@ Set one of:
   OPENROUTER_API_KEY=…                        (OpenRouter; AVA_MODEL=openrouter/sonnet)
   OPENAI_API_KEY=…                            (OpenAI; AVA_MODEL=openai/gpt-5-mini)
   OPENAI_BASE_URL=http://localhost:11434/v1 AVA_MODEL=openai/llama3.2   (Ollama, vLLM, llama.cpp: any OpenAI-compatible server)
-or try Ava offline with the scripted demo model: --offline (or AVA_MODEL=scripted/demo)`)
+or try Ava offline with the scripted demo model: --offline (or AVA_MODEL=scripted/demo;
+in a Go program, cfg, _ = ava.Offline(cfg) before ava.Open)`)
 
 // Catalog builds the model catalog from cfg: every provider whose
 // settings are present, plus the offline scripted model, always available

@@ -155,8 +155,8 @@ func traceError(err error) error {
 // healthBody is GET /healthz's answer.
 func healthBody(rt *ava.Runtime) client.Health {
 	h := client.Health{Status: "ok"}
-	if m, err := rt.Model(); err == nil {
-		h.Model, h.Offline = m.Name, m.Offline
+	if name, err := rt.OrchestratorModel(""); err == nil {
+		h.Model, h.Offline = name, ava.IsOffline(name)
 	}
 	return h
 }

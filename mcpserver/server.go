@@ -5,7 +5,7 @@
 //
 // The MCP client is the person, not the orchestrator. Every call goes
 // through the application core (ava.Runtime), like `ava spawn`, the HTTP
-// API and the chat channels: spawns (Spawn, StartGroup), follow-ups,
+// API and the chat channels: spawns (Spawn, SpawnGroup), follow-ups,
 // decisions on proposals, answers to questions, the subagents' status
 // with the figures every surface shows, and the logs; so hierarchy
 // rules, limits, the confirmation policy, masking and the audit log all

@@ -330,13 +330,13 @@ func (s *Server) spawnGroup(ctx context.Context, req *mcp.CallToolRequest, a Gro
 		if err != nil {
 			return nil, GroupResult{}, err
 		}
-		var p *ava.Proposal
-		g, p, err = s.rt.StartGroup(ctx, parent, greq, s.opt.User, a.Rationale)
+		sp, err := s.rt.SpawnGroup(ctx, parent, greq, s.opt.User, a.Rationale)
 		if err != nil {
 			return nil, GroupResult{}, err
 		}
-		if p != nil {
-			if ask, err = s.propose(ctx, req, *p); err != nil {
+		g = sp.Group
+		if sp.Proposal != nil {
+			if ask, err = s.propose(ctx, req, *sp.Proposal); err != nil {
 				return nil, GroupResult{}, err
 			}
 		}

@@ -42,11 +42,12 @@ type Figures struct {
 	// CostCents is what the tokens cost.
 	CostCents float64 `json:"costCents"`
 	// Elapsed is the time the run spent working: the sum of its turns,
-	// without the time it was idle between them or queued for a slot.
-	Elapsed time.Duration `json:"-"`
+	// without the time it was idle between them or queued for a slot
+	// (in JSON, nanoseconds; the HTTP API's elapsedMs is the same figure).
+	Elapsed time.Duration `json:"elapsedNs"`
 	// Wall is the time from its first start to its last end (or to now
 	// while it runs), idle time included: what a timeline bar spans.
-	Wall time.Duration `json:"-"`
+	Wall time.Duration `json:"wallNs"`
 }
 
 // RunStarted: a run is running for the first time in this process — a

@@ -59,7 +59,7 @@ estimate came from past runs rather than from the role's limits).`,
 				}
 			}
 			warnTrustChanges(a, in)
-			if !in.HasRealProvider() {
+			if !ava.ProviderConfigured(in.Config()) {
 				fmt.Fprintln(a.Stderr, "note: no model provider is configured (set ANTHROPIC_API_KEY, OPENROUTER_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL): until then a role runs only with --offline, on the scripted demo model")
 			}
 			if stats {
@@ -179,7 +179,7 @@ func warnTrustChanges(a *App, in *ava.Runtime) {
 // does not resolve. With no provider configured it says so, as ava spawn
 // refuses to run a role then (unless --offline).
 func roleModel(in *ava.Runtime, r ava.Role) (string, error) {
-	if !in.HasRealProvider() {
+	if !ava.ProviderConfigured(in.Config()) {
 		return r.Model + " → no provider configured", nil
 	}
 	name, err := in.RoleModel(r)
