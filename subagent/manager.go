@@ -309,7 +309,6 @@ func (m *Manager) Close() error {
 // Roles returns the known roles.
 func (m *Manager) Roles() map[string]role.Role { return m.opt.Roles }
 
-
 // Queued is how many runs wait for a slot.
 func (m *Manager) Queued() int {
 	m.mu.Lock()
