@@ -337,11 +337,13 @@ func (p *Provider) play(ctx context.Context, req *llm.Request, turn Turn, onDelt
 		msg.Content = append(msg.Content, llm.Block{Type: llm.BlockThinking, Text: turn.Thinking, Signature: "scripted"})
 	}
 	if text != "" {
-		for i := 0; i < len(text); i += p.ChunkSize {
+		for i := 0; i < len(text); {
 			if err := ctx.Err(); err != nil {
 				return nil, context.Cause(ctx)
 			}
-			emit(llm.Delta{Type: llm.DeltaText, Text: text[i:min(i+p.ChunkSize, len(text))]})
+			end := chunkEnd(text, i, p.ChunkSize)
+			emit(llm.Delta{Type: llm.DeltaText, Text: text[i:end]})
+			i = end
 		}
 		msg.Content = append(msg.Content, llm.Text(text))
 	}
@@ -400,4 +402,16 @@ func usage(req *llm.Request, turn Turn, text string) llm.Usage {
 		out += len(tc.Name) + len(tc.RawArgs) + 16
 	}
 	return llm.Usage{InputTokens: in/4 + 1, OutputTokens: out/4 + 1}
+}
+
+// chunkEnd is where the text delta that starts at i ends: about size
+// bytes on, moved forward to a character's start, so that every delta is
+// whole characters, as a real provider's are (a delta cut inside one
+// reaches every surface as U+FFFD).
+func chunkEnd(text string, i, size int) int {
+	end := min(i+max(size, 1), len(text))
+	for end < len(text) && !utf8.RuneStart(text[end]) {
+		end++
+	}
+	return end
 }

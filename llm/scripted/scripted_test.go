@@ -3,6 +3,8 @@ package scripted_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +106,32 @@ func TestOutputLimitCutsTheTurn(t *testing.T) {
 	resp, _ = scripted.NewWithScript(s).Stream(context.Background(), &llm.Request{Messages: []llm.Message{llm.UserText("go")}}, nil)
 	if resp.StopReason != llm.StopToolUse || resp.Usage.OutputTokens != 5000 {
 		t.Fatalf("no limit: stop %s usage %+v", resp.StopReason, resp.Usage)
+	}
+}
+
+// Every text delta is whole characters: one cut inside a multi-byte
+// character reached the person as U+FFFD ("• Cost" printed "��� Cost").
+func TestTextDeltasAreWholeCharacters(t *testing.T) {
+	p := scripted.New()
+	p.ChunkSize = 2
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(path, []byte("turns:\n  - text: \"• Time, • Cost: 0.6¢ — ok\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	_, err := p.Stream(context.Background(), &llm.Request{Model: path, Messages: []llm.Message{llm.UserText("hi")}}, func(d llm.Delta) {
+		if d.Type == llm.DeltaText {
+			if !utf8.ValidString(d.Text) {
+				t.Errorf("delta %q is not whole characters", d.Text)
+			}
+			got.WriteString(d.Text)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != "• Time, • Cost: 0.6¢ — ok" {
+		t.Fatalf("deltas joined: %q", got.String())
 	}
 }
