@@ -38,7 +38,6 @@ import (
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/event"
-	"github.com/avaagent/ava/llm/scripted"
 	"github.com/avaagent/ava/redact"
 	"github.com/avaagent/ava/tool"
 )
@@ -171,22 +170,6 @@ func (r *Runtime) Instance() *app.Instance { return r.in }
 
 // Counts are the subagents running and queued in this process.
 func (r *Runtime) Counts() (running, queued int) { return r.in.Subagent.Counts() }
-
-// OfflineModel is the orchestrator's model when no provider is
-// configured: a scripted model that shows the flow without a network.
-const OfflineModel = scripted.Name + "/demo"
-
-// Offline returns cfg set to answer with the offline model when no
-// provider is configured and no model is named, and whether it did: what
-// `ava serve` and `ava mcp` do, and what a program does that wants to run
-// without a provider (else Send and Spawn return ErrNoModel).
-func Offline(cfg config.Config) (config.Config, bool) {
-	if app.HasRealProviderConfig(cfg) || cfg.Model != "" {
-		return cfg, false
-	}
-	cfg.Model = OfflineModel
-	return cfg, true
-}
 
 // ToolResult is what a tool call gives back to the model: the text it
 // reads, and whether the call failed.

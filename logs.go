@@ -3,8 +3,12 @@ package ava
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 
+	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/config"
 )
 
 // LogQuery selects audit log entries (package audit: agent, types, time
@@ -52,4 +56,36 @@ func (r *Runtime) History(ctx context.Context, key string, n int) ([]string, err
 		lines = append(lines, audit.FormatLine(e.Event, audit.FormatOptions{}))
 	}
 	return lines, nil
+}
+
+// Trace returns the last n steps of subagent id (ID or unique prefix),
+// one formatted line each, as `ava logs S-…` prints them. Within a
+// session (session != ""), only that session's subagents are read:
+// another's is ErrNotFound, so a chat reads only its own. Its other
+// errors are Subagent's and Logs'.
+func (r *Runtime) Trace(ctx context.Context, session, id string, n int) ([]string, error) {
+	sa, err := r.Subagent(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if session != "" && sa.Parent != session {
+		return nil, fmt.Errorf("subagent %s in session %s: %w", strings.TrimSpace(id), session, ErrNotFound)
+	}
+	entries, _, err := r.Logs(ctx, LogQuery{Agent: sa.ID, Limit: n})
+	if err != nil {
+		return nil, fmt.Errorf("trace of %s: %w", sa.ID, err)
+	}
+	lines := make([]string, 0, len(entries))
+	for _, e := range entries {
+		lines = append(lines, audit.FormatLine(e.Event, audit.FormatOptions{}))
+	}
+	return lines, nil
+}
+
+// OpenLogReader returns a reader of the audit log of cfg without opening
+// a runtime (`ava logs` needs no daemon and writes nothing), and a
+// function releasing it. With a PostgreSQL store it reads the cluster's
+// events from it, opened read-only; otherwise the data root's files.
+func OpenLogReader(ctx context.Context, cfg config.Config, log *slog.Logger, opts audit.ReaderOptions) (*LogReader, func() error, error) {
+	return app.OpenLogReader(ctx, cfg, log, opts)
 }

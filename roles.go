@@ -4,7 +4,9 @@ import (
 	"context"
 
 	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/estimate"
+	"github.com/avaagent/ava/mcpclient"
 	"github.com/avaagent/ava/role"
 )
 
@@ -41,3 +43,39 @@ func (r *Runtime) MCPServers() []MCPServer { return r.in.MCPServers() }
 func (r *Runtime) StartMCPServers(ctx context.Context, names ...string) error {
 	return r.in.StartMCPServers(ctx, names...)
 }
+
+// MCPServerState is an MCP server's state in this process.
+type MCPServerState = mcpclient.State
+
+// MCPServerRunning is the state of a started MCP server.
+const MCPServerRunning = app.MCPStateRunning
+
+// BuiltinRoleNames lists the built-in roles' names (for shell
+// completion, without opening a runtime).
+func BuiltinRoleNames() []string { return app.BuiltinRoleNames() }
+
+// WithheldReason says why no subagent ever gets the named tool (a
+// role may list it, but the hierarchy rule withholds it), or "" when a
+// role may give it to its subagents.
+func WithheldReason(toolName string) string { return app.WithheldReason(toolName) }
+
+// SandboxSummary says in one line which sandbox protections the process
+// tools (run_bash, python_exec) have in this runtime on this machine.
+func (r *Runtime) SandboxSummary() string { return r.in.SandboxSummary() }
+
+// WorkspaceTrust is what the person trusted of workspace ws (`ava
+// trust`) and how its role files differ from it now: trusted reports
+// whether it is trusted at all; changes lists its role files that are
+// new, changed or removed since; now is every role file's hash, as `ava
+// trust` records it.
+func WorkspaceTrust(cfg config.Config, ws string) (trusted bool, changes []config.FileChange, now map[string]string, err error) {
+	return app.WorkspaceTrust(cfg, ws)
+}
+
+// The messages of the warnings Open logs for each role file it skips and
+// each role that replaces another: a front end that reports these itself
+// (Runtime.RoleErrors, Role.Overrides) may drop the log records.
+const (
+	RoleSkippedMessage  = app.RoleSkippedMessage
+	RoleOverrideMessage = app.RoleOverrideMessage
+)

@@ -366,3 +366,25 @@ const (
 	SubagentComplete = event.SubagentComplete
 	SessionEnd       = event.SessionEnd
 )
+
+// EnsureSession creates the main session key unless it exists: a
+// surface that names its sessions itself (each MCP session is
+// ava:mcp:<id>) creates one before it spawns for it. A session that
+// exists is left as it is; a new key must follow the grammar of a new
+// main session's key (CheckNewSessionKey: never a subagent's), else it
+// is ErrBadKey; a read-only runtime is ErrReadOnly.
+func (r *Runtime) EnsureSession(ctx context.Context, key string) error {
+	if err := r.writable(); err != nil {
+		return err
+	}
+	if _, err := r.Resolve(ctx, key); err == nil || !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err := CheckNewSessionKey(key); err != nil {
+		return fmt.Errorf("sessionKey: %w", err)
+	}
+	if _, err := r.in.Store.EnsureSession(ctx, key); err != nil {
+		return fmt.Errorf("session %s: %w", key, err)
+	}
+	return nil
+}

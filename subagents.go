@@ -305,3 +305,48 @@ func fromStatus(st subagent.RunStatus) Subagent {
 	}
 	return out
 }
+
+// SpawnArgs are the arguments of the spawn tool (spawn_subagent) on every
+// surface that offers one — the orchestrator's tool and the MCP server's
+// — with one JSON schema (inferred from its tags): a field added once
+// appears on both. Config converts them.
+type SpawnArgs = subagent.SpawnArgs
+
+// GroupArgs are the arguments of the group spawn tool (spawn_subagents),
+// one definition as SpawnArgs; Request converts them.
+type GroupArgs = subagent.GroupArgs
+
+// SubagentIDArgs name one subagent (subagent_status, cancel_subagent).
+type SubagentIDArgs = subagent.IDArgs
+
+// ListSubagentsArgs are list_subagents' arguments.
+type ListSubagentsArgs = subagent.ListArgs
+
+// The context modes of SubagentConfig.ContextMode.
+const (
+	// ContextFresh starts a subagent from its task and context only.
+	ContextFresh = subagent.ContextFresh
+	// ContextFork starts it from the calling orchestrator's conversation:
+	// only the orchestrator's own spawn tool has one to give.
+	ContextFork = subagent.ContextFork
+)
+
+// String is the subagent in one plain line, with the figures every
+// surface shows (Elapsed is the active time):
+// "S-7f3a2b researcher running 12s, 2034 tokens, 0.3¢: calling the model".
+func (s Subagent) String() string {
+	status := string(s.Status)
+	switch {
+	case s.WaitingForUser:
+		status += " (waiting for the person's answer)"
+	case s.Stalled:
+		status += " (stalled)"
+	case s.QueuePosition > 0:
+		status += fmt.Sprintf(" (#%d in line for a slot)", s.QueuePosition)
+	}
+	line := fmt.Sprintf("%s %s %s %s, %d tokens, %.1f¢", s.ID, s.Role, status, s.Elapsed.Round(time.Second), s.Tokens, s.CostCents)
+	if s.Activity != "" && !s.Status.Final() {
+		line += ": " + s.Activity
+	}
+	return line
+}

@@ -2,87 +2,11 @@ package ava
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/avaagent/ava/app"
-	"github.com/avaagent/ava/mcpclient"
 	"github.com/avaagent/ava/subagent"
 )
-
-// SpawnArgs are the arguments of the spawn tool (spawn_subagent) on every
-// surface that offers one — the orchestrator's tool and the MCP server's
-// — with one JSON schema (inferred from its tags): a field added once
-// appears on both. Config converts them.
-type SpawnArgs = subagent.SpawnArgs
-
-// GroupArgs are the arguments of the group spawn tool (spawn_subagents),
-// one definition as SpawnArgs; Request converts them.
-type GroupArgs = subagent.GroupArgs
-
-// SubagentIDArgs name one subagent (subagent_status, cancel_subagent).
-type SubagentIDArgs = subagent.IDArgs
-
-// ListSubagentsArgs are list_subagents' arguments.
-type ListSubagentsArgs = subagent.ListArgs
-
-// The context modes of SubagentConfig.ContextMode.
-const (
-	// ContextFresh starts a subagent from its task and context only.
-	ContextFresh = subagent.ContextFresh
-	// ContextFork starts it from the calling orchestrator's conversation:
-	// only the orchestrator's own spawn tool has one to give.
-	ContextFork = subagent.ContextFork
-)
-
-// MCPServerState is an MCP server's state in this process.
-type MCPServerState = mcpclient.State
-
-// MCPServerRunning is the state of a started MCP server.
-const MCPServerRunning = app.MCPStateRunning
-
-// String is the subagent in one plain line, with the figures every
-// surface shows (Elapsed is the active time):
-// "S-7f3a2b researcher running 12s, 2034 tokens, 0.3¢: calling the model".
-func (s Subagent) String() string {
-	status := string(s.Status)
-	switch {
-	case s.WaitingForUser:
-		status += " (waiting for the person's answer)"
-	case s.Stalled:
-		status += " (stalled)"
-	case s.QueuePosition > 0:
-		status += fmt.Sprintf(" (#%d in line for a slot)", s.QueuePosition)
-	}
-	line := fmt.Sprintf("%s %s %s %s, %d tokens, %.1f¢", s.ID, s.Role, status, s.Elapsed.Round(time.Second), s.Tokens, s.CostCents)
-	if s.Activity != "" && !s.Status.Final() {
-		line += ": " + s.Activity
-	}
-	return line
-}
-
-// EnsureSession creates the main session key unless it exists: a
-// surface that names its sessions itself (each MCP session is
-// ava:mcp:<id>) creates one before it spawns for it. A session that
-// exists is left as it is; a new key must follow the grammar of a new
-// main session's key (CheckNewSessionKey: never a subagent's), else it
-// is ErrBadKey; a read-only runtime is ErrReadOnly.
-func (r *Runtime) EnsureSession(ctx context.Context, key string) error {
-	if err := r.writable(); err != nil {
-		return err
-	}
-	if _, err := r.Resolve(ctx, key); err == nil || !errors.Is(err, ErrNotFound) {
-		return err
-	}
-	if err := CheckNewSessionKey(key); err != nil {
-		return fmt.Errorf("sessionKey: %w", err)
-	}
-	if _, err := r.in.Store.EnsureSession(ctx, key); err != nil {
-		return fmt.Errorf("session %s: %w", key, err)
-	}
-	return nil
-}
 
 // Group is a parallel or chain group this process runs: its members so
 // far (a chain's later steps join as they start), its end, its

@@ -1,22 +1,17 @@
 package ava
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"github.com/avaagent/ava/app"
-	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/llm/scripted"
 	"github.com/avaagent/ava/session"
 )
 
-// What a command line or a program's own front end needs besides the
-// Runtime's methods: the model the orchestrator runs on, whether it is a
-// real one, the roles' models and tools as a subagent would get them,
-// the sandbox, workspace trust and the audit log without a runtime.
+// Models: the model the orchestrator and the roles run on, whether it is
+// a real one or the offline scripted model, and the limits of a turn.
 
 // TurnLimits bound one turn of a main session (SendOptions.Limits):
 // wall-clock timeout, cost, tokens and model calls.
@@ -73,40 +68,18 @@ func (r *Runtime) RoleModel(role Role) (string, error) {
 	return m.Name(), nil
 }
 
-// BuiltinRoleNames lists the built-in roles' names (for shell
-// completion, without opening a runtime).
-func BuiltinRoleNames() []string { return app.BuiltinRoleNames() }
+// OfflineModel is the orchestrator's model when no provider is
+// configured: a scripted model that shows the flow without a network.
+const OfflineModel = scripted.Name + "/demo"
 
-// WithheldReason says why no subagent ever gets the named tool (a
-// role may list it, but the hierarchy rule withholds it), or "" when a
-// role may give it to its subagents.
-func WithheldReason(toolName string) string { return app.WithheldReason(toolName) }
-
-// SandboxSummary says in one line which sandbox protections the process
-// tools (run_bash, python_exec) have in this runtime on this machine.
-func (r *Runtime) SandboxSummary() string { return r.in.SandboxSummary() }
-
-// WorkspaceTrust is what the person trusted of workspace ws (`ava
-// trust`) and how its role files differ from it now: trusted reports
-// whether it is trusted at all; changes lists its role files that are
-// new, changed or removed since; now is every role file's hash, as `ava
-// trust` records it.
-func WorkspaceTrust(cfg config.Config, ws string) (trusted bool, changes []config.FileChange, now map[string]string, err error) {
-	return app.WorkspaceTrust(cfg, ws)
-}
-
-// The messages of the warnings Open logs for each role file it skips and
-// each role that replaces another: a front end that reports these itself
-// (Runtime.RoleErrors, Role.Overrides) may drop the log records.
-const (
-	RoleSkippedMessage  = app.RoleSkippedMessage
-	RoleOverrideMessage = app.RoleOverrideMessage
-)
-
-// OpenLogReader returns a reader of the audit log of cfg without opening
-// a runtime (`ava logs` needs no daemon and writes nothing), and a
-// function releasing it. With a PostgreSQL store it reads the cluster's
-// events from it, opened read-only; otherwise the data root's files.
-func OpenLogReader(ctx context.Context, cfg config.Config, log *slog.Logger, opts audit.ReaderOptions) (*LogReader, func() error, error) {
-	return app.OpenLogReader(ctx, cfg, log, opts)
+// Offline returns cfg set to answer with the offline model when no
+// provider is configured and no model is named, and whether it did: what
+// `ava serve` and `ava mcp` do, and what a program does that wants to run
+// without a provider (else Send and Spawn return ErrNoModel).
+func Offline(cfg config.Config) (config.Config, bool) {
+	if app.HasRealProviderConfig(cfg) || cfg.Model != "" {
+		return cfg, false
+	}
+	cfg.Model = OfflineModel
+	return cfg, true
 }
