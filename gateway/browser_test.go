@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -96,7 +97,7 @@ func TestPanelInBrowser(t *testing.T) {
 	b.waitText(`.typing`, "is working")
 	b.run(chromedp.Click(chromedp.CSS(`button.stop`)))
 	b.wait(`document.querySelector('.subagent[data-status="cancelled"]') && document.querySelector('.tl-bar[data-status="cancelled"]')`, "the subagent cancelled")
-	b.waitText(`.line.end`, "cancelled")
+	b.waitText(`.line.end`, "stopped")
 	b.wait(`!document.querySelector('.typing')`, "no typing indicator once it ended")
 
 	// A follow-up, and while it runs a second message: 409, then queued.
@@ -375,6 +376,9 @@ func (b *browser) checkRendered(e *env, key string) {
 	var want []string
 	for _, ev := range storedEvents(b.t, e, key) {
 		kind, ok := renderedKinds[ev.Type]
+		if ev.Type == "Error" && isStopError(ev.Data) {
+			ok = false // the end line that follows says "stopped"
+		}
 		if ev.Type == "SessionEnd" && !strings.Contains(string(ev.Data), `"status":"success"`) {
 			kind, ok = "end", true
 		}
@@ -396,6 +400,19 @@ func (b *browser) checkRendered(e *env, key string) {
 	if !slices.Equal(got, want) {
 		b.t.Fatalf("%s: the panel shows %v, the session holds %v", key, got, want)
 	}
+}
+
+// isStopError reports whether an Error event's data is the one a
+// subagent's stream carries when someone stopped it.
+func isStopError(data []byte) bool {
+	var ev struct {
+		Content struct {
+			Error string `json:"error"`
+			Fatal bool   `json:"fatal"`
+		} `json:"content"`
+	}
+	c := &ev.Content
+	return json.Unmarshal(data, &ev) == nil && c.Fatal && (c.Error == "cancelled" || c.Error == "cancelled: cancelled")
 }
 
 // storedEvents reads every kept event of a session from the daemon.

@@ -5,7 +5,7 @@ import { h } from 'preact';
 import { useEffect, useReducer, useRef, useState } from 'preact/hooks';
 import htm from 'htm';
 import { answerQuestion, confirmSpawn, follow, getJSON, sendMessage, stopSession, HTTPError } from './api.js';
-import { cents, duration, shortJSON } from './format.js';
+import { cost, duration, shortJSON, statusLabel, totalCost } from './format.js';
 
 const html = htm.bind(h);
 
@@ -22,9 +22,18 @@ export const empty = {
   stalled: false,
   tokens: 0,
   cost: 0,
+  unpriced: false, // a CostUpdate said the model has no known price
   spent: 0, // counts turn and subagent ends: the spend roll-up is read again
   conn: 'connecting',
 };
+
+/** The state of a new chat: nothing to follow yet, so no connection. */
+const fresh = { ...empty, conn: '' };
+
+// isStopError is the Error a subagent's stream carries when someone
+// stopped it (agent.ErrCancelled: "cancelled: cancelled"); the end line
+// that follows says "stopped", so it is not shown as an error.
+const isStopError = (c) => c.fatal && (c.error === 'cancelled' || c.error === 'cancelled: cancelled');
 
 const add = (s, item) => ({ ...s, items: [...s.items, item] });
 
@@ -72,6 +81,7 @@ export function reduce(s, ev) {
         items: s.items.map((it) => (it.kind === 'question' && it.id === c.questionId ? { ...it, by: c.by, answer: c.answer || '' } : it)),
       };
     case 'Error':
+      if (isStopError(c)) return s;
       return add(s, { kind: 'error', seq, text: c.error, fatal: c.fatal });
     case 'SessionStart':
       return { ...s, running: true, model: c.model || s.model, offline: s.offline || !!c.offline };
@@ -82,7 +92,7 @@ export function reduce(s, ev) {
     case 'SessionState':
       return { ...s, state: c.state };
     case 'CostUpdate':
-      return { ...s, tokens: s.tokens + (c.inputTokens || 0) + (c.outputTokens || 0), cost: s.cost + (c.costCents || 0) };
+      return { ...s, tokens: s.tokens + (c.inputTokens || 0) + (c.outputTokens || 0), cost: s.cost + (c.costCents || 0), unpriced: s.unpriced || !!c.unpriced };
     case 'Activity':
       return { ...s, activity: c.text };
     case 'Stalled':
@@ -101,7 +111,7 @@ export function reduce(s, ev) {
  * message makes a new session, onOpen(id) to open a subagent, onModel.
  */
 export function Chat({ sessionKey, title, subagent, onStarted, onOpen, onBack }) {
-  const [s, dispatch] = useReducer(reduce, empty);
+  const [s, dispatch] = useReducer(reduce, sessionKey ? empty : fresh);
   // Messages sent and not yet in the stream, shown dimmed until their
   // UserMessage arrives (at once, or when a queued one is delivered).
   const [pending, setPending] = useState([]);
@@ -168,6 +178,12 @@ function arrived(pending, text) {
   return i < 0 ? pending : [...pending.slice(0, i), ...pending.slice(i + 1)];
 }
 
+// endMark is a completion line's mark: ✓ success, ■ stopped, ✗ otherwise.
+function endMark(status) {
+  if (status === 'success') return '✓';
+  return status === 'cancelled' ? '■' : '✗';
+}
+
 function isFinal(status) {
   return !['queued', 'pending', 'running', ''].includes(status || '');
 }
@@ -187,18 +203,19 @@ function ChatHeader({ title, s, subagent, sessionKey, running, onBack, spend }) 
   // its turns), as ava ps and ava status show them; the stream's sum is
   // for a session that has no record.
   const used = subagent ? { tokens: subagent.tokens, cost: subagent.costCents } : { tokens: s.tokens, cost: s.cost };
+  const spent = cost(used.cost, used.tokens, s.unpriced);
   return html`
     <header class="chat-head">
       ${onBack && html`<button class="back" onClick=${onBack} title="Back to Ava">←</button>`}
       <div class="chat-title">
         <strong>${title}</strong>
-        ${subagent && html`<span class=${`pill st-${subagent.status}`}>${subagent.status}</span>`}
+        ${subagent && html`<span class=${`pill st-${subagent.status}`}>${statusLabel(subagent.status)}</span>`}
         <small class="muted">
-          ${[s.model || subagent?.model, !spend && used.tokens > 0 && `${used.tokens} tokens · ${cents(used.cost)}`].filter(Boolean).join(' · ')}
+          ${[s.model || subagent?.model, !spend && used.tokens > 0 && `${used.tokens} tokens · ${spent}`].filter(Boolean).join(' · ')}
           ${(s.offline || (s.model || subagent?.model || '').startsWith('scripted/')) && html` <span class="pill offline">offline</span>`}
         </small>
-        ${spend && spend.total.tokens > 0 && html`<small class="muted spend" title=${(spend.byModel || []).map((m) => `${m.model}: ${cents(m.costCents)}, ${m.tokens} tokens`).join('\n')}>
-          own ${cents(spend.own.costCents)} · subagents ${cents(spend.subagents.costCents)} · total ${cents(spend.total.costCents)} (${spend.total.tokens} tokens)</small>`}
+        ${spend && spend.total.tokens > 0 && html`<small class="muted spend" title=${(spend.byModel || []).map((m) => `${m.model}: ${cost(m.costCents, m.tokens)}, ${m.tokens} tokens`).join('\n')}>
+          own ${cost(spend.own.costCents, spend.own.tokens, s.unpriced)} · subagents ${cost(spend.subagents.costCents, spend.subagents.tokens)} · total ${totalCost(spend.total, spend.byModel)} (${spend.total.tokens} tokens)</small>`}
       </div>
       ${conn && html`<span class="conn" role="status">${conn === 'reconnecting' ? 'reconnecting…' : conn}</span>`}
       ${sessionKey && running && html`<button class="stop" onClick=${stop} disabled=${stopping}>Stop</button>`}
@@ -243,7 +260,7 @@ function Item({ it, onOpen, sessionKey }) {
         ↳ started <b>${it.role}</b> ${it.id}<span class="muted"> — ${it.task}</span></button>`;
     case 'complete':
       return html`<button class=${`line complete st-${it.status}`} data-seq=${seq} data-kind="complete" onClick=${() => onOpen(it.id)}>
-        ${it.status === 'success' ? '✓' : '✗'} ${it.role} ${it.id} ${it.status} · ${duration(it.durationMs)} · ${cents(it.costCents)}
+        ${endMark(it.status)} ${it.role} ${it.id} ${statusLabel(it.status)} · ${duration(it.durationMs)} · ${cost(it.costCents, it.tokens)}
         ${it.summary && html`<span class="muted"> — ${it.summary}</span>`}</button>`;
     case 'proposal':
       return html`<${Proposal} it=${it} />`;
@@ -252,7 +269,7 @@ function Item({ it, onOpen, sessionKey }) {
     case 'error':
       return html`<div class="line error" data-seq=${seq} data-kind="error">⚠ ${it.text}</div>`;
     case 'end':
-      return html`<div class=${`line end st-${it.status}`} data-seq=${seq} data-kind="end">— ${it.status} —</div>`;
+      return html`<div class=${`line end st-${it.status}`} data-seq=${seq} data-kind="end">— ${statusLabel(it.status)} —</div>`;
     default:
       return null;
   }

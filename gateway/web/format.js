@@ -7,6 +7,34 @@ export function cents(c) {
   return `${v < 10 ? v.toFixed(2) : v.toFixed(1)}¢`;
 }
 
+/**
+ * A cost for people: "unpriced" when the model has no known price (the
+ * stream's CostUpdate says so with unpriced; a record that spent tokens
+ * and costs nothing is read the same way, as the budget does: a model
+ * priced at zero is not bounded by cost either), else cents(c).
+ */
+export function cost(c, tokenCount, unpriced = false) {
+  return unpriced || ((tokenCount || 0) > 0 && !c) ? 'unpriced' : cents(c);
+}
+
+/**
+ * A roll-up's total: cents, "unpriced" when nothing in it is priced, and
+ * "1.20¢ + unpriced" when some models are priced and some are not.
+ */
+export function totalCost(total, byModel = []) {
+  const some = byModel.some((m) => cost(m.costCents, m.tokens) === 'unpriced');
+  if (some && total.costCents > 0) return `${cents(total.costCents)} + unpriced`;
+  return cost(total.costCents, total.tokens);
+}
+
+/**
+ * A run's status for people: "stopped" for cancelled (a stop someone
+ * asked for: the person, or a model's cancel_subagent), else the status.
+ */
+export function statusLabel(status) {
+  return status === 'cancelled' ? 'stopped' : status || '';
+}
+
 /** A duration in milliseconds: "850 ms", "12.3 s", "2 m 05 s", "1 h 02 m". */
 export function duration(ms) {
   const v = Math.max(0, ms || 0);

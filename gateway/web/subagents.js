@@ -3,7 +3,7 @@ import { h } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import htm from 'htm';
 import { getJSON } from './api.js';
-import { cents, duration, tokens } from './format.js';
+import { cost, duration, statusLabel, tokens } from './format.js';
 
 const html = htm.bind(h);
 
@@ -42,7 +42,14 @@ function statusText(sa) {
   if (sa.status === 'queued' && sa.queuePosition) return `queued #${sa.queuePosition}`;
   if (sa.status === 'running' && sa.waitingForUser) return 'waiting for you';
   if (sa.status === 'running' && sa.stalled) return 'stalled';
-  return sa.status;
+  return statusLabel(sa.status);
+}
+
+// shownError is a subagent's error for its row: none for a stop (its pill
+// says "stopped"; the record's error is then just "cancelled").
+function shownError(sa) {
+  const stop = sa.status === 'cancelled' && ['cancelled', 'cancelled: cancelled'].includes(sa.error);
+  return stop ? '' : sa.error;
 }
 
 /** The list: one row per subagent; a row opens its chat. */
@@ -57,8 +64,8 @@ export function SubagentList({ list, open, onOpen }) {
               <b>${sa.role}</b> <code>${sa.id}</code>
               <span class=${`pill st-${sa.stalled ? 'stalled' : sa.status}`}>${statusText(sa)}</span>
             </span>
-            <span class="row2 muted">${duration(elapsed(sa))} · ${tokens(sa.tokens)} tokens · ${cents(sa.costCents)}</span>
-            <span class="row3">${sa.activity || sa.error || sa.task}</span>
+            <span class="row2 muted">${duration(elapsed(sa))} · ${tokens(sa.tokens)} tokens · ${cost(sa.costCents, sa.tokens)}</span>
+            <span class="row3">${sa.activity || shownError(sa) || sa.task}</span>
           </button>
         </li>`)}
     </ul>`;
@@ -92,13 +99,13 @@ export function Timeline({ list, open, onOpen }) {
     <div class="timeline" role="list">
       ${rows.map(({ sa, at }) => html`
         <button key=${sa.id} role="listitem" class=${`tl-row${sa.id === open ? ' open' : ''}`} data-id=${sa.id}
-          onClick=${() => onOpen(sa.id)} title=${`${sa.role} ${sa.id}: ${sa.status}, active ${duration(sa.elapsedMs)} of ${duration(at[1] - at[0])} wall, ${cents(sa.costCents)}`}>
+          onClick=${() => onOpen(sa.id)} title=${`${sa.role} ${sa.id}: ${statusLabel(sa.status)}, active ${duration(sa.elapsedMs)} of ${duration(at[1] - at[0])} wall, ${cost(sa.costCents, sa.tokens)}`}>
           <span class="tl-label">${sa.role} <code>${sa.id}</code></span>
           <span class="tl-track">
             <span class=${`tl-bar st-${sa.status}`} data-status=${sa.status}
               style=${{ left: pct(at[0]), width: `max(${pct(at[1])} - ${pct(at[0])}, 3px)` }} />
           </span>
-          <span class="tl-cost">${cents(sa.costCents)}</span>
+          <span class="tl-cost">${cost(sa.costCents, sa.tokens)}</span>
         </button>`)}
       <div class="tl-axis muted"><span>0 s</span><span>${duration(t1 - t0)}</span></div>
     </div>`;
