@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/gateway/client"
 )
 
