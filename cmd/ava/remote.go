@@ -51,7 +51,7 @@ func daemonError(c *client.Client, err error) error {
 		return withHint(err, "set AVA_TOKEN to the daemon's token, or AVA_DATA_ROOT (--data-root) to the daemon's data root, whose "+
 			client.TokenFileName+" the command line reads")
 	case client.IsStatus(err, http.StatusConflict):
-		return withHint(err, "add --queue to deliver the message when the running turn ends, or stop it with ava stop")
+		return withHint(err, "add --queue to deliver the message when the running turn ends, --steer (a running subagent) to deliver it before its next model call, or stop it with ava stop")
 	}
 	return err
 }
