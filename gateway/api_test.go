@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/gateway/client"
 )
 
@@ -141,6 +142,11 @@ func TestBusySessionIs409UnlessQueued(t *testing.T) {
 	if !client.IsStatus(err, http.StatusConflict) {
 		t.Fatalf("second message while busy: %v, want 409", err)
 	}
+	// The 409 offers what the API can do, not the core's "supersede".
+	if msg := err.Error(); !strings.Contains(msg, `"queue": true`) || !strings.Contains(msg, "POST /api/chat/stop") ||
+		strings.Contains(msg, "supersede") || strings.Contains(msg, "steer") {
+		t.Fatalf("409 text: %s", msg)
+	}
 	sessions, err := e.c.Sessions(ctx(t))
 	must(t, err)
 	if len(sessions) != 1 || sessions[0].Key != key || sessions[0].State != "running" {
@@ -226,6 +232,10 @@ func TestStopAndSubagentRoutes(t *testing.T) {
 	_, err = e.c.Chat(ctx(t), client.ChatRequest{SessionKey: sa.SessionKey, Message: "more"})
 	if !client.IsStatus(err, 409) {
 		t.Fatalf("message to a running subagent: %v, want 409", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, `"steer": true`) || !strings.Contains(msg, `"queue": true`) ||
+		!strings.Contains(msg, "POST /api/chat/stop") || strings.Contains(msg, "ask to queue") {
+		t.Fatalf("409 text for a running subagent: %s", msg)
 	}
 	// Steering is taken at once, not queued; a main session is not steered.
 	steer, err := e.c.Chat(ctx(t), client.ChatRequest{SessionKey: sa.SessionKey, Message: "a hint", Steer: true})
@@ -322,8 +332,8 @@ func TestLogsHealthAndMetrics(t *testing.T) {
 
 	h, err := e.c.Health(ctx(t))
 	must(t, err)
-	if h.Status != "ok" || !h.Offline {
-		t.Fatalf("health %+v", h)
+	if h.Status != "ok" || !h.Offline || h.Version != ava.Version() || h.Version == "" {
+		t.Fatalf("health %+v, want version %q", h, ava.Version())
 	}
 	code, body = e.do("GET", "/metrics", "", nil)
 	for _, want := range []string{"ava_subagents_running 0", `ava_model_tokens_total{direction="input",model="` + e.model,

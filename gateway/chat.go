@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -42,7 +43,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	turn, sub, err := s.rt.Chat(ctx, t.Key, req.Message, ava.SendOptions{Queue: req.Queue, Steer: req.Steer, Merge: t.SubagentID == ""})
 	if err != nil {
-		fail(w, err)
+		fail(w, busyError(t, err))
 		return
 	}
 	s.track(turn.Done())
@@ -57,6 +58,26 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	res, _ := turn.Wait(r.Context())
 	_ = sw.named(client.EventDone, res)
+}
+
+// busyError words a refusal of a busy session or subagent (409) in the
+// API's terms: what this request can ask instead (the "queue" and
+// "steer" fields, POST /api/chat/stop), not the core's options the API
+// does not offer. Other errors pass unchanged.
+func busyError(t ava.SessionRef, err error) error {
+	if ava.KindOf(err) != ava.Busy {
+		return err
+	}
+	if t.SubagentID == "" {
+		return fmt.Errorf("%s: a turn is running (%w): send the message again with \"queue\": true to run it when the turn ends, "+
+			"or stop the turn (POST /api/chat/stop)", t.Key, ava.ErrBusy)
+	}
+	if strings.Contains(err.Error(), "on a worker") {
+		return fmt.Errorf("%s is running on a worker (%w): send the message again with \"steer\": true to deliver it before its next model call, "+
+			"or stop it (POST /api/chat/stop)", t.SubagentID, ava.ErrBusy)
+	}
+	return fmt.Errorf("%s is running (%w): send the message again with \"steer\": true to deliver it before its next model call, "+
+		"\"queue\": true to run it when its turn ends, or stop it (POST /api/chat/stop)", t.SubagentID, ava.ErrBusy)
 }
 
 // chatTarget is the session a message goes to (ava.Runtime.Target): an

@@ -154,7 +154,7 @@ func traceError(err error) error {
 
 // healthBody is GET /healthz's answer.
 func healthBody(rt *ava.Runtime) client.Health {
-	h := client.Health{Status: "ok"}
+	h := client.Health{Status: "ok", Version: ava.Version()}
 	if name, err := rt.OrchestratorModel(""); err == nil {
 		h.Model, h.Offline = name, ava.IsOffline(name)
 	}

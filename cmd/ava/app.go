@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/config"
 )
 
@@ -129,7 +130,7 @@ func Main(ctx context.Context, args []string, app *App) int {
 	root.SetIn(app.Stdin)
 	root.SetOut(app.Stdout)
 	root.SetErr(app.Stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
 	}
@@ -146,10 +147,20 @@ func Main(ctx context.Context, args []string, app *App) int {
 			fmt.Fprintf(app.Stderr, "hint: %s\n", ee.hint)
 		}
 		if code == 2 {
-			fmt.Fprintln(app.Stderr, "Run 'ava --help' for usage.")
+			fmt.Fprintf(app.Stderr, "Run '%s --help' for usage.\n", helpPath(root, cmd))
 		}
 	}
 	return code
+}
+
+// helpPath is the command line whose --help a usage error points at:
+// the subcommand that failed ("ava send"), or "ava" when cobra found none
+// (an unknown command).
+func helpPath(root, cmd *cobra.Command) string {
+	if cmd == nil {
+		return root.Name()
+	}
+	return cmd.CommandPath()
 }
 
 // errSilent marks an error already reported to the user.
@@ -157,7 +168,7 @@ var errSilent = errors.New("already reported")
 
 func isUsageError(err error) bool {
 	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "invalid argument", "flag needs an argument", "required flag"} {
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "invalid argument", "flag needs an argument", "required flag", "if any flags in the group"} {
 		if strings.Contains(msg, p) {
 			return true
 		}
@@ -178,7 +189,9 @@ OPENROUTER_API_KEY, OPENAI_API_KEY, OPENAI_BASE_URL, AVA_MODEL,
 AVA_DATA_ROOT, …), the optional file $AVA_DATA_ROOT/config.yaml, and flags.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       ava.Version(),
 	}
+	root.SetVersionTemplate("ava {{.Version}}\n")
 	root.PersistentFlags().StringVar(&app.dataRoot, "data-root", "", "data root (default $AVA_DATA_ROOT, else $XDG_DATA_HOME/ava or ~/.local/share/ava)")
 	root.PersistentFlags().StringVar(&app.workspace, "workspace", "", "folder the file and shell tools work in (default $AVA_WORKSPACE, else the current directory)")
 	root.PersistentFlags().BoolVarP(&app.verbose, "verbose", "v", false, "log debug details to stderr")
@@ -198,8 +211,24 @@ AVA_DATA_ROOT, …), the optional file $AVA_DATA_ROOT/config.yaml, and flags.`,
 		newChatCmd(app),
 		newMCPCmd(app),
 	)
+	strictCompletion(root)
 	markStarted(app, root)
 	return root
+}
+
+// strictCompletion makes "ava completion SHELL" a usage error (exit 2)
+// for a shell it has no script for (tcsh: cobra then answers "unknown
+// command"), instead of cobra's help and exit 0: a runnable command
+// refuses arguments that name no subcommand. "ava completion" alone
+// still prints the help.
+func strictCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
 }
 
 // markStarted wraps every command's RunE so that it first marks the app

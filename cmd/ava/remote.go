@@ -51,9 +51,31 @@ func daemonError(c *client.Client, err error) error {
 		return withHint(err, "set AVA_TOKEN to the daemon's token, or AVA_DATA_ROOT (--data-root) to the daemon's data root, whose "+
 			client.TokenFileName+" the command line reads")
 	case client.IsStatus(err, http.StatusConflict):
-		return withHint(err, "add --queue to deliver the message when the running turn ends, or stop it with ava stop")
+		return withHint(err, "add --queue to deliver the message when the running turn ends, --steer (a running subagent) to deliver it before its next model call, or stop it with ava stop")
 	}
 	return err
+}
+
+// errNoID is an empty subagent ID or session key argument.
+var errNoID = errors.New("the subagent ID or session key is empty: give one (S-xxxxxx, or a session key); ava ps --all lists the subagents")
+
+// checkID refuses an empty ID argument as a usage error (exit 2), before
+// any call to the daemon.
+func checkID(id string) error {
+	if strings.TrimSpace(id) == "" {
+		return usageError(errNoID)
+	}
+	return nil
+}
+
+// idError explains a failed call about one subagent or session: an ID
+// the daemon refuses (400, "S-") or does not know (404) is a usage error
+// (exit 2) with where to find the IDs; the rest as daemonError.
+func idError(c *client.Client, err error) error {
+	if client.IsStatus(err, http.StatusNotFound) || client.IsStatus(err, http.StatusBadRequest) {
+		return &exitError{code: 2, err: err, hint: "ava ps --all lists the subagents and their IDs"}
+	}
+	return daemonError(c, err)
 }
 
 // sessionKeyOf turns a subagent ID into its session key; a session key
@@ -188,13 +210,16 @@ func newStatusCmd(a *App) *cobra.Command {
 		Short: "Show one subagent (from the daemon)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkID(args[0]); err != nil {
+				return err
+			}
 			c, err := a.daemon()
 			if err != nil {
 				return err
 			}
 			s, err := c.Subagent(cmd.Context(), args[0])
 			if err != nil {
-				return daemonError(c, err)
+				return idError(c, err)
 			}
 			if asJSON {
 				return printJSON(a.Stdout, s)
@@ -237,13 +262,16 @@ func newStopCmd(a *App) *cobra.Command {
 		Short: "Stop a subagent or a session's turn (through the daemon)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkID(args[0]); err != nil {
+				return err
+			}
 			c, err := a.daemon()
 			if err != nil {
 				return err
 			}
 			r, err := c.Stop(cmd.Context(), sessionKeyOf(args[0]))
 			if err != nil {
-				return daemonError(c, err)
+				return idError(c, err)
 			}
 			if r.Stopped {
 				fmt.Fprintf(a.Stdout, "stopped %s\n", r.SessionKey)
@@ -268,6 +296,9 @@ conversation before its next model call without stopping it. Ctrl-C stops
 waiting; the turn goes on in the daemon.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkSend(args[0], queue, steer); err != nil {
+				return err
+			}
 			c, err := a.daemon()
 			if err != nil {
 				return err
@@ -279,15 +310,23 @@ waiting; the turn goes on in the daemon.`,
 	cmd.Flags().BoolVar(&queue, "queue", false, "deliver the message when the running turn ends instead of refusing it")
 	cmd.Flags().BoolVar(&steer, "steer", false, "for a running subagent: deliver the message into its conversation before its next model call, without stopping it")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the turn's result as JSON")
-	cmd.MarkFlagsMutuallyExclusive("queue", "steer")
 	return cmd
+}
+
+// checkSend refuses, as usage errors (exit 2), an empty ID and --queue
+// with --steer: a message either waits for the turn or steers it.
+func checkSend(id string, queue, steer bool) error {
+	if queue && steer {
+		return usageError(errors.New("--queue and --steer: give one, not both (--queue waits for the running turn, --steer delivers into it)"))
+	}
+	return checkID(id)
 }
 
 // send posts a message and waits for its turn's result.
 func send(ctx context.Context, a *App, c *client.Client, req client.ChatRequest, asJSON bool) error {
 	st, err := c.Chat(ctx, req)
 	if err != nil {
-		return daemonError(c, err)
+		return idError(c, err)
 	}
 	defer st.Close()
 	for {

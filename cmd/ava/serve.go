@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 	"github.com/avaagent/ava/channel/telegram"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/gateway"
+	"github.com/avaagent/ava/gateway/client"
 )
 
 type serveOptions struct {
@@ -73,7 +75,17 @@ func (o *serveOptions) check(cmd *cobra.Command) error {
 	if o.heartbeat <= 0 {
 		return usageError(fmt.Errorf("--heartbeat %s: want a positive duration", o.heartbeat))
 	}
-	return nil
+	return checkRoleFlag(o.role)
+}
+
+// checkRoleFlag refuses a --role that is none of the cluster roles, as a
+// usage error naming the flag (not AVA_ROLE, which it overrides).
+func checkRoleFlag(role string) error {
+	switch role {
+	case "", config.RoleAll, config.RoleGateway, config.RoleWorker:
+		return nil
+	}
+	return usageError(fmt.Errorf("--role %q: use %s, %s or %s", role, config.RoleGateway, config.RoleWorker, config.RoleAll))
 }
 
 func serve(cmd *cobra.Command, a *App, o serveOptions) error {
@@ -89,9 +101,6 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 	}
 	if o.role != "" {
 		cfg.Role = o.role
-		if err := cfg.Validate(); err != nil {
-			return usageError(fmt.Errorf("--role: %w", err))
-		}
 	}
 	if cfg.Role != "" && cfg.Role != config.RoleAll && !config.IsPostgresURL(cfg.DatabaseURL) {
 		return usageError(fmt.Errorf("role %s needs a cluster: set AVA_DATABASE_URL=postgres://… (the embedded SQLite store runs everything in one process)", cfg.Role))
@@ -116,8 +125,12 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 		Draining: func(running int) {
 			fmt.Fprintf(a.Stderr, "ava serve: shutting down; waiting up to %s for %d running turn(s) and subagent(s)\n", cfg.ShutdownGrace, running)
 		}})
-	if err != nil {
+	var ee *exitError
+	if err != nil && !errors.As(err, &ee) {
 		return withHint(err, "see ava serve --help")
+	}
+	if err != nil {
+		return err
 	}
 	fmt.Fprintln(a.Stderr, "ava serve: stopped")
 	return nil
@@ -145,14 +158,35 @@ func runDaemon(ctx context.Context, a *App, cfg config.Config, opt gateway.Serve
 	} else if n > 0 {
 		log.Warn("turns left open by a process that stopped ended as interrupted", "count", n)
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := listen(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+		return err
 	}
 	if opt.Channels, err = chatChannels(a, cfg, rt); err != nil {
 		return errors.Join(err, ln.Close())
 	}
 	return gateway.Serve(ctx, ln, rt, opt)
+}
+
+// listen listens on cfg.Addr. An address in use is said plainly, with
+// what to do: when an Ava daemon answers there, that it already runs;
+// else to stop what holds the port or choose another address.
+func listen(ctx context.Context, cfg config.Config) (net.Listener, error) {
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err == nil {
+		return ln, nil
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	inUse := fmt.Errorf("address %s is already in use", cfg.Addr)
+	hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if h, herr := client.New(cfg.Addr, "").Health(hctx); herr == nil {
+		return nil, withHint(fmt.Errorf("%w: an Ava daemon (%s) already runs there", inUse, h.Version),
+			"use it (ava ps, ava chat, ava panel talk to it), stop it, or start this one elsewhere with --addr HOST:PORT or AVA_ADDR")
+	}
+	return nil, withHint(inUse, "another program listens there: stop it, or start Ava elsewhere with --addr HOST:PORT or AVA_ADDR (and point ava ps, chat and panel at it with AVA_ADDR)")
 }
 
 // chatChannels builds the chat channels the configuration asks for: the

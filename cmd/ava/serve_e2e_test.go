@@ -370,7 +370,7 @@ func TestDaemonClients(t *testing.T) {
 		t.Fatalf("%s still open after its run ended", path)
 	}
 	_, errOut, code = cli(d.addr, "status", "S-ffffff")
-	if code != 1 || !strings.Contains(errOut, "404") {
+	if code != 2 || !strings.Contains(errOut, "404") {
 		t.Fatalf("status of an unknown subagent: exit %d\n%s", code, errOut)
 	}
 }

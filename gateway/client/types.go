@@ -209,6 +209,9 @@ type Health struct {
 	Offline  bool   `json:"offline"`
 	Model    string `json:"model,omitempty"`
 	Draining bool   `json:"draining,omitempty"`
+	// Version is the daemon's Ava version (ava --version): v1.2.3, or
+	// "dev" for a build from a checkout.
+	Version string `json:"version"`
 }
 
 // ErrorBody is every error response's body.
