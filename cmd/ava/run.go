@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -114,9 +115,42 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 	if key == "" {
 		key = "ava:cli:" + uuid.NewString()[:8]
 	}
-	turn, sub, err := rt.Chat(ctx, key, message, ava.SendOptions{User: a.Getenv("USER"), Model: model, Budget: o.budget, Limits: o.limits()})
+	var ask *bufio.Reader
+	if isTerminalReader(a.Stdin) {
+		ask = bufio.NewReader(a.Stdin)
+	}
+	res, err := runTurn(ctx, a, rt, o, key, message)
+	for err == nil && ctx.Err() == nil {
+		var more bool
+		if more, err = answerPending(ctx, a, rt, key, ask); !more {
+			break
+		}
+	}
+	if o.json {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Fprintln(a.Stdout, string(b))
+	} else {
+		fmt.Fprintf(a.Stderr, "session %s: continue with ava run --session %s \"…\"\n", key, key)
+	}
 	if err != nil {
 		return err
+	}
+	if res.Status != lifecycle.Success {
+		return withHint(fmt.Errorf("run ended with status %s: %s", res.Status, res.Error), statusHint(res.Status))
+	}
+	return nil
+}
+
+// runTurn sends one message to session key and prints the turn, and
+// what its background subagents did, as it happens.
+func runTurn(ctx context.Context, a *App, rt *ava.Runtime, o runOptions, key, message string) (ava.TurnResult, error) {
+	model, err := o.orchestratorModel(rt)
+	if err != nil {
+		return ava.TurnResult{}, err
+	}
+	turn, sub, err := rt.Chat(ctx, key, message, ava.SendOptions{User: a.Getenv("USER"), Model: model, Budget: o.budget, Limits: o.limits()})
+	if err != nil {
+		return ava.TurnResult{}, err
 	}
 	defer sub.Close()
 	printed, until := make(chan struct{}), make(chan uint64, 1)
@@ -138,17 +172,45 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 		close(until)
 	}
 	<-printed
-	if o.json {
-		b, _ := json.MarshalIndent(res, "", "  ")
-		fmt.Fprintln(a.Stdout, string(b))
+	if res.Session == "" {
+		res.Session = key
 	}
-	if askErr != nil {
-		return askErr
+	return res, askErr
+}
+
+// answerPending asks the person about the session's first pending
+// proposal, decides it (an unclear answer is asked again) and waits for
+// what it started, printing its progress and result; more is false
+// when none was pending. Without a terminal (ask nil) a pending proposal
+// is an error saying how to answer it: nothing started.
+func answerPending(ctx context.Context, a *App, rt *ava.Runtime, key string, ask *bufio.Reader) (more bool, err error) {
+	pending, err := rt.Proposals(ctx, key)
+	if err != nil || len(pending) == 0 {
+		return false, err
 	}
-	if res.Status != lifecycle.Success {
-		return withHint(fmt.Errorf("run ended with status %s: %s", res.Status, res.Error), statusHint(res.Status))
+	p := pending[0]
+	if ask == nil {
+		return false, withHint(fmt.Errorf("nothing started: %s awaits your confirmation (AVA_CONFIRM) and no terminal is here to ask", p.ID),
+			fmt.Sprintf("answer it with: ava confirm %s yes (or no, or \"yes but use haiku\"), or run again with --yes", p.ID))
 	}
-	return nil
+	src := &answerSource{in: ask, a: a}
+	src.prompt = p.ID + ": " + askPrompt
+	d, err := decideLocal(ctx, a, rt, key, p.ID, src)
+	if err != nil {
+		return false, err
+	}
+	for _, id := range d.SubagentIDs {
+		done, err := rt.Wait(ctx, id)
+		if err != nil {
+			_, _ = rt.Cancel(context.WithoutCancel(ctx), id)
+			return false, fmt.Errorf("wait for %s: %w", id, err)
+		}
+		fmt.Fprintln(a.Stderr, terminal.StatusLine(done))
+		if done.Result != nil && done.Result.Summary != "" {
+			fmt.Fprintf(a.Stdout, "%s: %s\n", id, done.Result.Summary)
+		}
+	}
+	return true, nil
 }
 
 // waitBackground waits for the subagents the run left in the background:
