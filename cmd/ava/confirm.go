@@ -81,7 +81,7 @@ func newAnswerSource(a *App, words string) *answerSource {
 
 // next returns the answer to try; ok is false when there is none to
 // give (no words, no terminal, or the terminal closed).
-func (s *answerSource) next() (string, bool) {
+func (s *answerSource) next(ctx context.Context) (string, bool) {
 	if s.words != "" {
 		w := s.words
 		s.words = ""
@@ -94,23 +94,37 @@ func (s *answerSource) next() (string, bool) {
 	if prompt == "" {
 		prompt = askPrompt
 	}
-	return askLine(s.in, s.a.Stderr, prompt)
+	return askLine(ctx, s.in, s.a.Stderr, prompt)
 }
 
 // interactive reports whether an unclear answer can be asked again.
 func (s *answerSource) interactive() bool { return s.in != nil }
 
 // askLine writes prompt and reads a non-empty line; false at the end of
-// input.
-func askLine(in *bufio.Reader, out io.Writer, prompt string) (string, bool) {
+// input or when ctx ends (Ctrl-C), which leaves the proposal pending.
+func askLine(ctx context.Context, in *bufio.Reader, out io.Writer, prompt string) (string, bool) {
 	for {
 		fmt.Fprint(out, prompt)
-		line, err := in.ReadString('\n')
-		line = strings.TrimSpace(line)
-		if line != "" {
-			return line, true
+		type read struct {
+			line string
+			err  error
 		}
-		if err != nil {
+		got := make(chan read, 1)
+		go func() {
+			line, err := in.ReadString('\n')
+			got <- read{strings.TrimSpace(line), err}
+		}()
+		var r read
+		select {
+		case r = <-got:
+		case <-ctx.Done():
+			fmt.Fprintln(out)
+			return "", false
+		}
+		if r.line != "" {
+			return r.line, true
+		}
+		if r.err != nil {
 			fmt.Fprintln(out)
 			return "", false
 		}
@@ -147,7 +161,7 @@ func confirmHere(ctx context.Context, a *App, id, words string) error {
 // answers src gives, asking again after an unclear one while it can.
 func decideLocal(ctx context.Context, a *App, rt *ava.Runtime, session, id string, src *answerSource) (ava.Decided, error) {
 	for {
-		words, ok := src.next()
+		words, ok := src.next(ctx)
 		if !ok {
 			return ava.Decided{}, withHint(fmt.Errorf("no answer to %s: nothing started", id),
 				fmt.Sprintf("answer with: ava confirm %s yes (or no, or \"yes but use haiku\")", id))
@@ -217,7 +231,7 @@ func confirmOnDaemon(ctx context.Context, a *App, id, words string) error {
 		fmt.Fprintln(a.Stdout, text)
 	}
 	for {
-		w, ok := src.next()
+		w, ok := src.next(ctx)
 		if !ok {
 			return withHint(fmt.Errorf("no answer to %s: nothing started", id),
 				fmt.Sprintf("answer with: ava confirm %s yes (or no, or \"yes but use haiku\")", id))

@@ -90,6 +90,20 @@ func TestSpawnWaitAsksOnTerminal(t *testing.T) {
 	if n := spawnsRecorded(t, env); n != 1 {
 		t.Fatalf("after no: %d runs recorded, want 1", n)
 	}
+
+	// Ctrl-C at the question leaves at once, the proposal pending.
+	cmd = exec.Command(avaBin, "spawn", "--role", "researcher", "--model", "haiku", "--wait", "look around")
+	cmd.Env = list
+	c = startChat(t, cmd)
+	at = c.scr.waitFor(t, 0, "or a change")
+	_, _ = c.tty.Write([]byte{3})
+	c.scr.waitFor(t, at, "ava confirm P-")
+	if code := exitCode(t, c); code != 1 {
+		t.Fatalf("Ctrl-C: exit %d; screen:\n%s", code, c.scr.text())
+	}
+	if n := spawnsRecorded(t, env); n != 1 {
+		t.Fatalf("after Ctrl-C: %d runs recorded, want 1", n)
+	}
 }
 
 // TestRunAsksOnTerminal: `ava run` on a terminal asks about its turn's
