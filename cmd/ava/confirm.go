@@ -39,7 +39,7 @@ which waits for it and prints its result.
 
 The exit code is 0 when the proposal was decided, 1 when the answer was
 unclear, or the proposal unknown, decided already or expired, and 2 on a
-usage error.`,
+usage error (a malformed ID, or no answer and no terminal to ask on).`,
 		Example: `  ava confirm P-3f9a1c yes
   ava confirm P-3f9a1c "yes but use haiku"
   AVA_ADDR=127.0.0.1:7777 ava confirm P-3f9a1c no`,
@@ -50,6 +50,9 @@ usage error.`,
 				return usageError(fmt.Errorf("%q is not a proposal ID (P- and six hex digits, as the proposal shows)", id))
 			}
 			words := strings.TrimSpace(strings.Join(args[1:], " "))
+			if words == "" && !isTerminalReader(a.Stdin) {
+				return usageError(fmt.Errorf("no answer to %s and no terminal to ask on: give one, e.g. ava confirm %s yes", id, id))
+			}
 			if a.Getenv("AVA_ADDR") != "" {
 				return confirmOnDaemon(cmd.Context(), a, id, words)
 			}

@@ -191,6 +191,13 @@ func TestConfirmLaterWithoutTerminal(t *testing.T) {
 	if _, _, code := ava(t, env, "confirm", "S-123", "yes"); code != 2 {
 		t.Fatalf("malformed: exit %d", code)
 	}
+	if _, errOut, code := ava(t, env, "confirm", runID); code != 2 || !strings.Contains(errOut, "no terminal") {
+		t.Fatalf("no answer, no terminal: exit %d: %s", code, errOut)
+	}
+	out, errOut, code = ava(t, env, "run", "--json", "--yes", "go")
+	if code != 0 || !strings.Contains(out, `"session": "ava:cli:`) {
+		t.Fatalf("run --json: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
 }
 
 // TestConfirmOnDaemon: a proposal of the daemon (ava spawn without
