@@ -40,8 +40,16 @@ func newRunCmd(a *App) *cobra.Command {
 arrives; tool activity goes to stderr. With --json, one JSON object with the
 status, text, tokens, cost, duration and iterations is printed at the end.
 
+When AVA_CONFIRM asks about a spawn (the default, always), the proposal is
+shown and, on a terminal, you are asked: y, n, or a change in words ("yes
+but use haiku"); an unclear answer is asked again, and a confirmed
+subagent runs and is waited for. Without a terminal nothing starts and the
+exit code is 1: answer with ava confirm P-xxxxxx yes, or run again with
+--yes. The session key is printed at the end (stderr; "session" in --json):
+go on with ava run --session KEY.
+
 The exit code is 0 when the run succeeded and 1 otherwise (including a limit
-such as --timeout or --max-cost being reached).`,
+such as --timeout or --max-cost being reached, or a proposal left pending).`,
 		Example: `  ava run "summarise README.md"
   OPENAI_BASE_URL=http://localhost:11434/v1 AVA_MODEL=openai/llama3.2 ava run "hello"
   ava run --offline --json "hello"`,
@@ -55,7 +63,7 @@ such as --timeout or --max-cost being reached).`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.json, "json", false, "print a machine-readable result")
-	f.BoolVar(&o.yes, "yes", false, "spawns start without asking you first (AVA_CONFIRM=never for this run); without it, a spawn the policy asks about becomes a proposal to confirm on the daemon")
+	f.BoolVar(&o.yes, "yes", false, "spawns start without asking you first (AVA_CONFIRM=never for this run); without it, a spawn the policy asks about is asked on the terminal, and without one nothing starts (answer later with ava confirm P-…)")
 	f.BoolVar(&o.offline, "offline", false, "use the offline scripted demo model (no network, no key)")
 	f.StringVar(&o.model, "model", "", "model as provider/model or an alias: haiku, sonnet, opus (default $AVA_MODEL)")
 	f.StringVar(&o.session, "session", "", "continue this session key (default: a new ava:cli:… session)")
