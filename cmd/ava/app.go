@@ -209,6 +209,7 @@ AVA_DATA_ROOT, …), the optional file $AVA_DATA_ROOT/config.yaml, and flags.`,
 		newStopCmd(app),
 		newSendCmd(app),
 		newChatCmd(app),
+		newConfirmCmd(app),
 		newMCPCmd(app),
 	)
 	strictCompletion(root)

@@ -21,8 +21,9 @@ conversations:
 `
 
 // TestRunYesSkipsConfirmation: under AVA_CONFIRM=always a spawn from
-// `ava run` becomes a proposal shown on stderr and nothing runs; the
-// person's "yes" in the same session starts it; with --yes a spawn runs
+// `ava run` without a terminal becomes a proposal shown on stderr,
+// nothing runs and the exit code is 1; the person's "yes" in the same
+// session starts it; with --yes a spawn runs
 // at once; `ava roles --stats` then counts both.
 func TestRunYesSkipsConfirmation(t *testing.T) {
 	root := t.TempDir()
@@ -31,7 +32,8 @@ func TestRunYesSkipsConfirmation(t *testing.T) {
 	operatorSubagentScript(t, root, script)
 	env := map[string]string{"AVA_DATA_ROOT": root, "AVA_CONFIRM": "always"}
 	_, errOut, code := ava(t, env, "run", "--session", "ava:cli:asked", "--model", "scripted/"+script, "go")
-	if code != 0 || !strings.Contains(errOut, "awaits your confirmation") || !strings.Contains(errOut, "Proceed? [Yes/No]") {
+	if code != 1 || !strings.Contains(errOut, "awaits your confirmation") || !strings.Contains(errOut, "Proceed? [Yes/No]") ||
+		!strings.Contains(errOut, "ava confirm P-") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	spawns := func() int {
@@ -74,12 +76,13 @@ func TestRunYesSkipsConfirmation(t *testing.T) {
 }
 
 // TestSpawnProposesUnlessYes: `ava spawn --wait` under the default policy
-// prints the proposal and starts nothing; --yes runs it.
+// without a terminal prints the proposal, starts nothing and exits 1
+// saying how to answer; --yes runs it.
 func TestSpawnProposesUnlessYes(t *testing.T) {
 	env := map[string]string{"AVA_CONFIRM": "always"}
 	out, errOut, code := ava(t, env, "spawn", "--role", "researcher", "--offline", "--wait", "look around")
-	if code != 0 || !strings.Contains(out, "Proceed? [Yes/No]") || !strings.Contains(out, "• Cost: up to $0.50") ||
-		!strings.Contains(errOut, "awaits confirmation") {
+	if code != 1 || !strings.Contains(out, "Proceed? [Yes/No]") || !strings.Contains(out, "• Cost: up to $0.50") ||
+		!strings.Contains(errOut, "awaits your confirmation") || !strings.Contains(errOut, "ava confirm P-") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	out, errOut, code = ava(t, env, "spawn", "--role", "researcher", "--offline", "--wait", "--yes", "look around")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,8 +40,16 @@ func newRunCmd(a *App) *cobra.Command {
 arrives; tool activity goes to stderr. With --json, one JSON object with the
 status, text, tokens, cost, duration and iterations is printed at the end.
 
+When AVA_CONFIRM asks about a spawn (the default, always), the proposal is
+shown and, on a terminal, you are asked: y, n, or a change in words ("yes
+but use haiku"); an unclear answer is asked again, and a confirmed
+subagent runs and is waited for. Without a terminal nothing starts and the
+exit code is 1: answer with ava confirm P-xxxxxx yes, or run again with
+--yes. The session key is printed at the end (stderr; "session" in --json):
+go on with ava run --session KEY.
+
 The exit code is 0 when the run succeeded and 1 otherwise (including a limit
-such as --timeout or --max-cost being reached).`,
+such as --timeout or --max-cost being reached, or a proposal left pending).`,
 		Example: `  ava run "summarise README.md"
   OPENAI_BASE_URL=http://localhost:11434/v1 AVA_MODEL=openai/llama3.2 ava run "hello"
   ava run --offline --json "hello"`,
@@ -54,7 +63,7 @@ such as --timeout or --max-cost being reached).`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.json, "json", false, "print a machine-readable result")
-	f.BoolVar(&o.yes, "yes", false, "spawns start without asking you first (AVA_CONFIRM=never for this run); without it, a spawn the policy asks about becomes a proposal to confirm on the daemon")
+	f.BoolVar(&o.yes, "yes", false, "spawns start without asking you first (AVA_CONFIRM=never for this run); without it, a spawn the policy asks about is asked on the terminal, and without one nothing starts (answer later with ava confirm P-…)")
 	f.BoolVar(&o.offline, "offline", false, "use the offline scripted demo model (no network, no key)")
 	f.StringVar(&o.model, "model", "", "model as provider/model or an alias: haiku, sonnet, opus (default $AVA_MODEL)")
 	f.StringVar(&o.session, "session", "", "continue this session key (default: a new ava:cli:… session)")
@@ -114,9 +123,42 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 	if key == "" {
 		key = "ava:cli:" + uuid.NewString()[:8]
 	}
-	turn, sub, err := rt.Chat(ctx, key, message, ava.SendOptions{User: a.Getenv("USER"), Model: model, Budget: o.budget, Limits: o.limits()})
+	var ask *bufio.Reader
+	if isTerminalReader(a.Stdin) {
+		ask = bufio.NewReader(a.Stdin)
+	}
+	res, err := runTurn(ctx, a, rt, o, key, message)
+	for err == nil && ctx.Err() == nil {
+		var more bool
+		if more, err = answerPending(ctx, a, rt, key, ask); !more {
+			break
+		}
+	}
+	if o.json {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Fprintln(a.Stdout, string(b))
+	} else {
+		fmt.Fprintf(a.Stderr, "session %s: continue with ava run --session %s \"…\"\n", key, key)
+	}
 	if err != nil {
 		return err
+	}
+	if res.Status != lifecycle.Success {
+		return withHint(fmt.Errorf("run ended with status %s: %s", res.Status, res.Error), statusHint(res.Status))
+	}
+	return nil
+}
+
+// runTurn sends one message to session key and prints the turn, and
+// what its background subagents did, as it happens.
+func runTurn(ctx context.Context, a *App, rt *ava.Runtime, o runOptions, key, message string) (ava.TurnResult, error) {
+	model, err := o.orchestratorModel(rt)
+	if err != nil {
+		return ava.TurnResult{}, err
+	}
+	turn, sub, err := rt.Chat(ctx, key, message, ava.SendOptions{User: a.Getenv("USER"), Model: model, Budget: o.budget, Limits: o.limits()})
+	if err != nil {
+		return ava.TurnResult{}, err
 	}
 	defer sub.Close()
 	printed, until := make(chan struct{}), make(chan uint64, 1)
@@ -138,17 +180,45 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 		close(until)
 	}
 	<-printed
-	if o.json {
-		b, _ := json.MarshalIndent(res, "", "  ")
-		fmt.Fprintln(a.Stdout, string(b))
+	if res.Session == "" {
+		res.Session = key
 	}
-	if askErr != nil {
-		return askErr
+	return res, askErr
+}
+
+// answerPending asks the person about the session's first pending
+// proposal, decides it (an unclear answer is asked again) and waits for
+// what it started, printing its progress and result; more is false
+// when none was pending. Without a terminal (ask nil) a pending proposal
+// is an error saying how to answer it: nothing started.
+func answerPending(ctx context.Context, a *App, rt *ava.Runtime, key string, ask *bufio.Reader) (more bool, err error) {
+	pending, err := rt.Proposals(ctx, key)
+	if err != nil || len(pending) == 0 {
+		return false, err
 	}
-	if res.Status != lifecycle.Success {
-		return withHint(fmt.Errorf("run ended with status %s: %s", res.Status, res.Error), statusHint(res.Status))
+	p := pending[0]
+	if ask == nil {
+		return false, withHint(fmt.Errorf("nothing started: %s awaits your confirmation (AVA_CONFIRM) and no terminal is here to ask", p.ID),
+			fmt.Sprintf("answer it with: ava confirm %s yes (or no, or \"yes but use haiku\"), or run again with --yes", p.ID))
 	}
-	return nil
+	src := &answerSource{in: ask, a: a}
+	src.prompt = p.ID + ": " + askPrompt
+	d, err := decideLocal(ctx, a, rt, key, p.ID, src)
+	if err != nil {
+		return false, err
+	}
+	for _, id := range d.SubagentIDs {
+		done, err := rt.Wait(ctx, id)
+		if err != nil {
+			_, _ = rt.Cancel(context.WithoutCancel(ctx), id)
+			return false, fmt.Errorf("wait for %s: %w", id, err)
+		}
+		fmt.Fprintln(a.Stderr, terminal.StatusLine(done))
+		if done.Result != nil && done.Result.Summary != "" {
+			fmt.Fprintf(a.Stdout, "%s: %s\n", id, done.Result.Summary)
+		}
+	}
+	return true, nil
 }
 
 // waitBackground waits for the subagents the run left in the background:

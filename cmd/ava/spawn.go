@@ -40,10 +40,14 @@ otherwise. Without --wait it is handed to the daemon (ava serve, at
 AVA_ADDR) to run in the background: its ID is printed at once; follow it
 with ava status, ava logs or the daemon's stream.
 
-When AVA_CONFIRM asks for it (the default, always), nothing starts: the
-spawn's proposal (estimated time, maximum cost, tools, model) is printed
-with its pending ID P-xxxxxx, to confirm, change or reject on the daemon
-(POST /api/spawns/P-xxxxxx/confirm). --yes confirms it here and now.`,
+When AVA_CONFIRM asks for it (the default, always), the spawn's proposal
+(estimated time, maximum cost, tools, model) is shown with its pending ID
+P-xxxxxx before anything starts. With --wait on a terminal you are asked
+at once: y, n, or a change in words ("yes but use haiku"); an unclear
+answer is asked again. Without a terminal nothing starts and the command
+exits 1: answer later with ava confirm P-xxxxxx yes, or run again with
+--yes. Without --wait the daemon keeps the proposal for ava confirm (with
+AVA_ADDR set), its panel or chat. --yes confirms it here and now.`,
 		Example: `  ava spawn --role code_reviewer --wait "review the error handling in cmd/"
   ava spawn --role researcher --model haiku --max-cost 10 --wait --json "what is WAL mode in SQLite?"`,
 		Args: cobra.MinimumNArgs(1),
@@ -107,10 +111,14 @@ func spawnOnce(ctx context.Context, a *App, o spawnOptions) error {
 	if err != nil {
 		return err
 	}
+	var sa ava.Subagent
 	if p := sp.Proposal; p != nil {
-		return printProposal(a, p.ID, p.Text, p, o.json)
+		if sa, err = askSpawn(ctx, a, rt, *p, o.json); err != nil {
+			return err
+		}
+	} else {
+		sa = *sp.Subagent
 	}
-	sa := *sp.Subagent
 	if !o.json {
 		fmt.Fprintln(a.Stdout, sa.ID)
 	}
@@ -185,17 +193,44 @@ func spawnOnDaemon(ctx context.Context, a *App, o spawnOptions) error {
 	return nil
 }
 
+// askSpawn puts the spawn's proposal to the person on the terminal and
+// returns the subagent their yes started. Without a terminal nothing
+// starts: the proposal stays pending, and the error says how to answer
+// it (exit 1). A no is an error too: the subagent did not succeed.
+func askSpawn(ctx context.Context, a *App, rt *ava.Runtime, p ava.Proposal, asJSON bool) (ava.Subagent, error) {
+	if !isTerminalReader(a.Stdin) {
+		printProposalOnly(a, p.Text, p, asJSON)
+		return ava.Subagent{}, withHint(fmt.Errorf("nothing started: %s awaits your confirmation (AVA_CONFIRM) and no terminal is here to ask", p.ID),
+			fmt.Sprintf("run again with --yes, or answer it with: ava confirm %s yes", p.ID))
+	}
+	fmt.Fprintln(a.Stderr, p.Text)
+	d, err := decideLocal(ctx, a, rt, "", p.ID, newAnswerSource(a, ""))
+	if err != nil {
+		return ava.Subagent{}, err
+	}
+	if len(d.SubagentIDs) == 0 {
+		return ava.Subagent{}, withCode(1, fmt.Errorf("%s: you declined the spawn; nothing ran", p.ID))
+	}
+	return rt.Subagent(ctx, d.SubagentIDs[0])
+}
+
 // printProposal shows a spawn that awaits confirmation: its text (or
 // the proposal as JSON) on stdout, what to do on stderr.
 func printProposal(a *App, id, text string, p any, asJSON bool) error {
+	printProposalOnly(a, text, p, asJSON)
+	fmt.Fprintf(a.Stderr, "%s awaits confirmation (AVA_CONFIRM); answer it with: ava confirm %s yes (or no, or \"yes but use haiku\"), or run again with --yes\n", id, id)
+	return nil
+}
+
+// printProposalOnly prints a proposal's text, or the proposal as JSON,
+// on stdout.
+func printProposalOnly(a *App, text string, p any, asJSON bool) {
 	if asJSON {
 		b, _ := json.MarshalIndent(map[string]any{"pending": p}, "", "  ")
 		fmt.Fprintln(a.Stdout, string(b))
-	} else {
-		fmt.Fprintln(a.Stdout, text)
+		return
 	}
-	fmt.Fprintf(a.Stderr, "nothing started: %s awaits confirmation (AVA_CONFIRM); answer it on the daemon with POST /api/spawns/%s/confirm {\"decision\": \"yes\"}, or run again with --yes\n", id, id)
-	return nil
+	fmt.Fprintln(a.Stdout, text)
 }
 
 func errSuffix(s string) string {
