@@ -313,3 +313,36 @@ func TestSubagentJSONKeepsEveryFigure(t *testing.T) {
 		t.Fatalf("round trip of %s: %+v %v", b, back.Figures, err)
 	}
 }
+
+// A proposal keeps who named its model: the operator's scripted model
+// (`ava spawn --model scripted/…`) still starts when the proposal is read
+// back from the store and confirmed; a model the person names in a
+// change is theirs, not the operator's.
+func TestProposalKeepsTheOperatorsModel(t *testing.T) {
+	ctx := testCtx(t)
+	rt := openTest(t, "turns:\n  - text: done\n", func(c *config.Config) { c.Confirm = "always" })
+	model := rt.Config().Model // scripted/<path>, named by the operator
+	key, err := rt.NewSession(ctx, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ava.SubagentConfig{Role: "researcher", Task: "x", Model: model, ModelBy: llm.NamedByOperator}
+	spawned, err := rt.Spawn(ctx, ava.SpawnRequest{Parent: key, Config: cfg})
+	if err != nil || spawned.Proposal == nil {
+		t.Fatalf("propose: %+v %v", spawned, err)
+	}
+	d, err := rt.Decide(ctx, key, spawned.Proposal.ID, ava.Confirmed, ava.Change{})
+	if err != nil {
+		t.Fatalf("confirm the operator's scripted model: %v", err)
+	}
+	if sa, err := rt.Wait(ctx, d.SubagentIDs[0]); err != nil || sa.Status != "success" {
+		t.Fatalf("run: %+v %v", sa, err)
+	}
+	again, err := rt.Spawn(ctx, ava.SpawnRequest{Parent: key, Config: cfg})
+	if err != nil || again.Proposal == nil {
+		t.Fatalf("propose again: %+v %v", again, err)
+	}
+	if _, err := rt.Decide(ctx, key, again.Proposal.ID, ava.Modified, ava.Change{Model: model}); !errors.Is(err, llm.ErrOperatorOnlyModel) {
+		t.Fatalf("a change naming a scripted model: %v, want ErrOperatorOnlyModel", err)
+	}
+}

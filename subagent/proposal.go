@@ -67,6 +67,31 @@ type ProposedSpawn struct {
 	Workspace   string        `json:"workspace,omitempty"`
 	User        string        `json:"user,omitempty"`
 	Fork        []llm.Message `json:"fork,omitempty"`
+	// OperatorModels records, per config, that the operator named its
+	// model (Config.ModelBy, which a config's JSON never carries, so that
+	// a model's arguments cannot claim it): a proposal stored by one
+	// process and confirmed in another keeps who named the model.
+	OperatorModels []bool `json:"operatorModels,omitempty"`
+}
+
+// withNamers returns ps recording who named each config's model.
+func (ps ProposedSpawn) withNamers() ProposedSpawn {
+	ps.OperatorModels = make([]bool, len(ps.Configs))
+	for i, c := range ps.Configs {
+		ps.OperatorModels[i] = c.ModelBy == llm.NamedByOperator
+	}
+	return ps
+}
+
+// configs are the configs to start, each with who named its model.
+func (ps ProposedSpawn) configs() []Config {
+	cfgs := slices.Clone(ps.Configs)
+	for i := range cfgs {
+		if i < len(ps.OperatorModels) && ps.OperatorModels[i] {
+			cfgs[i].ModelBy = llm.NamedByOperator
+		}
+	}
+	return cfgs
 }
 
 func (ps ProposedSpawn) caller() tool.Caller {
@@ -78,10 +103,14 @@ func (ps ProposedSpawn) caller() tool.Caller {
 // to its caps.
 func (ps *ProposedSpawn) apply(c confirm.Change) {
 	cfgs := slices.Clone(ps.Configs)
+	ps.OperatorModels = slices.Clone(ps.OperatorModels)
 	for i := range cfgs {
 		if c.Model != "" {
 			// A decision comes through the API or a chat: not the operator.
 			cfgs[i].Model, cfgs[i].ModelBy = c.Model, llm.NamedByOther
+			if i < len(ps.OperatorModels) {
+				ps.OperatorModels[i] = false
+			}
 		}
 		if c.MaxTokens > 0 {
 			cfgs[i].MaxTokens = c.MaxTokens
@@ -183,6 +212,7 @@ func (pp *proposals) gate(ctx context.Context, ps ProposedSpawn, parent tool.Cal
 		return nil, fmt.Errorf("spawn: %w: subagents cannot spawn subagents", tool.ErrForbidden)
 	}
 	ps.Parent, ps.ParentAgent, ps.Workspace, ps.User = parent.SessionKey, parent.AgentID, parent.Workspace, user
+	ps = ps.withNamers()
 	est, err := pp.rt.estimateSpawn(ctx, ps)
 	if err != nil {
 		return nil, err
@@ -213,7 +243,7 @@ func (pp *proposals) takeSpan(id string) trace.SpanContext {
 // total estimate.
 func (m *Manager) estimateSpawn(ctx context.Context, ps ProposedSpawn) (estimate.Estimate, error) {
 	var ests []estimate.Estimate
-	for _, c := range ps.Configs {
+	for _, c := range ps.configs() {
 		p, err := m.plan(ctx, Request{Config: c, Parent: ps.caller(), User: ps.User})
 		if err != nil {
 			return estimate.Estimate{}, err

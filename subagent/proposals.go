@@ -136,14 +136,14 @@ type started struct {
 // (invalid), of the decision's span (Request.TraceParent).
 func (m *Manager) startSpawn(ctx context.Context, ps ProposedSpawn, span trace.SpanContext) (started, func(), error) {
 	if ps.Mode == ModeSingle {
-		h, err := m.Spawn(ctx, Request{Config: ps.Configs[0], Parent: ps.caller(), User: ps.User, Background: ps.Parent != "", Fork: ps.Fork,
+		h, err := m.Spawn(ctx, Request{Config: ps.configs()[0], Parent: ps.caller(), User: ps.User, Background: ps.Parent != "", Fork: ps.Fork,
 			TraceParent: span})
 		if err != nil {
 			return started{}, nil, err
 		}
 		return started{ids: []string{h.ID()}, runID: h.UUID()}, h.Cancel, nil
 	}
-	g, err := m.SpawnGroup(ctx, GroupRequest{Configs: ps.Configs, Mode: ps.Mode, Parent: ps.caller(), User: ps.User,
+	g, err := m.SpawnGroup(ctx, GroupRequest{Configs: ps.configs(), Mode: ps.Mode, Parent: ps.caller(), User: ps.User,
 		Background: ps.Parent != "", BudgetCents: ps.BudgetCents, Timeout: time.Duration(ps.TimeoutSeconds * float64(time.Second)), Fork: ps.Fork,
 		TraceParent: span})
 	if err != nil {
