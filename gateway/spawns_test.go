@@ -112,7 +112,8 @@ func TestAPISpawnIsProposed(t *testing.T) {
 }
 
 // TestChatAnswersAProposal: while proposals await the person, a chat
-// message is the answer: with two pending the person is asked which; an
+// message is the answer: with two pending a change or an unclear answer
+// asks which; an
 // unclear answer is asked again; "P-… yes but use …" confirms with the
 // change; "no thanks" rejects the last one.
 func TestChatAnswersAProposal(t *testing.T) {
@@ -131,8 +132,10 @@ func TestChatAnswersAProposal(t *testing.T) {
 		}
 		return res.Text
 	}
-	if got := say("sure"); !strings.Contains(got, "2 spawns await your answer") || !strings.Contains(got, ps[1].ID) {
-		t.Fatalf("with two pending: %q", got)
+	for _, msg := range []string{"hmm", "use haiku", "yes to P-ffffff"} {
+		if got := say(msg); !strings.Contains(got, "2 spawns await your answer") || !strings.Contains(got, ps[1].ID) {
+			t.Fatalf("%q with two pending: %q", msg, got)
+		}
 	}
 	if got := say(ps[0].ID + " hmm"); !strings.Contains(got, "could not tell") {
 		t.Fatalf("unclear: %q", got)
@@ -150,6 +153,80 @@ func TestChatAnswersAProposal(t *testing.T) {
 	if n := len(pendingOf(t, e, key)); n != 0 {
 		t.Fatalf("%d still pending", n)
 	}
+}
+
+// TestChatYesAnswersTheTurnsProposals: after a turn proposed two spawns,
+// "yes" in the chat starts both, "no" rejects both, and "yes to P-…" or
+// "no to P-…" answers only the one it names.
+func TestChatYesAnswersTheTurnsProposals(t *testing.T) {
+	t.Run("yes starts all", func(t *testing.T) {
+		e, key, _ := proposeTwo(t)
+		got := sayIn(t, e, key, "yes")
+		for _, want := range []string{"🚀 Spawning researcher subagent (S-", "\n🚀 Spawning researcher subagent (S-"} {
+			if !strings.Contains(got, want) {
+				t.Fatalf("yes: %q", got)
+			}
+		}
+		if n := len(pendingOf(t, e, key)); n != 0 {
+			t.Fatalf("%d still pending after yes", n)
+		}
+		subs, err := e.c.Subagents(ctx(t), client.SubagentFilter{})
+		must(t, err)
+		if len(subs) != 2 {
+			t.Fatalf("yes started %d subagents, want 2", len(subs))
+		}
+	})
+	t.Run("no rejects all", func(t *testing.T) {
+		e, key, ps := proposeTwo(t)
+		want := "OK, not spawning researcher (" + ps[0].ID + ").\nOK, not spawning researcher (" + ps[1].ID + ")."
+		if got := sayIn(t, e, key, "no"); got != want {
+			t.Fatalf("no: %q, want %q", got, want)
+		}
+		if n := len(pendingOf(t, e, key)); n != 0 {
+			t.Fatalf("%d still pending after no", n)
+		}
+	})
+	t.Run("yes to one", func(t *testing.T) {
+		e, key, ps := proposeTwo(t)
+		if got := sayIn(t, e, key, "yes to "+ps[1].ID); !strings.HasPrefix(got, "🚀 Spawning researcher subagent (S-") || strings.Contains(got, "\n") {
+			t.Fatalf("yes to one: %q", got)
+		}
+		left := pendingOf(t, e, key)
+		if len(left) != 1 || left[0].ID != ps[0].ID {
+			t.Fatalf("pending after yes to %s: %+v", ps[1].ID, left)
+		}
+		if got := sayIn(t, e, key, "no to "+ps[0].ID); got != "OK, not spawning researcher ("+ps[0].ID+")." {
+			t.Fatalf("no to one: %q", got)
+		}
+		subs, err := e.c.Subagents(ctx(t), client.SubagentFilter{})
+		must(t, err)
+		if len(subs) != 1 || len(pendingOf(t, e, key)) != 0 {
+			t.Fatalf("%d subagents, want 1", len(subs))
+		}
+	})
+}
+
+// proposeTwo runs a turn that proposes two spawns and returns its
+// session and the proposals.
+func proposeTwo(t *testing.T) (*env, string, []client.Proposal) {
+	t.Helper()
+	e := newEnv(t, envOptions{script: confirmScript, confirm: "always"})
+	start, _, _ := e.chat(client.ChatRequest{Message: "research this"})
+	ps := pendingOf(t, e, start.SessionKey)
+	if len(ps) != 2 {
+		t.Fatalf("%d proposals, want 2", len(ps))
+	}
+	return e, start.SessionKey, ps
+}
+
+// sayIn sends a chat message to the session and returns the reply.
+func sayIn(t *testing.T, e *env, key, msg string) string {
+	t.Helper()
+	_, _, res := e.chat(client.ChatRequest{SessionKey: key, Message: msg})
+	if res.Status != "success" {
+		t.Fatalf("%q: %+v", msg, res)
+	}
+	return res.Text
 }
 
 // TestAPISpawnRefusesAScriptPath: POST /api/subagents may not name a

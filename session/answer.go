@@ -17,13 +17,17 @@ import (
 // A message to a main session that has spawn proposals awaiting the
 // person is their answer (seed 000 section 2.1: "Proceed? [Yes/No]" —
 // "Yes"), not a new request: it is parsed (confirm.Parse) and decides
-// the proposal without a model turn. A message naming a pending ID
-// ("P-3f9a1c yes") answers that one; otherwise it answers the only one
-// pending, and with several pending the person is asked which. An answer
-// that is not clearly a yes, a no or a change is asked again, never taken
-// as yes. The person's answer and the reply are published as UserMessage
-// and AssistantMessage events; the orchestrator learns the outcome from
-// the [Subagent] note the decision leaves in its history.
+// proposals without a model turn. A message naming a pending ID
+// ("P-3f9a1c yes", "yes to P-3f9a1c", "no to P-3f9a1c") answers that
+// one. A plain yes or no answers every pending proposal of the session:
+// they are all the last turn's, since while any is pending a message is
+// an answer and starts no turn (issue 31: "yes" after a turn proposed
+// two spawns starts both). A change ("use haiku") or an unclear answer
+// with several pending asks which one. An answer that is not clearly a
+// yes, a no or a change is asked again, never taken as yes. The person's
+// answer and the reply are published as UserMessage and AssistantMessage
+// events; the orchestrator learns the outcome from the [Subagent] note
+// the decision leaves in its history.
 
 var pendingIDPattern = regexp.MustCompile(`(?i)\bP-[0-9a-f]{6}\b`)
 
@@ -47,22 +51,32 @@ func (s *Service) answerProposal(ctx context.Context, t *Turn) bool {
 	return true
 }
 
-// decideFromText applies the message to the proposal it answers and
+// decideFromText applies the message to the proposals it answers and
 // returns what to tell the person.
 func (s *Service) decideFromText(ctx context.Context, pending []subagent.Proposal, message string) string {
-	target, text := pickProposal(pending, message)
-	if target == nil {
+	targets, text := pickProposal(pending, message)
+	if len(targets) == 0 {
 		var ids []string
 		for _, p := range pending {
 			ids = append(ids, fmt.Sprintf("%s (%s: %s)", p.ID, p.Role, firstWords(p.Task)))
 		}
-		return fmt.Sprintf("%d spawns await your answer: %s. Answer with the ID first, e.g. \"%s yes\".",
+		return fmt.Sprintf("%d spawns await your answer: %s. Answer \"yes\" or \"no\" for all, or name one, e.g. \"yes to %s\".",
 			len(pending), strings.Join(ids, ", "), pending[0].ID)
 	}
 	a := confirm.Parse(text)
 	if a.Decision == confirm.Unclear {
-		return confirm.AskAgain + "\n\n" + target.Text
+		return confirm.AskAgain + "\n\n" + targets[0].Text
 	}
+	replies := make([]string, 0, len(targets))
+	for i := range targets {
+		replies = append(replies, s.decideOne(ctx, &targets[i], a))
+	}
+	return strings.Join(replies, "\n")
+}
+
+// decideOne applies a parsed answer to one proposal and returns what to
+// tell the person about it.
+func (s *Service) decideOne(ctx context.Context, target *subagent.Proposal, a confirm.Answer) string {
 	d, err := s.cfg.Subagents.Decide(ctx, target.ID, a.Decision, a.Change)
 	if err != nil {
 		return fmt.Sprintf("Could not apply your answer to %s: %v", target.ID, err)
@@ -77,19 +91,26 @@ func (s *Service) decideFromText(ctx context.Context, pending []subagent.Proposa
 	return fmt.Sprintf("🚀 Spawning %s subagent%s (%s)%s...", target.Role, plural(len(d.SubagentIDs)), strings.Join(d.SubagentIDs, ", "), with)
 }
 
-// pickProposal returns the proposal the message answers and the answer
-// without the ID; nil when several are pending and none is named.
-func pickProposal(pending []subagent.Proposal, message string) (*subagent.Proposal, string) {
+// pickProposal returns the proposals the message answers and the answer
+// without the ID: the one it names (none when that one is not pending);
+// else the only one pending; else,
+// for a plain yes or no, all pending (the last turn's); else none, and
+// the person is asked which.
+func pickProposal(pending []subagent.Proposal, message string) ([]subagent.Proposal, string) {
 	if id := pendingIDPattern.FindString(message); id != "" {
 		rest := strings.TrimSpace(pendingIDPattern.ReplaceAllString(message, " "))
 		for i := range pending {
 			if strings.EqualFold(pending[i].ID, id) {
-				return &pending[i], rest
+				return pending[i : i+1], rest
 			}
 		}
+		return nil, rest // a named ID that is not pending answers none
 	}
 	if len(pending) == 1 {
-		return &pending[0], message
+		return pending, message
+	}
+	if d := confirm.Parse(message).Decision; d == confirm.Confirmed || d == confirm.Rejected {
+		return pending, message
 	}
 	return nil, message
 }
