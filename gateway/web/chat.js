@@ -5,7 +5,7 @@ import { h } from 'preact';
 import { useEffect, useReducer, useRef, useState } from 'preact/hooks';
 import htm from 'htm';
 import { answerQuestion, confirmSpawn, follow, getJSON, sendMessage, stopSession, HTTPError } from './api.js';
-import { cost, duration, shortJSON, statusLabel, totalCost } from './format.js';
+import { cents, cost, duration, shortJSON, statusLabel, totalCost } from './format.js';
 
 const html = htm.bind(h);
 
@@ -25,6 +25,8 @@ export const empty = {
   unpriced: false, // a CostUpdate said the model has no known price
   spent: 0, // counts turn and subagent ends: the spend roll-up is read again
   conn: 'connecting',
+  awaiting: [], // proposals awaiting the person: {id, role, task, estimate, expiresAt}
+  decided: [], // IDs of proposals decided, so a late pending list cannot bring them back
 };
 
 /** The state of a new chat: nothing to follow yet, so no connection. */
@@ -66,10 +68,15 @@ export function reduce(s, ev) {
     case 'SubagentComplete':
       return add({ ...s, spent: s.spent + 1 }, { kind: 'complete', seq, ...c, id: c.subagentId });
     case 'SpawnProposed':
-      return add(s, { kind: 'proposal', seq, id: c.pendingId, text: c.text, decision: '' });
+      return add(await_(s, [{ id: c.pendingId, role: c.role, task: c.task, estimate: c.estimate, expiresAt: c.expiresAt }]),
+        { kind: 'proposal', seq, id: c.pendingId, text: c.text, decision: '' });
+    case 'pendingList': // GET /api/spawns?status=pending: the daemon's list
+      return await_(s, ev.proposals.map((p) => ({ id: p.id, role: p.role, task: p.task, estimate: p.estimate, expiresAt: p.expiresAt })));
     case 'SpawnDecided':
       return {
         ...s,
+        awaiting: s.awaiting.filter((p) => p.id !== c.pendingId),
+        decided: [...s.decided, c.pendingId],
         items: s.items.map((it) => (it.kind === 'proposal' && it.id === c.pendingId
           ? { ...it, decision: c.decision, change: c.change, ids: c.subagentIds || [] } : it)),
       };
@@ -104,6 +111,13 @@ export function reduce(s, ev) {
   }
 }
 
+// await_ adds proposals to those awaiting the person, each once, unless
+// already decided.
+function await_(s, proposals) {
+  const fresh = proposals.filter((p) => !s.decided.includes(p.id) && !s.awaiting.some((a) => a.id === p.id));
+  return fresh.length ? { ...s, awaiting: [...s.awaiting, ...fresh] } : s;
+}
+
 /**
  * A session as a chat: its whole stream from the start, live. props:
  * sessionKey (empty for a chat not started yet), title, subagent (the
@@ -126,6 +140,7 @@ export function Chat({ sessionKey, title, subagent, onStarted, onOpen, onBack })
     });
   }, [sessionKey]);
 
+  usePendingList(subagent ? '' : sessionKey, dispatch);
   const running = subagent?.status ? !isFinal(subagent.status) : s.state ? s.state !== 'idle' : s.running;
   const spend = useSpend(subagent ? '' : sessionKey, s.spent);
   const send = async (text, how) => {
@@ -144,8 +159,65 @@ export function Chat({ sessionKey, title, subagent, onStarted, onOpen, onBack })
     <section class="chat" data-session=${sessionKey} data-conn=${s.conn}>
       <${ChatHeader} ...${{ title, s, subagent, sessionKey, running, onBack, spend }} />
       <${Messages} s=${s} pending=${pending} onOpen=${onOpen} typing=${typing(s, subagent, running)} sessionKey=${sessionKey} />
+      ${!subagent && html`<${PendingBar} awaiting=${s.awaiting} />`}
       <${Composer} send=${send} canSteer=${!!subagent} placeholder=${subagent ? `Message ${subagent.role} ${subagent.id}` : 'Message Ava'} />
     </section>`;
+}
+
+/**
+ * Reads the session's pending proposals once it is opened (a reload, or
+ * a stream whose older events are gone) into the chat's state; the
+ * stream's SpawnProposed and SpawnDecided events keep it current.
+ */
+function usePendingList(sessionKey, dispatch) {
+  useEffect(() => {
+    if (!sessionKey) return;
+    getJSON(`/api/spawns?status=pending&sessionKey=${encodeURIComponent(sessionKey)}`)
+      .then((b) => dispatch({ eventType: 'pendingList', proposals: b.proposals || [] }), () => {});
+  }, [sessionKey]);
+}
+
+/**
+ * The session's proposals awaiting the person, kept above the input so
+ * they stay in sight when their cards scroll off: role, task, estimate
+ * and Yes / No each. Typing "yes" or "no" answers them all, "yes to P-…"
+ * one.
+ */
+function PendingBar({ awaiting }) {
+  const now = Date.now();
+  const live = awaiting.filter((p) => !p.expiresAt || Date.parse(p.expiresAt) > now);
+  if (live.length === 0) return null;
+  return html`
+    <div class="pending-bar" role="region" aria-label="Spawns awaiting your answer">
+      <small class="muted">${live.length === 1 ? 'A spawn awaits your answer' : `${live.length} spawns await your answer — "yes" answers all`}</small>
+      ${live.map((p) => html`<${PendingSpawn} key=${p.id} p=${p} />`)}
+    </div>`;
+}
+
+// PendingSpawn is one line of the pending bar.
+function PendingSpawn({ p }) {
+  const [error, setError] = useState('');
+  const [busy, setBusy] = useState(false);
+  const decide = async (d) => {
+    setError('');
+    setBusy(true);
+    try {
+      await confirmSpawn(p.id, d);
+    } catch (err) {
+      setError(err.message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const est = p.estimate || {};
+  const bound = [est.maxCostCents > 0 && `≤ ${cents(est.maxCostCents)}`, est.maxSeconds > 0 && `≤ ${duration(est.maxSeconds * 1000)}`].filter(Boolean).join(' · ');
+  return html`
+    <div class="pending-spawn" data-id=${p.id}>
+      <span class="what"><b>${p.role}</b> <span class="muted">${p.id}</span> — ${p.task}${bound && html`<small class="muted"> (${bound})</small>`}</span>
+      <button type="button" class="yes" disabled=${busy} onClick=${() => decide('yes')}>Yes</button>
+      <button type="button" class="ghost no" disabled=${busy} onClick=${() => decide('no')}>No</button>
+      ${error && html`<span class="error" role="alert">${error}</span>`}
+    </div>`;
 }
 
 /**
