@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,13 +26,15 @@ func TestRolesOnReadOnlyDataRoot(t *testing.T) {
 		}
 	}
 	good := filepath.Join(base, "good")
-	if _, stderr, code := ava(t, map[string]string{"AVA_DATA_ROOT": good}, "run", "--offline", "hi"); code != 0 {
+	if _, stderr, code := ava(t, map[string]string{"AVA_DATA_ROOT": good}, "run", "--offline", "--yes", "hi"); code != 0 {
 		t.Fatalf("making a store: exit %d: %s", code, stderr)
 	}
 	bin := copyBinary(t, base)
 	cases := []struct {
 		name string
 		root func(dir string) string
+		// runs is the researcher's RUNS column under --stats.
+		runs string
 	}{
 		{"data root with a store", func(dir string) string {
 			r := filepath.Join(dir, "root")
@@ -41,11 +44,11 @@ func TestRolesOnReadOnlyDataRoot(t *testing.T) {
 			chmod(t, filepath.Join(r, "ava.db"), 0o444)
 			chmod(t, r, 0o555)
 			return r
-		}},
+		}, "1"},
 		{"missing data root", func(dir string) string {
 			chmod(t, dir, 0o555)
 			return filepath.Join(dir, "ava")
-		}},
+		}, "0"},
 	}
 	for _, c := range cases {
 		for _, args := range [][]string{{"roles"}, {"roles", "--stats"}} {
@@ -63,6 +66,9 @@ func TestRolesOnReadOnlyDataRoot(t *testing.T) {
 				}
 				if !strings.Contains(stdout, "researcher") {
 					t.Errorf("stdout lacks the built-in role researcher:\n%s", stdout)
+				}
+				if stats := regexp.MustCompile(`(?m)^researcher +` + c.runs + ` `); len(args) > 1 && !stats.MatchString(stdout) {
+					t.Errorf("stdout lacks %q (the store's figures):\n%s", stats, stdout)
 				}
 				after, afterTime := snapshot(t, root)
 				if beforeTime != afterTime {

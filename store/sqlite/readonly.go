@@ -23,12 +23,14 @@ var ErrReadOnly = errors.New("the store was opened read-only")
 var memoryStores atomic.Int64
 
 // openReadOnly opens the store for reading only, creating and writing
-// nothing: the file is opened with mode=ro and every connection is
-// query_only; nothing is migrated. A database in WAL mode whose -shm file
-// is gone (it was closed cleanly) cannot be opened mode=ro in a folder the
-// process may not write; it is then opened immutable, as the snapshot it
-// is (SQLite then says CANTOPEN, or READONLY for want of a -shm file).
-// A missing file, or one whose schema is older than this program's,
+// nothing: every connection is query_only and nothing is migrated. While
+// another process has the database open (its -shm file exists) it is
+// opened mode=ro, sharing that process's locks and reading its latest
+// commits. Otherwise it is opened immutable, as the snapshot it is: a
+// mode=ro open of a WAL database would create the -wal and -shm files
+// where it may, and fail where it may not (SQLite says CANTOPEN, or
+// READONLY for want of a -shm file), in which case immutable is tried
+// too. A missing file, or one whose schema is older than this program's,
 // gives an empty in-memory store instead, with a log line saying so: the
 // caller sees no runs rather than an error.
 func (s *Store) openReadOnly(ctx context.Context, readConns int) error {
@@ -36,8 +38,12 @@ func (s *Store) openReadOnly(ctx context.Context, readConns int) error {
 		s.log.Info("store: no database file yet; reading an empty store", "path", s.path)
 		return s.openMemory(ctx, readConns)
 	}
+	tries := []bool{true}
+	if _, err := os.Stat(s.path + "-shm"); err == nil {
+		tries = []bool{false, true}
+	}
 	var lastErr error
-	for _, immutable := range []bool{false, true} {
+	for _, immutable := range tries {
 		uri := readOnlyDSN(s.path, immutable)
 		current, err := s.openFilePools(ctx, uri, readConns)
 		if err == nil && current {
