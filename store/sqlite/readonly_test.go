@@ -130,3 +130,27 @@ func makeOldSchema(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
+
+// TestReadOnlyOpenWhileInUse opens read-only a store another connection
+// has open and writes: it shares the live database (mode=ro) and sees
+// a commit made after it opened.
+func TestReadOnlyOpenWhileInUse(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), FileName)
+	rw, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.Close()
+	ro, err := Open(ctx, path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if _, err := rw.WriteMemory(ctx, store.Memory{Content: "later"}); err != nil {
+		t.Fatal(err)
+	}
+	if mems, err := ro.RecentMemory(ctx, 10); err != nil || len(mems) != 1 {
+		t.Errorf("RecentMemory: %v, %v; want the later memory", mems, err)
+	}
+}
