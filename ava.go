@@ -52,7 +52,11 @@ type Options struct {
 	Logger *slog.Logger
 	// ReadOnly opens for looking only (`ava roles`, inspection): no
 	// process registration, no recovery of other processes' runs, no
-	// sessions; Send and Spawn fail with ErrReadOnly.
+	// sessions; Send and Spawn fail with ErrReadOnly. It creates and
+	// writes nothing: no data root (a missing one gives the built-in
+	// roles and an empty store), the SQLite file opened read-only and
+	// never migrated (a missing or older one reads as empty), no audit
+	// log or session files; so it works on a read-only data root.
 	ReadOnly bool
 	// Tools are tools of the embedding program, added to the built-in
 	// ones: a role that names one in its tools gets it.

@@ -126,7 +126,12 @@ func WithSink(s event.Sink) Option { return func(o *openOptions) { o.sinks = app
 
 // ReadOnly opens an instance for looking only (ava roles): it does not
 // register this process as an owner of runs, recovers no other process's
-// runs and announces nothing.
+// runs and announces nothing. It creates and writes nothing either: no
+// data root (a missing one is fine: built-in roles and config only), the
+// store opened read-only (sqlite.Options.ReadOnly: a missing or older
+// database reads as an empty store; PostgreSQL in read-only
+// transactions), and no audit log or session files (the hub has no sinks,
+// as nothing publishes).
 func ReadOnly() Option { return func(o *openOptions) { o.readOnly = true } }
 
 // Open builds an Instance from a validated cfg, creating the data root.
@@ -144,8 +149,10 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Opti
 	if log == nil {
 		log = slog.Default()
 	}
-	if err := cfg.EnsureDataRoot(); err != nil {
-		return nil, err
+	if !o.readOnly {
+		if err := cfg.EnsureDataRoot(); err != nil {
+			return nil, err
+		}
 	}
 	in := &Instance{Config: cfg, Log: log}
 	if err := in.open(ctx, o); err != nil {
@@ -159,16 +166,16 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Opti
 
 // openStore opens the store: PostgreSQL when cfg.DatabaseURL is a
 // postgres:// URL, else the SQLite file in the data root.
-func openStore(ctx context.Context, cfg config.Config, log *slog.Logger, r *redact.Redactor) (store.Store, error) {
+func openStore(ctx context.Context, cfg config.Config, log *slog.Logger, r *redact.Redactor, readOnly bool) (store.Store, error) {
 	if config.IsPostgresURL(cfg.DatabaseURL) {
-		s, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{Logger: log, Redactor: r})
+		s, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{Logger: log, Redactor: r, ReadOnly: readOnly})
 		if err != nil {
 			return nil, err
 		}
 		log.Info("store opened", "backend", "postgres", "database", s.Where())
 		return s, nil
 	}
-	s, err := sqlite.Open(ctx, filepath.Join(cfg.DataRoot, sqlite.FileName), sqlite.Options{Logger: log, Redactor: r})
+	s, err := sqlite.Open(ctx, filepath.Join(cfg.DataRoot, sqlite.FileName), sqlite.Options{Logger: log, Redactor: r, ReadOnly: readOnly})
 	if err != nil {
 		return nil, err
 	}
@@ -195,24 +202,14 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 			in.closers = append(in.closers, func() error { return in.Tracing.Shutdown(context.Background()) })
 		}
 	}
-	if in.Store, err = openStore(ctx, cfg, log, in.Redactor); err != nil {
+	if in.Store, err = openStore(ctx, cfg, log, in.Redactor, o.readOnly); err != nil {
 		return err
 	}
 	in.closers = append(in.closers, in.Store.Close)
-	// The hub masks every event before its sinks see it, so the audit log
-	// and the session files need no redactor of their own.
-	if in.Audit, err = audit.NewWriter(cfg.DataRoot, audit.Options{Logger: log}); err != nil {
-		return fmt.Errorf("open audit log: %w", err)
-	}
-	in.closers = append(in.closers, in.Audit.Close)
-	// The audit log and the session files are the hub's sinks, their
-	// only writers: every kept event reaches them after it is stored.
-	sessionFiles, err := audit.NewSessionLogs(cfg.DataRoot, audit.SessionOptions{})
+	sessionFiles, err := in.openSinks(o)
 	if err != nil {
-		return fmt.Errorf("open session logs: %w", err)
+		return err
 	}
-	sinks := append([]event.Sink{in.Audit, sessionFiles}, o.sinks...)
-	in.Hub = event.NewHub(in.Store, sinks...)
 	in.Hub.SetRedactor(in.Redactor)
 	if !o.readOnly {
 		in.hardenAndReport()
@@ -277,7 +274,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 		Roles: roles, MaxConcurrent: cfg.MaxConcurrentSubagents, StallAfter: cfg.StallAfter,
 		ProgressAfter: cfg.ProgressAfter, ProgressEvery: cfg.ProgressEvery, WrapUpAt: cfg.WrapUpAt, AskTimeout: cfg.AskTimeout,
 		Overflow: subagent.Overflow(cfg.SpawnOverflow), MaxQueued: cfg.MaxQueuedSubagents,
-		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly, ResumeAttempts: resumeAttempts, LifecycleFiles: sessionFiles,
+		Workspace: cfg.Workspace, Logger: log, Owner: owner, ReadOnly: o.readOnly, ResumeAttempts: resumeAttempts, LifecycleFiles: lifecycleFiles(sessionFiles),
 		Confirm: policy, ConfirmTimeout: cfg.ConfirmTimeout, Tracer: in.Tracing.Tracer(), Redactor: in.Redactor,
 		Dispatch: node.Dispatcher(), Worker: node.Runs(), RecoverEvery: cfg.RecoverEvery, Observers: in.Observers})
 	// Registered before Start: a Start that fails half way may already
@@ -293,6 +290,42 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 		return nil
 	}
 	return in.openSessions(ctx)
+}
+
+// openSinks opens the audit log and the session files and the hub that
+// feeds them, and returns the session files. The hub masks every event
+// before its sinks see it, so the audit log and the session files need
+// no redactor of their own. A read-only instance gets a hub without
+// sinks (nothing publishes) and writes no file: in.Audit and the
+// session files are nil.
+func (in *Instance) openSinks(o openOptions) (*audit.SessionLogs, error) {
+	if o.readOnly {
+		in.Hub = event.NewHub(in.Store)
+		return nil, nil
+	}
+	cfg, log := in.Config, in.Log
+	var err error
+	if in.Audit, err = audit.NewWriter(cfg.DataRoot, audit.Options{Logger: log}); err != nil {
+		return nil, fmt.Errorf("open audit log: %w", err)
+	}
+	in.closers = append(in.closers, in.Audit.Close)
+	// The audit log and the session files are the hub's sinks, their
+	// only writers: every kept event reaches them after it is stored.
+	sessionFiles, err := audit.NewSessionLogs(cfg.DataRoot, audit.SessionOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("open session logs: %w", err)
+	}
+	in.Hub = event.NewHub(in.Store, append([]event.Sink{in.Audit, sessionFiles}, o.sinks...)...)
+	return sessionFiles, nil
+}
+
+// lifecycleFiles is f as the subagent manager's LifecycleFiles: a nil
+// interface when f is nil (read-only), not an interface holding nil.
+func lifecycleFiles(f *audit.SessionLogs) subagent.LifecycleFiles {
+	if f == nil {
+		return nil
+	}
+	return f
 }
 
 // openSessions starts the session service over the opened parts.

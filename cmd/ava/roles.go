@@ -45,7 +45,12 @@ With --stats, each role's finished runs in the store instead: how many,
 their median time and cost, and the estimate hit rate: the share of runs
 whose actual time and cost fell inside the estimate made, from the runs
 before them, when they were spawned (HIST HIT: the same for runs whose
-estimate came from past runs rather than from the role's limits).`,
+estimate came from past runs rather than from the role's limits).
+
+ava roles only reads: it creates and writes nothing in the data root, so
+it works on a read-only one, or a missing one (built-in roles, no runs).
+A store of an older schema is not migrated: --stats then shows no runs,
+and the log says why.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in, err := a.openRoles(cmd.Context())

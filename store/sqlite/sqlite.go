@@ -67,6 +67,10 @@ type Options struct {
 	// redact.go); nil means a zero redact.Redactor, which masks the
 	// credential formats it knows but no configured value.
 	Redactor *redact.Redactor
+	// ReadOnly opens the store for reading only (ava roles): it creates
+	// and writes nothing, not even the file or a migration (see
+	// openReadOnly); writes fail with ErrReadOnly.
+	ReadOnly bool
 }
 
 // Store is a store.Store on one SQLite file.
@@ -83,6 +87,8 @@ type Store struct {
 	closeOnce sync.Once
 	closed    atomic.Bool // set by Close: writes and event reads give store.ErrClosed
 	closeErr  error
+	// readOnly: opened with Options.ReadOnly.
+	readOnly bool
 
 	// stmts are the statements of every grouped write and every kept
 	// event (hotStatements), prepared on the writer at Open: they are
@@ -98,6 +104,7 @@ var _ store.Store = (*Store)(nil)
 // Open opens (creating if missing, with mode 0600) the SQLite store at path,
 // usually filepath.Join(dataRoot, FileName), and migrates it to the current
 // schema. A file that is not an SQLite database gives an error naming path.
+// With opts.ReadOnly it creates and writes nothing (see openReadOnly).
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("open store: empty database path")
@@ -106,10 +113,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	if err := prepareFile(abs); err != nil {
-		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	if !opts.ReadOnly {
+		if err := prepareFile(abs); err != nil {
+			return nil, fmt.Errorf("open store %s: %w", abs, err)
+		}
 	}
-	s := &Store{path: abs, log: opts.Logger, now: opts.Now}
+	s := &Store{path: abs, log: opts.Logger, now: opts.Now, readOnly: opts.ReadOnly}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -120,7 +129,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if s.rec.Mask.Redactor == nil {
 		s.rec.Mask.Redactor = &redact.Redactor{}
 	}
-	if err := s.openPools(ctx, opts.ReadConns); err != nil {
+	open := s.openPools
+	if s.readOnly {
+		open = s.openReadOnly
+	}
+	if err := open(ctx, opts.ReadConns); err != nil {
 		s.closePools()
 		return nil, err
 	}
@@ -367,6 +380,9 @@ type writeReq struct {
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if s.closed.Load() {
 		return fmt.Errorf("store %s: %w", s.path, store.ErrClosed)
+	}
+	if s.readOnly {
+		return fmt.Errorf("store %s: %w", s.path, ErrReadOnly)
 	}
 	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	s.writes.Add(r, s.commitWrites)
