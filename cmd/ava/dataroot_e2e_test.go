@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -391,26 +390,8 @@ func TestDataRootPermissionDenied(t *testing.T) {
 				if _, err := os.Stat(root); err == nil {
 					before = tree(t, root)
 				}
-				home := filepath.Join(base, "home")
-				os.MkdirAll(home, 0o777)
-				os.Chmod(home, 0o777)
-				cmd := exec.Command(bin, args...)
-				cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "AVA_DATA_ROOT=" + root, "AVA_WORKSPACE=" + home}
-				if asRoot {
-					cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-				}
-				var o, e bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &o, &e
-				code := 0
-				if err := cmd.Run(); err != nil {
-					ee, ok := err.(*exec.ExitError)
-					if !ok {
-						t.Fatal(err)
-					}
-					code = ee.ExitCode()
-				}
-				stderr := e.String()
-				if strings.Contains(o.String()+stderr, "panic") {
+				out, stderr, code := runAsOther(t, bin, base, root, args...)
+				if strings.Contains(out+stderr, "panic") {
 					t.Fatalf("panicked:\n%s", stderr)
 				}
 				line := strings.TrimSuffix(stderr, "\n")
