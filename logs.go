@@ -51,11 +51,7 @@ func (r *Runtime) History(ctx context.Context, key string, n int) ([]string, err
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", key, err)
 	}
-	lines := make([]string, 0, len(entries))
-	for _, e := range entries {
-		lines = append(lines, audit.FormatLine(e.Event, audit.FormatOptions{}))
-	}
-	return lines, nil
+	return formatLines(entries), nil
 }
 
 // Trace returns the last n steps of subagent id (ID or unique prefix),
@@ -75,11 +71,7 @@ func (r *Runtime) Trace(ctx context.Context, session, id string, n int) ([]strin
 	if err != nil {
 		return nil, fmt.Errorf("trace of %s: %w", sa.ID, err)
 	}
-	lines := make([]string, 0, len(entries))
-	for _, e := range entries {
-		lines = append(lines, audit.FormatLine(e.Event, audit.FormatOptions{}))
-	}
-	return lines, nil
+	return formatLines(entries), nil
 }
 
 // OpenLogReader returns a reader of the audit log of cfg without opening
@@ -88,4 +80,13 @@ func (r *Runtime) Trace(ctx context.Context, session, id string, n int) ([]strin
 // events from it, opened read-only; otherwise the data root's files.
 func OpenLogReader(ctx context.Context, cfg config.Config, log *slog.Logger, opts audit.ReaderOptions) (*LogReader, func() error, error) {
 	return app.OpenLogReader(ctx, cfg, log, opts)
+}
+
+// formatLines are entries as `ava logs` prints them, one line each.
+func formatLines(entries []LogEntry) []string {
+	lines := make([]string, 0, len(entries))
+	for _, e := range entries {
+		lines = append(lines, audit.FormatLine(e.Event, audit.FormatOptions{}))
+	}
+	return lines
 }

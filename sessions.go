@@ -225,15 +225,8 @@ func (r *Runtime) Stop(ctx context.Context, key string) (stopped bool, err error
 	}
 	if ref.SubagentID != "" {
 		if _, err := r.in.Subagent.Get(ref.SubagentID); errors.Is(err, store.ErrNotFound) {
-			// Stored, not held here: it ended, or another process runs it.
-			run, err := r.in.Store.GetRun(ctx, ref.SubagentID)
-			if err != nil {
-				return false, err
-			}
-			if !run.Status.Final() {
-				return false, fmt.Errorf("stop %s: %w: it is %s in another process", ref.SubagentID, ErrBusy, run.Status)
-			}
-			return false, nil
+			_, err := r.elsewhere(ctx, "stop", ref.SubagentID)
+			return false, err
 		}
 	}
 	return r.in.Sessions.Stop(ref.Key)

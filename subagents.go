@@ -162,19 +162,26 @@ func (r *Runtime) Wait(ctx context.Context, id string) (Subagent, error) {
 func (r *Runtime) Cancel(ctx context.Context, id string) (Subagent, error) {
 	h, err := r.in.Subagent.Cancel(id)
 	if errors.Is(err, store.ErrNotFound) {
-		sa, serr := r.Subagent(ctx, id)
-		if serr != nil {
-			return Subagent{}, serr
-		}
-		if !sa.Status.Final() {
-			return sa, fmt.Errorf("cancel %s: %w: it is %s in another process", sa.ID, ErrBusy, sa.Status)
-		}
-		return sa, nil
+		return r.elsewhere(ctx, "cancel", id)
 	}
 	if err != nil {
 		return Subagent{}, err
 	}
 	return r.Subagent(ctx, h.ID())
+}
+
+// elsewhere is subagent id when this process does not hold it: it ended
+// (returned as it is), or another process runs it, which only that
+// process can stop (ErrBusy, naming what did it).
+func (r *Runtime) elsewhere(ctx context.Context, what, id string) (Subagent, error) {
+	sa, err := r.Subagent(ctx, id)
+	if err != nil {
+		return Subagent{}, err
+	}
+	if !sa.Status.Final() {
+		return sa, fmt.Errorf("%s %s: %w: it is %s in another process", what, sa.ID, ErrBusy, sa.Status)
+	}
+	return sa, nil
 }
 
 // SpawnRequest is one subagent the person (or a program) asks for.
