@@ -580,14 +580,12 @@ func (tg *chatTelegram) serve(w http.ResponseWriter, r *http.Request) {
 	case "getUpdates":
 		tg.updates(w)
 	case "sendMessage", "editMessageText":
-		_ = r.ParseMultipartForm(1 << 20)
-		tg.mu.Lock()
-		tg.sent = append(tg.sent, r.FormValue("text"))
-		n := len(tg.sent)
-		tg.mu.Unlock()
-		b, _ := json.Marshal(map[string]any{"ok": true, "result": map[string]any{"message_id": 10 + n,
-			"date": time.Now().Unix(), "chat": map[string]any{"id": 4242, "type": "private"}, "text": r.FormValue("text")}})
-		w.Write(b)
+		answerSent(w, r, func(text string) int {
+			tg.mu.Lock()
+			defer tg.mu.Unlock()
+			tg.sent = append(tg.sent, text)
+			return len(tg.sent)
+		})
 	default:
 		fmt.Fprint(w, `{"ok":true,"result":true}`)
 	}

@@ -291,14 +291,12 @@ func (tg *leakTelegram) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"ok":true,"result":[{"update_id":1,"message":{"message_id":1,"date":%d,"text":%s,
 			"chat":{"id":4242,"type":"private"},"from":{"id":7,"is_bot":false,"first_name":"P"}}}]}`, time.Now().Unix(), b)
 	case "sendMessage", "editMessageText":
-		_ = r.ParseMultipartForm(1 << 20)
-		tg.mu.Lock()
-		tg.sent = append(tg.sent, r.FormValue("text"))
-		n := len(tg.sent)
-		tg.mu.Unlock()
-		b, _ := json.Marshal(map[string]any{"ok": true, "result": map[string]any{"message_id": 10 + n,
-			"date": time.Now().Unix(), "chat": map[string]any{"id": 4242, "type": "private"}, "text": r.FormValue("text")}})
-		w.Write(b)
+		answerSent(w, r, func(text string) int {
+			tg.mu.Lock()
+			defer tg.mu.Unlock()
+			tg.sent = append(tg.sent, text)
+			return len(tg.sent)
+		})
 	default:
 		fmt.Fprint(w, `{"ok":true,"result":true}`)
 	}

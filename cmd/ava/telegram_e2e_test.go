@@ -35,11 +35,7 @@ func TestServeRunsTelegram(t *testing.T) {
 			fmt.Fprintf(w, `{"ok":true,"result":[{"update_id":1,"message":{"message_id":1,"date":%d,"text":"hello",
 				"chat":{"id":4242,"type":"private"},"from":{"id":7,"is_bot":false,"first_name":"P"}}}]}`, time.Now().Unix())
 		case "sendMessage", "editMessageText":
-			_ = r.ParseMultipartForm(1 << 20)
-			sent = append(sent, r.FormValue("text"))
-			b, _ := json.Marshal(map[string]any{"ok": true, "result": map[string]any{"message_id": 10 + len(sent),
-				"date": time.Now().Unix(), "chat": map[string]any{"id": 4242, "type": "private"}, "text": r.FormValue("text")}})
-			w.Write(b)
+			answerSent(w, r, func(text string) int { sent = append(sent, text); return len(sent) })
 		default:
 			fmt.Fprint(w, `{"ok":true,"result":true}`)
 		}
@@ -80,4 +76,16 @@ func TestServeRunsTelegram(t *testing.T) {
 	if !strings.Contains(d.stderr.String(), "Telegram: long polling; serving chats and users 4242") {
 		t.Fatalf("start-up does not say how Telegram runs:\n%s", d.stderr)
 	}
+}
+
+// answerSent answers a fake Bot API's sendMessage or editMessageText as
+// Telegram does (the message, in chat 4242), after record keeps its text
+// and says how many messages were sent so far.
+func answerSent(w http.ResponseWriter, r *http.Request, record func(text string) int) {
+	_ = r.ParseMultipartForm(1 << 20)
+	text := r.FormValue("text")
+	n := record(text)
+	b, _ := json.Marshal(map[string]any{"ok": true, "result": map[string]any{"message_id": 10 + n,
+		"date": time.Now().Unix(), "chat": map[string]any{"id": 4242, "type": "private"}, "text": text}})
+	w.Write(b)
 }
