@@ -479,6 +479,7 @@ type Store interface {
 	MemoryStore
 	OwnerStore
 	ChannelStore
+	HookStore
 	// Log is every session's numbered events (see package event).
 	event.Log
 	// Close releases the store; calling it again is harmless.
