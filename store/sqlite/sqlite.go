@@ -251,7 +251,7 @@ var integrityBound = 2 * time.Second
 
 // checkIntegrity runs SQLite's quick_check before anything is written,
 // so a database damaged in the middle (a bad disk, a copy cut short) is
-// refused with the README's message and left as it is, instead of being
+// refused with a message that says what to do and left as it is, instead of being
 // migrated and written to. quick_check reads every page but skips the
 // index cross-checks of integrity_check; it stops at the first problem.
 func (s *Store) checkIntegrity(ctx context.Context) error {
