@@ -106,9 +106,7 @@ type Options struct {
 	// Poll is how often the store is looked at for due deliveries
 	// (other processes' events, retries coming due); default 1s.
 	Poll time.Duration
-	// Parallel bounds the attempts in flight; default 4.
-	Parallel int
-	Log      *slog.Logger
+	Log  *slog.Logger
 }
 
 // Outcomes count this process's attempts by outcome.
@@ -120,8 +118,9 @@ type Outcomes struct {
 type Dispatcher struct {
 	o    Options
 	wake chan struct{}
-	sem  chan struct{}
 	wg   sync.WaitGroup
+	mu   sync.Mutex
+	busy map[string]bool // hooks with an attempt running
 	// Outcomes are the attempts made so far.
 	Outcomes Outcomes
 }
@@ -131,13 +130,10 @@ func NewDispatcher(o Options) *Dispatcher {
 	if o.Poll <= 0 {
 		o.Poll = time.Second
 	}
-	if o.Parallel <= 0 {
-		o.Parallel = 4
-	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Dispatcher{o: o, wake: make(chan struct{}, 1), sem: make(chan struct{}, o.Parallel)}
+	return &Dispatcher{o: o, wake: make(chan struct{}, 1), busy: map[string]bool{}}
 }
 
 // Kick asks for a look at the store now (an event just got deliveries).
@@ -166,56 +162,97 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	}
 }
 
-// pass claims what is due (of ids, when set) while there is room and
-// starts an attempt for each, counted in wg.
+// batch is how many deliveries one claim takes: a hook's are
+// attempted one after the other, so the lease covers that many
+// timeouts.
+const batch = 8
+
+// pass claims what is due (of ids, when set) for the hooks not busy in
+// this process, and starts one goroutine per hook (counted in wg) that
+// attempts its deliveries in order. It returns how many it started.
 func (d *Dispatcher) pass(ctx context.Context, ids []int64, wg *sync.WaitGroup) int {
-	started := 0
-	for ctx.Err() == nil {
-		room := d.o.Parallel - len(d.sem)
-		if room <= 0 {
-			return started
-		}
-		ds, err := d.o.Store.ClaimHookDeliveries(ctx, store.HookClaim{Owner: d.o.Owner, Host: d.o.Host, Hooks: d.hookIDs(),
-			IDs: ids, Lease: d.lease(), Limit: room})
-		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
-				d.o.Log.Warn("hook deliveries not claimed", "err", err)
-			}
-			return started
-		}
-		if len(ds) == 0 {
-			return started
-		}
-		for _, dl := range ds {
-			d.sem <- struct{}{}
-			wg.Add(1)
-			started++
-			go func() {
-				defer func() { <-d.sem; wg.Done(); d.Kick() }()
-				d.attempt(context.WithoutCancel(ctx), dl)
-			}()
-		}
+	hooks := d.idle()
+	if len(hooks) == 0 || ctx.Err() != nil {
+		return 0
 	}
-	return started
+	ds, err := d.o.Store.ClaimHookDeliveries(ctx, store.HookClaim{Owner: d.o.Owner, Host: d.o.Host, Hooks: hooks,
+		IDs: ids, Lease: d.lease(), Limit: batch})
+	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
+			d.o.Log.Warn("hook deliveries not claimed", "err", err)
+		}
+		return 0
+	}
+	for _, group := range byHook(ds) {
+		d.setBusy(group[0].HookID, true)
+		wg.Add(1)
+		go func() {
+			defer func() { d.setBusy(group[0].HookID, false); wg.Done(); d.Kick() }()
+			for _, dl := range group {
+				d.attempt(context.WithoutCancel(ctx), dl)
+			}
+		}()
+	}
+	return len(ds)
 }
 
-// hookIDs are the IDs of the process's hooks.
-func (d *Dispatcher) hookIDs() []string {
+// idle are the IDs of the process's hooks that have no attempt running.
+func (d *Dispatcher) idle() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	ids := make([]string, 0, len(d.o.Hooks))
 	for id := range d.o.Hooks {
-		ids = append(ids, id)
+		if !d.busy[id] {
+			ids = append(ids, id)
+		}
 	}
 	return ids
 }
 
-// lease is how long a claim holds a delivery: the longest timeout of
-// the process's hooks and a margin to record the attempt.
+func (d *Dispatcher) setBusy(id string, busy bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if busy {
+		d.busy[id] = true
+	} else {
+		delete(d.busy, id)
+	}
+}
+
+// inFlight reports whether an attempt is running.
+func (d *Dispatcher) inFlight() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.busy) > 0
+}
+
+// byHook groups claimed deliveries by hook, each group in claim order
+// (oldest due first): a hook gets its events one at a time, in order,
+// from one process.
+func byHook(ds []store.HookDelivery) [][]store.HookDelivery {
+	var out [][]store.HookDelivery
+	at := map[string]int{}
+	for _, d := range ds {
+		i, ok := at[d.HookID]
+		if !ok {
+			i = len(out)
+			at[d.HookID] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], d)
+	}
+	return out
+}
+
+// lease is how long a claim holds its deliveries: a batch of the
+// longest timeout of the process's hooks, and a margin to record the
+// attempts.
 func (d *Dispatcher) lease() time.Duration {
 	longest := time.Duration(0)
 	for _, h := range d.o.Hooks {
 		longest = max(longest, h.WithDefaults().Timeout)
 	}
-	return longest + 30*time.Second
+	return batch*longest + 30*time.Second
 }
 
 // attempt delivers dl once and records how it went.
@@ -255,7 +292,7 @@ func (d *Dispatcher) DeliverNow(ctx context.Context, ids []int64) int {
 	for ctx.Err() == nil {
 		started := d.pass(ctx, ids, &wg)
 		n += started
-		if started == 0 && len(d.sem) == 0 {
+		if started == 0 && !d.inFlight() {
 			break
 		}
 		if started == 0 {
