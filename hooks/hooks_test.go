@@ -16,8 +16,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/avaagent/ava/event"
-	"github.com/avaagent/ava/hookspec"
 	"github.com/avaagent/ava/hooks"
+	"github.com/avaagent/ava/hookspec"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/store/sqlite"
 )
