@@ -200,3 +200,39 @@ func writeScript(t *testing.T, dir, name, body string) string {
 	}
 	return p
 }
+
+// A role's hooks hear its own subagents' events; the config file's hear
+// every one; a hook reaching the same target as another is one hook.
+func TestRouterRoleHooks(t *testing.T) {
+	cfgHook := hookspec.Spec{Events: []string{hookspec.SubagentComplete}, URL: "http://127.0.0.1:1/all"}
+	roleHook := hookspec.Spec{Events: []string{hookspec.SubagentComplete, hookspec.SubagentStart}, Command: []string{"/bin/true"}}
+	r := &hooks.Router{Hooks: []hookspec.Spec{cfgHook, cfgHook}, Host: "here", RoleHooks: func(role string) []hookspec.Spec {
+		if role == "notifier" {
+			return []hookspec.Spec{roleHook}
+		}
+		return nil
+	}}
+	complete := func(role string) event.Event {
+		ev := event.New(event.SubagentComplete, event.SubagentCompleteContent{SubagentID: "S-abcdef", Role: role, Mode: "single",
+			Status: "success", Summary: "done"})
+		ev.Session, ev.Time = "ava:cli:r", time.Now()
+		return ev
+	}
+	if ds := r.Outbox(complete("researcher")); len(ds) != 1 || ds[0].HookID != cfgHook.ID() || ds[0].Host != "" {
+		t.Fatalf("researcher: %+v", ds)
+	}
+	ds := r.Outbox(complete("notifier"))
+	if len(ds) != 2 || ds[1].HookID != roleHook.ID() || ds[1].Kind != hookspec.KindCommand || ds[1].Host != "here" ||
+		ds[1].MaxAttempts != hookspec.DefaultAttempts {
+		t.Fatalf("notifier: %+v", ds)
+	}
+	var body map[string]any
+	if err := json.Unmarshal([]byte(ds[0].Body), &body); err != nil || body["eventType"] != "subagent:complete" || body["jobId"] != "S-abcdef" ||
+		body["agentName"] != "notifier" || body["type"] != "agent_event" {
+		t.Fatalf("body %s %v", ds[0].Body, err)
+	}
+	other := event.New(event.UserMessage, map[string]string{"text": "hi"})
+	if ds := r.Outbox(other); len(ds) != 0 {
+		t.Fatalf("a user message got deliveries: %+v", ds)
+	}
+}
