@@ -44,10 +44,10 @@ func TestRoleHooksOnlyFromTheDataRoot(t *testing.T) {
 
 func TestRoleHookMistakesAreNamed(t *testing.T) {
 	for bad, want := range map[string]string{
-		"  - events: [session:idle]\n    command: [\"/bin/true\"]": "session:idle and proposal belong in config.yaml",
-		"  - events: [subagent:done]\n    command: [\"/bin/true\"]": `unknown event "subagent:done"`,
-		"  - events: [question]\n    command: [\"notify\"]":        "absolute path",
-		"  - events: [question]\n    url: ftp://x":                 "not an http or https URL",
+		"  - events: [session:idle]\n    command: [\"/bin/true\"]":                        "session:idle and proposal belong in config.yaml",
+		"  - events: [subagent:done]\n    command: [\"/bin/true\"]":                       `unknown event "subagent:done"`,
+		"  - events: [question]\n    command: [\"notify\"]":                               "absolute path",
+		"  - events: [question]\n    url: ftp://x":                                        "not an http or https URL",
 		"  - events: [question]\n    url: http://x\n    secret_env: AVA_NOT_SET_ANYWHERE": "AVA_NOT_SET_ANYWHERE is not set",
 	} {
 		src := strings.Replace(hookedRole, "  - events: [subagent:complete, question]\n    command: [\"/bin/true\"]", bad, 1)
