@@ -25,9 +25,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/avaagent/ava/confirm"
+	"github.com/avaagent/ava/hookspec"
 	"github.com/avaagent/ava/internal/fserr"
 	"github.com/avaagent/ava/llm"
-	"github.com/avaagent/ava/hookspec"
 	"github.com/avaagent/ava/mcpspec"
 )
 

@@ -22,9 +22,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/hookspec"
 	"github.com/avaagent/ava/internal/fsread"
 	"github.com/avaagent/ava/llm"
-	"github.com/avaagent/ava/hookspec"
 	"github.com/avaagent/ava/mcpspec"
 )
 

@@ -106,7 +106,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
 	s := &Store{
-		where: fmt.Sprintf("postgres %s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database),
+		where:  fmt.Sprintf("postgres %s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database),
 		log:    opts.Logger,
 		now:    opts.Now,
 		outbox: opts.Outbox,
