@@ -42,7 +42,7 @@ var fileKeys = []FileKey{
 	{"mcp_idle_timeout", "`5m`",
 		"stops an MCP server no tool call has used for this long (a call in progress keeps it); negative: never"},
 	{"hooks", "none",
-		"lifecycle hooks: commands and webhooks that hear subagent, session, proposal and question events, delivered durably; only `config.yaml` and the data root's role files may define them, never a workspace (see `docs/hooks.md`)"},
+		"lifecycle hooks: commands and webhooks that hear subagent, session, proposal and question events, delivered durably; only `config.yaml` and the data root's role files may define them, never a workspace (see [hooks.md](hooks.md))"},
 }
 
 // FileKeys returns the config.yaml keys no environment variable gives.
