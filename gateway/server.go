@@ -216,6 +216,8 @@ func (s *Server) routes() *router {
 	rt.handleFunc("POST /api/questions/{id}/answer", s.answerQuestion)
 	rt.handleFunc("GET /api/logs", s.logs)
 	rt.handleFunc("GET /api/mcp/servers", s.mcpServers)
+	rt.handleFunc("GET /api/hooks", s.hooks)
+	rt.handleFunc("POST /api/hooks/retry", s.retryHooks)
 	rt.handleFunc("POST /api/login", s.login)
 	rt.handleFunc("POST /api/login/link", s.loginLink)
 	mcpHandler := s.mcp.Handler()

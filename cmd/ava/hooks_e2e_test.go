@@ -287,7 +287,17 @@ func TestHookDownThenBackGetsTheEventOnce(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "No delivery is waiting") {
 		t.Fatalf("ava hooks after delivery (exit %d):\n%s", code, stdout)
 	}
-	_ = d2
+	list, err := d2.c.Hooks(bg(t), "all")
+	must(t, err)
+	var web []client.HookDelivery
+	for _, dl := range list.Deliveries {
+		if dl.Kind == "url" {
+			web = append(web, dl)
+		}
+	}
+	if len(list.Hooks) != 2 || len(web) != 1 || web[0].Status != "delivered" || web[0].Attempts < 2 || fmt.Sprint(web[0].ID) != got[0].delivery {
+		t.Fatalf("GET /api/hooks: %d hooks, webhook deliveries %+v (delivery header %s)", len(list.Hooks), web, got[0].delivery)
+	}
 }
 
 // TestDeadLetterRetriedByAvaHooks: a delivery whose one attempt failed
@@ -309,6 +319,12 @@ func TestDeadLetterRetriedByAvaHooks(t *testing.T) {
 		stdout, _, _ = avaIn(t, env, "hooks")
 		return strings.Contains(stdout, "dead")
 	})
+	// The daemon's API retries too; the webhook is still down.
+	again, err := d.c.RetryHooks(bg(t), nil)
+	must(t, err)
+	if len(again) != 1 || again[0].Status != "dead" || again[0].Attempts != 1 || !strings.Contains(again[0].LastError, "503") {
+		t.Fatalf("POST /api/hooks/retry while down: %+v", again)
+	}
 	must(t, d.cmd.Process.Signal(os.Interrupt))
 	d.exitCode(t)
 	rcv.setUp(true)

@@ -249,3 +249,47 @@ type MCPServer struct {
 type MCPServerList struct {
 	Servers []MCPServer `json:"servers"`
 }
+
+// Hook is a lifecycle hook of the daemon (GET /api/hooks).
+type Hook struct {
+	ID     string   `json:"id"`
+	Kind   string   `json:"kind"`
+	Target string   `json:"target"`
+	Events []string `json:"events"`
+	// From is where it is defined: "config.yaml" or "role <name>".
+	From string `json:"from"`
+}
+
+// HookDelivery is one event's delivery to one hook.
+type HookDelivery struct {
+	ID     int64  `json:"id"`
+	HookID string `json:"hookId"`
+	Kind   string `json:"kind"`
+	Target string `json:"target"`
+	Event  string `json:"event"`
+	// SessionKey and Seq name the event in its session's stream.
+	SessionKey string `json:"sessionKey"`
+	Seq        uint64 `json:"seq"`
+	// Status is pending, failed, dead or delivered.
+	Status      string     `json:"status"`
+	Attempts    int        `json:"attempts"`
+	MaxAttempts int        `json:"maxAttempts"`
+	NextAt      time.Time  `json:"nextAt"`
+	LastError   string     `json:"lastError,omitempty"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	DeliveredAt *time.Time `json:"deliveredAt,omitempty"`
+	// Body is the event JSON sent to the hook.
+	Body json.RawMessage `json:"body"`
+}
+
+// HookList is the body of GET /api/hooks.
+type HookList struct {
+	Hooks      []Hook         `json:"hooks"`
+	Deliveries []HookDelivery `json:"deliveries"`
+}
+
+// HookRetryRequest is the body of POST /api/hooks/retry: the deliveries
+// to send again (none: every failed and dead one).
+type HookRetryRequest struct {
+	IDs []int64 `json:"ids,omitempty"`
+}
