@@ -252,7 +252,33 @@ func TestHooksGetEveryEventOfADelegationOnce(t *testing.T) {
 			t.Errorf("complete body %v", r.body)
 		}
 	}
+	metrics := scrape(t, d)
+	for name, least := range map[string]int{`ava_hook_deliveries_total{outcome="delivered"}`: len(web) + len(cmd),
+		`ava_hook_deliveries{status="delivered"}`: len(web) + len(cmd), `ava_hook_deliveries_total{outcome="dead"}`: 0} {
+		var n int
+		_, after, ok := strings.Cut(metrics, "\n"+name+" ")
+		if _, err := fmt.Sscan(after, &n); !ok || err != nil || n < least || (least == 0 && n != 0) {
+			t.Errorf("/metrics: %s is %d (found %v), want at least %d", name, n, ok, least)
+		}
+	}
 	t.Logf("webhook got %d events, command %d", len(web), len(cmd))
+}
+
+// scrape reads the daemon's /metrics.
+func scrape(t *testing.T, d *daemon) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(bg(t), http.MethodGet, "http://"+d.addr+"/metrics", nil)
+	must(t, err)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	must(t, err)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %s", resp.Status)
+	}
+	return string(b)
 }
 
 // TestHookDownThenBackGetsTheEventOnce: a webhook that is down when a
