@@ -208,7 +208,14 @@ func (m *Manager) groupTool(ctx context.Context, a GroupArgs) (tool.Result, erro
 		g.Cancel()
 		return tool.Result{}, err
 	}
-	return jsonResult(map[string]any{"group_id": g.ID, "mode": a.Mode, "spent_cents": g.SpentCents(), "results": rs})
+	out := map[string]any{"group_id": g.ID, "mode": a.Mode, "spent_cents": g.SpentCents(), "results": rs}
+	board, err := m.Board(ctx, g.ID)
+	if err != nil {
+		out["board_error"] = err.Error()
+	} else {
+		out["board"] = boardEntries(board)
+	}
+	return jsonResult(out)
 }
 
 // proposalResult tells the model that its spawn became a proposal that
