@@ -56,9 +56,11 @@ type GroupResult struct {
 	SubagentIDs []string     `json:"subagent_ids,omitempty"`
 	SpentCents  float64      `json:"spent_cents,omitempty"`
 	Results     []ava.Result `json:"results,omitempty"`
-	PendingID   string       `json:"pending_id,omitempty"`
-	Proposal    string       `json:"proposal,omitempty"`
-	Note        string       `json:"note,omitempty"`
+	// Board is what the members shared (post_finding), oldest first.
+	Board     []ava.Finding `json:"board,omitempty"`
+	PendingID string        `json:"pending_id,omitempty"`
+	Proposal  string        `json:"proposal,omitempty"`
+	Note      string        `json:"note,omitempty"`
 }
 
 // Statuses of a spawn that did not start.
@@ -378,8 +380,12 @@ func (s *Server) waitGroup(ctx context.Context, req *mcp.CallToolRequest, g *ava
 			break
 		}
 	}
+	board, err := g.Board(context.WithoutCancel(ctx))
+	if err != nil {
+		s.log.Warn("the group's board could not be read; its result goes without it", "group", g.ID(), "err", err)
+	}
 	return &mcp.CallToolResult{IsError: status != lifecycle.Success}, GroupResult{GroupID: g.ID(), Mode: mode, Status: string(status),
-		SubagentIDs: memberIDs(g), SpentCents: g.SpentCents(), Results: rs}, nil
+		SubagentIDs: memberIDs(g), SpentCents: g.SpentCents(), Results: rs, Board: board}, nil
 }
 
 // settle waits a little for a cancelled group to end.
