@@ -293,3 +293,54 @@ func findTool(t *testing.T, ts []tool.Tool, name string) tool.Tool {
 	t.Fatalf("no tool %s", name)
 	return nil
 }
+
+// TestBackgroundMemberAnnouncesItsFindings: a background group's member
+// is announced to its parent with the findings it posted.
+func TestBackgroundMemberAnnouncesItsFindings(t *testing.T) {
+	script := `
+conversations:
+  - match: "task alpha"
+    turns:
+      - tool_calls: [{name: post_finding, args: {text: "` + alphaFinding + `"}}]
+      - text: "alpha done"
+  - turns: [{text: "done"}]
+`
+	h := newHarness(t, script, nil)
+	g, err := h.m.SpawnGroup(context.Background(), subagent.GroupRequest{Mode: subagent.ModeParallel, Parent: parent, Background: true,
+		Configs: []subagent.Config{{Role: "researcher", Task: "task alpha"}, {Role: "researcher", Task: "task beta"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := g.Wait(context.Background())
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("%+v %v", rs, err)
+	}
+	msgs, err := h.store.Messages(context.Background(), parent.SessionKey, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alpha, beta string
+	for _, m := range msgs {
+		switch m.RunID {
+		case h.runUUID(t, rs[0].SubagentID):
+			alpha = string(m.Blocks)
+		case h.runUUID(t, rs[1].SubagentID):
+			beta = string(m.Blocks)
+		}
+	}
+	if !strings.Contains(alpha, "Findings it posted to its group's board") || !strings.Contains(alpha, "ALPHA-FINDING") {
+		t.Fatalf("alpha's announcement lacks its finding:\n%s", alpha)
+	}
+	if beta == "" || strings.Contains(beta, "ALPHA-FINDING") {
+		t.Fatalf("beta's announcement: %s", beta)
+	}
+}
+
+func (h *harness) runUUID(t *testing.T, short string) string {
+	t.Helper()
+	r, err := h.store.GetRun(context.Background(), short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.ID
+}
