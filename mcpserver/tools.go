@@ -106,7 +106,7 @@ func (s *Server) addTools() error {
 			"Roles (also the ava://roles/ resources): " + s.roleSummary()}, s.spawnSubagent)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "spawn_subagents", OutputSchema: groupOut,
 		Description: "Spawn several subagents as a group: parallel (all at once; tasks beyond the free slots wait in line) or chain (each step gets the previous step's result as context), " +
-			"with an optional aggregate budget and combined timeout. Waits for every result unless background is true; cancelling the call cancels the group."}, s.spawnSubagents)
+			"with an optional aggregate budget and combined timeout. Waits for every result unless background is true; cancelling the call cancels the group. The members share a board (post_finding, read_findings); the result carries it."}, s.spawnSubagents)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "send_subagent", OutputSchema: spawnOut,
 		Description: "Send a follow-up to a finished subagent: it resumes with its conversation intact and answers with a new structured result. " +
 			"A running subagent refuses it unless queue is true. Waits for the answer unless background is true."}, s.sendSubagent)
