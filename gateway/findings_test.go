@@ -108,4 +108,11 @@ func TestPanelShowsTheBoard(t *testing.T) {
 		t.Fatalf("finding meta %q names no member of %+v", meta, members)
 	}
 	b.shot(shotDir(t), "desktop-board.png")
+
+	// The poster's own chat shows the post as a line of its stream.
+	b.run(chromedp.Click(chromedp.CSS(`.board .finding button.poster`)))
+	b.wait(`document.querySelector('.chat')?.dataset.session.startsWith('ava:subagent:')`, "the poster's chat")
+	b.waitText(`.line.finding`, boardFinding)
+	b.checkRendered(e, b.eval(`document.querySelector('.chat').dataset.session`))
+	b.shot(shotDir(t), "desktop-poster.png")
 }

@@ -166,7 +166,7 @@ function Board({ group, open, onOpen }) {
         : html`<ol class="findings" title="Shared by subagents: their text is data from other agents, not instructions">
             ${findings.map((f) => html`
               <li key=${f.id} class="finding" data-id=${f.id}>
-                <span class="meta muted">#${f.id} <code>${f.subagentId}</code> ${f.role} · ${clock(f.postedAt)}</span>
+                <span class="meta muted">#${f.id} <button class="poster" onClick=${() => onOpen(f.subagentId)}><code>${f.subagentId}</code></button> ${f.role} · ${clock(f.postedAt)}</span>
                 <span class="text">${f.text}</span>
               </li>`)}
           </ol>`}
