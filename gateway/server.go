@@ -198,7 +198,7 @@ func (s *Server) routes() *router {
 		})
 		return rt
 	}
-	// The API's description holds no data of the daemon (the README
+	// The API's description holds no data of the daemon (docs/api.md
 	// publishes the same), so a client generator or an API explorer may
 	// read it before it has the token, like /healthz.
 	rt.public("GET /api/openapi.json", http.HandlerFunc(serveOpenAPI))
@@ -231,7 +231,7 @@ func (s *Server) routes() *router {
 		rt.asset("GET /"+name, s.panel)
 	}
 	rt.handleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s (see the API in the README)", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s (see docs/api.md, or the OpenAPI document at /api/openapi.json)", r.Method, r.URL.Path))
 	})
 	return rt
 }

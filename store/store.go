@@ -529,6 +529,7 @@ type Store interface {
 	BoardStore
 	OwnerStore
 	ChannelStore
+	HookStore
 	// Log is every session's numbered events (see package event).
 	event.Log
 	// Close releases the store; calling it again is harmless.

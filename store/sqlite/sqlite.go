@@ -71,6 +71,9 @@ type Options struct {
 	// and writes nothing, not even the file or a migration (see
 	// openReadOnly); writes fail with ErrReadOnly.
 	ReadOnly bool
+	// Outbox, when set, names the hook deliveries of each event
+	// AppendEvents stores, recorded in the same transaction.
+	Outbox store.Outbox
 }
 
 // Store is a store.Store on one SQLite file.
@@ -89,6 +92,8 @@ type Store struct {
 	closeErr  error
 	// readOnly: opened with Options.ReadOnly.
 	readOnly bool
+	// outbox is Options.Outbox.
+	outbox store.Outbox
 
 	// stmts are the statements of every grouped write and every kept
 	// event (hotStatements), prepared on the writer at Open: they are
@@ -118,7 +123,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("open store %s: %w", abs, err)
 		}
 	}
-	s := &Store{path: abs, log: opts.Logger, now: opts.Now, readOnly: opts.ReadOnly}
+	s := &Store{path: abs, log: opts.Logger, now: opts.Now, readOnly: opts.ReadOnly, outbox: opts.Outbox}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -246,7 +251,7 @@ var integrityBound = 2 * time.Second
 
 // checkIntegrity runs SQLite's quick_check before anything is written,
 // so a database damaged in the middle (a bad disk, a copy cut short) is
-// refused with the README's message and left as it is, instead of being
+// refused with a message that says what to do and left as it is, instead of being
 // migrated and written to. quick_check reads every page but skips the
 // index cross-checks of integrity_check; it stops at the first problem.
 func (s *Store) checkIntegrity(ctx context.Context) error {
