@@ -208,6 +208,7 @@ func (s *Server) routes() *router {
 	rt.handleFunc("GET /api/subagents", s.listSubagents)
 	rt.handleFunc("POST /api/subagents", s.spawn)
 	rt.handleFunc("GET /api/subagents/{id}", s.getSubagent)
+	rt.handleFunc("GET /api/groups/{id}/findings", s.listFindings)
 	rt.handleFunc("GET /api/sessions", s.listSessions)
 	rt.handleFunc("GET /api/sessions/{key}", s.getSession)
 	rt.handleFunc("GET /api/spawns", s.listSpawns)

@@ -87,6 +87,14 @@ func (c *Client) Subagents(ctx context.Context, f SubagentFilter) ([]Subagent, e
 	return l.Subagents, err
 }
 
+// Findings returns the board of a group (a Subagent's GroupID), oldest
+// first.
+func (c *Client) Findings(ctx context.Context, group string) ([]Finding, error) {
+	var l FindingList
+	err := c.do(ctx, http.MethodGet, "/api/groups/"+url.PathEscape(group)+"/findings", nil, &l)
+	return l.Findings, err
+}
+
 // Subagent returns one subagent by ID or unique prefix.
 func (c *Client) Subagent(ctx context.Context, id string) (Subagent, error) {
 	var s Subagent

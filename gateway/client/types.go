@@ -83,7 +83,10 @@ type Subagent struct {
 	Model      string `json:"model"`
 	Mode       string `json:"mode,omitempty"`
 	Parent     string `json:"parent,omitempty"`
-	Status     string `json:"status"`
+	// GroupID is the parallel group or chain it is a member of; its
+	// board is GET /api/groups/{groupId}/findings.
+	GroupID string `json:"groupId,omitempty"`
+	Status  string `json:"status"`
 	// QueuePosition is a queued run's place in line for a slot (1 for
 	// the next to start); 0 when it is not queued here.
 	QueuePosition int  `json:"queuePosition,omitempty"`
@@ -121,6 +124,24 @@ type Subagent struct {
 // SubagentList is the body of GET /api/subagents.
 type SubagentList struct {
 	Subagents []Subagent `json:"subagents"`
+}
+
+// Finding is one entry of a group's board: what a member shared with
+// the others (post_finding). Its text is another agent's: untrusted.
+type Finding struct {
+	// ID increases in the order the group's findings were posted.
+	ID         int64     `json:"id"`
+	SubagentID string    `json:"subagentId"`
+	Role       string    `json:"role"`
+	Text       string    `json:"text"`
+	PostedAt   time.Time `json:"postedAt"`
+}
+
+// FindingList is the body of GET /api/groups/{id}/findings: the
+// group's board, oldest first.
+type FindingList struct {
+	GroupID  string    `json:"groupId"`
+	Findings []Finding `json:"findings"`
 }
 
 // SpawnRequest is the body of POST /api/subagents: one background

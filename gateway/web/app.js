@@ -6,7 +6,7 @@ import { useEffect, useState } from 'preact/hooks';
 import htm from 'htm';
 import { getJSON, onTokenNeeded } from './api.js';
 import { Chat } from './chat.js';
-import { SubagentList, Timeline, useSubagents } from './subagents.js';
+import { Boards, SubagentList, Timeline, useSubagents } from './subagents.js';
 
 const html = htm.bind(h);
 
@@ -76,6 +76,7 @@ function App() {
           <${SubagentList} list=${list} open=${route.open} onOpen=${openSub} />
           <h2>Timeline</h2>
           ${list.length > 0 ? html`<${Timeline} list=${list} open=${route.open} onOpen=${openSub} />` : html`<p class="muted hint">Bars appear as subagents run.</p>`}
+          <${Boards} list=${list} open=${route.open} onOpen=${openSub} />
         </aside>
       </main>
       ${asking && html`<${TokenDialog} done=${(t) => { asking.resolve(t); setAsking(null); }} />`}
