@@ -285,16 +285,7 @@ func scrape(t *testing.T, d *daemon) string {
 // run completes, and stays down while its daemon is killed, gets the
 // event once after it comes back, from the next daemon on the data root.
 func TestHookDownThenBackGetsTheEventOnce(t *testing.T) {
-	env, _ := hooksEnv(t)
-	rcv := newReceiver(t, false)
-	log := filepath.Join(t.TempDir(), "events.jsonl")
-	hookConfig(t, envValue(env, "AVA_DATA_ROOT"), log, rcv.srv.URL, []string{"subagent:complete"}, "    attempts: 50\n    backoff: 200ms\n")
-	env = append(env, "AVA_TEST_HOOK_SECRET="+hookSecret)
-	d := startDaemon(t, env)
-	first := chatText(t, d.c, client.ChatRequest{Message: "hello"})
-	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "QUICK once", Model: spawnModel, Parent: first.Session})
-	must(t, err)
-	waitAll(t, d.c, []job{{id: sa.ID}}, func(sa client.Subagent) bool { return lifecycle.Status(sa.Status).Final() })
+	env, rcv, d, sa := oneRunWebhookDown(t, "    attempts: 50\n    backoff: 200ms\n", "QUICK once")
 	stdout := ""
 	waitFor(t, func() bool {
 		stdout, _, _ = avaIn(t, env, "hooks")
@@ -330,16 +321,7 @@ func TestHookDownThenBackGetsTheEventOnce(t *testing.T) {
 // is dead; `ava hooks` lists it, `ava hooks retry` delivers it once the
 // webhook is back (no daemon running), and it is then delivered.
 func TestDeadLetterRetriedByAvaHooks(t *testing.T) {
-	env, _ := hooksEnv(t)
-	rcv := newReceiver(t, false)
-	log := filepath.Join(t.TempDir(), "events.jsonl")
-	hookConfig(t, envValue(env, "AVA_DATA_ROOT"), log, rcv.srv.URL, []string{"subagent:complete"}, "    attempts: 1\n")
-	env = append(env, "AVA_TEST_HOOK_SECRET="+hookSecret)
-	d := startDaemon(t, env)
-	first := chatText(t, d.c, client.ChatRequest{Message: "hello"})
-	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "QUICK dead", Model: spawnModel, Parent: first.Session})
-	must(t, err)
-	waitAll(t, d.c, []job{{id: sa.ID}}, func(sa client.Subagent) bool { return lifecycle.Status(sa.Status).Final() })
+	env, rcv, d, sa := oneRunWebhookDown(t, "    attempts: 1\n", "QUICK dead")
 	var stdout string
 	waitFor(t, func() bool {
 		stdout, _, _ = avaIn(t, env, "hooks")
@@ -418,6 +400,24 @@ func TestClusterHooksDeliverEachEventOnce(t *testing.T) {
 	if c := count(bodies(rcv.events())); c != want {
 		t.Errorf("webhook got %d subagent events, want %d", c, want)
 	}
+}
+
+// oneRunWebhookDown starts a daemon whose webhook (with extra settings)
+// hears subagent:complete and is down, and runs one subagent of task to
+// its end.
+func oneRunWebhookDown(t *testing.T, extra, task string) ([]string, *receiver, *daemon, client.Subagent) {
+	t.Helper()
+	env, _ := hooksEnv(t)
+	rcv := newReceiver(t, false)
+	log := filepath.Join(t.TempDir(), "events.jsonl")
+	hookConfig(t, envValue(env, "AVA_DATA_ROOT"), log, rcv.srv.URL, []string{"subagent:complete"}, extra)
+	env = append(env, "AVA_TEST_HOOK_SECRET="+hookSecret)
+	d := startDaemon(t, env)
+	first := chatText(t, d.c, client.ChatRequest{Message: "hello"})
+	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: task, Model: spawnModel, Parent: first.Session})
+	must(t, err)
+	waitAll(t, d.c, []job{{id: sa.ID}}, func(sa client.Subagent) bool { return lifecycle.Status(sa.Status).Final() })
+	return env, rcv, d, sa
 }
 
 // hooksEnv is daemonEnv with the hooks script.
