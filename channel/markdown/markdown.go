@@ -18,12 +18,14 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
+	gparser "github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 )
@@ -55,14 +57,17 @@ type Text struct {
 	Spans []Span
 }
 
-// parser is goldmark with GitHub's extensions; it is safe for
-// concurrent use.
-var parser = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.Linkify)).Parser()
+// parser is goldmark with GitHub's extensions, built on first use (not
+// at start-up, which every ava command pays); it is safe for concurrent
+// use.
+var parser = sync.OnceValue(func() gparser.Parser {
+	return goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.Linkify)).Parser()
+})
 
 // Parse renders Markdown src as styled text.
 func Parse(src string) Text {
 	source := []byte(src)
-	doc := parser.Parse(text.NewReader(source))
+	doc := parser().Parse(text.NewReader(source))
 	w := &writer{source: source}
 	w.blocks(doc, "")
 	return Text{Plain: strings.TrimRight(w.buf.String(), "\n "), Spans: w.clip()}
