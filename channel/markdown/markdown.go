@@ -292,7 +292,7 @@ func (w *writer) inline(n ast.Node, prefix string) {
 		w.link(string(n.Destination), func() { w.inlines(n, prefix) })
 	case *ast.AutoLink:
 		url := string(n.URL(w.source))
-		if n.AutoLinkType == ast.AutoLinkURL && !strings.Contains(url, "://") {
+		if n.AutoLinkType == ast.AutoLinkURL && strings.HasPrefix(strings.ToLower(url), "www.") {
 			url = "http://" + url // linkify's www.example.com
 		}
 		w.link(url, func() { w.buf.Write(n.Label(w.source)) })
