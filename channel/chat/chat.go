@@ -36,6 +36,10 @@ type Options struct {
 	// Yes confirms every proposal as it arrives (--yes on a daemon
 	// whose policy asks).
 	Yes bool
+	// Styled renders answers' Markdown with terminal styles
+	// (terminal.Markdown); otherwise they are printed as written. The
+	// command line sets it from terminal.Styled (not with NO_COLOR).
+	Styled bool
 	// ExitWindow is how soon a second Ctrl-C exits (default 2s).
 	ExitWindow time.Duration
 	// Refresh is how often the footer's subagents are read (default 1s).
