@@ -231,6 +231,6 @@ func stream(w http.ResponseWriter, delta map[string]any, finish string) {
 		"choices": []map[string]any{{"index": 0, "delta": delta}}})
 	chunk(map[string]any{"id": "c", "object": "chat.completion.chunk", "model": "fake",
 		"choices": []map[string]any{{"index": 0, "delta": map[string]any{}, "finish_reason": finish}},
-		"usage": map[string]int{"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
+		"usage":   map[string]int{"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
