@@ -210,6 +210,7 @@ func (s *Server) routes() *router {
 	rt.handleFunc("GET /api/subagents/{id}", s.getSubagent)
 	rt.handleFunc("GET /api/sessions", s.listSessions)
 	rt.handleFunc("GET /api/sessions/{key}", s.getSession)
+	rt.handleFunc("PATCH /api/sessions/{key}", s.renameSession)
 	rt.handleFunc("GET /api/spawns", s.listSpawns)
 	rt.handleFunc("POST /api/spawns/{id}/confirm", s.confirmSpawn)
 	rt.handleFunc("GET /api/questions", s.listQuestions)

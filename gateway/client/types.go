@@ -155,6 +155,9 @@ type SpawnAnswer struct {
 // Session is one main session and its state.
 type Session struct {
 	Key string `json:"key"`
+	// Title is what a menu shows: the first message's first line, cut,
+	// or what the person renamed it to; "" before the first message.
+	Title string `json:"title"`
 	// State is idle, running or waiting_for_subagents.
 	State       string    `json:"state"`
 	CreatedAt   time.Time `json:"createdAt"`
@@ -187,6 +190,12 @@ type ModelSpend struct {
 	Model     string  `json:"model"`
 	Tokens    int     `json:"tokens"`
 	CostCents float64 `json:"costCents"`
+}
+
+// RenameRequest is the body of PATCH /api/sessions/{key}.
+type RenameRequest struct {
+	// Title is the session's new title: one line, 1 to 120 characters.
+	Title string `json:"title"`
 }
 
 // SessionList is the body of GET /api/sessions.
