@@ -118,9 +118,11 @@ func (c counters) since(prior counters) counters {
 
 // adopt sets a handle rebuilt from a stored run's record to its figures
 // (h.mu held, or h not yet shared): what its ended turns used, its first
-// start, its running (or last) turn's start and its last end.
+// start, its running (or last) turn's start and its last end, and the
+// waits for the person its last result kept.
 func (h *Handle) adopt(r store.Run) {
 	h.total = countersOf(r)
+	h.waits = storedWaits(r.Result)
 	if r.StartedAt != nil {
 		h.firstStart, h.startedAt = *r.StartedAt, *r.StartedAt
 	}

@@ -519,7 +519,7 @@ func (h *Handle) conversation(msgs []llm.Message, prior int) []store.Message {
 // prior are the turn's own).
 func (h *Handle) buildResult(res agent.Result, prior int, run counters) Result {
 	r := Result{SubagentID: h.id, Status: res.Status, TokensUsed: run.tokens, CostCents: run.cost,
-		DurationSeconds: run.active.Seconds(), Iterations: run.iterations}
+		DurationSeconds: run.active.Seconds(), Iterations: run.iterations, Waits: h.waitsSoFar()}
 	if res.Err != nil && res.Status != lifecycle.Success {
 		r.Error = res.Err.Error()
 	}

@@ -116,6 +116,21 @@ type Subagent struct {
 	Attempts int `json:"attempts,omitempty"`
 	// Live is set when this daemon runs or holds the subagent.
 	Live bool `json:"live"`
+	// Waits are the times it waited for the person (ask_user), the open
+	// one last.
+	Waits []Wait `json:"waits,omitempty"`
+}
+
+// Wait is a time a subagent waited for the person: one question, from
+// when it was asked to when it was answered or closed.
+type Wait struct {
+	QuestionID string    `json:"questionId"`
+	AskedAt    time.Time `json:"askedAt"`
+	// AnsweredAt is zero while it waits.
+	AnsweredAt time.Time `json:"answeredAt,omitzero"`
+	// By is person, orchestrator, timeout or cancelled; "" while it
+	// waits.
+	By string `json:"by,omitempty"`
 }
 
 // SubagentList is the body of GET /api/subagents.
