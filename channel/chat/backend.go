@@ -68,8 +68,8 @@ type Local struct {
 	// Options go with every message (user, model, limits).
 	Options ava.SendOptions
 
-	once  sync.Once
-	err   error
+	once sync.Once
+	err  error
 	// failed carries turns that failed before they could say so in the
 	// session's stream (for example their model could not be built).
 	failed chan string
