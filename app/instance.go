@@ -65,6 +65,10 @@ type Instance struct {
 	// Sessions runs every turn of every session (see package session);
 	// nil when opened ReadOnly.
 	Sessions *session.Service
+	// Hooks are the lifecycle hooks: the config file's and the data
+	// root's roles', recorded with their events and delivered by this
+	// process while it runs (see package hooks).
+	Hooks *Hooks
 	// Tracing is the OpenTelemetry tracer provider, set up from the
 	// OTEL_* environment (see package tracing); nil when tracing is off
 	// or the instance was opened ReadOnly. Close flushes it last.
@@ -166,16 +170,19 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts ...Opti
 
 // openStore opens the store: PostgreSQL when cfg.DatabaseURL is a
 // postgres:// URL, else the SQLite file in the data root.
-func openStore(ctx context.Context, cfg config.Config, log *slog.Logger, r *redact.Redactor, readOnly bool) (store.Store, error) {
+func openStore(ctx context.Context, cfg config.Config, log *slog.Logger, r *redact.Redactor, readOnly bool, outbox store.Outbox) (store.Store, error) {
+	if readOnly {
+		outbox = nil
+	}
 	if config.IsPostgresURL(cfg.DatabaseURL) {
-		s, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{Logger: log, Redactor: r, ReadOnly: readOnly})
+		s, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{Logger: log, Redactor: r, ReadOnly: readOnly, Outbox: outbox})
 		if err != nil {
 			return nil, err
 		}
 		log.Info("store opened", "backend", "postgres", "database", s.Where())
 		return s, nil
 	}
-	s, err := sqlite.Open(ctx, filepath.Join(cfg.DataRoot, sqlite.FileName), sqlite.Options{Logger: log, Redactor: r, ReadOnly: readOnly})
+	s, err := sqlite.Open(ctx, filepath.Join(cfg.DataRoot, sqlite.FileName), sqlite.Options{Logger: log, Redactor: r, ReadOnly: readOnly, Outbox: outbox})
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +209,8 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 			in.closers = append(in.closers, func() error { return in.Tracing.Shutdown(context.Background()) })
 		}
 	}
-	if in.Store, err = openStore(ctx, cfg, log, in.Redactor, o.readOnly); err != nil {
+	in.Hooks = newHooks(cfg, log)
+	if in.Store, err = openStore(ctx, cfg, log, in.Redactor, o.readOnly, in.Hooks.Router.Outbox); err != nil {
 		return err
 	}
 	in.closers = append(in.closers, in.Store.Close)
@@ -212,7 +220,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	}
 	in.Hub.SetRedactor(in.Redactor)
 	if !o.readOnly {
-		in.hardenAndReport()
+		in.harden()
 	}
 	if in.Tools, err = tool.NewRegistry(append(in.builtinTools(), o.tools...)...); err != nil {
 		return fmt.Errorf("built-in tools: %w", err)
@@ -226,6 +234,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	roleErrs = append(roleErrs, addLibraryRoles(roles, o.roles)...)
 	roleErrs = append(roleErrs, in.addRoleMCPServers(roles)...)
 	in.RoleErrors = roleErrs
+	in.Hooks.setRoles(roles)
 	for _, e := range roleErrs {
 		log.Warn(RoleSkippedMessage, "err", e)
 	}
@@ -242,6 +251,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 		}
 		in.closers = append(in.closers, self.Close)
 		owner, in.self = self, self
+		in.Hooks.start(ctx, in, self.ID())
 	}
 	policy, err := confirm.ParsePolicy(cfg.Confirm)
 	if err != nil {

@@ -352,6 +352,20 @@ func (l *SessionLog) writeSynced(batch []byte) error {
 
 // spill moves a large output or summary to its own file.
 func (l *SessionLog) spill(e *LifecycleEntry) error {
+	path, data := outputFile(l.parent.root, *e)
+	if path == "" {
+		return nil
+	}
+	if err := writeFileAtomic(path, l.parent.redactor.Redact([]byte(data))); err != nil {
+		return fmt.Errorf("output of job %s: %w", e.JobID, err)
+	}
+	*e = e.filed(path)
+	return nil
+}
+
+// outputFile is the file a large output or summary of e moves to in the
+// data root root, and what it holds ("" when nothing moves).
+func outputFile(root string, e LifecycleEntry) (path, data string) {
 	data, ext := e.Output, ".txt"
 	if data != "" && json.Valid([]byte(data)) {
 		ext = ".json"
@@ -360,21 +374,39 @@ func (l *SessionLog) spill(e *LifecycleEntry) error {
 		data = e.Summary
 	}
 	if data == "" {
-		return nil
+		return "", ""
 	}
-	root := l.parent.root
-	path := filepath.Join(OutputDir(root), SanitizeName(e.JobID)+ext)
-	if err := writeFileAtomic(path, l.parent.redactor.Redact([]byte(data))); err != nil {
-		return fmt.Errorf("output of job %s: %w", e.JobID, err)
-	}
+	path = filepath.Join(OutputDir(root), SanitizeName(e.JobID)+ext)
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
+	return path, data
+}
+
+// filed is e pointing at its output file, its summary shortened.
+func (e LifecycleEntry) filed(path string) LifecycleEntry {
 	e.OutputPath = path
 	if len(e.Summary) > MaxInlineSummary {
 		e.Summary = Shorten(e.Summary, shortSummary)
 	}
-	return nil
+	return e
+}
+
+// AsFiled is e as the session file of data root root holds it (see
+// SessionLog.Append), without writing anything: its output file named,
+// its summary shortened, requestedBy and timestamp filled in (now when
+// unset). Lifecycle hooks send it.
+func (e LifecycleEntry) AsFiled(root string, now time.Time) LifecycleEntry {
+	if e.Timestamp.IsZero() {
+		e.Timestamp = now
+	}
+	if e.RequestedBy == "" {
+		e.RequestedBy = "assistant"
+	}
+	if path, _ := outputFile(root, e); path != "" {
+		e = e.filed(path)
+	}
+	return e
 }
 
 // writeFileAtomic writes data to path (0600) through a synced temporary

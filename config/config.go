@@ -25,6 +25,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/avaagent/ava/confirm"
+	"github.com/avaagent/ava/hookspec"
 	"github.com/avaagent/ava/internal/fserr"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/mcpspec"
@@ -152,6 +153,12 @@ type Config struct {
 	// MCPIdleTimeout stops an MCP server no tool call has used for this
 	// long (default 5m; negative: never).
 	MCPIdleTimeout time.Duration `yaml:"mcp_idle_timeout"`
+
+	// Hooks are the lifecycle hooks (package hooks): commands and
+	// webhooks that hear subagent, session, proposal and question events,
+	// delivered durably (docs/hooks.md). Only config.yaml and the data
+	// root's role files may define hooks, never a workspace.
+	Hooks []hookspec.Spec `yaml:"hooks"`
 
 	// Web configures the web tools (web_search, http_get,
 	// read_webpages).
@@ -403,6 +410,11 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("mcp_servers: MCP server %s defined twice", sp.Name))
 		}
 		seen[sp.Name] = true
+	}
+	for i, h := range c.Hooks {
+		if err := h.Validate(nil); err != nil {
+			errs = append(errs, fmt.Errorf("hooks[%d]: %w", i, err))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		if c.Source != "" {

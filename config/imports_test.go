@@ -12,7 +12,7 @@ import (
 var configLeaves = []string{
 	"config", "confirm", "internal/fserr", "internal/fsread", "lifecycle",
 	"llm", // prices and model names; llm's root imports only redact
-	"mcpspec", "redact",
+	"hookspec", "mcpspec", "redact",
 }
 
 // TestConfigImportsOnlyLeaves keeps configuration data: reading it links

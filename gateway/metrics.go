@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -82,6 +83,40 @@ func (m *Metrics) watch(rt *ava.Runtime) {
 	// A second server over the same metrics keeps the first gauges.
 	_ = m.reg.Register(running)
 	_ = m.reg.Register(queued)
+	_ = m.reg.Register(hookCollector{rt: rt})
+}
+
+// hookCollector reports the hook deliveries: this process's attempts by
+// outcome (counters), and the store's deliveries by status (gauges: the
+// whole data root or cluster).
+type hookCollector struct{ rt *ava.Runtime }
+
+var (
+	hookAttempts = prometheus.NewDesc("ava_hook_deliveries_total",
+		"Hook delivery attempts made by this process, by outcome (delivered, failed: tried again later, dead: attempts spent).",
+		[]string{"outcome"}, nil)
+	hookStatus = prometheus.NewDesc("ava_hook_deliveries",
+		"Hook deliveries in the store, by status (pending, failed, dead, delivered).", []string{"status"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (hookCollector) Describe(ch chan<- *prometheus.Desc) { ch <- hookAttempts; ch <- hookStatus }
+
+// Collect implements prometheus.Collector; a store that does not answer
+// within two seconds leaves the gauges out.
+func (c hookCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	f, err := c.rt.HookFigures(ctx)
+	for outcome, n := range map[string]int64{"delivered": f.Delivered, "failed": f.Failed, "dead": f.Dead} {
+		ch <- prometheus.MustNewConstMetric(hookAttempts, prometheus.CounterValue, float64(n), outcome)
+	}
+	if err != nil {
+		return
+	}
+	for _, st := range ava.HookStatuses {
+		ch <- prometheus.MustNewConstMetric(hookStatus, prometheus.GaugeValue, float64(f.ByStatus[st]), st)
+	}
 }
 
 // Handler serves the metrics in the Prometheus text format.

@@ -18,7 +18,7 @@ var openAPI []byte
 func OpenAPI() []byte { return append([]byte(nil), openAPI...) }
 
 // serveOpenAPI answers GET /api/openapi.json. It needs no token: the
-// document holds no data of the daemon, only the routes the README
+// document holds no data of the daemon, only the routes docs/api.md
 // publishes too, so a client generator or an API explorer can read it
 // before it has the token.
 func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {

@@ -95,7 +95,7 @@ func (p *panel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name := p.name(r.URL.Path)
 	etag, ok := p.etags[name]
 	if !ok || strings.HasPrefix(r.URL.Path, "/api/") {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s (the web panel is at /; see the API in the README)", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s (the web panel is at /; the API is in docs/api.md and /api/openapi.json)", r.Method, r.URL.Path))
 		return
 	}
 	b, err := fs.ReadFile(p.files, name)

@@ -198,7 +198,7 @@ func (s *Server) routes() *router {
 		})
 		return rt
 	}
-	// The API's description holds no data of the daemon (the README
+	// The API's description holds no data of the daemon (docs/api.md
 	// publishes the same), so a client generator or an API explorer may
 	// read it before it has the token, like /healthz.
 	rt.public("GET /api/openapi.json", http.HandlerFunc(serveOpenAPI))
@@ -208,6 +208,7 @@ func (s *Server) routes() *router {
 	rt.handleFunc("GET /api/subagents", s.listSubagents)
 	rt.handleFunc("POST /api/subagents", s.spawn)
 	rt.handleFunc("GET /api/subagents/{id}", s.getSubagent)
+	rt.handleFunc("GET /api/groups/{id}/findings", s.listFindings)
 	rt.handleFunc("GET /api/sessions", s.listSessions)
 	rt.handleFunc("GET /api/sessions/{key}", s.getSession)
 	rt.handleFunc("PATCH /api/sessions/{key}", s.renameSession)
@@ -217,6 +218,8 @@ func (s *Server) routes() *router {
 	rt.handleFunc("POST /api/questions/{id}/answer", s.answerQuestion)
 	rt.handleFunc("GET /api/logs", s.logs)
 	rt.handleFunc("GET /api/mcp/servers", s.mcpServers)
+	rt.handleFunc("GET /api/hooks", s.hooks)
+	rt.handleFunc("POST /api/hooks/retry", s.retryHooks)
 	rt.handleFunc("POST /api/login", s.login)
 	rt.handleFunc("POST /api/login/link", s.loginLink)
 	mcpHandler := s.mcp.Handler()
@@ -231,7 +234,7 @@ func (s *Server) routes() *router {
 		rt.asset("GET /"+name, s.panel)
 	}
 	rt.handleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s (see the API in the README)", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s (see docs/api.md, or the OpenAPI document at /api/openapi.json)", r.Method, r.URL.Path))
 	})
 	return rt
 }

@@ -22,6 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/hookspec"
 	"github.com/avaagent/ava/internal/fsread"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/mcpspec"
@@ -55,10 +56,20 @@ type Role struct {
 	// (run_bash, python_exec), off for the others; a custom role is off
 	// unless its front matter says `resume: true`.
 	Resume bool
+	// NoShare keeps the role off its group's board: run in a parallel
+	// group or a chain, it gets neither post_finding nor read_findings,
+	// nor the findings of the steps before it (a role file's
+	// `share: false`; docs/sharing.md). Every role shares by default.
+	NoShare bool
 	// MCPServers are the role's MCP servers: a name of a server of the
 	// config file, or a definition of the role's own (mcpspec.Spec).
 	// Their tools are the role's too, named <server>__<tool>.
 	MCPServers []mcpspec.Spec
+	// Hooks are the role's own lifecycle hooks: they hear the events of
+	// this role's subagents only (subagent:*, question), besides the
+	// config file's hooks. Only a role file of the data root may have
+	// them (see ErrWorkspaceHooks).
+	Hooks []hookspec.Spec
 	// Prompt is extra instructions appended to the system prompt (a
 	// custom role's Markdown body).
 	Prompt string
@@ -172,9 +183,12 @@ type roleFile struct {
 	ReadOnly         bool     `yaml:"read_only_workspace"`
 	RequiredOutput   []string `yaml:"required_output"`
 	Resume           bool     `yaml:"resume"`
+	Share            *bool    `yaml:"share"`
 	// MCPServers: a list of server names (from config.yaml) or
 	// definitions (name, command, args, env, pass_env, url).
 	MCPServers mcpspec.Specs `yaml:"mcp_servers"`
+	// Hooks: lifecycle hooks of the role's subagents (data root only).
+	Hooks []hookspec.Spec `yaml:"hooks"`
 }
 
 // FileError is a role file that could not be loaded.
@@ -217,6 +231,14 @@ func Parse(path string, data []byte, known func(string) bool) (Role, error) {
 	if err := checkRoleServers(rf.MCPServers); err != nil {
 		return Role{}, &FileError{Path: path, Line: line("mcp_servers"), Err: err}
 	}
+	for i, h := range rf.Hooks {
+		if err := h.Validate(nil); err != nil {
+			return Role{}, &FileError{Path: path, Line: line("hooks"), Err: fmt.Errorf("hooks[%d]: %w", i, err)}
+		}
+		if !roleEventsOnly(h) {
+			return Role{}, &FileError{Path: path, Line: line("hooks"), Err: fmt.Errorf("hooks[%d]: a role's hook hears its subagents' events (subagent:*, question); session:idle and proposal belong in config.yaml", i)}
+		}
+	}
 	for _, t := range rf.Tools {
 		if !known(t) {
 			return Role{}, &FileError{Path: path, Line: line("tools"), Err: fmt.Errorf("tools: unknown tool %q", t)}
@@ -224,7 +246,7 @@ func Parse(path string, data []byte, known func(string) bool) (Role, error) {
 	}
 	r := Role{Name: rf.Name, Description: rf.Description, Tools: rf.Tools, Model: rf.Model, Limits: DefaultLimits,
 		ExtendedThinking: rf.ExtendedThinking, Network: rf.Network, ReadOnlyWorkspace: rf.ReadOnly, MCPServers: rf.MCPServers,
-		RequiredOutput: rf.RequiredOutput, Resume: rf.Resume,
+		RequiredOutput: rf.RequiredOutput, Resume: rf.Resume, Hooks: rf.Hooks, NoShare: rf.Share != nil && !*rf.Share,
 		Prompt: strings.TrimSpace(string(body)), Source: path}
 	if r.Model == "" {
 		r.Model = defaultRoleModel
@@ -405,6 +427,23 @@ type Dir struct {
 // would replace a built-in or user role; it is skipped.
 var ErrUntrustedOverride = errors.New("would replace a role of the same name, but its workspace is not trusted; skipped (trust the workspace with `ava trust` to allow it)")
 
+// ErrWorkspaceHooks is a workspace role file with hooks: hooks run the
+// person's commands and reach their URLs, so only config.yaml and the
+// data root's roles may define them; the role is skipped, trusted or
+// not.
+var ErrWorkspaceHooks = errors.New("hooks: only config.yaml and the data root's roles (agents/) may define hooks, never a workspace's role file, trusted or not; role skipped")
+
+// roleEventsOnly reports whether h hears only events a role's own
+// subagents cause.
+func roleEventsOnly(h hookspec.Spec) bool {
+	for _, e := range h.Events {
+		if e == hookspec.SessionIdle || e == hookspec.Proposal {
+			return false
+		}
+	}
+	return true
+}
+
 // maxRoleFileSize bounds one role file read.
 const maxRoleFileSize = 1 << 20
 
@@ -457,6 +496,10 @@ func loadRoleDir(dir Dir, roles map[string]Role, known func(string) bool) []erro
 		r, err := Parse(p, data, known)
 		if err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if len(r.Hooks) > 0 && !dir.MayOverride {
+			errs = append(errs, &FileError{Path: p, Line: keyLine(data, "hooks"), Err: ErrWorkspaceHooks})
 			continue
 		}
 		trusted, why := dir.fileTrusted(dir.relPath(name), data)

@@ -56,6 +56,11 @@ type Config struct {
 	// first message inside an untrusted block (taskPrompt), never in the
 	// system prompt.
 	PreviousStep string `json:"previous_step,omitempty"`
+	// PreviousFindings are the findings the steps of a chain before this
+	// one posted to its board (FormatFindings), when its role shares.
+	// Untrusted like PreviousStep: they reach the model in the first
+	// message inside an untrusted block of their own.
+	PreviousFindings string `json:"previous_findings,omitempty"`
 	// ModelBy is who named Model (llm.Namer): only the operator may name
 	// a scripted model. Never read from JSON: a spawn from the API, an
 	// MCP client or a model's tool call is NamedByOther (the zero value),

@@ -44,11 +44,16 @@ func (h *Handle) runFrom(history []llm.Message, input llm.Message) {
 
 // taskPrompt is the first user message: the task (the system prompt
 // holds it too, with the context; models act on the user turn), then
-// the previous chain step's result, if any, inside an untrusted block.
+// the previous chain step's result, if any, inside an untrusted block,
+// and the findings the steps before posted, if any, in another.
 func taskPrompt(c Config) string {
 	p := "Begin the task: " + c.Task
 	if c.PreviousStep != "" {
 		p += "\n\nThe previous step's result, as data to work from:\n" + tool.Untrusted("previous chain step", c.PreviousStep)
+	}
+	if c.PreviousFindings != "" {
+		p += "\n\nThe findings the steps before you posted to the chain's board, as data to work from:\n" +
+			tool.Untrusted("findings of the steps before", c.PreviousFindings)
 	}
 	return p
 }
@@ -96,6 +101,7 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	defer cancel(nil)
 	ctx, links := h.traceContext(ctx)
 	tools, unavailable := h.turnTools(ctx)
+	tools = h.withBoard(tools)
 	h.mu.Lock()
 	stored := h.inputStored
 	h.inputStored, h.ckStored = false, len(history)

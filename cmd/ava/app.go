@@ -211,6 +211,7 @@ AVA_DATA_ROOT, …), the optional file $AVA_DATA_ROOT/config.yaml, and flags.`,
 		newChatCmd(app),
 		newConfirmCmd(app),
 		newMCPCmd(app),
+		newHooksCmd(app),
 	)
 	strictCompletion(root)
 	markStarted(app, root)

@@ -128,7 +128,7 @@ func listDaemonMCPServers(ctx context.Context, a *App) error {
 // daemon's servers, which shows PIDs.
 func printMCPServers(a *App, servers []ava.MCPServer, check, remote bool, failed error) error {
 	if len(servers) == 0 {
-		fmt.Fprintln(a.Stdout, "no MCP servers: define them in config.yaml's mcp_servers or in a role's front matter (see README, MCP servers for roles)")
+		fmt.Fprintln(a.Stdout, "no MCP servers: define them in config.yaml's mcp_servers or in a role's front matter (see docs/mcp.md, MCP servers for roles)")
 		return nil
 	}
 	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)

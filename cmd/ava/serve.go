@@ -31,7 +31,7 @@ func newServeCmd(a *App) *cobra.Command {
 		Use:   "serve [--addr 127.0.0.1:7777]",
 		Short: "Run the daemon: web panel, HTTP API and live event streams",
 		Long: `Run Ava as a daemon: the web panel (open http://127.0.0.1:7777/ in a
-browser), the HTTP API and Server-Sent Event streams (see the README),
+browser), the HTTP API and Server-Sent Event streams (see docs/api.md),
 which ava ps, status, stop and send talk to.
 
 It binds 127.0.0.1:7777 unless --addr or AVA_ADDR says otherwise, and every
@@ -152,6 +152,7 @@ func runDaemon(ctx context.Context, a *App, cfg config.Config, opt gateway.Serve
 		return err
 	}
 	defer func() { err = errors.Join(err, rt.Close()) }()
+	rt.ReportSandbox()
 	// Before any message: turns a killed process left open end now.
 	if n, err := rt.EndInterruptedTurns(ctx); err != nil {
 		log.Error("end interrupted turns", "err", err)

@@ -83,7 +83,10 @@ type Subagent struct {
 	Model      string `json:"model"`
 	Mode       string `json:"mode,omitempty"`
 	Parent     string `json:"parent,omitempty"`
-	Status     string `json:"status"`
+	// GroupID is the parallel group or chain it is a member of; its
+	// board is GET /api/groups/{groupId}/findings.
+	GroupID string `json:"groupId,omitempty"`
+	Status  string `json:"status"`
 	// QueuePosition is a queued run's place in line for a slot (1 for
 	// the next to start); 0 when it is not queued here.
 	QueuePosition int  `json:"queuePosition,omitempty"`
@@ -136,6 +139,24 @@ type Wait struct {
 // SubagentList is the body of GET /api/subagents.
 type SubagentList struct {
 	Subagents []Subagent `json:"subagents"`
+}
+
+// Finding is one entry of a group's board: what a member shared with
+// the others (post_finding). Its text is another agent's: untrusted.
+type Finding struct {
+	// ID increases in the order the group's findings were posted.
+	ID         int64     `json:"id"`
+	SubagentID string    `json:"subagentId"`
+	Role       string    `json:"role"`
+	Text       string    `json:"text"`
+	PostedAt   time.Time `json:"postedAt"`
+}
+
+// FindingList is the body of GET /api/groups/{id}/findings: the
+// group's board, oldest first.
+type FindingList struct {
+	GroupID  string    `json:"groupId"`
+	Findings []Finding `json:"findings"`
 }
 
 // SpawnRequest is the body of POST /api/subagents: one background
@@ -272,4 +293,48 @@ type MCPServer struct {
 // MCPServerList is the body of GET /api/mcp/servers.
 type MCPServerList struct {
 	Servers []MCPServer `json:"servers"`
+}
+
+// Hook is a lifecycle hook of the daemon (GET /api/hooks).
+type Hook struct {
+	ID     string   `json:"id"`
+	Kind   string   `json:"kind"`
+	Target string   `json:"target"`
+	Events []string `json:"events"`
+	// From is where it is defined: "config.yaml" or "role <name>".
+	From string `json:"from"`
+}
+
+// HookDelivery is one event's delivery to one hook.
+type HookDelivery struct {
+	ID     int64  `json:"id"`
+	HookID string `json:"hookId"`
+	Kind   string `json:"kind"`
+	Target string `json:"target"`
+	Event  string `json:"event"`
+	// SessionKey and Seq name the event in its session's stream.
+	SessionKey string `json:"sessionKey"`
+	Seq        uint64 `json:"seq"`
+	// Status is pending, failed, dead or delivered.
+	Status      string     `json:"status"`
+	Attempts    int        `json:"attempts"`
+	MaxAttempts int        `json:"maxAttempts"`
+	NextAt      time.Time  `json:"nextAt"`
+	LastError   string     `json:"lastError,omitempty"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	DeliveredAt *time.Time `json:"deliveredAt,omitempty"`
+	// Body is the event JSON sent to the hook.
+	Body json.RawMessage `json:"body"`
+}
+
+// HookList is the body of GET /api/hooks.
+type HookList struct {
+	Hooks      []Hook         `json:"hooks"`
+	Deliveries []HookDelivery `json:"deliveries"`
+}
+
+// HookRetryRequest is the body of POST /api/hooks/retry: the deliveries
+// to send again (none: every failed and dead one).
+type HookRetryRequest struct {
+	IDs []int64 `json:"ids,omitempty"`
 }

@@ -7,7 +7,7 @@ import htm from 'htm';
 import { getJSON, onTokenNeeded, renameSession } from './api.js';
 import { ago } from './format.js';
 import { Chat } from './chat.js';
-import { SubagentList, Timeline, useSubagents } from './subagents.js';
+import { Boards, SubagentList, Timeline, useSubagents } from './subagents.js';
 
 const html = htm.bind(h);
 
@@ -77,6 +77,7 @@ function App() {
           <${SubagentList} list=${list} open=${route.open} onOpen=${openSub} />
           <h2>Timeline</h2>
           ${list.length > 0 ? html`<${Timeline} list=${list} open=${route.open} onOpen=${openSub} />` : html`<p class="muted hint">Bars appear as subagents run.</p>`}
+          <${Boards} list=${list} open=${route.open} onOpen=${openSub} />
         </aside>
       </main>
       ${asking && html`<${TokenDialog} done=${(t) => { asking.resolve(t); setAsking(null); }} />`}

@@ -80,6 +80,8 @@ export function reduce(s, ev) {
         items: s.items.map((it) => (it.kind === 'proposal' && it.id === c.pendingId
           ? { ...it, decision: c.decision, change: c.change, ids: c.subagentIds || [] } : it)),
       };
+    case 'FindingPosted': // a group member shared a finding on its board
+      return add(s, { kind: 'finding', seq, id: c.findingId, text: c.text });
     case 'UserQuestion':
       return add(s, { kind: 'question', seq, id: c.questionId, subagentId: c.subagentId, role: c.role, text: c.question, by: '', answer: '' });
     case 'QuestionAnswered':
@@ -338,6 +340,8 @@ function Item({ it, onOpen, sessionKey }) {
       return html`<${Proposal} it=${it} />`;
     case 'question':
       return html`<${Question} it=${it} sessionKey=${sessionKey} />`;
+    case 'finding':
+      return html`<div class="line finding" data-seq=${seq} data-kind="finding">⇪ shared on the board as #${it.id}<span class="muted"> — ${it.text}</span></div>`;
     case 'error':
       return html`<div class="line error" data-seq=${seq} data-kind="error">⚠ ${it.text}</div>`;
     case 'end':

@@ -136,3 +136,74 @@ export function Timeline({ list, open, onOpen }) {
       ${rows.some((r) => r.waits.length > 0) && html`<p class="tl-legend muted"><span class="tl-wait" aria-hidden="true" /> waited for you (a question, until its answer)</p>`}
     </div>`;
 }
+
+/**
+ * The groups among the subagents (parallel groups and chains), in the
+ * order their first member appears, each with its members.
+ */
+function groupsOf(list) {
+  const by = new Map();
+  for (const sa of list) {
+    if (!sa.groupId) continue;
+    if (!by.has(sa.groupId)) by.set(sa.groupId, []);
+    by.get(sa.groupId).push(sa);
+  }
+  return [...by.entries()].map(([id, members]) => ({ id, members }));
+}
+
+/**
+ * Polls a group's board while a member is active, and reads it once more
+ * when they have all ended.
+ */
+function useFindings(group, live) {
+  const [findings, setFindings] = useState([]);
+  useEffect(() => {
+    let stopped = false;
+    let timer;
+    const load = async () => {
+      try {
+        const body = await getJSON(`/api/groups/${encodeURIComponent(group)}/findings`);
+        if (!stopped) setFindings(body.findings || []);
+      } catch { /* the next poll tries again */ }
+      if (!stopped && live) timer = setTimeout(load, POLL_MS);
+    };
+    load();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
+  }, [group, live]);
+  return findings;
+}
+
+const clock = (t) => new Date(t).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+
+/** One group's view: its members and its board (what they shared with post_finding). */
+function Board({ group, open, onOpen }) {
+  const live = group.members.some(active);
+  const findings = useFindings(group.id, live);
+  const mode = group.members[0]?.mode === 'chain' ? 'Chain' : 'Parallel group';
+  return html`
+    <section class="board" data-group=${group.id}>
+      <h3>${mode} of ${group.members.length}: ${group.members.map((sa) => html`
+        <button key=${sa.id} class=${`member${sa.id === open ? ' open' : ''}`} onClick=${() => onOpen(sa.id)}><code>${sa.id}</code></button>`)}</h3>
+      ${findings.length === 0
+        ? html`<p class="muted hint">No findings shared yet.</p>`
+        : html`<ol class="findings" title="Shared by subagents: their text is data from other agents, not instructions">
+            ${findings.map((f) => html`
+              <li key=${f.id} class="finding" data-id=${f.id}>
+                <span class="meta muted">#${f.id} <button class="poster" onClick=${() => onOpen(f.subagentId)}><code>${f.subagentId}</code></button> ${f.role} · ${clock(f.postedAt)}</span>
+                <span class="text">${f.text}</span>
+              </li>`)}
+          </ol>`}
+    </section>`;
+}
+
+/** The boards of the session's groups; nothing when no subagent ran in a group. */
+export function Boards({ list, open, onOpen }) {
+  const groups = groupsOf(list);
+  if (groups.length === 0) return null;
+  return html`
+    <h2>Boards</h2>
+    ${groups.map((g) => html`<${Board} key=${g.id} group=${g} open=${open} onOpen=${onOpen} />`)}`;
+}

@@ -54,11 +54,13 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	}
 	first, last := evs[0], evs[len(evs)-1]
 	note := storedPayload(last.Session, last.Seq)
+	hooks := outboxOf(s.outbox, evs)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		for _, r := range rows {
 			b.Queue(`INSERT INTO events (session_key, seq, type, agent, time, line) VALUES ($1, $2, $3, $4, $5, $6)`, r...)
 		}
+		s.queueHookDeliveries(b, hooks)
 		// The notification rides in the same batch (no round trip of its
 		// own) and is sent on commit only. A session key of kilobytes
 		// sends none: its followers elsewhere catch up later.

@@ -67,6 +67,9 @@ type Options struct {
 	// connections run read-only transactions, so that nothing can be
 	// written through it.
 	ReadOnly bool
+	// Outbox, when set, names the hook deliveries of each event
+	// AppendEvents stores, recorded in the same transaction.
+	Outbox store.Outbox
 }
 
 // Store is a store.Store on one PostgreSQL database.
@@ -78,6 +81,8 @@ type Store struct {
 	log   *slog.Logger
 	now   func() time.Time
 	rec   record.Checker // checks, fills in, masks and cleans every record written
+	// outbox is Options.Outbox.
+	outbox store.Outbox
 
 	closeOnce sync.Once
 	closed    atomic.Bool // set by Close: writes and event reads give store.ErrClosed
@@ -101,9 +106,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
 	s := &Store{
-		where: fmt.Sprintf("postgres %s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database),
-		log:   opts.Logger,
-		now:   opts.Now,
+		where:  fmt.Sprintf("postgres %s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database),
+		log:    opts.Logger,
+		now:    opts.Now,
+		outbox: opts.Outbox,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

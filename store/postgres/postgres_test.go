@@ -58,3 +58,14 @@ func TestDurable(t *testing.T) {
 		return openAt(t, url)
 	})
 }
+
+func TestHookConformance(t *testing.T) {
+	storetest.RunHooks(t, func(t *testing.T, o store.Outbox) store.Store {
+		s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{MaxConns: 8, Outbox: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}

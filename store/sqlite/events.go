@@ -53,6 +53,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if err != nil {
 		return fmt.Errorf("append events to %s: %w", evs[0].Session, err)
 	}
+	hooks := outboxOf(s.outbox, evs)
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		insert := tx.StmtContext(ctx, stmt)
 		for i, ev := range evs {
@@ -60,7 +61,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 				return err
 			}
 		}
-		return nil
+		return s.insertHookDeliveries(ctx, tx, hooks)
 	})
 	first, last := evs[0], evs[len(evs)-1]
 	if isUniqueViolation(err) {

@@ -71,6 +71,9 @@ type Options struct {
 	// and writes nothing, not even the file or a migration (see
 	// openReadOnly); writes fail with ErrReadOnly.
 	ReadOnly bool
+	// Outbox, when set, names the hook deliveries of each event
+	// AppendEvents stores, recorded in the same transaction.
+	Outbox store.Outbox
 }
 
 // Store is a store.Store on one SQLite file.
@@ -89,6 +92,8 @@ type Store struct {
 	closeErr  error
 	// readOnly: opened with Options.ReadOnly.
 	readOnly bool
+	// outbox is Options.Outbox.
+	outbox store.Outbox
 
 	// stmts are the statements of every grouped write and every kept
 	// event (hotStatements), prepared on the writer at Open: they are
@@ -118,7 +123,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("open store %s: %w", abs, err)
 		}
 	}
-	s := &Store{path: abs, log: opts.Logger, now: opts.Now, readOnly: opts.ReadOnly}
+	s := &Store{path: abs, log: opts.Logger, now: opts.Now, readOnly: opts.ReadOnly, outbox: opts.Outbox}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -246,7 +251,7 @@ var integrityBound = 2 * time.Second
 
 // checkIntegrity runs SQLite's quick_check before anything is written,
 // so a database damaged in the middle (a bad disk, a copy cut short) is
-// refused with the README's message and left as it is, instead of being
+// refused with a message that says what to do and left as it is, instead of being
 // migrated and written to. quick_check reads every page but skips the
 // index cross-checks of integrity_check; it stops at the first problem.
 func (s *Store) checkIntegrity(ctx context.Context) error {
@@ -271,8 +276,55 @@ func (s *Store) checkIntegrity(ctx context.Context) error {
 // its integrity check at open.
 var ErrCorrupt = errors.New("database disk image is malformed")
 
-// migrate brings the schema up to date with the embedded migrations.
+// migrate brings the schema up to date with the embedded migrations. A
+// new database (no table yet) is created from the schema snapshot in
+// one transaction (createFromSnapshot), without a sync of its own, and
+// synced once at the end (its checkpoint): a crash meanwhile leaves a
+// database that is new anyway, and a command's first start on a fresh
+// data root neither replays every migration nor waits for their syncs.
+// An existing database is migrated step by step with the store's normal
+// durability.
 func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
+	return migrateWith(ctx, db, log, true)
+}
+
+// migrateWith is migrate; snapshot false replays the migrations on a new
+// database too (TestSchemaSnapshot compares the two).
+func migrateWith(ctx context.Context, db *sql.DB, log *slog.Logger, snapshot bool) error {
+	var tables int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&tables); err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if tables > 0 {
+		return migrateUp(ctx, db, log)
+	}
+	if _, err := db.ExecContext(ctx, `PRAGMA synchronous = OFF`); err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	defer db.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = NORMAL`)
+	created := false
+	if snapshot {
+		var err error
+		if created, err = createFromSnapshot(ctx, db); err != nil {
+			return err
+		}
+	}
+	if !created {
+		if err := migrateUp(ctx, db, log); err != nil {
+			return err
+		}
+	}
+	if _, err := db.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		return fmt.Errorf("migrations: sync: %w", err)
+	}
+	return nil
+}
+
+// migrateUp applies the embedded migrations not applied yet.
+func migrateUp(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 	fsys, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)

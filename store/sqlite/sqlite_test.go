@@ -121,3 +121,14 @@ func TestFileModeAndPragmas(t *testing.T) {
 		t.Fatal("a reader connection could write")
 	}
 }
+
+func TestHookConformance(t *testing.T) {
+	storetest.RunHooks(t, func(t *testing.T, o store.Outbox) store.Store {
+		s, err := Open(context.Background(), filepath.Join(t.TempDir(), FileName), Options{Outbox: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}

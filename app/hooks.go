@@ -1,0 +1,165 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/hooks"
+	"github.com/avaagent/ava/hookspec"
+	"github.com/avaagent/ava/role"
+)
+
+// HookDrain bounds how long Close spends delivering what is due (the
+// events of the process's last turns) after its subagents and sessions
+// stopped.
+const HookDrain = 10 * time.Second
+
+// Hooks are an instance's lifecycle hooks (package hooks): the Router
+// the store records deliveries with, and the Dispatcher that delivers
+// them (nil when the instance has no hook or is read-only).
+type Hooks struct {
+	Router     *hooks.Router
+	Dispatcher *hooks.Dispatcher
+	// Sender makes attempts (also `ava hooks test`'s).
+	Sender *hooks.Sender
+
+	config []hookspec.Spec
+	roles  atomic.Pointer[map[string][]hookspec.Spec]
+
+	stop func()
+	done chan struct{}
+}
+
+// newHooks returns the hooks of cfg, their roles' still to come
+// (setRoles).
+func newHooks(cfg config.Config, log *slog.Logger) *Hooks {
+	host, _ := os.Hostname()
+	h := &Hooks{config: cfg.Hooks, Sender: hooks.NewSender(hookEnv(cfg), "Ava-Hooks/1")}
+	h.Router = &hooks.Router{Hooks: cfg.Hooks, RoleHooks: h.roleHooks, Root: cfg.DataRoot, Host: host, Log: log}
+	return h
+}
+
+// hookEnv is a command hook's environment: the process's, without Ava's
+// secrets and the webhooks' signing secrets.
+func hookEnv(cfg config.Config) []string {
+	drop := config.SecretEnv()
+	for _, h := range cfg.Hooks {
+		if h.SecretEnv != "" {
+			drop = append(drop, h.SecretEnv)
+		}
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(drop, k) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// setRoles records the hooks of the loaded roles.
+func (h *Hooks) setRoles(roles map[string]role.Role) {
+	m := map[string][]hookspec.Spec{}
+	for name, r := range roles {
+		if len(r.Hooks) > 0 {
+			m[name] = r.Hooks
+		}
+	}
+	h.roles.Store(&m)
+}
+
+func (h *Hooks) roleHooks(name string) []hookspec.Spec {
+	if m := h.roles.Load(); m != nil {
+		return (*m)[name]
+	}
+	return nil
+}
+
+// All are every hook of the instance, the config file's first, each
+// target once, with where it came from ("config.yaml" or the role's
+// name).
+func (h *Hooks) All() []HookSource {
+	var out []HookSource
+	seen := map[string]bool{}
+	add := func(from string, hs []hookspec.Spec) {
+		for _, s := range hs {
+			if !seen[s.ID()] {
+				seen[s.ID()] = true
+				out = append(out, HookSource{Spec: s.WithDefaults(), From: from})
+			}
+		}
+	}
+	add("config.yaml", h.config)
+	if m := h.roles.Load(); m != nil {
+		names := make([]string, 0, len(*m))
+		for n := range *m {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			add("role "+n, (*m)[n])
+		}
+	}
+	return out
+}
+
+// HookSource is a hook and where it is defined.
+type HookSource struct {
+	hookspec.Spec
+	From string
+}
+
+// start runs the dispatcher when there is a hook, until stopDelivering.
+func (h *Hooks) start(ctx context.Context, in *Instance, owner string) {
+	all := h.All()
+	if len(all) == 0 {
+		return
+	}
+	byID := map[string]hookspec.Spec{}
+	for _, s := range all {
+		byID[s.ID()] = s.Spec
+	}
+	d := hooks.NewDispatcher(hooks.Options{Store: in.Store, Hooks: byID, Owner: owner, Host: h.Router.Host,
+		Sender: h.Sender, Log: in.Log.With("component", "hooks")})
+	h.Dispatcher = d
+	h.Router.Wake = d.Kick
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h.stop, h.done = cancel, make(chan struct{})
+	go func() {
+		defer close(h.done)
+		d.Run(ctx)
+	}()
+	var once sync.Once
+	in.closers = append(in.closers, func() error {
+		once.Do(h.close)
+		return nil
+	})
+}
+
+// close stops the dispatcher, then delivers what is due for at most
+// HookDrain: the events of the process's last moments.
+func (h *Hooks) close() {
+	h.stop()
+	<-h.done
+	ctx, cancel := context.WithTimeout(context.Background(), HookDrain)
+	defer cancel()
+	h.Dispatcher.DeliverNow(ctx, nil)
+}
+
+// ready returns an error when the instance cannot deliver: read-only or
+// without hooks.
+func (h *Hooks) ready() error {
+	if h.Dispatcher == nil {
+		return fmt.Errorf("this process has no hooks to deliver with (hooks: in config.yaml, or a data-root role's hooks)")
+	}
+	return nil
+}

@@ -1,0 +1,35 @@
+-- Hook deliveries (package hooks, docs/hooks.md): one row per event and
+-- hook, inserted in the transaction that stores the event (store.Outbox),
+-- so that no stored event misses its deliveries and none is delivered
+-- twice to one hook (the unique key). A process claims due rows with a
+-- lease (lease_owner, lease_until), delivers, and records the attempt:
+-- delivered, failed (tried again at next_at) or dead (attempts spent).
+-- Times are Unix nanoseconds.
+
+-- +goose Up
+CREATE TABLE hook_deliveries (
+    id           BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    hook_id      TEXT    NOT NULL,
+    kind         TEXT    NOT NULL CHECK (kind IN ('command', 'url')),
+    target       TEXT    NOT NULL,
+    event        TEXT    NOT NULL,
+    session_key  TEXT COLLATE "C" NOT NULL,
+    seq          BIGINT  NOT NULL,
+    body         TEXT    NOT NULL,
+    host         TEXT    NOT NULL DEFAULT '',
+    status       TEXT    NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'failed', 'dead', 'delivered')),
+    attempts     BIGINT  NOT NULL DEFAULT 0,
+    max_attempts BIGINT  NOT NULL CHECK (max_attempts > 0),
+    next_at      BIGINT  NOT NULL,
+    lease_owner  TEXT    NOT NULL DEFAULT '',
+    lease_until  BIGINT  NOT NULL DEFAULT 0,
+    last_error   TEXT    NOT NULL DEFAULT '',
+    created_at   BIGINT  NOT NULL,
+    updated_at   BIGINT  NOT NULL,
+    delivered_at BIGINT,
+    UNIQUE (session_key, seq, hook_id)
+);
+CREATE INDEX hook_deliveries_due ON hook_deliveries (status, next_at);
+
+-- +goose Down
+DROP TABLE hook_deliveries;
