@@ -211,6 +211,7 @@ func (s *Server) routes() *router {
 	rt.handleFunc("GET /api/groups/{id}/findings", s.listFindings)
 	rt.handleFunc("GET /api/sessions", s.listSessions)
 	rt.handleFunc("GET /api/sessions/{key}", s.getSession)
+	rt.handleFunc("PATCH /api/sessions/{key}", s.renameSession)
 	rt.handleFunc("GET /api/spawns", s.listSpawns)
 	rt.handleFunc("POST /api/spawns/{id}/confirm", s.confirmSpawn)
 	rt.handleFunc("GET /api/questions", s.listQuestions)

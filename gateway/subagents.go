@@ -22,6 +22,9 @@ func toClientSubagent(sa ava.Subagent) client.Subagent {
 	if sa.Result != nil {
 		out.Result, _ = json.Marshal(sa.Result)
 	}
+	for _, w := range sa.Waits {
+		out.Waits = append(out.Waits, client.Wait{QuestionID: w.QuestionID, AskedAt: w.AskedAt, AnsweredAt: w.AnsweredAt, By: w.By})
+	}
 	return out
 }
 

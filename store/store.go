@@ -38,7 +38,11 @@ import (
 // Session is one conversation: a main session (ava:cli:<id>, ava:web:<id>,
 // …) or a subagent's own session (ava:subagent:S-xxxxxx).
 type Session struct {
-	Key       string
+	Key string
+	// Title is what the sessions menu shows: the first user message's
+	// first line, cut (TitleFrom), or what the person renamed it to; ""
+	// until a user message is stored.
+	Title     string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	// BudgetCents is the session's spending cap; 0 means none.
@@ -404,6 +408,11 @@ type SessionStore interface {
 	EnsureSession(ctx context.Context, key string) (Session, error)
 	// GetSession returns the session or ErrNotFound.
 	GetSession(ctx context.Context, key string) (Session, error)
+	// SetSessionTitle renames the session (a title CheckTitle passed);
+	// ErrNotFound when there is none. A session's first user message
+	// (AppendMessage, AppendMessages) gives an untitled session its
+	// default title (TitleFrom).
+	SetSessionTitle(ctx context.Context, key, title string) error
 	// AddSessionSpend adds an orchestrator turn's spend to the session
 	// (its budget's running total, and its own spend by model), creating
 	// the session if missing.

@@ -525,7 +525,7 @@ func (h *Handle) conversation(msgs []llm.Message, prior int) []store.Message {
 // prior are the turn's own).
 func (h *Handle) buildResult(res agent.Result, prior int, run counters) Result {
 	r := Result{SubagentID: h.id, Status: res.Status, TokensUsed: run.tokens, CostCents: run.cost,
-		DurationSeconds: run.active.Seconds(), Iterations: run.iterations}
+		DurationSeconds: run.active.Seconds(), Iterations: run.iterations, Waits: h.waitsSoFar()}
 	if res.Err != nil && res.Status != lifecycle.Success {
 		r.Error = res.Err.Error()
 	}
@@ -555,7 +555,7 @@ func (h *Handle) completeEvent(r Result, res agent.Result, start time.Time) even
 // and its meta are the turn's (res).
 func completeEvent(role, mode, model string, r Result, res agent.Result, start time.Time, attempt int) event.Event {
 	ev := event.New(event.SubagentComplete, event.SubagentCompleteContent{SubagentID: r.SubagentID, Role: role, Status: r.Status, Attempt: attempt,
-		Summary: r.Summary, Tokens: r.TokensUsed, CostCents: r.CostCents, DurationMs: int64(r.DurationSeconds * 1000),
+		Summary: r.Summary, Tokens: r.TokensUsed, CostCents: r.CostCents, DurationMs: r.Active().Milliseconds(),
 		Iterations: r.Iterations, StartedAt: start, Model: model, Mode: mode,
 		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens,
 		CacheWriteTokens: res.Usage.CacheWriteTokens, Output: r.Output, OutputFormat: r.OutputFormat})

@@ -6,7 +6,8 @@
 // input line (line editing, and history on the arrow keys). The session
 // lives in this process (Local) or on a daemon (Remote); either way the
 // chat reads the session's event stream, so it also shows what other
-// channels of the same session did.
+// channels of the same session did. A continued session (--session) opens
+// with its earlier conversation, replayed from the stream's first event.
 package chat
 
 import (

@@ -57,7 +57,7 @@ and what other channels of the same session do shows here too.`,
 	f.BoolVar(&o.yes, "yes", false, "spawns start without asking you first (AVA_CONFIRM=never for this chat; on a daemon, its proposals are confirmed as they arrive)")
 	f.BoolVar(&o.offline, "offline", false, "use the offline scripted demo model (no network, no key)")
 	f.StringVar(&o.model, "model", "", "model as provider/model or an alias: haiku, sonnet, opus (default $AVA_MODEL)")
-	f.StringVar(&o.session, "session", "", "continue this session key (default: a new ava:chat:… session)")
+	f.StringVar(&o.session, "session", "", "continue this session key, shown from its earlier conversation on (default: a new ava:chat:… session)")
 	addTurnFlags(f, &o, "each request")
 	return cmd
 }

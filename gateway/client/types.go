@@ -119,6 +119,21 @@ type Subagent struct {
 	Attempts int `json:"attempts,omitempty"`
 	// Live is set when this daemon runs or holds the subagent.
 	Live bool `json:"live"`
+	// Waits are the times it waited for the person (ask_user), the open
+	// one last.
+	Waits []Wait `json:"waits,omitempty"`
+}
+
+// Wait is a time a subagent waited for the person: one question, from
+// when it was asked to when it was answered or closed.
+type Wait struct {
+	QuestionID string    `json:"questionId"`
+	AskedAt    time.Time `json:"askedAt"`
+	// AnsweredAt is zero while it waits.
+	AnsweredAt time.Time `json:"answeredAt,omitzero"`
+	// By is person, orchestrator, timeout or cancelled; "" while it
+	// waits.
+	By string `json:"by,omitempty"`
 }
 
 // SubagentList is the body of GET /api/subagents.
@@ -176,6 +191,9 @@ type SpawnAnswer struct {
 // Session is one main session and its state.
 type Session struct {
 	Key string `json:"key"`
+	// Title is what a menu shows: the first message's first line, cut,
+	// or what the person renamed it to; "" before the first message.
+	Title string `json:"title"`
 	// State is idle, running or waiting_for_subagents.
 	State       string    `json:"state"`
 	CreatedAt   time.Time `json:"createdAt"`
@@ -208,6 +226,12 @@ type ModelSpend struct {
 	Model     string  `json:"model"`
 	Tokens    int     `json:"tokens"`
 	CostCents float64 `json:"costCents"`
+}
+
+// RenameRequest is the body of PATCH /api/sessions/{key}.
+type RenameRequest struct {
+	// Title is the session's new title: one line, 1 to 120 characters.
+	Title string `json:"title"`
 }
 
 // SessionList is the body of GET /api/sessions.
