@@ -101,7 +101,9 @@ func hookConfig(t *testing.T, data, log, url string, events []string, webhookExt
 	t.Helper()
 	must(t, os.MkdirAll(data, 0o700))
 	script := filepath.Join(filepath.Dir(log), "hook.sh")
-	must(t, os.WriteFile(script, []byte("#!/bin/sh\n{ cat; echo; } >> "+log+"\n"), 0o700))
+	// One write per event: in a cluster two processes may run the hook
+	// at once, appending to the same file.
+	must(t, os.WriteFile(script, []byte("#!/bin/sh\nline=$(cat)\nprintf '%s\\n' \"$line\" >> "+log+"\n"), 0o700))
 	list := "[" + strings.Join(events, ", ") + "]"
 	cfg := fmt.Sprintf("hooks:\n  - events: %s\n    command: [%q]\n  - events: %s\n    url: %s\n    secret_env: AVA_TEST_HOOK_SECRET\n%s",
 		list, script, list, url, webhookExtra)
