@@ -36,13 +36,16 @@ type ToolResultContent struct {
 // CostContent is the content of a CostUpdate event: this response's
 // tokens and the run's totals so far.
 type CostContent struct {
-	InputTokens      int     `json:"inputTokens"`
-	OutputTokens     int     `json:"outputTokens"`
-	CacheReadTokens  int     `json:"cacheReadTokens,omitempty"`
-	CacheWriteTokens int     `json:"cacheWriteTokens,omitempty"`
-	CostCents        float64 `json:"costCents"`
-	TotalTokens      int     `json:"totalTokens"`
-	TotalCostCents   float64 `json:"totalCostCents"`
+	InputTokens      int `json:"inputTokens"`
+	OutputTokens     int `json:"outputTokens"`
+	CacheReadTokens  int `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens int `json:"cacheWriteTokens,omitempty"`
+	// WebSearches counts the provider's server-side searches in this
+	// response, priced into CostCents.
+	WebSearches    int     `json:"webSearches,omitempty"`
+	CostCents      float64 `json:"costCents"`
+	TotalTokens    int     `json:"totalTokens"`
+	TotalCostCents float64 `json:"totalCostCents"`
 	// Unpriced is set when the model has no known price.
 	Unpriced bool `json:"unpriced,omitempty"`
 }
