@@ -160,6 +160,19 @@ type SubagentCompleteContent struct {
 	// Attempt is how many times the run was resumed after its process
 	// stopped (0: never).
 	Attempt int `json:"attempt,omitempty"`
+	// WebSearches counts the provider's searches of this turn (priced
+	// into the cost).
+	WebSearches int `json:"webSearches,omitempty"`
+	// Citations are the sources the run's answer cites.
+	Citations []Citation `json:"citations,omitempty"`
+}
+
+// Citation is a source an answer cites: a page and the text of it the
+// claim rests on.
+type Citation struct {
+	URL       string `json:"url"`
+	Title     string `json:"title,omitempty"`
+	CitedText string `json:"citedText,omitempty"`
 }
 
 // SubagentProgressContent is the content of a SubagentProgress event.

@@ -173,6 +173,7 @@ func announcement(session, runID, task string, r Result) store.Message {
 		}
 		fmt.Fprintf(&b, "Output (%s):\n%s\n", r.OutputFormat, out)
 	}
+	writeCitations(&b, r.Citations)
 	writePartial(&b, r.Partial)
 	text := b.String()
 	// The model reads the result as untrusted data (a subagent's answer
