@@ -441,7 +441,7 @@ func (c Config) Validate() error {
 	errs = append(errs, c.validateProcess()...)
 	errs = append(errs, c.validateWebSearch()...)
 	for k, p := range c.Prices {
-		if p.Input < 0 || p.Output < 0 || p.CacheRead < 0 || p.CacheWrite < 0 {
+		if p.Input < 0 || p.Output < 0 || p.CacheRead < 0 || p.CacheWrite < 0 || p.PerSearch < 0 {
 			errs = append(errs, fmt.Errorf("prices.%s: prices must not be negative", k))
 		}
 	}
