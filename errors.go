@@ -95,7 +95,7 @@ func KindOf(err error) Kind {
 		return Internal
 	case errors.Is(err, ErrInvalid), errors.As(err, &amb), errors.Is(err, store.ErrAmbiguous),
 		errors.Is(err, subagent.ErrUnknownRole), errors.Is(err, subagent.ErrBadDecision), errors.Is(err, store.ErrEmpty),
-		errors.Is(err, question.ErrEmptyAnswer), errors.Is(err, session.ErrBadKey):
+		errors.Is(err, question.ErrEmptyAnswer), errors.Is(err, session.ErrBadKey), errors.Is(err, store.ErrBadTitle):
 		return Invalid
 	case errors.Is(err, ErrUnclear):
 		return Unclear

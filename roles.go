@@ -66,6 +66,11 @@ func WithheldReason(toolName string) string { return app.WithheldReason(toolName
 // tools (run_bash, python_exec) have in this runtime on this machine.
 func (r *Runtime) SandboxSummary() string { return r.in.SandboxSummary() }
 
+// ReportSandbox logs which protections the process tools have on this
+// machine (a warning when they are missing). A daemon calls it at start;
+// other commands find out on their first process tool call.
+func (r *Runtime) ReportSandbox() { r.in.ReportSandbox() }
+
 // WorkspaceTrust is what the person trusted of workspace ws (`ava
 // trust`) and how its role files differ from it now: trusted reports
 // whether it is trusted at all; changes lists its role files that are

@@ -257,7 +257,11 @@ func (r *Runtime) LastSeq(ctx context.Context, key string) (uint64, error) {
 
 // Session is a main session as every surface shows it.
 type Session struct {
-	Key       string       `json:"key"`
+	Key string `json:"key"`
+	// Title is what a menu shows for it: its first message's first line,
+	// cut, or what the person renamed it to (RenameSession); "" until
+	// its first message.
+	Title     string       `json:"title"`
 	State     SessionState `json:"state"`
 	CreatedAt time.Time    `json:"createdAt"`
 	UpdatedAt time.Time    `json:"updatedAt"`
@@ -305,6 +309,27 @@ func (r *Runtime) Session(ctx context.Context, key string) (Session, error) {
 	return v[0], nil
 }
 
+// RenameSession sets a main session's title, what the panel's menu
+// shows for it, and returns the session: spaces are collapsed; an empty
+// title or one over store.MaxTitleRunes characters, or a malformed key,
+// is of kind Invalid; a key no stored session has is ErrNotFound; a
+// read-only runtime is ErrReadOnly.
+func (r *Runtime) RenameSession(ctx context.Context, key, title string) (Session, error) {
+	if err := r.writable(); err != nil {
+		return Session{}, err
+	}
+	if err := CheckSessionKey(key); err != nil {
+		return Session{}, err
+	}
+	if IsSubagentKey(key) {
+		return Session{}, invalidf("session %s: a subagent's session has no title of its own", key)
+	}
+	if err := r.in.Store.SetSessionTitle(ctx, key, title); err != nil {
+		return Session{}, fmt.Errorf("rename session: %w", err)
+	}
+	return r.Session(ctx, key)
+}
+
 // sessionViews are stored sessions with their live state, running
 // subagents and spend rolled up (one query for all).
 func (r *Runtime) sessionViews(ctx context.Context, stored []store.Session) ([]Session, error) {
@@ -322,7 +347,7 @@ func (r *Runtime) sessionViews(ctx context.Context, stored []store.Session) ([]S
 		if r.in.Sessions != nil {
 			running = len(r.in.Sessions.Subagents(ss.Key))
 		}
-		out = append(out, Session{Key: ss.Key, State: r.State(ss.Key), CreatedAt: ss.CreatedAt, UpdatedAt: ss.UpdatedAt,
+		out = append(out, Session{Key: ss.Key, Title: ss.Title, State: r.State(ss.Key), CreatedAt: ss.CreatedAt, UpdatedAt: ss.UpdatedAt,
 			SpentCents: ss.SpentCents, BudgetCents: ss.BudgetCents, RunningSubagents: running, Spend: spends[ss.Key]})
 	}
 	return out, nil

@@ -75,7 +75,17 @@ type Subagent struct {
 	Attempts int `json:"attempts,omitempty"`
 	// Live is set when this process runs or holds it.
 	Live bool `json:"live"`
+	// Waits are the times it waited for the person (ask_user), the open
+	// one last: a timeline marks them on its bar. Kept with its result,
+	// so they outlive the process that ran it; a run another process of
+	// a cluster runs shows them once it ends.
+	Waits []Wait `json:"waits,omitempty"`
 }
+
+// Wait is a time a subagent waited for the person: one ask_user
+// question, from when it was asked to when it was answered or closed
+// (AnsweredAt zero while it waits), and who ended it (By).
+type Wait = subagent.Wait
 
 // SubagentFilter selects subagents for Subagents.
 type SubagentFilter struct {
@@ -303,7 +313,7 @@ func fromStatus(st subagent.RunStatus) Subagent {
 		Stalled: st.Stalled, WaitingForUser: st.WaitingForUser,
 		Figures:  Figures{Iterations: st.Iteration, Tokens: st.Tokens, CostCents: st.CostCents, Elapsed: st.Elapsed, Wall: st.Wall},
 		Activity: st.Activity, LastTool: st.LastTool, CreatedAt: st.CreatedAt, StartedAt: st.StartedAt, EndedAt: st.EndedAt,
-		Error: st.Error, Attempts: st.Attempts, Live: st.Live}
+		Error: st.Error, Attempts: st.Attempts, Live: st.Live, Waits: st.Waits}
 	if len(st.Result) > 0 {
 		var res Result
 		if err := json.Unmarshal(st.Result, &res); err == nil {

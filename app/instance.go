@@ -220,7 +220,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	}
 	in.Hub.SetRedactor(in.Redactor)
 	if !o.readOnly {
-		in.hardenAndReport()
+		in.harden()
 	}
 	if in.Tools, err = tool.NewRegistry(append(in.builtinTools(), o.tools...)...); err != nil {
 		return fmt.Errorf("built-in tools: %w", err)

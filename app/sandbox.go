@@ -34,16 +34,30 @@ func (in *Instance) shellConfig() shell.Config {
 	}
 }
 
-// hardenAndReport marks the process non-dumpable, so no command can read
-// its memory or environment through /proc, and what it inherited
-// close-on-exec, so no child gets it; and it logs which protections
-// the process tools have: a warning when they are off or missing.
-func (in *Instance) hardenAndReport() {
+// harden marks the process non-dumpable, so no command can read its
+// memory or environment through /proc, and what it inherited
+// close-on-exec, so no child gets it. A sandbox the configuration turns
+// off is a warning at once; what this machine's sandbox gives is found
+// out on the first process tool call (sandbox.Probe starts a process),
+// or at start by a daemon (ReportSandbox), not by every command.
+func (in *Instance) harden() {
 	if err := sandbox.HardenSelf(); err != nil {
 		in.Log.Warn("could not harden the process (non-dumpable, inherited descriptors close-on-exec)", "err", err)
 	}
+	if in.Config.SandboxOff() {
+		in.Log.Warn(sandbox.Status{Off: true}.Summary())
+	}
+}
+
+// ReportSandbox logs which protections the process tools have on this
+// machine: a warning when they are missing (a daemon says so at start;
+// with the sandbox off, harden already warned).
+func (in *Instance) ReportSandbox() {
+	if in.Config.SandboxOff() {
+		return
+	}
 	st := in.sandboxStatus()
-	if st.Off || !st.Ready {
+	if !st.Ready {
 		in.Log.Warn(st.Summary())
 		return
 	}

@@ -156,6 +156,11 @@ func (f formatter) describe(ev event.Event) (string, string, bool) {
 		}
 	case event.SessionStart, event.SessionEnd:
 		return f.session(ev)
+	case event.FindingPosted:
+		var c event.FindingContent
+		if ev.Decode(&c) == nil {
+			return name, fmt.Sprintf("#%d %s role=%s %s", c.FindingID, c.SubagentID, c.Role, f.text(c.Text)), false
+		}
 	}
 	return name, f.shorten(spacedJSON(ev.Content)), false
 }

@@ -38,6 +38,8 @@ func TestFormatLine(t *testing.T) {
 		{ev(at, "ava", event.Error, event.ErrorContent{Error: "model overloaded", Fatal: true}), `[14:05:30] Error: model overloaded (fatal)`},
 		{start, `[14:05:30] SessionStart session=sess-123 model=scripted/demo (offline scripted model)`},
 		{ev(at, "ava", event.SessionEnd, event.SessionContent{Status: "cancelled"}), `[14:05:30] SessionEnd session=ava:cli:test status=cancelled`},
+		{ev(at, "S-7f3a2b", event.FindingPosted, event.FindingContent{FindingID: 4, GroupID: "g", SubagentID: "S-7f3a2b", Role: "researcher", Text: "the API\nis paged"}),
+			`[14:05:30] FindingPosted #4 S-7f3a2b role=researcher the API ⏎ is paged`},
 		{ev(at, "ava", "FutureType", map[string]int{"x": 1}), `[14:05:30] FutureType {"x": 1}`},
 	} {
 		if got := FormatLine(tc.e, FormatOptions{}); got != tc.want {

@@ -46,6 +46,7 @@ func TestAuditLineSchema(t *testing.T) {
 		event.Error:            {event.ErrorContent{Error: "boom", Fatal: true}, "error,fatal"},
 		event.SessionStart:     {event.SessionContent{Model: "m", Offline: true}, "model,offline"},
 		event.SessionEnd:       {event.SessionContent{Status: "success"}, "status"},
+		event.FindingPosted:    {event.FindingContent{FindingID: 3, GroupID: "g", SubagentID: "S-7f3a2b", Role: "researcher", Text: "found"}, "findingId,groupId,role,subagentId,text"},
 	}
 	if len(contents) != len(event.AuditTypes) {
 		t.Fatalf("schema covers %d types, the audit log has %d", len(contents), len(event.AuditTypes))

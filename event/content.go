@@ -175,6 +175,18 @@ type Citation struct {
 	CitedText string `json:"citedText,omitempty"`
 }
 
+// FindingContent is the content of a FindingPosted event: the finding
+// as the board stored it (masked, bounded).
+type FindingContent struct {
+	// FindingID is the board's ID of the finding (read_findings' since).
+	FindingID int64 `json:"findingId"`
+	// GroupID is the group whose board it is on.
+	GroupID    string `json:"groupId"`
+	SubagentID string `json:"subagentId"`
+	Role       string `json:"role"`
+	Text       string `json:"text"`
+}
+
 // SubagentProgressContent is the content of a SubagentProgress event.
 type SubagentProgressContent struct {
 	SubagentID string  `json:"subagentId"`

@@ -63,6 +63,11 @@ const (
 	Error            Type = "Error"
 	SessionStart     Type = "SessionStart"
 	SessionEnd       Type = "SessionEnd"
+	// FindingPosted says a subagent posted a finding to its group's
+	// board (post_finding; content: FindingContent), in the posting
+	// subagent's own stream. It extends DESIGN.md's audit types, so
+	// the audit log says what each member shared (docs/sharing.md).
+	FindingPosted Type = "FindingPosted"
 )
 
 // Kept types that are not written to the audit log.
@@ -126,13 +131,13 @@ func (t Type) Kept() bool {
 
 // AuditTypes lists the types written to the audit log.
 var AuditTypes = []Type{UserMessage, AssistantMessage, ToolCall, ToolResult, SubagentSpawn,
-	SubagentComplete, ExtendedThinking, CostUpdate, Error, SessionStart, SessionEnd}
+	SubagentComplete, ExtendedThinking, CostUpdate, Error, SessionStart, SessionEnd, FindingPosted}
 
 // IsAudit reports whether t belongs in the audit log.
 func (t Type) IsAudit() bool {
 	switch t {
 	case UserMessage, AssistantMessage, ToolCall, ToolResult, SubagentSpawn, SubagentComplete,
-		ExtendedThinking, CostUpdate, Error, SessionStart, SessionEnd:
+		ExtendedThinking, CostUpdate, Error, SessionStart, SessionEnd, FindingPosted:
 		return true
 	}
 	return false

@@ -34,6 +34,7 @@ var allRoutes = []route{
 	{"GET", "/api/subagents/S-abcdef", ""},
 	{"GET", "/api/sessions", ""},
 	{"GET", "/api/sessions/ava:web:x", ""},
+	{"PATCH", "/api/sessions/ava:web:x", `{"title":"t"}`},
 	{"GET", "/api/spawns", ""},
 	{"POST", "/api/spawns/P-abcdef/confirm", `{"decision":"yes"}`},
 	{"GET", "/api/questions", ""},

@@ -367,7 +367,7 @@ func evalShot(b *browser) []byte {
 // renderedKinds are the event types the panel shows as an item, by the
 // data-kind it gives them.
 var renderedKinds = map[string]string{"UserMessage": "user", "AssistantMessage": "assistant", "ExtendedThinking": "thinking",
-	"ToolCall": "tool", "SubagentSpawn": "spawn", "SubagentComplete": "complete", "Error": "error"}
+	"ToolCall": "tool", "SubagentSpawn": "spawn", "SubagentComplete": "complete", "Error": "error", "FindingPosted": "finding"}
 
 // checkRendered compares the items the panel shows with the session's
 // stored events: each shown once, in order, none missing.

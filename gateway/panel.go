@@ -19,7 +19,7 @@ import (
 )
 
 // webFiles is the web panel: plain HTML, CSS and ES modules, with the
-// vendored Preact and htm modules (see gateway/web/vendor.sh). There is
+// vendored Preact, htm and markdown-it modules (see gateway/web/vendor.sh). There is
 // no build step: the files are served as they are in the repository.
 //
 //go:embed web/index.html web/*.js web/*.css web/vendor/*.mjs web/vendor/LICENSE.*

@@ -95,8 +95,8 @@ func TestVendoredFiles(t *testing.T) {
 		n++
 	}
 	must(t, sc.Err())
-	if n != 5 {
-		t.Fatalf("SHA256SUMS lists %d files, want 5", n)
+	if n != 7 {
+		t.Fatalf("SHA256SUMS lists %d files, want 7", n)
 	}
 }
 

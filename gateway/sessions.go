@@ -44,9 +44,25 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toClientSession(ss))
 }
 
+// renameSession answers PATCH /api/sessions/{key} {title}: the person
+// renames a main session (the panel's menu); the answer is the session.
+func (s *Server) renameSession(w http.ResponseWriter, r *http.Request) {
+	var req client.RenameRequest
+	if err := decode(w, r, s.opt.MaxBody, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	ss, err := s.rt.RenameSession(r.Context(), r.PathValue("key"), req.Title)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toClientSession(ss))
+}
+
 // toClientSession is a session in the API's wire form.
 func toClientSession(ss ava.Session) client.Session {
-	return client.Session{Key: ss.Key, State: string(ss.State), CreatedAt: ss.CreatedAt, UpdatedAt: ss.UpdatedAt,
+	return client.Session{Key: ss.Key, Title: ss.Title, State: string(ss.State), CreatedAt: ss.CreatedAt, UpdatedAt: ss.UpdatedAt,
 		SpentCents: ss.SpentCents, BudgetCents: ss.BudgetCents, RunningSubagents: ss.RunningSubagents, Spend: wireSpend(ss.Spend)}
 }
 

@@ -15,12 +15,15 @@ import (
 // toClientSubagent is a run's view in the API's wire form.
 func toClientSubagent(sa ava.Subagent) client.Subagent {
 	out := client.Subagent{ID: sa.ID, SessionKey: sa.SessionKey, Role: sa.Role, Task: sa.Task, Model: sa.Model, Mode: sa.Mode,
-		Parent: sa.Parent, Status: string(sa.Status), QueuePosition: sa.QueuePosition, Stalled: sa.Stalled,
+		Parent: sa.Parent, GroupID: sa.GroupID, Status: string(sa.Status), QueuePosition: sa.QueuePosition, Stalled: sa.Stalled,
 		WaitingForUser: sa.WaitingForUser, Iteration: sa.Iterations, Tokens: sa.Tokens, CostCents: sa.CostCents,
 		ElapsedMs: sa.Elapsed.Milliseconds(), WallMs: sa.Wall.Milliseconds(), Activity: sa.Activity, LastTool: sa.LastTool, CreatedAt: sa.CreatedAt,
 		StartedAt: sa.StartedAt, EndedAt: sa.EndedAt, Error: sa.Error, Attempts: sa.Attempts, Live: sa.Live}
 	if sa.Result != nil {
 		out.Result, _ = json.Marshal(sa.Result)
+	}
+	for _, w := range sa.Waits {
+		out.Waits = append(out.Waits, client.Wait{QuestionID: w.QuestionID, AskedAt: w.AskedAt, AnsweredAt: w.AnsweredAt, By: w.By})
 	}
 	return out
 }

@@ -34,6 +34,10 @@ const script = `conversations:
     turns:
       - text: "never"
         delay: 1h
+  - match: "Begin the task: SHARE"
+    turns:
+      - tool_calls: [{name: post_finding, args: {text: "shared over MCP"}}]
+      - text: "shared"
   - match: "SLOW"
     turns:
       - text: "slow done"
@@ -412,6 +416,23 @@ func TestSpawnGroup(t *testing.T) {
 	structured(t, res, &out)
 	if out.Status != "success" || len(out.Results) != 2 || len(out.SubagentIDs) != 2 {
 		t.Errorf("group: %+v", out)
+	}
+}
+
+// TestSpawnGroupCarriesTheBoard: spawn_subagents over MCP returns the
+// findings the members posted with the results.
+func TestSpawnGroupCarriesTheBoard(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	res := e.mustCall("spawn_subagents", map[string]any{"mode": "parallel", "tasks": []map[string]any{
+		{"role": "researcher", "task": "SHARE a", "model": "scripted/sonnet"}, {"role": "researcher", "task": "QUICK b", "model": "scripted/sonnet"}}})
+	if err := e.outputSchema("spawn_subagents").Validate(res.StructuredContent); err != nil {
+		t.Fatalf("structured content: %v", err)
+	}
+	var out mcpserver.GroupResult
+	structured(t, res, &out)
+	if out.Status != "success" || len(out.Board) != 1 || out.Board[0].Text != "shared over MCP" || out.Board[0].SubagentID != out.Results[0].SubagentID ||
+		out.Board[0].GroupID != out.GroupID {
+		t.Fatalf("group: %+v", out)
 	}
 }
 

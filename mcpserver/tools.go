@@ -56,9 +56,11 @@ type GroupResult struct {
 	SubagentIDs []string     `json:"subagent_ids,omitempty"`
 	SpentCents  float64      `json:"spent_cents,omitempty"`
 	Results     []ava.Result `json:"results,omitempty"`
-	PendingID   string       `json:"pending_id,omitempty"`
-	Proposal    string       `json:"proposal,omitempty"`
-	Note        string       `json:"note,omitempty"`
+	// Board is what the members shared (post_finding), oldest first.
+	Board     []ava.Finding `json:"board,omitempty"`
+	PendingID string        `json:"pending_id,omitempty"`
+	Proposal  string        `json:"proposal,omitempty"`
+	Note      string        `json:"note,omitempty"`
 }
 
 // Statuses of a spawn that did not start.
@@ -104,7 +106,7 @@ func (s *Server) addTools() error {
 			"Roles (also the ava://roles/ resources): " + s.roleSummary()}, s.spawnSubagent)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "spawn_subagents", OutputSchema: groupOut,
 		Description: "Spawn several subagents as a group: parallel (all at once; tasks beyond the free slots wait in line) or chain (each step gets the previous step's result as context), " +
-			"with an optional aggregate budget and combined timeout. Waits for every result unless background is true; cancelling the call cancels the group."}, s.spawnSubagents)
+			"with an optional aggregate budget and combined timeout. Waits for every result unless background is true; cancelling the call cancels the group. The members share a board (post_finding, read_findings); the result carries it."}, s.spawnSubagents)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "send_subagent", OutputSchema: spawnOut,
 		Description: "Send a follow-up to a finished subagent: it resumes with its conversation intact and answers with a new structured result. " +
 			"A running subagent refuses it unless queue is true. Waits for the answer unless background is true."}, s.sendSubagent)
@@ -378,8 +380,12 @@ func (s *Server) waitGroup(ctx context.Context, req *mcp.CallToolRequest, g *ava
 			break
 		}
 	}
+	board, err := g.Board(context.WithoutCancel(ctx))
+	if err != nil {
+		s.log.Warn("the group's board could not be read; its result goes without it", "group", g.ID(), "err", err)
+	}
 	return &mcp.CallToolResult{IsError: status != lifecycle.Success}, GroupResult{GroupID: g.ID(), Mode: mode, Status: string(status),
-		SubagentIDs: memberIDs(g), SpentCents: g.SpentCents(), Results: rs}, nil
+		SubagentIDs: memberIDs(g), SpentCents: g.SpentCents(), Results: rs, Board: board}, nil
 }
 
 // settle waits a little for a cancelled group to end.

@@ -60,6 +60,11 @@ type Role struct {
 	// (run_bash, python_exec), off for the others; a custom role is off
 	// unless its front matter says `resume: true`.
 	Resume bool
+	// NoShare keeps the role off its group's board: run in a parallel
+	// group or a chain, it gets neither post_finding nor read_findings,
+	// nor the findings of the steps before it (a role file's
+	// `share: false`; docs/sharing.md). Every role shares by default.
+	NoShare bool
 	// MCPServers are the role's MCP servers: a name of a server of the
 	// config file, or a definition of the role's own (mcpspec.Spec).
 	// Their tools are the role's too, named <server>__<tool>.
@@ -199,6 +204,7 @@ type roleFile struct {
 	ReadOnly         bool     `yaml:"read_only_workspace"`
 	RequiredOutput   []string `yaml:"required_output"`
 	Resume           bool     `yaml:"resume"`
+	Share            *bool    `yaml:"share"`
 	// MaxUses caps the provider's searches per model call.
 	MaxUses *int `yaml:"max_uses"`
 	// MCPServers: a list of server names (from config.yaml) or
@@ -263,7 +269,7 @@ func Parse(path string, data []byte, known func(string) bool) (Role, error) {
 	}
 	r := Role{Name: rf.Name, Description: rf.Description, Tools: rf.Tools, Model: rf.Model, Limits: DefaultLimits,
 		ExtendedThinking: rf.ExtendedThinking, Network: rf.Network, ReadOnlyWorkspace: rf.ReadOnly, MCPServers: rf.MCPServers,
-		RequiredOutput: rf.RequiredOutput, Resume: rf.Resume, Hooks: rf.Hooks,
+		RequiredOutput: rf.RequiredOutput, Resume: rf.Resume, Hooks: rf.Hooks, NoShare: rf.Share != nil && !*rf.Share,
 		Prompt: strings.TrimSpace(string(body)), Source: path}
 	if r.Model == "" {
 		r.Model = defaultRoleModel

@@ -32,6 +32,7 @@ max_iterations: 8
 extended_thinking: true
 network: true
 read_only_workspace: true
+share: false
 ---
 Always give prices in USD per minute.
 `), 0o600)
@@ -41,7 +42,7 @@ Always give prices in USD per minute.
 	}
 	r := roles["pricing_analyst"]
 	if r.Model != "opus" || r.Limits.Timeout != 5*time.Minute || r.Limits.MaxCostCents != 120 || r.Limits.MaxTokens != 50000 ||
-		r.Limits.MaxIterations != 8 || !r.ExtendedThinking || !r.Network || !r.ReadOnlyWorkspace || r.Prompt != "Always give prices in USD per minute." || r.Source != filepath.Join(dir, "pricing.md") {
+		r.Limits.MaxIterations != 8 || !r.ExtendedThinking || !r.Network || !r.ReadOnlyWorkspace || !r.NoShare || r.Prompt != "Always give prices in USD per minute." || r.Source != filepath.Join(dir, "pricing.md") {
 		t.Fatalf("%+v", r)
 	}
 	if len(roles) != 5 {
@@ -50,7 +51,7 @@ Always give prices in USD per minute.
 	// The built-ins' process tools have no network; the reviewer's
 	// workspace is read-only to them.
 	for _, b := range role.Builtin() {
-		if b.Network || b.ReadOnlyWorkspace != (b.Name == "code_reviewer") {
+		if b.Network || b.ReadOnlyWorkspace != (b.Name == "code_reviewer") || b.NoShare {
 			t.Fatalf("built-in %s: network %v, read-only workspace %v", b.Name, b.Network, b.ReadOnlyWorkspace)
 		}
 	}

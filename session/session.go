@@ -363,7 +363,7 @@ func (s *Service) sendSubagent(ctx context.Context, key, message string, opt Sen
 		r, _ := h.Result()
 		t.res = Result{Status: r.Status, Text: r.Summary, Session: key, Model: h.Model().Name(),
 			Tokens: orchestrator.Tokens{Total: r.TokensUsed}, CostCents: r.CostCents,
-			DurationMs: int64(r.DurationSeconds * 1000), Iterations: r.Iterations, Error: r.Error}
+			DurationMs: r.Active().Milliseconds(), Iterations: r.Iterations, Error: r.Error}
 	})
 	return t, nil
 }

@@ -33,6 +33,10 @@ var (
 	// ErrDiskFull means a write failed for want of space where the store
 	// keeps its data; it may succeed once space is freed.
 	ErrDiskFull = errors.New("no space left on the store's disk")
+	// ErrBoardFull means a group's board, or the share of it one run may
+	// post, holds as many findings as it may (MaxFindingsPerGroup,
+	// MaxFindingsPerRun). Nothing was written.
+	ErrBoardFull = errors.New("the board is full")
 	// ErrStaleOwner means a fenced run write came from an instance that
 	// no longer owns the run: another process took it over, or the
 	// writer lost its lease (a process paused past it registers again

@@ -38,7 +38,11 @@ import (
 // Session is one conversation: a main session (ava:cli:<id>, ava:web:<id>,
 // …) or a subagent's own session (ava:subagent:S-xxxxxx).
 type Session struct {
-	Key       string
+	Key string
+	// Title is what the sessions menu shows: the first user message's
+	// first line, cut (TitleFrom), or what the person renamed it to; ""
+	// until a user message is stored.
+	Title     string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	// BudgetCents is the session's spending cap; 0 means none.
@@ -349,12 +353,66 @@ type Memory struct {
 	CreatedAt time.Time
 }
 
+// Finding is one entry of a parallel group's or a chain's board: what a
+// member posted for the others (post_finding). It is another agent's
+// text, so untrusted to whoever reads it.
+type Finding struct {
+	// ID is assigned by the store; within a group it increases in the
+	// order the findings were posted, so a reader asks for those after
+	// the last one it saw.
+	ID int64
+	// GroupID is the group's ID (Run.GroupID of its members).
+	GroupID string
+	// RunID and ShortID name the run that posted it.
+	RunID   string
+	ShortID string
+	// Role is the posting run's role.
+	Role string
+	// Text is what it posted, masked, at most MaxFindingBytes (a longer
+	// text is cut, marked with CutNote).
+	Text      string
+	CreatedAt time.Time
+}
+
+// Bounds of a board, enforced by PostFinding: a finding's text in bytes,
+// and the findings one run and one group may post.
+const (
+	MaxFindingBytes     = 4096
+	MaxFindingsPerRun   = 50
+	MaxFindingsPerGroup = 500
+)
+
+// CutNote ends a finding's text that PostFinding cut at MaxFindingBytes.
+const CutNote = "\n[… cut: a finding holds at most 4096 bytes]"
+
+// BoardStore records the boards of groups: the findings their members
+// share.
+type BoardStore interface {
+	// PostFinding appends f to its group's board and returns it with ID
+	// and CreatedAt set. Its text is masked, and cut to MaxFindingBytes
+	// (ending with CutNote) when longer. A run that has posted
+	// MaxFindingsPerRun findings, or a group that holds
+	// MaxFindingsPerGroup, is refused with an error wrapping
+	// ErrBoardFull, checked and written atomically even when members on
+	// several processes post at once.
+	PostFinding(ctx context.Context, f Finding) (Finding, error)
+	// Findings returns the group's findings with an ID above after,
+	// oldest first, without those of the run exclude (a full run ID) when
+	// it is set.
+	Findings(ctx context.Context, group string, after int64, exclude string) ([]Finding, error)
+}
+
 // SessionStore records sessions and their messages.
 type SessionStore interface {
 	// EnsureSession returns the session, creating it if missing.
 	EnsureSession(ctx context.Context, key string) (Session, error)
 	// GetSession returns the session or ErrNotFound.
 	GetSession(ctx context.Context, key string) (Session, error)
+	// SetSessionTitle renames the session (a title CheckTitle passed);
+	// ErrNotFound when there is none. A session's first user message
+	// (AppendMessage, AppendMessages) gives an untitled session its
+	// default title (TitleFrom).
+	SetSessionTitle(ctx context.Context, key, title string) error
 	// AddSessionSpend adds an orchestrator turn's spend to the session
 	// (its budget's running total, and its own spend by model), creating
 	// the session if missing.
@@ -477,6 +535,7 @@ type Store interface {
 	RunStore
 	PendingStore
 	MemoryStore
+	BoardStore
 	OwnerStore
 	ChannelStore
 	HookStore

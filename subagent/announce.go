@@ -28,7 +28,7 @@ func (h *Handle) deliver(ctx context.Context, r Result) {
 	if r.Status == lifecycle.Interrupted || h.req.Parent.SessionKey == "" || h.deliveredOnFinish(r.Status) {
 		return
 	}
-	msg := announcement(h.req.Parent.SessionKey, h.uuid, h.req.Config.Task, r)
+	msg := announcement(h.req.Parent.SessionKey, h.uuid, h.req.Config.Task, r, m.postedBy(ctx, h.req.groupID, h.uuid))
 	if err := m.announce(ctx, h.uuid, msg); err != nil {
 		m.log.Error("announce result", "id", h.id, "err", err)
 	}
@@ -126,15 +126,13 @@ func (m *Manager) announceStored(ctx context.Context, run store.Run) error {
 		r.Summary = interruptedRunSummary(run.Error)
 		r.Output, r.OutputFormat = json.RawMessage("null"), "none"
 	}
-	msg := announcement(run.ParentSession, run.ID, run.Task, r)
+	msg := announcement(run.ParentSession, run.ID, run.Task, r, m.postedBy(ctx, run.GroupID, run.ID))
 	if err := m.announce(ctx, run.ID, msg); err != nil {
 		return fmt.Errorf("announce %s: %w", run.ShortID, err)
 	}
 	return nil
 }
 
-// announcement is the [Subagent] message of seed 003: a "[Task: …]"
-// prefix, then the result.
 // writePartial writes what an unfinished run had found.
 func writePartial(b *strings.Builder, p *Partial) {
 	if p == nil {
@@ -153,7 +151,10 @@ func writePartial(b *strings.Builder, p *Partial) {
 	}
 }
 
-func announcement(session, runID, task string, r Result) store.Message {
+// announcement is the [Subagent] message of seed 003: a "[Task: …]"
+// prefix, then the result, and for a group member the findings it
+// posted to its group's board (posted, FormatFindings; "" for none).
+func announcement(session, runID, task string, r Result, posted string) store.Message {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[Task: %s]\n", firstLine(task, 200))
 	fmt.Fprintf(&b, "Subagent %s finished: status=%s, %.0fs, %d tokens, %.2f¢", r.SubagentID, r.Status, r.DurationSeconds, r.TokensUsed, r.CostCents)
@@ -175,6 +176,9 @@ func announcement(session, runID, task string, r Result) store.Message {
 	}
 	writeCitations(&b, r.Citations)
 	writePartial(&b, r.Partial)
+	if posted != "" {
+		fmt.Fprintf(&b, "Findings it posted to its group's board:\n%s", posted)
+	}
 	text := b.String()
 	// The model reads the result as untrusted data (a subagent's answer
 	// may carry what a web page told it); people read it as it is.

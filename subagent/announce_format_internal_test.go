@@ -13,7 +13,7 @@ import (
 func TestAnnouncementParsesForTheDigest(t *testing.T) {
 	r := Result{SubagentID: "S-0a0b0c", Status: lifecycle.Error, Summary: "half done", Error: "model refused",
 		Output: json.RawMessage(`"long output"`), OutputFormat: "text"}
-	msg := announcement("ava:cli:x", "run-1", "compare the prices\nsecond line", r)
+	msg := announcement("ava:cli:x", "run-1", "compare the prices\nsecond line", r, "")
 	a := orchestrator.ParseAnnouncement(msg.Text)
 	want := orchestrator.Announcement{ID: "S-0a0b0c", Status: "error", Task: "compare the prices", Summary: "half done", Error: "model refused"}
 	if a != want {

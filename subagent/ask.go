@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,11 +106,13 @@ func (h *Handle) ask(ctx context.Context, text string) (tool.Result, error) {
 	defer resume()
 	h.setWaiting(true)
 	defer h.setWaiting(false)
+	h.waitStarted(id, now)
 	h.publishParent(event.New(event.UserQuestion, event.QuestionContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name,
 		Question: text, ExpiresAt: q.ExpiresAt}))
 	h.noticeAsked(q.Question)
 
 	a := q.Wait(ctx, m.askTimeout())
+	h.waitEnded(id, m.now(), a.By)
 	h.publishParent(event.New(event.QuestionAnswered, event.AnsweredContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name,
 		Answer: a.Text, By: a.By}))
 	h.noticeAnswered(q.Question, a)
@@ -122,6 +125,33 @@ func (h *Handle) ask(ctx context.Context, text string) (tool.Result, error) {
 		return tool.Result{Output: "The orchestrator answered for the person: " + a.Text}, nil
 	}
 	return tool.Result{Output: "The person answered: " + a.Text}, nil
+}
+
+// waitStarted records that the run waits for the person's answer to
+// question id since at.
+func (h *Handle) waitStarted(id string, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.waits = append(h.waits, Wait{QuestionID: id, AskedAt: at})
+}
+
+// waitEnded records the end of the wait for question id: answered (or
+// closed) at, by whom.
+func (h *Handle) waitEnded(id string, at time.Time, by string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range h.waits {
+		if h.waits[i].QuestionID == id {
+			h.waits[i].AnsweredAt, h.waits[i].By = at, by
+		}
+	}
+}
+
+// waitsSoFar are the run's waits for the person, a copy.
+func (h *Handle) waitsSoFar() []Wait {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.waits)
 }
 
 // setWaiting marks the run waiting for the person (or not): it is then

@@ -56,6 +56,11 @@ type Config struct {
 	// first message inside an untrusted block (taskPrompt), never in the
 	// system prompt.
 	PreviousStep string `json:"previous_step,omitempty"`
+	// PreviousFindings are the findings the steps of a chain before this
+	// one posted to its board (FormatFindings), when its role shares.
+	// Untrusted like PreviousStep: they reach the model in the first
+	// message inside an untrusted block of their own.
+	PreviousFindings string `json:"previous_findings,omitempty"`
 	// ModelBy is who named Model (llm.Namer): only the operator may name
 	// a scripted model. Never read from JSON: a spawn from the API, an
 	// MCP client or a model's tool call is NamedByOther (the zero value),
@@ -129,6 +134,22 @@ type Result struct {
 	// Partial is what a run that a limit or a stop ended had found: its
 	// last text and what its tools returned (seed 001's result, extended).
 	Partial *Partial `json:"partial,omitempty"`
+	// Waits are the times the run waited for the person (ask_user), over
+	// all its turns: kept with its result, so that a timeline shows them
+	// after the process that ran it is gone.
+	Waits []Wait `json:"waits,omitempty"`
+}
+
+// Wait is a time a run waited for the person: one ask_user question,
+// from when it was asked to when it was answered or closed.
+type Wait struct {
+	QuestionID string    `json:"question_id"`
+	AskedAt    time.Time `json:"asked_at"`
+	// AnsweredAt is when it was answered or closed; zero while it waits.
+	AnsweredAt time.Time `json:"answered_at,omitzero"`
+	// By is who ended the wait: person, orchestrator, timeout or
+	// cancelled (question.By*); "" while it waits.
+	By string `json:"by,omitempty"`
 }
 
 // Partial is the work of a run that did not finish.

@@ -1,6 +1,7 @@
 package subagent
 
 import (
+	"math"
 	"time"
 
 	"github.com/avaagent/ava/lifecycle"
@@ -46,8 +47,16 @@ func resultCounters(r *Result) counters {
 	if r == nil {
 		return counters{}
 	}
-	return counters{tokens: r.TokensUsed, cost: r.CostCents, iterations: r.Iterations,
-		active: time.Duration(r.DurationSeconds * float64(time.Second))}
+	return counters{tokens: r.TokensUsed, cost: r.CostCents, iterations: r.Iterations, active: r.Active()}
+}
+
+// Active is the run's active time the result carries (DurationSeconds),
+// back to the exact duration it was made from: what its completion line
+// shows must be the list's figure to the millisecond, and a float's
+// seconds times 1000, cut, is 1 ms short for about one duration in a
+// hundred (1001 ms read as 1000).
+func (r Result) Active() time.Duration {
+	return time.Duration(math.Round(r.DurationSeconds * float64(time.Second)))
 }
 
 // figures are what a run's status is computed from.
@@ -109,9 +118,11 @@ func (c counters) since(prior counters) counters {
 
 // adopt sets a handle rebuilt from a stored run's record to its figures
 // (h.mu held, or h not yet shared): what its ended turns used, its first
-// start, its running (or last) turn's start and its last end.
+// start, its running (or last) turn's start and its last end, and the
+// waits for the person its last result kept.
 func (h *Handle) adopt(r store.Run) {
 	h.total = countersOf(r)
+	h.waits = storedWaits(r.Result)
 	if r.StartedAt != nil {
 		h.firstStart, h.startedAt = *r.StartedAt, *r.StartedAt
 	}

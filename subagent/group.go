@@ -193,6 +193,9 @@ func (m *Manager) runChain(g *Group, req GroupRequest, h *Handle) {
 		}
 		cfg := req.Configs[i+1]
 		cfg.PreviousStep = chainResult(i+1, r)
+		if next, ok := m.opt.Roles[cfg.Role]; ok && !next.NoShare {
+			cfg.PreviousFindings = m.previousFindings(g.ctx, g.ID)
+		}
 		next, err := m.spawn(g.ctx, g.member(req, cfg))
 		if err != nil {
 			g.addResult(Result{Status: lifecycle.Error, Error: err.Error(), OutputFormat: "none", Output: json.RawMessage("null"),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -51,6 +52,7 @@ type Handle struct {
 	queue      []string      // follow-ups waiting for the current run
 	steers     []string      // messages for the running turn's next model call
 	waiting    bool          // ask_user waits for the person
+	waits      []Wait        // every ask_user wait of the run, the open one last
 	done       chan struct{} // closed when the current run (and queue) ends
 	spawned    chan struct{} // closed once SubagentSpawn is in the parent's stream, or the run ended without one
 	spawnOnce  sync.Once
@@ -197,6 +199,9 @@ type RunStatus struct {
 	// Live is set when this process holds the run's handle (it runs it,
 	// or holds it since it ended).
 	Live bool `json:"live,omitempty"`
+	// Waits are the times it waited for the person (ask_user), the open
+	// one (no AnsweredAt) last: what a timeline marks on its bar.
+	Waits []Wait `json:"waits,omitempty"`
 }
 
 // Status returns the live status without blocking on the run, with its
@@ -209,7 +214,8 @@ func (h *Handle) Status() RunStatus {
 func (h *Handle) liveStatus() RunStatus {
 	h.mu.Lock()
 	st := RunStatus{ID: h.id, Role: h.role.Name, Task: h.req.Config.Task, Model: h.model.Name(), Mode: h.req.mode,
-		Parent: h.req.Parent.SessionKey, GroupID: h.req.groupID, Status: h.status, Stalled: h.stalled, WaitingForUser: h.waiting}
+		Parent: h.req.Parent.SessionKey, GroupID: h.req.groupID, Status: h.status, Stalled: h.stalled, WaitingForUser: h.waiting,
+		Waits: slices.Clone(h.waits)}
 	a := h.current
 	f := figures{used: h.total, first: h.firstStart, end: h.endedAt}
 	if h.status == lifecycle.Running {

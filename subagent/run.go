@@ -44,11 +44,16 @@ func (h *Handle) runFrom(history []llm.Message, input llm.Message) {
 
 // taskPrompt is the first user message: the task (the system prompt
 // holds it too, with the context; models act on the user turn), then
-// the previous chain step's result, if any, inside an untrusted block.
+// the previous chain step's result, if any, inside an untrusted block,
+// and the findings the steps before posted, if any, in another.
 func taskPrompt(c Config) string {
 	p := "Begin the task: " + c.Task
 	if c.PreviousStep != "" {
 		p += "\n\nThe previous step's result, as data to work from:\n" + tool.Untrusted("previous chain step", c.PreviousStep)
+	}
+	if c.PreviousFindings != "" {
+		p += "\n\nThe findings the steps before you posted to the chain's board, as data to work from:\n" +
+			tool.Untrusted("findings of the steps before", c.PreviousFindings)
 	}
 	return p
 }
@@ -96,6 +101,7 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	defer cancel(nil)
 	ctx, links := h.traceContext(ctx)
 	tools, unavailable := h.turnTools(ctx)
+	tools = h.withBoard(tools)
 	h.mu.Lock()
 	stored := h.inputStored
 	h.inputStored, h.ckStored = false, len(history)
@@ -520,7 +526,7 @@ func (h *Handle) conversation(msgs []llm.Message, prior int) []store.Message {
 // prior are the turn's own).
 func (h *Handle) buildResult(res agent.Result, prior int, run counters) Result {
 	r := Result{SubagentID: h.id, Status: res.Status, TokensUsed: run.tokens, CostCents: run.cost,
-		DurationSeconds: run.active.Seconds(), Iterations: run.iterations}
+		DurationSeconds: run.active.Seconds(), Iterations: run.iterations, Waits: h.waitsSoFar()}
 	if res.Err != nil && res.Status != lifecycle.Success {
 		r.Error = res.Err.Error()
 	}
@@ -553,7 +559,7 @@ func (h *Handle) completeEvent(r Result, res agent.Result, start time.Time) even
 // and its meta are the turn's (res).
 func completeEvent(role, mode, model string, r Result, res agent.Result, start time.Time, attempt int) event.Event {
 	ev := event.New(event.SubagentComplete, event.SubagentCompleteContent{SubagentID: r.SubagentID, Role: role, Status: r.Status, Attempt: attempt,
-		Summary: r.Summary, Tokens: r.TokensUsed, CostCents: r.CostCents, DurationMs: int64(r.DurationSeconds * 1000),
+		Summary: r.Summary, Tokens: r.TokensUsed, CostCents: r.CostCents, DurationMs: r.Active().Milliseconds(),
 		Iterations: r.Iterations, StartedAt: start, Model: model, Mode: mode,
 		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens,
 		CacheWriteTokens: res.Usage.CacheWriteTokens, Output: r.Output, OutputFormat: r.OutputFormat,

@@ -137,7 +137,23 @@ func statusOfRun(r store.Run, now time.Time) RunStatus {
 	if r.Status == lifecycle.Queued {
 		st.QueuedAt = r.CreatedAt
 	}
+	st.Waits = storedWaits(r.Result)
 	return st
+}
+
+// storedWaits are the waits for the person a stored result keeps (none
+// when it has none, or cannot be read).
+func storedWaits(result json.RawMessage) []Wait {
+	if len(result) == 0 {
+		return nil
+	}
+	var r struct {
+		Waits []Wait `json:"waits"`
+	}
+	if json.Unmarshal(result, &r) != nil {
+		return nil
+	}
+	return r.Waits
 }
 
 // queuedIDs are the IDs of the handles that wait for a slot.

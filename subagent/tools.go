@@ -88,7 +88,7 @@ type ListArgs struct {
 func (m *Manager) Tools() []tool.Tool {
 	return []tool.Tool{
 		tool.NewFunc("spawn_subagent", "Spawn a specialized subagent for a focused task. Use for tasks that benefit from deep exploration, parallel execution, or specialized tools; not for simple queries you can answer yourself, and never for memory writes. The subagent iterates until it completes the task or reaches a resource limit. Roles: "+m.roleSummary(), m.spawnTool),
-		tool.NewFunc("spawn_subagents", "Spawn several subagents as a group: parallel (all at once; tasks beyond the free slots wait in line and start as slots free up, within the group's timeout) or chain (each step gets the previous step's result as context), with an optional aggregate budget and combined timeout.", m.groupTool),
+		tool.NewFunc("spawn_subagents", "Spawn several subagents as a group: parallel (all at once; tasks beyond the free slots wait in line and start as slots free up, within the group's timeout) or chain (each step gets the previous step's result as context), with an optional aggregate budget and combined timeout. The members share a board (post_finding, read_findings); the group's result carries it.", m.groupTool),
 		tool.NewFunc("subagent_status", "Show a subagent's live status (iteration, tokens, cost, elapsed, current activity, last tool call) or its result if it finished.", m.statusTool),
 		tool.NewFunc("list_subagents", "List this session's subagents: running and queued ones (with their place in the queue), or with all=true also the finished ones.", m.listTool),
 		tool.NewFunc("cancel_subagent", "Stop a running or queued subagent. Its model call and tool processes are stopped and its result is discarded; a queued one leaves the queue without starting.", m.cancelTool),
@@ -208,7 +208,14 @@ func (m *Manager) groupTool(ctx context.Context, a GroupArgs) (tool.Result, erro
 		g.Cancel()
 		return tool.Result{}, err
 	}
-	return jsonResult(map[string]any{"group_id": g.ID, "mode": a.Mode, "spent_cents": g.SpentCents(), "results": rs})
+	out := map[string]any{"group_id": g.ID, "mode": a.Mode, "spent_cents": g.SpentCents(), "results": rs}
+	board, err := m.Board(ctx, g.ID)
+	if err != nil {
+		out["board_error"] = err.Error()
+	} else {
+		out["board"] = boardEntries(board)
+	}
+	return jsonResult(out)
 }
 
 // proposalResult tells the model that its spawn became a proposal that

@@ -68,10 +68,8 @@ type Local struct {
 	// Options go with every message (user, model, limits).
 	Options ava.SendOptions
 
-	// after is the last event before the chat opened.
-	after uint64
-	once  sync.Once
-	err   error
+	once sync.Once
+	err  error
 	// failed carries turns that failed before they could say so in the
 	// session's stream (for example their model could not be built).
 	failed chan string
@@ -80,12 +78,12 @@ type Local struct {
 // Key is the session key.
 func (l *Local) Key() string { return l.Session }
 
-// start notes where the session stands when the chat opens, so the
-// chat shows what happens from then on.
+// start checks that the session's stream can be read when the chat
+// opens.
 func (l *Local) start(ctx context.Context) error {
 	l.once.Do(func() {
 		l.failed = make(chan string, 16)
-		l.after, l.err = l.Runtime.LastSeq(ctx, l.Session)
+		_, l.err = l.Runtime.LastSeq(ctx, l.Session)
 	})
 	return l.err
 }
@@ -96,12 +94,13 @@ func (l *Local) failures() <-chan string {
 	return l.failed
 }
 
-// Follow reads the session's events.
+// Follow reads the session's events: its earlier conversation first
+// (a continued session's, replayed from the store), then live.
 func (l *Local) Follow(ctx context.Context, emit func(event.Event)) error {
 	if err := l.start(ctx); err != nil {
 		return err
 	}
-	sub := l.Runtime.Follow(l.Session, l.after)
+	sub := l.Runtime.Follow(l.Session, 0)
 	defer sub.Close()
 	for {
 		evs, err := sub.Next(ctx)
@@ -198,7 +197,6 @@ type Remote struct {
 	mu    sync.Mutex
 	key   string
 	named chan struct{} // closed once key is known
-	fresh bool          // the session is new: its stream starts at 0
 	// sent is closed once the daemon took a message of this chat (so
 	// the session exists there).
 	sent     chan struct{}
@@ -207,7 +205,7 @@ type Remote struct {
 
 // NewRemote returns a daemon session: key, or a new one when key is "".
 func NewRemote(c *client.Client, key string) *Remote {
-	r := &Remote{Client: c, key: key, named: make(chan struct{}), fresh: key == "", sent: make(chan struct{})}
+	r := &Remote{Client: c, key: key, named: make(chan struct{}), sent: make(chan struct{})}
 	if key != "" {
 		close(r.named)
 	}
@@ -225,8 +223,9 @@ func (r *Remote) Key() string {
 }
 
 // Follow reads the session's stream from the daemon, reconnecting
-// where it stopped when the connection drops. A new session's stream
-// starts at its first event; a continued one's at its current end.
+// where it stopped when the connection drops. It starts at the session's
+// first event: a continued session's earlier conversation is replayed
+// (as the panel replays it), then the stream goes on live.
 func (r *Remote) Follow(ctx context.Context, emit func(event.Event)) error {
 	select {
 	case <-r.named:
@@ -234,17 +233,9 @@ func (r *Remote) Follow(ctx context.Context, emit func(event.Event)) error {
 		return nil
 	}
 	key := r.Key()
-	// A continued session is followed from its end until a numbered event
-	// gives a cursor to resume from; a new one from its start.
-	after, live := uint64(0), !r.fresh
+	after := uint64(0)
 	for ctx.Err() == nil {
-		var s *client.Stream
-		var err error
-		if live {
-			s, err = r.Client.StreamFromNow(ctx, key)
-		} else {
-			s, err = r.Client.Stream(ctx, key, after)
-		}
+		s, err := r.Client.Stream(ctx, key, after)
 		if err != nil {
 			if r.notYet(err) {
 				// A key of the chat's own that the daemon does not hold:
@@ -255,7 +246,7 @@ func (r *Remote) Follow(ctx context.Context, emit func(event.Event)) error {
 				case <-ctx.Done():
 					return nil
 				}
-				after, live = 0, false
+				after = 0
 				continue
 			}
 			if !retryable(err) {
@@ -268,7 +259,6 @@ func (r *Remote) Follow(ctx context.Context, emit func(event.Event)) error {
 		}
 		after, err = readStream(s, after, emit)
 		s.Close()
-		live = live && after == 0
 		if ctx.Err() == nil && err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			if !wait.Sleep(ctx, time.Second) {
 				return nil

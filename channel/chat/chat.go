@@ -6,7 +6,8 @@
 // input line (line editing, and history on the arrow keys). The session
 // lives in this process (Local) or on a daemon (Remote); either way the
 // chat reads the session's event stream, so it also shows what other
-// channels of the same session did.
+// channels of the same session did. A continued session (--session) opens
+// with its earlier conversation, replayed from the stream's first event.
 package chat
 
 import (
@@ -36,6 +37,10 @@ type Options struct {
 	// Yes confirms every proposal as it arrives (--yes on a daemon
 	// whose policy asks).
 	Yes bool
+	// Styled renders answers' Markdown with terminal styles
+	// (terminal.Markdown); otherwise they are printed as written. The
+	// command line sets it from terminal.Styled (not with NO_COLOR).
+	Styled bool
 	// ExitWindow is how soon a second Ctrl-C exits (default 2s).
 	ExitWindow time.Duration
 	// Refresh is how often the footer's subagents are read (default 1s).

@@ -83,6 +83,25 @@ func TestScreenFoldsThinkingStreamsAndCleans(t *testing.T) {
 	}
 }
 
+// TestScreenRendersMarkdownWhenStyled: with Styled the answer's Markdown
+// is rendered with terminal styles (each line after the prompt's
+// indent), the model's escape sequences still dropped; without it, the
+// answer is printed as written.
+func TestScreenRendersMarkdownWhenStyled(t *testing.T) {
+	answer := ev(event.AssistantMessage, event.TextContent{Text: "**Done**\x1b[2J:\n\n- one\n- two `x`"})
+	styled := newModel(context.Background(), Options{Backend: &fakeBackend{}, Styled: true})
+	lines, _ := styled.apply(answer)
+	want := "ava› \x1b[0;1mDone\x1b[0m[2J:\n     \n     • one\n     • two \x1b[0;36mx\x1b[0m"
+	if len(lines) != 1 || lines[0] != want {
+		t.Fatalf("styled answer: %q, want %q", lines, want)
+	}
+	plain := newModel(context.Background(), Options{Backend: &fakeBackend{}})
+	lines, _ = plain.apply(answer)
+	if len(lines) != 1 || lines[0] != "ava› **Done**[2J:\n     \n     - one\n     - two `x`" {
+		t.Fatalf("plain answer: %q", lines)
+	}
+}
+
 // TestScreenProposals: a proposal waits in the footer until decided; with
 // Yes it is confirmed at once and never waits.
 func TestScreenProposals(t *testing.T) {

@@ -98,8 +98,9 @@ func (m *model) apply(ev event.Event) ([]string, tea.Cmd) {
 	return nil, nil
 }
 
-// answer prints the orchestrator's answer in full and clears the
-// streamed preview.
+// answer prints the orchestrator's answer in full (its Markdown rendered
+// when Styled; the streamed preview above the input stays as written)
+// and clears the streamed preview.
 func (m *model) answer(ev event.Event) []string {
 	var c event.TextContent
 	_ = ev.Decode(&c)
@@ -107,6 +108,9 @@ func (m *model) answer(ev event.Event) []string {
 	m.thinking = 0
 	if ev.Agent != event.OrchestratorID || strings.TrimSpace(c.Text) == "" {
 		return nil
+	}
+	if m.opt.Styled {
+		return []string{indent("ava› ", terminal.Markdown(c.Text))}
 	}
 	return []string{indent("ava› ", terminal.Printable(c.Text))}
 }

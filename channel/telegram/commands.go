@@ -186,7 +186,7 @@ func (c *Channel) propose(ctx context.Context, ch *chat, ev event.Event) {
 		{Text: "No", CallbackData: "spawn:" + p.PendingID + ":no"},
 	}}}
 	text := p.Text + "\n\n(Press a button, or answer in words: \"yes\", \"no\", \"yes but use haiku\", \"ok, max $1\".)"
-	if _, err := c.sendParts(ctx, ch, text, keyboard); err != nil {
+	if _, err := c.sendParts(ctx, ch, plainParts(text), keyboard); err != nil {
 		c.log.Error("telegram: could not show a proposal", "chat", ch.id, "pending", p.PendingID, "err", err)
 	}
 }

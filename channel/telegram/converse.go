@@ -114,7 +114,7 @@ func (s *stream) finish(ctx context.Context, turn *ava.Turn, streamed string) er
 		if s.msgID == 0 {
 			return nil
 		}
-		return s.c.edit(ctx, s.ch, s.msgID, mergedNote)
+		return s.c.edit(ctx, s.ch, s.msgID, message{text: mergedNote})
 	}
 	return s.final(ctx, finalText(res, streamed))
 }
@@ -270,7 +270,7 @@ type stream struct {
 	ch     *chat
 	every  time.Duration
 	msgID  int
-	shown  string
+	shown  message
 	lastAt time.Time
 }
 
@@ -344,40 +344,45 @@ func (s *stream) event(ctx context.Context, ev event.Event, text *strings.Builde
 	}
 }
 
-// maybeEdit shows the answer so far, at most once per interval.
+// maybeEdit shows the answer so far, at most once per interval, its
+// Markdown rendered as far as it has streamed.
 func (s *stream) maybeEdit(ctx context.Context, text string) {
-	if strings.TrimSpace(text) == "" || text == s.shown || time.Since(s.lastAt) < s.every {
+	if strings.TrimSpace(text) == "" || time.Since(s.lastAt) < s.every {
+		return
+	}
+	first := answerParts(text)[0]
+	if first.same(s.shown) {
 		return
 	}
 	s.lastAt = time.Now()
 	if s.msgID == 0 {
-		id, err := s.c.sendParts(ctx, s.ch, Split(text, MaxMessage)[0], nil)
+		id, err := s.c.sendParts(ctx, s.ch, []message{first}, nil)
 		if err == nil {
-			s.msgID, s.shown = id, text
+			s.msgID, s.shown = id, first
 		}
 		return
 	}
-	if s.c.edit(ctx, s.ch, s.msgID, text) == nil {
-		s.shown = text
+	if s.c.edit(ctx, s.ch, s.msgID, first) == nil {
+		s.shown = first
 	}
 }
 
-// final puts the final text in place: the streamed message edited to its
-// first part, the rest sent after it.
+// final puts the final answer in place, its Markdown as entities: the
+// streamed message edited to its first part, the rest sent after it.
 func (s *stream) final(ctx context.Context, text string) error {
-	parts := Split(text, MaxMessage)
+	parts := answerParts(text)
 	if s.msgID == 0 {
-		return s.c.send(ctx, s.ch, text)
+		_, err := s.c.sendParts(ctx, s.ch, parts, nil)
+		return err
 	}
-	if parts[0] != s.shown {
+	if !parts[0].same(s.shown) {
 		if err := s.c.edit(ctx, s.ch, s.msgID, parts[0]); err != nil {
 			return err
 		}
 	}
-	for _, p := range parts[1:] {
-		if err := s.c.send(ctx, s.ch, p); err != nil {
-			return err
-		}
+	if len(parts) > 1 {
+		_, err := s.c.sendParts(ctx, s.ch, parts[1:], nil)
+		return err
 	}
 	return nil
 }

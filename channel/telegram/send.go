@@ -54,16 +54,16 @@ func (c *Channel) call(ctx context.Context, ch *chat, fn func(context.Context) e
 // send sends text to the chat as plain text (so no model output can make
 // it fail), split into messages at Telegram's limit.
 func (c *Channel) send(ctx context.Context, ch *chat, text string) error {
-	_, err := c.sendParts(ctx, ch, text, nil)
+	_, err := c.sendParts(ctx, ch, plainParts(text), nil)
 	return err
 }
 
-// sendParts sends text in as many messages as it needs; the first one
+// sendParts sends the messages of one text in order; the first one
 // carries markup when given. It returns the first message's ID.
-func (c *Channel) sendParts(ctx context.Context, ch *chat, text string, markup models.ReplyMarkup) (int, error) {
+func (c *Channel) sendParts(ctx context.Context, ch *chat, parts []message, markup models.ReplyMarkup) (int, error) {
 	first := 0
-	for i, part := range Split(text, MaxMessage) {
-		params := &bot.SendMessageParams{ChatID: ch.id, Text: part}
+	for i, part := range parts {
+		params := &bot.SendMessageParams{ChatID: ch.id, Text: part.text, Entities: part.entities}
 		if i == 0 && markup != nil {
 			params.ReplyMarkup = markup
 		}
@@ -83,12 +83,11 @@ func (c *Channel) sendParts(ctx context.Context, ch *chat, text string, markup m
 	return first, nil
 }
 
-// edit replaces a message's text (cut to the limit: the rest is sent
-// when the answer is final).
-func (c *Channel) edit(ctx context.Context, ch *chat, id int, text string) error {
-	text = Split(text, MaxMessage)[0]
+// edit replaces a message's text and entities with m (one part: the rest
+// is sent when the answer is final).
+func (c *Channel) edit(ctx context.Context, ch *chat, id int, m message) error {
 	err := c.call(ctx, ch, func(ctx context.Context) error {
-		_, err := c.bot.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: ch.id, MessageID: id, Text: text})
+		_, err := c.bot.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: ch.id, MessageID: id, Text: m.text, Entities: m.entities})
 		return err
 	})
 	if err != nil && strings.Contains(err.Error(), "message is not modified") {
@@ -118,16 +117,28 @@ func (c *Channel) typing(ctx context.Context, ch *chat) {
 // Empty text is one empty part.
 func Split(text string, limit int) []string {
 	var parts []string
-	for units(text) > limit {
-		cut := fit(text, limit)
-		at := bestBreak(text[:cut])
+	for _, r := range splitRanges(text, limit) {
+		parts = append(parts, text[r[0]:r[1]])
+	}
+	return parts
+}
+
+// splitRanges is where Split cuts text: each part's byte range, without
+// the spaces and line breaks around a cut.
+func splitRanges(text string, limit int) [][2]int {
+	var parts [][2]int
+	start := 0
+	for units(text[start:]) > limit {
+		rest := text[start:]
+		cut := fit(rest, limit)
+		at := bestBreak(rest[:cut])
 		if at <= 0 {
 			at = cut
 		}
-		parts = append(parts, strings.TrimRight(text[:at], " \n"))
-		text = strings.TrimLeft(text[at:], " \n")
+		parts = append(parts, [2]int{start, start + len(strings.TrimRight(rest[:at], " \n"))})
+		start += at + len(rest[at:]) - len(strings.TrimLeft(rest[at:], " \n"))
 	}
-	return append(parts, strings.TrimRight(text, " \n"))
+	return append(parts, [2]int{start, start + len(strings.TrimRight(text[start:], " \n"))})
 }
 
 // units is text's length in UTF-16 code units.

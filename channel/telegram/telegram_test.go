@@ -79,6 +79,9 @@ const script = `conversations:
   - match: "LONG"
     turns:
       - text: LONGTEXT
+  - match: "ENTITIES"
+    turns:
+      - text: "😀 **bold** and \u0060code\u0060\n\n\u0060\u0060\u0060go\nx := 1\n\u0060\u0060\u0060\n\n- item [docs](https://example.com/d) [bad](javascript:alert(1)) <b>raw</b>"
   - match: "MARKDOWN"
     turns:
       - text: "*unclosed _bold [link]( <b>not html</b> & \u00a0"

@@ -39,12 +39,17 @@ func StatusLine(st ava.Subagent) string {
 		status = fmt.Sprintf("queued #%d", st.QueuePosition)
 	}
 	line := fmt.Sprintf("%s %s %s %s (%s, %s tokens, %.1f¢)", icon, st.ID, displayName(st.Role), status,
-		st.Elapsed.Round(time.Second), compact(st.Tokens), st.CostCents)
+		Elapsed(st.Elapsed), compact(st.Tokens), st.CostCents)
 	if st.Activity != "" && !st.Status.Final() {
 		line += ": " + st.Activity
 	}
 	return line
 }
+
+// Elapsed is a run's active time as every terminal line shows it (the
+// status line, progress and completion lines), rounded to the second, so
+// that a completion line and the list (ava ps) read the same figure alike.
+func Elapsed(d time.Duration) string { return d.Round(time.Second).String() }
 
 func compact(n int) string {
 	switch {
@@ -99,7 +104,7 @@ func EventLine(role string, ev event.Event) string {
 		if c.Activity != "" {
 			line += ": " + c.Activity
 		}
-		return line + fmt.Sprintf(" (%s, %s tokens)", (time.Duration(c.ElapsedMs)*time.Millisecond).Round(time.Second), compact(c.Tokens))
+		return line + fmt.Sprintf(" (%s, %s tokens)", Elapsed(time.Duration(c.ElapsedMs)*time.Millisecond), compact(c.Tokens))
 	case event.Stalled:
 		var c event.StalledContent
 		_ = ev.Decode(&c)
@@ -125,10 +130,11 @@ func EventLine(role string, ev event.Event) string {
 	case event.SubagentComplete:
 		var c event.SubagentCompleteContent
 		_ = ev.Decode(&c)
+		took := Elapsed(time.Duration(c.DurationMs) * time.Millisecond)
 		if c.Status == lifecycle.Success {
-			return fmt.Sprintf("✅ %s: Complete (%ds, $%.2f)", name, c.DurationMs/1000, c.CostCents/100)
+			return fmt.Sprintf("✅ %s: Complete (%s, $%.2f)", name, took, c.CostCents/100)
 		}
-		return fmt.Sprintf("❌ %s: %s (%ds, $%.2f)", name, c.Status, c.DurationMs/1000, c.CostCents/100)
+		return fmt.Sprintf("❌ %s: %s (%s, $%.2f)", name, c.Status, took, c.CostCents/100)
 	}
 	return ""
 }

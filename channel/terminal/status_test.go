@@ -84,3 +84,20 @@ func TestPrintableDropsEscapes(t *testing.T) {
 		t.Fatal("clean text changed")
 	}
 }
+
+// The completion line and the status line (ava ps, the chat's list) read
+// one active time alike: 1.6 s is "2s" in both, not "1s" in one.
+func TestCompletionAndStatusAgreeOnDuration(t *testing.T) {
+	for _, d := range []time.Duration{400 * time.Millisecond, 1600 * time.Millisecond, 61_500 * time.Millisecond} {
+		done := event.New(event.SubagentComplete, event.SubagentCompleteContent{SubagentID: "S-1", Role: "researcher",
+			Status: lifecycle.Success, DurationMs: d.Milliseconds()})
+		st := ava.Subagent{ID: "S-1", Role: "researcher", Status: lifecycle.Success, Figures: ava.Figures{Elapsed: d}}
+		want := "(" + terminal.Elapsed(d) + ","
+		if got := terminal.EventLine("researcher", done); !strings.Contains(got, want) {
+			t.Errorf("%v: completion %q, want %q", d, got, want)
+		}
+		if got := terminal.StatusLine(st); !strings.Contains(got, want) {
+			t.Errorf("%v: status %q, want %q", d, got, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,8 +20,14 @@ import (
 // it waits for) is over, sends on until the sequence number of the
 // session's last event: PrintTurn then prints every event up to it and
 // returns. A closed until stops it at once.
+//
+// On a terminal (Styled, with the process's environment) the answer's
+// Markdown is rendered (Markdown) a block at a time: each block is
+// printed once the blank line after it has streamed, the rest when the
+// answer ends. Elsewhere the answer is printed as it streams, as written.
 func PrintTurn(ctx context.Context, sub *event.Subscription, until <-chan uint64, stdout, stderr io.Writer, quiet bool) {
-	p := &turnPrinter{stdout: stdout, stderr: stderr, quiet: quiet, endsWithNewline: true}
+	p := &turnPrinter{stdout: stdout, stderr: stderr, quiet: quiet, endsWithNewline: true,
+		styled: !quiet && Styled(stdout, os.Getenv)}
 	defer p.close()
 	waiting, stopWaiting := context.WithCancel(ctx)
 	var end atomic.Int64 // the last event to print; -1 until known
@@ -64,10 +71,56 @@ type turnPrinter struct {
 	stdout, stderr             io.Writer
 	quiet                      bool
 	wroteText, endsWithNewline bool
+	// styled renders the answer's Markdown; held is the streamed text
+	// not yet printed (the block still streaming).
+	styled bool
+	held   strings.Builder
+}
+
+// text prints streamed answer text: as it is, or, styled, the blocks it
+// completes.
+func (p *turnPrinter) text(s string) {
+	p.wroteText = true
+	if !p.styled {
+		io.WriteString(p.stdout, Printable(s))
+		p.endsWithNewline = strings.HasSuffix(s, "\n")
+		return
+	}
+	p.held.WriteString(s)
+	held := p.held.String()
+	if end := blockEnd(held); end > 0 {
+		p.render(held[:end])
+		p.held.Reset()
+		p.held.WriteString(held[end:])
+	}
+}
+
+// flush prints the held text, styled.
+func (p *turnPrinter) flush() {
+	if p.held.Len() > 0 {
+		p.render(p.held.String())
+		p.held.Reset()
+	}
+}
+
+// render prints complete Markdown blocks, styled, ending with a blank
+// line when more may follow.
+func (p *turnPrinter) render(blocks string) {
+	if strings.TrimSpace(blocks) == "" {
+		return
+	}
+	io.WriteString(p.stdout, Markdown(blocks)+"\n")
+	if blockEnd(blocks) == len(blocks) {
+		io.WriteString(p.stdout, "\n")
+	}
+	p.endsWithNewline = true
 }
 
 // close ends the answer's last line.
 func (p *turnPrinter) close() {
+	if p.styled {
+		p.flush()
+	}
 	if p.wroteText && !p.endsWithNewline && !p.quiet {
 		io.WriteString(p.stdout, "\n")
 	}
@@ -84,12 +137,12 @@ func (p *turnPrinter) print(evs []event.Event) {
 		case event.TextDelta:
 			var c event.TextContent
 			if ev.Decode(&c) == nil && c.Text != "" {
-				io.WriteString(stdout, Printable(c.Text))
-				p.wroteText, p.endsWithNewline = true, strings.HasSuffix(c.Text, "\n")
+				p.text(c.Text)
 			}
 		case event.Retry:
 			var c event.RetryContent
 			_ = ev.Decode(&c)
+			p.held.Reset() // the streamed text not yet printed is void
 			fmt.Fprintf(stderr, "\n[retrying model call, attempt %d: %s]\n", c.Attempt, c.Error)
 		case event.ToolCall:
 			var c event.ToolCallContent
@@ -107,8 +160,10 @@ func (p *turnPrinter) print(evs []event.Event) {
 			var c event.TextContent
 			if !p.wroteText && ev.Decode(&c) == nil && c.Text != "" {
 				// An answer to a proposal is not streamed.
-				io.WriteString(stdout, c.Text)
-				p.wroteText, p.endsWithNewline = true, strings.HasSuffix(c.Text, "\n")
+				p.text(c.Text)
+			}
+			if p.styled {
+				p.flush()
 			}
 			if p.wroteText && !p.endsWithNewline {
 				io.WriteString(stdout, "\n")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/channel/chat"
+	"github.com/avaagent/ava/channel/terminal"
 	"github.com/avaagent/ava/lifecycle"
 )
 
@@ -56,7 +57,7 @@ and what other channels of the same session do shows here too.`,
 	f.BoolVar(&o.yes, "yes", false, "spawns start without asking you first (AVA_CONFIRM=never for this chat; on a daemon, its proposals are confirmed as they arrive)")
 	f.BoolVar(&o.offline, "offline", false, "use the offline scripted demo model (no network, no key)")
 	f.StringVar(&o.model, "model", "", "model as provider/model or an alias: haiku, sonnet, opus (default $AVA_MODEL)")
-	f.StringVar(&o.session, "session", "", "continue this session key (default: a new ava:chat:… session)")
+	f.StringVar(&o.session, "session", "", "continue this session key, shown from its earlier conversation on (default: a new ava:chat:… session)")
 	addTurnFlags(f, &o, "each request")
 	return cmd
 }
@@ -104,7 +105,7 @@ func chatLocal(ctx context.Context, a *App, o runOptions) error {
 	}
 	b := &chat.Local{Runtime: rt, Session: key, Options: ava.SendOptions{User: a.Getenv("USER"),
 		Model: model, Budget: o.budget, Limits: o.limits()}}
-	err = chat.Run(ctx, chat.Options{Backend: b, In: a.Stdin, Out: a.Stdout, Banner: banner + "\n/help lists the commands; Ctrl-C twice exits."})
+	err = chat.Run(ctx, chat.Options{Backend: b, In: a.Stdin, Out: a.Stdout, Styled: terminal.Styled(a.Stdout, a.Getenv), Banner: banner + "\n/help lists the commands; Ctrl-C twice exits."})
 	running, _ := rt.Subagents(context.WithoutCancel(ctx), ava.SubagentFilter{Parent: key, Status: lifecycle.Active})
 	if n := len(running); n > 0 {
 		fmt.Fprintf(a.Stderr, "stopping %d running subagent(s) of %s\n", n, key)
@@ -136,7 +137,7 @@ func chatRemote(cmd *cobra.Command, a *App, o runOptions) error {
 	if o.session != "" {
 		banner += " · session " + o.session
 	}
-	err = chat.Run(cmd.Context(), chat.Options{Backend: b, In: a.Stdin, Out: a.Stdout, Yes: o.yes,
+	err = chat.Run(cmd.Context(), chat.Options{Backend: b, In: a.Stdin, Out: a.Stdout, Yes: o.yes, Styled: terminal.Styled(a.Stdout, a.Getenv),
 		Banner: banner + "\n/help lists the commands; Ctrl-C twice exits."})
 	if key := b.Key(); key != "" {
 		fmt.Fprintf(a.Stderr, "session %s lives on the daemon: continue with ava chat --session %s\n", key, key)

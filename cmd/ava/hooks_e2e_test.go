@@ -252,23 +252,40 @@ func TestHooksGetEveryEventOfADelegationOnce(t *testing.T) {
 			t.Errorf("complete body %v", r.body)
 		}
 	}
+	metrics := scrape(t, d)
+	for name, least := range map[string]int{`ava_hook_deliveries_total{outcome="delivered"}`: len(web) + len(cmd),
+		`ava_hook_deliveries{status="delivered"}`: len(web) + len(cmd), `ava_hook_deliveries_total{outcome="dead"}`: 0} {
+		var n int
+		_, after, ok := strings.Cut(metrics, "\n"+name+" ")
+		if _, err := fmt.Sscan(after, &n); !ok || err != nil || n < least || (least == 0 && n != 0) {
+			t.Errorf("/metrics: %s is %d (found %v), want at least %d", name, n, ok, least)
+		}
+	}
 	t.Logf("webhook got %d events, command %d", len(web), len(cmd))
+}
+
+// scrape reads the daemon's /metrics.
+func scrape(t *testing.T, d *daemon) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(bg(t), http.MethodGet, "http://"+d.addr+"/metrics", nil)
+	must(t, err)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	must(t, err)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %s", resp.Status)
+	}
+	return string(b)
 }
 
 // TestHookDownThenBackGetsTheEventOnce: a webhook that is down when a
 // run completes, and stays down while its daemon is killed, gets the
 // event once after it comes back, from the next daemon on the data root.
 func TestHookDownThenBackGetsTheEventOnce(t *testing.T) {
-	env, _ := hooksEnv(t)
-	rcv := newReceiver(t, false)
-	log := filepath.Join(t.TempDir(), "events.jsonl")
-	hookConfig(t, envValue(env, "AVA_DATA_ROOT"), log, rcv.srv.URL, []string{"subagent:complete"}, "    attempts: 50\n    backoff: 200ms\n")
-	env = append(env, "AVA_TEST_HOOK_SECRET="+hookSecret)
-	d := startDaemon(t, env)
-	first := chatText(t, d.c, client.ChatRequest{Message: "hello"})
-	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "QUICK once", Model: spawnModel, Parent: first.Session})
-	must(t, err)
-	waitAll(t, d.c, []job{{id: sa.ID}}, func(sa client.Subagent) bool { return lifecycle.Status(sa.Status).Final() })
+	env, rcv, d, sa := oneRunWebhookDown(t, "    attempts: 50\n    backoff: 200ms\n", "QUICK once")
 	stdout := ""
 	waitFor(t, func() bool {
 		stdout, _, _ = avaIn(t, env, "hooks")
@@ -287,28 +304,35 @@ func TestHookDownThenBackGetsTheEventOnce(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "No delivery is waiting") {
 		t.Fatalf("ava hooks after delivery (exit %d):\n%s", code, stdout)
 	}
-	_ = d2
+	list, err := d2.c.Hooks(bg(t), "all")
+	must(t, err)
+	var web []client.HookDelivery
+	for _, dl := range list.Deliveries {
+		if dl.Kind == "url" {
+			web = append(web, dl)
+		}
+	}
+	if len(list.Hooks) != 2 || len(web) != 1 || web[0].Status != "delivered" || web[0].Attempts < 2 || fmt.Sprint(web[0].ID) != got[0].delivery {
+		t.Fatalf("GET /api/hooks: %d hooks, webhook deliveries %+v (delivery header %s)", len(list.Hooks), web, got[0].delivery)
+	}
 }
 
 // TestDeadLetterRetriedByAvaHooks: a delivery whose one attempt failed
 // is dead; `ava hooks` lists it, `ava hooks retry` delivers it once the
 // webhook is back (no daemon running), and it is then delivered.
 func TestDeadLetterRetriedByAvaHooks(t *testing.T) {
-	env, _ := hooksEnv(t)
-	rcv := newReceiver(t, false)
-	log := filepath.Join(t.TempDir(), "events.jsonl")
-	hookConfig(t, envValue(env, "AVA_DATA_ROOT"), log, rcv.srv.URL, []string{"subagent:complete"}, "    attempts: 1\n")
-	env = append(env, "AVA_TEST_HOOK_SECRET="+hookSecret)
-	d := startDaemon(t, env)
-	first := chatText(t, d.c, client.ChatRequest{Message: "hello"})
-	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: "QUICK dead", Model: spawnModel, Parent: first.Session})
-	must(t, err)
-	waitAll(t, d.c, []job{{id: sa.ID}}, func(sa client.Subagent) bool { return lifecycle.Status(sa.Status).Final() })
+	env, rcv, d, sa := oneRunWebhookDown(t, "    attempts: 1\n", "QUICK dead")
 	var stdout string
 	waitFor(t, func() bool {
 		stdout, _, _ = avaIn(t, env, "hooks")
 		return strings.Contains(stdout, "dead")
 	})
+	// The daemon's API retries too; the webhook is still down.
+	again, err := d.c.RetryHooks(bg(t), nil)
+	must(t, err)
+	if len(again) != 1 || again[0].Status != "dead" || again[0].Attempts != 1 || !strings.Contains(again[0].LastError, "503") {
+		t.Fatalf("POST /api/hooks/retry while down: %+v", again)
+	}
 	must(t, d.cmd.Process.Signal(os.Interrupt))
 	d.exitCode(t)
 	rcv.setUp(true)
@@ -376,6 +400,24 @@ func TestClusterHooksDeliverEachEventOnce(t *testing.T) {
 	if c := count(bodies(rcv.events())); c != want {
 		t.Errorf("webhook got %d subagent events, want %d", c, want)
 	}
+}
+
+// oneRunWebhookDown starts a daemon whose webhook (with extra settings)
+// hears subagent:complete and is down, and runs one subagent of task to
+// its end.
+func oneRunWebhookDown(t *testing.T, extra, task string) ([]string, *receiver, *daemon, client.Subagent) {
+	t.Helper()
+	env, _ := hooksEnv(t)
+	rcv := newReceiver(t, false)
+	log := filepath.Join(t.TempDir(), "events.jsonl")
+	hookConfig(t, envValue(env, "AVA_DATA_ROOT"), log, rcv.srv.URL, []string{"subagent:complete"}, extra)
+	env = append(env, "AVA_TEST_HOOK_SECRET="+hookSecret)
+	d := startDaemon(t, env)
+	first := chatText(t, d.c, client.ChatRequest{Message: "hello"})
+	sa, _, err := d.c.Spawn(bg(t), client.SpawnRequest{Role: "researcher", Task: task, Model: spawnModel, Parent: first.Session})
+	must(t, err)
+	waitAll(t, d.c, []job{{id: sa.ID}}, func(sa client.Subagent) bool { return lifecycle.Status(sa.Status).Final() })
+	return env, rcv, d, sa
 }
 
 // hooksEnv is daemonEnv with the hooks script.

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -145,7 +144,7 @@ func printPs(w io.Writer, list []ava.Subagent) {
 			status += " (stalled)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.2f¢\t%s\n", s.ID, s.Role, status,
-			s.Elapsed.Round(time.Second), s.Tokens, s.CostCents, oneLine(s.Activity, 60))
+			terminal.Elapsed(s.Elapsed), s.Tokens, s.CostCents, oneLine(s.Activity, 60))
 	}
 	tw.Flush()
 }
@@ -244,7 +243,7 @@ func printStatus(w io.Writer, s ava.Subagent) {
 		fmt.Fprintf(w, "parent:   %s\n", s.Parent)
 	}
 	fmt.Fprintf(w, "elapsed:  %s · %d tokens · %.2f¢ · %d iterations\n",
-		s.Elapsed.Round(time.Second), s.Tokens, s.CostCents, s.Iterations)
+		terminal.Elapsed(s.Elapsed), s.Tokens, s.CostCents, s.Iterations)
 	if s.Activity != "" {
 		fmt.Fprintf(w, "activity: %s\n", oneLine(s.Activity, 200))
 	}

@@ -152,6 +152,7 @@ func runDaemon(ctx context.Context, a *App, cfg config.Config, opt gateway.Serve
 		return err
 	}
 	defer func() { err = errors.Join(err, rt.Close()) }()
+	rt.ReportSandbox()
 	// Before any message: turns a killed process left open end now.
 	if n, err := rt.EndInterruptedTurns(ctx); err != nil {
 		log.Error("end interrupted turns", "err", err)

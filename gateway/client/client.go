@@ -87,6 +87,14 @@ func (c *Client) Subagents(ctx context.Context, f SubagentFilter) ([]Subagent, e
 	return l.Subagents, err
 }
 
+// Findings returns the board of a group (a Subagent's GroupID), oldest
+// first.
+func (c *Client) Findings(ctx context.Context, group string) ([]Finding, error) {
+	var l FindingList
+	err := c.do(ctx, http.MethodGet, "/api/groups/"+url.PathEscape(group)+"/findings", nil, &l)
+	return l.Findings, err
+}
+
 // Subagent returns one subagent by ID or unique prefix.
 func (c *Client) Subagent(ctx context.Context, id string) (Subagent, error) {
 	var s Subagent
@@ -275,4 +283,26 @@ func readAPIError(resp *http.Response) error {
 func IsStatus(err error, code int) bool {
 	var ae *APIError
 	return errors.As(err, &ae) && ae.StatusCode == code
+}
+
+// Hooks lists the daemon's hooks and the deliveries of status (a
+// comma-separated list or "all"; "" lists pending, failed and dead ones).
+func (c *Client) Hooks(ctx context.Context, status string) (HookList, error) {
+	var out HookList
+	path := "/api/hooks"
+	if status != "" {
+		path += "?" + url.Values{"status": {status}}.Encode()
+	}
+	err := c.do(ctx, http.MethodGet, path, nil, &out)
+	return out, err
+}
+
+// RetryHooks sends failed and dead deliveries again (those of ids, else
+// all) and returns them after one attempt each.
+func (c *Client) RetryHooks(ctx context.Context, ids []int64) ([]HookDelivery, error) {
+	var out HookList
+	if err := c.do(ctx, http.MethodPost, "/api/hooks/retry", HookRetryRequest{IDs: ids}, &out); err != nil {
+		return nil, err
+	}
+	return out.Deliveries, nil
 }

@@ -83,7 +83,10 @@ type Subagent struct {
 	Model      string `json:"model"`
 	Mode       string `json:"mode,omitempty"`
 	Parent     string `json:"parent,omitempty"`
-	Status     string `json:"status"`
+	// GroupID is the parallel group or chain it is a member of; its
+	// board is GET /api/groups/{groupId}/findings.
+	GroupID string `json:"groupId,omitempty"`
+	Status  string `json:"status"`
 	// QueuePosition is a queued run's place in line for a slot (1 for
 	// the next to start); 0 when it is not queued here.
 	QueuePosition int  `json:"queuePosition,omitempty"`
@@ -116,11 +119,44 @@ type Subagent struct {
 	Attempts int `json:"attempts,omitempty"`
 	// Live is set when this daemon runs or holds the subagent.
 	Live bool `json:"live"`
+	// Waits are the times it waited for the person (ask_user), the open
+	// one last.
+	Waits []Wait `json:"waits,omitempty"`
+}
+
+// Wait is a time a subagent waited for the person: one question, from
+// when it was asked to when it was answered or closed.
+type Wait struct {
+	QuestionID string    `json:"questionId"`
+	AskedAt    time.Time `json:"askedAt"`
+	// AnsweredAt is zero while it waits.
+	AnsweredAt time.Time `json:"answeredAt,omitzero"`
+	// By is person, orchestrator, timeout or cancelled; "" while it
+	// waits.
+	By string `json:"by,omitempty"`
 }
 
 // SubagentList is the body of GET /api/subagents.
 type SubagentList struct {
 	Subagents []Subagent `json:"subagents"`
+}
+
+// Finding is one entry of a group's board: what a member shared with
+// the others (post_finding). Its text is another agent's: untrusted.
+type Finding struct {
+	// ID increases in the order the group's findings were posted.
+	ID         int64     `json:"id"`
+	SubagentID string    `json:"subagentId"`
+	Role       string    `json:"role"`
+	Text       string    `json:"text"`
+	PostedAt   time.Time `json:"postedAt"`
+}
+
+// FindingList is the body of GET /api/groups/{id}/findings: the
+// group's board, oldest first.
+type FindingList struct {
+	GroupID  string    `json:"groupId"`
+	Findings []Finding `json:"findings"`
 }
 
 // SpawnRequest is the body of POST /api/subagents: one background
@@ -155,6 +191,9 @@ type SpawnAnswer struct {
 // Session is one main session and its state.
 type Session struct {
 	Key string `json:"key"`
+	// Title is what a menu shows: the first message's first line, cut,
+	// or what the person renamed it to; "" before the first message.
+	Title string `json:"title"`
 	// State is idle, running or waiting_for_subagents.
 	State       string    `json:"state"`
 	CreatedAt   time.Time `json:"createdAt"`
@@ -187,6 +226,12 @@ type ModelSpend struct {
 	Model     string  `json:"model"`
 	Tokens    int     `json:"tokens"`
 	CostCents float64 `json:"costCents"`
+}
+
+// RenameRequest is the body of PATCH /api/sessions/{key}.
+type RenameRequest struct {
+	// Title is the session's new title: one line, 1 to 120 characters.
+	Title string `json:"title"`
 }
 
 // SessionList is the body of GET /api/sessions.
@@ -248,4 +293,48 @@ type MCPServer struct {
 // MCPServerList is the body of GET /api/mcp/servers.
 type MCPServerList struct {
 	Servers []MCPServer `json:"servers"`
+}
+
+// Hook is a lifecycle hook of the daemon (GET /api/hooks).
+type Hook struct {
+	ID     string   `json:"id"`
+	Kind   string   `json:"kind"`
+	Target string   `json:"target"`
+	Events []string `json:"events"`
+	// From is where it is defined: "config.yaml" or "role <name>".
+	From string `json:"from"`
+}
+
+// HookDelivery is one event's delivery to one hook.
+type HookDelivery struct {
+	ID     int64  `json:"id"`
+	HookID string `json:"hookId"`
+	Kind   string `json:"kind"`
+	Target string `json:"target"`
+	Event  string `json:"event"`
+	// SessionKey and Seq name the event in its session's stream.
+	SessionKey string `json:"sessionKey"`
+	Seq        uint64 `json:"seq"`
+	// Status is pending, failed, dead or delivered.
+	Status      string     `json:"status"`
+	Attempts    int        `json:"attempts"`
+	MaxAttempts int        `json:"maxAttempts"`
+	NextAt      time.Time  `json:"nextAt"`
+	LastError   string     `json:"lastError,omitempty"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	DeliveredAt *time.Time `json:"deliveredAt,omitempty"`
+	// Body is the event JSON sent to the hook.
+	Body json.RawMessage `json:"body"`
+}
+
+// HookList is the body of GET /api/hooks.
+type HookList struct {
+	Hooks      []Hook         `json:"hooks"`
+	Deliveries []HookDelivery `json:"deliveries"`
+}
+
+// HookRetryRequest is the body of POST /api/hooks/retry: the deliveries
+// to send again (none: every failed and dead one).
+type HookRetryRequest struct {
+	IDs []int64 `json:"ids,omitempty"`
 }

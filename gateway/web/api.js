@@ -71,6 +71,15 @@ export function postJSON(path, body, signal) {
   });
 }
 
+/** Renames a main session (the title its menu shows); resolves with the session. */
+export async function renameSession(sessionKey, title) {
+  return (await request(`/api/sessions/${encodeURIComponent(sessionKey)}`, {
+    method: 'PATCH',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ title }),
+  })).json();
+}
+
 /**
  * Sends a message to a session (none: a new main session). Resolves with
  * {sessionKey, queued} once the daemon has taken it; the turn's events

@@ -4,9 +4,10 @@
 import { h, render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import htm from 'htm';
-import { getJSON, onTokenNeeded } from './api.js';
+import { getJSON, onTokenNeeded, renameSession } from './api.js';
+import { ago } from './format.js';
 import { Chat } from './chat.js';
-import { SubagentList, Timeline, useSubagents } from './subagents.js';
+import { Boards, SubagentList, Timeline, useSubagents } from './subagents.js';
 
 const html = htm.bind(h);
 
@@ -56,7 +57,7 @@ function App() {
         <h1>Ava</h1>
         ${health?.offline && html`<span class="pill offline" title=${health.model}>offline model</span>`}
         <${SessionPicker} current=${route.session} onPick=${(key) => go({ session: key, open: '' })} />
-        <button class="ghost" onClick=${() => go({ session: '', open: '' })}>New chat</button>
+        <button class="ghost new-chat" onClick=${() => go({ session: '', open: '' })}>New chat</button>
       </header>
       <nav class="tabs">
         <button class=${tab === 'chat' ? 'on' : ''} onClick=${() => setTab('chat')}>Chat</button>
@@ -76,26 +77,67 @@ function App() {
           <${SubagentList} list=${list} open=${route.open} onOpen=${openSub} />
           <h2>Timeline</h2>
           ${list.length > 0 ? html`<${Timeline} list=${list} open=${route.open} onOpen=${openSub} />` : html`<p class="muted hint">Bars appear as subagents run.</p>`}
+          <${Boards} list=${list} open=${route.open} onOpen=${openSub} />
         </aside>
       </main>
       ${asking && html`<${TokenDialog} done=${(t) => { asking.resolve(t); setAsking(null); }} />`}
     </div>`;
 }
 
-/** Lists the daemon's main sessions, most recent first, to go back to one. */
+/**
+ * Lists the daemon's main sessions, most recent first, to go back to one:
+ * each by its title (its first message, or what the person renamed it to)
+ * and its last activity, the key in the option's tooltip. The list is read
+ * again when the menu is opened, so a new chat's title shows once its
+ * first message is stored. Rename edits the current session's title.
+ */
 function SessionPicker({ current, onPick }) {
   const [sessions, setSessions] = useState([]);
-  useEffect(() => {
-    getJSON('/api/sessions?limit=50').then((b) => setSessions(b.sessions || []), () => {});
-  }, [current]);
-  const keys = sessions.map((ss) => ss.key);
-  if (current && !keys.includes(current)) keys.unshift(current);
-  const state = Object.fromEntries(sessions.map((ss) => [ss.key, ss.state]));
+  const [editing, setEditing] = useState(null); // the title being typed
+  const [error, setError] = useState('');
+  const load = () => getJSON('/api/sessions?limit=50').then((b) => setSessions(b.sessions || []), () => {});
+  useEffect(() => { load(); }, [current]);
+  const shown = sessions.slice();
+  if (current && !shown.some((ss) => ss.key === current)) shown.unshift({ key: current, title: '', state: 'idle' });
+  const cur = shown.find((ss) => ss.key === current);
+  const save = async (e) => {
+    e.preventDefault();
+    try {
+      await renameSession(current, editing);
+      setEditing(null);
+      setError('');
+      load();
+    } catch (err) {
+      setError(err.message);
+    }
+  };
+  if (editing !== null) {
+    return html`
+      <form class="rename" onSubmit=${save}>
+        <input aria-label="Session title" maxlength="120" autofocus value=${editing}
+          onInput=${(e) => setEditing(e.currentTarget.value)}
+          onKeyDown=${(e) => { if (e.key === 'Escape') setEditing(null); }} />
+        <button type="submit">Save</button>
+        <button type="button" class="ghost" onClick=${() => { setEditing(null); setError(''); }}>Cancel</button>
+        ${error && html`<span class="error" role="alert">${error}</span>`}
+      </form>`;
+  }
   return html`
-    <select class="key" aria-label="Session" value=${current} onChange=${(e) => onPick(e.currentTarget.value)}>
+    <select class="key" aria-label="Session" value=${current} onFocus=${load} onMouseDown=${load}
+      onChange=${(e) => onPick(e.currentTarget.value)}>
       <option value="">new conversation</option>
-      ${keys.map((k) => html`<option value=${k}>${k}${state[k] && state[k] !== 'idle' ? ` (${state[k].replaceAll('_', ' ')})` : ''}</option>`)}
-    </select>`;
+      ${shown.map((ss) => html`<option value=${ss.key} title=${ss.key}>${sessionLabel(ss)}</option>`)}
+    </select>
+    ${current && html`<button class="ghost rename-btn" title="Rename this conversation" aria-label="Rename"
+      onClick=${() => { setEditing(cur?.title || ''); setError(''); }}>✎</button>`}`;
+}
+
+/** A session in the menu: "Title · 5 min ago", with its state when busy. */
+function sessionLabel(ss) {
+  const parts = [ss.title || 'untitled conversation'];
+  if (ss.updatedAt) parts.push(ago(ss.updatedAt));
+  if (ss.state && ss.state !== 'idle') parts.push(ss.state.replaceAll('_', ' '));
+  return parts.join(' · ');
 }
 
 /**

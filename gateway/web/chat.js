@@ -2,10 +2,11 @@
 // built from the session's event stream, with a composer that sends,
 // queues and stops.
 import { h } from 'preact';
-import { useEffect, useReducer, useRef, useState } from 'preact/hooks';
+import { useEffect, useMemo, useReducer, useRef, useState } from 'preact/hooks';
 import htm from 'htm';
 import { answerQuestion, confirmSpawn, follow, getJSON, sendMessage, stopSession, HTTPError } from './api.js';
 import { cents, cost, duration, shortJSON, statusLabel, totalCost } from './format.js';
+import { markdown } from './markdown.js';
 
 const html = htm.bind(h);
 
@@ -80,6 +81,8 @@ export function reduce(s, ev) {
         items: s.items.map((it) => (it.kind === 'proposal' && it.id === c.pendingId
           ? { ...it, decision: c.decision, change: c.change, ids: c.subagentIds || [] } : it)),
       };
+    case 'FindingPosted': // a group member shared a finding on its board
+      return add(s, { kind: 'finding', seq, id: c.findingId, text: c.text });
     case 'UserQuestion':
       return add(s, { kind: 'question', seq, id: c.questionId, subagentId: c.subagentId, role: c.role, text: c.question, by: '', answer: '' });
     case 'QuestionAnswered':
@@ -310,7 +313,7 @@ function Messages({ s, pending, onOpen, typing, sessionKey }) {
       ${s.items.length === 0 && !s.draft && pending.length === 0 && html`<p class="muted hint">Nothing here yet.</p>`}
       ${s.items.map((it) => html`<${Item} key=${it.seq} it=${it} onOpen=${onOpen} sessionKey=${sessionKey} />`)}
       ${s.thinking && html`<details class="thinking live"><summary>Thinking…</summary><pre>${s.thinking}</pre></details>`}
-      ${s.draft != null && html`<div class="msg assistant draft">${s.draft}<span class="caret" /></div>`}
+      ${s.draft != null && html`<${Draft} text=${s.draft} />`}
       ${pending.map((p) => html`<div class="msg user pending">${p.text}<small>${p.queued ? 'queued' : 'sending…'}</small></div>`)}
       ${live && html`<p class=${`activity${s.stalled ? ' stalled' : ''}`}>${live}</p>`}
       ${typing && html`<p class="typing" role="status" aria-live="polite">${typing}<span class="dots" aria-hidden="true"><i /><i /><i /></span></p>`}
@@ -321,8 +324,9 @@ function Item({ it, onOpen, sessionKey }) {
   const seq = it.seq;
   switch (it.kind) {
     case 'user':
+      return html`<div class="msg user" data-seq=${seq} data-kind="user">${it.text}</div>`;
     case 'assistant':
-      return html`<div class=${`msg ${it.kind}`} data-seq=${seq} data-kind=${it.kind}>${it.text}</div>`;
+      return html`<${Answer} text=${it.text} seq=${seq} />`;
     case 'thinking':
       return html`<details class="thinking" data-seq=${seq} data-kind="thinking"><summary>Thinking</summary><pre>${it.text}</pre></details>`;
     case 'tool':
@@ -339,6 +343,8 @@ function Item({ it, onOpen, sessionKey }) {
       return html`<${Proposal} it=${it} />`;
     case 'question':
       return html`<${Question} it=${it} sessionKey=${sessionKey} />`;
+    case 'finding':
+      return html`<div class="line finding" data-seq=${seq} data-kind="finding">⇪ shared on the board as #${it.id}<span class="muted"> — ${it.text}</span></div>`;
     case 'error':
       return html`<div class="line error" data-seq=${seq} data-kind="error">⚠ ${it.text}</div>`;
     case 'end':
@@ -421,6 +427,41 @@ function Question({ it, sessionKey }) {
         </form>`}
       ${error && html`<p class="offer error" role="alert">${error}</p>`}
     </div>`;
+}
+
+/**
+ * An answer (Ava's or a subagent's), rendered as Markdown: untrusted
+ * text made safe by markdown.js (no raw HTML, safe links only, no
+ * images). The person's own messages stay plain text.
+ */
+function Answer({ text, seq }) {
+  const __html = useMemo(() => markdown(text), [text]);
+  return html`<div class="msg assistant md" data-seq=${seq} data-kind="assistant" dangerouslySetInnerHTML=${{ __html }} />`;
+}
+
+/** draftEvery is how often, in ms, a streaming answer is rendered again. */
+const draftEvery = 250;
+
+/**
+ * The answer streaming now, as Markdown, rendered again at most every
+ * draftEvery ms while deltas arrive (parsing costs about 2 µs a
+ * character, so rendering on every delta of a long answer would not be
+ * cheap); the finished answer replaces it with its AssistantMessage. An
+ * unclosed code fence shows as a code block until it closes.
+ */
+function Draft({ text }) {
+  const [shown, setShown] = useState(text);
+  const last = useRef(0);
+  useEffect(() => {
+    if (text === shown) return undefined;
+    const t = setTimeout(() => {
+      last.current = Date.now();
+      setShown(text);
+    }, Math.max(0, last.current + draftEvery - Date.now()));
+    return () => clearTimeout(t);
+  }, [text, shown]);
+  const __html = useMemo(() => markdown(shown), [shown]);
+  return html`<div class="msg assistant md draft" dangerouslySetInnerHTML=${{ __html }} />`;
 }
 
 function ToolLine({ it }) {

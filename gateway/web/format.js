@@ -58,3 +58,19 @@ export function shortJSON(v, max) {
   const s = typeof v === 'string' ? v : JSON.stringify(v ?? {});
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 }
+
+/**
+ * How long ago a time was, for a menu: "just now", "5 min ago", "3 h ago",
+ * "yesterday", "4 days ago", then the date.
+ */
+export function ago(when, now = Date.now()) {
+  const t = new Date(when).getTime();
+  if (!t) return '';
+  const s = Math.max(0, (now - t) / 1000);
+  if (s < 60) return 'just now';
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  if (s < 2 * 86400) return 'yesterday';
+  if (s < 7 * 86400) return `${Math.floor(s / 86400)} days ago`;
+  return new Date(t).toLocaleDateString();
+}

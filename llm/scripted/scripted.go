@@ -26,11 +26,52 @@
 //	      - text: "I only know about the weather."
 //
 // A top-level `turns:` list is shorthand for one conversation that matches
-// everything. In text, {{last_result}} is replaced by the last tool result
-// the request holds and {{input}} by the first user message. A turn may set
-// `error: "message"` to fail that call (for tests of error handling). When a
-// conversation runs out of turns the model answers that its script has
-// ended.
+// everything. A turn may set `error: "message"` to fail that call (for
+// tests of error handling). When a conversation runs out of turns the model
+// answers that its script has ended.
+//
+// # Replies: answers chosen by what just arrived
+//
+// A conversation may have `replies:` instead of `turns:`. Each request
+// plays the first reply whose `when:` holds for what the request got since
+// the model last spoke (the new messages: the person's text, tool results,
+// [Subagent] notes and results); a reply without `when:` always holds.
+// Replies hold no position, so a conversation of replies never runs out:
+// it reacts to a tool's answer, a person's decision or a subagent's result
+// however many turns came before.
+//
+//	conversations:
+//	  - replies:
+//	      - when: {result: {status: awaiting_confirmation}}  # a tool result's fields
+//	        text: "I proposed {{result.pending_id}}; answer yes to run it."
+//	      - when: {result: {}}                          # any tool result
+//	        text: "The tool answered: {{last_result}}"
+//	      - when: {message: 'Subagent (?P<id>S-\w+) finished'}   # a regexp
+//	        text: "{{match.id}} has finished."
+//	      - tool_calls: [{name: spawn_subagent, args: {role: researcher, task: demo}}]
+//
+// `when:` holds when all it names holds:
+//
+//   - `result:` a tool result is among the new messages (the last one, if
+//     several) and, for each field named, its JSON object has that field
+//     and the field's value (a string as is, anything else as JSON)
+//     matches the regexp given; `result: {}` asks for a tool result only.
+//     Fields of nested objects are named with dots (`estimate.max_cents`).
+//   - `message:` the regexp finds a match in the new messages' text (each
+//     message's text and tool results, joined by newlines).
+//
+// # Templates
+//
+// In a turn's or a reply's text:
+//
+//   - {{input}}: the first user message;
+//   - {{last_result}}: the last tool result the request holds, as the
+//     model reads it (outside its untrusted-data label);
+//   - {{result.FIELD}}: a field of that tool result's JSON object (dotted
+//     for nested fields; a string as is, anything else as JSON; empty when
+//     there is no such field);
+//   - {{match.NAME}}: a named group of the `when: message:` regexp's match
+//     (empty when there is none).
 //
 // Like a real provider, the model honours the request's output limit
 // (llm.Request.MaxTokens): a turn whose output tokens (scripted, or
@@ -70,11 +111,30 @@ type Script struct {
 	Turns         []Turn         `yaml:"turns"`
 }
 
-// Conversation is a list of turns for the requests its Match selects.
+// Conversation is a list of turns, or of replies, for the requests its
+// Match selects.
 type Conversation struct {
 	Match string `yaml:"match"`
+	// Turns are played in order: turn N answers the request that holds N
+	// assistant messages.
 	Turns []Turn `yaml:"turns"`
-	re    *regexp.Regexp
+	// Replies are chosen by their When, first that holds (see the package
+	// doc); a conversation has Turns or Replies, not both.
+	Replies []Turn `yaml:"replies"`
+	re      *regexp.Regexp
+}
+
+// When is the condition of a reply: it holds when every part it names
+// holds for the messages the request got since the model last spoke.
+type When struct {
+	// Result, when set (even empty), asks for a tool result among the
+	// new messages whose JSON fields match these regexps (by field path).
+	Result map[string]string `yaml:"result"`
+	// Message is a regexp that must find a match in the new messages'
+	// text; its named groups are the {{match.NAME}} templates.
+	Message string `yaml:"message"`
+	result  map[string]*regexp.Regexp
+	message *regexp.Regexp
 }
 
 // Turn is one scripted model response.
@@ -88,8 +148,10 @@ type Turn struct {
 	// Citations are the sources the turn's text cites, as a provider's
 	// web search citations (for offline demos and tests of how they are
 	// shown).
-	Citations []Citation     `yaml:"citations"`
-	Extra     map[string]any `yaml:",inline"`
+	Citations []Citation `yaml:"citations"`
+	// When is a reply's condition (Conversation.Replies only).
+	When  *When          `yaml:"when"`
+	Extra map[string]any `yaml:",inline"`
 }
 
 // Citation is a scripted citation of a turn's text.
@@ -128,26 +190,56 @@ func Parse(name string, data []byte) (*Script, error) {
 		return nil, fmt.Errorf("script %s: no conversations and no turns", name)
 	}
 	for i := range s.Conversations {
-		c := &s.Conversations[i]
-		if c.Match != "" {
-			re, err := regexp.Compile(c.Match)
-			if err != nil {
-				return nil, fmt.Errorf("script %s: conversation %d: match: %w", name, i+1, err)
-			}
-			c.re = re
-		}
-		for j, t := range c.Turns {
-			if len(t.Extra) > 0 {
-				return nil, fmt.Errorf("script %s: conversation %d turn %d: unknown field(s) %v", name, i+1, j+1, keys(t.Extra))
-			}
-			for _, tc := range t.ToolCalls {
-				if tc.Name == "" {
-					return nil, fmt.Errorf("script %s: conversation %d turn %d: a tool call has no name", name, i+1, j+1)
-				}
-			}
+		if err := s.Conversations[i].compile(); err != nil {
+			return nil, fmt.Errorf("script %s: conversation %d: %w", name, i+1, err)
 		}
 	}
 	return &s, nil
+}
+
+// compile checks a parsed conversation and compiles its regexps.
+func (c *Conversation) compile() error {
+	if c.Match != "" {
+		re, err := regexp.Compile(c.Match)
+		if err != nil {
+			return fmt.Errorf("match: %w", err)
+		}
+		c.re = re
+	}
+	if len(c.Turns) > 0 && len(c.Replies) > 0 {
+		return errors.New("has both turns and replies")
+	}
+	for j := range c.Turns {
+		if c.Turns[j].When != nil {
+			return fmt.Errorf("turn %d: when is for replies; turns are played in order", j+1)
+		}
+		if err := c.Turns[j].check(); err != nil {
+			return fmt.Errorf("turn %d: %w", j+1, err)
+		}
+	}
+	for j := range c.Replies {
+		if err := c.Replies[j].check(); err != nil {
+			return fmt.Errorf("reply %d: %w", j+1, err)
+		}
+	}
+	return nil
+}
+
+// check refuses unknown fields and nameless tool calls, and compiles the
+// turn's condition.
+func (t *Turn) check() error {
+	if len(t.Extra) > 0 {
+		return fmt.Errorf("unknown field(s) %v", keys(t.Extra))
+	}
+	for _, tc := range t.ToolCalls {
+		if tc.Name == "" {
+			return errors.New("a tool call has no name")
+		}
+	}
+	if t.When != nil {
+		return t.When.compile()
+	}
+	return nil
 }
 
 func keys(m map[string]any) []string {
@@ -281,6 +373,9 @@ func pick(s *Script, req *llm.Request) (Turn, bool) {
 		if c.re != nil && !c.re.MatchString(first) && !c.re.MatchString(req.System) {
 			continue
 		}
+		if len(c.Replies) > 0 {
+			return pickReply(c.Replies, newMessages(req.Messages))
+		}
 		n := 0
 		for _, m := range req.Messages {
 			if m.Role == llm.RoleAssistant {
@@ -316,14 +411,20 @@ func lastResult(msgs []llm.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		for j := len(msgs[i].Content) - 1; j >= 0; j-- {
 			if b := msgs[i].Content[j]; b.Type == llm.BlockToolResult {
-				if m := untrustedBlock.FindStringSubmatch(b.Content); m != nil {
-					return m[1]
-				}
-				return b.Content
+				return unwrapResult(b.Content)
 			}
 		}
 	}
 	return ""
+}
+
+// unwrapResult is a tool result's content without its untrusted-data
+// label.
+func unwrapResult(content string) string {
+	if m := untrustedBlock.FindStringSubmatch(content); m != nil {
+		return m[1]
+	}
+	return content
 }
 
 // play streams turn as deltas and returns the whole response.
@@ -333,7 +434,7 @@ func (p *Provider) play(ctx context.Context, req *llm.Request, turn Turn, onDelt
 			onDelta(d)
 		}
 	}
-	text := strings.NewReplacer("{{last_result}}", lastResult(req.Messages), "{{input}}", firstUserText(req.Messages)).Replace(turn.Text)
+	text := expand(turn, req.Messages)
 	u := usage(req, turn, text)
 	stop := llm.StopEndTurn
 	if len(turn.ToolCalls) > 0 {

@@ -160,3 +160,36 @@ func BenchmarkQuickCheckAtOpen(b *testing.B) {
 		s.Close()
 	}
 }
+
+// BenchmarkOpenFresh opens a store on a new file (created and migrated)
+// and, as BenchmarkOpenExisting, on one already migrated: the store's
+// share of a command's start.
+func BenchmarkOpenFresh(b *testing.B) {
+	dir := b.TempDir()
+	i := 0
+	for b.Loop() {
+		i++
+		s, err := Open(b.Context(), filepath.Join(dir, fmt.Sprintf("%d.db", i)), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}
+
+// BenchmarkOpenExisting: see BenchmarkOpenFresh.
+func BenchmarkOpenExisting(b *testing.B) {
+	path := filepath.Join(b.TempDir(), FileName)
+	s, err := Open(b.Context(), path, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.Close()
+	for b.Loop() {
+		s, err := Open(b.Context(), path, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}

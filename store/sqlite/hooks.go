@@ -170,16 +170,8 @@ func (s *Store) CountHookDeliveries(ctx context.Context) (map[string]int, error)
 		return nil, fmt.Errorf("count hook deliveries: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var st string
-		var n int
-		if err := rows.Scan(&st, &n); err != nil {
-			return nil, fmt.Errorf("count hook deliveries: %w", err)
-		}
-		out[st] = n
-	}
-	if err := rows.Err(); err != nil {
+	out, err := record.CountByStatus(rows)
+	if err != nil {
 		return nil, fmt.Errorf("count hook deliveries: %w", err)
 	}
 	return out, nil

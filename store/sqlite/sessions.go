@@ -196,7 +196,45 @@ func insertMessage(ctx context.Context, tx *sql.Tx, m store.Message) (int64, err
 	if err := touchSession(ctx, tx, m.SessionKey, m.CreatedAt); err != nil {
 		return 0, err
 	}
+	if err := titleSession(ctx, tx, m); err != nil {
+		return 0, err
+	}
 	return insertMessageRow(ctx, tx, m)
+}
+
+// titleSession gives an untitled session the default title of m, when m
+// is the person's (store.TitleFrom).
+func titleSession(ctx context.Context, tx *sql.Tx, m store.Message) error {
+	title := record.SessionTitle(m)
+	if title == "" {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET title = ? WHERE key = ? AND title = ''`, title, m.SessionKey); err != nil {
+		return fmt.Errorf("title session: %w", err)
+	}
+	return nil
+}
+
+// SetSessionTitle renames the session key.
+func (s *Store) SetSessionTitle(ctx context.Context, key, title string) error {
+	if err := record.CheckKey("session key", key); err != nil {
+		return fmt.Errorf("set session title: %w", err)
+	}
+	title, err := store.CheckTitle(title)
+	if err != nil {
+		return fmt.Errorf("set session title %s: %w", key, err)
+	}
+	res, err := s.writer.ExecContext(ctx, `UPDATE sessions SET title = ? WHERE key = ?`, title, key)
+	if err != nil {
+		return fmt.Errorf("set session title %s: %w", key, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err != nil {
+			return fmt.Errorf("set session title %s: %w", key, err)
+		}
+		return fmt.Errorf("session %s: %w", key, store.ErrNotFound)
+	}
+	return nil
 }
 
 // touchSession creates the session if missing and moves its updated_at

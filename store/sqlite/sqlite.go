@@ -276,8 +276,55 @@ func (s *Store) checkIntegrity(ctx context.Context) error {
 // its integrity check at open.
 var ErrCorrupt = errors.New("database disk image is malformed")
 
-// migrate brings the schema up to date with the embedded migrations.
+// migrate brings the schema up to date with the embedded migrations. A
+// new database (no table yet) is created from the schema snapshot in
+// one transaction (createFromSnapshot), without a sync of its own, and
+// synced once at the end (its checkpoint): a crash meanwhile leaves a
+// database that is new anyway, and a command's first start on a fresh
+// data root neither replays every migration nor waits for their syncs.
+// An existing database is migrated step by step with the store's normal
+// durability.
 func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
+	return migrateWith(ctx, db, log, true)
+}
+
+// migrateWith is migrate; snapshot false replays the migrations on a new
+// database too (TestSchemaSnapshot compares the two).
+func migrateWith(ctx context.Context, db *sql.DB, log *slog.Logger, snapshot bool) error {
+	var tables int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&tables); err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if tables > 0 {
+		return migrateUp(ctx, db, log)
+	}
+	if _, err := db.ExecContext(ctx, `PRAGMA synchronous = OFF`); err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	defer db.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = NORMAL`)
+	created := false
+	if snapshot {
+		var err error
+		if created, err = createFromSnapshot(ctx, db); err != nil {
+			return err
+		}
+	}
+	if !created {
+		if err := migrateUp(ctx, db, log); err != nil {
+			return err
+		}
+	}
+	if _, err := db.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		return fmt.Errorf("migrations: sync: %w", err)
+	}
+	return nil
+}
+
+// migrateUp applies the embedded migrations not applied yet.
+func migrateUp(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 	fsys, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)

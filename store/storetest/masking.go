@@ -83,6 +83,15 @@ func Masked(t *testing.T, open func(t *testing.T, r *redact.Redactor) store.Stor
 	if err != nil {
 		t.Fatal(err)
 	}
+	posted, err := s.PostFinding(ctx, store.Finding{GroupID: "g1", RunID: run.ID, ShortID: run.ShortID, Role: run.Role, Text: "found " + token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	board, err := s.Findings(ctx, "g1", 0, "")
+	if err != nil || len(board) != 1 {
+		t.Fatalf("findings %+v, %v", board, err)
+	}
+	got = append(got, posted.Text, board[0].Text)
 	got = append(got, r.Task, string(r.Config), string(r.Result), r.Error, string(p.Config), p.Rationale, mems[0].Content, strings.Join(mems[0].Tags, ","))
 	if len(stored) != 3 || len(sub) != 1 {
 		t.Fatalf("%d and %d messages, want 3 and 1", len(stored), len(sub))

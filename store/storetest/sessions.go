@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -21,6 +23,7 @@ func sessionCases() []testCase {
 		{"SessionEnsureGet", testSessionEnsureGet},
 		{"SessionSpendBudget", testSessionSpendBudget},
 		{"SessionList", testSessionList},
+		{"SessionTitle", testSessionTitle},
 		{"EventsNumberedOnce", testEventsNumberedOnce},
 		{"EventsReplay", testEventsReplay},
 		{"EventsBatchAllOrNone", testEventsBatchAllOrNone},
@@ -106,6 +109,60 @@ func testSessionList(t *testing.T, s store.Store) {
 	}
 	_, err = s.ListSessions(ctx(t), store.SessionFilter{Limit: -1})
 	wantPlainErr(t, err)
+}
+
+// testSessionTitle: a session takes the first line of its first message
+// from the person as its title, cut; tool results, notes and answers do
+// not title it, and later messages keep it; a rename sticks, and a bad
+// title or an unknown session is refused.
+func testSessionTitle(t *testing.T, s store.Store) {
+	const key = "ava:web:titled"
+	_, err := s.EnsureSession(ctx(t), key)
+	must(t, err)
+	title := func() string {
+		t.Helper()
+		ss, err := s.GetSession(ctx(t), key)
+		must(t, err)
+		return ss.Title
+	}
+	if got := title(); got != "" {
+		t.Fatalf("a new session is titled %q", got)
+	}
+	_, err = s.AppendMessage(ctx(t), store.Message{SessionKey: key, Role: store.RoleSubagent, Text: "[Subagent] done"})
+	must(t, err)
+	_, err = s.AppendMessage(ctx(t), store.Message{SessionKey: key, Role: store.RoleUser, Sender: store.SenderUser, Text: "  \n"})
+	must(t, err)
+	if got := title(); got != "" {
+		t.Fatalf("titled %q by a note and a blank message", got)
+	}
+	long := "\n  Find   the three best " + strings.Repeat("papers on sessions ", 10) + "\nsecond line"
+	must(t, s.AppendMessages(ctx(t), []store.Message{
+		{SessionKey: key, Role: store.RoleUser, Sender: store.SenderUser, Text: long},
+		{SessionKey: key, Role: store.RoleAssistant, Text: "On it."},
+		{SessionKey: key, Role: store.RoleUser, Sender: store.SenderUser, Text: "and another thing"},
+	}))
+	if got, want := title(), store.TitleFrom(long); got != want || !strings.HasPrefix(got, "Find the three best papers") || !strings.HasSuffix(got, "…") ||
+		utf8.RuneCountInString(got) > 60 {
+		t.Fatalf("title %q, want %q (the first line, cut)", got, want)
+	}
+	must(t, s.SetSessionTitle(ctx(t), key, "  Reading\tlist  "))
+	_, err = s.AppendMessage(ctx(t), store.Message{SessionKey: key, Role: store.RoleUser, Sender: store.SenderUser, Text: "more"})
+	must(t, err)
+	if got := title(); got != "Reading list" {
+		t.Fatalf("after a rename: %q", got)
+	}
+	list, err := s.ListSessions(ctx(t), store.SessionFilter{Main: true})
+	must(t, err)
+	if i := slices.IndexFunc(list, func(x store.Session) bool { return x.Key == key }); i < 0 || list[i].Title != "Reading list" {
+		t.Fatalf("listed %+v", list)
+	}
+	if err := s.SetSessionTitle(ctx(t), key, " \n "); !errors.Is(err, store.ErrBadTitle) {
+		t.Fatalf("empty title: %v", err)
+	}
+	if err := s.SetSessionTitle(ctx(t), key, strings.Repeat("x", store.MaxTitleRunes+1)); !errors.Is(err, store.ErrBadTitle) {
+		t.Fatalf("long title: %v", err)
+	}
+	wantErr(t, s.SetSessionTitle(ctx(t), "ava:web:nobody", "x"), store.ErrNotFound)
 }
 
 func newEvent(session string, seq uint64) event.Event {

@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	cases = append(cases, transitionCases()...)
 	cases = append(cases, pendingCases()...)
 	cases = append(cases, memoryCases()...)
+	cases = append(cases, boardCases()...)
 	cases = append(cases, channelCases()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -318,3 +318,13 @@ func Fenced(status lifecycle.Status, owner, writer string) bool {
 func FenceSQL(p string) string {
 	return "(status NOT IN " + ActiveStatuses + " OR owner = " + p + ")"
 }
+
+// SessionTitle is the default title a stored message gives its untitled
+// session: the person's text (store.TitleFrom), "" for any other
+// message (a tool result, a [Subagent] note, the assistant's).
+func SessionTitle(m store.Message) string {
+	if m.Role != store.RoleUser || m.Sender != store.SenderUser {
+		return ""
+	}
+	return store.TitleFrom(m.Text)
+}

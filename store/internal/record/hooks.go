@@ -71,3 +71,17 @@ func Outbox(o store.Outbox, evs []event.Event) []store.HookDelivery {
 	}
 	return out
 }
+
+// CountByStatus reads rows of (status, count) into a map.
+func CountByStatus(rows Rows) (map[string]int, error) {
+	out := map[string]int{}
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, err
+		}
+		out[st] = int(n)
+	}
+	return out, rows.Err()
+}

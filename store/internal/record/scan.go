@@ -102,7 +102,7 @@ func ScanPending(sc Scanner) (store.PendingSpawn, error) {
 }
 
 // SessionColumns are the columns ScanSession reads, in its order.
-const SessionColumns = `key, created_at, updated_at, budget_cents, spent_cents`
+const SessionColumns = `key, title, created_at, updated_at, budget_cents, spent_cents`
 
 // ScanSession reads a session's SessionColumns; the driver's error (no
 // rows) is returned as it is.
@@ -111,7 +111,7 @@ func ScanSession(sc Scanner) (store.Session, error) {
 		s                store.Session
 		created, updated int64
 	)
-	if err := sc.Scan(&s.Key, &created, &updated, &s.BudgetCents, &s.SpentCents); err != nil {
+	if err := sc.Scan(&s.Key, &s.Title, &created, &updated, &s.BudgetCents, &s.SpentCents); err != nil {
 		return store.Session{}, err
 	}
 	s.CreatedAt, s.UpdatedAt = FromNS(created), FromNS(updated)
