@@ -17,7 +17,7 @@ func TestAnnouncementListsSources(t *testing.T) {
 	r := Result{SubagentID: "S-0a0b0c", Status: lifecycle.Success, Summary: "about $0.006 a minute",
 		Output: json.RawMessage(`"about $0.006 a minute"`), OutputFormat: "text",
 		Citations: []llm.Citation{{URL: "https://example.com/pricing", Title: "Transcription pricing", CitedText: "$0.006 per minute"}}}
-	msg := announcement("ava:cli:x", "run-1", "pricing", r)
+	msg := announcement("ava:cli:x", "run-1", "pricing", r, "")
 	want := "Sources:\n1. Transcription pricing <https://example.com/pricing>: \"$0.006 per minute\"\n"
 	if !strings.Contains(msg.Text, want) {
 		t.Fatalf("announcement without its sources:\n%s", msg.Text)
