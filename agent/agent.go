@@ -32,6 +32,10 @@
 //     configured). Under a cost bound the limit is always sent, since some
 //     providers have none by default; thinking is turned off for a call
 //     whose limit leaves no room for its thinking budget.
+//   - A call that offers the provider's own web search
+//     (Config.ServerTools) also sets aside what its searches may cost at
+//     most: ServerTools.MaxUses at the model's price per search
+//     (llm.Price.PerSearch), as part of the call's fixed cost.
 //   - A call that cannot fit (its estimated input plus 16 output tokens
 //     is more than is left) is not made: the run ends cost_exceeded.
 //   - The shared Budget reserves what the call may cost at most and is
