@@ -2,12 +2,15 @@ package ava
 
 import (
 	"context"
+	"fmt"
+	"slices"
 
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/estimate"
 	"github.com/avaagent/ava/mcpclient"
 	"github.com/avaagent/ava/role"
+	"github.com/avaagent/ava/subagent"
 )
 
 // Role is a subagent role: its tools, model, limits and prompt.
@@ -84,3 +87,26 @@ const (
 	RoleSkippedMessage  = app.RoleSkippedMessage
 	RoleOverrideMessage = app.RoleOverrideMessage
 )
+
+// RoleSearch says which web search a subagent of the role gets on the
+// role's own model, by the web_search setting: a configured backend
+// (Ava's web_search), the provider's own search, or none. It is "" for
+// a role without web_search.
+func (r *Runtime) RoleSearch(role Role) string {
+	if !slices.Contains(role.Tools, subagent.SearchTool) {
+		return ""
+	}
+	m, err := r.in.Catalog.ResolveAs(role.Model, role.ModelBy)
+	if err != nil {
+		return "unknown: the role's model " + role.Model + " does not resolve"
+	}
+	s := r.in.Subagent.SearchFor(role, m)
+	if s.Server == nil {
+		return s.Via
+	}
+	what := s.Via
+	if s.Server.WebFetch {
+		what += " and web fetch"
+	}
+	return fmt.Sprintf("%s, run by the provider (up to %d searches a model call)", what, s.Server.MaxUses)
+}

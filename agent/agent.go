@@ -32,6 +32,10 @@
 //     configured). Under a cost bound the limit is always sent, since some
 //     providers have none by default; thinking is turned off for a call
 //     whose limit leaves no room for its thinking budget.
+//   - A call that offers the provider's own web search
+//     (Config.ServerTools) also sets aside what its searches may cost at
+//     most: ServerTools.MaxUses at the model's price per search
+//     (llm.Price.PerSearch), as part of the call's fixed cost.
 //   - A call that cannot fit (its estimated input plus 16 output tokens
 //     is more than is left) is not made: the run ends cost_exceeded.
 //   - The shared Budget reserves what the call may cost at most and is
@@ -86,6 +90,11 @@ type Config struct {
 	System string
 	// Tools are the tools the model may call; nil means none.
 	Tools *tool.Registry
+	// ServerTools, when set, offers the provider's own tools (its web
+	// search and fetch), which it runs on its side: each use is published
+	// as activity and as a ToolCall and ToolResult event, and priced from
+	// the usage the provider reports.
+	ServerTools *llm.ServerTools
 	// Limits bound the run.
 	Limits Limits
 	// MaxOutputTokens caps each response (0: the provider's default).
@@ -374,6 +383,17 @@ func (r *run) loop() error {
 			r.text = t
 		}
 		calls := resp.Message.ToolCalls()
+		if len(calls) == 0 && resp.StopReason == llm.StopPause {
+			// The provider paused a long run of its own tools: send the
+			// turn back and it goes on.
+			if err := r.overBudget(); err != nil {
+				return err
+			}
+			if lim.MaxIterations > 0 && r.iter >= lim.MaxIterations {
+				return fmt.Errorf("%w: %d model calls and the provider's tools are still running", ErrIterationsExceeded, r.iter)
+			}
+			continue
+		}
 		if len(calls) == 0 {
 			if err := r.a.publishErr(); err != nil {
 				return err
@@ -454,7 +474,7 @@ func (r *run) overBudget() error {
 func (r *run) callModel() (*llm.Response, *callPlan, error) {
 	a := r.a
 	req := &llm.Request{Model: a.cfg.Model.ID, System: a.cfg.System, Messages: r.msgs,
-		Tools: r.defs, ThinkingBudget: a.cfg.ThinkingBudget}
+		Tools: r.defs, ThinkingBudget: a.cfg.ThinkingBudget, ServerTools: a.cfg.ServerTools}
 	plan, err := r.plan(req)
 	if err != nil {
 		if r.ctx.Err() != nil {
@@ -480,6 +500,7 @@ func (r *run) callModel() (*llm.Response, *callPlan, error) {
 	}
 	cost := r.account(resp)
 	r.endChatSpan(span, resp, cost, nil)
+	r.publishServerTools(resp.Message)
 	plan.settle(cost)
 	r.observe(plan, resp.Usage)
 	for _, b := range resp.Message.Content {
@@ -525,7 +546,7 @@ func (r *run) account(resp *llm.Response) float64 {
 	ev := event.New(event.CostUpdate, event.CostContent{
 		InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
 		CacheReadTokens: resp.Usage.CacheReadTokens, CacheWriteTokens: resp.Usage.CacheWriteTokens,
-		CostCents: cost, TotalTokens: r.usage.Total(), TotalCostCents: r.cost, Unpriced: !a.cfg.Model.Priced,
+		WebSearches: resp.Usage.WebSearches, CostCents: cost, TotalTokens: r.usage.Total(), TotalCostCents: r.cost, Unpriced: !a.cfg.Model.Priced,
 	})
 	ev.Meta = event.Meta{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
 		CostCents: cost, ModelID: a.cfg.Model.Name()}
@@ -544,6 +565,8 @@ func (r *run) onDelta(d llm.Delta) {
 		a.emit(event.New(event.ThinkingDelta, event.TextContent{Text: d.Text}))
 	case llm.DeltaToolCall:
 		a.activity("preparing a call to " + d.ToolName)
+	case llm.DeltaServerTool:
+		a.activity(serverActivity(d.ToolName, d.Input))
 	case llm.DeltaReset:
 		msg := "model call failed"
 		if d.Err != nil {

@@ -47,6 +47,9 @@ type callPlan struct {
 	msgs     int     // the request's messages, for the next estimate
 	inTokens int     // estimated input tokens
 	inCents  float64 // their estimated cost
+	// searchCents is what the provider's searches may cost at most
+	// (ServerTools.MaxUses at the model's price per search).
+	searchCents float64
 	// costCut is set when the cost bound lowered the output limit: a
 	// response cut there ended for lack of money.
 	costCut bool
@@ -66,7 +69,7 @@ type inputSeen struct {
 func (r *run) costBounded() bool {
 	cfg := r.a.cfg
 	p := cfg.Model.Price
-	priced := cfg.Model.Priced && (p.Input > 0 || p.Output > 0 || p.CacheRead > 0 || p.CacheWrite > 0)
+	priced := cfg.Model.Priced && (p.Input > 0 || p.Output > 0 || p.CacheRead > 0 || p.CacheWrite > 0 || p.PerSearch > 0)
 	return priced && (cfg.Limits.MaxCostCents > 0 || cfg.Budget != nil)
 }
 
@@ -87,14 +90,16 @@ func (r *run) plan(req *llm.Request) (*callPlan, error) {
 	}
 	p.msgs = len(req.Messages)
 	p.inTokens, p.inCents = r.estimateInput(req)
+	p.searchCents = searchReserve(req.ServerTools, r.a.cfg.Model.Price)
+	fixed := p.inCents + p.searchCents
 	outRate := r.a.cfg.Model.Price.Output / 1e6
-	least := p.inCents + minOutputTokens*outRate
-	allowed := p.inCents + float64(ceiling)*outRate
+	least := fixed + minOutputTokens*outRate
+	allowed := fixed + float64(ceiling)*outRate
 	if capCents := r.a.cfg.Limits.MaxCostCents; capCents > 0 {
 		allowed = min(allowed, capCents-r.cost)
 		if allowed < least {
-			return nil, fmt.Errorf("%w: the next call needs at least %.4f¢ (about %d input tokens and %d output) and %.4f¢ of the %.2f¢ cap is left",
-				ErrCostExceeded, least, p.inTokens, minOutputTokens, max(capCents-r.cost, 0), capCents)
+			return nil, fmt.Errorf("%w: the next call needs at least %.4f¢ (about %d input tokens and %d output%s) and %.4f¢ of the %.2f¢ cap is left",
+				ErrCostExceeded, least, p.inTokens, minOutputTokens, searchNote(p.searchCents), max(capCents-r.cost, 0), capCents)
 		}
 	}
 	if b := r.a.cfg.Budget; b != nil {
@@ -110,7 +115,7 @@ func (r *run) plan(req *llm.Request) (*callPlan, error) {
 	}
 	req.MaxTokens = ceiling
 	if outRate > 0 {
-		if afford := int((allowed-p.inCents)/outRate + 1e-9); afford < ceiling {
+		if afford := int((allowed-fixed)/outRate + 1e-9); afford < ceiling {
 			req.MaxTokens, p.costCut = afford, true
 		}
 	}
@@ -143,6 +148,24 @@ func (r *run) estimateInput(req *llm.Request) (int, float64) {
 	return tokens, float64(tokens) * top
 }
 
+// searchReserve is what the provider's searches in one call may cost at
+// most: each use it allows at the model's price per search. Without a
+// cap on uses nothing is reserved (the subagent layer always sets one).
+func searchReserve(st *llm.ServerTools, p llm.Price) float64 {
+	if st == nil || !st.WebSearch || st.MaxUses <= 0 {
+		return 0
+	}
+	return float64(st.MaxUses) * p.PerSearch
+}
+
+// searchNote names the searches' reserve in a refusal.
+func searchNote(cents float64) string {
+	if cents == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", with %.2f¢ for the provider's searches", cents)
+}
+
 // observe records what the provider reported for a request's input.
 func (r *run) observe(p *callPlan, u llm.Usage) {
 	if p.msgs == 0 {
@@ -159,7 +182,7 @@ func messagesTokens(msgs []llm.Message) int {
 		n += messageOverheadTokens
 		for _, b := range m.Content {
 			n += estimateTokens(b.Text) + estimateTokens(string(b.Input)) + estimateTokens(b.Content) +
-				estimateTokens(b.ToolName) + estimateTokens(b.Data)
+				estimateTokens(b.ToolName) + estimateTokens(b.Data) + estimateTokens(string(b.Raw))
 		}
 	}
 	return n

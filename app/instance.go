@@ -280,7 +280,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 		defer cancel()
 		return in.Observers.Close(ctx)
 	})
-	in.Subagent = subagent.NewManager(subagent.Options{Catalog: in.Catalog, Tools: in.Tools, MCPTools: in.roleMCPTools, Store: in.Store, Hub: in.Hub,
+	in.Subagent = subagent.NewManager(subagent.Options{Catalog: in.Catalog, Tools: in.Tools, MCPTools: in.roleMCPTools, Search: in.searchFor, Store: in.Store, Hub: in.Hub,
 		Roles: roles, MaxConcurrent: cfg.MaxConcurrentSubagents, StallAfter: cfg.StallAfter,
 		ProgressAfter: cfg.ProgressAfter, ProgressEvery: cfg.ProgressEvery, WrapUpAt: cfg.WrapUpAt, AskTimeout: cfg.AskTimeout,
 		Overflow: subagent.Overflow(cfg.SpawnOverflow), MaxQueued: cfg.MaxQueuedSubagents,

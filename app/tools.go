@@ -2,9 +2,12 @@ package app
 
 import (
 	"context"
+	"strings"
 
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
 	"github.com/avaagent/ava/tool/files"
 	"github.com/avaagent/ava/tool/logs"
@@ -18,7 +21,7 @@ import (
 func (in *Instance) builtinTools() []tool.Tool {
 	ws := in.Config.Workspace
 	var out []tool.Tool
-	out = append(out, web.New(webConfig(in.Config.Web)).All()...)
+	out = append(out, web.New(webConfigFor(in.Config)).All()...)
 	out = append(out, files.New(files.Config{Workspace: ws, Deny: []string{in.Config.DataRoot}}).All()...)
 	out = append(out, shell.New(in.shellConfig()).All()...)
 	out = append(out, memory.New(in.Store).All()...)
@@ -30,6 +33,73 @@ func (in *Instance) builtinTools() []tool.Tool {
 func webConfig(c config.Web) web.Config {
 	return web.Config{SearXNGURL: c.SearXNGURL, BraveAPIKey: c.BraveAPIKey, BraveBaseURL: c.BraveBaseURL,
 		TavilyAPIKey: c.TavilyAPIKey, TavilyBaseURL: c.TavilyBaseURL, AllowPrivate: c.AllowPrivate}
+}
+
+// webConfigFor is webConfig with the web_search setting's choice of
+// backend: Ava's web_search uses only the backend it names, and none
+// when it is off or the provider's.
+func webConfigFor(c config.Config) web.Config {
+	w := webConfig(c.Web)
+	switch c.WebSearch {
+	case config.WebSearchSearXNG:
+		w.BraveAPIKey, w.TavilyAPIKey = "", ""
+	case config.WebSearchBrave:
+		w.SearXNGURL, w.TavilyAPIKey = "", ""
+	case config.WebSearchTavily:
+		w.SearXNGURL, w.BraveAPIKey = "", ""
+	case config.WebSearchOff:
+		w.SearXNGURL, w.BraveAPIKey, w.TavilyAPIKey = "", "", ""
+		w.SearchOff = "web_search is off here (web_search: off in Ava's configuration)"
+	case config.WebSearchProvider:
+		w.SearXNGURL, w.BraveAPIKey, w.TavilyAPIKey = "", "", ""
+		w.SearchOff = "Ava's web_search is not used here: search is the model provider's own (web_search: provider in Ava's configuration)"
+	}
+	return w
+}
+
+// searchBackends names the search backends configured for Ava's own
+// web_search, in the order it tries them.
+func searchBackends(c web.Config) []string {
+	var out []string
+	if c.SearXNGURL != "" {
+		out = append(out, "SearXNG")
+	}
+	if c.BraveAPIKey != "" {
+		out = append(out, "Brave")
+	}
+	if c.TavilyAPIKey != "" {
+		out = append(out, "Tavily")
+	}
+	return out
+}
+
+// searchFor is the web search a subagent whose role lists web_search
+// gets on a model of provider, by the web_search setting: auto takes a
+// configured backend first, else the provider's own search where it has
+// one, else Ava's tool (which says it is not configured).
+func (in *Instance) searchFor(provider string) subagent.Search {
+	c := in.Config
+	own := searchBackends(webConfigFor(c))
+	server := func() subagent.Search {
+		return subagent.Search{Via: provider + "'s own web search", Server: &llm.ServerTools{WebSearch: true, WebFetch: true,
+			AllowedDomains: c.Web.AllowedDomains, BlockedDomains: c.Web.BlockedDomains}}
+	}
+	switch c.WebSearch {
+	case config.WebSearchOff:
+		return subagent.Search{Via: "off (web_search: off)"}
+	case config.WebSearchProvider:
+		if llm.HasServerSearch(provider) {
+			return server()
+		}
+		return subagent.Search{Via: "none: " + provider + " has no web search of its own (web_search: provider)"}
+	}
+	if len(own) > 0 {
+		return subagent.Search{Via: strings.Join(own, ", "), Own: true}
+	}
+	if c.WebSearch == config.WebSearchAuto && llm.HasServerSearch(provider) {
+		return server()
+	}
+	return subagent.Search{Via: "not configured (set AVA_SEARXNG_URL, BRAVE_API_KEY or TAVILY_API_KEY, or use a model whose provider searches)", Own: true}
 }
 
 // OrchestratorTools returns the orchestrator's registry: the built-ins

@@ -163,6 +163,11 @@ type Config struct {
 	// Web configures the web tools (web_search, http_get,
 	// read_webpages).
 	Web Web `yaml:"web"`
+	// WebSearch chooses the search a role with web_search gets
+	// (AVA_WEB_SEARCH): auto (a configured backend first, else the
+	// provider's own search where the role's model has one), provider,
+	// searxng, brave, tavily or off. See docs/research.md.
+	WebSearch string `yaml:"web_search"`
 	// Sandbox is "on" (the default when empty) or "off" (AVA_SANDBOX):
 	// off runs the process tools and stdio MCP servers unconfined.
 	Sandbox string `yaml:"sandbox"`
@@ -197,6 +202,51 @@ type Web struct {
 	// AllowPrivate lets the web tools reach private and loopback
 	// addresses (AVA_WEB_ALLOW_PRIVATE).
 	AllowPrivate bool `yaml:"allow_private"`
+	// AllowedDomains and BlockedDomains pass to the provider's own web
+	// search and fetch (AVA_WEB_ALLOWED_DOMAINS, AVA_WEB_BLOCKED_DOMAINS):
+	// results only from the allowed ones, never from the blocked ones.
+	// At most one of the two may be set.
+	AllowedDomains []string `yaml:"allowed_domains"`
+	BlockedDomains []string `yaml:"blocked_domains"`
+}
+
+// The values of WebSearch.
+const (
+	WebSearchAuto     = "auto"
+	WebSearchProvider = "provider"
+	WebSearchSearXNG  = "searxng"
+	WebSearchBrave    = "brave"
+	WebSearchTavily   = "tavily"
+	WebSearchOff      = "off"
+)
+
+// validateWebSearch checks web_search against the backends configured.
+func (c Config) validateWebSearch() []error {
+	var errs []error
+	need := func(what, env string) {
+		errs = append(errs, fmt.Errorf("web_search (AVA_WEB_SEARCH): %q needs %s (%s)", c.WebSearch, what, env))
+	}
+	switch c.WebSearch {
+	case WebSearchAuto, WebSearchProvider, WebSearchOff:
+	case WebSearchSearXNG:
+		if c.Web.SearXNGURL == "" {
+			need("a SearXNG instance", "AVA_SEARXNG_URL")
+		}
+	case WebSearchBrave:
+		if c.Web.BraveAPIKey == "" {
+			need("a Brave key", "BRAVE_API_KEY")
+		}
+	case WebSearchTavily:
+		if c.Web.TavilyAPIKey == "" {
+			need("a Tavily key", "TAVILY_API_KEY")
+		}
+	default:
+		errs = append(errs, fmt.Errorf("web_search (AVA_WEB_SEARCH): %q, use auto, provider, searxng, brave, tavily or off", c.WebSearch))
+	}
+	if len(c.Web.AllowedDomains) > 0 && len(c.Web.BlockedDomains) > 0 {
+		errs = append(errs, errors.New("web.allowed_domains and web.blocked_domains: set one or the other (the providers take one)"))
+	}
+	return errs
 }
 
 // DefaultShutdownGrace is ShutdownGrace's default.
@@ -220,6 +270,7 @@ func Default() Config {
 		ResumeAttempts:         3,
 		ConfirmTimeout:         10 * time.Minute,
 		ShutdownGrace:          DefaultShutdownGrace,
+		WebSearch:              WebSearchAuto,
 	}
 }
 
@@ -388,8 +439,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("stall_after: %s, must not be negative", c.StallAfter))
 	}
 	errs = append(errs, c.validateProcess()...)
+	errs = append(errs, c.validateWebSearch()...)
 	for k, p := range c.Prices {
-		if p.Input < 0 || p.Output < 0 || p.CacheRead < 0 || p.CacheWrite < 0 {
+		if p.Input < 0 || p.Output < 0 || p.CacheRead < 0 || p.CacheWrite < 0 || p.PerSearch < 0 {
 			errs = append(errs, fmt.Errorf("prices.%s: prices must not be negative", k))
 		}
 	}

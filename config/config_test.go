@@ -221,3 +221,34 @@ func TestDatabaseURL(t *testing.T) {
 		}
 	}
 }
+
+// TestWebSearchValidate: web_search names a known choice, a backend it
+// names is configured, and only one of the domain lists is set.
+func TestWebSearchValidate(t *testing.T) {
+	base := config.Default()
+	base.DataRoot = t.TempDir()
+	for _, tc := range []struct {
+		name string
+		edit func(c *config.Config)
+		want string
+	}{
+		{"auto", func(c *config.Config) {}, ""},
+		{"off", func(c *config.Config) { c.WebSearch = "off" }, ""},
+		{"unknown", func(c *config.Config) { c.WebSearch = "google" }, `web_search (AVA_WEB_SEARCH): "google", use auto`},
+		{"searxng unset", func(c *config.Config) { c.WebSearch = "searxng" }, "AVA_SEARXNG_URL"},
+		{"searxng set", func(c *config.Config) { c.WebSearch = "searxng"; c.Web.SearXNGURL = "http://127.0.0.1:1" }, ""},
+		{"both lists", func(c *config.Config) {
+			c.Web.AllowedDomains, c.Web.BlockedDomains = []string{"a.example"}, []string{"b.example"}
+		}, "set one or the other"},
+	} {
+		c := base
+		tc.edit(&c)
+		err := c.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}

@@ -60,8 +60,13 @@ var settingCases = map[string]settingCase{
 	"AVA_BRAVE_BASE_URL":    {"http://brave.a", "http://brave.b", "http://brave.a", "http://brave.b", func(c config.Config) any { return c.Web.BraveBaseURL }},
 	"AVA_TAVILY_BASE_URL":   {"http://tavily.a", "http://tavily.b", "http://tavily.a", "http://tavily.b", func(c config.Config) any { return c.Web.TavilyBaseURL }},
 	"AVA_WEB_ALLOW_PRIVATE": {"true", "0", true, false, func(c config.Config) any { return c.Web.AllowPrivate }},
-	"AVA_SANDBOX":           {"off", "on", "off", "on", func(c config.Config) any { return c.Sandbox }},
-	"AVA_EGRESS_ALLOW":      {"[pypi.org]", "example.com, docs.python.org", []string{"pypi.org"}, []string{"example.com", "docs.python.org"}, func(c config.Config) any { return c.EgressAllow }},
+	"AVA_WEB_SEARCH":        {"off", "provider", "off", "provider", func(c config.Config) any { return c.WebSearch }},
+	"AVA_WEB_ALLOWED_DOMAINS": {"[a.example]", "b.example, c.example", []string{"a.example"}, []string{"b.example", "c.example"},
+		func(c config.Config) any { return c.Web.AllowedDomains }},
+	"AVA_WEB_BLOCKED_DOMAINS": {"[a.example]", "b.example", []string{"a.example"}, []string{"b.example"},
+		func(c config.Config) any { return c.Web.BlockedDomains }},
+	"AVA_SANDBOX":      {"off", "on", "off", "on", func(c config.Config) any { return c.Sandbox }},
+	"AVA_EGRESS_ALLOW": {"[pypi.org]", "example.com, docs.python.org", []string{"pypi.org"}, []string{"example.com", "docs.python.org"}, func(c config.Config) any { return c.EgressAllow }},
 }
 
 // yamlAt writes value at a dotted key ("web.searxng_url").

@@ -36,13 +36,16 @@ type ToolResultContent struct {
 // CostContent is the content of a CostUpdate event: this response's
 // tokens and the run's totals so far.
 type CostContent struct {
-	InputTokens      int     `json:"inputTokens"`
-	OutputTokens     int     `json:"outputTokens"`
-	CacheReadTokens  int     `json:"cacheReadTokens,omitempty"`
-	CacheWriteTokens int     `json:"cacheWriteTokens,omitempty"`
-	CostCents        float64 `json:"costCents"`
-	TotalTokens      int     `json:"totalTokens"`
-	TotalCostCents   float64 `json:"totalCostCents"`
+	InputTokens      int `json:"inputTokens"`
+	OutputTokens     int `json:"outputTokens"`
+	CacheReadTokens  int `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens int `json:"cacheWriteTokens,omitempty"`
+	// WebSearches counts the provider's server-side searches in this
+	// response, priced into CostCents.
+	WebSearches    int     `json:"webSearches,omitempty"`
+	CostCents      float64 `json:"costCents"`
+	TotalTokens    int     `json:"totalTokens"`
+	TotalCostCents float64 `json:"totalCostCents"`
 	// Unpriced is set when the model has no known price.
 	Unpriced bool `json:"unpriced,omitempty"`
 }
@@ -157,6 +160,19 @@ type SubagentCompleteContent struct {
 	// Attempt is how many times the run was resumed after its process
 	// stopped (0: never).
 	Attempt int `json:"attempt,omitempty"`
+	// WebSearches counts the provider's searches of this turn (priced
+	// into the cost).
+	WebSearches int `json:"webSearches,omitempty"`
+	// Citations are the sources the run's answer cites.
+	Citations []Citation `json:"citations,omitempty"`
+}
+
+// Citation is a source an answer cites: a page and the text of it the
+// claim rests on.
+type Citation struct {
+	URL       string `json:"url"`
+	Title     string `json:"title,omitempty"`
+	CitedText string `json:"citedText,omitempty"`
 }
 
 // FindingContent is the content of a FindingPosted event: the finding

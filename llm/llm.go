@@ -33,6 +33,11 @@ const (
 	BlockToolResult       BlockType = "tool_result"
 	BlockThinking         BlockType = "thinking"
 	BlockRedactedThinking BlockType = "redacted_thinking"
+	// BlockServerToolUse is a call of one of the provider's own tools
+	// (its web search or web fetch), which the provider ran itself.
+	BlockServerToolUse BlockType = "server_tool_use"
+	// BlockServerToolResult is what the provider's own tool returned.
+	BlockServerToolResult BlockType = "server_tool_result"
 )
 
 // Block is one piece of a message.
@@ -60,6 +65,32 @@ type Block struct {
 	Content string `json:"content,omitempty"`
 	// IsError marks a failed tool result.
 	IsError bool `json:"is_error,omitempty"`
+
+	// Raw is a server tool block (server_tool_use, server_tool_result)
+	// exactly as the provider sent it: the provider requires it back
+	// unchanged on the next turn, and no other text of the search results
+	// ever reaches a prompt. ToolCallID, ToolName and Input (of a call)
+	// and Citations (of a result: the pages found) are read from it for
+	// display and the audit log only.
+	Raw json.RawMessage `json:"raw,omitempty"`
+	// Provider is the provider that wrote Raw ("anthropic"); another
+	// provider's backend does not send the block.
+	Provider string `json:"provider,omitempty"`
+	// Citations are the sources a text block cites (each with its
+	// provider's raw citation, sent back unchanged), or the pages a
+	// server tool result found (URL and title).
+	Citations []Citation `json:"citations,omitempty"`
+}
+
+// Citation is a source the model cited: a web page and the text of it
+// the claim rests on.
+type Citation struct {
+	URL       string `json:"url"`
+	Title     string `json:"title,omitempty"`
+	CitedText string `json:"cited_text,omitempty"`
+	// Raw is the provider's own citation object, sent back unchanged on
+	// the next turn (empty for a server tool result's page).
+	Raw json.RawMessage `json:"raw,omitempty"`
 }
 
 // Text returns a text block.
@@ -101,6 +132,48 @@ func (m Message) ToolCalls() []Block {
 	return out
 }
 
+// Citations returns the citations of the message's text blocks, the
+// first of each URL in order, without their raw provider objects.
+func (m Message) Citations() []Citation {
+	var out []Citation
+	seen := map[string]bool{}
+	for _, b := range m.Content {
+		if b.Type != BlockText {
+			continue
+		}
+		for _, c := range b.Citations {
+			if c.URL == "" || seen[c.URL] {
+				continue
+			}
+			seen[c.URL] = true
+			c.Raw = nil
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ServerTools asks the provider to offer the model its own tools, which
+// it runs on its side: its web search and, where it has one, its web
+// fetch. The provider fetches the pages, not Ava.
+type ServerTools struct {
+	// WebSearch offers the provider's web search; WebFetch its web fetch.
+	WebSearch bool `json:"web_search,omitempty"`
+	WebFetch  bool `json:"web_fetch,omitempty"`
+	// MaxUses caps the uses of each tool in one model call (0: the
+	// provider's default, no cap).
+	MaxUses int `json:"max_uses,omitempty"`
+	// AllowedDomains, when set, are the only domains results may come
+	// from; BlockedDomains never appear. The provider takes one or the
+	// other: with both, AllowedDomains wins.
+	AllowedDomains []string `json:"allowed_domains,omitempty"`
+	BlockedDomains []string `json:"blocked_domains,omitempty"`
+}
+
+// HasServerSearch reports whether the named provider's backend can run
+// a web search on the provider's side (ServerTools).
+func HasServerSearch(provider string) bool { return provider == "anthropic" }
+
 // ToolDef describes a tool to the model.
 type ToolDef struct {
 	Name        string `json:"name"`
@@ -122,6 +195,9 @@ type Request struct {
 	// ThinkingBudget enables extended thinking with this many tokens when
 	// the backend supports it; zero disables it.
 	ThinkingBudget int
+	// ServerTools, when set, offers the provider's own tools besides
+	// Tools; a backend without them ignores it.
+	ServerTools *ServerTools
 }
 
 // Usage counts the tokens of one response.
@@ -130,6 +206,11 @@ type Usage struct {
 	OutputTokens     int `json:"output_tokens"`
 	CacheReadTokens  int `json:"cache_read_tokens,omitempty"`
 	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
+	// WebSearches and WebFetches count the provider's server-side
+	// searches and fetches, as its usage reports them; searches are
+	// billed per use (Price.PerSearch).
+	WebSearches int `json:"web_searches,omitempty"`
+	WebFetches  int `json:"web_fetches,omitempty"`
 }
 
 // Total is every token the response was billed for.
@@ -144,6 +225,8 @@ func (u Usage) Add(v Usage) Usage {
 		OutputTokens:     u.OutputTokens + v.OutputTokens,
 		CacheReadTokens:  u.CacheReadTokens + v.CacheReadTokens,
 		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
+		WebSearches:      u.WebSearches + v.WebSearches,
+		WebFetches:       u.WebFetches + v.WebFetches,
 	}
 }
 
@@ -155,7 +238,11 @@ const (
 	StopEndTurn   StopReason = "end_turn"
 	StopToolUse   StopReason = "tool_use"
 	StopMaxTokens StopReason = "max_tokens"
-	StopOther     StopReason = "other"
+	// StopPause is a turn the provider paused in a long run of its own
+	// tools: the caller sends the conversation back, the paused turn
+	// last, and the model goes on.
+	StopPause StopReason = "pause_turn"
+	StopOther StopReason = "other"
 )
 
 // Response is a complete model turn.
@@ -179,6 +266,9 @@ const (
 	DeltaThinking DeltaType = "thinking"
 	// DeltaToolCall says the model started a tool call (ToolName is set).
 	DeltaToolCall DeltaType = "tool_call"
+	// DeltaServerTool says the provider is running one of its own tools
+	// (ToolName, with its arguments in Input: the search's query).
+	DeltaServerTool DeltaType = "server_tool"
 	// DeltaReset says the stream failed and is being retried: everything
 	// received for this turn so far is void. Err and Attempt say why.
 	DeltaReset DeltaType = "reset"
@@ -190,6 +280,8 @@ type Delta struct {
 	Type     DeltaType
 	Text     string
 	ToolName string
+	// Input is a server tool's arguments (DeltaServerTool).
+	Input json.RawMessage
 	// Attempt is the retry attempt about to start (DeltaReset).
 	Attempt int
 	// Err is the failure being retried (DeltaReset).

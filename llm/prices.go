@@ -8,12 +8,20 @@ type Price struct {
 	Output     float64 `json:"output" yaml:"output"`
 	CacheRead  float64 `json:"cache_read" yaml:"cache_read"`
 	CacheWrite float64 `json:"cache_write" yaml:"cache_write"`
+	// PerSearch is the price of one server-side web search, in cents.
+	PerSearch float64 `json:"per_search,omitempty" yaml:"per_search"`
 }
 
-// Cost returns what u costs at p, in cents.
+// AnthropicSearchCents is what one search of Anthropic's web search
+// tool costs: $10 per 1,000 searches.
+const AnthropicSearchCents = 1.0
+
+// Cost returns what u costs at p, in cents: its tokens and its
+// server-side searches.
 func (p Price) Cost(u Usage) float64 {
-	return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
-		float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheWriteTokens)*p.CacheWrite) / 1e6
+	return (float64(u.InputTokens)*p.Input+float64(u.OutputTokens)*p.Output+
+		float64(u.CacheReadTokens)*p.CacheRead+float64(u.CacheWriteTokens)*p.CacheWrite)/1e6 +
+		float64(u.WebSearches)*p.PerSearch
 }
 
 // Prices maps model IDs to prices. Keys are bare model IDs
@@ -23,14 +31,14 @@ type Prices map[string]Price
 // DefaultPrices holds list prices (cents per million tokens) of the models
 // the seeds name and the common OpenAI ones. Config may add or override.
 var DefaultPrices = Prices{
-	"claude-opus-4-5":   {Input: 500, Output: 2500, CacheRead: 50, CacheWrite: 625},
-	"claude-opus-4-1":   {Input: 1500, Output: 7500, CacheRead: 150, CacheWrite: 1875},
-	"claude-opus-4":     {Input: 1500, Output: 7500, CacheRead: 150, CacheWrite: 1875},
-	"claude-sonnet-4-5": {Input: 300, Output: 1500, CacheRead: 30, CacheWrite: 375},
-	"claude-sonnet-4":   {Input: 300, Output: 1500, CacheRead: 30, CacheWrite: 375},
-	"claude-3-7-sonnet": {Input: 300, Output: 1500, CacheRead: 30, CacheWrite: 375},
-	"claude-haiku-4-5":  {Input: 100, Output: 500, CacheRead: 10, CacheWrite: 125},
-	"claude-3-5-haiku":  {Input: 80, Output: 400, CacheRead: 8, CacheWrite: 100},
+	"claude-opus-4-5":   {Input: 500, Output: 2500, CacheRead: 50, CacheWrite: 625, PerSearch: AnthropicSearchCents},
+	"claude-opus-4-1":   {Input: 1500, Output: 7500, CacheRead: 150, CacheWrite: 1875, PerSearch: AnthropicSearchCents},
+	"claude-opus-4":     {Input: 1500, Output: 7500, CacheRead: 150, CacheWrite: 1875, PerSearch: AnthropicSearchCents},
+	"claude-sonnet-4-5": {Input: 300, Output: 1500, CacheRead: 30, CacheWrite: 375, PerSearch: AnthropicSearchCents},
+	"claude-sonnet-4":   {Input: 300, Output: 1500, CacheRead: 30, CacheWrite: 375, PerSearch: AnthropicSearchCents},
+	"claude-3-7-sonnet": {Input: 300, Output: 1500, CacheRead: 30, CacheWrite: 375, PerSearch: AnthropicSearchCents},
+	"claude-haiku-4-5":  {Input: 100, Output: 500, CacheRead: 10, CacheWrite: 125, PerSearch: AnthropicSearchCents},
+	"claude-3-5-haiku":  {Input: 80, Output: 400, CacheRead: 8, CacheWrite: 100, PerSearch: AnthropicSearchCents},
 	"gpt-5":             {Input: 125, Output: 1000, CacheRead: 12.5},
 	"gpt-5-mini":        {Input: 25, Output: 200, CacheRead: 2.5},
 	"gpt-5-nano":        {Input: 5, Output: 40, CacheRead: 0.5},

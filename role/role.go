@@ -45,6 +45,10 @@ type Role struct {
 	// ReadOnlyWorkspace makes the workspace read-only to the role's
 	// process tools.
 	ReadOnlyWorkspace bool
+	// MaxUses caps the provider's web searches (and, apart, its web
+	// fetches) in one model call, where the role's web_search is the
+	// provider's (docs/research.md); 0 means DefaultSearchMaxUses.
+	MaxUses int
 	// RequiredOutput lists the fields the role's structured output must
 	// have: a final answer without them ends the run error
 	// (empty_result), never success.
@@ -89,6 +93,23 @@ type Role struct {
 	Untrusted    bool
 	UntrustedWhy string
 	Withheld     []string
+}
+
+// DefaultSearchMaxUses is a role's cap on the provider's searches in one
+// model call when its file sets none: with Anthropic's $10 per 1,000
+// searches, 5¢ a call at most.
+const DefaultSearchMaxUses = 5
+
+// MaxSearchMaxUses bounds the max_uses a role file may ask for.
+const MaxSearchMaxUses = 50
+
+// SearchMaxUses is the role's cap on the provider's searches in one
+// model call.
+func (r Role) SearchMaxUses() int {
+	if r.MaxUses > 0 {
+		return r.MaxUses
+	}
+	return DefaultSearchMaxUses
 }
 
 // BuiltinSource is the Source of a built-in role.
@@ -184,6 +205,8 @@ type roleFile struct {
 	RequiredOutput   []string `yaml:"required_output"`
 	Resume           bool     `yaml:"resume"`
 	Share            *bool    `yaml:"share"`
+	// MaxUses caps the provider's searches per model call.
+	MaxUses *int `yaml:"max_uses"`
 	// MCPServers: a list of server names (from config.yaml) or
 	// definitions (name, command, args, env, pass_env, url).
 	MCPServers mcpspec.Specs `yaml:"mcp_servers"`
@@ -250,6 +273,12 @@ func Parse(path string, data []byte, known func(string) bool) (Role, error) {
 		Prompt: strings.TrimSpace(string(body)), Source: path}
 	if r.Model == "" {
 		r.Model = defaultRoleModel
+	}
+	if rf.MaxUses != nil {
+		if *rf.MaxUses < 1 || *rf.MaxUses > MaxSearchMaxUses {
+			return Role{}, &FileError{Path: path, Line: line("max_uses"), Err: fmt.Errorf("max_uses: %d, must be 1 to %d (the provider's searches in one model call)", *rf.MaxUses, MaxSearchMaxUses)}
+		}
+		r.MaxUses = *rf.MaxUses
 	}
 	if err := applyRoleLimits(&r, rf, line); err != nil {
 		return Role{}, &FileError{Path: path, Line: err.line, Err: err.err}

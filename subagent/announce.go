@@ -174,6 +174,7 @@ func announcement(session, runID, task string, r Result, posted string) store.Me
 		}
 		fmt.Fprintf(&b, "Output (%s):\n%s\n", r.OutputFormat, out)
 	}
+	writeCitations(&b, r.Citations)
 	writePartial(&b, r.Partial)
 	if posted != "" {
 		fmt.Fprintf(&b, "Findings it posted to its group's board:\n%s", posted)

@@ -128,6 +128,9 @@ type Result struct {
 	DurationSeconds float64          `json:"duration_seconds"`
 	Iterations      int              `json:"iterations"`
 	Error           string           `json:"error,omitempty"`
+	// Citations are the sources the provider's web search let the model
+	// cite (URL, title, the cited text), first of each URL, in order.
+	Citations []llm.Citation `json:"citations,omitempty"`
 	// Partial is what a run that a limit or a stop ended had found: its
 	// last text and what its tools returned (seed 001's result, extended).
 	Partial *Partial `json:"partial,omitempty"`

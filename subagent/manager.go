@@ -59,8 +59,12 @@ type Options struct {
 	// error naming each server that could not give its tools; the run
 	// goes on without them. Nil: no MCP tools.
 	MCPTools func(ctx context.Context, role role.Role) ([]tool.Tool, error)
-	Store    store.Store
-	Hub      *event.Hub
+	// Search chooses the web search of a run whose role lists
+	// web_search, for its model's provider (the web_search setting):
+	// Ava's own tool, the provider's, or none. Nil: Ava's own.
+	Search func(provider string) Search
+	Store  store.Store
+	Hub    *event.Hub
 	// Roles are the known roles (role.LoadDirs); nil means the built-ins.
 	Roles map[string]role.Role
 	// MaxConcurrent limits running subagents (default 3).
@@ -448,7 +452,16 @@ func (m *Manager) plan(ctx context.Context, req Request) (plan, error) {
 	if req.Config.ExtendedThinking != nil {
 		thinking = *req.Config.ExtendedThinking
 	}
-	return plan{role: role, model: model, tools: rt.tools.Names(), reg: rt.tools, limits: limits, thinking: thinking}, nil
+	search := m.SearchFor(role, model)
+	reg, err := searchTools(rt.tools, search)
+	if err != nil {
+		return plan{}, fmt.Errorf("spawn %s: %w", role.Name, err)
+	}
+	names := reg.Names()
+	if search.Server != nil {
+		names = append(names, fmt.Sprintf("web_search (%s, up to %d a call)", search.Via, search.Server.MaxUses))
+	}
+	return plan{role: role, model: model, tools: names, reg: reg, limits: limits, thinking: thinking}, nil
 }
 
 // model resolves the request's model (the role's when it names none) as

@@ -116,6 +116,7 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		Model:          h.model,
 		System:         SystemPrompt(h.role, h.req.Config, tools) + unavailableNote(unavailable),
 		Tools:          tools,
+		ServerTools:    m.SearchFor(h.role, h.model).Server,
 		Limits:         h.limits,
 		ThinkingBudget: thinkingBudget(h.thinking),
 		Caller: tool.Caller{AgentID: h.id, SessionKey: h.SessionKey(), Subagent: true, Workspace: m.opt.Workspace, User: h.req.User,
@@ -529,6 +530,9 @@ func (h *Handle) buildResult(res agent.Result, prior int, run counters) Result {
 	if res.Err != nil && res.Status != lifecycle.Success {
 		r.Error = res.Err.Error()
 	}
+	if prior <= len(res.Messages) {
+		r.Citations = citationsOf(res.Messages[prior:])
+	}
 	if res.Status != lifecycle.Success && res.Status != lifecycle.Error && prior <= len(res.Messages) {
 		r.Partial = partialOf(res.Text, res.Messages[prior:])
 	}
@@ -558,7 +562,8 @@ func completeEvent(role, mode, model string, r Result, res agent.Result, start t
 		Summary: r.Summary, Tokens: r.TokensUsed, CostCents: r.CostCents, DurationMs: r.Active().Milliseconds(),
 		Iterations: r.Iterations, StartedAt: start, Model: model, Mode: mode,
 		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens,
-		CacheWriteTokens: res.Usage.CacheWriteTokens, Output: r.Output, OutputFormat: r.OutputFormat})
+		CacheWriteTokens: res.Usage.CacheWriteTokens, Output: r.Output, OutputFormat: r.OutputFormat,
+		WebSearches: res.Usage.WebSearches, Citations: eventCitations(r.Citations)})
 	ev.Meta = event.Meta{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostCents: res.CostCents,
 		DurationMs: res.Duration.Milliseconds()}
 	return ev

@@ -151,3 +151,16 @@ func TestCommandsRefuseBadArguments(t *testing.T) {
 		t.Fatalf("sent %q", b.sent)
 	}
 }
+
+// TestScreenCompletionListsSources: a completed subagent's notice lists
+// the sources its answer cites, each with its URL.
+func TestScreenCompletionListsSources(t *testing.T) {
+	m := newModel(context.Background(), Options{Backend: &fakeBackend{}})
+	lines, _ := m.apply(ev(event.SubagentComplete, event.SubagentCompleteContent{SubagentID: "S-1", Role: "researcher",
+		Status: lifecycle.Success, Summary: "about $0.006 a minute",
+		Citations: []event.Citation{{URL: "https://example.com/pricing", Title: "Pricing", CitedText: "$0.006 per minute"}}}))
+	if len(lines) != 2 || !strings.Contains(lines[0], "about $0.006 a minute") ||
+		lines[1] != "   📎 Sources:\n   1. Pricing — https://example.com/pricing" {
+		t.Fatalf("lines: %q", lines)
+	}
+}

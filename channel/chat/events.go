@@ -127,6 +127,9 @@ func (m *model) completed(ev event.Event) []string {
 	if c.Status == lifecycle.Success && strings.TrimSpace(c.Summary) != "" {
 		line += ": " + clip(strings.Join(strings.Fields(terminal.Printable(c.Summary)), " "), 300)
 	}
+	if sources := terminal.SourcesText(ev); sources != "" {
+		return []string{line, indent("   ", sources)}
+	}
 	return []string{line}
 }
 

@@ -45,6 +45,7 @@ const script = `conversations:
     turns:
       - text: "found it"
         delay: 700ms
+        citations: [{url: "https://example.com/pricing", title: "Pricing", cited_text: "$0.006 per minute"}]
   - match: "BACKGROUND"
     turns:
       - text: "starting"
@@ -473,7 +474,8 @@ func TestProgressAndCompletionArriveUnprompted(t *testing.T) {
 		progress, complete := false, false
 		for _, s := range texts(cs, "sendMessage", chatID) {
 			progress = progress || strings.Contains(s, "still working")
-			complete = complete || strings.Contains(s, "Complete")
+			// The completion lists the sources the answer cites.
+			complete = complete || strings.Contains(s, "Complete") && strings.Contains(s, "📎 Sources:\n1. Pricing — https://example.com/pricing")
 		}
 		return progress && complete
 	})

@@ -128,8 +128,22 @@ func printRoles(a *App, in *ava.Runtime) error {
 	printWithheld(a, in.Roles())
 	// run_bash and python_exec: which protections they run with here.
 	fmt.Fprintf(a.Stdout, "\nrun_bash, python_exec: %s\n", in.SandboxSummary())
+	printRoleSearch(a, in)
 	printMCPConfinement(a, in)
 	return nil
+}
+
+// printRoleSearch writes which web search each role with web_search
+// gets on its model (the web_search setting).
+func printRoleSearch(a *App, in *ava.Runtime) {
+	if !ava.ProviderConfigured(in.Config()) {
+		return
+	}
+	for _, r := range in.Roles() {
+		if s := in.RoleSearch(r); s != "" {
+			fmt.Fprintf(a.Stdout, "web_search of %s: %s\n", r.Name, s)
+		}
+	}
 }
 
 // roleSource is where the role came from, and loudly what it replaced

@@ -52,3 +52,29 @@ func TestRolesShowsWithheldToolsAndReportsBadFilesOnce(t *testing.T) {
 		t.Errorf("broken.md reported %d times, want once:\n%s", n, errb.String())
 	}
 }
+
+// TestRolesShowsEachRolesSearch: with only an Anthropic key, ava roles
+// says the roles with web_search search through the provider; with
+// web_search: off, that they have none.
+func TestRolesShowsEachRolesSearch(t *testing.T) {
+	for _, tc := range []struct {
+		setting, want string
+	}{
+		{"", "web_search of researcher: anthropic's own web search and web fetch, run by the provider (up to 5 searches a model call)"},
+		{"off", "web_search of researcher: off (web_search: off)"},
+	} {
+		root := t.TempDir()
+		out, errb := &logsBuffer{}, &logsBuffer{}
+		env := map[string]string{"AVA_DATA_ROOT": root, "ANTHROPIC_API_KEY": "sk-ant-test", "AVA_WEB_SEARCH": tc.setting}
+		app := NewApp(strings.NewReader(""), out, errb, func(k string) string { return env[k] })
+		if code := Main(context.Background(), []string{"roles"}, app); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		if !strings.Contains(out.String(), tc.want+"\n") {
+			t.Errorf("web_search %q: no %q in:\n%s", tc.setting, tc.want, out.String())
+		}
+		if strings.Contains(out.String(), "web_search of code_reviewer") {
+			t.Errorf("a role without web_search has a search line:\n%s", out.String())
+		}
+	}
+}

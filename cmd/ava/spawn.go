@@ -265,4 +265,21 @@ func printResult(a *App, r ava.Result, asJSON bool) {
 		_ = json.Unmarshal(r.Output, &s)
 		fmt.Fprintf(a.Stdout, "output (text; the subagent returned no JSON):\n%s\n", s)
 	}
+	printSources(a, r.Citations)
+}
+
+// printSources lists the pages a result cites (the provider's web
+// search citations): title, URL and the cited text.
+func printSources(a *App, cs []llm.Citation) {
+	if len(cs) == 0 {
+		return
+	}
+	fmt.Fprintln(a.Stdout, "sources:")
+	for i, c := range cs {
+		fmt.Fprintf(a.Stdout, "%d. %s <%s>", i+1, terminal.Printable(strings.Join(strings.Fields(c.Title), " ")), terminal.Printable(c.URL))
+		if c.CitedText != "" {
+			fmt.Fprintf(a.Stdout, ": %q", strings.Join(strings.Fields(c.CitedText), " "))
+		}
+		fmt.Fprintln(a.Stdout)
+	}
 }

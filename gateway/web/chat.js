@@ -337,7 +337,8 @@ function Item({ it, onOpen, sessionKey }) {
     case 'complete':
       return html`<button class=${`line complete st-${it.status}`} data-seq=${seq} data-kind="complete" onClick=${() => onOpen(it.id)}>
         ${endMark(it.status)} ${it.role} ${it.id} ${statusLabel(it.status)} · ${duration(it.durationMs)} · ${cost(it.costCents, it.tokens)}
-        ${it.summary && html`<span class="muted"> — ${it.summary}</span>`}</button>`;
+        ${it.summary && html`<span class="muted"> — ${it.summary}</span>`}</button>
+        ${it.citations && it.citations.length > 0 && html`<${Sources} citations=${it.citations} seq=${seq} />`}`;
     case 'proposal':
       return html`<${Proposal} it=${it} />`;
     case 'question':
@@ -351,6 +352,22 @@ function Item({ it, onOpen, sessionKey }) {
     default:
       return null;
   }
+}
+
+/**
+ * The sources a completed subagent's answer cites (the provider's web
+ * search citations), each a link that opens in a new tab, with the text
+ * it cites. Only http(s) URLs become links; the text is never HTML.
+ */
+function Sources({ citations, seq }) {
+  const safe = (u) => /^https?:\/\//i.test(u || '');
+  return html`<ol class="sources" data-seq=${seq} data-kind="sources">
+    ${citations.map((c) => html`<li>
+      ${safe(c.url)
+        ? html`<a href=${c.url} target="_blank" rel="noopener noreferrer nofollow">${c.title || c.url}</a>`
+        : html`<span>${c.title || c.url}</span>`}
+      ${c.citedText && html`<span class="muted"> — “${c.citedText}”</span>`}</li>`)}
+  </ol>`;
 }
 
 /**

@@ -126,7 +126,8 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request, onDelta func(ll
 	}
 	start := time.Now()
 	var httpResp *http.Response
-	stream := p.client.Messages.NewStreaming(ctx, params, option.WithResponseInto(&httpResp))
+	opts := append(requestOptions(req), option.WithResponseInto(&httpResp))
+	stream := p.client.Messages.NewStreaming(ctx, params, opts...)
 	defer stream.Close()
 	if err := stream.Err(); err != nil {
 		return nil, requestError(ctx, err, p.key)

@@ -233,7 +233,7 @@ func TestStreamUsageWithCache(t *testing.T) {
 func TestStreamStopReasons(t *testing.T) {
 	for wire, want := range map[string]llm.StopReason{
 		"end_turn": llm.StopEndTurn, "max_tokens": llm.StopMaxTokens, "tool_use": llm.StopToolUse,
-		"refusal": llm.StopOther, "pause_turn": llm.StopOther,
+		"refusal": llm.StopOther, "pause_turn": llm.StopPause,
 	} {
 		srv := llmfake.NewAnthropic(t, llmfake.Turn{Text: "x", StopReason: wire})
 		resp, err := newProvider(t, srv).Stream(context.Background(), userRequest("hi"), nil)

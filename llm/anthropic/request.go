@@ -46,7 +46,9 @@ func (p *Provider) params(req *llm.Request) (anthropic.MessageNewParams, error) 
 		Model:     anthropic.Model(req.Model),
 		MaxTokens: int64(p.maxTokensFor(req)),
 		Messages:  messages,
-		Tools:     tools,
+		// Server tools first, so the cache breakpoint on the last tool
+		// covers them too.
+		Tools: append(serverToolParams(req.ServerTools), tools...),
 	}
 	if req.System != "" {
 		params.System = []anthropic.TextBlockParam{{
@@ -133,7 +135,12 @@ func blockParam(b llm.Block) (cb anthropic.ContentBlockParamUnion, ok bool, err 
 		if b.Text == "" {
 			return cb, false, nil
 		}
+		if len(b.Citations) > 0 {
+			return textParam(b), true, nil
+		}
 		return anthropic.NewTextBlock(b.Text), true, nil
+	case llm.BlockServerToolUse, llm.BlockServerToolResult:
+		return serverBlockParam(b)
 	case llm.BlockThinking:
 		if b.Signature == "" {
 			return cb, false, nil

@@ -24,8 +24,8 @@ type accumulator struct {
 }
 
 // pendingBlock is a content block being streamed. A nil block in
-// accumulator.blocks is one of a type Ava does not use (a server tool
-// result, say): its events are accepted and dropped.
+// accumulator.blocks is one of a type Ava does not use (a container
+// upload, say): its events are accepted and dropped.
 type pendingBlock struct {
 	llm.Block
 	text     strings.Builder
@@ -35,6 +35,9 @@ type pendingBlock struct {
 	// startInput is the input the start event carried, kept when no
 	// input_json_delta follows.
 	startInput string
+	// startRaw is a server_tool_use block's start event content, the
+	// block as the API sent it but for its streamed input.
+	startRaw string
 }
 
 func newAccumulator(onDelta func(llm.Delta)) *accumulator {
@@ -62,6 +65,8 @@ func (a *accumulator) add(ev anthropic.MessageStreamEventUnion) error {
 			OutputTokens:     int(u.OutputTokens),
 			CacheReadTokens:  int(u.CacheReadInputTokens),
 			CacheWriteTokens: int(u.CacheCreationInputTokens),
+			WebSearches:      int(u.ServerToolUse.WebSearchRequests),
+			WebFetches:       int(u.ServerToolUse.WebFetchRequests),
 		}
 	case "content_block_start":
 		return a.start(ev)
@@ -71,6 +76,7 @@ func (a *accumulator) add(ev anthropic.MessageStreamEventUnion) error {
 		if ev.Index < 0 || ev.Index >= int64(len(a.blocks)) {
 			return fmt.Errorf("content_block_stop for unknown block %d", ev.Index)
 		}
+		return a.stopBlock(a.blocks[ev.Index])
 	case "message_delta":
 		a.stop = ev.Delta.StopReason
 		a.addDeltaUsage(ev.Usage)
@@ -96,6 +102,26 @@ func (a *accumulator) addDeltaUsage(u anthropic.MessageDeltaUsage) {
 	if u.JSON.CacheCreationInputTokens.Valid() {
 		a.usage.CacheWriteTokens = int(u.CacheCreationInputTokens)
 	}
+	if u.JSON.ServerToolUse.Valid() {
+		a.usage.WebSearches = int(u.ServerToolUse.WebSearchRequests)
+		a.usage.WebFetches = int(u.ServerToolUse.WebFetchRequests)
+	}
+}
+
+// stopBlock completes a server_tool_use block, whose input has streamed
+// in, and tells onDelta the provider is running the tool.
+func (a *accumulator) stopBlock(b *pendingBlock) error {
+	if b == nil || b.Type != llm.BlockServerToolUse {
+		return nil
+	}
+	b.Input = toolCallInput(b)
+	raw, err := serverUseRaw(b.startRaw, b.Input)
+	if err != nil {
+		return err
+	}
+	b.Raw = raw
+	a.onDelta(llm.Delta{Type: llm.DeltaServerTool, ToolName: b.ToolName, Input: b.Input})
+	return nil
 }
 
 func (a *accumulator) start(ev anthropic.MessageStreamEventUnion) error {
@@ -107,6 +133,13 @@ func (a *accumulator) start(ev anthropic.MessageStreamEventUnion) error {
 	switch cb.Type {
 	case "text":
 		b = &pendingBlock{Block: llm.Block{Type: llm.BlockText}}
+		for _, c := range cb.Citations {
+			cit, err := citation(c.RawJSON())
+			if err != nil {
+				return err
+			}
+			b.Citations = append(b.Citations, cit)
+		}
 		b.text.WriteString(cb.Text)
 		if cb.Text != "" {
 			a.onDelta(llm.Delta{Type: llm.DeltaText, Text: cb.Text})
@@ -124,6 +157,16 @@ func (a *accumulator) start(ev anthropic.MessageStreamEventUnion) error {
 		b = &pendingBlock{Block: llm.Block{Type: llm.BlockToolCall, ToolCallID: cb.ID, ToolName: cb.Name}}
 		b.startInput = cb.JSON.Input.Raw()
 		a.onDelta(llm.Delta{Type: llm.DeltaToolCall, ToolName: cb.Name})
+	case "server_tool_use":
+		b = &pendingBlock{Block: llm.Block{Type: llm.BlockServerToolUse, Provider: providerName, ToolCallID: cb.ID, ToolName: cb.Name}}
+		b.startInput = cb.JSON.Input.Raw()
+		b.startRaw = cb.RawJSON()
+	default:
+		if isServerResult(cb.Type) {
+			raw := cb.RawJSON()
+			b = &pendingBlock{Block: llm.Block{Type: llm.BlockServerToolResult, Provider: providerName, ToolCallID: cb.ToolUseID,
+				ToolName: strings.TrimSuffix(cb.Type, "_tool_result"), Raw: json.RawMessage(raw), Citations: resultPages(raw)}}
+		}
 	}
 	a.blocks = append(a.blocks, b)
 	return nil
@@ -149,6 +192,12 @@ func (a *accumulator) delta(ev anthropic.MessageStreamEventUnion) error {
 		b.sig.WriteString(d.Signature)
 	case "input_json_delta":
 		b.input.WriteString(d.PartialJSON)
+	case "citations_delta":
+		c, err := citation(d.Citation.RawJSON())
+		if err != nil {
+			return err
+		}
+		b.Citations = append(b.Citations, c)
 	}
 	return nil
 }
@@ -197,6 +246,8 @@ func stopReason(r anthropic.StopReason) llm.StopReason {
 		return llm.StopToolUse
 	case anthropic.StopReasonMaxTokens, anthropic.StopReasonModelContextWindowExceeded:
 		return llm.StopMaxTokens
+	case anthropic.StopReasonPauseTurn:
+		return llm.StopPause
 	}
 	return llm.StopOther
 }

@@ -111,12 +111,13 @@ func (m anthropicMessage) stopReason() string {
 	return "end_turn"
 }
 
-func (m anthropicMessage) usage(outputTokens int) map[string]any {
+func (m anthropicMessage) usage(outputTokens, searches int) map[string]any {
 	return map[string]any{
 		"input_tokens":                m.Usage.InputTokens,
 		"output_tokens":               outputTokens,
 		"cache_read_input_tokens":     m.Usage.CacheReadTokens,
 		"cache_creation_input_tokens": m.Usage.CacheWriteTokens,
+		"server_tool_use":             m.serverUsage(searches),
 	}
 }
 
@@ -136,8 +137,13 @@ func (m anthropicMessage) content() []map[string]any {
 	if m.Thinking != "" {
 		out = append(out, map[string]any{"type": "thinking", "thinking": m.Thinking, "signature": m.ThinkingSignature})
 	}
+	out = append(out, m.searchContent()...)
 	if m.Text != "" {
-		out = append(out, map[string]any{"type": "text", "text": m.Text})
+		text := map[string]any{"type": "text", "text": m.Text}
+		if len(m.Citations) > 0 {
+			text["citations"] = m.citations()
+		}
+		out = append(out, text)
 	}
 	for i, tc := range m.ToolCalls {
 		var input any = json.RawMessage(tc.Args)
@@ -161,7 +167,7 @@ func (s *Server) answerAnthropic(w http.ResponseWriter, r *http.Request, m anthr
 	body, err := json.Marshal(map[string]any{
 		"id": m.ID, "type": "message", "role": "assistant", "model": m.Model,
 		"content": m.content(), "stop_reason": m.stopReason(), "stop_sequence": nil,
-		"usage": m.usage(m.Usage.OutputTokens),
+		"usage": m.usage(m.Usage.OutputTokens, len(m.Searches)),
 	})
 	if err != nil {
 		writeAnthropicError(w, http.StatusInternalServerError, fmt.Sprintf("llmfake: encode message: %v", err))
@@ -224,7 +230,7 @@ func anthropicEvents(m anthropicMessage) (events []anthropicEvent, first int) {
 	events = append(events,
 		anthropicSSE("message_start", map[string]any{"message": map[string]any{
 			"id": m.ID, "type": "message", "role": "assistant", "model": m.Model,
-			"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": m.usage(1),
+			"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": m.usage(1, 0),
 		}}),
 		anthropicEvent{name: "ping", data: `{"type": "ping"}`},
 	)
@@ -251,8 +257,16 @@ func anthropicEvents(m anthropicMessage) (events []anthropicEvent, first int) {
 		deltas = append(deltas, map[string]any{"type": "signature_delta", "signature": m.ThinkingSignature})
 		block(map[string]any{"type": "thinking", "thinking": "", "signature": ""}, deltas)
 	}
+	for i := range m.Searches {
+		block(map[string]any{"type": "server_tool_use", "id": m.searchID(i), "name": "web_search", "input": map[string]any{}},
+			[]map[string]any{{"type": "input_json_delta", "partial_json": m.searchQuery(i)}})
+		block(m.searchResult(i), nil)
+	}
 	if m.Text != "" {
 		var deltas []map[string]any
+		for _, c := range m.citations() {
+			deltas = append(deltas, map[string]any{"type": "citations_delta", "citation": c})
+		}
 		for _, piece := range anthropicSplit(m.Text, anthropicChunk) {
 			deltas = append(deltas, map[string]any{"type": "text_delta", "text": piece})
 		}
@@ -268,7 +282,7 @@ func anthropicEvents(m anthropicMessage) (events []anthropicEvent, first int) {
 	events = append(events,
 		anthropicSSE("message_delta", map[string]any{
 			"delta": map[string]any{"stop_reason": m.stopReason(), "stop_sequence": nil},
-			"usage": map[string]any{"output_tokens": m.Usage.OutputTokens},
+			"usage": map[string]any{"output_tokens": m.Usage.OutputTokens, "server_tool_use": m.serverUsage(len(m.Searches))},
 		}),
 		anthropicSSE("message_stop", map[string]any{}),
 	)

@@ -56,6 +56,26 @@ type Turn struct {
 	Drop bool
 	// ArgChunks splits each tool call's Args into this many deltas (default 1).
 	ArgChunks int
+
+	// Searches are server-side web searches the provider ran in this
+	// turn before its text (Anthropic: server_tool_use and
+	// web_search_tool_result blocks, counted in
+	// usage.server_tool_use.web_search_requests).
+	Searches []Search
+	// Citations are the text block's citations (Anthropic:
+	// web_search_result_location, streamed as citations_delta).
+	Citations []Cite
+}
+
+// Search is one search the provider ran on its side, and what it found.
+type Search struct {
+	Query   string
+	Results []Cite
+}
+
+// Cite is a page a search found, or a citation of one (CitedText set).
+type Cite struct {
+	URL, Title, CitedText string
 }
 
 // Request is one request the server received.

@@ -124,8 +124,9 @@ func assistantMessage(m llm.Message) ([]openai.ChatCompletionMessageParamUnion, 
 		case llm.BlockText:
 			text += b.Text
 			has = has || b.Text != ""
-		case llm.BlockThinking, llm.BlockRedactedThinking:
-			// No field for it on this wire.
+		case llm.BlockThinking, llm.BlockRedactedThinking, llm.BlockServerToolUse, llm.BlockServerToolResult:
+			// No field for it on this wire (a server tool's blocks are
+			// another provider's; its citations stay in the text).
 		case llm.BlockToolCall:
 			if b.ToolCallID == "" || b.ToolName == "" {
 				return nil, fmt.Errorf("block %d: tool call needs both an ID and a tool name", j)

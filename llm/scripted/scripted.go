@@ -145,9 +145,20 @@ type Turn struct {
 	Usage     *Usage        `yaml:"usage"`
 	Delay     time.Duration `yaml:"delay"`
 	Error     string        `yaml:"error"`
+	// Citations are the sources the turn's text cites, as a provider's
+	// web search citations (for offline demos and tests of how they are
+	// shown).
+	Citations []Citation `yaml:"citations"`
 	// When is a reply's condition (Conversation.Replies only).
 	When  *When          `yaml:"when"`
 	Extra map[string]any `yaml:",inline"`
+}
+
+// Citation is a scripted citation of a turn's text.
+type Citation struct {
+	URL       string `yaml:"url"`
+	Title     string `yaml:"title"`
+	CitedText string `yaml:"cited_text"`
 }
 
 // ToolCall is one scripted tool call.
@@ -446,7 +457,11 @@ func (p *Provider) play(ctx context.Context, req *llm.Request, turn Turn, onDelt
 			emit(llm.Delta{Type: llm.DeltaText, Text: text[i:end]})
 			i = end
 		}
-		msg.Content = append(msg.Content, llm.Text(text))
+		b := llm.Text(text)
+		for _, c := range turn.Citations {
+			b.Citations = append(b.Citations, llm.Citation{URL: c.URL, Title: c.Title, CitedText: c.CitedText})
+		}
+		msg.Content = append(msg.Content, b)
 	}
 	for i, tc := range turn.ToolCalls {
 		args, err := tc.json()

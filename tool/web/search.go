@@ -72,6 +72,9 @@ func (t *Tools) runSearch(ctx context.Context, args searchArgs) (tool.Result, er
 	}
 	backends := t.backends()
 	if len(backends) == 0 {
+		if t.cfg.SearchOff != "" {
+			return tool.Errorf("%s", t.cfg.SearchOff), nil
+		}
 		return tool.Errorf("%s", notConfigured), nil
 	}
 	var failures []string

@@ -144,6 +144,16 @@ func TestSearchNotConfigured(t *testing.T) {
 	wantError(t, res, "not configured", "AVA_SEARXNG_URL", "BRAVE_API_KEY", "TAVILY_API_KEY")
 }
 
+// TestSearchOffSaysWhy: with the web_search setting off (or the
+// provider's), the tool says so rather than "not configured".
+func TestSearchOffSaysWhy(t *testing.T) {
+	res := run(t, New(Config{SearchOff: "web_search is off here (web_search: off in Ava's configuration)"}).Search(), map[string]any{"query": "anything"})
+	wantError(t, res, "web_search is off here")
+	if strings.Contains(res.Output, "not configured") {
+		t.Errorf("output: %s", res.Output)
+	}
+}
+
 func TestSearchBadConfigURL(t *testing.T) {
 	res := run(t, New(Config{SearXNGURL: "searx.lan:8888"}).Search(), map[string]any{"query": "x"})
 	wantError(t, res, `AVA_SEARXNG_URL="searx.lan:8888" is not an absolute http:// or https:// URL`)

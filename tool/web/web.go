@@ -64,6 +64,10 @@ type Config struct {
 	TavilyAPIKey string
 	// TavilyBaseURL overrides DefaultTavilyBaseURL.
 	TavilyBaseURL string
+	// SearchOff, when set, is why web_search has no backend on purpose
+	// (the web_search setting is off, or the provider's): the tool
+	// answers with it instead of "not configured".
+	SearchOff string
 	// AllowPrivate lets http_get and read_webpages reach private,
 	// loopback and link-local addresses.
 	AllowPrivate bool
