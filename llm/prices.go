@@ -49,18 +49,24 @@ var DefaultPrices = Prices{
 // date or "-latest" suffix. ok is false when nothing matches: the run's cost
 // is then counted as zero and callers should say so.
 func (ps Prices) Lookup(provider, model string) (Price, bool) {
+	return lookupModel(ps, provider, model)
+}
+
+// lookupModel finds provider/model in m by the rules of Prices.Lookup.
+func lookupModel[V any](m map[string]V, provider, model string) (V, bool) {
 	candidates := []string{provider + "/" + model, model}
 	if i := strings.LastIndex(model, "/"); i >= 0 {
 		candidates = append(candidates, model[i+1:])
 	}
 	for _, c := range candidates {
 		for _, k := range []string{c, strings.ReplaceAll(c, ".", "-"), trimVersionSuffix(c), trimVersionSuffix(strings.ReplaceAll(c, ".", "-"))} {
-			if p, ok := ps[k]; ok {
-				return p, true
+			if v, ok := m[k]; ok {
+				return v, true
 			}
 		}
 	}
-	return Price{}, false
+	var zero V
+	return zero, false
 }
 
 // trimVersionSuffix drops "-latest" or a trailing "-YYYYMMDD" date.
