@@ -91,4 +91,3 @@ func TestConfiguredRateLimitPacesAServerWithoutHeaders(t *testing.T) {
 		t.Errorf("%d requests refused with 429, want at most 3", refused)
 	}
 }
-

@@ -94,7 +94,7 @@ const learnSQL = `
 WITH now AS (SELECT extract(epoch FROM clock_timestamp())::float8 AS t)
 INSERT INTO rate_buckets AS b (key, dim, capacity, level, rate, updated_at, blocked_until, remaining_seen)
 SELECT $1, o.dim, o.lim,
-    LEAST(o.lim, CASE WHEN o.rem >= 0 THEN o.rem ELSE 'Infinity' END, CASE WHEN o.block > 0 THEN 0 ELSE 'Infinity' END),
+    LEAST(o.lim, CASE WHEN o.rem >= 0 THEN o.rem ELSE 'Infinity'::float8 END, CASE WHEN o.block > 0 THEN 0 ELSE 'Infinity'::float8 END),
     o.rate,
     now.t,
     CASE WHEN o.block > 0 THEN now.t + o.block ELSE 0 END,
@@ -106,9 +106,9 @@ ON CONFLICT (key, dim) DO UPDATE SET
     level = LEAST(
         CASE WHEN b.capacity = 0 THEN EXCLUDED.capacity
             ELSE LEAST(b.capacity, b.level + COALESCE(NULLIF(b.rate, 0), b.capacity / 60) * GREATEST(EXCLUDED.updated_at - b.updated_at, 0)) END,
-        CASE WHEN EXCLUDED.capacity > 0 THEN EXCLUDED.capacity ELSE 'Infinity' END,
-        CASE WHEN EXCLUDED.remaining_seen >= 0 THEN EXCLUDED.remaining_seen ELSE 'Infinity' END,
-        CASE WHEN EXCLUDED.blocked_until > 0 THEN 0 ELSE 'Infinity' END),
+        CASE WHEN EXCLUDED.capacity > 0 THEN EXCLUDED.capacity ELSE 'Infinity'::float8 END,
+        CASE WHEN EXCLUDED.remaining_seen >= 0 THEN EXCLUDED.remaining_seen ELSE 'Infinity'::float8 END,
+        CASE WHEN EXCLUDED.blocked_until > 0 THEN 0 ELSE 'Infinity'::float8 END),
     updated_at = GREATEST(b.updated_at, EXCLUDED.updated_at),
     blocked_until = GREATEST(b.blocked_until, EXCLUDED.blocked_until),
     remaining_seen = CASE WHEN EXCLUDED.remaining_seen >= 0 THEN EXCLUDED.remaining_seen ELSE b.remaining_seen END`
