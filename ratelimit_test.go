@@ -1,12 +1,15 @@
 package ava_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/avaagent/ava"
+	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/llm/llmfake"
@@ -35,8 +38,20 @@ func spawnTwenty(t *testing.T, rt *ava.Runtime, model string) time.Duration {
 	if err != nil || sp.Group == nil {
 		t.Fatalf("SpawnGroup: %+v %v", sp, err)
 	}
+	waiting := make(chan string, 1)
+	stop := make(chan struct{})
+	var watch sync.WaitGroup
+	watch.Go(func() { watchActivity(ctx, rt, waiting, stop) })
 	rs, err := sp.Group.Wait(ctx)
 	wall := time.Since(start)
+	close(stop)
+	watch.Wait()
+	select {
+	case a := <-waiting:
+		t.Logf("seen as a run's activity: %q", a)
+	default:
+		t.Error(`no run showed "waiting for rate limit" as its activity`)
+	}
 	if err != nil || len(rs) != 20 {
 		t.Fatalf("group: %d results, %v", len(rs), err)
 	}
@@ -46,6 +61,26 @@ func spawnTwenty(t *testing.T, rt *ava.Runtime, model string) time.Duration {
 		}
 	}
 	return wall
+}
+
+// watchActivity lists the runs every 20 ms until stop and sends the
+// first rate-limit wait it sees as a run's activity (what ava ps and
+// the panel show).
+func watchActivity(ctx context.Context, rt *ava.Runtime, seen chan<- string, stop <-chan struct{}) {
+	for {
+		list, _ := rt.Subagents(ctx, ava.SubagentFilter{})
+		for _, sa := range list {
+			if strings.HasPrefix(sa.Activity, agent.RateLimitActivity) {
+				seen <- sa.Activity
+				return
+			}
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // Twenty subagents of two model calls each against a key allowed 30
