@@ -79,6 +79,9 @@ type Server struct {
 	// queue; it must be safe for concurrent use.
 	Respond func(Request) Turn
 
+	// cache, when set, bills Anthropic requests as the prompt cache
+	// would (SimulatePromptCache).
+	cache *promptCache
 	// limit, when set, refuses requests over a rate limit (SetRateLimit).
 	limit *limiter
 	// openAIWire is set on an OpenAI fake: its rate-limit headers are
