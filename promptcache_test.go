@@ -132,3 +132,43 @@ func TestPromptCacheEightForks(t *testing.T) {
 	}
 	cacheFigures(t, "the whole session (orchestrator and subagents)", fake.Billed())
 }
+
+// A run's cost prices cache reads and writes at their own rates, from
+// the usage each wire reports (Anthropic's cache_read_input_tokens and
+// cache_creation_input_tokens; OpenAI's prompt_tokens_details with
+// cached_tokens and OpenRouter's cache_write_tokens), and a cache write
+// of a model whose price names no write rate at its input rate.
+func TestCostPricesCachedTokens(t *testing.T) {
+	u := llm.Usage{InputTokens: 1000, CacheWriteTokens: 2000, CacheReadTokens: 10000, OutputTokens: 100}
+	for _, c := range []struct {
+		name, model string
+		serve       func(*testing.T) *llmfake.Server
+		provider    func(c *config.Config, url string)
+		want        float64
+	}{
+		// Sonnet 4.5: 300 in, 375 write, 30 read, 1500 out (¢ per M).
+		{"anthropic", "anthropic/claude-sonnet-4-5", func(t *testing.T) *llmfake.Server { return llmfake.NewAnthropic(t) },
+			func(c *config.Config, url string) { c.Anthropic = config.Provider{APIKey: "sk-ant-test", BaseURL: url} }, 1.5},
+		// GPT-4.1: 200 in (and write), 50 read, 800 out.
+		{"openai", "openai/gpt-4.1", func(t *testing.T) *llmfake.Server { return llmfake.NewOpenAI(t) },
+			func(c *config.Config, url string) { c.OpenAI = config.Provider{APIKey: "sk-test", BaseURL: url + "/v1"} }, 1.18},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fake := c.serve(t)
+			fake.Respond = func(llmfake.Request) llmfake.Turn { return llmfake.Turn{Text: answer, Usage: u} }
+			rt := openTest(t, "turns:\n  - text: done\n", func(cfg *config.Config) { c.provider(cfg, fake.URL) })
+			ctx := testCtx(t)
+			sp, err := rt.SpawnGroup(ctx, "", ava.GroupRequest{Mode: "parallel", Configs: []ava.SubagentConfig{{Role: "researcher", Task: "x", Model: c.model, ModelBy: llm.NamedByOperator}}}, "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs, err := sp.Group.Wait(ctx)
+			if err != nil || rs[0].Status != "success" {
+				t.Fatalf("run: %+v %v", rs, err)
+			}
+			if got := rs[0].CostCents; got < c.want-1e-9 || got > c.want+1e-9 {
+				t.Errorf("cost %v¢, want %v¢", got, c.want)
+			}
+		})
+	}
+}

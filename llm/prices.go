@@ -2,7 +2,10 @@ package llm
 
 import "strings"
 
-// Price is what a model charges, in US cents per million tokens.
+// Price is what a model charges, in US cents per million tokens. A zero
+// cache rate means the price names none (OpenAI bills cache writes as
+// plain input; a price in config.yaml may give only input and output):
+// those tokens are billed at the input rate, never for free.
 type Price struct {
 	Input      float64 `json:"input" yaml:"input"`
 	Output     float64 `json:"output" yaml:"output"`
@@ -10,10 +13,18 @@ type Price struct {
 	CacheWrite float64 `json:"cache_write" yaml:"cache_write"`
 }
 
-// Cost returns what u costs at p, in cents.
+// Cost returns what u costs at p, in cents: cache reads and writes at
+// their own rates (the input rate where p names none).
 func (p Price) Cost(u Usage) float64 {
+	read, write := p.CacheRead, p.CacheWrite
+	if read == 0 {
+		read = p.Input
+	}
+	if write == 0 {
+		write = p.Input
+	}
 	return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
-		float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheWriteTokens)*p.CacheWrite) / 1e6
+		float64(u.CacheReadTokens)*read + float64(u.CacheWriteTokens)*write) / 1e6
 }
 
 // Prices maps model IDs to prices. Keys are bare model IDs
