@@ -35,7 +35,9 @@ func cacheFigures(t *testing.T, what string, u llm.Usage) float64 {
 
 func countResults(raw []byte) int { return strings.Count(string(raw), `"tool_result"`) }
 
-func isSubagent(req llmfake.Request) bool { return strings.Contains(string(req.Raw), "You are a specialized") }
+func isSubagent(req llmfake.Request) bool {
+	return strings.Contains(string(req.Raw), "You are a specialized")
+}
 
 func cachedRuntime(t *testing.T, fake *llmfake.Server) *ava.Runtime {
 	t.Helper()
@@ -151,7 +153,9 @@ func TestCostPricesCachedTokens(t *testing.T) {
 			func(c *config.Config, url string) { c.Anthropic = config.Provider{APIKey: "sk-ant-test", BaseURL: url} }, 1.5},
 		// GPT-4.1: 200 in (and write), 50 read, 800 out.
 		{"openai", "openai/gpt-4.1", func(t *testing.T) *llmfake.Server { return llmfake.NewOpenAI(t) },
-			func(c *config.Config, url string) { c.OpenAI = config.Provider{APIKey: "sk-test", BaseURL: url + "/v1"} }, 1.18},
+			func(c *config.Config, url string) {
+				c.OpenAI = config.Provider{APIKey: "sk-test", BaseURL: url + "/v1"}
+			}, 1.18},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fake := c.serve(t)

@@ -57,3 +57,16 @@ func TestParseHeaders(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMemoryTakeGive is the in-process limiter's cost per request
+// (a take and a give back, under one mutex).
+func BenchmarkMemoryTakeGive(b *testing.B) {
+	m := ratelimit.NewMemory(nil)
+	ctx := b.Context()
+	_ = m.Learn(ctx, "k", []ratelimit.Observation{{Dim: ratelimit.Requests, Limit: 1e9, Remaining: -1, Rate: 1e9}})
+	cost := ratelimit.Amounts{1, 1000, 8192, 9192}
+	for b.Loop() {
+		_, _ = m.Take(ctx, "k", cost)
+		_ = m.Give(ctx, "k", ratelimit.Amounts{0, 10, 8000, 8010})
+	}
+}
