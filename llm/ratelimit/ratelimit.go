@@ -46,6 +46,16 @@ const MaxRefusals = 8
 // sets no output cap.
 const DefaultOutputReserve = 8192
 
+// bookkeepingTimeout bounds a give-back or a lesson from headers, which
+// run even when the request's context is done.
+const bookkeepingTimeout = 5 * time.Second
+
+// detached is ctx's values without its cancellation, for bookkeeping
+// that must happen after a request ends, bounded by bookkeepingTimeout.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+}
+
 // Registry holds the limiters of a process. It is safe for concurrent
 // use.
 type Registry struct {
@@ -238,13 +248,15 @@ func (r *Registry) wait(ctx context.Context, key string, cost Amounts) error {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		r.give(context.WithoutCancel(ctx), key, cost)
+		r.give(ctx, key, cost)
 		return fmt.Errorf("waiting for rate limit: %w", context.Cause(ctx))
 	}
 }
 
 func (r *Registry) give(ctx context.Context, key string, n Amounts) {
 	n[Requests] = 0 // a request sent, or queued and abandoned, keeps its slot: the provider counted it
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	if err := r.current().Give(ctx, key, n); err != nil {
 		r.log.WarnContext(ctx, "rate limiter: tokens not given back", "limiter", key, "err", err)
 	}
@@ -263,7 +275,7 @@ func (r *Registry) settle(ctx context.Context, key string, cost Amounts, resp *l
 		back[OutputTokens] = max(cost[OutputTokens]-float64(u.OutputTokens), 0)
 		back[Tokens] = max(cost[Tokens]-float64(u.Total()), 0)
 	}
-	r.give(context.WithoutCancel(ctx), key, back)
+	r.give(ctx, key, back)
 }
 
 // learn applies an answer's rate-limit headers.
@@ -272,7 +284,9 @@ func (r *Registry) learn(ctx context.Context, key string, h http.Header) {
 	if len(obs) == 0 {
 		return
 	}
-	if err := r.current().Learn(context.WithoutCancel(ctx), key, obs); err != nil {
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	if err := r.current().Learn(ctx, key, obs); err != nil {
 		r.log.WarnContext(ctx, "rate limiter: headers not recorded", "limiter", key, "err", err)
 		_ = r.local.Learn(ctx, key, obs)
 	}
@@ -285,7 +299,9 @@ func (r *Registry) block(ctx context.Context, key string, retryAfter time.Durati
 		retryAfter = min(time.Second<<refused, 30*time.Second)
 	}
 	obs := []Observation{{Dim: Requests, Remaining: -1, Block: retryAfter}}
-	if err := r.current().Learn(context.WithoutCancel(ctx), key, obs); err != nil {
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	if err := r.current().Learn(ctx, key, obs); err != nil {
 		_ = r.local.Learn(ctx, key, obs)
 	}
 }
