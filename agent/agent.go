@@ -358,6 +358,9 @@ type run struct {
 	seen  inputSeen // the previous request's input, as the provider counted it
 	start time.Time
 	clock *runClock // the timeout, when the run has one
+	// ratePaused is how much waiting for rate limits was kept off the
+	// timeout so far (see MaxRateLimitPause).
+	ratePaused time.Duration
 	// warned is set once the model was told to wrap up.
 	warned bool
 }
@@ -489,6 +492,7 @@ func (r *run) callModel() (*llm.Response, *callPlan, error) {
 	// know), shown beside it.
 	a.activity("calling " + a.cfg.Model.Name())
 	sctx, span := r.startChatSpan(req)
+	sctx = llm.WithWaitNotice(sctx, r.rateWait)
 	resp, err := a.cfg.Model.Provider.Stream(sctx, req, r.onDelta)
 	if err != nil {
 		r.endChatSpan(span, nil, 0, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/instance"
 	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/llm/ratelimit"
 	"github.com/avaagent/ava/mcpclient"
 	"github.com/avaagent/ava/observe"
 	"github.com/avaagent/ava/orchestrator"
@@ -80,6 +81,9 @@ type Instance struct {
 	// cluster is the process's part in a cluster on PostgreSQL (nil:
 	// embedded).
 	cluster *clusterNode
+	// limits paces the providers' requests (one limiter per key and
+	// model, in the cluster's database when there is one).
+	limits *ratelimit.Registry
 	// self is this process's registration (nil when read-only).
 	self *instance.Instance
 
@@ -195,7 +199,8 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger, r *reda
 func (in *Instance) open(ctx context.Context, o openOptions) error {
 	cfg, log := in.Config, in.Log
 	var err error
-	if in.Catalog, err = Catalog(cfg, log); err != nil {
+	in.limits = ratelimit.NewRegistry(cfg.RateLimits, log)
+	if in.Catalog, err = catalog(cfg, log, in.limits); err != nil {
 		return err
 	}
 	in.Redactor = NewRedactor(cfg, os.Environ())
@@ -214,6 +219,10 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 		return err
 	}
 	in.closers = append(in.closers, in.Store.Close)
+	if pg, ok := in.Store.(*postgres.Store); ok && !o.readOnly {
+		// Every process of the cluster paces a key and model together.
+		in.limits.UseBackend(pg.RateLimits())
+	}
 	sessionFiles, err := in.openSinks(o)
 	if err != nil {
 		return err

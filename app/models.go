@@ -16,6 +16,7 @@ import (
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/llm/anthropic"
 	"github.com/avaagent/ava/llm/openai"
+	"github.com/avaagent/ava/llm/ratelimit"
 	"github.com/avaagent/ava/llm/scripted"
 )
 
@@ -32,33 +33,44 @@ in a Go program, cfg, _ = ava.Offline(cfg) before ava.Open)`)
 
 // Catalog builds the model catalog from cfg: every provider whose
 // settings are present, plus the offline scripted model, always available
-// under the name "scripted" but never chosen by default.
+// under the name "scripted" but never chosen by default. Its providers
+// are paced by a rate limiter of their own (see catalog).
 func Catalog(cfg config.Config, log *slog.Logger) (*llm.Catalog, error) {
+	return catalog(cfg, log, ratelimit.NewRegistry(cfg.RateLimits, log))
+}
+
+// catalog builds the catalog with every real provider paced by limits
+// (one limiter per key and model, shared by every agent of the process)
+// inside the retry policy, so that retries are paced too.
+func catalog(cfg config.Config, log *slog.Logger, limits *ratelimit.Registry) (*llm.Catalog, error) {
 	cat := llm.NewCatalog(llm.DefaultPrices.Merge(cfg.Prices))
-	add := func(p llm.Provider) {
-		cat.Add(llm.WithRetry(p, llm.DefaultRetryPolicy), cfg.Aliases[p.Name()])
+	add := func(p llm.Provider, key string, aliases map[string]string) {
+		cat.Add(llm.WithRetry(limits.Wrap(p, key), llm.DefaultRetryPolicy), aliases)
 	}
 	if cfg.Anthropic.APIKey != "" {
-		p, err := anthropic.New(anthropic.Config{APIKey: cfg.Anthropic.APIKey, BaseURL: cfg.Anthropic.BaseURL, Logger: log})
+		p, err := anthropic.New(anthropic.Config{APIKey: cfg.Anthropic.APIKey, BaseURL: cfg.Anthropic.BaseURL, Logger: log,
+			HTTPClient: ratelimit.HTTPClient()})
 		if err != nil {
 			return nil, fmt.Errorf("anthropic provider: %w", err)
 		}
-		add(p)
+		add(p, cfg.Anthropic.APIKey, cfg.Aliases[p.Name()])
 	}
 	if cfg.OpenRouter.APIKey != "" {
 		p, err := openai.New(openai.Config{Name: "openrouter", APIKey: cfg.OpenRouter.APIKey, BaseURL: cfg.OpenRouter.BaseURL, Logger: log,
-			Headers: map[string]string{"X-Title": "Ava"}})
+			Headers: map[string]string{"X-Title": "Ava"}, HTTPClient: ratelimit.HTTPClient()})
 		if err != nil {
 			return nil, fmt.Errorf("openrouter provider: %w", err)
 		}
-		add(p)
+		add(p, cfg.OpenRouter.APIKey, cfg.Aliases[p.Name()])
 	}
 	if cfg.OpenAI.APIKey != "" || cfg.OpenAI.BaseURL != "" {
-		p, err := openai.New(openai.Config{Name: "openai", APIKey: cfg.OpenAI.APIKey, BaseURL: cfg.OpenAI.BaseURL, Logger: log})
+		p, err := openai.New(openai.Config{Name: "openai", APIKey: cfg.OpenAI.APIKey, BaseURL: cfg.OpenAI.BaseURL, Logger: log,
+			HTTPClient: ratelimit.HTTPClient()})
 		if err != nil {
 			return nil, fmt.Errorf("openai provider: %w", err)
 		}
-		cat.Add(llm.WithRetry(p, llm.DefaultRetryPolicy), openAIAliases(cfg))
+		// A keyless server of one's own is told apart by its address.
+		add(p, cfg.OpenAI.APIKey+"@"+cfg.OpenAI.BaseURL, openAIAliases(cfg))
 	}
 	hasReal := !cat.Empty()
 	cat.Add(scripted.New(), scriptedAliases(cfg))

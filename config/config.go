@@ -96,6 +96,9 @@ type Config struct {
 	// Prices adds to or overrides the built-in price table (cents per
 	// million tokens), keyed by model ID or provider/model.
 	Prices llm.Prices `yaml:"prices"`
+	// RateLimits paces the models of servers that send no rate-limit
+	// headers (rpm, input_tpm, output_tpm per model ID or provider/model).
+	RateLimits llm.RateLimits `yaml:"rate_limits"`
 	// Aliases overrides the haiku/sonnet/opus aliases per provider.
 	Aliases map[string]map[string]string `yaml:"aliases"`
 
@@ -443,6 +446,11 @@ func (c Config) Validate() error {
 	for k, p := range c.Prices {
 		if p.Input < 0 || p.Output < 0 || p.CacheRead < 0 || p.CacheWrite < 0 || p.PerSearch < 0 {
 			errs = append(errs, fmt.Errorf("prices.%s: prices must not be negative", k))
+		}
+	}
+	for k, l := range c.RateLimits {
+		if l.RPM < 0 || l.InputTPM < 0 || l.OutputTPM < 0 || l.Window < 0 {
+			errs = append(errs, fmt.Errorf("rate_limits.%s: rpm, input_tpm, output_tpm and window must not be negative", k))
 		}
 	}
 	if c.DatabaseURL != "" && !IsPostgresURL(c.DatabaseURL) {

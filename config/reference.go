@@ -33,6 +33,8 @@ type FileKey struct {
 var fileKeys = []FileKey{
 	{"prices", "the built-in table ([llm/prices.go](../llm/prices.go))",
 		"adds or overrides model prices in US cents per million tokens, keyed by model ID or `provider/model`: `llama3.2: {input: 0, output: 0}`, so a self-hosted model is costed too (see [models.md](models.md#prices))"},
+	{"rate_limits", "none: the providers' headers only",
+		"paces a model whose server sends no rate-limit headers: `llama3.2: {rpm: 30, input_tpm: 20000, output_tpm: 8000}` (requests and tokens per minute; `window: 10s` makes them per another period); headers, when sent, refine it (see [providers.md](providers.md#rate-limits))"},
 	{"aliases", "the provider's own models",
 		"overrides the `haiku`, `sonnet` and `opus` aliases per provider: `openai: {haiku: llama3.2, sonnet: qwen2.5}`; `scripted: {sonnet: /path/to/script.yaml}` names an offline script (see [models.md](models.md))"},
 	{"mcp_servers", "none",

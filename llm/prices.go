@@ -2,7 +2,10 @@ package llm
 
 import "strings"
 
-// Price is what a model charges, in US cents per million tokens.
+// Price is what a model charges, in US cents per million tokens. A zero
+// cache rate means the price names none (OpenAI bills cache writes as
+// plain input; a price in config.yaml may give only input and output):
+// those tokens are billed at the input rate, never for free.
 type Price struct {
 	Input      float64 `json:"input" yaml:"input"`
 	Output     float64 `json:"output" yaml:"output"`
@@ -16,11 +19,19 @@ type Price struct {
 // tool costs: $10 per 1,000 searches.
 const AnthropicSearchCents = 1.0
 
-// Cost returns what u costs at p, in cents: its tokens and its
-// server-side searches.
+// Cost returns what u costs at p, in cents: its tokens, cache reads and
+// writes at their own rates (the input rate where p names none), and
+// its server-side searches.
 func (p Price) Cost(u Usage) float64 {
+	read, write := p.CacheRead, p.CacheWrite
+	if read == 0 {
+		read = p.Input
+	}
+	if write == 0 {
+		write = p.Input
+	}
 	return (float64(u.InputTokens)*p.Input+float64(u.OutputTokens)*p.Output+
-		float64(u.CacheReadTokens)*p.CacheRead+float64(u.CacheWriteTokens)*p.CacheWrite)/1e6 +
+		float64(u.CacheReadTokens)*read+float64(u.CacheWriteTokens)*write)/1e6 +
 		float64(u.WebSearches)*p.PerSearch
 }
 
@@ -57,18 +68,24 @@ var DefaultPrices = Prices{
 // date or "-latest" suffix. ok is false when nothing matches: the run's cost
 // is then counted as zero and callers should say so.
 func (ps Prices) Lookup(provider, model string) (Price, bool) {
+	return lookupModel(ps, provider, model)
+}
+
+// lookupModel finds provider/model in m by the rules of Prices.Lookup.
+func lookupModel[V any](m map[string]V, provider, model string) (V, bool) {
 	candidates := []string{provider + "/" + model, model}
 	if i := strings.LastIndex(model, "/"); i >= 0 {
 		candidates = append(candidates, model[i+1:])
 	}
 	for _, c := range candidates {
 		for _, k := range []string{c, strings.ReplaceAll(c, ".", "-"), trimVersionSuffix(c), trimVersionSuffix(strings.ReplaceAll(c, ".", "-"))} {
-			if p, ok := ps[k]; ok {
-				return p, true
+			if v, ok := m[k]; ok {
+				return v, true
 			}
 		}
 	}
-	return Price{}, false
+	var zero V
+	return zero, false
 }
 
 // trimVersionSuffix drops "-latest" or a trailing "-YYYYMMDD" date.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -43,11 +44,15 @@ func (h *Handle) runFrom(history []llm.Message, input llm.Message) {
 }
 
 // taskPrompt is the first user message: the task (the system prompt
-// holds it too, with the context; models act on the user turn), then
-// the previous chain step's result, if any, inside an untrusted block,
-// and the findings the steps before posted, if any, in another.
+// holds it too, with the context, except in fork mode, where the
+// context is given here; models act on the user turn), then the
+// previous chain step's result, if any, inside an untrusted block, and
+// the findings the steps before posted, if any, in another.
 func taskPrompt(c Config) string {
 	p := "Begin the task: " + c.Task
+	if ctx := strings.TrimSpace(c.Context); ctx != "" && c.ContextMode == ContextFork {
+		p += "\n\nContext from the orchestrator:\n" + ctx
+	}
 	if c.PreviousStep != "" {
 		p += "\n\nThe previous step's result, as data to work from:\n" + tool.Untrusted("previous chain step", c.PreviousStep)
 	}

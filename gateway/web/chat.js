@@ -22,6 +22,7 @@ export const empty = {
   activity: '',
   stalled: false,
   tokens: 0,
+  cached: 0, // of tokens, those read from the provider's prompt cache
   cost: 0,
   unpriced: false, // a CostUpdate said the model has no known price
   spent: 0, // counts turn and subagent ends: the spend roll-up is read again
@@ -102,7 +103,13 @@ export function reduce(s, ev) {
     case 'SessionState':
       return { ...s, state: c.state };
     case 'CostUpdate':
-      return { ...s, tokens: s.tokens + (c.inputTokens || 0) + (c.outputTokens || 0), cost: s.cost + (c.costCents || 0), unpriced: s.unpriced || !!c.unpriced };
+      return {
+        ...s,
+        tokens: s.tokens + (c.inputTokens || 0) + (c.outputTokens || 0) + (c.cacheReadTokens || 0) + (c.cacheWriteTokens || 0),
+        cached: s.cached + (c.cacheReadTokens || 0),
+        cost: s.cost + (c.costCents || 0),
+        unpriced: s.unpriced || !!c.unpriced,
+      };
     case 'Activity':
       return { ...s, activity: c.text };
     case 'Stalled':
@@ -286,7 +293,7 @@ function ChatHeader({ title, s, subagent, sessionKey, running, onBack, spend }) 
         <strong>${title}</strong>
         ${subagent && html`<span class=${`pill st-${subagent.status}`}>${statusLabel(subagent.status)}</span>`}
         <small class="muted">
-          ${[s.model || subagent?.model, !spend && used.tokens > 0 && `${used.tokens} tokens · ${spent}`].filter(Boolean).join(' · ')}
+          ${[s.model || subagent?.model, !spend && used.tokens > 0 && `${used.tokens} tokens · ${spent}`, s.cached > 0 && `${s.cached} cached`].filter(Boolean).join(' · ')}
           ${(s.offline || (s.model || subagent?.model || '').startsWith('scripted/')) && html` <span class="pill offline">offline</span>`}
         </small>
         ${spend && spend.total.tokens > 0 && html`<small class="muted spend" title=${(spend.byModel || []).map((m) => `${m.model}: ${cost(m.costCents, m.tokens)}, ${m.tokens} tokens`).join('\n')}>

@@ -16,10 +16,8 @@ import (
 // accepts.
 const MinThinkingBudget = 1024
 
-// params maps req to the SDK's request. Prompt-cache breakpoints go on the
-// last tool, the system prompt and the last block of the conversation, so
-// each turn of an agent loop reads the previous turn's prefix from the
-// cache.
+// params maps req to the SDK's request, with prompt-cache breakpoints
+// (see cache.go).
 func (p *Provider) params(req *llm.Request) (anthropic.MessageNewParams, error) {
 	var params anthropic.MessageNewParams
 	if req == nil {
@@ -79,8 +77,8 @@ func (p *Provider) maxTokensFor(req *llm.Request) int {
 	return n
 }
 
-// messageParams maps the conversation and marks its last block as a
-// prompt-cache breakpoint.
+// messageParams maps the conversation and marks its tail with
+// prompt-cache breakpoints (markTail).
 func messageParams(msgs []llm.Message) ([]anthropic.MessageParam, error) {
 	out := make([]anthropic.MessageParam, 0, len(msgs))
 	for i, m := range msgs {
@@ -108,22 +106,8 @@ func messageParams(msgs []llm.Message) ([]anthropic.MessageParam, error) {
 		}
 		out = append(out, anthropic.MessageParam{Role: role, Content: blocks})
 	}
-	last := out[len(out)-1].Content
-	markCache(&last[len(last)-1])
+	markTail(out)
 	return out, nil
-}
-
-// markCache puts a cache breakpoint on b when its type accepts one.
-func markCache(b *anthropic.ContentBlockParamUnion) {
-	cc := anthropic.NewCacheControlEphemeralParam()
-	switch {
-	case b.OfText != nil:
-		b.OfText.CacheControl = cc
-	case b.OfToolResult != nil:
-		b.OfToolResult.CacheControl = cc
-	case b.OfToolUse != nil:
-		b.OfToolUse.CacheControl = cc
-	}
 }
 
 // blockParam maps one block; ok is false for a block that is not sent: an

@@ -69,7 +69,7 @@ func TestThinkingCapturedAndSentBack(t *testing.T) {
 	sent := lookup(t, srv.Requests()[1].Body, "messages", 1, "content")
 	want := `[{"signature":"sig-ErUBCkYIAxgCIkD","thinking":"The user wants the file. I should call read_file on a.txt first.","type":"thinking"},` +
 		`{"text":"Reading.","type":"text"},` +
-		`{"id":"toolu_9","input":{"path":"a.txt"},"name":"read_file","type":"tool_use"}]`
+		`{"cache_control":{"type":"ephemeral"},"id":"toolu_9","input":{"path":"a.txt"},"name":"read_file","type":"tool_use"}]`
 	if got := bodyJSON(t, sent); got != want {
 		t.Errorf("assistant turn sent back:\n got %s\nwant %s", got, want)
 	}
@@ -127,7 +127,7 @@ func TestRequestMapping(t *testing.T) {
 		{[]any{"tools", 1}, `{"cache_control":{"type":"ephemeral"},"description":"The time.","input_schema":{"properties":{},"type":"object"},"name":"now"}`},
 		{[]any{"messages", 1, "content"}, `[{"data":"EmwKAhgBEgy","type":"redacted_thinking"},` +
 			`{"id":"t1","input":{"path":"a"},"name":"read_file","type":"tool_use"},` +
-			`{"id":"t2","input":{},"name":"read_file","type":"tool_use"}]`},
+			`{"cache_control":{"type":"ephemeral"},"id":"t2","input":{},"name":"read_file","type":"tool_use"}]`},
 		{[]any{"messages", 2, "content"}, `[{"content":[{"text":"contents of a","type":"text"}],"tool_use_id":"t1","type":"tool_result"},` +
 			`{"cache_control":{"type":"ephemeral"},"content":[{"text":"arguments are not valid JSON","type":"text"}],"is_error":true,"tool_use_id":"t2","type":"tool_result"}]`},
 	}

@@ -48,6 +48,12 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, id int64
 	if model == "" {
 		model, _ = req.Body["model"].(string)
 	}
+	s.mu.Lock()
+	cache := s.cache
+	s.mu.Unlock()
+	if cache != nil {
+		turn.Usage = cache.usage(req, turn.Usage)
+	}
 	w.Header().Set("Request-Id", fmt.Sprintf("req_fake_%d", id))
 	msg := anthropicMessage{ID: fmt.Sprintf("msg_fake_%d", id), Model: model, Turn: turn}
 	if stream, _ := req.Body["stream"].(bool); stream {

@@ -99,6 +99,15 @@ type Server struct {
 	// queue; it must be safe for concurrent use.
 	Respond func(Request) Turn
 
+	// cache, when set, bills Anthropic requests as the prompt cache
+	// would (SimulatePromptCache).
+	cache *promptCache
+	// limit, when set, refuses requests over a rate limit (SetRateLimit).
+	limit *limiter
+	// openAIWire is set on an OpenAI fake: its rate-limit headers are
+	// OpenAI's.
+	openAIWire bool
+
 	disconnects atomic.Int64
 	discCh      chan struct{}
 	hangCh      chan struct{}
@@ -219,6 +228,9 @@ func (s *Server) sleep(r *http.Request, d time.Duration) bool {
 func (s *Server) begin(w http.ResponseWriter, r *http.Request, writeErr func(http.ResponseWriter, int, string)) (Request, Turn, bool) {
 	req, ok := readRequest(w, r)
 	if !ok {
+		return req, Turn{}, false
+	}
+	if !s.admit(w, writeErr) {
 		return req, Turn{}, false
 	}
 	turn, ok := s.next(req)

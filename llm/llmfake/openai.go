@@ -33,6 +33,7 @@ import (
 // ThinkingSignature is not sent: this wire has no signatures.
 func NewOpenAI(tb testing.TB, turns ...Turn) *Server {
 	return newServer(tb, func(s *Server) http.Handler {
+		s.openAIWire = true
 		mux := http.NewServeMux()
 		mux.HandleFunc("POST /v1/chat/completions", s.serveOpenAI)
 		mux.HandleFunc("POST /chat/completions", s.serveOpenAI)

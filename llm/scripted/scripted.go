@@ -19,7 +19,8 @@
 //	            args: {query: "weather Paris"}   # a mapping, sent as JSON
 //	          - name: broken
 //	            raw_args: "{not json"            # sent verbatim
-//	        usage: {input: 1200, output: 40}     # default: ~4 characters a token
+//	        usage: {input: 1200, output: 40}     # default: ~4 characters a token;
+//	                                             # cache_read, cache_write too
 //	        delay: 200ms                          # before the answer starts
 //	      - text: "It is sunny. {{last_result}}"
 //	  - turns:
@@ -170,8 +171,10 @@ type ToolCall struct {
 
 // Usage is a turn's scripted token usage.
 type Usage struct {
-	Input  int `yaml:"input"`
-	Output int `yaml:"output"`
+	Input      int `yaml:"input"`
+	Output     int `yaml:"output"`
+	CacheRead  int `yaml:"cache_read"`
+	CacheWrite int `yaml:"cache_write"`
 }
 
 // Parse reads a script; name is used in error messages.
@@ -505,7 +508,8 @@ func (tc ToolCall) json() (json.RawMessage, error) {
 // characters a token.
 func usage(req *llm.Request, turn Turn, text string) llm.Usage {
 	if turn.Usage != nil {
-		return llm.Usage{InputTokens: turn.Usage.Input, OutputTokens: turn.Usage.Output}
+		return llm.Usage{InputTokens: turn.Usage.Input, OutputTokens: turn.Usage.Output,
+			CacheReadTokens: turn.Usage.CacheRead, CacheWriteTokens: turn.Usage.CacheWrite}
 	}
 	in := len(req.System)
 	for _, m := range req.Messages {
