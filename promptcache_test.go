@@ -133,6 +133,16 @@ func TestPromptCacheEightForks(t *testing.T) {
 		t.Errorf("billed %.0f%% of the prompt with caching, want well under half", 100*share)
 	}
 	cacheFigures(t, "the whole session (orchestrator and subagents)", fake.Billed())
+	// The session's spend shows what was read from the cache: every
+	// cached token the provider reported, the orchestrator's and the
+	// subagents'.
+	ss, err := rt.Session(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ss.Spend.Total.CachedTokens, fake.Billed().CacheReadTokens; got != want || got == 0 || ss.Spend.Subagents.CachedTokens == 0 {
+		t.Errorf("session spend: %d cached tokens (subagents %d), the provider reported %d", got, ss.Spend.Subagents.CachedTokens, want)
+	}
 }
 
 // A run's cost prices cache reads and writes at their own rates, from

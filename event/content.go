@@ -87,6 +87,9 @@ type Spend struct {
 type Usage struct {
 	Tokens    int     `json:"tokens"`
 	CostCents float64 `json:"costCents"`
+	// CachedTokens are the tokens of Tokens the provider read from its
+	// prompt cache (billed at the cache-read rate).
+	CachedTokens int `json:"cachedTokens,omitempty"`
 }
 
 // ModelSpend is a session's spend on one model (own and subagents').
@@ -95,20 +98,24 @@ type ModelSpend struct {
 	Usage
 }
 
+// add adds v to u.
+func (u *Usage) add(v Usage) {
+	u.Tokens += v.Tokens
+	u.CostCents += v.CostCents
+	u.CachedTokens += v.CachedTokens
+}
+
 // Add adds one source's spend on a model to the roll-up.
 func (s *Spend) Add(subagents bool, model string, u Usage) {
 	part := &s.Own
 	if subagents {
 		part = &s.Subagents
 	}
-	part.Tokens += u.Tokens
-	part.CostCents += u.CostCents
-	s.Total.Tokens += u.Tokens
-	s.Total.CostCents += u.CostCents
+	part.add(u)
+	s.Total.add(u)
 	for i := range s.ByModel {
 		if s.ByModel[i].Model == model {
-			s.ByModel[i].Tokens += u.Tokens
-			s.ByModel[i].CostCents += u.CostCents
+			s.ByModel[i].add(u)
 			return
 		}
 	}

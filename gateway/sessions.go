@@ -70,7 +70,7 @@ func toClientSession(ss ava.Session) client.Session {
 func wireSpend(sp ava.Spend) client.Spend {
 	out := client.Spend{Own: client.Usage(sp.Own), Subagents: client.Usage(sp.Subagents), Total: client.Usage(sp.Total)}
 	for _, m := range sp.ByModel {
-		out.ByModel = append(out.ByModel, client.ModelSpend{Model: m.Model, Tokens: m.Tokens, CostCents: m.CostCents})
+		out.ByModel = append(out.ByModel, client.ModelSpend{Model: m.Model, Tokens: m.Tokens, CostCents: m.CostCents, CachedTokens: m.CachedTokens})
 	}
 	return out
 }

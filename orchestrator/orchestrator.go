@@ -297,7 +297,8 @@ func (o *Orchestrator) spend(ctx context.Context, session string, res agent.Resu
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if res.CostCents > 0 || res.Usage.Total() > 0 {
-		sp := store.Spend{Model: o.cfg.Model.Name(), Usage: event.Usage{Tokens: res.Usage.Total(), CostCents: res.CostCents}}
+		sp := store.Spend{Model: o.cfg.Model.Name(), Usage: event.Usage{Tokens: res.Usage.Total(), CostCents: res.CostCents,
+			CachedTokens: res.Usage.CacheReadTokens}}
 		if err := o.cfg.Sessions.AddSessionSpend(sctx, session, sp); err != nil {
 			o.log.Error("record session spend", "session", session, "err", err)
 		}

@@ -380,7 +380,8 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 	}
 	raw, _ := json.Marshal(result)
 	fin := &store.RunFinish{Result: raw, Tokens: run.tokens, CostCents: run.cost, Iterations: run.iterations, Active: run.active,
-		EndedAt: end, SpendSession: h.req.Parent.SessionKey, Spend: store.Spend{Model: h.model.Name(), Usage: event.Usage{Tokens: turn.tokens, CostCents: turn.cost}},
+		EndedAt: end, SpendSession: h.req.Parent.SessionKey, Spend: store.Spend{Model: h.model.Name(),
+			Usage: event.Usage{Tokens: turn.tokens, CostCents: turn.cost, CachedTokens: res.Usage.CacheReadTokens}},
 		Delivered: h.deliveredOnFinish(res.Status), Messages: h.conversation(res.Messages, stored)}
 	if res.Err != nil && res.Status != lifecycle.Success {
 		fin.Error = res.Err.Error()

@@ -169,15 +169,23 @@ func printSpend(ctx context.Context, w io.Writer, c *client.Client, list []clien
 		sp := s.Spend
 		var models []string
 		for _, m := range sp.ByModel {
-			models = append(models, fmt.Sprintf("%s %s", m.Model, usage(m.Tokens, m.CostCents)))
+			models = append(models, fmt.Sprintf("%s %s", m.Model, spendUsage(client.Usage{Tokens: m.Tokens, CostCents: m.CostCents, CachedTokens: m.CachedTokens})))
 		}
-		fmt.Fprintf(w, "%s: own %s · subagents %s · total %s", s.Key, usage(sp.Own.Tokens, sp.Own.CostCents),
-			usage(sp.Subagents.Tokens, sp.Subagents.CostCents), usage(sp.Total.Tokens, sp.Total.CostCents))
+		fmt.Fprintf(w, "%s: own %s · subagents %s · total %s", s.Key, spendUsage(sp.Own), spendUsage(sp.Subagents), spendUsage(sp.Total))
 		if len(models) > 0 {
 			fmt.Fprintf(w, " (%s)", strings.Join(models, ", "))
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// spendUsage is usage, with the tokens read from the provider's prompt
+// cache when there are any: "2.50¢/1234 tokens (900 cached)".
+func spendUsage(u client.Usage) string {
+	if u.CachedTokens > 0 {
+		return fmt.Sprintf("%s (%d cached)", usage(u.Tokens, u.CostCents), u.CachedTokens)
+	}
+	return usage(u.Tokens, u.CostCents)
 }
 
 // usage is cost and tokens as people read them: "2.50¢/1,234 tokens".

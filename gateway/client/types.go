@@ -219,13 +219,17 @@ type Spend struct {
 type Usage struct {
 	Tokens    int     `json:"tokens"`
 	CostCents float64 `json:"costCents"`
+	// CachedTokens are the tokens of Tokens read from the provider's
+	// prompt cache.
+	CachedTokens int `json:"cachedTokens,omitempty"`
 }
 
 // ModelSpend is the spend on one model.
 type ModelSpend struct {
-	Model     string  `json:"model"`
-	Tokens    int     `json:"tokens"`
-	CostCents float64 `json:"costCents"`
+	Model        string  `json:"model"`
+	Tokens       int     `json:"tokens"`
+	CostCents    float64 `json:"costCents"`
+	CachedTokens int     `json:"cachedTokens,omitempty"`
 }
 
 // RenameRequest is the body of PATCH /api/sessions/{key}.

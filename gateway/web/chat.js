@@ -297,7 +297,7 @@ function ChatHeader({ title, s, subagent, sessionKey, running, onBack, spend }) 
           ${(s.offline || (s.model || subagent?.model || '').startsWith('scripted/')) && html` <span class="pill offline">offline</span>`}
         </small>
         ${spend && spend.total.tokens > 0 && html`<small class="muted spend" title=${(spend.byModel || []).map((m) => `${m.model}: ${cost(m.costCents, m.tokens)}, ${m.tokens} tokens`).join('\n')}>
-          own ${cost(spend.own.costCents, spend.own.tokens, s.unpriced)} · subagents ${cost(spend.subagents.costCents, spend.subagents.tokens)} · total ${totalCost(spend.total, spend.byModel)} (${spend.total.tokens} tokens)</small>`}
+          own ${cost(spend.own.costCents, spend.own.tokens, s.unpriced)} · subagents ${cost(spend.subagents.costCents, spend.subagents.tokens)} · total ${totalCost(spend.total, spend.byModel)} (${spend.total.tokens} tokens${spend.total.cachedTokens > 0 ? `, ${spend.total.cachedTokens} cached` : ''})</small>`}
       </div>
       ${conn && html`<span class="conn" role="status">${conn === 'reconnecting' ? 'reconnecting…' : conn}</span>`}
       ${sessionKey && running && html`<button class="stop" onClick=${stop} disabled=${stopping}>Stop</button>`}

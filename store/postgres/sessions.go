@@ -81,11 +81,12 @@ func addSpend(ctx context.Context, q querier, key, source string, sp store.Spend
 		return fmt.Errorf("add to session total: %w", err)
 	}
 	if _, err := q.Exec(ctx, `
-		INSERT INTO session_spend (session_key, source, model, tokens, cost_cents) VALUES ($1, $2, $3, $4, $5)
+		INSERT INTO session_spend (session_key, source, model, tokens, cost_cents, cached_tokens) VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (session_key, source, model) DO UPDATE SET
 			tokens = session_spend.tokens + EXCLUDED.tokens,
-			cost_cents = session_spend.cost_cents + EXCLUDED.cost_cents`,
-		key, source, sp.Model, sp.Tokens, sp.CostCents); err != nil {
+			cost_cents = session_spend.cost_cents + EXCLUDED.cost_cents,
+			cached_tokens = session_spend.cached_tokens + EXCLUDED.cached_tokens`,
+		key, source, sp.Model, sp.Tokens, sp.CostCents, sp.CachedTokens); err != nil {
 		return fmt.Errorf("add to session spend by model: %w", err)
 	}
 	return nil
@@ -103,7 +104,7 @@ func (s *Store) SessionSpends(ctx context.Context, keys []string) (map[string]ev
 	if len(keys) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT session_key, source, model, tokens, cost_cents FROM session_spend
+	rows, err := s.pool.Query(ctx, `SELECT session_key, source, model, tokens, cost_cents, cached_tokens FROM session_spend
 		WHERE session_key = ANY($1) ORDER BY session_key, cost_cents DESC, model`, keys)
 	if err != nil {
 		return nil, fmt.Errorf("spend of %d sessions: %w", len(keys), err)
@@ -112,13 +113,13 @@ func (s *Store) SessionSpends(ctx context.Context, keys []string) (map[string]ev
 	for rows.Next() {
 		var (
 			key, source, model string
-			tokens             int64
+			tokens, cached     int64
 			u                  event.Usage
 		)
-		if err := rows.Scan(&key, &source, &model, &tokens, &u.CostCents); err != nil {
+		if err := rows.Scan(&key, &source, &model, &tokens, &u.CostCents, &cached); err != nil {
 			return nil, fmt.Errorf("spend of %d sessions: %w", len(keys), err)
 		}
-		u.Tokens = int(tokens)
+		u.Tokens, u.CachedTokens = int(tokens), int(cached)
 		sp := out[key]
 		sp.Add(source == "subagents", model, u)
 		out[key] = sp

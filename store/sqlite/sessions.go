@@ -82,10 +82,11 @@ func addSpend(ctx context.Context, tx *sql.Tx, key, source string, sp store.Spen
 		return err
 	}
 	_, err := tx.ExecContext(ctx, `
-		INSERT INTO session_spend (session_key, source, model, tokens, cost_cents) VALUES (?, ?, ?, ?, ?)
+		INSERT INTO session_spend (session_key, source, model, tokens, cost_cents, cached_tokens) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (session_key, source, model) DO UPDATE SET
 			tokens = tokens + excluded.tokens,
-			cost_cents = cost_cents + excluded.cost_cents`, key, source, sp.Model, sp.Tokens, sp.CostCents)
+			cost_cents = cost_cents + excluded.cost_cents,
+			cached_tokens = cached_tokens + excluded.cached_tokens`, key, source, sp.Model, sp.Tokens, sp.CostCents, sp.CachedTokens)
 	return err
 }
 
@@ -105,7 +106,7 @@ func (s *Store) SessionSpends(ctx context.Context, keys []string) (map[string]ev
 	for i, k := range keys {
 		args[i] = k
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT session_key, source, model, tokens, cost_cents FROM session_spend
+	rows, err := s.reader.QueryContext(ctx, `SELECT session_key, source, model, tokens, cost_cents, cached_tokens FROM session_spend
 		WHERE session_key IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(keys)), ", ")+`) ORDER BY session_key, cost_cents DESC, model`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("spend of %d sessions: %w", len(keys), err)
@@ -114,7 +115,7 @@ func (s *Store) SessionSpends(ctx context.Context, keys []string) (map[string]ev
 	for rows.Next() {
 		var key, source, model string
 		var u event.Usage
-		if err := rows.Scan(&key, &source, &model, &u.Tokens, &u.CostCents); err != nil {
+		if err := rows.Scan(&key, &source, &model, &u.Tokens, &u.CostCents, &u.CachedTokens); err != nil {
 			return nil, fmt.Errorf("spend of %d sessions: %w", len(keys), err)
 		}
 		sp := out[key]

@@ -47,7 +47,7 @@ func transitionCases() []testCase {
 func testFinishWithSpendAndDelivery(t *testing.T, s store.Store) {
 	r := createRun(t, s, newRun("S-0e0e0e", "ava:cli:spend"))
 	fin := &store.RunFinish{CostCents: 7.5, Tokens: 10, Delivered: true, SpendSession: "ava:cli:spend",
-		Spend:    store.Spend{Model: "anthropic/claude-haiku", Usage: event.Usage{Tokens: 10, CostCents: 7.5}},
+		Spend:    store.Spend{Model: "anthropic/claude-haiku", Usage: event.Usage{Tokens: 10, CostCents: 7.5, CachedTokens: 4}},
 		Messages: []store.Message{{SessionKey: r.SessionKey, Role: store.RoleAssistant, Sender: r.ShortID, Text: "done"}}}
 	must(t, s.TransitionRun(ctx(t), r.ID, "", lifecycle.Active, lifecycle.Success, fin))
 	got, err := s.GetRun(ctx(t), r.ID)
@@ -61,14 +61,15 @@ func testFinishWithSpendAndDelivery(t *testing.T, s store.Store) {
 		t.Fatalf("session spent %v, want 7.5", sess.SpentCents)
 	}
 	// The roll-up: the run under its model, beside the session's own turns.
-	must(t, s.AddSessionSpend(ctx(t), "ava:cli:spend", store.Spend{Model: "anthropic/claude-sonnet", Usage: event.Usage{Tokens: 100, CostCents: 2}}))
+	// Cached tokens (read from the provider's prompt cache) roll up too.
+	must(t, s.AddSessionSpend(ctx(t), "ava:cli:spend", store.Spend{Model: "anthropic/claude-sonnet", Usage: event.Usage{Tokens: 100, CostCents: 2, CachedTokens: 60}}))
 	must(t, s.AddSessionSpend(ctx(t), "ava:cli:spend", store.Spend{Model: "anthropic/claude-haiku", Usage: event.Usage{Tokens: 5, CostCents: 0.5}}))
 	sp, err := s.SessionSpend(ctx(t), "ava:cli:spend")
 	must(t, err)
-	want := event.Spend{Own: event.Usage{Tokens: 105, CostCents: 2.5}, Subagents: event.Usage{Tokens: 10, CostCents: 7.5},
-		Total: event.Usage{Tokens: 115, CostCents: 10},
-		ByModel: []event.ModelSpend{{Model: "anthropic/claude-haiku", Usage: event.Usage{Tokens: 15, CostCents: 8}},
-			{Model: "anthropic/claude-sonnet", Usage: event.Usage{Tokens: 100, CostCents: 2}}}}
+	want := event.Spend{Own: event.Usage{Tokens: 105, CostCents: 2.5, CachedTokens: 60}, Subagents: event.Usage{Tokens: 10, CostCents: 7.5, CachedTokens: 4},
+		Total: event.Usage{Tokens: 115, CostCents: 10, CachedTokens: 64},
+		ByModel: []event.ModelSpend{{Model: "anthropic/claude-haiku", Usage: event.Usage{Tokens: 15, CostCents: 8, CachedTokens: 4}},
+			{Model: "anthropic/claude-sonnet", Usage: event.Usage{Tokens: 100, CostCents: 2, CachedTokens: 60}}}}
 	if diff := cmp.Diff(want, sp); diff != "" {
 		t.Fatalf("SessionSpend (-want +got):\n%s", diff)
 	}
