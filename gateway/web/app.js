@@ -126,17 +126,22 @@ function SessionPicker({ current, onPick }) {
     <select class="key" aria-label="Session" value=${current} onFocus=${load} onMouseDown=${load}
       onChange=${(e) => onPick(e.currentTarget.value)}>
       <option value="">new conversation</option>
-      ${shown.map((ss) => html`<option value=${ss.key} title=${ss.key}>${sessionLabel(ss)}</option>`)}
+      ${shown.map((ss) => html`<option value=${ss.key} title=${ss.key}>${sessionLabel(ss, ss.key === current)}</option>`)}
     </select>
     ${current && html`<button class="ghost rename-btn" title="Rename this conversation" aria-label="Rename"
       onClick=${() => { setEditing(cur?.title || ''); setError(''); }}>✎</button>`}`;
 }
 
-/** A session in the menu: "Title · 5 min ago", with its state when busy. */
-function sessionLabel(ss) {
+/**
+ * A session in the menu: "Title · 5 min ago", with its state when busy.
+ * The open session's label leaves its state out: the list is read when
+ * the menu opens, so it would go stale while the chat below shows the
+ * live state.
+ */
+function sessionLabel(ss, open) {
   const parts = [ss.title || 'untitled conversation'];
   if (ss.updatedAt) parts.push(ago(ss.updatedAt));
-  if (ss.state && ss.state !== 'idle') parts.push(ss.state.replaceAll('_', ' '));
+  if (!open && ss.state && ss.state !== 'idle') parts.push(ss.state.replaceAll('_', ' '));
   return parts.join(' · ');
 }
 
