@@ -121,6 +121,9 @@ type Dispatcher struct {
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	busy map[string]bool // hooks with an attempt running
+	// failing is set while claims fail (the store is unreachable), so
+	// an outage is logged once, not once a poll.
+	failing atomic.Bool
 	// Outcomes are the attempts made so far.
 	Outcomes Outcomes
 }
@@ -178,10 +181,13 @@ func (d *Dispatcher) pass(ctx context.Context, ids []int64, wg *sync.WaitGroup) 
 	ds, err := d.o.Store.ClaimHookDeliveries(ctx, store.HookClaim{Owner: d.o.Owner, Host: d.o.Host, Hooks: hooks,
 		IDs: ids, Lease: d.lease(), Limit: batch})
 	if err != nil {
-		if ctx.Err() == nil && !errors.Is(err, store.ErrClosed) {
-			d.o.Log.Warn("hook deliveries not claimed", "err", err)
+		if ctx.Err() == nil && !errors.Is(err, store.ErrClosed) && d.failing.CompareAndSwap(false, true) {
+			d.o.Log.Warn("hook deliveries cannot be claimed; trying again every poll (said once until it works)", "err", err)
 		}
 		return 0
+	}
+	if d.failing.CompareAndSwap(true, false) {
+		d.o.Log.Info("hook deliveries can be claimed again")
 	}
 	for _, group := range byHook(ds) {
 		d.setBusy(group[0].HookID, true)

@@ -3,7 +3,9 @@ package hooks_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -234,5 +236,58 @@ func TestRouterRoleHooks(t *testing.T) {
 	other := event.New(event.UserMessage, map[string]string{"text": "hi"})
 	if ds := r.Outbox(other); len(ds) != 0 {
 		t.Fatalf("a user message got deliveries: %+v", ds)
+	}
+}
+
+// failingStore refuses claims, as a database that is down does.
+type failingStore struct {
+	store.HookStore
+	down atomic.Bool
+}
+
+func (f *failingStore) ClaimHookDeliveries(ctx context.Context, c store.HookClaim) ([]store.HookDelivery, error) {
+	if f.down.Load() {
+		return nil, errors.New("connection refused")
+	}
+	return nil, nil
+}
+
+// countingHandler counts log records by level.
+type countingHandler struct {
+	slog.Handler
+	warn, info atomic.Int32
+}
+
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	switch r.Level {
+	case slog.LevelWarn:
+		h.warn.Add(1)
+	case slog.LevelInfo:
+		h.info.Add(1)
+	}
+	return nil
+}
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+// A store that cannot be reached is said once, not once a poll, and its
+// return once.
+func TestDispatcherLogsAnOutageOnce(t *testing.T) {
+	st := &failingStore{}
+	st.down.Store(true)
+	h := &countingHandler{Handler: slog.DiscardHandler}
+	spec := hookspec.Spec{Events: []string{hookspec.SessionIdle}, URL: "http://127.0.0.1:1/x"}
+	d := hooks.NewDispatcher(hooks.Options{Store: st, Hooks: map[string]hookspec.Spec{spec.ID(): spec}, Owner: "p1",
+		Sender: hooks.NewSender(nil, "ava/test"), Poll: 5 * time.Millisecond, Log: slog.New(h)})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); d.Run(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	st.down.Store(false)
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	<-done
+	if h.warn.Load() != 1 || h.info.Load() != 1 {
+		t.Fatalf("%d warnings and %d infos for one outage, want 1 and 1", h.warn.Load(), h.info.Load())
 	}
 }
