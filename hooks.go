@@ -112,13 +112,17 @@ func (r *Runtime) TestHook(ctx context.Context, event string) ([]HookTest, error
 		}
 		return nil, fmt.Errorf("%w: no hook hears %s", ErrNotFound, event)
 	}
-	out := make([]HookTest, 0, len(specs))
-	for _, h := range specs {
-		res, err := hooks.Test(ctx, r.in.Hooks.Sender, []hookspec.Spec{h.Spec}, event)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, HookTest{Hook: h, Err: res[h.ID()]})
+	plain := make([]hookspec.Spec, len(specs))
+	for i, h := range specs {
+		plain[i] = h.Spec
+	}
+	res, err := hooks.Test(ctx, r.in.Hooks.Sender, plain, event)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]HookTest, len(specs))
+	for i, h := range specs {
+		out[i] = HookTest{Hook: h, Err: res[h.ID()]}
 	}
 	return out, nil
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"slices"
@@ -43,8 +42,18 @@ type Hooks struct {
 func newHooks(cfg config.Config, log *slog.Logger) *Hooks {
 	host, _ := os.Hostname()
 	h := &Hooks{config: cfg.Hooks, Sender: hooks.NewSender(hookEnv(cfg), "Ava-Hooks/1")}
-	h.Router = &hooks.Router{Hooks: cfg.Hooks, RoleHooks: h.roleHooks, Root: cfg.DataRoot, Host: host, Log: log}
+	h.Router = &hooks.Router{Hooks: cfg.Hooks, RoleHooks: h.roleHooks, Listening: h.listening, Root: cfg.DataRoot, Host: host, Log: log}
 	return h
+}
+
+// listening reports whether any hook is defined, in the config file or
+// a role: without one, stored events are not looked at.
+func (h *Hooks) listening() bool {
+	if len(h.config) > 0 {
+		return true
+	}
+	m := h.roles.Load()
+	return m != nil && len(*m) > 0
 }
 
 // hookEnv is a command hook's environment: the process's, without Ava's
@@ -153,13 +162,4 @@ func (h *Hooks) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), HookDrain)
 	defer cancel()
 	h.Dispatcher.DeliverNow(ctx, nil)
-}
-
-// ready returns an error when the instance cannot deliver: read-only or
-// without hooks.
-func (h *Hooks) ready() error {
-	if h.Dispatcher == nil {
-		return fmt.Errorf("this process has no hooks to deliver with (hooks: in config.yaml, or a data-root role's hooks)")
-	}
-	return nil
 }

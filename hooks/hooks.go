@@ -37,6 +37,10 @@ type Router struct {
 	Hooks []hookspec.Spec
 	// RoleHooks returns a role's own hooks (nil: none).
 	RoleHooks func(role string) []hookspec.Spec
+	// Listening, when set, reports whether any hook is defined at all:
+	// when not, Outbox returns at once, so a runtime without hooks does
+	// no work per stored event.
+	Listening func() bool
 	// Root is the data root (the session files' output paths).
 	Root string
 	// Host is this machine: a command delivery runs on it.
@@ -50,6 +54,9 @@ type Router struct {
 
 // Outbox is the Router as the store's Outbox.
 func (r *Router) Outbox(ev event.Event) []store.HookDelivery {
+	if r.Listening != nil && !r.Listening() {
+		return nil
+	}
 	n, ok, err := NoticeOf(ev, r.Root)
 	if err != nil && r.Log != nil {
 		r.Log.Warn("hook event not delivered: its content does not decode", "session", ev.Session, "seq", ev.Seq, "type", ev.Type, "err", err)

@@ -291,3 +291,17 @@ func TestDispatcherLogsAnOutageOnce(t *testing.T) {
 		t.Fatalf("%d warnings and %d infos for one outage, want 1 and 1", h.warn.Load(), h.info.Load())
 	}
 }
+
+// A router with no hook defined looks at no event.
+func TestRouterWithoutHooksDoesNothing(t *testing.T) {
+	looked := false
+	r := &hooks.Router{Listening: func() bool { return false }, RoleHooks: func(string) []hookspec.Spec {
+		looked = true
+		return nil
+	}}
+	ev := event.New(event.SubagentComplete, event.SubagentCompleteContent{SubagentID: "S-abcdef", Role: "x", Mode: "single", Status: "success"})
+	ev.Session, ev.Time = "ava:cli:r", time.Now()
+	if ds := r.Outbox(ev); ds != nil || looked {
+		t.Fatalf("deliveries %+v, role hooks looked up %v", ds, looked)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -76,7 +77,7 @@ func createFromSnapshot(ctx context.Context, db *sql.DB) (bool, error) {
 		return false, err
 	}
 	want, err := migrationVersions()
-	if err != nil || !equalVersions(have, want) {
+	if err != nil || !slices.Equal(have, want) {
 		return false, err
 	}
 	tx, err := db.BeginTx(ctx, nil)
@@ -93,18 +94,6 @@ func createFromSnapshot(ctx context.Context, db *sql.DB) (bool, error) {
 		}
 	}
 	return true, tx.Commit()
-}
-
-func equalVersions(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // dumpSchema is the snapshot of db's schema: the header, its migration
