@@ -25,8 +25,9 @@ import (
 
 // browserScript drives the panel test: a main session that thinks,
 // spawns a background subagent whose first turn ends in a command that
-// runs until it is stopped, and answers two more messages; the subagent
-// answers a follow-up slowly enough for a second one to be queued.
+// runs until it is stopped, and answers two more messages; the subagent's
+// follow-up waits for the test to create "release" in the workspace, so a
+// second message is refused as busy and queued however slow the machine.
 const browserScript = `conversations:
   - match: "BLOCKTASK"
     turns:
@@ -34,8 +35,10 @@ const browserScript = `conversations:
         tool_calls:
           - name: run_bash
             args: {command: "sleep 60"}
+      - tool_calls:
+          - name: run_bash
+            args: {command: "for i in $(seq 1200); do [ -e release ] && exit 0; sleep 0.05; done; exit 1"}
       - text: "follow-up answered"
-        delay: 1500ms
       - text: "queued answered"
   - match: "SPAWNBG"
     turns:
@@ -58,7 +61,8 @@ const browserScript = `conversations:
 func TestPanelInBrowser(t *testing.T) {
 	chrome := findChromium(t)
 	var down atomic.Bool // while set, event streams are cut at connect
-	e := newEnv(t, envOptions{script: browserScript, wrap: func(next http.Handler) http.Handler {
+	ws := t.TempDir()
+	e := newEnv(t, envOptions{script: browserScript, env: map[string]string{"AVA_WORKSPACE": ws}, wrap: func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if down.Load() && r.URL.Path == "/api/chat/stream" {
 				dropConnection(w)
@@ -107,6 +111,8 @@ func TestPanelInBrowser(t *testing.T) {
 	b.waitText(`.offer`, "Queue")
 	b.waitText(`.offer button.steer`, "Steer") // a running subagent can be steered instead
 	b.run(chromedp.Click(chromedp.CSS(`.offer button.queue`)))
+	b.wait(`!document.querySelector('.offer')`, "the offer gone once queued")
+	must(t, os.WriteFile(filepath.Join(ws, "release"), nil, 0o600))
 	b.waitText(`.msg.assistant`, "queued answered")
 	subKey := b.eval(`document.querySelector('.chat').dataset.session`)
 	b.checkRendered(e, subKey)
