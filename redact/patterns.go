@@ -3,6 +3,7 @@ package redact
 import (
 	"bytes"
 	"regexp"
+	"sync"
 )
 
 // pattern is one credential format. Every expression starts with a
@@ -15,8 +16,9 @@ type pattern struct {
 	// nil means always try.
 	maybe func(b []byte) bool
 	// re finds candidates; its group 1, when present, is kept and only
-	// the rest of the match is masked.
-	re *regexp.Regexp
+	// the rest of the match is masked. It is compiled at its first use
+	// (see lazy).
+	re func() *regexp.Regexp
 	// find replaces re for a pattern no expression says well; it returns
 	// locations as FindAllSubmatchIndex does.
 	find func(b []byte) [][]int
@@ -35,7 +37,7 @@ func (p *pattern) apply(b []byte) []byte {
 	if p.find != nil {
 		locs = p.find(b)
 	} else {
-		locs = p.re.FindAllSubmatchIndex(b, -1)
+		locs = p.re().FindAllSubmatchIndex(b, -1)
 	}
 	var out []byte
 	last := 0
@@ -61,6 +63,15 @@ func (p *pattern) apply(b []byte) []byte {
 	return append(out, b[last:]...)
 }
 
+// lazy compiles expr at its first use: most texts never get past a
+// pattern's maybe, and every command of the program would otherwise
+// compile every expression before its main (about 1 ms). An expression
+// that does not compile panics at that first use, which the package's
+// tests reach for every pattern.
+func lazy(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
+
 // patterns are tried in order on every text. The PEM block goes first:
 // its body would otherwise be cut into pieces by the others.
 var patterns = []*pattern{
@@ -70,39 +81,39 @@ var patterns = []*pattern{
 		// A complete block, or (cut short, as in a truncated tool output)
 		// its header and as much of the body as follows it. [^"] keeps
 		// the match inside one JSON string.
-		re: regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[^"]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|(?:[A-Za-z0-9+/=:,\-\t\r\n ]|\\[nrt])*)`),
+		re: lazy(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[^"]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|(?:[A-Za-z0-9+/=:,\-\t\r\n ]|\\[nrt])*)`),
 	},
 	{
 		name:   "Anthropic, OpenAI or OpenRouter key",
 		maybe:  maybeSKKey,
-		re:     regexp.MustCompile(`sk-[A-Za-z0-9_\-]{16,}`),
+		re:     lazy(`sk-[A-Za-z0-9_\-]{16,}`),
 		before: wordStart,
 	},
-	{name: "bearer credential", maybe: anyOf("bearer", "Bearer"), re: regexp.MustCompile(`(earer\s+)[A-Za-z0-9._~+/\-]{8,}=*`), before: afterB},
-	{name: "bearer credential", maybe: contains("EARER"), re: regexp.MustCompile(`(EARER\s+)[A-Za-z0-9._~+/\-]{8,}=*`), before: afterB},
+	{name: "bearer credential", maybe: anyOf("bearer", "Bearer"), re: lazy(`(earer\s+)[A-Za-z0-9._~+/\-]{8,}=*`), before: afterB},
+	{name: "bearer credential", maybe: contains("EARER"), re: lazy(`(EARER\s+)[A-Za-z0-9._~+/\-]{8,}=*`), before: afterB},
 	{
 		name:  "Telegram bot token",
 		maybe: maybeTelegramToken,
-		re:    regexp.MustCompile(`[0-9]{6,12}:[A-Za-z0-9_\-]{30,}`),
+		re:    lazy(`[0-9]{6,12}:[A-Za-z0-9_\-]{30,}`),
 		// Also inside an API URL (…/bot123456:ABC…/sendMessage).
 		before: func(b []byte, i int) bool { return wordStart(b, i) || bytes.HasSuffix(b[:i], []byte("bot")) },
 	},
-	{name: "AWS access key ID", maybe: contains("AKIA"), re: regexp.MustCompile(`AKIA[A-Z0-9]{16}\b`), before: wordStart},
-	{name: "AWS temporary access key ID", maybe: contains("ASIA"), re: regexp.MustCompile(`ASIA[A-Z0-9]{16}\b`), before: wordStart},
-	{name: "GitHub token", maybe: maybeGitHubToken, re: regexp.MustCompile(`gh[pousr]_[A-Za-z0-9]{30,255}\b`), before: wordStart},
-	{name: "GitHub fine-grained token", maybe: containsAt("github_pat_", 6), re: regexp.MustCompile(`github_pat_[A-Za-z0-9_]{22,255}\b`), before: wordStart},
-	{name: "Slack token", maybe: contains("xox"), re: regexp.MustCompile(`xox[abprs]-[A-Za-z0-9\-]{10,}`), before: wordStart},
+	{name: "AWS access key ID", maybe: contains("AKIA"), re: lazy(`AKIA[A-Z0-9]{16}\b`), before: wordStart},
+	{name: "AWS temporary access key ID", maybe: contains("ASIA"), re: lazy(`ASIA[A-Z0-9]{16}\b`), before: wordStart},
+	{name: "GitHub token", maybe: maybeGitHubToken, re: lazy(`gh[pousr]_[A-Za-z0-9]{30,255}\b`), before: wordStart},
+	{name: "GitHub fine-grained token", maybe: containsAt("github_pat_", 6), re: lazy(`github_pat_[A-Za-z0-9_]{22,255}\b`), before: wordStart},
+	{name: "Slack token", maybe: contains("xox"), re: lazy(`xox[abprs]-[A-Za-z0-9\-]{10,}`), before: wordStart},
 	{
 		name:   "JWT",
 		maybe:  containsAt("eyJ", 2),
-		re:     regexp.MustCompile(`eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`),
+		re:     lazy(`eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`),
 		before: wordStart,
 	},
 	{
 		// scheme://user:[REDACTED]@host: the user is kept.
 		name:   "URL credentials",
 		maybe:  maybeURLCredentials,
-		re:     regexp.MustCompile(`(://[^\s:/@"'\\]*:)[^\s/@"'\\]+@`),
+		re:     lazy(`(://[^\s:/@"'\\]*:)[^\s/@"'\\]+@`),
 		suffix: "@",
 	},
 	{name: "secret assignment", find: findAssignments},

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -15,33 +17,66 @@ import (
 // validated against it before fn runs, so fn sees only well-formed input.
 type Func[Args any] struct {
 	name, desc string
-	schema     json.RawMessage
-	resolved   *jsonschema.Resolved
-	fn         func(ctx context.Context, args Args) (Result, error)
+	*compiled
+	fn func(ctx context.Context, args Args) (Result, error)
 }
+
+// compiled is a tool's schema: marshalled for the model when the tool is
+// built, resolved for validation at its first call (most tools of a
+// process are offered to a model but never called, and a command's start
+// is the sooner for it).
+type compiled struct {
+	schema  json.RawMessage
+	resolve func() (*jsonschema.Resolved, error)
+}
+
+// inferred holds the schema inferred for each Args type (reflect.Type →
+// *compiled): the tools built per session or per run infer, marshal and
+// resolve their schema once per process.
+var inferred sync.Map
 
 // NewFunc builds a Func tool. It panics if Args cannot be described by a
 // JSON Schema: that is a programming error found by any test.
 func NewFunc[Args any](name, description string, fn func(ctx context.Context, args Args) (Result, error)) *Func[Args] {
+	t := reflect.TypeFor[Args]()
+	if c, ok := inferred.Load(t); ok {
+		return &Func[Args]{name: name, desc: description, compiled: c.(*compiled), fn: fn}
+	}
 	s, err := jsonschema.For[Args](nil)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: infer schema: %v", name, err))
 	}
-	return NewFuncWithSchema(name, description, s, fn)
+	c, _ := inferred.LoadOrStore(t, compile(name, s))
+	return &Func[Args]{name: name, desc: description, compiled: c.(*compiled), fn: fn}
 }
 
 // NewFuncWithSchema builds a Func tool with a hand-tuned schema (enums,
 // bounds, defaults the inference cannot know).
 func NewFuncWithSchema[Args any](name, description string, s *jsonschema.Schema, fn func(ctx context.Context, args Args) (Result, error)) *Func[Args] {
-	resolved, err := s.Resolve(nil)
-	if err != nil {
-		panic(fmt.Sprintf("tool %s: resolve schema: %v", name, err))
-	}
+	return &Func[Args]{name: name, desc: description, compiled: compile(name, s), fn: fn}
+}
+
+// compile marshals s now and resolves it once, when first asked.
+func compile(name string, s *jsonschema.Schema) *compiled {
 	raw, err := json.Marshal(s)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: marshal schema: %v", name, err))
 	}
-	return &Func[Args]{name: name, desc: description, schema: raw, resolved: resolved, fn: fn}
+	return &compiled{schema: raw, resolve: sync.OnceValues(func() (*jsonschema.Resolved, error) {
+		r, err := s.Resolve(nil)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: resolve schema: %w", name, err)
+		}
+		return r, nil
+	})}
+}
+
+// CheckSchema resolves the tool's schema now, as its first call would: a
+// test of the tools a program builds calls it so that a schema that
+// cannot validate is found before a model calls the tool.
+func (f *Func[Args]) CheckSchema() error {
+	_, err := f.resolve()
+	return err
 }
 
 // Name implements Tool.
@@ -62,7 +97,11 @@ func (f *Func[Args]) Run(ctx context.Context, raw json.RawMessage) (Result, erro
 	if err := json.Unmarshal(raw, &generic); err != nil {
 		return Errorf("arguments are not valid JSON: %v", err), nil
 	}
-	if err := f.resolved.Validate(generic); err != nil {
+	resolved, err := f.resolve()
+	if err != nil {
+		return Result{}, err
+	}
+	if err := resolved.Validate(generic); err != nil {
 		return Errorf("invalid arguments for %s: %v", f.name, err), nil
 	}
 	var args Args

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/avaagent/ava/tool"
 )
 
@@ -55,5 +57,41 @@ func TestRegistry(t *testing.T) {
 	}
 	if _, err := r.Subset([]string{"c"}); err == nil || !strings.Contains(err.Error(), `unknown tool "c"`) {
 		t.Fatal(err)
+	}
+}
+
+// TestFuncSchemaThatCannotResolve: a hand-tuned schema that cannot be
+// resolved is an error at the tool's first call and from CheckSchema,
+// never a panic at the start of a program that may not call it.
+func TestFuncSchemaThatCannotResolve(t *testing.T) {
+	s := &jsonschema.Schema{Type: "object", Ref: "#/$defs/missing"}
+	f := tool.NewFuncWithSchema("broken", "d", s, func(context.Context, struct{}) (tool.Result, error) {
+		t.Fatal("ran with a schema that cannot validate")
+		return tool.Result{}, nil
+	})
+	if err := f.CheckSchema(); err == nil || !strings.Contains(err.Error(), "broken") {
+		t.Fatalf("CheckSchema: %v", err)
+	}
+	if _, err := f.Run(context.Background(), json.RawMessage(`{}`)); err == nil {
+		t.Fatal("Run validated against a schema that cannot resolve")
+	}
+}
+
+// TestNewFuncSharesTheInferredSchema: tools of one argument type built
+// again and again (per session, per run) share one schema.
+func TestNewFuncSharesTheInferredSchema(t *testing.T) {
+	type args struct {
+		Q string `json:"q"`
+	}
+	fn := func(context.Context, args) (tool.Result, error) { return tool.Result{Output: "ok"}, nil }
+	a, b := tool.NewFunc("a", "d", fn), tool.NewFunc("b", "d", fn)
+	if &a.Schema()[0] != &b.Schema()[0] {
+		t.Fatal("the schema was inferred twice")
+	}
+	if res, err := b.Run(context.Background(), json.RawMessage(`{}`)); err != nil || !res.IsError {
+		t.Fatalf("a missing required field: %+v, %v", res, err)
+	}
+	if res, err := a.Run(context.Background(), json.RawMessage(`{"q":"x"}`)); err != nil || res.Output != "ok" {
+		t.Fatalf("valid arguments: %+v, %v", res, err)
 	}
 }

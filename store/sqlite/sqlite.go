@@ -254,7 +254,13 @@ var integrityBound = 2 * time.Second
 // refused with a message that says what to do and left as it is, instead of being
 // migrated and written to. quick_check reads every page but skips the
 // index cross-checks of integrity_check; it stops at the first problem.
+//
+// It is skipped when the store is known sound (see knownSound).
 func (s *Store) checkIntegrity(ctx context.Context) error {
+	if why := s.knownSound(ctx); why != "" {
+		s.log.Debug("store integrity check skipped", "path", s.path, "why", why)
+		return nil
+	}
 	cctx, cancel := context.WithTimeout(ctx, integrityBound)
 	defer cancel()
 	var first string
@@ -266,6 +272,7 @@ func (s *Store) checkIntegrity(ctx context.Context) error {
 	case err != nil:
 		return describeOpenError(s.path, err)
 	case first != "ok":
+		s.forgetSound()
 		return fmt.Errorf("open store %s: the database is damaged (SQLite's quick_check: %s); it was left as it is: move it aside to start a new store, or repair a copy with `sqlite3 ava.db .recover`: %w",
 			s.path, first, ErrCorrupt)
 	}
@@ -391,7 +398,13 @@ func (s *Store) Path() string { return s.path }
 // Close closes both pools. It is safe to call more than once.
 func (s *Store) Close() error {
 	s.closed.Store(true)
-	s.closeOnce.Do(func() { s.closeErr = s.closePools() })
+	s.closeOnce.Do(func() {
+		s.closeErr = s.closePools()
+		if s.closeErr == nil && !s.readOnly {
+			// The last connection's checkpoint is in the file now.
+			s.markSound()
+		}
+	})
 	return s.closeErr
 }
 

@@ -6,7 +6,10 @@
 // against the model floor (three model calls in a row: the orchestrator
 // delegates, the subagents answer in parallel, the orchestrator answers)
 // and the peak memory of the process tree (the sum of the resident sets
-// of ava and its children, sampled every 2 ms).
+// of ava and its children, sampled every 2 ms), with the peak of its
+// anonymous part (heap, stacks: RssAnon) beside it: the rest is pages of
+// the binary, which a kernel that keeps files in large folios maps 2 MiB
+// at a time (see docs/benchmarks.md).
 //
 //	go build -o /tmp/ava ./cmd/ava && go run ./internal/cmd/fanout -ava /tmp/ava -reps 5
 //
@@ -41,38 +44,40 @@ func main() {
 	defer srv.Close()
 	floor := 3 * *delay
 	fmt.Printf("fake provider %s, %s a reply; model floor %s\n\n", url, *delay, floor)
-	fmt.Println("| subagents | wall median (min–max) | × floor | peak memory of the tree, median (max) |")
-	fmt.Println("|---|---|---|---|")
+	fmt.Println("| subagents | wall median (min–max) | × floor | peak memory of the tree, median (max) | of it anonymous, median |")
+	fmt.Println("|---|---|---|---|---|")
 	for _, f := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
 			log.Fatalf("size %q", f)
 		}
 		var walls []time.Duration
-		var peaks []int64
+		var peaks, anons []int64
 		for range *reps {
-			w, p, err := runOnce(*bin, url, n)
+			w, p, a, err := runOnce(*bin, url, n)
 			if err != nil {
 				log.Fatal(err)
 			}
-			walls, peaks = append(walls, w), append(peaks, p)
+			walls, peaks, anons = append(walls, w), append(peaks, p), append(anons, a)
 		}
+		slices.Sort(anons)
 		slices.Sort(walls)
 		slices.Sort(peaks)
 		med := walls[len(walls)/2]
-		fmt.Printf("| %d | %d ms (%d–%d) | %.2f | %.1f MiB (%.1f) |\n", n, med.Milliseconds(), walls[0].Milliseconds(),
-			walls[len(walls)-1].Milliseconds(), float64(med)/float64(floor), mib(peaks[len(peaks)/2]), mib(peaks[len(peaks)-1]))
+		fmt.Printf("| %d | %d ms (%d–%d) | %.2f | %.1f MiB (%.1f) | %.1f MiB |\n", n, med.Milliseconds(), walls[0].Milliseconds(),
+			walls[len(walls)-1].Milliseconds(), float64(med)/float64(floor), mib(peaks[len(peaks)/2]), mib(peaks[len(peaks)-1]), mib(anons[len(anons)/2]))
 	}
 }
 
 func mib(kb int64) float64 { return float64(kb) / 1024 }
 
 // runOnce runs `ava run` once on a fresh data root, delegating to n
-// subagents, and returns its wall time and the tree's peak RSS in KiB.
-func runOnce(bin, url string, n int) (time.Duration, int64, error) {
+// subagents, and returns its wall time and the tree's peak RSS and peak
+// anonymous RSS in KiB.
+func runOnce(bin, url string, n int) (time.Duration, int64, int64, error) {
 	root, err := os.MkdirTemp("", "ava-fanout-")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer os.RemoveAll(root)
 	cmd := exec.Command(bin, "run", "fan out "+strconv.Itoa(n))
@@ -83,9 +88,9 @@ func runOnce(bin, url string, n int) (time.Duration, int64, error) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	var peak atomic.Int64
+	var peak, peakAnon atomic.Int64
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(2 * time.Millisecond)
@@ -95,8 +100,12 @@ func runOnce(bin, url string, n int) (time.Duration, int64, error) {
 			case <-done:
 				return
 			case <-t.C:
-				if kb := treeRSS(cmd.Process.Pid); kb > peak.Load() {
+				kb, anon := treeRSS(cmd.Process.Pid)
+				if kb > peak.Load() {
 					peak.Store(kb)
+				}
+				if anon > peakAnon.Load() {
+					peakAnon.Store(anon)
 				}
 			}
 		}
@@ -105,16 +114,17 @@ func runOnce(bin, url string, n int) (time.Duration, int64, error) {
 	wall := time.Since(start)
 	close(done)
 	if err != nil {
-		return 0, 0, fmt.Errorf("ava run: %w\n%s", err, out.String())
+		return 0, 0, 0, fmt.Errorf("ava run: %w\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "all done") {
-		return 0, 0, fmt.Errorf("ava run did not finish the delegation:\n%s", out.String())
+		return 0, 0, 0, fmt.Errorf("ava run did not finish the delegation:\n%s", out.String())
 	}
-	return wall, peak.Load(), nil
+	return wall, peak.Load(), peakAnon.Load(), nil
 }
 
-// treeRSS is the sum of VmRSS (KiB) of pid and its descendants.
-func treeRSS(pid int) int64 {
+// treeRSS is the sum of VmRSS and of RssAnon (KiB) of pid and its
+// descendants.
+func treeRSS(pid int) (total, anon int64) {
 	children := map[int][]int{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -134,30 +144,36 @@ func treeRSS(pid int) int64 {
 			children[pp] = append(children[pp], p)
 		}
 	}
-	var sum int64
 	var walk func(int)
 	walk = func(p int) {
-		sum += rss(p)
+		t, a := rss(p)
+		total, anon = total+t, anon+a
 		for _, c := range children[p] {
 			walk(c)
 		}
 	}
 	walk(pid)
-	return sum
+	return total, anon
 }
 
-func rss(pid int) int64 {
+// rss reads VmRSS and RssAnon (KiB) of pid.
+func rss(pid int) (total, anon int64) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return 0
+		return 0, 0
+	}
+	kb := func(v string) int64 {
+		n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		return n
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb
+			total = kb(v)
+		} else if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+			anon = kb(v)
 		}
 	}
-	return 0
+	return total, anon
 }
 
 // serve starts the fake provider: OpenAI chat completions, streamed.
