@@ -90,6 +90,11 @@ func (p *Provider) responseParams(req *llm.Request) (responses.ResponseNewParams
 	if n := p.maxTokensFor(req); n > 0 {
 		params.MaxOutputTokens = openai.Int(int64(n))
 	}
+	if st := req.ServerTools; st != nil && st.MaxUses > 0 {
+		// The role's cap on searches: web search is the only built-in
+		// tool Ava offers, so the cap on built-in calls is the cap on it.
+		params.MaxToolCalls = openai.Int(int64(st.MaxUses))
+	}
 	return params, nil
 }
 

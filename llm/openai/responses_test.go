@@ -67,6 +67,9 @@ func TestResponsesSearchStreamed(t *testing.T) {
 			t.Errorf("tools %s lack %s", tools, want)
 		}
 	}
+	if first.Body["max_tool_calls"] != 5.0 {
+		t.Errorf("max_tool_calls = %v, want the role's max_uses", first.Body["max_tool_calls"])
+	}
 	if inc, _ := json.Marshal(first.Body["include"]); string(inc) != `["web_search_call.action.sources"]` {
 		t.Errorf("include = %s", inc)
 	}
