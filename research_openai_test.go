@@ -125,8 +125,8 @@ func TestResearchWithOnlyAnOpenAIKey(t *testing.T) {
 	ctx := testCtx(t)
 	srv := llmfake.NewOpenAI(t,
 		llmfake.Turn{Usage: llm.Usage{InputTokens: 1000, OutputTokens: 50},
-			Searches: []llmfake.Search{{Query: "podcast transcription pricing", Results: []llmfake.Cite{{URL: "https://example.com/pricing"}}}},
-			Text:     "Transcription costs $0.006 per minute.",
+			Searches:  []llmfake.Search{{Query: "podcast transcription pricing", Results: []llmfake.Cite{{URL: "https://example.com/pricing"}}}},
+			Text:      "Transcription costs $0.006 per minute.",
 			Citations: []llmfake.Cite{{URL: "https://example.com/pricing", Title: "Transcription pricing", CitedText: "$0.006 per minute"}}},
 		llmfake.Turn{Text: "Nothing more.", Usage: llm.Usage{InputTokens: 1200, OutputTokens: 5}},
 	)
