@@ -43,7 +43,7 @@ func openWith(t *testing.T, env map[string]string) *ava.Runtime {
 }
 
 // openAIEnv is an OpenAI key on srv, configured as OpenAI's own API
-// (openai.kind: a loopback address would otherwise be a server of
+// (openai_kind: a loopback address would otherwise be a server of
 // one's own); extra adds settings.
 func openAIEnv(srv *llmfake.Server, extra map[string]string) map[string]string {
 	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL + "/v1", "AVA_OPENAI_KIND": "openai"}
@@ -209,7 +209,7 @@ func TestResearchOpenAISearchOff(t *testing.T) {
 }
 
 // A server of one's own on the openai provider (a loopback address,
-// no openai.kind) has no provider search; blocked domains, which
+// no openai_kind) has no provider search; blocked domains, which
 // OpenAI's search cannot apply, keep it off on OpenAI's API too.
 func TestResearchOpenAIWhenNoProviderSearch(t *testing.T) {
 	srv := llmfake.NewOpenAI(t)

@@ -104,7 +104,7 @@ var settings = []Setting{
 		"the OpenAI provider's key; optional for a server of your own"),
 	text("OPENAI_BASE_URL", "openai.base_url", func(c *Config) *string { return &c.OpenAI.BaseURL }).doc("the public API",
 		"the OpenAI provider's endpoint: a proxy, a gateway, an OpenAI-compatible server (Ollama, vLLM, llama.cpp)"),
-	text("AVA_OPENAI_KIND", "openai.kind", func(c *Config) *string { return &c.OpenAI.Kind }).doc("`openai` without `OPENAI_BASE_URL` or with one on api.openai.com, else `compatible`",
+	text("AVA_OPENAI_KIND", "openai_kind", func(c *Config) *string { return &c.OpenAIKind }).doc("`openai` without `OPENAI_BASE_URL` or with one on api.openai.com, else `compatible`",
 		"what the OpenAI provider's endpoint is: `openai` (OpenAI's own API, or a proxy of it: OpenAI's model aliases, and its web search through the Responses API) or `compatible` (a server of your own speaking chat completions: no provider search; see [research.md](research.md#openai-the-responses-api))"),
 	secret("OPENROUTER_API_KEY", func(c *Config) *string { return &c.OpenRouter.APIKey }).doc("none",
 		"the OpenRouter provider's key"),
