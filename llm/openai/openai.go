@@ -1,7 +1,8 @@
 // Package openai is the llm.Provider for OpenAI-compatible chat completions
 // endpoints: OpenAI itself, OpenRouter, Ollama, vLLM and the llama.cpp
-// server. It talks through the official SDK (github.com/openai/openai-go/v3)
-// and always streams.
+// server, and for OpenAI's Responses API when a request offers OpenAI's
+// web search. It talks through the official SDK
+// (github.com/openai/openai-go/v3) and always streams.
 //
 // Wire choices, stated once:
 //
@@ -24,6 +25,11 @@
 //     so that Usage.Total counts each token once.
 //   - The SDK never retries (llm.WithRetry does) and ignores the OPENAI_*
 //     environment variables: the caller passes everything in Config.
+//   - The provider's own web search (llm.Request.ServerTools) depends on
+//     what the caller says the endpoint is (Config.ServerSearch): on
+//     OpenAI's own API the request goes through the Responses API
+//     (responses.go); on OpenRouter's it carries the web plugin
+//     (openrouter.go); elsewhere it is ignored.
 package openai
 
 import (
