@@ -109,7 +109,8 @@ func chatCitations(text string, anns []json.RawMessage) []llm.Citation {
 		if cited == "" {
 			cited = span(text, c.StartIndex, c.EndIndex)
 		}
-		out = append(out, llm.Citation{URL: c.URL, Title: c.Title, CitedText: cited, Raw: raw})
+		// No Raw: chat completions has no field to send a citation back in.
+		out = append(out, llm.Citation{URL: c.URL, Title: c.Title, CitedText: cited})
 	}
 	return out
 }

@@ -305,7 +305,9 @@ func urlCitations(text string, anns []json.RawMessage) []llm.Citation {
 		if json.Unmarshal(raw, &a) != nil || a.Type != "url_citation" || a.URL == "" {
 			continue
 		}
-		out = append(out, llm.Citation{URL: a.URL, Title: a.Title, CitedText: span(text, a.StartIndex, a.EndIndex), Raw: raw})
+		// No Raw: the annotation goes back inside its message item
+		// (the text block's Raw).
+		out = append(out, llm.Citation{URL: a.URL, Title: a.Title, CitedText: span(text, a.StartIndex, a.EndIndex)})
 	}
 	return out
 }
