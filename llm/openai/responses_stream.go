@@ -34,7 +34,9 @@ func (p *Provider) streamResponses(ctx context.Context, req *llm.Request, onDelt
 		t.Stop()
 	}()
 	rs := &responseStream{onDelta: onDelta, shown: map[string]bool{}}
-	for stream.Next() {
+	for rs.final == nil && stream.Next() {
+		// The turn is whole at response.completed: a server that keeps
+		// the stream open after it is not waited for.
 		if err := rs.add(stream.Current()); err != nil {
 			return nil, fmt.Errorf("%s: response %s: %w", p.name, req.Model, p.responseError(err))
 		}

@@ -3,6 +3,9 @@ package openai_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -258,5 +261,34 @@ func TestOpenRouterWebPlugin(t *testing.T) {
 	msgs, _ := json.Marshal(srv.Requests()[1].Body["messages"])
 	if strings.Contains(string(msgs), "server_tool") {
 		t.Errorf("server blocks sent on chat completions: %s", msgs)
+	}
+}
+
+// TestResponsesFailedEvent: response.failed and error events are the
+// API's errors, their status inferred from the code (a rate limit is
+// retryable, an invalid prompt is not).
+func TestResponsesFailedEvent(t *testing.T) {
+	for _, tc := range []struct {
+		event  string
+		status int
+	}{
+		{`event: response.failed` + "\n" + `data: {"type":"response.failed","sequence_number":1,"response":{"id":"resp_1","object":"response","status":"failed","output":[],"error":{"code":"rate_limit_exceeded","message":"slow down"}}}`, 429},
+		{`event: error` + "\n" + `data: {"type":"error","sequence_number":1,"code":"invalid_prompt","message":"bad prompt","param":null}`, 400},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "%s\n\n", tc.event)
+		}))
+		p, err := openai.New(openai.Config{APIKey: "sk-test", BaseURL: srv.URL + "/v1", HTTPClient: srv.Client(), ServerSearch: openai.SearchResponses})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Stream(t.Context(), searchRequest("x"), nil)
+		var apiErr *llm.APIError
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != tc.status {
+			t.Errorf("%s: err = %v, want an APIError with status %d", tc.event[:25], err, tc.status)
+		}
+		p.CloseIdleConnections()
+		srv.Close()
 	}
 }
