@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/llm/llmfake"
 	"github.com/avaagent/ava/llm/openai"
@@ -290,5 +294,31 @@ func TestResponsesFailedEvent(t *testing.T) {
 		}
 		p.CloseIdleConnections()
 		srv.Close()
+	}
+}
+
+// TestFakeResponsesNonStreaming checks the fake's non-streamed Responses
+// answer against the SDK's own decoder.
+func TestFakeResponsesNonStreaming(t *testing.T) {
+	srv := llmfake.NewOpenAI(t, searchTurn)
+	svc := responses.NewResponseService(option.WithBaseURL(srv.URL+"/v1"), option.WithAPIKey("k"),
+		option.WithHTTPClient(srv.Client()), option.WithMaxRetries(0))
+	resp, err := svc.New(t.Context(), responses.ResponseNewParams{Model: "gpt-5",
+		Input: responses.ResponseNewParamsInputUnion{OfString: sdk.String("hi")}})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if len(resp.Output) != 3 || resp.Usage.InputTokens != 140 || resp.Usage.InputTokensDetails.CachedTokens != 40 {
+		t.Fatalf("response = %s", resp.RawJSON())
+	}
+	if ws := resp.Output[1].AsWebSearchCall(); ws.ID != "ws_fake_1_0" || ws.Action.Query != "podcast transcription pricing" {
+		t.Errorf("web_search_call = %s", resp.Output[1].RawJSON())
+	}
+	msg := resp.Output[2].AsMessage()
+	if ann := msg.Content[0].Annotations; len(ann) != 1 || ann[0].URL != "https://example.com/pricing" || ann[0].StartIndex != 20 {
+		t.Errorf("message = %s", resp.Output[2].RawJSON())
+	}
+	if resp.OutputText() != searchTurn.Text {
+		t.Errorf("output text = %q", resp.OutputText())
 	}
 }
