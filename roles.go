@@ -108,5 +108,8 @@ func (r *Runtime) RoleSearch(role Role) string {
 	if s.Server.WebFetch {
 		what += " and web fetch"
 	}
+	if s.Server.MaxUses == 1 {
+		return what + ", run by the provider (at most one search a model call)"
+	}
 	return fmt.Sprintf("%s, run by the provider (up to %d searches a model call)", what, s.Server.MaxUses)
 }

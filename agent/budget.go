@@ -181,8 +181,14 @@ func messagesTokens(msgs []llm.Message) int {
 	for _, m := range msgs {
 		n += messageOverheadTokens
 		for _, b := range m.Content {
+			if len(b.Raw) > 0 {
+				// The block as the provider sent it, and gets it back:
+				// it holds the text, arguments or query read from it.
+				n += estimateTokens(string(b.Raw))
+				continue
+			}
 			n += estimateTokens(b.Text) + estimateTokens(string(b.Input)) + estimateTokens(b.Content) +
-				estimateTokens(b.ToolName) + estimateTokens(b.Data) + estimateTokens(string(b.Raw))
+				estimateTokens(b.ToolName) + estimateTokens(b.Data)
 		}
 	}
 	return n

@@ -27,6 +27,19 @@ func TestEstimateTokensByCharacterClass(t *testing.T) {
 	}
 }
 
+// TestEstimateRawBlockOnce: a block kept as the provider's raw JSON (an
+// OpenAI output item holding the text, Anthropic's server blocks) is
+// counted once, by its raw JSON, not again by the fields read from it.
+func TestEstimateRawBlockOnce(t *testing.T) {
+	text := strings.Repeat("Transcription costs a little per minute. ", 50)
+	raw, _ := json.Marshal(map[string]any{"type": "message", "id": "msg_1", "content": []any{
+		map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}})
+	msg := llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{{Type: llm.BlockText, Text: text, Raw: raw, Provider: "openai"}}}
+	if got, want := messagesTokens([]llm.Message{msg}), messageOverheadTokens+estimateTokens(string(raw)); got != want {
+		t.Errorf("messagesTokens = %d, want %d (the raw item once)", got, want)
+	}
+}
+
 // BenchmarkEstimateFirstRequest is what the cost bound adds before a
 // priced run's first call: a subagent-sized system prompt (~3 KB), task
 // and five tool definitions.

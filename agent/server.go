@@ -61,17 +61,19 @@ func (r *run) publishServerTools(msg llm.Message) {
 	}
 }
 
-// serverFailed reports a server tool result that is an error (its
-// content an object of a *_error type).
+// serverFailed reports a server tool result that is an error: its
+// content an object of a *_error type (Anthropic), or its status
+// "failed" (OpenAI's web_search_call).
 func serverFailed(b llm.Block) bool {
 	var blk struct {
+		Status  string `json:"status"`
 		Content struct {
 			Type      string `json:"type"`
 			ErrorCode string `json:"error_code"`
 		} `json:"content"`
 	}
 	_ = json.Unmarshal(b.Raw, &blk)
-	return blk.Content.ErrorCode != "" || strings.HasSuffix(blk.Content.Type, "_error")
+	return blk.Content.ErrorCode != "" || strings.HasSuffix(blk.Content.Type, "_error") || blk.Status == "failed"
 }
 
 // serverOutput is a server tool result as the event log shows it: by

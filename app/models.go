@@ -57,7 +57,7 @@ func catalog(cfg config.Config, log *slog.Logger, limits *ratelimit.Registry) (*
 	}
 	if cfg.OpenRouter.APIKey != "" {
 		p, err := openai.New(openai.Config{Name: "openrouter", APIKey: cfg.OpenRouter.APIKey, BaseURL: cfg.OpenRouter.BaseURL, Logger: log,
-			Headers: map[string]string{"X-Title": "Ava"}, HTTPClient: ratelimit.HTTPClient()})
+			Headers: map[string]string{"X-Title": "Ava"}, HTTPClient: ratelimit.HTTPClient(), ServerSearch: openai.SearchWebPlugin})
 		if err != nil {
 			return nil, fmt.Errorf("openrouter provider: %w", err)
 		}
@@ -65,7 +65,7 @@ func catalog(cfg config.Config, log *slog.Logger, limits *ratelimit.Registry) (*
 	}
 	if cfg.OpenAI.APIKey != "" || cfg.OpenAI.BaseURL != "" {
 		p, err := openai.New(openai.Config{Name: "openai", APIKey: cfg.OpenAI.APIKey, BaseURL: cfg.OpenAI.BaseURL, Logger: log,
-			HTTPClient: ratelimit.HTTPClient()})
+			HTTPClient: ratelimit.HTTPClient(), ServerSearch: openAISearch(cfg)})
 		if err != nil {
 			return nil, fmt.Errorf("openai provider: %w", err)
 		}
@@ -113,8 +113,15 @@ func openAIAliases(cfg config.Config) map[string]string {
 
 // customOpenAI reports whether the openai provider is a server of the
 // person's own (Ollama, vLLM, …) rather than OpenAI's API.
-func customOpenAI(cfg config.Config) bool {
-	return cfg.OpenAI.BaseURL != "" && !strings.Contains(cfg.OpenAI.BaseURL, "api.openai.com")
+func customOpenAI(cfg config.Config) bool { return !cfg.OpenAIOwnAPI() }
+
+// openAISearch is the web search of the openai provider's endpoint:
+// OpenAI's own (the Responses API) or none (a compatible server).
+func openAISearch(cfg config.Config) openai.ServerSearch {
+	if cfg.OpenAIOwnAPI() {
+		return openai.SearchResponses
+	}
+	return openai.SearchNone
 }
 
 func firstOf(have []string, order ...string) string {

@@ -76,30 +76,58 @@ func searchBackends(c web.Config) []string {
 // searchFor is the web search a subagent whose role lists web_search
 // gets on a model of provider, by the web_search setting: auto takes a
 // configured backend first, else the provider's own search where it has
-// one, else Ava's tool (which says it is not configured).
+// one, else Ava's tool (which says it is not configured). The provider's
+// search is not offered where it cannot apply the configured domain
+// filters: Ava never pretends they apply.
 func (in *Instance) searchFor(provider string) subagent.Search {
 	c := in.Config
 	own := searchBackends(webConfigFor(c))
-	server := func() subagent.Search {
-		return subagent.Search{Via: provider + "'s own web search", Server: &llm.ServerTools{WebSearch: true, WebFetch: true,
-			AllowedDomains: c.Web.AllowedDomains, BlockedDomains: c.Web.BlockedDomains}}
-	}
 	switch c.WebSearch {
 	case config.WebSearchOff:
 		return subagent.Search{Via: "off (web_search: off)"}
 	case config.WebSearchProvider:
-		if llm.HasServerSearch(provider) {
-			return server()
-		}
-		return subagent.Search{Via: "none: " + provider + " has no web search of its own (web_search: provider)"}
+		s, _ := in.providerSearch(provider)
+		return s
 	}
 	if len(own) > 0 {
 		return subagent.Search{Via: strings.Join(own, ", "), Own: true}
 	}
-	if c.WebSearch == config.WebSearchAuto && llm.HasServerSearch(provider) {
-		return server()
+	if c.WebSearch == config.WebSearchAuto {
+		if s, has := in.providerSearch(provider); s.Server != nil {
+			return s
+		} else if has {
+			// The provider searches, but not within the configured
+			// domains: Ava's tool stays, and says it is not configured.
+			return subagent.Search{Via: s.Via + "; Ava's web_search is not configured", Own: true}
+		}
 	}
 	return subagent.Search{Via: "not configured (set AVA_SEARXNG_URL, BRAVE_API_KEY or TAVILY_API_KEY, or use a model whose provider searches)", Own: true}
+}
+
+// providerSearch is the provider's own search (s.Server set) when it has
+// one here (has: the openai provider only on OpenAI's own API) and it
+// can apply the configured domain filters; else s.Via says why not.
+func (in *Instance) providerSearch(provider string) (s subagent.Search, has bool) {
+	c := in.Config
+	if !llm.HasServerSearch(provider) || (provider == "openai" && !c.OpenAIOwnAPI()) {
+		return subagent.Search{Via: "none: " + provider + " has no web search of its own (web_search: provider)"}, false
+	}
+	allowed, blocked := llm.ServerSearchDomains(provider)
+	switch {
+	case len(c.Web.AllowedDomains) > 0 && !allowed:
+		return subagent.Search{Via: "none: " + provider + "'s web search cannot keep to web.allowed_domains"}, true
+	case len(c.Web.BlockedDomains) > 0 && !blocked:
+		return subagent.Search{Via: "none: " + provider + "'s web search cannot block web.blocked_domains"}, true
+	}
+	via := provider + "'s own web search"
+	switch provider {
+	case "openai":
+		via = "openai's own web search (Responses API)"
+	case "openrouter":
+		via = "openrouter's web plugin (one search of 5 results per task or follow-up)"
+	}
+	return subagent.Search{Via: via, Server: &llm.ServerTools{WebSearch: true, WebFetch: llm.HasServerFetch(provider),
+		AllowedDomains: c.Web.AllowedDomains, BlockedDomains: c.Web.BlockedDomains}}, true
 }
 
 // OrchestratorTools returns the orchestrator's registry: the built-ins

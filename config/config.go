@@ -92,6 +92,10 @@ type Config struct {
 	Anthropic  Provider `yaml:"anthropic"`
 	OpenAI     Provider `yaml:"openai"`
 	OpenRouter Provider `yaml:"openrouter"`
+	// OpenAIKind (AVA_OPENAI_KIND) says what the openai provider's
+	// endpoint is: OpenAIKindOpenAI or OpenAIKindCompatible; empty
+	// decides by its base URL (see OpenAIOwnAPI).
+	OpenAIKind string `yaml:"openai_kind"`
 
 	// Prices adds to or overrides the built-in price table (cents per
 	// million tokens), keyed by model ID or provider/model.
@@ -188,6 +192,29 @@ type Provider struct {
 	// APIKey comes only from the environment.
 	APIKey  string `yaml:"-"`
 	BaseURL string `yaml:"base_url"`
+}
+
+// The values of openai_kind.
+const (
+	// OpenAIKindOpenAI is OpenAI's own API (or a proxy of it): OpenAI's
+	// model aliases, and its web search through the Responses API.
+	OpenAIKindOpenAI = "openai"
+	// OpenAIKindCompatible is a server of one's own that speaks chat
+	// completions (Ollama, vLLM, llama.cpp, a gateway).
+	OpenAIKindCompatible = "compatible"
+)
+
+// OpenAIOwnAPI reports whether the openai provider's endpoint is
+// OpenAI's own API rather than a compatible server: openai_kind says
+// so, else it is when openai.base_url is empty or on api.openai.com.
+func (c Config) OpenAIOwnAPI() bool {
+	switch c.OpenAIKind {
+	case OpenAIKindOpenAI:
+		return true
+	case OpenAIKindCompatible:
+		return false
+	}
+	return c.OpenAI.BaseURL == "" || strings.Contains(c.OpenAI.BaseURL, "api.openai.com")
 }
 
 // Web is the web tools' settings.
@@ -419,6 +446,10 @@ func (c Config) Validate() error {
 	}
 	if c.ConfirmTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("confirm_timeout (AVA_CONFIRM_TIMEOUT): %s, must be positive", c.ConfirmTimeout))
+	}
+	if k := c.OpenAIKind; k != "" && k != OpenAIKindOpenAI && k != OpenAIKindCompatible {
+		errs = append(errs, fmt.Errorf("openai_kind (AVA_OPENAI_KIND): %q, use %s (OpenAI's own API) or %s (a server of your own)",
+			k, OpenAIKindOpenAI, OpenAIKindCompatible))
 	}
 	if c.AskAnswers != "person" && c.AskAnswers != "orchestrator" {
 		errs = append(errs, fmt.Errorf("ask_answers (AVA_ASK_ANSWERS): %q, use person or orchestrator", c.AskAnswers))

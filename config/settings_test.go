@@ -60,6 +60,7 @@ var settingCases = map[string]settingCase{
 	"AVA_BRAVE_BASE_URL":    {"http://brave.a", "http://brave.b", "http://brave.a", "http://brave.b", func(c config.Config) any { return c.Web.BraveBaseURL }},
 	"AVA_TAVILY_BASE_URL":   {"http://tavily.a", "http://tavily.b", "http://tavily.a", "http://tavily.b", func(c config.Config) any { return c.Web.TavilyBaseURL }},
 	"AVA_WEB_ALLOW_PRIVATE": {"true", "0", true, false, func(c config.Config) any { return c.Web.AllowPrivate }},
+	"AVA_OPENAI_KIND":       {"compatible", "openai", "compatible", "openai", func(c config.Config) any { return c.OpenAIKind }},
 	"AVA_WEB_SEARCH":        {"off", "provider", "off", "provider", func(c config.Config) any { return c.WebSearch }},
 	"AVA_WEB_ALLOWED_DOMAINS": {"[a.example]", "b.example, c.example", []string{"a.example"}, []string{"b.example", "c.example"},
 		func(c config.Config) any { return c.Web.AllowedDomains }},

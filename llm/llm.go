@@ -161,7 +161,8 @@ type ServerTools struct {
 	WebSearch bool `json:"web_search,omitempty"`
 	WebFetch  bool `json:"web_fetch,omitempty"`
 	// MaxUses caps the uses of each tool in one model call (0: the
-	// provider's default, no cap).
+	// provider's default, no cap). On OpenAI it is the response's
+	// max_tool_calls (every built-in tool call counts).
 	MaxUses int `json:"max_uses,omitempty"`
 	// AllowedDomains, when set, are the only domains results may come
 	// from; BlockedDomains never appear. The provider takes one or the
@@ -171,8 +172,44 @@ type ServerTools struct {
 }
 
 // HasServerSearch reports whether the named provider's backend can run
-// a web search on the provider's side (ServerTools).
-func HasServerSearch(provider string) bool { return provider == "anthropic" }
+// a web search on the provider's side (ServerTools): Anthropic's web
+// search, OpenAI's (through the Responses API, on OpenAI's own API only:
+// the caller knows whether "openai" is OpenAI's endpoint or a compatible
+// server) and OpenRouter's web plugin.
+func HasServerSearch(provider string) bool {
+	switch provider {
+	case "anthropic", "openai", "openrouter":
+		return true
+	}
+	return false
+}
+
+// HasServerFetch reports whether the named provider's backend can also
+// fetch pages on its side (ServerTools.WebFetch): Anthropic only.
+func HasServerFetch(provider string) bool { return provider == "anthropic" }
+
+// ServerSearchDomains says which of ServerTools' domain lists the named
+// provider's search applies: Anthropic both, OpenAI the allowed domains
+// only, OpenRouter's web plugin neither.
+func ServerSearchDomains(provider string) (allowed, blocked bool) {
+	switch provider {
+	case "anthropic":
+		return true, true
+	case "openai":
+		return true, false
+	}
+	return false, false
+}
+
+// ServerSearchesPerCall is the most searches the named provider runs on
+// its side in one model call, under a cap of maxUses: OpenRouter's web
+// plugin runs one per request that carries it; the others honour the cap.
+func ServerSearchesPerCall(provider string, maxUses int) int {
+	if provider == "openrouter" {
+		return 1
+	}
+	return maxUses
+}
 
 // ToolDef describes a tool to the model.
 type ToolDef struct {

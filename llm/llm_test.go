@@ -137,3 +137,27 @@ func TestCatalogAliasWithoutModel(t *testing.T) {
 		t.Fatalf("Resolve(openai/llama3.2) = %v, %v", m.Name(), err)
 	}
 }
+
+// TestSearchPrices: OpenAI's models price a web_search call at 1¢; on
+// OpenRouter a search is its web plugin's 2¢ whatever the model (even a
+// Claude model, whose own per_search is Anthropic's), unless a price
+// keyed by the full name gives its own.
+func TestSearchPrices(t *testing.T) {
+	for _, tc := range []struct {
+		prices          llm.Prices
+		provider, model string
+		want            float64
+	}{
+		{llm.DefaultPrices, "openai", "gpt-4.1", llm.OpenAISearchCents},
+		{llm.DefaultPrices, "openai", "gpt-5-mini", 1},
+		{llm.DefaultPrices, "anthropic", "claude-sonnet-4-5", 1},
+		{llm.DefaultPrices, "openrouter", "anthropic/claude-sonnet-4.5", 2},
+		{llm.DefaultPrices, "openrouter", "openai/gpt-4o", 2},
+		{llm.DefaultPrices.Merge(llm.Prices{"openrouter/openai/gpt-4o": {Input: 1, PerSearch: 3}}), "openrouter", "openai/gpt-4o", 3},
+	} {
+		p, _ := tc.prices.Lookup(tc.provider, tc.model)
+		if p.PerSearch != tc.want {
+			t.Errorf("%s/%s: per search %v¢, want %v¢", tc.provider, tc.model, p.PerSearch, tc.want)
+		}
+	}
+}

@@ -19,6 +19,18 @@ type Price struct {
 // tool costs: $10 per 1,000 searches.
 const AnthropicSearchCents = 1.0
 
+// OpenAISearchCents is what one web_search call of OpenAI's Responses
+// API costs on the gpt-4o, gpt-4.1, gpt-5 and o-series models: $10 per
+// 1,000 calls (the search content's tokens are billed as input tokens).
+const OpenAISearchCents = 1.0
+
+// OpenRouterSearchCents is what one search of OpenRouter's web plugin
+// costs as Ava sends it (the Exa engine, five results): $4 per 1,000
+// results. It replaces the model's own per_search on OpenRouter, since
+// OpenRouter, not the model's maker, runs the search (a price keyed
+// "openrouter/<model>" with its own per_search overrides it).
+const OpenRouterSearchCents = 5 * 0.4
+
 // Cost returns what u costs at p, in cents: its tokens, cache reads and
 // writes at their own rates (the input rate where p names none), and
 // its server-side searches.
@@ -50,16 +62,16 @@ var DefaultPrices = Prices{
 	"claude-3-7-sonnet": {Input: 300, Output: 1500, CacheRead: 30, CacheWrite: 375, PerSearch: AnthropicSearchCents},
 	"claude-haiku-4-5":  {Input: 100, Output: 500, CacheRead: 10, CacheWrite: 125, PerSearch: AnthropicSearchCents},
 	"claude-3-5-haiku":  {Input: 80, Output: 400, CacheRead: 8, CacheWrite: 100, PerSearch: AnthropicSearchCents},
-	"gpt-5":             {Input: 125, Output: 1000, CacheRead: 12.5},
-	"gpt-5-mini":        {Input: 25, Output: 200, CacheRead: 2.5},
-	"gpt-5-nano":        {Input: 5, Output: 40, CacheRead: 0.5},
-	"gpt-4.1":           {Input: 200, Output: 800, CacheRead: 50},
-	"gpt-4.1-mini":      {Input: 40, Output: 160, CacheRead: 10},
-	"gpt-4.1-nano":      {Input: 10, Output: 40, CacheRead: 2.5},
-	"gpt-4o":            {Input: 250, Output: 1000, CacheRead: 125},
-	"gpt-4o-mini":       {Input: 15, Output: 60, CacheRead: 7.5},
-	"o3":                {Input: 200, Output: 800, CacheRead: 50},
-	"o4-mini":           {Input: 110, Output: 440, CacheRead: 27.5},
+	"gpt-5":             {Input: 125, Output: 1000, CacheRead: 12.5, PerSearch: OpenAISearchCents},
+	"gpt-5-mini":        {Input: 25, Output: 200, CacheRead: 2.5, PerSearch: OpenAISearchCents},
+	"gpt-5-nano":        {Input: 5, Output: 40, CacheRead: 0.5, PerSearch: OpenAISearchCents},
+	"gpt-4.1":           {Input: 200, Output: 800, CacheRead: 50, PerSearch: OpenAISearchCents},
+	"gpt-4.1-mini":      {Input: 40, Output: 160, CacheRead: 10, PerSearch: OpenAISearchCents},
+	"gpt-4.1-nano":      {Input: 10, Output: 40, CacheRead: 2.5, PerSearch: OpenAISearchCents},
+	"gpt-4o":            {Input: 250, Output: 1000, CacheRead: 125, PerSearch: OpenAISearchCents},
+	"gpt-4o-mini":       {Input: 15, Output: 60, CacheRead: 7.5, PerSearch: OpenAISearchCents},
+	"o3":                {Input: 200, Output: 800, CacheRead: 50, PerSearch: OpenAISearchCents},
+	"o4-mini":           {Input: 110, Output: 440, CacheRead: 27.5, PerSearch: OpenAISearchCents},
 }
 
 // Lookup finds the price of provider/model. It tries the full name, the
@@ -67,8 +79,18 @@ var DefaultPrices = Prices{
 // OpenRouter), dots read as dashes, and finally the ID without a trailing
 // date or "-latest" suffix. ok is false when nothing matches: the run's cost
 // is then counted as zero and callers should say so.
+//
+// On OpenRouter, a search is its web plugin's (OpenRouterSearchCents)
+// whatever the model, unless the price is keyed by the full name and
+// names its own per_search.
 func (ps Prices) Lookup(provider, model string) (Price, bool) {
-	return lookupModel(ps, provider, model)
+	p, ok := lookupModel(ps, provider, model)
+	if provider == "openrouter" {
+		if full, has := ps[provider+"/"+model]; !has || full.PerSearch == 0 {
+			p.PerSearch = OpenRouterSearchCents
+		}
+	}
+	return p, ok
 }
 
 // lookupModel finds provider/model in m by the rules of Prices.Lookup.

@@ -40,7 +40,7 @@ func (m *Manager) SearchFor(r role.Role, model llm.Model) Search {
 	s := m.opt.Search(model.Provider.Name())
 	if s.Server != nil {
 		st := *s.Server
-		st.MaxUses = r.SearchMaxUses()
+		st.MaxUses = llm.ServerSearchesPerCall(model.Provider.Name(), r.SearchMaxUses())
 		// The provider's fetch stands beside Ava's page readers: a role
 		// that may read pages may have the provider read them.
 		st.WebFetch = st.WebFetch && (slices.Contains(r.Tools, "read_webpages") || slices.Contains(r.Tools, "http_get"))

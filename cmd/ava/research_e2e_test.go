@@ -41,3 +41,31 @@ func TestSpawnResearcherWithOnlyAnAnthropicKey(t *testing.T) {
 		t.Fatalf("tools offered: %v", tools)
 	}
 }
+
+// TestSpawnResearcherWithOnlyAnOpenAIKey: the real program, with only an
+// OpenAI key (on a fake OpenAI API configured as OpenAI's own with
+// AVA_OPENAI_KIND), spawns a researcher that searches through OpenAI's
+// Responses API and prints its sources, and ava roles says so.
+func TestSpawnResearcherWithOnlyAnOpenAIKey(t *testing.T) {
+	fake := llmfake.NewOpenAI(t, llmfake.Turn{Usage: llm.Usage{InputTokens: 800, OutputTokens: 40},
+		Searches:  []llmfake.Search{{Query: "podcast transcription pricing", Results: []llmfake.Cite{{URL: "https://example.com/pricing"}}}},
+		Text:      "About $0.006 per minute.",
+		Citations: []llmfake.Cite{{URL: "https://example.com/pricing", Title: "Transcription pricing", CitedText: "$0.006 per minute"}}})
+	env := map[string]string{"OPENAI_API_KEY": "sk-test-secret", "OPENAI_BASE_URL": fake.URL + "/v1", "AVA_OPENAI_KIND": "openai",
+		"AVA_DATA_ROOT": t.TempDir()}
+	out, errOut, code := ava(t, env, "roles")
+	if code != 0 || !strings.Contains(out, "web_search of researcher: openai's own web search (Responses API)") {
+		t.Fatalf("roles: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = ava(t, env, "spawn", "--role", "researcher", "--wait", "podcast transcription pricing")
+	if code != 0 {
+		t.Fatalf("spawn: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "status: success") ||
+		!strings.Contains(out, "sources:\n1. Transcription pricing <https://example.com/pricing>: \"$0.006 per minute\"\n") {
+		t.Fatalf("spawn output:\n%s", out)
+	}
+	if req := fake.Requests()[0]; req.Path != "/v1/responses" {
+		t.Fatalf("request went to %s", req.Path)
+	}
+}

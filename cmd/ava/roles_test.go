@@ -53,19 +53,23 @@ func TestRolesShowsWithheldToolsAndReportsBadFilesOnce(t *testing.T) {
 	}
 }
 
-// TestRolesShowsEachRolesSearch: with only an Anthropic key, ava roles
-// says the roles with web_search search through the provider; with
-// web_search: off, that they have none.
+// TestRolesShowsEachRolesSearch: with only an Anthropic, OpenAI or
+// OpenRouter key, ava roles says the roles with web_search search
+// through the provider (OpenAI: unless blocked domains are set, which
+// its search cannot apply); with web_search: off, that they have none.
 func TestRolesShowsEachRolesSearch(t *testing.T) {
 	for _, tc := range []struct {
-		setting, want string
+		key, setting, blocked, want string
 	}{
-		{"", "web_search of researcher: anthropic's own web search and web fetch, run by the provider (up to 5 searches a model call)"},
-		{"off", "web_search of researcher: off (web_search: off)"},
+		{"ANTHROPIC_API_KEY", "", "", "web_search of researcher: anthropic's own web search and web fetch, run by the provider (up to 5 searches a model call)"},
+		{"ANTHROPIC_API_KEY", "off", "", "web_search of researcher: off (web_search: off)"},
+		{"OPENAI_API_KEY", "", "", "web_search of researcher: openai's own web search (Responses API), run by the provider (up to 5 searches a model call)"},
+		{"OPENAI_API_KEY", "", "spam.example", "web_search of researcher: none: openai's web search cannot block web.blocked_domains; Ava's web_search is not configured"},
+		{"OPENROUTER_API_KEY", "", "", "web_search of researcher: openrouter's web plugin (one search of 5 results per task or follow-up), run by the provider (at most one search a model call)"},
 	} {
 		root := t.TempDir()
 		out, errb := &logsBuffer{}, &logsBuffer{}
-		env := map[string]string{"AVA_DATA_ROOT": root, "ANTHROPIC_API_KEY": "sk-ant-test", "AVA_WEB_SEARCH": tc.setting}
+		env := map[string]string{"AVA_DATA_ROOT": root, tc.key: "sk-test", "AVA_WEB_SEARCH": tc.setting, "AVA_WEB_BLOCKED_DOMAINS": tc.blocked}
 		app := NewApp(strings.NewReader(""), out, errb, func(k string) string { return env[k] })
 		if code := Main(context.Background(), []string{"roles"}, app); code != 0 {
 			t.Fatalf("exit %d: %s", code, errb.String())

@@ -119,7 +119,9 @@ func blockParam(b llm.Block) (cb anthropic.ContentBlockParamUnion, ok bool, err 
 		if b.Text == "" {
 			return cb, false, nil
 		}
-		if len(b.Citations) > 0 {
+		// Another provider's text (OpenAI's, Provider "openai") keeps its
+		// words but not its citations, which this API cannot read.
+		if len(b.Citations) > 0 && (b.Provider == "" || b.Provider == providerName) {
 			return textParam(b), true, nil
 		}
 		return anthropic.NewTextBlock(b.Text), true, nil

@@ -120,14 +120,16 @@ func TestServerBlocksOfOtherProvider(t *testing.T) {
 	p := newProvider(t, srv)
 	req := userRequest("hi")
 	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{
-		{Type: llm.BlockServerToolUse, Provider: "openai", Raw: json.RawMessage(`{"type":"web_search_call"}`)}, llm.Text("found")}},
+		{Type: llm.BlockServerToolUse, Provider: "openai", Raw: json.RawMessage(`{"type":"web_search_call"}`)},
+		{Type: llm.BlockText, Text: "found", Provider: "openai", Raw: json.RawMessage(`{"type":"message"}`),
+			Citations: []llm.Citation{{URL: "https://example.com", Raw: json.RawMessage(`{"type":"url_citation","url":"https://example.com"}`)}}}}},
 		llm.UserText("more"))
 	if _, err := p.Stream(context.Background(), req, nil); err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
 	sent := srv.Requests()[0].Body["messages"].([]any)[1].(map[string]any)["content"].([]any)
-	if len(sent) != 1 || sent[0].(map[string]any)["type"] != "text" {
-		t.Errorf("assistant content = %v", sent)
+	if len(sent) != 1 || sent[0].(map[string]any)["type"] != "text" || sent[0].(map[string]any)["citations"] != nil {
+		t.Errorf("assistant content = %v, want OpenAI's text without its citations", sent)
 	}
 }
 

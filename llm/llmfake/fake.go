@@ -63,7 +63,10 @@ type Turn struct {
 	// usage.server_tool_use.web_search_requests).
 	Searches []Search
 	// Citations are the text block's citations (Anthropic:
-	// web_search_result_location, streamed as citations_delta).
+	// web_search_result_location, streamed as citations_delta; OpenAI's
+	// Responses API: url_citation annotations; chat completions, when
+	// the request carries OpenRouter's web plugin: url_citation
+	// annotations on the delta).
 	Citations []Cite
 }
 
@@ -107,6 +110,9 @@ type Server struct {
 	// openAIWire is set on an OpenAI fake: its rate-limit headers are
 	// OpenAI's.
 	openAIWire bool
+
+	// responseN numbers the Responses API requests (their item IDs).
+	responseN atomic.Int64
 
 	disconnects atomic.Int64
 	discCh      chan struct{}

@@ -15,7 +15,9 @@ import (
 )
 
 // NewOpenAI starts a fake OpenAI chat completions server playing turns in
-// order. It serves POST /v1/chat/completions and /chat/completions, so a
+// order. It serves POST /v1/chat/completions and /chat/completions (and
+// the Responses API, POST /v1/responses and /responses: see
+// openai_responses.go), so a
 // client's base URL may be s.URL+"/v1" (OpenAI style) or s.URL (Ollama
 // style). A request with "stream": true gets SSE chunks in the real wire
 // format ending with "data: [DONE]"; otherwise one chat.completion object.
@@ -30,13 +32,18 @@ import (
 // chunk up to, not including, the one with finish_reason and then waits
 // for the client to leave. CutAfter counts SSE events, "data: [DONE]"
 // included. Malformed sends a non-JSON data line after the first chunk.
-// ThinkingSignature is not sent: this wire has no signatures.
+// ThinkingSignature is not sent: this wire has no signatures. A request
+// carrying OpenRouter's web plugin ("plugins") gets the Citations as a
+// delta's url_citation annotations, after the text, as OpenRouter sends
+// them.
 func NewOpenAI(tb testing.TB, turns ...Turn) *Server {
 	return newServer(tb, func(s *Server) http.Handler {
 		s.openAIWire = true
 		mux := http.NewServeMux()
 		mux.HandleFunc("POST /v1/chat/completions", s.serveOpenAI)
 		mux.HandleFunc("POST /chat/completions", s.serveOpenAI)
+		mux.HandleFunc("POST /v1/responses", s.serveResponses)
+		mux.HandleFunc("POST /responses", s.serveResponses)
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 			writeOpenAIError(w, http.StatusNotFound, "llmfake: no route for "+r.Method+" "+r.URL.Path)
 		})
@@ -51,6 +58,9 @@ type openAIPlay struct {
 	model        string
 	created      int64
 	includeUsage bool
+	// plugin is set when the request carries OpenRouter's web plugin:
+	// the Citations come as annotations.
+	plugin bool
 }
 
 func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
@@ -64,6 +74,9 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 	}
 	if opts, ok := req.Body["stream_options"].(map[string]any); ok {
 		play.includeUsage, _ = opts["include_usage"].(bool)
+	}
+	if plugins, ok := req.Body["plugins"].([]any); ok && len(plugins) > 0 {
+		play.plugin = true
 	}
 	for i := range play.ToolCalls {
 		if play.ToolCalls[i].ID == "" {
@@ -153,6 +166,9 @@ func openAIEvents(p openAIPlay) ([][]byte, int) {
 	}
 	for _, piece := range words(p.Text) {
 		add(p.chunk(map[string]any{"content": piece}, nil))
+	}
+	if p.plugin && len(p.Citations) > 0 {
+		add(p.chunk(map[string]any{"annotations": p.pluginAnnotations()}, nil))
 	}
 	for i, tc := range p.ToolCalls {
 		add(p.chunk(map[string]any{"tool_calls": []any{map[string]any{
@@ -317,4 +333,16 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// pluginAnnotations are the Citations as OpenRouter's web plugin
+// annotates a message: url_citation with the page's text as content.
+func (p openAIPlay) pluginAnnotations() []any {
+	var out []any
+	for _, c := range p.Citations {
+		start, end := citeSpan(p.Text, c.CitedText)
+		out = append(out, map[string]any{"type": "url_citation", "url_citation": map[string]any{
+			"url": c.URL, "title": c.Title, "content": c.CitedText, "start_index": start, "end_index": end}})
+	}
+	return out
 }

@@ -236,7 +236,7 @@ func inferStatus(typ string, code json.RawMessage) int {
 		return http.StatusUnauthorized
 	case strings.Contains(kind, "permission"):
 		return http.StatusForbidden
-	case strings.Contains(kind, "invalid_request"), strings.Contains(kind, "context_length"):
+	case strings.Contains(kind, "invalid_request"), strings.Contains(kind, "invalid_prompt"), strings.Contains(kind, "context_length"):
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError

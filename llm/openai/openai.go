@@ -1,7 +1,8 @@
 // Package openai is the llm.Provider for OpenAI-compatible chat completions
 // endpoints: OpenAI itself, OpenRouter, Ollama, vLLM and the llama.cpp
-// server. It talks through the official SDK (github.com/openai/openai-go/v3)
-// and always streams.
+// server, and for OpenAI's Responses API when a request offers OpenAI's
+// web search. It talks through the official SDK
+// (github.com/openai/openai-go/v3) and always streams.
 //
 // Wire choices, stated once:
 //
@@ -24,6 +25,11 @@
 //     so that Usage.Total counts each token once.
 //   - The SDK never retries (llm.WithRetry does) and ignores the OPENAI_*
 //     environment variables: the caller passes everything in Config.
+//   - The provider's own web search (llm.Request.ServerTools) depends on
+//     what the caller says the endpoint is (Config.ServerSearch): on
+//     OpenAI's own API the request goes through the Responses API
+//     (responses.go); on OpenRouter's it carries the web plugin
+//     (openrouter.go); elsewhere it is ignored.
 package openai
 
 import (
@@ -40,6 +46,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/avaagent/ava/llm"
 )
@@ -73,12 +80,35 @@ type Config struct {
 	Headers map[string]string
 	// Logger receives debug records; nil discards them.
 	Logger *slog.Logger
+	// ServerSearch is the web search the endpoint runs on its side, used
+	// when a request offers the provider's search (llm.Request.ServerTools):
+	// SearchNone (the default: server tools are ignored), SearchResponses
+	// (OpenAI's own API) or SearchWebPlugin (OpenRouter's). The caller
+	// says which the endpoint is; the host name is not looked at, so that
+	// a test's server on loopback can stand for either.
+	ServerSearch ServerSearch
 }
+
+// ServerSearch is how an endpoint runs a web search on its side.
+type ServerSearch int
+
+// The endpoints' own web searches.
+const (
+	// SearchNone: the endpoint has none (a compatible server).
+	SearchNone ServerSearch = iota
+	// SearchResponses: OpenAI's web_search tool, through the Responses
+	// API; requests without it stay on chat completions.
+	SearchResponses
+	// SearchWebPlugin: OpenRouter's web plugin on chat completions.
+	SearchWebPlugin
+)
 
 // Provider streams chat completions. It is safe for concurrent use.
 type Provider struct {
 	name                string
 	chat                openai.ChatCompletionService
+	responses           responses.ResponseService
+	search              ServerSearch
 	httpClient          *http.Client
 	maxTokens           int
 	maxCompletionTokens bool
@@ -116,6 +146,7 @@ func New(cfg Config) (*Provider, error) {
 		maxCompletionTokens: base.Host == "api.openai.com",
 		log:                 cfg.Logger,
 		key:                 cfg.APIKey,
+		search:              cfg.ServerSearch,
 	}
 	if p.httpClient == nil {
 		p.httpClient = defaultHTTPClient()
@@ -137,6 +168,7 @@ func New(cfg Config) (*Provider, error) {
 	// A bare service, not openai.NewClient: the client would read
 	// OPENAI_BASE_URL, OPENAI_ORG_ID and friends from the environment.
 	p.chat = openai.NewChatCompletionService(opts...)
+	p.responses = responses.NewResponseService(opts...)
 	return p, nil
 }
 
@@ -185,13 +217,20 @@ func (p *Provider) CloseIdleConnections() { p.httpClient.CloseIdleConnections() 
 // Stream sends req as a streaming chat completion, calls onDelta for each
 // piece of text, reasoning and each new tool call, and returns the whole
 // turn. A done ctx aborts the HTTP stream at once and returns its cause.
+//
+// A request offering the provider's web search to OpenAI's own endpoint
+// goes through the Responses API instead (streamResponses); to
+// OpenRouter's, it carries the web plugin (webPlugin).
 func (p *Provider) Stream(ctx context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
+	if onDelta == nil {
+		onDelta = func(llm.Delta) {}
+	}
+	if p.search == SearchResponses && req != nil && req.ServerTools != nil && req.ServerTools.WebSearch {
+		return p.streamResponses(ctx, req, onDelta)
+	}
 	params, err := p.params(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: build request: %w", p.name, err)
-	}
-	if onDelta == nil {
-		onDelta = func(llm.Delta) {}
 	}
 	start := time.Now()
 	ex := &exchange{}
@@ -208,6 +247,9 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request, onDelta func(ll
 	}()
 
 	acc := newAccumulator(onDelta)
+	if p.webPlugin(req) {
+		acc.plugin = p.name
+	}
 	for stream.Next() {
 		acc.add(stream.Current())
 	}

@@ -17,14 +17,8 @@ const errorPrefix = "ERROR: "
 // params maps req to the SDK's request parameters.
 func (p *Provider) params(req *llm.Request) (openai.ChatCompletionNewParams, error) {
 	var params openai.ChatCompletionNewParams
-	if req == nil {
-		return params, fmt.Errorf("request is nil")
-	}
-	if req.Model == "" {
-		return params, errNoModel
-	}
-	if req.MaxTokens < 0 {
-		return params, fmt.Errorf("MaxTokens is negative (%d)", req.MaxTokens)
+	if err := checkRequest(req); err != nil {
+		return params, err
 	}
 	msgs, err := messages(req)
 	if err != nil {
@@ -38,18 +32,40 @@ func (p *Provider) params(req *llm.Request) (openai.ChatCompletionNewParams, err
 	params.Messages = msgs
 	params.Tools = tools
 	params.StreamOptions.IncludeUsage = openai.Bool(true)
-	maxTokens := req.MaxTokens
-	if maxTokens == 0 {
-		maxTokens = p.maxTokens
-	}
-	if maxTokens > 0 {
+	if maxTokens := p.maxTokensFor(req); maxTokens > 0 {
 		if p.maxCompletionTokens {
 			params.MaxCompletionTokens = openai.Int(int64(maxTokens))
 		} else {
 			params.MaxTokens = openai.Int(int64(maxTokens))
 		}
 	}
+	if p.webPlugin(req) {
+		params.SetExtraFields(map[string]any{"plugins": []any{webPluginParams()}})
+	}
 	return params, nil
+}
+
+// checkRequest checks what every request needs.
+func checkRequest(req *llm.Request) error {
+	if req == nil {
+		return fmt.Errorf("request is nil")
+	}
+	if req.Model == "" {
+		return errNoModel
+	}
+	if req.MaxTokens < 0 {
+		return fmt.Errorf("MaxTokens is negative (%d)", req.MaxTokens)
+	}
+	return nil
+}
+
+// maxTokensFor is the request's output cap, else the provider's; zero
+// sends none.
+func (p *Provider) maxTokensFor(req *llm.Request) int {
+	if req.MaxTokens > 0 {
+		return req.MaxTokens
+	}
+	return p.maxTokens
 }
 
 // messages maps the system prompt and the conversation to chat messages.
@@ -160,18 +176,9 @@ func toolDefs(defs []llm.ToolDef) ([]openai.ChatCompletionToolUnionParam, error)
 	// nil, not empty: OpenAI rejects "tools": [].
 	var out []openai.ChatCompletionToolUnionParam
 	for _, d := range defs {
-		if d.Name == "" {
-			return nil, fmt.Errorf("tool definition has no name")
-		}
-		schema := shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
-		if len(d.Schema) > 0 {
-			schema = nil
-			if err := json.Unmarshal(d.Schema, &schema); err != nil {
-				return nil, fmt.Errorf("tool %s: schema is not a JSON object: %w", d.Name, err)
-			}
-			if schema == nil {
-				return nil, fmt.Errorf("tool %s: schema is null, want a JSON object", d.Name)
-			}
+		schema, err := toolSchema(d)
+		if err != nil {
+			return nil, err
 		}
 		fn := shared.FunctionDefinitionParam{Name: d.Name, Parameters: schema}
 		if d.Description != "" {
@@ -180,4 +187,23 @@ func toolDefs(defs []llm.ToolDef) ([]openai.ChatCompletionToolUnionParam, error)
 		out = append(out, openai.ChatCompletionFunctionTool(fn))
 	}
 	return out, nil
+}
+
+// toolSchema is a tool's JSON Schema as an object (an empty object
+// schema when it has none).
+func toolSchema(d llm.ToolDef) (map[string]any, error) {
+	if d.Name == "" {
+		return nil, fmt.Errorf("tool definition has no name")
+	}
+	schema := map[string]any{"type": "object", "properties": map[string]any{}}
+	if len(d.Schema) > 0 {
+		schema = nil
+		if err := json.Unmarshal(d.Schema, &schema); err != nil {
+			return nil, fmt.Errorf("tool %s: schema is not a JSON object: %w", d.Name, err)
+		}
+		if schema == nil {
+			return nil, fmt.Errorf("tool %s: schema is null, want a JSON object", d.Name)
+		}
+	}
+	return schema, nil
 }

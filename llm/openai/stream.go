@@ -29,6 +29,13 @@ type accumulator struct {
 	finished bool
 	usage    llm.Usage
 	model    string
+
+	// plugin is the provider's name when the request carried OpenRouter's
+	// web plugin: the turn then holds its search, and the answer's
+	// annotations (anns) are its citations.
+	plugin   string
+	searched bool
+	anns     []json.RawMessage
 }
 
 func newAccumulator(onDelta func(llm.Delta)) *accumulator {
@@ -39,6 +46,11 @@ func newAccumulator(onDelta func(llm.Delta)) *accumulator {
 func (a *accumulator) add(c openai.ChatCompletionChunk) {
 	if a.model == "" {
 		a.model = c.Model
+	}
+	if a.plugin != "" && !a.searched {
+		// The plugin searched before the first chunk came.
+		a.searched = true
+		a.onDelta(llm.Delta{Type: llm.DeltaServerTool, ToolName: "web_search", Input: json.RawMessage("{}")})
 	}
 	if c.JSON.Usage.Valid() {
 		a.usage = usage(c.Usage)
@@ -69,6 +81,9 @@ func (a *accumulator) delta(d openai.ChatCompletionChunkChoiceDelta) {
 	}
 	for _, tc := range d.ToolCalls {
 		a.toolCall(tc)
+	}
+	if f, ok := d.JSON.ExtraFields["annotations"]; ok {
+		a.anns = append(a.anns, annotations(f.Raw())...)
 	}
 }
 
@@ -144,9 +159,14 @@ func (a *accumulator) response(model string) *llm.Response {
 	if a.model != "" {
 		model = a.model
 	}
+	usage := a.usage
+	if a.plugin != "" {
+		blocks = a.withPluginSearch(blocks)
+		usage.WebSearches++
+	}
 	return &llm.Response{
 		Message:    llm.Message{Role: llm.RoleAssistant, Content: blocks},
-		Usage:      a.usage,
+		Usage:      usage,
 		StopReason: stopReason(a.finishReason, hasCalls),
 		Model:      model,
 	}
@@ -196,4 +216,18 @@ func reasoning(d openai.ChatCompletionChunkChoiceDelta) string {
 		}
 	}
 	return ""
+}
+
+// withPluginSearch puts the web plugin's search first in the turn and
+// its annotations on the answer's (last) text block as citations.
+func (a *accumulator) withPluginSearch(blocks []llm.Block) []llm.Block {
+	var cites []llm.Citation
+	for i := len(blocks) - 1; i >= 0; i-- {
+		if blocks[i].Type == llm.BlockText {
+			cites = chatCitations(blocks[i].Text, a.anns)
+			blocks[i].Citations = cites
+			break
+		}
+	}
+	return append(pluginBlocks(a.plugin, cites), blocks...)
 }
