@@ -2,10 +2,16 @@ package ava_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/avaagent/ava"
+	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/llm/llmfake"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
 )
@@ -56,4 +62,51 @@ func BenchmarkSpawnBeneathCore(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkOpenToFirstRequest is what `ava run` does in its process on
+// an existing data root up to its first model request: the runtime
+// opened, the message sent to a new session, the orchestrator's request
+// at the provider (an OpenAI-compatible fake on loopback); the turn is
+// then waited for and the runtime closed, outside the figure. The
+// process's own start (exec, package initialisation) is not in it:
+// BenchmarkStartToFirstRequest in cmd/ava has the whole.
+func BenchmarkOpenToFirstRequest(b *testing.B) {
+	fake := llmfake.NewOpenAI(b)
+	arrived := make(chan time.Time, 16)
+	fake.Respond = func(llmfake.Request) llmfake.Turn {
+		arrived <- time.Now()
+		return llmfake.Turn{Text: "hi", Usage: llm.Usage{InputTokens: 1, OutputTokens: 1}}
+	}
+	cfg := exampleConfig("turns:\n  - text: unused\n")
+	cfg.OpenAI = config.Provider{BaseURL: fake.URL + "/v1"}
+	cfg.Model = "openai/m"
+	ctx := context.Background()
+	turn := func(i int) time.Duration {
+		start := time.Now()
+		rt, err := ava.Open(ctx, ava.Options{Config: cfg, Logger: quiet})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rt.Close()
+		t, sub, err := rt.Chat(ctx, fmt.Sprintf("ava:cli:bench%04d", i), "hello", ava.SendOptions{Model: "openai/m"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer sub.Close()
+		at := <-arrived
+		if res, err := t.Wait(ctx); err != nil || res.Status != "success" {
+			b.Fatalf("turn: %+v %v", res, err)
+		}
+		return at.Sub(start)
+	}
+	turn(0) // the data root exists from here on
+	var took []time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		took = append(took, turn(i))
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "median-ms")
 }

@@ -21,12 +21,13 @@ type Func[Args any] struct {
 	fn func(ctx context.Context, args Args) (Result, error)
 }
 
-// compiled is a tool's schema: marshalled for the model when the tool is
-// built, resolved for validation at its first call (most tools of a
-// process are offered to a model but never called, and a command's start
-// is the sooner for it).
+// compiled is a tool's schema: marshalled for a model the first time a
+// request offers the tool, resolved for validation at its first call. A
+// process builds every tool at its start, but its first request offers
+// only the orchestrator's, and most tools are never called: a command's
+// start is the sooner for it.
 type compiled struct {
-	schema  json.RawMessage
+	marshal func() (json.RawMessage, error)
 	resolve func() (*jsonschema.Resolved, error)
 }
 
@@ -56,13 +57,21 @@ func NewFuncWithSchema[Args any](name, description string, s *jsonschema.Schema,
 	return &Func[Args]{name: name, desc: description, compiled: compile(name, s), fn: fn}
 }
 
-// compile marshals s now and resolves it once, when first asked.
+// compile marshals s and resolves it, each once, when first asked. The
+// two never run at once: resolving reads s after marshalling is done (a
+// sync.Once's guarantee), and nothing else holds s.
 func compile(name string, s *jsonschema.Schema) *compiled {
-	raw, err := json.Marshal(s)
-	if err != nil {
-		panic(fmt.Sprintf("tool %s: marshal schema: %v", name, err))
-	}
-	return &compiled{schema: raw, resolve: sync.OnceValues(func() (*jsonschema.Resolved, error) {
+	marshal := sync.OnceValues(func() (json.RawMessage, error) {
+		raw, err := json.Marshal(s)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: marshal schema: %w", name, err)
+		}
+		return raw, nil
+	})
+	return &compiled{marshal: marshal, resolve: sync.OnceValues(func() (*jsonschema.Resolved, error) {
+		if _, err := marshal(); err != nil {
+			return nil, err
+		}
 		r, err := s.Resolve(nil)
 		if err != nil {
 			return nil, fmt.Errorf("tool %s: resolve schema: %w", name, err)
@@ -71,9 +80,10 @@ func compile(name string, s *jsonschema.Schema) *compiled {
 	})}
 }
 
-// CheckSchema resolves the tool's schema now, as its first call would: a
-// test of the tools a program builds calls it so that a schema that
-// cannot validate is found before a model calls the tool.
+// CheckSchema marshals and resolves the tool's schema now, as its first
+// offer and its first call would: a test of the tools a program builds
+// calls it so that a schema that cannot be sent or cannot validate is
+// found before a model meets the tool.
 func (f *Func[Args]) CheckSchema() error {
 	_, err := f.resolve()
 	return err
@@ -85,8 +95,15 @@ func (f *Func[Args]) Name() string { return f.name }
 // Description implements Tool.
 func (f *Func[Args]) Description() string { return f.desc }
 
-// Schema implements Tool.
-func (f *Func[Args]) Schema() json.RawMessage { return f.schema }
+// Schema implements Tool. A schema that cannot be marshalled is a
+// programming error (CheckSchema finds it in a test): it panics.
+func (f *Func[Args]) Schema() json.RawMessage {
+	raw, err := f.marshal()
+	if err != nil {
+		panic(err.Error())
+	}
+	return raw
+}
 
 // Run implements Tool: it validates args, decodes them and calls fn.
 func (f *Func[Args]) Run(ctx context.Context, raw json.RawMessage) (Result, error) {
