@@ -172,10 +172,7 @@ func prepareFile(path string) error {
 }
 
 func (s *Store) openPools(ctx context.Context, readConns int) error {
-	w, err := sql.Open("sqlite", dsn(s.path, false))
-	if err != nil {
-		return fmt.Errorf("open store %s: %w", s.path, err)
-	}
+	w := sql.OpenDB(newConnector(dsn(s.path, false)))
 	s.writer = w
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
@@ -197,10 +194,7 @@ func (s *Store) openPools(ctx context.Context, readConns int) error {
 		return fmt.Errorf("open store %s: %w", s.path, err)
 	}
 
-	r, err := sql.Open("sqlite", dsn(s.path, true))
-	if err != nil {
-		return fmt.Errorf("open store %s: %w", s.path, err)
-	}
+	r := sql.OpenDB(newConnector(dsn(s.path, true)))
 	s.reader = r
 	if readConns <= 0 {
 		readConns = max(4, runtime.GOMAXPROCS(0))
