@@ -95,11 +95,6 @@ type Store struct {
 	// outbox is Options.Outbox.
 	outbox store.Outbox
 
-	// stmts are the statements of every grouped write and every kept
-	// event (hotStatements), prepared on the writer at Open: they are
-	// parsed once instead of per call. Read-only after Open.
-	stmts map[string]*sql.Stmt
-
 	// writes is the group commit of write.
 	writes groupcommit.Queue[*writeReq]
 }
@@ -189,9 +184,6 @@ func (s *Store) openPools(ctx context.Context, readConns int) error {
 	}
 	if err := migrate(ctx, w, s.log); err != nil {
 		return describeOpenError(s.path, err)
-	}
-	if err := s.prepareHot(ctx); err != nil {
-		return fmt.Errorf("open store %s: %w", s.path, err)
 	}
 
 	r := sql.OpenDB(newConnector(dsn(s.path, true)))
@@ -396,9 +388,6 @@ func (s *Store) closePools() error {
 			errs = append(errs, fmt.Errorf("close store readers %s: %w", s.path, err))
 		}
 	}
-	for _, st := range s.stmts {
-		_ = st.Close()
-	}
 	if s.writer != nil {
 		if err := s.writer.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store writer %s: %w", s.path, err))
@@ -511,57 +500,25 @@ func (s *Store) inSavepoint(tx *sql.Tx, r *writeReq) error {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.execPrepared(tx, "SAVEPOINT write_call"); err != nil {
+	if err := execNoArgs(tx, "SAVEPOINT write_call"); err != nil {
 		return fmt.Errorf("savepoint: %w", err)
 	}
 	if err := r.fn(tx); err != nil {
-		if rerr := s.execPrepared(tx, "ROLLBACK TO write_call"); rerr != nil {
+		if rerr := execNoArgs(tx, "ROLLBACK TO write_call"); rerr != nil {
 			return errors.Join(err, fmt.Errorf("roll back to savepoint: %w", rerr))
 		}
-		_ = s.execPrepared(tx, "RELEASE write_call")
+		_ = execNoArgs(tx, "RELEASE write_call")
 		return err
 	}
-	if err := s.execPrepared(tx, "RELEASE write_call"); err != nil {
+	if err := execNoArgs(tx, "RELEASE write_call"); err != nil {
 		return fmt.Errorf("release savepoint: %w", err)
 	}
 	return nil
 }
 
-// hotStatements are prepared at Open (see Store.stmts).
-var hotStatements = []string{"SAVEPOINT write_call", "RELEASE write_call", "ROLLBACK TO write_call", insertEventSQL,
-	insertRunSessionSQL, insertRunSQL, checkpointRunSQL, checkpointSessionSQL, checkpointMessageSQL}
-
-// prepareHot prepares hotStatements on the writer. It runs before any
-// transaction: preparing on the writer inside one would wait for its
-// only connection forever.
-func (s *Store) prepareHot(ctx context.Context) error {
-	s.stmts = make(map[string]*sql.Stmt, len(hotStatements))
-	for _, q := range hotStatements {
-		st, err := s.writer.PrepareContext(ctx, q)
-		if err != nil {
-			return fmt.Errorf("prepare %q: %w", q, err)
-		}
-		s.stmts[q] = st
-	}
-	return nil
-}
-
-// prepared returns one of hotStatements.
-func (s *Store) prepared(query string) (*sql.Stmt, error) {
-	st, ok := s.stmts[query]
-	if !ok {
-		return nil, fmt.Errorf("statement %q is not prepared", query)
-	}
-	return st, nil
-}
-
-// execPrepared runs one of hotStatements, without arguments, in tx.
-func (s *Store) execPrepared(tx *sql.Tx, query string) error {
-	st, err := s.prepared(query)
-	if err != nil {
-		return err
-	}
-	_, err = tx.Stmt(st).Exec()
+// execNoArgs runs a statement without arguments in tx (a savepoint's).
+func execNoArgs(tx *sql.Tx, query string) error {
+	_, err := tx.Exec(query)
 	return err
 }
 

@@ -23,6 +23,16 @@ import (
 // database/sql never uses a driver connection from two goroutines at
 // once (every call, and each Next and Close of its rows, holds the
 // connection's lock), so the cache needs no lock of its own.
+//
+// Inside a transaction a statement runs detached from its context once
+// it has checked that the context is not done: the driver would start a
+// goroutine per statement to watch the context, only to interrupt a
+// statement that, holding the transaction's locks, waits for nothing
+// (the statements are small; an interrupted one fails its savepoint
+// anyway). Under many concurrent runs those goroutines crowded the
+// scheduler's queues that the one writer waits in. Outside a
+// transaction a statement can wait for another process's lock, and
+// its context still cuts that wait short.
 
 // maxCachedStmts bounds the statements one connection keeps: the
 // store's queries are a few dozen texts, but some are built with a
@@ -78,6 +88,7 @@ type ctxStmt interface {
 type cachingConn struct {
 	baseConn
 	stmts map[string]*cachedStmt
+	inTx  bool // a transaction begun with BeginTx is open
 }
 
 // cachedStmt is one kept statement; busy while rows read from it are
@@ -92,8 +103,53 @@ var (
 	_ driver.QueryerContext = (*cachingConn)(nil)
 )
 
+// BeginTx implements driver.ConnBeginTx; statements run detached from
+// their contexts until the transaction ends.
+func (c *cachingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	t, err := c.baseConn.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	c.inTx = true
+	return &cachingTx{Tx: t, c: c}, nil
+}
+
+// cachingTx ends its connection's transaction.
+type cachingTx struct {
+	driver.Tx
+	c *cachingConn
+}
+
+// Commit implements driver.Tx.
+func (t *cachingTx) Commit() error {
+	t.c.inTx = false
+	return t.Tx.Commit()
+}
+
+// Rollback implements driver.Tx.
+func (t *cachingTx) Rollback() error {
+	t.c.inTx = false
+	return t.Tx.Rollback()
+}
+
+// statementContext is the context a statement runs with: ctx, or inside
+// a transaction ctx detached, once it is known not to be done.
+func (c *cachingConn) statementContext(ctx context.Context) (context.Context, error) {
+	if !c.inTx {
+		return ctx, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.WithoutCancel(ctx), nil
+}
+
 // ExecContext implements driver.ExecerContext.
 func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	ctx, err := c.statementContext(ctx)
+	if err != nil {
+		return nil, err
+	}
 	st, done, err := c.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -105,6 +161,10 @@ func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driv
 // QueryContext implements driver.QueryerContext. The statement stays
 // busy until the rows are closed.
 func (c *cachingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	ctx, err := c.statementContext(ctx)
+	if err != nil {
+		return nil, err
+	}
 	st, done, err := c.stmt(ctx, query)
 	if err != nil {
 		return nil, err
