@@ -97,6 +97,8 @@ type Store struct {
 
 	// writes is the group commit of write.
 	writes groupcommit.Queue[*writeReq]
+	// ckpt checkpoints the log (nil when read-only).
+	ckpt *checkpointer
 }
 
 var _ store.Store = (*Store)(nil)
@@ -167,6 +169,7 @@ func prepareFile(path string) error {
 }
 
 func (s *Store) openPools(ctx context.Context, readConns int) error {
+	var err error
 	w := sql.OpenDB(newConnector(dsn(s.path, false)))
 	s.writer = w
 	w.SetMaxOpenConns(1)
@@ -186,6 +189,9 @@ func (s *Store) openPools(ctx context.Context, readConns int) error {
 		return describeOpenError(s.path, err)
 	}
 
+	if s.ckpt, err = startCheckpointer(ctx, checkpointerDSN(s.path), s.path, s.log); err != nil {
+		return describeOpenError(s.path, err)
+	}
 	r := sql.OpenDB(newConnector(dsn(s.path, true)))
 	s.reader = r
 	if readConns <= 0 {
@@ -211,7 +217,21 @@ func dsn(path string, readOnly bool) string {
 	} else {
 		q.Set("_journal_mode", "WAL")
 		q.Set("_txlock", "immediate")
+		// The checkpointer checkpoints, off the writer's commits (see
+		// checkpoint.go).
+		q.Add("_pragma", "wal_autocheckpoint(0)")
+		q.Add("_pragma", "journal_size_limit(0)")
 	}
+	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
+	return u.String()
+}
+
+// checkpointerDSN is the checkpointer's URI for path: it writes nothing
+// but checkpoints.
+func checkpointerDSN(path string) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", busyTimeoutMS)
+	q.Set("_synchronous", "NORMAL")
 	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
 	return u.String()
 }
@@ -388,6 +408,11 @@ func (s *Store) closePools() error {
 			errs = append(errs, fmt.Errorf("close store readers %s: %w", s.path, err))
 		}
 	}
+	if s.ckpt != nil {
+		if err := s.ckpt.close(); err != nil {
+			errs = append(errs, fmt.Errorf("close store checkpointer %s: %w", s.path, err))
+		}
+	}
 	if s.writer != nil {
 		if err := s.writer.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store writer %s: %w", s.path, err))
@@ -444,6 +469,7 @@ func (s *Store) describeWriteError(err error) error {
 
 // commitWrites commits one batch of queued writes.
 func (s *Store) commitWrites(batch []*writeReq) {
+	defer s.ckpt.committed()
 	if len(batch) == 1 {
 		batch[0].done <- s.writeOne(batch[0].ctx, batch[0].fn)
 		return

@@ -1,0 +1,129 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+)
+
+// Checkpoints.
+//
+// In WAL mode SQLite copies the log back into the database file (a
+// checkpoint) once the log passes 1,000 pages, by default on the
+// connection that commits past that mark, inside its commit, with an
+// fsync of the log and one of the database. With synchronous NORMAL
+// those are the only syncs of a commit, and on a busy disk one takes from
+// milliseconds to a fraction of a second: every write queued behind that
+// commit (the store has one writer) waited for it. Under 1,000
+// subagents at once, the spawns' own commits spent most of their time in
+// these syncs.
+//
+// So the writer does not checkpoint (wal_autocheckpoint 0) and a
+// checkpointer does, on a connection of its own, in PASSIVE mode: it
+// copies what no reader still needs, without blocking the writer or the
+// readers, and the writer starts the log over from the beginning once it
+// has all been copied, truncating the file (journal_size_limit 0), so
+// that the file's size says how much is left to copy. The checkpointer
+// looks at that size after commits, at most every checkpointEvery.
+// Durability is SQLite's with synchronous NORMAL as before: a commit
+// survives a process crash; a checkpoint syncs. The last connection to
+// close checkpoints what is left, as before.
+
+// checkpointPages is the log size, in pages, past which the
+// checkpointer copies it back (SQLite's default autocheckpoint).
+const checkpointPages = 1000
+
+// checkpointer checkpoints the store's log on its own connection
+// whenever the writer, having committed, finds it past checkpointPages.
+type checkpointer struct {
+	db       *sql.DB
+	walPath  string
+	log      *slog.Logger
+	minBytes int64
+
+	kick chan struct{} // a commit happened (buffered, one)
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// startCheckpointer opens the checkpointer's connection on dsn and
+// starts its goroutine.
+func startCheckpointer(ctx context.Context, dsn, dbPath string, log *slog.Logger) (*checkpointer, error) {
+	db := sql.OpenDB(newConnector(dsn))
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	var pageSize int64
+	if err := db.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("checkpointer: %w", err)
+	}
+	c := &checkpointer{db: db, walPath: dbPath + "-wal", log: log, minBytes: checkpointPages * pageSize,
+		kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	c.wg.Go(c.run)
+	return c, nil
+}
+
+// committed tells the checkpointer that the writer committed; it never
+// blocks. A nil checkpointer (a read-only store) ignores it.
+func (c *checkpointer) committed() {
+	if c == nil {
+		return
+	}
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run checkpoints whenever a commit finds the log large enough, until
+// close.
+func (c *checkpointer) run() {
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-c.kick:
+		}
+		if info, err := os.Stat(c.walPath); err != nil || info.Size() < c.minBytes {
+			continue
+		}
+		if err := c.checkpoint(); err != nil {
+			c.log.Warn("store checkpoint failed; retried after the next commit", "path", c.walPath, "err", err)
+		}
+		select {
+		case <-c.stop:
+			return
+		case <-time.After(checkpointEvery):
+		}
+	}
+}
+
+// checkpointEvery is the least time between two checkpoints.
+const checkpointEvery = 50 * time.Millisecond
+
+// checkpointTimeout bounds one checkpoint.
+const checkpointTimeout = time.Minute
+
+// checkpoint copies what it can of the log into the database.
+func (c *checkpointer) checkpoint() error {
+	ctx, cancel := context.WithTimeout(context.Background(), checkpointTimeout)
+	defer cancel()
+	var busy, logged, copied int
+	if err := c.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logged, &copied); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}
+
+// close stops the goroutine and closes the connection.
+func (c *checkpointer) close() error {
+	close(c.stop)
+	c.wg.Wait()
+	return c.db.Close()
+}
