@@ -22,20 +22,29 @@ import (
 // subagents at once, the spawns' own commits spent most of their time in
 // these syncs.
 //
-// So the writer does not checkpoint (wal_autocheckpoint 0) and a
-// checkpointer does, on a connection of its own, in PASSIVE mode: it
-// copies what no reader still needs, without blocking the writer or the
-// readers, and the writer starts the log over from the beginning once it
-// has all been copied, truncating the file (journal_size_limit 0), so
-// that the file's size says how much is left to copy. The checkpointer
-// looks at that size after commits, at most every checkpointEvery.
-// Durability is SQLite's with synchronous NORMAL as before: a commit
-// survives a process crash; a checkpoint syncs. The last connection to
-// close checkpoints what is left, as before.
+// So a checkpointer, on a connection of its own, copies the log back in
+// PASSIVE mode once it passes checkpointPages: it copies what no reader
+// still needs and syncs, without blocking the writer or the readers.
+// The log can only start over from its beginning, though, at the start
+// of a write that finds all of it copied, which a steady stream of
+// writes never gives a concurrent checkpoint; so the writer still
+// checkpoints itself, at writerCheckpointPages (wal_autocheckpoint):
+// by then the checkpointer has copied nearly all of it, and the writer
+// stalls for its two syncs ten times less often. Starting over, the
+// writer truncates the log (journal_size_limit 0), so that the file's
+// size says how much is left to copy. The checkpointer looks at that
+// size after commits, at most every checkpointEvery. Durability is
+// SQLite's with synchronous NORMAL as before: a commit survives a
+// process crash; a checkpoint syncs. The last connection to close
+// checkpoints what is left, as before.
 
 // checkpointPages is the log size, in pages, past which the
 // checkpointer copies it back (SQLite's default autocheckpoint).
 const checkpointPages = 1000
+
+// writerCheckpointPages is the log size, in pages, past which the
+// writer checkpoints itself (and so lets the log start over).
+const writerCheckpointPages = 10 * checkpointPages
 
 // checkpointer checkpoints the store's log on its own connection
 // whenever the writer, having committed, finds it past checkpointPages.

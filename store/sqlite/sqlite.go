@@ -217,9 +217,10 @@ func dsn(path string, readOnly bool) string {
 	} else {
 		q.Set("_journal_mode", "WAL")
 		q.Set("_txlock", "immediate")
-		// The checkpointer checkpoints, off the writer's commits (see
+		// The checkpointer copies the log back, off the writer's
+		// commits; the writer does so only far less often (see
 		// checkpoint.go).
-		q.Add("_pragma", "wal_autocheckpoint(0)")
+		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", writerCheckpointPages))
 		q.Add("_pragma", "journal_size_limit(0)")
 	}
 	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
