@@ -11,10 +11,13 @@
 //     first statement, so its read cannot go stale.
 //   - the readers are several query_only connections; in WAL mode they read
 //     a consistent snapshot while the writer commits.
+//   - a checkpointer has one more, and copies the log back into the
+//     database off the writer's commits (checkpoint.go).
 //
 // Every connection has busy_timeout 5000 ms (it covers another process
 // holding the file), foreign_keys on and synchronous NORMAL (durable across
-// a process crash; the last commits may be lost on a power cut).
+// a process crash; the last commits may be lost on a power cut), and
+// keeps the statements it ran prepared (stmtcache.go).
 package sqlite
 
 import (
