@@ -49,9 +49,11 @@ const writerCheckpointPages = 10 * checkpointPages
 // checkpointer checkpoints the store's log on its own connection
 // whenever the writer, having committed, finds it past checkpointPages.
 type checkpointer struct {
-	db       *sql.DB
-	walPath  string
-	log      *slog.Logger
+	db      *sql.DB // connects at the first checkpoint
+	walPath string
+	log     *slog.Logger
+	// minBytes is checkpointPages in bytes, known once the connection
+	// has read the page size (0 until then).
 	minBytes int64
 
 	kick chan struct{} // a commit happened (buffered, one)
@@ -59,23 +61,41 @@ type checkpointer struct {
 	wg   sync.WaitGroup
 }
 
-// startCheckpointer opens the checkpointer's connection on dsn and
-// starts its goroutine.
-func startCheckpointer(ctx context.Context, dsn, dbPath string, log *slog.Logger) (*checkpointer, error) {
+// startCheckpointer starts the checkpointer of the database at dbPath;
+// its connection on dsn opens only when the log first needs a
+// checkpoint (a command that writes little never opens it).
+func startCheckpointer(dsn, dbPath string, log *slog.Logger) *checkpointer {
 	db := sql.OpenDB(newConnector(dsn))
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	var pageSize int64
-	if err := db.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("checkpointer: %w", err)
-	}
-	c := &checkpointer{db: db, walPath: dbPath + "-wal", log: log, minBytes: checkpointPages * pageSize,
+	c := &checkpointer{db: db, walPath: dbPath + "-wal", log: log,
 		kick: make(chan struct{}, 1), stop: make(chan struct{})}
 	c.wg.Go(c.run)
-	return c, nil
+	return c
+}
+
+// minPageSize is SQLite's smallest page size: a log smaller than
+// checkpointPages of them needs no checkpoint whatever the page size.
+const minPageSize = 512
+
+// due reports whether the log has passed checkpointPages.
+func (c *checkpointer) due() (bool, error) {
+	info, err := os.Stat(c.walPath)
+	if err != nil || info.Size() < checkpointPages*minPageSize {
+		return false, nil // no log yet, or a small one
+	}
+	if c.minBytes == 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), checkpointTimeout)
+		defer cancel()
+		var pageSize int64
+		if err := c.db.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+			return false, fmt.Errorf("read page size: %w", err)
+		}
+		c.minBytes = checkpointPages * pageSize
+	}
+	return info.Size() >= c.minBytes, nil
 }
 
 // committed tells the checkpointer that the writer committed; it never
@@ -99,10 +119,14 @@ func (c *checkpointer) run() {
 			return
 		case <-c.kick:
 		}
-		if info, err := os.Stat(c.walPath); err != nil || info.Size() < c.minBytes {
+		due, err := c.due()
+		if err == nil && !due {
 			continue
 		}
-		if err := c.checkpoint(); err != nil {
+		if err == nil {
+			err = c.checkpoint()
+		}
+		if err != nil {
 			c.log.Warn("store checkpoint failed; retried after the next commit", "path", c.walPath, "err", err)
 		}
 		select {

@@ -172,7 +172,6 @@ func prepareFile(path string) error {
 }
 
 func (s *Store) openPools(ctx context.Context, readConns int) error {
-	var err error
 	w := sql.OpenDB(newConnector(dsn(s.path, false)))
 	s.writer = w
 	w.SetMaxOpenConns(1)
@@ -192,9 +191,7 @@ func (s *Store) openPools(ctx context.Context, readConns int) error {
 		return describeOpenError(s.path, err)
 	}
 
-	if s.ckpt, err = startCheckpointer(ctx, checkpointerDSN(s.path), s.path, s.log); err != nil {
-		return describeOpenError(s.path, err)
-	}
+	s.ckpt = startCheckpointer(checkpointerDSN(s.path), s.path, s.log)
 	r := sql.OpenDB(newConnector(dsn(s.path, true)))
 	s.reader = r
 	if readConns <= 0 {

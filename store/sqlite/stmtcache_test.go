@@ -134,7 +134,11 @@ func TestCheckpointerKeepsTheLogBounded(t *testing.T) {
 	}
 	text := strings.Repeat("x", 40_000) // about ten pages a message
 	key := "ava:test:wal"
-	bound := 2 * writerCheckpointPages * s.ckpt.minBytes / checkpointPages
+	var pageSize int64
+	if err := s.writer.QueryRowContext(t.Context(), `PRAGMA page_size`).Scan(&pageSize); err != nil {
+		t.Fatal(err)
+	}
+	bound := 2 * writerCheckpointPages * pageSize
 	restarted := false
 	var last int64
 	for range 3 * writerCheckpointPages / 10 {
