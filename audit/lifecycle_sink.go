@@ -29,7 +29,67 @@ func (s *SessionLogs) Deliver(ev event.Event) error {
 	return nil
 }
 
-var _ event.Sink = (*SessionLogs)(nil)
+// DeliverBatch makes SessionLogs an event.BatchSink: the entries of evs
+// (events one commit stored, in order) are written as Deliver writes
+// them, but the lines of one session's consecutive entries with one
+// write and one fsync. It returns each event's error.
+func (s *SessionLogs) DeliverBatch(evs []event.Event) []error {
+	errs := make([]error, len(evs))
+	var b lineBatch
+	for i, ev := range evs {
+		e, ok, err := LifecycleEntryOf(ev)
+		if !ok {
+			errs[i] = err
+			continue
+		}
+		l, err := s.Session(ev.Session)
+		if err == nil && b.log != nil && b.log != l {
+			b.flush(errs)
+		}
+		var line []byte
+		if err == nil {
+			line, err = l.line(e)
+		}
+		if err != nil {
+			errs[i] = fmt.Errorf("lifecycle entry of %s %s: %w", ev.Type, e.JobID, err)
+			continue
+		}
+		b.add(l, line, i, fmt.Sprintf("lifecycle entry of %s %s", ev.Type, e.JobID))
+	}
+	b.flush(errs)
+	return errs
+}
+
+// lineBatch gathers lines bound for one session's file.
+type lineBatch struct {
+	log   *SessionLog
+	lines []byte
+	idx   []int    // the events the lines stand for
+	what  []string // each one's name for its error
+}
+
+// add adds an event's line.
+func (b *lineBatch) add(l *SessionLog, line []byte, i int, what string) {
+	b.log = l
+	b.lines = append(b.lines, line...)
+	b.idx = append(b.idx, i)
+	b.what = append(b.what, what)
+}
+
+// flush writes the gathered lines with one write and one fsync and sets
+// each of their events' error.
+func (b *lineBatch) flush(errs []error) {
+	if len(b.idx) > 0 {
+		if err := b.log.appendLines(b.lines); err != nil {
+			for k, i := range b.idx {
+				errs[i] = fmt.Errorf("%s: %w", b.what[k], err)
+			}
+		}
+	}
+	*b = lineBatch{}
+}
+
+var _ event.BatchSink = (*SessionLogs)(nil)
 
 // LifecycleEntryOf is the lifecycle entry an event stands for, and
 // whether it stands for one.

@@ -302,6 +302,16 @@ func (l *SessionLog) Path() string { return l.path }
 // one line and returns once it is fsynced. A file left with a torn last
 // line by a crash gets the entry on a new line.
 func (l *SessionLog) Append(e LifecycleEntry) error {
+	line, err := l.line(e)
+	if err != nil {
+		return err
+	}
+	return l.appendLines(line)
+}
+
+// line is e's line in the file, defaults filled in, checked, a large
+// output moved to its file (see Append), masked, with its newline.
+func (l *SessionLog) line(e LifecycleEntry) ([]byte, error) {
 	if e.Timestamp.IsZero() {
 		e.Timestamp = l.parent.clock()
 	}
@@ -309,18 +319,23 @@ func (l *SessionLog) Append(e LifecycleEntry) error {
 		e.RequestedBy = "assistant"
 	}
 	if err := e.Validate(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := l.spill(&e); err != nil {
-		return err
+		return nil, err
 	}
 	line, err := e.MarshalJSON()
 	if err != nil {
-		return fmt.Errorf("encode lifecycle entry %s: %w", e.JobID, err)
+		return nil, fmt.Errorf("encode lifecycle entry %s: %w", e.JobID, err)
 	}
-	line = append(l.parent.redactor.Redact(line), '\n')
+	return append(l.parent.redactor.Redact(line), '\n'), nil
+}
+
+// appendLines appends whole lines to the file through the group commit
+// and returns once they are fsynced.
+func (l *SessionLog) appendLines(lines []byte) error {
 	done := make(chan error, 1)
-	l.appends.Add(lineAppend{line: line, done: done}, l.flush)
+	l.appends.Add(lineAppend{line: lines, done: done}, l.flush)
 	return <-done
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/redact"
 
 	"github.com/google/go-cmp/cmp"
@@ -169,5 +170,39 @@ func TestSanitizeName(t *testing.T) {
 	}
 	if got := filepath.Base(SessionPath("/r", "ava:cli:1")); got != "ava_cli_1.jsonl" {
 		t.Errorf("SessionPath base %s", got)
+	}
+}
+
+// DeliverBatch writes a commit's lifecycle entries in order (one write
+// and sync for all), skips the events that are not lifecycle entries and fails only
+// the entry that is invalid.
+func TestSessionLogsDeliverBatch(t *testing.T) {
+	root := t.TempDir()
+	sl, err := NewSessionLogs(root, SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spawn := func(id string) event.Event {
+		return ev(day1, "ava", event.SubagentSpawn, event.SubagentSpawnContent{SubagentID: id, Role: "web_crawler", Task: "t", Model: "m", Mode: "single"})
+	}
+	evs := []event.Event{spawn("S-000001"), text(day1, "ava", "hello"), spawn(""), spawn("S-000002"),
+		ev(day1, "ava", event.SubagentComplete, event.SubagentCompleteContent{SubagentID: "S-000001", Role: "web_crawler", Mode: "single", Model: "m", Status: "success", StartedAt: day1, Summary: "done"})}
+	errs := sl.DeliverBatch(evs)
+	if len(errs) != len(evs) {
+		t.Fatalf("%d errors for %d events", len(errs), len(evs))
+	}
+	for i, err := range errs {
+		if (err != nil) != (i == 2) {
+			t.Errorf("event %d: error %v; want one for the entry without a job ID only", i, err)
+		}
+	}
+	got, skips := readLifecycle(t, SessionPath(root, "ava:cli:test"))
+	var jobs []string
+	for _, e := range got {
+		jobs = append(jobs, string(e.EventType)+" "+e.JobID)
+	}
+	want := []string{"subagent:start S-000001", "subagent:start S-000002", "subagent:complete S-000001"}
+	if diff := cmp.Diff(want, jobs); diff != "" || len(skips) > 0 {
+		t.Errorf("session file (-want +got):\n%s skips %v", diff, skips)
 	}
 }

@@ -20,7 +20,9 @@
 //     order. Publish holds the session's lock while it stores, hands the
 //     event to the sinks, and appends it to the journal.
 //   - Sinks (the audit log, the session file) are durable and
-//     synchronous: Publish returns only when each has accepted the event,
+//     synchronous: Publish returns only when each has accepted the event
+//     (the events one commit stored go to a BatchSink at once, so that
+//     it syncs once for all of them),
 //     so a slow disk slows the agents down (back-pressure) instead of
 //     losing events, and a sink's error is returned to the publisher.
 //   - Subscribers are views. A Subscription starts from any sequence

@@ -20,6 +20,16 @@ type Sink interface {
 	Deliver(ev Event) error
 }
 
+// BatchSink is a Sink that can also take several events at once: the
+// kept events of one session that one commit stored, in sequence order,
+// so that it can make them durable with one write and one sync instead
+// of one each. DeliverBatch returns once every event is delivered (or
+// failed), with nil or one error per event.
+type BatchSink interface {
+	Sink
+	DeliverBatch(evs []Event) []error
+}
+
 // SinkFunc adapts a function to Sink.
 type SinkFunc func(Event) error
 
@@ -324,11 +334,13 @@ func (p *pending) settle(err error) {
 	}
 }
 
-// commit numbers and stores a batch's kept events in one Log write, then
-// hands each event to the sinks (kept ones) and the journal, in order,
-// and releases its publisher. Concurrent publishers to one session so
-// share one store write (group commit) instead of taking turns. Live-only
-// events in the batch (queued by PublishAsync) are not stored.
+// commit numbers and stores a batch's kept events in one Log write,
+// hands them to the sinks (a BatchSink takes them in one call, see
+// deliver), then appends each event to the journal, in order, and
+// releases its publisher. Concurrent publishers to one session so share
+// one store write and one sync of each sink (group commit) instead of
+// taking turns. Live-only events in the batch (queued by PublishAsync)
+// are not stored.
 func (j *Journal) commit(batch []*pending) {
 	var kept []Event
 	for _, p := range batch {
@@ -339,6 +351,10 @@ func (j *Journal) commit(batch []*pending) {
 	var err error
 	if len(kept) > 0 {
 		err = j.store(kept)
+	}
+	var sinkErrs [][]error
+	if err == nil {
+		sinkErrs = j.hub.deliver(kept)
 	}
 	k := 0
 	for _, p := range batch {
@@ -352,13 +368,8 @@ func (j *Journal) commit(batch []*pending) {
 			continue
 		}
 		p.ev = kept[k]
+		errs := sinkErrs[k]
 		k++
-		var errs []error
-		for _, s := range j.hub.sinks {
-			if err := s.Deliver(p.ev); err != nil {
-				errs = append(errs, err)
-			}
-		}
 		j.append(p.ev)
 		if err := errors.Join(errs...); err != nil {
 			p.settle(fmt.Errorf("publish %s #%d to %s: %w", p.ev.Type, p.ev.Seq, j.session, err))
@@ -366,6 +377,30 @@ func (j *Journal) commit(batch []*pending) {
 		}
 		p.settle(nil)
 	}
+}
+
+// deliver hands stored events (one session's, in order) to every sink,
+// sink after sink, a BatchSink all at once, and returns each event's
+// errors. Every sink has seen the whole batch before any of it reaches
+// a subscriber.
+func (h *Hub) deliver(evs []Event) [][]error {
+	errs := make([][]error, len(evs))
+	for _, s := range h.sinks {
+		if b, ok := s.(BatchSink); ok && len(evs) > 1 {
+			for i, err := range b.DeliverBatch(evs) {
+				if err != nil && i < len(errs) {
+					errs[i] = append(errs[i], err)
+				}
+			}
+			continue
+		}
+		for i, ev := range evs {
+			if err := s.Deliver(ev); err != nil {
+				errs[i] = append(errs[i], err)
+			}
+		}
+	}
+	return errs
 }
 
 // ErrClosed is returned by Subscription.Next once a closed journal has

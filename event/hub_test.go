@@ -404,3 +404,83 @@ func TestPublishAsyncKeepsOrder(t *testing.T) {
 		t.Fatalf("%d stored (%v), want %d", len(stored), err, seq)
 	}
 }
+
+// gateLog holds every AppendEvents until open is closed.
+type gateLog struct {
+	event.Log
+	open chan struct{}
+}
+
+func (l *gateLog) AppendEvents(ctx context.Context, evs []event.Event) error {
+	<-l.open
+	return l.Log.AppendEvents(ctx, evs)
+}
+
+// batchSink records the batches it is given and fails the events whose
+// content is "bad".
+type batchSink struct {
+	mu      sync.Mutex
+	batches [][]uint64
+}
+
+func (s *batchSink) Deliver(ev event.Event) error {
+	return s.DeliverBatch([]event.Event{ev})[0]
+}
+
+func (s *batchSink) DeliverBatch(evs []event.Event) []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	errs := make([]error, len(evs))
+	var seqs []uint64
+	for i, ev := range evs {
+		seqs = append(seqs, ev.Seq)
+		if string(ev.Content) == `"bad"` {
+			errs[i] = errors.New("bad entry")
+		}
+	}
+	s.batches = append(s.batches, seqs)
+	return errs
+}
+
+// A BatchSink gets the events one commit stored in one call, in order
+// (so the session files sync once for all of them), and its error for
+// one event goes to that event's publisher only.
+func TestBatchSinkTakesACommitAtOnce(t *testing.T) {
+	log := &gateLog{Log: event.NewMemoryLog(), open: make(chan struct{})}
+	sink := &batchSink{}
+	h := event.NewHub(log, sink)
+	const n = 10
+	errs := make(chan error, n)
+	for i := range n {
+		content := json.RawMessage(`"ok"`)
+		if i == 4 {
+			content = json.RawMessage(`"bad"`)
+		}
+		// The first is held by the log; the others queue behind it.
+		h.PublishAsync(event.Event{Session: "s", Type: event.UserMessage, Content: content}, func(_ event.Event, err error) { errs <- err })
+	}
+	close(log.open)
+	failed := 0
+	for range n {
+		if err := <-errs; err != nil {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Fatalf("%d publishers got an error, want 1 (the bad event's)", failed)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	var seqs []uint64
+	for _, b := range sink.batches {
+		seqs = append(seqs, b...)
+	}
+	if len(sink.batches) >= n || len(seqs) != n {
+		t.Fatalf("sink batches %v: want the %d events in fewer calls than events", sink.batches, n)
+	}
+	for i, s := range seqs {
+		if s != uint64(i+1) {
+			t.Fatalf("sink saw %v, want 1..%d in order", seqs, n)
+		}
+	}
+}

@@ -49,15 +49,10 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 		}
 		lines[i] = line
 	}
-	stmt, err := s.prepared(insertEventSQL)
-	if err != nil {
-		return fmt.Errorf("append events to %s: %w", evs[0].Session, err)
-	}
 	hooks := outboxOf(s.outbox, evs)
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		insert := tx.StmtContext(ctx, stmt)
+	err := s.write(ctx, func(tx *sql.Tx) error {
 		for i, ev := range evs {
-			if _, err := insert.ExecContext(ctx, ev.Session, int64(ev.Seq), string(ev.Type), ev.Agent, record.ToNS(ev.Time), lines[i]); err != nil {
+			if _, err := tx.ExecContext(ctx, insertEventSQL, ev.Session, int64(ev.Seq), string(ev.Type), ev.Agent, record.ToNS(ev.Time), lines[i]); err != nil {
 				return err
 			}
 		}

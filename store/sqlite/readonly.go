@@ -50,7 +50,7 @@ func (s *Store) openReadOnly(ctx context.Context, readConns int) error {
 			return nil
 		}
 		s.closePools()
-		s.writer, s.reader, s.stmts = nil, nil, nil
+		s.writer, s.reader = nil, nil
 		if err == nil {
 			s.log.Warn("store: the database's schema is older than this program's; its figures are not shown until ava runs read-write on it once",
 				"path", s.path)
@@ -78,7 +78,7 @@ func (s *Store) openFilePools(ctx context.Context, uri string, readConns int) (b
 	if s.reader, err = openPool(ctx, uri, readConns); err != nil {
 		return false, err
 	}
-	return true, s.prepareHot(ctx)
+	return true, nil
 }
 
 // openMemory opens an empty store in memory, at the current schema,
@@ -102,16 +102,13 @@ func (s *Store) openMemory(ctx context.Context, readConns int) error {
 	if s.reader, err = openPool(ctx, uri+"&_query_only=1", readConns); err != nil {
 		return err
 	}
-	return s.prepareHot(ctx)
+	return nil
 }
 
 // openPool opens a pool of at most conns connections on uri and checks
 // that one opens.
 func openPool(ctx context.Context, uri string, conns int) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", uri)
-	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
-	}
+	db := sql.OpenDB(newConnector(uri))
 	if conns <= 0 {
 		conns = 4
 	}

@@ -47,19 +47,11 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 		return fmt.Errorf("create run %s: %w", r.ShortID, err)
 	}
 	created := record.ToNS(r.CreatedAt)
-	insertSession, err := s.prepared(insertRunSessionSQL)
-	if err != nil {
-		return fmt.Errorf("create run %s: %w", r.ShortID, err)
-	}
-	insertRun, err := s.prepared(insertRunSQL)
-	if err != nil {
-		return fmt.Errorf("create run %s: %w", r.ShortID, err)
-	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.StmtContext(ctx, insertSession).ExecContext(ctx, r.SessionKey, created, created); err != nil {
+		if _, err := tx.ExecContext(ctx, insertRunSessionSQL, r.SessionKey, created, created); err != nil {
 			return fmt.Errorf("create run session: %w", err)
 		}
-		_, err := tx.StmtContext(ctx, insertRun).ExecContext(ctx,
+		_, err := tx.ExecContext(ctx, insertRunSQL,
 			r.ID, r.ShortID, r.SessionKey, r.ParentSession, r.ParentAgent, r.GroupID, r.Mode,
 			r.Role, r.Task, r.Model, config, r.Status, result, r.Error, r.Tokens, r.CostCents,
 			r.Iterations, created, record.NullNS(r.StartedAt), record.NullNS(r.EndedAt), r.Announced, r.Owner, r.Attempts,
@@ -304,17 +296,9 @@ func (s *Store) CheckpointRun(ctx context.Context, id string, c store.Checkpoint
 		}
 		blocks[i] = b
 	}
-	var stmts [3]*sql.Stmt
-	for i, q := range []string{checkpointRunSQL, checkpointSessionSQL, checkpointMessageSQL} {
-		st, err := s.prepared(q)
-		if err != nil {
-			return fmt.Errorf("checkpoint run %s: %w", ref, err)
-		}
-		stmts[i] = st
-	}
 	var moved bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.StmtContext(ctx, stmts[0]).ExecContext(ctx, c.Tokens, c.CostCents, c.Iterations, ref, c.Owner)
+		res, err := tx.ExecContext(ctx, checkpointRunSQL, c.Tokens, c.CostCents, c.Iterations, ref, c.Owner)
 		if err != nil {
 			return err
 		}
@@ -325,11 +309,11 @@ func (s *Store) CheckpointRun(ctx context.Context, id string, c store.Checkpoint
 		for i, m := range msgs {
 			at := record.ToNS(m.CreatedAt)
 			if i == 0 || m.SessionKey != msgs[i-1].SessionKey || i == len(msgs)-1 {
-				if _, err := tx.StmtContext(ctx, stmts[1]).ExecContext(ctx, m.SessionKey, at, at); err != nil {
+				if _, err := tx.ExecContext(ctx, checkpointSessionSQL, m.SessionKey, at, at); err != nil {
 					return fmt.Errorf("touch session: %w", err)
 				}
 			}
-			if _, err := tx.StmtContext(ctx, stmts[2]).ExecContext(ctx, m.SessionKey, m.Role, m.Sender, m.Text, blocks[i], m.RunID, at); err != nil {
+			if _, err := tx.ExecContext(ctx, checkpointMessageSQL, m.SessionKey, m.Role, m.Sender, m.Text, blocks[i], m.RunID, at); err != nil {
 				return fmt.Errorf("insert message: %w", err)
 			}
 		}

@@ -11,10 +11,13 @@
 //     first statement, so its read cannot go stale.
 //   - the readers are several query_only connections; in WAL mode they read
 //     a consistent snapshot while the writer commits.
+//   - a checkpointer has one more, and copies the log back into the
+//     database off the writer's commits (checkpoint.go).
 //
 // Every connection has busy_timeout 5000 ms (it covers another process
 // holding the file), foreign_keys on and synchronous NORMAL (durable across
-// a process crash; the last commits may be lost on a power cut).
+// a process crash; the last commits may be lost on a power cut), and
+// keeps the statements it ran prepared (stmtcache.go).
 package sqlite
 
 import (
@@ -95,13 +98,10 @@ type Store struct {
 	// outbox is Options.Outbox.
 	outbox store.Outbox
 
-	// stmts are the statements of every grouped write and every kept
-	// event (hotStatements), prepared on the writer at Open: they are
-	// parsed once instead of per call. Read-only after Open.
-	stmts map[string]*sql.Stmt
-
 	// writes is the group commit of write.
 	writes groupcommit.Queue[*writeReq]
+	// ckpt checkpoints the log (nil when read-only).
+	ckpt *checkpointer
 }
 
 var _ store.Store = (*Store)(nil)
@@ -172,10 +172,7 @@ func prepareFile(path string) error {
 }
 
 func (s *Store) openPools(ctx context.Context, readConns int) error {
-	w, err := sql.Open("sqlite", dsn(s.path, false))
-	if err != nil {
-		return fmt.Errorf("open store %s: %w", s.path, err)
-	}
+	w := sql.OpenDB(newConnector(dsn(s.path, false)))
 	s.writer = w
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
@@ -193,14 +190,9 @@ func (s *Store) openPools(ctx context.Context, readConns int) error {
 	if err := migrate(ctx, w, s.log); err != nil {
 		return describeOpenError(s.path, err)
 	}
-	if err := s.prepareHot(ctx); err != nil {
-		return fmt.Errorf("open store %s: %w", s.path, err)
-	}
 
-	r, err := sql.Open("sqlite", dsn(s.path, true))
-	if err != nil {
-		return fmt.Errorf("open store %s: %w", s.path, err)
-	}
+	s.ckpt = startCheckpointer(checkpointerDSN(s.path), s.path, s.log)
+	r := sql.OpenDB(newConnector(dsn(s.path, true)))
 	s.reader = r
 	if readConns <= 0 {
 		readConns = max(4, runtime.GOMAXPROCS(0))
@@ -225,7 +217,22 @@ func dsn(path string, readOnly bool) string {
 	} else {
 		q.Set("_journal_mode", "WAL")
 		q.Set("_txlock", "immediate")
+		// The checkpointer copies the log back, off the writer's
+		// commits; the writer does so only far less often (see
+		// checkpoint.go).
+		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", writerCheckpointPages))
+		q.Add("_pragma", "journal_size_limit(0)")
 	}
+	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
+	return u.String()
+}
+
+// checkpointerDSN is the checkpointer's URI for path: it writes nothing
+// but checkpoints.
+func checkpointerDSN(path string) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", busyTimeoutMS)
+	q.Set("_synchronous", "NORMAL")
 	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
 	return u.String()
 }
@@ -415,8 +422,10 @@ func (s *Store) closePools() error {
 			errs = append(errs, fmt.Errorf("close store readers %s: %w", s.path, err))
 		}
 	}
-	for _, st := range s.stmts {
-		_ = st.Close()
+	if s.ckpt != nil {
+		if err := s.ckpt.close(); err != nil {
+			errs = append(errs, fmt.Errorf("close store checkpointer %s: %w", s.path, err))
+		}
 	}
 	if s.writer != nil {
 		if err := s.writer.Close(); err != nil {
@@ -474,6 +483,7 @@ func (s *Store) describeWriteError(err error) error {
 
 // commitWrites commits one batch of queued writes.
 func (s *Store) commitWrites(batch []*writeReq) {
+	defer s.ckpt.committed()
 	if len(batch) == 1 {
 		batch[0].done <- s.writeOne(batch[0].ctx, batch[0].fn)
 		return
@@ -530,57 +540,25 @@ func (s *Store) inSavepoint(tx *sql.Tx, r *writeReq) error {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.execPrepared(tx, "SAVEPOINT write_call"); err != nil {
+	if err := execNoArgs(tx, "SAVEPOINT write_call"); err != nil {
 		return fmt.Errorf("savepoint: %w", err)
 	}
 	if err := r.fn(tx); err != nil {
-		if rerr := s.execPrepared(tx, "ROLLBACK TO write_call"); rerr != nil {
+		if rerr := execNoArgs(tx, "ROLLBACK TO write_call"); rerr != nil {
 			return errors.Join(err, fmt.Errorf("roll back to savepoint: %w", rerr))
 		}
-		_ = s.execPrepared(tx, "RELEASE write_call")
+		_ = execNoArgs(tx, "RELEASE write_call")
 		return err
 	}
-	if err := s.execPrepared(tx, "RELEASE write_call"); err != nil {
+	if err := execNoArgs(tx, "RELEASE write_call"); err != nil {
 		return fmt.Errorf("release savepoint: %w", err)
 	}
 	return nil
 }
 
-// hotStatements are prepared at Open (see Store.stmts).
-var hotStatements = []string{"SAVEPOINT write_call", "RELEASE write_call", "ROLLBACK TO write_call", insertEventSQL,
-	insertRunSessionSQL, insertRunSQL, checkpointRunSQL, checkpointSessionSQL, checkpointMessageSQL}
-
-// prepareHot prepares hotStatements on the writer. It runs before any
-// transaction: preparing on the writer inside one would wait for its
-// only connection forever.
-func (s *Store) prepareHot(ctx context.Context) error {
-	s.stmts = make(map[string]*sql.Stmt, len(hotStatements))
-	for _, q := range hotStatements {
-		st, err := s.writer.PrepareContext(ctx, q)
-		if err != nil {
-			return fmt.Errorf("prepare %q: %w", q, err)
-		}
-		s.stmts[q] = st
-	}
-	return nil
-}
-
-// prepared returns one of hotStatements.
-func (s *Store) prepared(query string) (*sql.Stmt, error) {
-	st, ok := s.stmts[query]
-	if !ok {
-		return nil, fmt.Errorf("statement %q is not prepared", query)
-	}
-	return st, nil
-}
-
-// execPrepared runs one of hotStatements, without arguments, in tx.
-func (s *Store) execPrepared(tx *sql.Tx, query string) error {
-	st, err := s.prepared(query)
-	if err != nil {
-		return err
-	}
-	_, err = tx.Stmt(st).Exec()
+// execNoArgs runs a statement without arguments in tx (a savepoint's).
+func execNoArgs(tx *sql.Tx, query string) error {
+	_, err := tx.Exec(query)
 	return err
 }
 

@@ -51,20 +51,23 @@ func (s *Store) TransitionRun(ctx context.Context, id, owner string, from []life
 	args = append(args, owner)
 	var moved bool
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE runs SET `+strings.Join(set, ", ")+`
-			WHERE (id = ? OR short_id = ?) AND status IN (`+placeholders(len(from))+`) AND `+record.FenceSQL("?"), args...)
-		if err != nil {
-			return err
+		// RETURNING names the run's session for its conversation, in the
+		// same statement (no row: the run did not move).
+		var key string
+		err := tx.QueryRowContext(ctx, `UPDATE runs SET `+strings.Join(set, ", ")+`
+			WHERE (id = ? OR short_id = ?) AND status IN (`+placeholders(len(from))+`) AND `+record.FenceSQL("?")+`
+			RETURNING session_key`, args...).Scan(&key)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
 		}
-		n, err := res.RowsAffected()
-		if err != nil || n != 1 {
+		if err != nil {
 			return err
 		}
 		moved = true
 		if fin == nil {
 			return nil
 		}
-		if err := s.finishConversation(ctx, tx, ref, fin); err != nil {
+		if err := s.finishConversation(ctx, tx, key, fin); err != nil {
 			return err
 		}
 		if fin.SpendSession != "" && (fin.Spend.CostCents > 0 || fin.Spend.Tokens > 0) {
@@ -86,14 +89,10 @@ func (s *Store) TransitionRun(ctx context.Context, id, owner string, from []life
 }
 
 // finishConversation records a finish's messages in the run's own
-// session: one session update, then the message rows.
-func (s *Store) finishConversation(ctx context.Context, tx *sql.Tx, ref string, fin *store.RunFinish) error {
+// session, key: one session update, then the message rows.
+func (s *Store) finishConversation(ctx context.Context, tx *sql.Tx, key string, fin *store.RunFinish) error {
 	if len(fin.Messages) == 0 {
 		return nil
-	}
-	var key string
-	if err := tx.QueryRowContext(ctx, `SELECT session_key FROM runs WHERE id = ? OR short_id = ?`, ref, ref).Scan(&key); err != nil {
-		return fmt.Errorf("read run session: %w", err)
 	}
 	return record.WriteFinish(key, s.now, fin.Messages,
 		func(key string, at time.Time) error { return touchSession(ctx, tx, key, at) },

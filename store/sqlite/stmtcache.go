@@ -1,0 +1,245 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+
+	msqlite "modernc.org/sqlite"
+)
+
+// Statement cache.
+//
+// SQLite parses a statement's text each time it is prepared, and
+// database/sql prepares every ExecContext and QueryContext that is not
+// run through a *sql.Stmt anew. For the store's small statements the
+// parse is most of the cost: under 1,000 subagents at once it was a
+// third of the writer's time (the writer being the one connection every
+// write waits for). So each connection of the store keeps the statements
+// it ran, prepared, keyed by their text, and runs them again from there:
+// a query is parsed once per connection, whichever function runs it, in
+// a transaction or not, with no list of statements to keep up to date.
+//
+// database/sql never uses a driver connection from two goroutines at
+// once (every call, and each Next and Close of its rows, holds the
+// connection's lock), so the cache needs no lock of its own.
+//
+// Inside a transaction a statement runs detached from its context once
+// it has checked that the context is not done: the driver would start a
+// goroutine per statement to watch the context, only to interrupt a
+// statement that, holding the transaction's locks, waits for nothing
+// (the statements are small; an interrupted one fails its savepoint
+// anyway). Under many concurrent runs those goroutines crowded the
+// scheduler's queues that the one writer waits in. Outside a
+// transaction a statement can wait for another process's lock, and
+// its context still cuts that wait short.
+
+// maxCachedStmts bounds the statements one connection keeps: the
+// store's queries are a few dozen texts, but some are built with a
+// variable number of placeholders.
+const maxCachedStmts = 128
+
+// connector opens connections to one DSN with modernc's driver, each
+// wrapped in a statement cache.
+type connector struct {
+	dsn string
+	drv *msqlite.Driver
+}
+
+// newConnector returns a connector for dsn.
+func newConnector(dsn string) connector { return connector{dsn: dsn, drv: &msqlite.Driver{}} }
+
+// Connect implements driver.Connector.
+func (c connector) Connect(context.Context) (driver.Conn, error) {
+	conn, err := c.drv.Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	b, ok := conn.(baseConn)
+	if !ok {
+		_ = conn.Close()
+		return nil, fmt.Errorf("sqlite driver connection %T lacks the context methods", conn)
+	}
+	return &cachingConn{baseConn: b, stmts: map[string]*cachedStmt{}}, nil
+}
+
+// Driver implements driver.Connector.
+func (c connector) Driver() driver.Driver { return c.drv }
+
+// baseConn is what the store uses of a modernc connection.
+type baseConn interface {
+	driver.Conn
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+	driver.Pinger
+	driver.SessionResetter
+	driver.Validator
+}
+
+// ctxStmt is a prepared statement run with a context.
+type ctxStmt interface {
+	driver.Stmt
+	driver.StmtExecContext
+	driver.StmtQueryContext
+}
+
+// cachingConn is a connection that runs ExecContext and QueryContext
+// through prepared statements it keeps.
+type cachingConn struct {
+	baseConn
+	stmts map[string]*cachedStmt
+	inTx  bool // a transaction begun with BeginTx is open
+}
+
+// cachedStmt is one kept statement; busy while rows read from it are
+// open (the statement cannot run again until they are closed).
+type cachedStmt struct {
+	st   ctxStmt
+	busy bool
+}
+
+var (
+	_ driver.ExecerContext  = (*cachingConn)(nil)
+	_ driver.QueryerContext = (*cachingConn)(nil)
+)
+
+// BeginTx implements driver.ConnBeginTx; statements run detached from
+// their contexts until the transaction ends.
+func (c *cachingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	t, err := c.baseConn.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	c.inTx = true
+	return &cachingTx{Tx: t, c: c}, nil
+}
+
+// cachingTx ends its connection's transaction.
+type cachingTx struct {
+	driver.Tx
+	c *cachingConn
+}
+
+// Commit implements driver.Tx.
+func (t *cachingTx) Commit() error {
+	t.c.inTx = false
+	return t.Tx.Commit()
+}
+
+// Rollback implements driver.Tx.
+func (t *cachingTx) Rollback() error {
+	t.c.inTx = false
+	return t.Tx.Rollback()
+}
+
+// statementContext is the context a statement runs with: ctx, or inside
+// a transaction ctx detached, once it is known not to be done.
+func (c *cachingConn) statementContext(ctx context.Context) (context.Context, error) {
+	if !c.inTx {
+		return ctx, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.WithoutCancel(ctx), nil
+}
+
+// ExecContext implements driver.ExecerContext.
+func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	ctx, err := c.statementContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st, done, err := c.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return st.ExecContext(ctx, args)
+}
+
+// QueryContext implements driver.QueryerContext. The statement stays
+// busy until the rows are closed.
+func (c *cachingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	ctx, err := c.statementContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st, done, err := c.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	r, err := st.QueryContext(ctx, args)
+	if err != nil {
+		done()
+		return nil, err
+	}
+	return &cachedRows{Rows: r, done: done}, nil
+}
+
+// stmt returns query's statement, taken until done is called: the kept
+// one, prepared and kept now if the cache has room, or a statement of
+// its own (closed by done) when the kept one is busy.
+func (c *cachingConn) stmt(ctx context.Context, query string) (ctxStmt, func(), error) {
+	if cs, ok := c.stmts[query]; ok && !cs.busy {
+		cs.busy = true
+		return cs.st, func() { cs.busy = false }, nil
+	}
+	ds, err := c.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, ok := ds.(ctxStmt)
+	if !ok {
+		_ = ds.Close()
+		return nil, nil, fmt.Errorf("sqlite driver statement %T lacks the context methods", ds)
+	}
+	if _, taken := c.stmts[query]; taken || !c.makeRoom() {
+		return st, func() { _ = st.Close() }, nil
+	}
+	cs := &cachedStmt{st: st, busy: true}
+	c.stmts[query] = cs
+	return st, func() { cs.busy = false }, nil
+}
+
+// makeRoom reports whether the cache can keep one more statement,
+// dropping an idle one when it is full.
+func (c *cachingConn) makeRoom() bool {
+	if len(c.stmts) < maxCachedStmts {
+		return true
+	}
+	for q, cs := range c.stmts {
+		if !cs.busy {
+			_ = cs.st.Close()
+			delete(c.stmts, q)
+			return true
+		}
+	}
+	return false
+}
+
+// Close finalizes the kept statements, then closes the connection.
+func (c *cachingConn) Close() error {
+	for q, cs := range c.stmts {
+		_ = cs.st.Close()
+		delete(c.stmts, q)
+	}
+	return c.baseConn.Close()
+}
+
+// cachedRows are rows of a kept statement; Close gives the statement
+// back.
+type cachedRows struct {
+	driver.Rows
+	done func()
+}
+
+// Close implements driver.Rows.
+func (r *cachedRows) Close() error {
+	err := r.Rows.Close()
+	if r.done != nil {
+		r.done()
+		r.done = nil
+	}
+	return err
+}

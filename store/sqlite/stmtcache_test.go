@@ -1,0 +1,164 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/avaagent/ava/store"
+)
+
+// rawConn runs fn with the driver connection under c.
+func rawConn(t *testing.T, c *sql.Conn, fn func(*cachingConn)) {
+	t.Helper()
+	if err := c.Raw(func(dc any) error {
+		cc, ok := dc.(*cachingConn)
+		if !ok {
+			return fmt.Errorf("driver connection is %T, not *cachingConn", dc)
+		}
+		fn(cc)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A connection parses a query once and runs it again from its cache,
+// also while rows of the same query are still open (a statement of its
+// own then), and the cache stays within its bound.
+func TestStatementCache(t *testing.T) {
+	ctx := t.Context()
+	db := sql.OpenDB(newConnector(dsn(filepath.Join(t.TempDir(), "c.db"), false)))
+	defer db.Close()
+	c, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, `CREATE TABLE t (x INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	const insert = `INSERT INTO t (x) VALUES (?)`
+	for i := range 10 {
+		if _, err := c.ExecContext(ctx, insert, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var first ctxStmt
+	rawConn(t, c, func(cc *cachingConn) { first = cc.stmts[insert].st })
+	if _, err := c.ExecContext(ctx, insert, 10); err != nil {
+		t.Fatal(err)
+	}
+	rawConn(t, c, func(cc *cachingConn) {
+		if cs := cc.stmts[insert]; cs == nil || cs.st != first || cs.busy {
+			t.Errorf("the insert was not run again from the cache: %+v", cs)
+		}
+	})
+
+	// The same query while its rows are open: both read every row.
+	const all = `SELECT x FROM t ORDER BY x`
+	rows, err := c.QueryContext(ctx, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outer, inner := 0, 0
+	for rows.Next() {
+		outer++
+		if outer == 3 {
+			in, err := c.QueryContext(ctx, all)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for in.Next() {
+				inner++
+			}
+			if err := in.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if outer != 11 || inner != 11 {
+		t.Fatalf("read %d rows outside and %d inside, want 11 each", outer, inner)
+	}
+
+	for i := range maxCachedStmts + 10 {
+		if err := c.QueryRowContext(ctx, fmt.Sprintf(`SELECT %d`, i)).Scan(new(int)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rawConn(t, c, func(cc *cachingConn) {
+		if n := len(cc.stmts); n > maxCachedStmts {
+			t.Errorf("%d statements kept, want at most %d", n, maxCachedStmts)
+		}
+	})
+}
+
+// Inside a transaction a statement whose context is done is refused,
+// though it runs detached from its context otherwise.
+func TestStatementInTransactionHonoursDoneContext(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), FileName))
+	ctx, cancel := context.WithCancel(t.Context())
+	err := s.write(t.Context(), func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET title = '' WHERE key = 'none'`); err != nil {
+			return err
+		}
+		cancel()
+		_, err := tx.ExecContext(ctx, `UPDATE sessions SET title = '' WHERE key = 'none'`)
+		return err
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("statement with a cancelled context: %v, want context.Canceled", err)
+	}
+}
+
+// The checkpointer copies the log back as it grows, and the writer,
+// checkpointing itself only at writerCheckpointPages, starts it over
+// (truncated): the log stays bounded under steady writes.
+func TestCheckpointerKeepsTheLogBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	s := openAt(t, path)
+	var auto int
+	if err := s.writer.QueryRowContext(t.Context(), `PRAGMA wal_autocheckpoint`).Scan(&auto); err != nil {
+		t.Fatal(err)
+	}
+	if auto != writerCheckpointPages {
+		t.Fatalf("writer's wal_autocheckpoint is %d, want %d", auto, writerCheckpointPages)
+	}
+	text := strings.Repeat("x", 40_000) // about ten pages a message
+	key := "ava:test:wal"
+	var pageSize int64
+	if err := s.writer.QueryRowContext(t.Context(), `PRAGMA page_size`).Scan(&pageSize); err != nil {
+		t.Fatal(err)
+	}
+	bound := 2 * writerCheckpointPages * pageSize
+	restarted := false
+	var last int64
+	for range 3 * writerCheckpointPages / 10 {
+		if _, err := s.AppendMessage(t.Context(), store.Message{SessionKey: key, Role: store.RoleUser, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Size() > bound {
+			t.Fatalf("the log is %d bytes, over %d: not checkpointed", info.Size(), bound)
+		}
+		if info.Size() < last {
+			restarted = true
+			break
+		}
+		last = info.Size()
+	}
+	if !restarted {
+		t.Fatal("the log never started over")
+	}
+}
