@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/avaagent/ava/llm"
@@ -102,6 +103,25 @@ func TestStopReason(t *testing.T) {
 	for _, c := range cases {
 		if got := stopReason(c.finish, c.hasCalls); got != c.want {
 			t.Errorf("stopReason(%q, %v) = %q, want %q", c.finish, c.hasCalls, got, c.want)
+		}
+	}
+}
+
+// TestFunctionJSON: a tool's schema goes out as it is, an empty one as
+// an empty object schema, and one that is not a JSON object is refused
+// naming the tool.
+func TestFunctionJSON(t *testing.T) {
+	raw, err := functionJSON(llm.ToolDef{Name: "f", Schema: json.RawMessage(` {"type":"object","properties":{"a":{"type":"string"}}} `)})
+	if err != nil || string(raw) != `{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string"}}}}` {
+		t.Fatalf("%s %v", raw, err)
+	}
+	raw, err = functionJSON(llm.ToolDef{Name: "g", Description: "d"})
+	if err != nil || string(raw) != `{"name":"g","description":"d","parameters":{"type":"object","properties":{}}}` {
+		t.Fatalf("%s %v", raw, err)
+	}
+	for _, bad := range []string{`[1]`, `null`, `{"a":`} {
+		if _, err := functionJSON(llm.ToolDef{Name: "h", Schema: json.RawMessage(bad)}); err == nil || !strings.Contains(err.Error(), "tool h") {
+			t.Errorf("schema %s: %v", bad, err)
 		}
 	}
 }
