@@ -454,8 +454,6 @@ type RunStore interface {
 	// CreateRun stores a new run. A ShortID or ID already in use gives an
 	// error wrapping ErrDuplicate, so the caller draws another.
 	CreateRun(ctx context.Context, r Run) error
-	// ShortIDs calls fn with every run's short ID, in no order.
-	ShortIDs(ctx context.Context, fn func(short string)) error
 	// ShortIDExists reports whether a run has this short ID.
 	ShortIDExists(ctx context.Context, short string) (bool, error)
 	// GetRun finds a run by full ID, short ID, or a unique prefix of

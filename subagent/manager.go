@@ -263,19 +263,12 @@ func NewManager(opt Options) *Manager {
 	return m
 }
 
-// Start loads the run IDs in use; unless read-only, it then ends the runs
-// of processes that are gone as interrupted (see Recover), delivers
-// results that were never announced, and starts the watchdog and the
-// periodic recovery.
+// Start, unless read-only, ends the runs of processes that are gone as
+// interrupted (see Recover), delivers results that were never announced,
+// and starts the watchdog and the periodic recovery.
 func (m *Manager) Start(ctx context.Context) error {
 	if m.opt.Overflow != OverflowRefuse && m.opt.Overflow != OverflowQueue {
 		return fmt.Errorf("start subagent manager: overflow policy %q: use %s or %s", m.opt.Overflow, OverflowRefuse, OverflowQueue)
-	}
-	m.mu.Lock()
-	err := m.opt.Store.ShortIDs(ctx, m.ids.add)
-	m.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("load run IDs: %w", err)
 	}
 	if m.opt.ReadOnly {
 		return nil

@@ -470,8 +470,8 @@ func TestSessionBudgetCapsCost(t *testing.T) {
 }
 
 // IDs are unique in the data root, also between two processes on one
-// store: both managers start (and load the IDs in use) before either
-// spawns, and draw from the same stream, so the second draws the ID the
+// store: both managers start before either spawns, and draw from the
+// same stream, so the second draws the ID the
 // first has just recorded. It must see the clash in the store and draw
 // the next one, leaving the first run's record and stream alone.
 func TestIDsUniqueAcrossManagers(t *testing.T) {
@@ -519,6 +519,32 @@ func TestIDsUniqueAcrossManagers(t *testing.T) {
 	}
 	if ends != 1 {
 		t.Fatalf("first run's stream has %d SessionEnd events", ends)
+	}
+}
+
+// A process started on a data root with history draws IDs its earlier
+// runs have, and draws again: the store, not a list read at start, says
+// which are taken.
+func TestIDsUniqueAfterRestart(t *testing.T) {
+	draws := []byte{0xab, 0xcd, 0xef, 0x12, 0x34, 0x56}
+	h := newHarness(t, answerScript, func(o *subagent.Options) { o.Rand = bytes.NewReader(draws) })
+	if r := wait(t, h.spawn(t, subagent.Config{Role: "researcher", Task: "before"})); r.Status != lifecycle.Success {
+		t.Fatalf("first run: %s (%s)", r.Status, r.Error)
+	}
+	opts2 := h.opts
+	opts2.Rand = bytes.NewReader(draws)
+	opts2.Hub = event.NewHub(h.store)
+	m2 := subagent.NewManager(opts2)
+	if err := m2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	again, err := m2.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "after"}, Parent: parent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := wait(t, again); again.ID() != "S-123456" || r.Status != lifecycle.Success {
+		t.Fatalf("run after the restart %s: %s (%s), want S-123456", again.ID(), r.Status, r.Error)
 	}
 }
 

@@ -68,26 +68,6 @@ func (s *Store) createRun(ctx context.Context, r store.Run, also func(tx pgx.Tx)
 	return nil
 }
 
-// ShortIDs implements store.Store.
-func (s *Store) ShortIDs(ctx context.Context, fn func(short string)) error {
-	rows, err := s.pool.Query(ctx, `SELECT short_id FROM runs`)
-	if err != nil {
-		return fmt.Errorf("list run IDs: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return fmt.Errorf("list run IDs: %w", err)
-		}
-		fn(id)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("list run IDs: %w", err)
-	}
-	return nil
-}
-
 // ShortIDExists reports whether a run has the short ID short.
 func (s *Store) ShortIDExists(ctx context.Context, short string) (bool, error) {
 	if !store.ValidShortID(short) {

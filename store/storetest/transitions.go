@@ -36,7 +36,6 @@ func transitionCases() []testCase {
 		{"Unannounced", testUnannounced},
 		{"FinishWithSpendAndDelivery", testFinishWithSpendAndDelivery},
 		{"RunFiguresOverTurns", testRunFiguresOverTurns},
-		{"ShortIDs", testShortIDs},
 		{"ConcurrentCreatesIsolateFailures", testConcurrentCreatesIsolateFailures},
 		{"AppendMessagesAllOrNone", testAppendMessagesAllOrNone},
 	}
@@ -444,21 +443,6 @@ func testUnannounced(t *testing.T, s store.Store) {
 	must(t, err)
 	if diff := cmp.Diff([]store.Run{owed, owedLater}, got); diff != "" {
 		t.Fatalf("Unannounced (-want +got):\n%s", diff)
-	}
-}
-
-func testShortIDs(t *testing.T, s store.Store) {
-	want := map[string]bool{}
-	for i := 1; i <= 5; i++ {
-		r := createRun(t, s, newRun(shortID(0x100+i), "ava:cli:ids"))
-		want[r.ShortID] = true
-	}
-	got := map[string]bool{}
-	must(t, s.ShortIDs(ctx(t), func(id string) { got[id] = true }))
-	for id := range want {
-		if !got[id] {
-			t.Errorf("ShortIDs lacks %s (got %v)", id, got)
-		}
 	}
 }
 
