@@ -195,13 +195,17 @@ func (s *Store) announce(ctx context.Context, tx *sql.Tx, ref string, msg store.
 	return true, nil
 }
 
+// unannouncedSQL reads the runs Unannounced returns through the partial
+// index runs_unannounced (migration 00013), not the whole table.
+var unannouncedSQL = `SELECT ` + record.RunColumns + ` FROM runs
+	WHERE announced = 0 AND parent_session != '' AND status NOT IN ` + record.ActiveStatuses + `
+	ORDER BY ended_at, created_at, rowid`
+
 // Unannounced returns finished runs with a parent session whose result was
 // not yet announced, oldest end first: what a restarted daemon still owes
 // the orchestrators.
 func (s *Store) Unannounced(ctx context.Context) ([]store.Run, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+record.RunColumns+` FROM runs
-		WHERE announced = 0 AND parent_session != '' AND status NOT IN `+record.ActiveStatuses+`
-		ORDER BY ended_at, created_at, rowid`)
+	rows, err := s.reader.QueryContext(ctx, unannouncedSQL)
 	if err != nil {
 		return nil, fmt.Errorf("list unannounced runs: %w", err)
 	}
