@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -180,11 +181,18 @@ func messagesTokens(msgs []llm.Message) int {
 	n := 0
 	for _, m := range msgs {
 		n += messageOverheadTokens
+		var lastRaw []byte
 		for _, b := range m.Content {
 			if len(b.Raw) > 0 {
 				// The block as the provider sent it, and gets it back:
 				// it holds the text, arguments or query read from it.
-				n += estimateTokens(string(b.Raw))
+				// Blocks read from one item share its raw JSON (OpenAI's
+				// search call and its result): it is sent, and counted,
+				// once.
+				if !bytes.Equal(b.Raw, lastRaw) {
+					n += estimateTokens(string(b.Raw))
+				}
+				lastRaw = b.Raw
 				continue
 			}
 			n += estimateTokens(b.Text) + estimateTokens(string(b.Input)) + estimateTokens(b.Content) +

@@ -54,3 +54,15 @@ func BenchmarkEstimateFirstRequest(b *testing.B) {
 		r.estimateInput(req)
 	}
 }
+
+// TestEstimateSharedRawOnce: two blocks read from one output item (a
+// search call and its result) share its raw JSON, sent once: counted once.
+func TestEstimateSharedRawOnce(t *testing.T) {
+	raw := json.RawMessage(`{"type":"web_search_call","id":"ws_1","status":"completed","action":{"type":"search","query":"q","sources":[{"url":"https://example.com/a-long-page-address"}]}}`)
+	msg := llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{
+		{Type: llm.BlockServerToolUse, Raw: raw, Provider: "openai"},
+		{Type: llm.BlockServerToolResult, Raw: append(json.RawMessage(nil), raw...), Provider: "openai"}}}
+	if got, want := messagesTokens([]llm.Message{msg}), messageOverheadTokens+estimateTokens(string(raw)); got != want {
+		t.Errorf("messagesTokens = %d, want %d (the shared item once)", got, want)
+	}
+}

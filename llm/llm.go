@@ -93,6 +93,30 @@ type Citation struct {
 	Raw json.RawMessage `json:"raw,omitempty"`
 }
 
+// MaxCitedText is how many characters of a citation's cited text Ava
+// keeps for what it shows and stores (the result, the [Subagent]
+// message, the panel): a provider may quote a whole page. A citation
+// sent back to its provider goes in its Raw, whole.
+const MaxCitedText = 300
+
+// MaxCitationsPerBlock bounds the citations read from one text block of a
+// provider that does not need them back (OpenAI's annotations, which go
+// back inside their message item; OpenRouter's, which do not go back).
+const MaxCitationsPerBlock = 64
+
+// CutCitedText returns s cut to MaxCitedText characters, an ellipsis
+// marking the cut.
+func CutCitedText(s string) string {
+	n := 0
+	for i := range s {
+		if n == MaxCitedText {
+			return s[:i] + "…"
+		}
+		n++
+	}
+	return s
+}
+
 // Text returns a text block.
 func Text(s string) Block { return Block{Type: BlockText, Text: s} }
 

@@ -160,5 +160,5 @@ func citation(raw string) (llm.Citation, error) {
 	if err := json.Unmarshal([]byte(raw), &c); err != nil {
 		return llm.Citation{}, fmt.Errorf("citation: %w", err)
 	}
-	return llm.Citation{URL: c.URL, Title: c.Title, CitedText: c.CitedText, Raw: json.RawMessage(raw)}, nil
+	return llm.Citation{URL: c.URL, Title: c.Title, CitedText: llm.CutCitedText(c.CitedText), Raw: json.RawMessage(raw)}, nil
 }

@@ -142,8 +142,9 @@ func New(cfg Config) (*Provider, error) {
 		name:       cfg.Name,
 		httpClient: cfg.HTTPClient,
 		maxTokens:  cfg.MaxTokens,
-		// Only OpenAI itself insists on the newer field.
-		maxCompletionTokens: base.Host == "api.openai.com",
+		// Only OpenAI itself insists on the newer field: its host, or an
+		// endpoint the caller says is OpenAI's (a proxy of it).
+		maxCompletionTokens: base.Host == "api.openai.com" || cfg.ServerSearch == SearchResponses,
 		log:                 cfg.Logger,
 		key:                 cfg.APIKey,
 		search:              cfg.ServerSearch,

@@ -3,6 +3,7 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/avaagent/ava/llm"
 )
@@ -99,15 +100,22 @@ func pluginBlocks(provider string, cites []llm.Citation) []llm.Block {
 // span of the answer it points at.
 func chatCitations(text string, anns []json.RawMessage) []llm.Citation {
 	var out []llm.Citation
+	var runes []rune // text's characters, once, when a citation points into it
 	for _, raw := range anns {
+		if len(out) == llm.MaxCitationsPerBlock {
+			break
+		}
 		var a chatCitation
 		if json.Unmarshal(raw, &a) != nil || a.Type != "url_citation" || a.URLCitation.URL == "" {
 			continue
 		}
 		c := a.URLCitation
-		cited := c.Content
+		cited := llm.CutCitedText(strings.TrimSpace(c.Content))
 		if cited == "" {
-			cited = span(text, c.StartIndex, c.EndIndex)
+			if runes == nil {
+				runes = []rune(text)
+			}
+			cited = span(runes, c.StartIndex, c.EndIndex)
 		}
 		// No Raw: chat completions has no field to send a citation back in.
 		out = append(out, llm.Citation{URL: c.URL, Title: c.Title, CitedText: cited})

@@ -192,15 +192,9 @@ func toolDefs(defs []llm.ToolDef) ([]openai.ChatCompletionToolUnionParam, error)
 // and encode that again by reflection for every request (about half a
 // millisecond a request for Ava's tools).
 func functionJSON(d llm.ToolDef) (json.RawMessage, error) {
-	if d.Name == "" {
-		return nil, fmt.Errorf("tool definition has no name")
-	}
-	schema := json.RawMessage(`{"type":"object","properties":{}}`)
-	if t := bytes.TrimSpace(d.Schema); len(t) > 0 {
-		if t[0] != '{' || !json.Valid(t) {
-			return nil, fmt.Errorf("tool %s: schema is not a JSON object", d.Name)
-		}
-		schema = t
+	schema, err := toolSchema(d)
+	if err != nil {
+		return nil, err
 	}
 	return json.Marshal(struct {
 		Name        string          `json:"name"`
@@ -209,21 +203,19 @@ func functionJSON(d llm.ToolDef) (json.RawMessage, error) {
 	}{d.Name, d.Description, schema})
 }
 
-// toolSchema is a tool's JSON Schema as an object (an empty object
-// schema when it has none).
-func toolSchema(d llm.ToolDef) (map[string]any, error) {
+// toolSchema is a tool's JSON Schema as it is (an empty object schema
+// when it has none); one that is not a JSON object is refused.
+func toolSchema(d llm.ToolDef) (json.RawMessage, error) {
 	if d.Name == "" {
 		return nil, fmt.Errorf("tool definition has no name")
 	}
-	schema := map[string]any{"type": "object", "properties": map[string]any{}}
-	if len(d.Schema) > 0 {
-		schema = nil
-		if err := json.Unmarshal(d.Schema, &schema); err != nil {
-			return nil, fmt.Errorf("tool %s: schema is not a JSON object: %w", d.Name, err)
-		}
-		if schema == nil {
-			return nil, fmt.Errorf("tool %s: schema is null, want a JSON object", d.Name)
-		}
+	t := bytes.TrimSpace(d.Schema)
+	if len(t) == 0 {
+		return json.RawMessage(`{"type":"object","properties":{}}`), nil
 	}
-	return schema, nil
+	if t[0] != '{' || !json.Valid(t) {
+		return nil, fmt.Errorf("tool %s: schema is not a JSON object", d.Name)
+	}
+	return t, nil
 }
+

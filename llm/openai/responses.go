@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/openai/openai-go/v3"
@@ -47,8 +48,11 @@ type responseItem struct {
 // the search consulted when asked for (include
 // web_search_call.action.sources).
 type searchAction struct {
-	Type    string `json:"type"`
-	Query   string `json:"query,omitempty"`
+	Type  string `json:"type"`
+	Query string `json:"query,omitempty"`
+	// Queries are a search's terms in the current API (query is kept
+	// for older answers).
+	Queries []string `json:"queries,omitempty"`
 	URL     string `json:"url,omitempty"`
 	Pattern string `json:"pattern,omitempty"`
 	Sources []struct {
@@ -83,7 +87,13 @@ func (p *Provider) responseParams(req *llm.Request) (responses.ResponseNewParams
 	params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: input}
 	params.Tools = tools
 	// The pages each search consulted, for the audit log's result line.
-	params.Include = []responses.ResponseIncludable{responses.ResponseIncludableWebSearchCallActionSources}
+	// OpenAI keeps no copy of the conversation (Ava keeps its own, and a
+	// Chat Completions request is not stored either): a reasoning item
+	// then comes with its content encrypted, and goes back with it, so
+	// that nothing on the next turn refers to a response OpenAI kept.
+	params.Store = openai.Bool(false)
+	params.Include = []responses.ResponseIncludable{responses.ResponseIncludableWebSearchCallActionSources,
+		responses.ResponseIncludableReasoningEncryptedContent}
 	if req.System != "" {
 		params.Instructions = openai.String(req.System)
 	}
@@ -109,10 +119,17 @@ func responseTools(defs []llm.ToolDef, st *llm.ServerTools) ([]responses.ToolUni
 		if err != nil {
 			return nil, err
 		}
-		fn := responses.FunctionToolParam{Name: d.Name, Parameters: schema, Strict: openai.Bool(false)}
-		if d.Description != "" {
-			fn.Description = openai.String(d.Description)
+		raw, err := json.Marshal(struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Description string          `json:"description,omitempty"`
+			Parameters  json.RawMessage `json:"parameters"`
+			Strict      bool            `json:"strict"`
+		}{"function", d.Name, d.Description, schema, false})
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: %w", d.Name, err)
 		}
+		fn := param.Override[responses.FunctionToolParam](json.RawMessage(raw))
 		out = append(out, responses.ToolUnionParam{OfFunction: &fn})
 	}
 	if st != nil && st.WebSearch {
@@ -205,7 +222,14 @@ func assistantItems(m llm.Message) (responses.ResponseInputParam, error) {
 	}
 	for j, b := range m.Content {
 		if b.Type == llm.BlockText && ours(b) {
-			if err := msg.add(b); err != nil {
+			err := msg.add(b)
+			if errors.Is(err, errOtherItem) {
+				// Two message items in a row: the first goes whole.
+				if err = flush(); err == nil {
+					err = msg.add(b)
+				}
+			}
+			if err != nil {
 				return nil, fmt.Errorf("block %d: %w", j, err)
 			}
 			continue
@@ -286,8 +310,12 @@ type messageItem struct {
 	parts []json.RawMessage
 }
 
-// add appends a text block's part; a block of another message item
-// first sends the gathered one.
+// errOtherItem is add's answer to a text block of another message item
+// than the one being gathered: the caller sends that one first.
+var errOtherItem = errors.New("text of another message item")
+
+// add appends a text block's part, or returns errOtherItem for a block of
+// another message item than the one gathered.
 func (m *messageItem) add(b llm.Block) error {
 	var item map[string]json.RawMessage
 	if err := json.Unmarshal(b.Raw, &item); err != nil {
@@ -296,7 +324,7 @@ func (m *messageItem) add(b llm.Block) error {
 	var id string
 	_ = json.Unmarshal(item["id"], &id)
 	if m.head != nil && id != m.id {
-		return fmt.Errorf("message item %s: text of item %s in between", m.id, id)
+		return errOtherItem
 	}
 	var parts []json.RawMessage
 	_ = json.Unmarshal(item["content"], &parts)

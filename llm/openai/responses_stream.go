@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3/responses"
 
@@ -111,8 +110,7 @@ func (rs *responseStream) search(id string, raw json.RawMessage) {
 			return
 		}
 	}
-	in := actionInput(it.Action)
-	withQuery := string(in) != "{}"
+	in, withQuery := actionInput(it.Action)
 	if shown, seen := rs.shown[id]; seen && (shown || !withQuery) {
 		return
 	}
@@ -121,19 +119,24 @@ func (rs *responseStream) search(id string, raw json.RawMessage) {
 }
 
 // actionInput is a search call's action as the tool call's arguments
-// (for the activity line and the audit log): its query, or the page it
-// opened and the pattern it looked for; the sources are left out.
-func actionInput(a *searchAction) json.RawMessage {
+// (for the activity line and the audit log): its query (the first of its
+// queries when it has several, all of them kept), or the page it opened
+// and the pattern it looked for; the sources are left out. known is
+// false while the action says none of these yet.
+func actionInput(a *searchAction) (in json.RawMessage, known bool) {
 	if a == nil {
-		return json.RawMessage("{}")
+		return json.RawMessage("{}"), false
 	}
-	in := *a
-	in.Sources = nil
-	raw, err := json.Marshal(in)
+	act := *a
+	act.Sources = nil
+	if act.Query == "" && len(act.Queries) > 0 {
+		act.Query = act.Queries[0]
+	}
+	raw, err := json.Marshal(act)
 	if err != nil {
-		return json.RawMessage("{}")
+		return json.RawMessage("{}"), false
 	}
-	return raw
+	return raw, act.Query != "" || act.URL != ""
 }
 
 // responseError maps a failure the stream reported to an *llm.APIError
@@ -198,10 +201,11 @@ func boolInt(b bool) int {
 // responseStop maps the response's status.
 func responseStop(r *responses.Response, hasCalls bool) llm.StopReason {
 	switch {
+	case r.Status == "incomplete" && r.IncompleteDetails.Reason == "max_output_tokens":
+		// Before a tool call: one cut short has arguments cut short.
+		return llm.StopMaxTokens
 	case hasCalls:
 		return llm.StopToolUse
-	case r.Status == "incomplete" && r.IncompleteDetails.Reason == "max_output_tokens":
-		return llm.StopMaxTokens
 	case r.Status == "completed", r.Status == "":
 		return llm.StopEndTurn
 	}
@@ -223,13 +227,17 @@ func itemBlocks(it responseItem, raw json.RawMessage) ([]llm.Block, error) {
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
 		}
-		callID := it.CallID
-		if callID == "" {
-			callID = newCallID()
+		if it.CallID == "" || it.Name == "" {
+			// Its output could not name it: the item is malformed.
+			return nil, fmt.Errorf("function_call item %q without a call_id or a name", it.ID)
 		}
-		return []llm.Block{own(llm.Block{Type: llm.BlockToolCall, ToolCallID: callID, ToolName: it.Name, Input: args})}, nil
+		return []llm.Block{own(llm.Block{Type: llm.BlockToolCall, ToolCallID: it.CallID, ToolName: it.Name, Input: args})}, nil
 	case "web_search_call":
-		use := own(llm.Block{Type: llm.BlockServerToolUse, ToolCallID: it.ID, ToolName: "web_search", Input: actionInput(it.Action)})
+		if it.ID == "" {
+			return nil, fmt.Errorf("web_search_call item without an id")
+		}
+		in, _ := actionInput(it.Action)
+		use := own(llm.Block{Type: llm.BlockServerToolUse, ToolCallID: it.ID, ToolName: "web_search", Input: in})
 		res := own(llm.Block{Type: llm.BlockServerToolResult, ToolCallID: it.ID, ToolName: "web_search", Citations: sources(it.Action)})
 		return []llm.Block{use, res}, nil
 	case "reasoning":
@@ -302,24 +310,30 @@ type urlCitation struct {
 // text is the span of text they point at.
 func urlCitations(text string, anns []json.RawMessage) []llm.Citation {
 	var out []llm.Citation
+	var runes []rune // text's characters, once, when a citation points into it
 	for _, raw := range anns {
+		if len(out) == llm.MaxCitationsPerBlock {
+			break
+		}
 		var a urlCitation
 		if json.Unmarshal(raw, &a) != nil || a.Type != "url_citation" || a.URL == "" {
 			continue
 		}
+		if runes == nil {
+			runes = []rune(text)
+		}
 		// No Raw: the annotation goes back inside its message item
 		// (the text block's Raw).
-		out = append(out, llm.Citation{URL: a.URL, Title: a.Title, CitedText: span(text, a.StartIndex, a.EndIndex)})
+		out = append(out, llm.Citation{URL: a.URL, Title: a.Title, CitedText: span(runes, a.StartIndex, a.EndIndex)})
 	}
 	return out
 }
 
-// span is text's characters [start, end), or "" when they are out of
-// range.
-func span(text string, start, end int) string {
-	if start < 0 || end <= start || end > utf8.RuneCountInString(text) {
+// span is the characters [start, end) of text, at most
+// llm.MaxCitedText of them, or "" when they are out of range.
+func span(text []rune, start, end int) string {
+	if start < 0 || end <= start || end > len(text) {
 		return ""
 	}
-	r := []rune(text)
-	return strings.TrimSpace(string(r[start:end]))
+	return llm.CutCitedText(strings.TrimSpace(string(text[start:end])))
 }

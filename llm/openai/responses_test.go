@@ -77,8 +77,11 @@ func TestResponsesSearchStreamed(t *testing.T) {
 	if first.Body["max_tool_calls"] != 5.0 {
 		t.Errorf("max_tool_calls = %v, want the role's max_uses", first.Body["max_tool_calls"])
 	}
-	if inc, _ := json.Marshal(first.Body["include"]); string(inc) != `["web_search_call.action.sources"]` {
+	if inc, _ := json.Marshal(first.Body["include"]); string(inc) != `["web_search_call.action.sources","reasoning.encrypted_content"]` {
 		t.Errorf("include = %s", inc)
+	}
+	if first.Body["store"] != false {
+		t.Errorf("store = %v, want false: OpenAI keeps no copy", first.Body["store"])
 	}
 
 	var queries []string
