@@ -218,4 +218,3 @@ func toolSchema(d llm.ToolDef) (json.RawMessage, error) {
 	}
 	return t, nil
 }
-

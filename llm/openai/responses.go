@@ -53,8 +53,8 @@ type searchAction struct {
 	// Queries are a search's terms in the current API (query is kept
 	// for older answers).
 	Queries []string `json:"queries,omitempty"`
-	URL     string `json:"url,omitempty"`
-	Pattern string `json:"pattern,omitempty"`
+	URL     string   `json:"url,omitempty"`
+	Pattern string   `json:"pattern,omitempty"`
 	Sources []struct {
 		URL string `json:"url"`
 	} `json:"sources,omitempty"`
