@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/config"
@@ -101,18 +103,28 @@ func spawnAndWait(t *testing.T, rt *ava.Runtime, task string) ava.Subagent {
 }
 
 // auditLog is the whole audit log of rt.
-func auditLog(t *testing.T, rt *ava.Runtime) string {
+//
+// The audit log is written in batches after the events (audit.Writer),
+// so it waits, up to 10 s, for every one of wants to be in it.
+func auditLog(t *testing.T, rt *ava.Runtime, wants ...string) string {
 	t.Helper()
-	logs, _ := filepath.Glob(filepath.Join(rt.Config().DataRoot, "logs", "ava", "*.jsonl"))
-	var out []byte
-	for _, f := range logs {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		logs, _ := filepath.Glob(filepath.Join(rt.Config().DataRoot, "logs", "ava", "*.jsonl"))
+		var out []byte
+		for _, f := range logs {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, b...)
 		}
-		out = append(out, b...)
+		missing := slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(string(out), w) })
+		if !missing || time.Now().After(deadline) {
+			return string(out)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return string(out)
 }
 
 // A researcher with only an OpenAI key searches through OpenAI: the
@@ -156,7 +168,7 @@ func TestResearchWithOnlyAnOpenAIKey(t *testing.T) {
 	if raw, _ := json.Marshal(first.Body["tools"]); !strings.Contains(string(raw), `{"type":"web_search"}`) {
 		t.Errorf("web_search tool = %s", raw)
 	}
-	audit := auditLog(t, rt)
+	audit := auditLog(t, rt, `"ToolCall"`, `"podcast transcription pricing"`, "https://example.com/pricing")
 	if !strings.Contains(audit, `"ToolCall"`) || !strings.Contains(audit, `"podcast transcription pricing"`) ||
 		!strings.Contains(audit, "https://example.com/pricing") {
 		t.Errorf("audit log has no web_search call and result:\n%s", audit)

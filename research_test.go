@@ -3,7 +3,6 @@ package ava_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,18 +115,10 @@ func TestResearchWithOnlyAnAnthropicKey(t *testing.T) {
 	if !has(tools, "read_webpages") {
 		t.Errorf("tools offered = %v, want Ava's read_webpages beside the provider's fetch", tools)
 	}
-	logs, _ := filepath.Glob(filepath.Join(rt.Config().DataRoot, "logs", "ava", "*.jsonl"))
-	var audit []byte
-	for _, f := range logs {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		audit = append(audit, b...)
-	}
-	if !strings.Contains(string(audit), `"ToolCall"`) || !strings.Contains(string(audit), `"podcast transcription pricing"`) ||
-		!strings.Contains(string(audit), "https://example.com/pricing") {
-		t.Errorf("audit log (%v) has no web_search call and result:\n%s", logs, audit)
+	audit := auditLog(t, rt, `"ToolCall"`, `"podcast transcription pricing"`, "https://example.com/pricing")
+	if !strings.Contains(audit, `"ToolCall"`) || !strings.Contains(audit, `"podcast transcription pricing"`) ||
+		!strings.Contains(audit, "https://example.com/pricing") {
+		t.Errorf("audit log has no web_search call and result:\n%s", audit)
 	}
 
 	if _, err := rt.FollowUp(ctx, sa.ID, "anything else?", false, false); err != nil {
