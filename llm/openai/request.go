@@ -76,23 +76,34 @@ func messages(req *llm.Request) ([]openai.ChatCompletionMessageParamUnion, error
 	if req.System != "" {
 		out = append(out, openai.SystemMessage(req.System))
 	}
-	for i, m := range req.Messages {
+	msgs, err := mapMessages(req.Messages, userMessages, assistantMessage)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, msgs...), nil
+}
+
+// mapMessages maps each message by its role, with user for the user's
+// and assistant for the assistant's; an error names the message.
+func mapMessages[S ~[]E, E any](msgs []llm.Message, user, assistant func(llm.Message) (S, error)) (S, error) {
+	var out S
+	for i, m := range msgs {
 		var (
-			msgs []openai.ChatCompletionMessageParamUnion
-			err  error
+			items S
+			err   error
 		)
 		switch m.Role {
 		case llm.RoleUser:
-			msgs, err = userMessages(m)
+			items, err = user(m)
 		case llm.RoleAssistant:
-			msgs, err = assistantMessage(m)
+			items, err = assistant(m)
 		default:
 			err = fmt.Errorf("unknown role %q", m.Role)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
-		out = append(out, msgs...)
+		out = append(out, items...)
 	}
 	return out, nil
 }
@@ -100,15 +111,26 @@ func messages(req *llm.Request) ([]openai.ChatCompletionMessageParamUnion, error
 // userMessages maps a user message to its tool messages (one per tool
 // result, first) and a user message holding its text, if any.
 func userMessages(m llm.Message) ([]openai.ChatCompletionMessageParamUnion, error) {
+	return userParts[[]openai.ChatCompletionMessageParamUnion](m,
+		func(id, content string) openai.ChatCompletionMessageParamUnion {
+			return openai.ToolMessage(content, id)
+		},
+		func(text string) openai.ChatCompletionMessageParamUnion { return openai.UserMessage(text) })
+}
+
+// userParts maps a user message's tool results (result, first, in order;
+// an error's content marked as one) and then its text, if any (text);
+// any other block is refused.
+func userParts[S ~[]E, E any](m llm.Message, result func(id, content string) E, text func(string) E) (S, error) {
 	var (
-		out  []openai.ChatCompletionMessageParamUnion
-		text string
-		has  bool
+		out S
+		all string
+		has bool
 	)
 	for j, b := range m.Content {
 		switch b.Type {
 		case llm.BlockText:
-			text += b.Text
+			all += b.Text
 			has = true
 		case llm.BlockToolResult:
 			if b.ToolCallID == "" {
@@ -118,13 +140,13 @@ func userMessages(m llm.Message) ([]openai.ChatCompletionMessageParamUnion, erro
 			if b.IsError {
 				content = errorPrefix + content
 			}
-			out = append(out, openai.ToolMessage(content, b.ToolCallID))
+			out = append(out, result(b.ToolCallID, content))
 		default:
 			return nil, fmt.Errorf("block %d: %q block not allowed in a user message", j, b.Type)
 		}
 	}
 	if has {
-		out = append(out, openai.UserMessage(text))
+		out = append(out, text(all))
 	}
 	return out, nil
 }

@@ -144,60 +144,21 @@ func responseTools(defs []llm.ToolDef, st *llm.ServerTools) ([]responses.ToolUni
 
 // responseInput maps the conversation to input items.
 func responseInput(msgs []llm.Message) (responses.ResponseInputParam, error) {
-	var out responses.ResponseInputParam
-	for i, m := range msgs {
-		var (
-			items responses.ResponseInputParam
-			err   error
-		)
-		switch m.Role {
-		case llm.RoleUser:
-			items, err = userItems(m)
-		case llm.RoleAssistant:
-			items, err = assistantItems(m)
-		default:
-			err = fmt.Errorf("unknown role %q", m.Role)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("message %d: %w", i, err)
-		}
-		out = append(out, items...)
-	}
-	return out, nil
+	return mapMessages(msgs, userItems, assistantItems)
 }
 
 // userItems maps a user message to its function_call_output items (one
 // per tool result, first) and a user message holding its text, if any.
 func userItems(m llm.Message) (responses.ResponseInputParam, error) {
-	var (
-		out  responses.ResponseInputParam
-		text string
-		has  bool
-	)
-	for j, b := range m.Content {
-		switch b.Type {
-		case llm.BlockText:
-			text += b.Text
-			has = true
-		case llm.BlockToolResult:
-			if b.ToolCallID == "" {
-				return nil, fmt.Errorf("block %d: tool result has no tool_call_id", j)
-			}
-			content := b.Content
-			if b.IsError {
-				content = errorPrefix + content
-			}
+	return userParts[responses.ResponseInputParam](m,
+		func(id, content string) responses.ResponseInputItemUnionParam {
 			item := responses.ResponseInputItemParamOfFunctionCallOutput(content)
-			item.OfFunctionCallOutput.CallID = openai.String(b.ToolCallID)
-			out = append(out, item)
-		default:
-			return nil, fmt.Errorf("block %d: %q block not allowed in a user message", j, b.Type)
-		}
-	}
-	if has {
-		out = append(out, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleUser))
-	}
-	return out, nil
+			item.OfFunctionCallOutput.CallID = openai.String(id)
+			return item
+		},
+		func(text string) responses.ResponseInputItemUnionParam {
+			return responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleUser)
+		})
 }
 
 // assistantItems maps an assistant message. The items OpenAI sent go
