@@ -585,19 +585,17 @@ func (j *Journal) attach(after uint64) (uint64, bool) {
 	return j.base + uint64(len(j.entries)), true
 }
 
-// window returns the retained entries from position pos on, whether pos
-// was evicted, a channel closed on the next change, and whether the
-// journal is closed.
-func (j *Journal) window(pos uint64) (evs []Event, evicted bool, wake <-chan struct{}, closed bool) {
+// window appends the retained entries from position pos on to dst and
+// returns them, whether pos was evicted, a channel closed on the next
+// change, and whether the journal is closed.
+func (j *Journal) window(dst []Event, pos uint64) (evs []Event, evicted bool, wake <-chan struct{}, closed bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if pos < j.base {
-		return nil, true, j.wake, j.closed
+		return dst, true, j.wake, j.closed
 	}
-	i := int(pos - j.base)
-	if i < len(j.entries) {
-		evs = make([]Event, len(j.entries)-i)
-		copy(evs, j.entries[i:])
+	if i := int(pos - j.base); i < len(j.entries) {
+		dst = append(dst, j.entries[i:]...)
 	}
-	return evs, false, j.wake, j.closed
+	return dst, false, j.wake, j.closed
 }

@@ -20,6 +20,7 @@ type sseWriter struct {
 	w      http.ResponseWriter
 	rc     *http.ResponseController
 	frames *frameCache
+	armed  time.Time // when the write deadline was last set
 }
 
 // startStream sends the headers of an event stream for key.
@@ -39,8 +40,21 @@ func (s *Server) startStream(w http.ResponseWriter, key string) *sseWriter {
 // without hanging up is dropped instead of holding its handler.
 const writeTimeout = 30 * time.Second
 
+// rearm is how old a write deadline may be before the next write sets it
+// again: a busy stream moves its deadline (a timer operation) a few
+// times a minute, not once a write, so a write has between
+// writeTimeout-rearm and writeTimeout to finish.
+const rearm = writeTimeout / 6
+
 // deadline arms the write deadline of the next write.
-func (sw *sseWriter) deadline() { _ = sw.rc.SetWriteDeadline(time.Now().Add(writeTimeout)) }
+func (sw *sseWriter) deadline() {
+	now := time.Now()
+	if now.Sub(sw.armed) < rearm {
+		return
+	}
+	sw.armed = now
+	_ = sw.rc.SetWriteDeadline(now.Add(writeTimeout))
+}
 
 // named writes one of the daemon's own events (no id).
 func (sw *sseWriter) named(name string, v any) error {
@@ -148,26 +162,21 @@ func (s *Server) releaseFrames(key string) {
 	}
 }
 
-// batch is what a subscription's reader hands the writer.
-type batch struct {
-	evs []event.Event
-	err error
-}
-
 // follow writes key's events from sub until ctx is done, the stream
 // breaks, or, when turnDone is given, the turn has ended and every event
 // stored by then is written. A GET stream (turnDone nil) also ends when
-// the server drains. It returns the last kept number written.
+// the server drains. It returns the last kept number written. It owns
+// sub and closes it.
+//
+// One goroutine (the request's) reads the subscription and writes: a
+// new event costs each stream one wakeup, and a stream that is behind
+// writes everything waiting in one write and one flush.
 func (s *Server) follow(ctx context.Context, sw *sseWriter, key string, sub *event.Subscription, turnDone <-chan struct{}) (uint64, error) {
 	defer s.releaseFrames(key)
+	defer sub.Close()
 	s.metrics.subscribers.Inc()
 	defer s.metrics.subscribers.Dec()
 	cursor, target, finishing := sub.Cursor(), uint64(0), false
-	pctx, cancel := context.WithCancel(ctx)
-	ch := make(chan batch, 1)
-	var wg sync.WaitGroup
-	wg.Go(func() { s.pump(pctx, key, sub, ch) })
-	defer func() { cancel(); wg.Wait() }()
 
 	draining := s.draining
 	if turnDone != nil {
@@ -176,20 +185,23 @@ func (s *Server) follow(ctx context.Context, sw *sseWriter, key string, sub *eve
 	hb := time.NewTicker(s.opt.Heartbeat)
 	defer hb.Stop()
 	for {
-		select {
-		case b := <-ch:
-			if b.err != nil {
-				return cursor, b.err
-			}
-			if err := sw.events(b.evs); err != nil {
+		evs, wake, err := sub.Ready(ctx)
+		if err != nil {
+			return cursor, err
+		}
+		if len(evs) > 0 {
+			if err := sw.events(evs); err != nil {
 				return cursor, err
 			}
-			for _, ev := range b.evs {
+			for _, ev := range evs {
 				cursor = max(cursor, ev.Seq)
 			}
 			if finishing && cursor >= target {
 				return cursor, nil
 			}
+		}
+		select {
+		case <-wake:
 		case <-turnDone:
 			turnDone, finishing = nil, true
 			last, err := s.rt.LastSeq(ctx, key)
@@ -207,28 +219,6 @@ func (s *Server) follow(ctx context.Context, sw *sseWriter, key string, sub *eve
 			return cursor, errDraining
 		case <-ctx.Done():
 			return cursor, ctx.Err()
-		}
-	}
-}
-
-// pump reads sub (a Follow subscription, which outlives the session's
-// idle periods) into ch until ctx is done or the Log fails.
-//
-// pump owns sub and closes it (and any it opens again) when it returns.
-func (s *Server) pump(ctx context.Context, key string, sub *event.Subscription, ch chan<- batch) {
-	defer func() { sub.Close() }()
-	for {
-		evs, err := sub.Next(ctx)
-		if err != nil && ctx.Err() != nil {
-			return
-		}
-		select {
-		case ch <- batch{evs: evs, err: err}:
-		case <-ctx.Done():
-			return
-		}
-		if err != nil {
-			return
 		}
 	}
 }
