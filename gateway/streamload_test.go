@@ -90,10 +90,11 @@ func TestStreamFigures(t *testing.T) {
 	}
 	delivered := rep.LastRead.Sub(start)
 	t.Logf("subscribers %d (another process), events %d, target %d/s: published %.0f/s, delivered %.0f/s per subscriber (%.0f deliveries/s); "+
-		"latency p50 %v p99 %v max %v; server CPU %v (%.0f%% of one core) while publishing, subscriber process CPU %v",
+		"latency p50 %v p99 %v max %v; server CPU %v (%.0f%% of one core, %.2f µs a delivery) while publishing, subscriber process CPU %v",
 		subs, total, rate, float64(total)/pubElapsed.Seconds(), float64(total)/delivered.Seconds(), float64(total*subs)/delivered.Seconds(),
 		rep.P50.Round(time.Microsecond), rep.P99.Round(time.Microsecond), rep.Max.Round(time.Microsecond),
-		(cpu1 - cpu0).Round(time.Millisecond), 100*(cpu1-cpu0).Seconds()/pubElapsed.Seconds(), rep.CPU.Round(time.Millisecond))
+		(cpu1 - cpu0).Round(time.Millisecond), 100*(cpu1-cpu0).Seconds()/pubElapsed.Seconds(), float64((cpu1-cpu0).Microseconds())/float64(total*subs),
+		rep.CPU.Round(time.Millisecond))
 	_, err = e.c.Stop(ctx(t), sa.SessionKey)
 	must(t, err)
 }
