@@ -21,6 +21,7 @@ type sseWriter struct {
 	rc     *http.ResponseController
 	frames *frameCache
 	armed  time.Time // when the write deadline was last set
+	buf    []byte    // the frames of a batch (events)
 }
 
 // startStream sends the headers of an event stream for key.
@@ -72,13 +73,28 @@ func (sw *sseWriter) named(name string, v any) error {
 	return sw.rc.Flush()
 }
 
-// events writes session events and flushes once.
+// batchBytes is how much of a batch of frames a stream gathers before
+// handing it to the response in one piece.
+const batchBytes = 32 << 10
+
+// events writes session events and flushes once. The frames are
+// gathered first and handed to the response in one piece (up to
+// batchBytes), so that a batch goes out as one HTTP chunk, copied once,
+// instead of one per response buffer's worth.
 func (sw *sseWriter) events(evs []event.Event) error {
 	sw.deadline()
-	for _, ev := range evs {
-		if _, err := sw.w.Write(sw.frames.frame(ev)); err != nil {
-			return err
+	buf := sw.buf[:0]
+	for i, ev := range evs {
+		buf = append(buf, sw.frames.frame(ev)...)
+		if len(buf) >= batchBytes || i == len(evs)-1 {
+			if _, err := sw.w.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
 		}
+	}
+	if cap(buf) <= 2*batchBytes {
+		sw.buf = buf // kept for the next batch; a larger one is let go
 	}
 	return sw.rc.Flush()
 }
