@@ -74,8 +74,13 @@ func (sw *sseWriter) named(name string, v any) error {
 }
 
 // batchBytes is how much of a batch of frames a stream gathers before
-// handing it to the response in one piece.
-const batchBytes = 32 << 10
+// handing it to the response in one piece; keepBytes is the most of
+// that memory a stream keeps between batches (a live batch's worth, not
+// a replay's: a thousand idle streams keep 4 MiB at most).
+const (
+	batchBytes = 32 << 10
+	keepBytes  = 4 << 10
+)
 
 // events writes session events and flushes once. The frames are
 // gathered first and handed to the response in one piece (up to
@@ -93,7 +98,7 @@ func (sw *sseWriter) events(evs []event.Event) error {
 			buf = buf[:0]
 		}
 	}
-	if cap(buf) <= 2*batchBytes {
+	if cap(buf) <= keepBytes {
 		sw.buf = buf // kept for the next batch; a larger one is let go
 	}
 	return sw.rc.Flush()
