@@ -422,14 +422,15 @@ type Journal struct {
 	loaded bool       // next is known (guarded by pub)
 	next   uint64     // the next number to try (guarded by pub)
 
-	mu      sync.Mutex
-	entries []Event // the retained window: kept and live events, in order
-	base    uint64  // the position of entries[0]
-	last    uint64  // the highest number appended here
-	retain  int
-	wake    chan struct{} // closed and replaced on every append
-	closed  bool
-	held    map[Type]*heldText // streamed text not yet released (with a redactor)
+	mu       sync.Mutex
+	entries  []Event // the retained window: kept and live events, in order
+	base     uint64  // the position of entries[0]
+	last     uint64  // the highest number appended here
+	retain   int
+	wake     chan struct{} // closed and replaced after every append (unlock)
+	appended bool          // entries were appended under the lock held
+	closed   bool
+	held     map[Type]*heldText // streamed text not yet released (with a redactor)
 
 	// Kept events stored by other processes (see Hub.Stored).
 	own      uint64 // the highest number this process stored
@@ -508,7 +509,7 @@ func (j *Journal) storeOnce(ctx context.Context, evs []Event) error {
 // holdDelta).
 func (j *Journal) append(ev Event) {
 	j.mu.Lock()
-	defer j.mu.Unlock()
+	defer j.unlock()
 	if r := j.hub.redactor; r != nil {
 		j.releaseHeld(r, ev.Type)
 		if isDelta(ev.Type) {
@@ -533,8 +534,8 @@ func (j *Journal) emitLocked(ev Event) {
 	}
 }
 
-// appendLocked adds ev to the window and wakes subscribers; j.mu is
-// held.
+// appendLocked adds ev to the window; j.mu is held, and released with
+// unlock, which wakes the subscribers.
 func (j *Journal) appendLocked(ev Event) {
 	j.entries = append(j.entries, ev)
 	if ev.Seq > j.last {
@@ -547,9 +548,23 @@ func (j *Journal) appendLocked(ev Event) {
 		j.entries = j.entries[:n]
 		j.base += uint64(over)
 	}
-	if !j.closed {
-		close(j.wake)
-		j.wake = make(chan struct{})
+	j.appended = true
+}
+
+// unlock releases j.mu and, when events were appended under it, wakes
+// the subscribers: the wait channel is replaced under the lock and the
+// old one closed after it, so that the readers it wakes (a thousand
+// streams of a busy session) do not queue on the lock the publisher
+// still holds.
+func (j *Journal) unlock() {
+	var old chan struct{}
+	if j.appended && !j.closed {
+		old, j.wake = j.wake, make(chan struct{})
+	}
+	j.appended = false
+	j.mu.Unlock()
+	if old != nil {
+		close(old)
 	}
 }
 
@@ -572,7 +587,7 @@ func (j *Journal) LastSeq() (uint64, error) {
 // then get ErrClosed.
 func (j *Journal) Close() {
 	j.mu.Lock()
-	defer j.mu.Unlock()
+	defer j.unlock()
 	if r := j.hub.redactor; r != nil && !j.closed {
 		j.releaseHeld(r, "")
 	}
@@ -620,19 +635,17 @@ func (j *Journal) attach(after uint64) (uint64, bool) {
 	return j.base + uint64(len(j.entries)), true
 }
 
-// window returns the retained entries from position pos on, whether pos
-// was evicted, a channel closed on the next change, and whether the
-// journal is closed.
-func (j *Journal) window(pos uint64) (evs []Event, evicted bool, wake <-chan struct{}, closed bool) {
+// window appends the retained entries from position pos on to dst and
+// returns them, whether pos was evicted, a channel closed on the next
+// change, and whether the journal is closed.
+func (j *Journal) window(dst []Event, pos uint64) (evs []Event, evicted bool, wake <-chan struct{}, closed bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if pos < j.base {
-		return nil, true, j.wake, j.closed
+		return dst, true, j.wake, j.closed
 	}
-	i := int(pos - j.base)
-	if i < len(j.entries) {
-		evs = make([]Event, len(j.entries)-i)
-		copy(evs, j.entries[i:])
+	if i := int(pos - j.base); i < len(j.entries) {
+		dst = append(dst, j.entries[i:]...)
 	}
-	return evs, false, j.wake, j.closed
+	return dst, false, j.wake, j.closed
 }

@@ -72,7 +72,7 @@ func (h *Hub) Live(ev Event) {
 	}
 	ev.Seq = 0
 	j.mu.Lock()
-	defer j.mu.Unlock()
+	defer j.unlock()
 	j.appendLocked(ev)
 }
 
@@ -141,7 +141,7 @@ func (j *Journal) catchUpFrom(last uint64) (uint64, bool) {
 // the journal's last, as they are (masked when they were published).
 func (j *Journal) appendStored(evs []Event) {
 	j.mu.Lock()
-	defer j.mu.Unlock()
+	defer j.unlock()
 	for _, ev := range evs {
 		if ev.Seq > j.last {
 			j.appendLocked(ev)

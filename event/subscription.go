@@ -29,6 +29,7 @@ type Subscription struct {
 	counted  bool // made by Hub.Subscribe: Close releases the journal
 	follow   bool // made by Hub.Follow: outlives its journal
 	closed   bool
+	buf      []Event // what Ready returned last, reused by the next Ready
 }
 
 // Close ends the subscription. A journal opened only for reading leaves
@@ -52,16 +53,9 @@ func (s *Subscription) Cursor() uint64 { return s.after }
 // the Log cannot be read.
 func (s *Subscription) Next(ctx context.Context) ([]Event, error) {
 	for {
-		evs, wake, closed, err := s.take(ctx)
+		evs, wake, err := s.Ready(ctx)
 		if err != nil || len(evs) > 0 {
 			return evs, err
-		}
-		if closed && s.follow && !s.closed {
-			s.reattach()
-			continue
-		}
-		if closed {
-			return nil, ErrClosed
 		}
 		select {
 		case <-ctx.Done():
@@ -71,16 +65,50 @@ func (s *Subscription) Next(ctx context.Context) ([]Event, error) {
 	}
 }
 
+// Ready is Next without the wait, for a reader that waits on more than
+// the subscription in one select (a live stream with its heartbeat): it
+// returns the events after the cursor that can be read now (none when
+// there are none) and a channel closed when more may be ready, so the
+// reader needs no goroutine of its own between the journal and its
+// select. Its errors are Next's. The events are valid until the next
+// call: Ready reuses their memory, so that a live stream allocates
+// nothing per event.
+func (s *Subscription) Ready(ctx context.Context) ([]Event, <-chan struct{}, error) {
+	for {
+		evs, wake, closed, err := s.take(ctx, s.buf[:0])
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case len(evs) > 0:
+			if wake == nil { // read from the Log: more may be there now
+				wake = readyNow
+			} else {
+				s.buf = evs
+			}
+			return evs, wake, nil
+		case closed && s.follow && !s.closed:
+			s.reattach()
+		case closed:
+			return nil, nil, ErrClosed
+		default:
+			return nil, wake, nil
+		}
+	}
+}
+
+// readyNow is a closed channel: more events may be read at once.
+var readyNow = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // Poll returns the events after the cursor without waiting for new ones
 // (nil when there are none).
 func (s *Subscription) Poll(ctx context.Context) ([]Event, error) {
-	evs, _, _, err := s.take(ctx)
+	evs, _, _, err := s.take(ctx, nil)
 	return evs, err
 }
 
 // take returns what can be read now: stored events while catching up,
-// else the journal's new entries.
-func (s *Subscription) take(ctx context.Context) (evs []Event, wake <-chan struct{}, closed bool, err error) {
+// else the journal's new entries, appended to buf (which may be nil).
+func (s *Subscription) take(ctx context.Context, buf []Event) (evs []Event, wake <-chan struct{}, closed bool, err error) {
 	for misses := 0; !s.attached; misses++ {
 		if misses == maxAttachMisses {
 			return nil, nil, false, fmt.Errorf("replay %s: event #%d is in memory but not in the log", s.j.session, s.after+1)
@@ -95,11 +123,12 @@ func (s *Subscription) take(ctx context.Context) (evs []Event, wake <-chan struc
 		}
 		s.pos, s.attached = s.j.attach(s.after)
 	}
-	entries, evicted, wake, closed := s.j.window(s.pos)
+	entries, evicted, wake, closed := s.j.window(buf, s.pos)
 	if evicted {
 		s.attached = false
-		return s.take(ctx)
+		return s.take(ctx, buf)
 	}
+	evs = entries[:0] // filtered in place: entries is this call's copy
 	for _, ev := range entries {
 		switch {
 		case ev.Seq == 0:
@@ -113,7 +142,7 @@ func (s *Subscription) take(ctx context.Context) (evs []Event, wake <-chan struc
 			if len(evs) > 0 {
 				return evs, nil, false, nil
 			}
-			return s.take(ctx)
+			return s.take(ctx, buf)
 		default:
 			s.after = ev.Seq
 		}

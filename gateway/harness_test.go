@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -95,6 +96,9 @@ type envOptions struct {
 	merge string
 	// wrap, when set, wraps the server's handler (to break connections).
 	wrap func(http.Handler) http.Handler
+	// listen, when set, wraps the server's listener (to watch its
+	// connections).
+	listen func(net.Listener) net.Listener
 	// confirm is AVA_CONFIRM (default never: most tests spawn directly).
 	confirm string
 	// env adds settings; roles are role files (name → text) written to
@@ -152,6 +156,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 	ts.Config.Handler = srv.Handler()
 	if o.wrap != nil {
 		ts.Config.Handler = o.wrap(srv.Handler())
+	}
+	if o.listen != nil {
+		ts.Listener = o.listen(ts.Listener)
 	}
 	ts.Start()
 	e := &env{t: t, token: o.token, rt: rt, in: in, srv: srv, ts: ts, c: client.New(ts.URL, o.token), model: model}

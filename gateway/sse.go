@@ -20,6 +20,8 @@ type sseWriter struct {
 	w      http.ResponseWriter
 	rc     *http.ResponseController
 	frames *frameCache
+	armed  time.Time // when the write deadline was last set
+	buf    []byte    // the frames of a batch (events)
 }
 
 // startStream sends the headers of an event stream for key.
@@ -39,8 +41,21 @@ func (s *Server) startStream(w http.ResponseWriter, key string) *sseWriter {
 // without hanging up is dropped instead of holding its handler.
 const writeTimeout = 30 * time.Second
 
+// rearm is how old a write deadline may be before the next write sets it
+// again: a busy stream moves its deadline (a timer operation) a few
+// times a minute, not once a write, so a write has between
+// writeTimeout-rearm and writeTimeout to finish.
+const rearm = writeTimeout / 6
+
 // deadline arms the write deadline of the next write.
-func (sw *sseWriter) deadline() { _ = sw.rc.SetWriteDeadline(time.Now().Add(writeTimeout)) }
+func (sw *sseWriter) deadline() {
+	now := time.Now()
+	if now.Sub(sw.armed) < rearm {
+		return
+	}
+	sw.armed = now
+	_ = sw.rc.SetWriteDeadline(now.Add(writeTimeout))
+}
 
 // named writes one of the daemon's own events (no id).
 func (sw *sseWriter) named(name string, v any) error {
@@ -58,13 +73,33 @@ func (sw *sseWriter) named(name string, v any) error {
 	return sw.rc.Flush()
 }
 
-// events writes session events and flushes once.
+// batchBytes is how much of a batch of frames a stream gathers before
+// handing it to the response in one piece; keepBytes is the most of
+// that memory a stream keeps between batches (a live batch's worth, not
+// a replay's: a thousand idle streams keep 4 MiB at most).
+const (
+	batchBytes = 32 << 10
+	keepBytes  = 4 << 10
+)
+
+// events writes session events and flushes once. The frames are
+// gathered first and handed to the response in one piece (up to
+// batchBytes), so that a batch goes out as one HTTP chunk, copied once,
+// instead of one per response buffer's worth.
 func (sw *sseWriter) events(evs []event.Event) error {
 	sw.deadline()
-	for _, ev := range evs {
-		if _, err := sw.w.Write(sw.frames.frame(ev)); err != nil {
-			return err
+	buf := sw.buf[:0]
+	for i, ev := range evs {
+		buf = append(buf, sw.frames.frame(ev)...)
+		if len(buf) >= batchBytes || i == len(evs)-1 {
+			if _, err := sw.w.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
 		}
+	}
+	if cap(buf) <= keepBytes {
+		sw.buf = buf // kept for the next batch; a larger one is let go
 	}
 	return sw.rc.Flush()
 }
@@ -148,26 +183,23 @@ func (s *Server) releaseFrames(key string) {
 	}
 }
 
-// batch is what a subscription's reader hands the writer.
-type batch struct {
-	evs []event.Event
-	err error
-}
-
 // follow writes key's events from sub until ctx is done, the stream
 // breaks, or, when turnDone is given, the turn has ended and every event
 // stored by then is written. A GET stream (turnDone nil) also ends when
-// the server drains. It returns the last kept number written.
+// the server drains. It returns the last kept number written. It owns
+// sub and closes it.
+//
+// One goroutine (the request's) reads the subscription and writes: a
+// new event costs each stream one wakeup, and a stream that is behind
+// writes everything waiting in one write and one flush. A stream writes
+// at most once every flushEvery: the first event after a quiet spell
+// goes out at once, a stream of them in one write per flushEvery.
 func (s *Server) follow(ctx context.Context, sw *sseWriter, key string, sub *event.Subscription, turnDone <-chan struct{}) (uint64, error) {
 	defer s.releaseFrames(key)
+	defer sub.Close()
 	s.metrics.subscribers.Inc()
 	defer s.metrics.subscribers.Dec()
 	cursor, target, finishing := sub.Cursor(), uint64(0), false
-	pctx, cancel := context.WithCancel(ctx)
-	ch := make(chan batch, 1)
-	var wg sync.WaitGroup
-	wg.Go(func() { s.pump(pctx, key, sub, ch) })
-	defer func() { cancel(); wg.Wait() }()
 
 	draining := s.draining
 	if turnDone != nil {
@@ -175,20 +207,28 @@ func (s *Server) follow(ctx context.Context, sw *sseWriter, key string, sub *eve
 	}
 	hb := time.NewTicker(s.opt.Heartbeat)
 	defer hb.Stop()
+	var wrote time.Time
 	for {
-		select {
-		case b := <-ch:
-			if b.err != nil {
-				return cursor, b.err
-			}
-			if err := sw.events(b.evs); err != nil {
+		evs, wake, err := sub.Ready(ctx)
+		if err != nil {
+			return cursor, err
+		}
+		if len(evs) > 0 {
+			if err := sw.events(evs); err != nil {
 				return cursor, err
 			}
-			for _, ev := range b.evs {
+			wrote = time.Now()
+			for _, ev := range evs {
 				cursor = max(cursor, ev.Seq)
 			}
 			if finishing && cursor >= target {
 				return cursor, nil
+			}
+		}
+		select {
+		case <-wake:
+			if d := flushEvery - time.Since(wrote); d > 0 {
+				time.Sleep(d) // let what follows join this write
 			}
 		case <-turnDone:
 			turnDone, finishing = nil, true
@@ -211,27 +251,13 @@ func (s *Server) follow(ctx context.Context, sw *sseWriter, key string, sub *eve
 	}
 }
 
-// pump reads sub (a Follow subscription, which outlives the session's
-// idle periods) into ch until ctx is done or the Log fails.
-//
-// pump owns sub and closes it (and any it opens again) when it returns.
-func (s *Server) pump(ctx context.Context, key string, sub *event.Subscription, ch chan<- batch) {
-	defer func() { sub.Close() }()
-	for {
-		evs, err := sub.Next(ctx)
-		if err != nil && ctx.Err() != nil {
-			return
-		}
-		select {
-		case ch <- batch{evs: evs, err: err}:
-		case <-ctx.Done():
-			return
-		}
-		if err != nil {
-			return
-		}
-	}
-}
+// flushEvery is the shortest time between two writes to one stream:
+// under load, each subscriber's events go out in one write and one
+// wakeup of its reader per flushEvery instead of one per event (a write
+// to a socket is most of a delivery's cost), at the price of delaying an
+// event by at most flushEvery. 10 ms is below what a person sees (a
+// screen's frame is 16 ms).
+const flushEvery = 10 * time.Millisecond
 
 // stream answers GET /api/chat/stream?sessionKey=K[&after=SEQ]; a
 // Last-Event-ID header wins over after.

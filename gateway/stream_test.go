@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -252,4 +255,86 @@ func TestDrainEndsStreamsAndWaitsForTurns(t *testing.T) {
 	}
 	code, body := e.do("POST", "/api/chat", `{"message":"more"}`, nil)
 	wantError(t, code, body, 503, "shutting down")
+}
+
+// TestStreamCoalescesWritesUnderLoad: events published about one a
+// millisecond reach a stream in far fewer writes to its socket than
+// events (a write is most of what a delivery costs the daemon): at most
+// one write per 5 ms, still in order, without a gap or a repeat.
+func TestStreamCoalescesWritesUnderLoad(t *testing.T) {
+	var writes atomic.Int64
+	e := newEnv(t, envOptions{listen: func(l net.Listener) net.Listener { return countingListener{l, &writes} }})
+	sa := e.spawnBlocking("")
+	base, err := e.in.Store.LastSeq(ctx(t), sa.SessionKey)
+	must(t, err)
+	st, err := e.c.Stream(ctx(t), sa.SessionKey, base)
+	must(t, err)
+	defer st.Close()
+	writes.Store(0) // from here on, only the stream's
+	start := time.Now()
+	const n = 200
+	go func() {
+		for i := range n {
+			ev := event.New(event.ToolCall, event.ToolCallContent{ID: fmt.Sprint(i), Name: "bench"})
+			ev.Session, ev.Agent = sa.SessionKey, sa.ID
+			if _, err := e.in.Hub.Publish(ev); err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(time.Millisecond) // a steady stream of events
+		}
+	}()
+	checkSeqs(t, readN(t, st, n), base+1)
+	elapsed, w := time.Since(start), writes.Load()
+	if limit := int64(elapsed/(5*time.Millisecond)) + 2; w > limit {
+		t.Fatalf("%d events in %v came in %d writes, want at most %d", n, elapsed.Round(time.Millisecond), w, limit)
+	}
+	t.Logf("%d events in %v came in %d writes", n, elapsed.Round(time.Millisecond), w)
+}
+
+// countingListener counts the writes to the connections it accepts.
+type countingListener struct {
+	net.Listener
+	writes *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{c, l.writes}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// TestStreamIsOneGoroutine: a stream is served by its request's
+// goroutine alone (next to net/http's own two per connection), not by a
+// second one pumping its subscription: a new event wakes one goroutine
+// per subscriber, not two. The client's two per connection are in the
+// count as well.
+func TestStreamIsOneGoroutine(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	sa := e.spawnBlocking("")
+	e.publish(sa, 1)
+	const n = 50
+	before := runtime.NumGoroutine()
+	for range n {
+		st, err := e.c.Stream(ctx(t), sa.SessionKey, 0)
+		must(t, err)
+		defer st.Close()
+		readN(t, st, 1) // the stream is up and has caught up
+	}
+	time.Sleep(50 * time.Millisecond) // let the streams settle in their waits
+	if per := float64(runtime.NumGoroutine()-before) / n; per > 4.5 {
+		t.Fatalf("%.1f goroutines a stream, want 4 (the server's request and connection reader, the client's two)", per)
+	}
 }
