@@ -68,6 +68,10 @@ type Registry struct {
 	// configured records the keys whose configured limits the backend
 	// has been given.
 	configured map[string]bool
+	// probes holds, per key, the request that went first while the
+	// process did not know the key's limits (see gate), or nil once it
+	// knows them; a key never asked about is absent.
+	probes map[string]*probe
 
 	waits    atomic.Int64
 	refusals atomic.Int64
@@ -80,7 +84,7 @@ func NewRegistry(limits llm.RateLimits, log *slog.Logger) *Registry {
 		log = slog.New(slog.DiscardHandler)
 	}
 	local := NewMemory(nil)
-	return &Registry{limits: limits, log: log, local: local, backend: local, configured: map[string]bool{}}
+	return &Registry{limits: limits, log: log, local: local, backend: local, configured: map[string]bool{}, probes: map[string]*probe{}}
 }
 
 // UseBackend makes the registry keep its buckets in b (a cluster's
@@ -126,7 +130,12 @@ func (l *limited) Stream(ctx context.Context, req *llm.Request, onDelta func(llm
 	l.reg.configure(ctx, key, l.Name(), req.Model)
 	cost := Estimate(req)
 	for refused := 0; ; refused++ {
+		learnt, err := l.reg.gate(ctx, key)
+		if err != nil {
+			return nil, err
+		}
 		if err := l.reg.wait(ctx, key, cost); err != nil {
+			learnt()
 			return nil, err
 		}
 		streamed := false
@@ -134,8 +143,9 @@ func (l *limited) Stream(ctx context.Context, req *llm.Request, onDelta func(llm
 		if onDelta != nil {
 			deltas = func(d llm.Delta) { streamed = true; onDelta(d) }
 		}
-		octx := withObserver(ctx, func(status int, h http.Header) { l.reg.learn(ctx, key, h) })
+		octx := withObserver(ctx, func(status int, h http.Header) { l.reg.learn(ctx, key, h); learnt() })
 		resp, err := l.Provider.Stream(octx, req, deltas)
+		learnt()
 		l.reg.settle(ctx, key, cost, resp)
 		retryAfter, limitedErr := refusal(err)
 		if err == nil || !limitedErr || refused >= MaxRefusals || ctx.Err() != nil {
@@ -190,6 +200,53 @@ func (r *Registry) current() Backend {
 	return r.backend
 }
 
+// probe is the first request of a key whose limits the process does not
+// know yet: done is closed once its answer's headers are learnt (or it
+// ended without any).
+type probe struct {
+	done chan struct{}
+	once sync.Once
+}
+
+// gate lets a request of key go. Until the process has learnt key's
+// limits, one request goes first and the others wait for its answer's
+// headers: twenty subagents starting at once would otherwise all be sent
+// blind, and the second calls of the first to be answered would go on
+// the limits that answer gave before the other answers lowered them,
+// drawing 429s. learnt is called when the request's headers are learnt
+// or it ended; it is a no-op for a request that did not go first.
+func (r *Registry) gate(ctx context.Context, key string) (learnt func(), err error) {
+	for {
+		r.mu.Lock()
+		p, asked := r.probes[key]
+		switch {
+		case !asked:
+			// The first request of key: it goes, the others wait.
+			p = &probe{done: make(chan struct{})}
+			r.probes[key] = p
+			r.mu.Unlock()
+			return func() {
+				p.once.Do(func() {
+					r.mu.Lock()
+					r.probes[key] = nil
+					r.mu.Unlock()
+					close(p.done)
+				})
+			}, nil
+		case p == nil:
+			// Known: configured, or learnt from the first answer.
+			r.mu.Unlock()
+			return func() {}, nil
+		}
+		r.mu.Unlock()
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the first answer's rate limits: %w", context.Cause(ctx))
+		}
+	}
+}
+
 // configure gives the backend key's configured limits, once per process.
 func (r *Registry) configure(ctx context.Context, key, provider, model string) {
 	lim, ok := r.limits.Lookup(provider, model)
@@ -199,6 +256,9 @@ func (r *Registry) configure(ctx context.Context, key, provider, model string) {
 	r.mu.Lock()
 	done := r.configured[key]
 	r.configured[key] = true
+	if _, asked := r.probes[key]; !asked {
+		r.probes[key] = nil // configured: no request needs to go first
+	}
 	b := r.backend
 	r.mu.Unlock()
 	if done {

@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -92,5 +93,55 @@ func TestWaitIsNoticed(t *testing.T) {
 	cancel(stop)
 	if _, err := ask(cctx, p, nil); !errors.Is(err, stop) {
 		t.Errorf("err = %v, want the context's cause", err)
+	}
+}
+
+// gated is a provider that counts its calls and holds the first until
+// released.
+type gated struct {
+	llm.Provider
+	mu               sync.Mutex
+	calls            int
+	release, started chan struct{}
+}
+
+func (g *gated) Stream(ctx context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
+	g.mu.Lock()
+	g.calls++
+	first := g.calls == 1
+	g.mu.Unlock()
+	if first {
+		close(g.started)
+		<-g.release
+	}
+	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text("ok")}}}, nil
+}
+
+func (g *gated) Name() string { return "gated" }
+
+// Until the process knows a key's limits, its first request goes alone:
+// the others wait for its answer (here one without headers), then all go.
+func TestFirstRequestOfAKeyGoesAlone(t *testing.T) {
+	g := &gated{release: make(chan struct{}), started: make(chan struct{})}
+	p := ratelimit.NewRegistry(nil, nil).Wrap(g, "k")
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			if _, err := ask(context.Background(), p, nil); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	<-g.started
+	time.Sleep(50 * time.Millisecond)
+	g.mu.Lock()
+	if g.calls != 1 {
+		t.Errorf("%d calls while the first was unanswered, want 1", g.calls)
+	}
+	g.mu.Unlock()
+	close(g.release)
+	wg.Wait()
+	if g.calls != 10 {
+		t.Fatalf("%d calls, want 10", g.calls)
 	}
 }
