@@ -566,3 +566,27 @@ func TestReadyReusesItsMemory(t *testing.T) {
 		t.Fatalf("publishing and reading an event allocates %.1f times, publishing it %.1f", read, alone)
 	}
 }
+
+// TestNextEventsAreTheCallers: what Next returned stays as it was after
+// the next Next (a reader hands its events to another goroutine), unlike
+// Ready's, which are valid until the next Ready.
+func TestNextEventsAreTheCallers(t *testing.T) {
+	h := event.NewHub(nil)
+	sub := h.Subscribe("s", 0)
+	defer sub.Close()
+	pub(t, h, "s", 2)
+	first, err := sub.Next(ctx5(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := append([]event.Event(nil), first...)
+	pub(t, h, "s", 1) // fits in the memory of the first two
+	if _, err := sub.Next(ctx5(t)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range first {
+		if first[i].Seq != kept[i].Seq {
+			t.Fatalf("the first Next's events were overwritten: %v, was %v", first, kept)
+		}
+	}
+}

@@ -48,12 +48,13 @@ func (s *Subscription) Close() {
 func (s *Subscription) Cursor() uint64 { return s.after }
 
 // Next blocks until there are events after the cursor and returns them in
-// order. It returns ctx's error when ctx is done, ErrClosed when the
-// journal is closed and read (never for Hub.Follow's), and an error when
-// the Log cannot be read.
+// order, in a slice of the caller's own (it may hand them to another
+// goroutine and call Next again). It returns ctx's error when ctx is
+// done, ErrClosed when the journal is closed and read (never for
+// Hub.Follow's), and an error when the Log cannot be read.
 func (s *Subscription) Next(ctx context.Context) ([]Event, error) {
 	for {
-		evs, wake, err := s.Ready(ctx)
+		evs, wake, err := s.ready(ctx, false)
 		if err != nil || len(evs) > 0 {
 			return evs, err
 		}
@@ -74,15 +75,25 @@ func (s *Subscription) Next(ctx context.Context) ([]Event, error) {
 // call: Ready reuses their memory, so that a live stream allocates
 // nothing per event.
 func (s *Subscription) Ready(ctx context.Context) ([]Event, <-chan struct{}, error) {
+	return s.ready(ctx, true)
+}
+
+// ready is Ready; reuse says whether the events may be put in the memory
+// of the ones it returned last (Ready's), or go in a new slice (Next's).
+func (s *Subscription) ready(ctx context.Context, reuse bool) ([]Event, <-chan struct{}, error) {
 	for {
-		evs, wake, closed, err := s.take(ctx, s.buf[:0])
+		var buf []Event
+		if reuse {
+			buf = s.buf[:0]
+		}
+		evs, wake, closed, err := s.take(ctx, buf)
 		switch {
 		case err != nil:
 			return nil, nil, err
 		case len(evs) > 0:
 			if wake == nil { // read from the Log: more may be there now
 				wake = readyNow
-			} else {
+			} else if reuse {
 				s.buf = evs
 			}
 			return evs, wake, nil
