@@ -157,8 +157,9 @@ type Config struct {
 	// run it continues).
 	TraceLinks []trace.Link
 	// Started, if set, is called once per Run when its events start
-	// going out (see Run): once the first model request is written, or
-	// the first call returned, or the run ended without one.
+	// going out: once the first model request is written, or a few
+	// milliseconds into the first call (a provider that is not an HTTP
+	// client), or when the run ended without one.
 	Started func()
 }
 
@@ -306,9 +307,10 @@ func (a *Agent) publishAsync(ap event.AsyncPublisher, ev event.Event) {
 // storing them (a transaction, a synced session file) competed with the
 // request for the CPU, adding about a third to the time from a spawn to
 // its first request. They go out, in order and ahead of any later
-// event, once the request is written, or its call returned, or the run
-// ended without one; each is still stored before anyone sees it, and Run
-// still waits for them all.
+// event, once the request is written, or startHoldMax after the call
+// began, or when it returned, or when the run ended without one; each
+// is still stored before anyone sees it, and Run still waits for them
+// all.
 type startGate struct {
 	mu   sync.Mutex
 	open bool
@@ -354,17 +356,24 @@ func (a *Agent) releaseStart() {
 	}
 }
 
+// startHoldMax bounds how long the held events wait for the first
+// request to be written: a provider that calls no HTTP server (or one
+// still connecting) releases them after it, not at the end of its call.
+const startHoldMax = 5 * time.Millisecond
+
 // traceWritten is ctx with an HTTP client trace that releases the held
-// events once a request is written (a provider that calls no HTTP
-// server releases them when its call returns).
-func (a *Agent) traceWritten(ctx context.Context) context.Context {
+// events once a request is written, and a timer that releases them
+// after startHoldMax at the latest; stop the timer when the call
+// returns.
+func (a *Agent) traceWritten(ctx context.Context) (context.Context, func() bool) {
 	a.gate.mu.Lock()
 	open := a.gate.open
 	a.gate.mu.Unlock()
 	if open {
-		return ctx
+		return ctx, func() bool { return false }
 	}
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { a.releaseStart() }})
+	t := time.AfterFunc(startHoldMax, a.releaseStart)
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { a.releaseStart() }}), t.Stop
 }
 
 // emitFailed keeps the first publishing error.
@@ -578,8 +587,10 @@ func (r *run) callModel() (*llm.Response, *callPlan, error) {
 	// know), shown beside it.
 	a.activity("calling " + a.cfg.Model.Name())
 	sctx, span := r.startChatSpan(req)
-	sctx = llm.WithWaitNotice(a.traceWritten(sctx), r.rateWait)
+	sctx, stopHold := a.traceWritten(sctx)
+	sctx = llm.WithWaitNotice(sctx, r.rateWait)
 	resp, err := a.cfg.Model.Provider.Stream(sctx, req, r.onDelta)
+	stopHold()
 	a.releaseStart()
 	if err != nil {
 		r.endChatSpan(span, nil, 0, err)

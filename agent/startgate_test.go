@@ -114,3 +114,41 @@ func TestFirstEventsGoOutOnceTheRequestIsWritten(t *testing.T) {
 		t.Errorf("published while the model answered: %v, want the user message", early)
 	}
 }
+
+// A provider that is no HTTP client still has the held events go out
+// while its call runs, a few milliseconds in, not at its end.
+func TestFirstEventsGoOutDuringALongCall(t *testing.T) {
+	s, _ := scripted.Parse("t", []byte("turns:\n  - text: hi\n"))
+	rec := &asyncRecorder{}
+	startedCh := make(chan struct{})
+	var once sync.Once
+	var during []event.Type
+	p := waitProvider{Provider: scripted.NewWithScript(s), wait: func() {
+		select {
+		case <-startedCh:
+		case <-time.After(10 * time.Second):
+			t.Error("Started not called during the call")
+		}
+		during = rec.types()
+	}}
+	res := run(t, agent.Config{Model: llm.Model{Provider: p, ID: "x"}, Publisher: rec,
+		Started: func() { once.Do(func() { close(startedCh) }) }}, context.Background())
+	if res.Status != lifecycle.Success {
+		t.Fatalf("status %s: %v", res.Status, res.Err)
+	}
+	if len(during) < 1 || during[0] != event.UserMessage {
+		t.Errorf("published during the call: %v, want the user message first", during)
+	}
+}
+
+// waitProvider runs wait inside each call, before the provider it wraps
+// answers.
+type waitProvider struct {
+	llm.Provider
+	wait func()
+}
+
+func (p waitProvider) Stream(ctx context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
+	p.wait()
+	return p.Provider.Stream(ctx, req, onDelta)
+}
