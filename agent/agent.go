@@ -62,6 +62,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http/httptrace"
 	"sync"
 	"time"
 
@@ -155,6 +156,11 @@ type Config struct {
 	// TraceLinks link the run's span to others (a follow-up turn to the
 	// run it continues).
 	TraceLinks []trace.Link
+	// Started, if set, is called once per Run when its events start
+	// going out: once the first model request is written, or a few
+	// milliseconds into the first call (a provider that is not an HTTP
+	// client), or when the run ended without one.
+	Started func()
 }
 
 // Checkpoint is the state of a run after a completed step, given to
@@ -204,6 +210,8 @@ type Agent struct {
 	// emitting counts events handed to an AsyncPublisher and not yet
 	// stored and delivered; Run waits for them before it returns.
 	emitting sync.WaitGroup
+	// gate holds a run's first events until its first request is out.
+	gate startGate
 }
 
 // Snapshot is a run's live status, cheap to read at any time.
@@ -272,15 +280,100 @@ func (a *Agent) emit(ev event.Event) {
 		ev.Time = a.now()
 	}
 	if ap, ok := a.cfg.Publisher.(event.AsyncPublisher); ok {
-		a.emitting.Add(1)
-		ap.PublishAsync(ev, func(_ event.Event, err error) {
-			a.emitFailed(err)
-			a.emitting.Done()
-		})
+		a.gate.mu.Lock()
+		defer a.gate.mu.Unlock()
+		if !a.gate.open {
+			a.gate.held = append(a.gate.held, ev)
+			return
+		}
+		a.publishAsync(ap, ev)
 		return
 	}
 	_, err := a.cfg.Publisher.Publish(ev)
 	a.emitFailed(err)
+}
+
+// publishAsync hands ev to ap; Run waits for it before it returns.
+func (a *Agent) publishAsync(ap event.AsyncPublisher, ev event.Event) {
+	a.emitting.Add(1)
+	ap.PublishAsync(ev, func(_ event.Event, err error) {
+		a.emitFailed(err)
+		a.emitting.Done()
+	})
+}
+
+// startGate holds the events a run emits before its first model request
+// is written (the user message, the first activity): on a busy machine
+// storing them (a transaction, a synced session file) competed with the
+// request for the CPU, adding about a third to the time from a spawn to
+// its first request. They go out, in order and ahead of any later
+// event, once the request is written, or startHoldMax after the call
+// began, or when it returned, or when the run ended without one; each
+// is still stored before anyone sees it, and Run still waits for them
+// all.
+type startGate struct {
+	mu   sync.Mutex
+	open bool
+	held []event.Event
+}
+
+// holdStart closes the gate for a new Run when events are published
+// asynchronously; otherwise (each publish waits for the store) the run's
+// events go out as they come and Started is called at once.
+func (a *Agent) holdStart() {
+	if _, ok := a.cfg.Publisher.(event.AsyncPublisher); ok {
+		a.gate.mu.Lock()
+		a.gate.open, a.gate.held = false, nil
+		a.gate.mu.Unlock()
+		return
+	}
+	a.gate.mu.Lock()
+	a.gate.open = true
+	a.gate.mu.Unlock()
+	if a.cfg.Started != nil {
+		a.cfg.Started()
+	}
+}
+
+// releaseStart opens the gate, publishing the held events in order, and
+// calls Started; it does nothing once the gate is open.
+func (a *Agent) releaseStart() {
+	a.gate.mu.Lock()
+	if a.gate.open {
+		a.gate.mu.Unlock()
+		return
+	}
+	a.gate.open = true
+	held := a.gate.held
+	a.gate.held = nil
+	ap, _ := a.cfg.Publisher.(event.AsyncPublisher)
+	for _, ev := range held {
+		a.publishAsync(ap, ev)
+	}
+	a.gate.mu.Unlock()
+	if a.cfg.Started != nil {
+		a.cfg.Started()
+	}
+}
+
+// startHoldMax bounds how long the held events wait for the first
+// request to be written: a provider that calls no HTTP server (or one
+// still connecting) releases them after it, not at the end of its call.
+const startHoldMax = 5 * time.Millisecond
+
+// traceWritten is ctx with an HTTP client trace that releases the held
+// events once a request is written, and a timer that releases them
+// after startHoldMax at the latest; stop the timer when the call
+// returns.
+func (a *Agent) traceWritten(ctx context.Context) (context.Context, func() bool) {
+	a.gate.mu.Lock()
+	open := a.gate.open
+	a.gate.mu.Unlock()
+	if open {
+		return ctx, func() bool { return false }
+	}
+	t := time.AfterFunc(startHoldMax, a.releaseStart)
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { a.releaseStart() }}), t.Stop
 }
 
 // emitFailed keeps the first publishing error.
@@ -328,8 +421,10 @@ func (a *Agent) Run(ctx context.Context, history []llm.Message, input llm.Messag
 	}
 	r := &run{a: a, ctx: ctx, msgs: append(append(make([]llm.Message, 0, len(history)+8), history...), input),
 		defs: toolDefs(a.cfg.Tools), start: start, clock: clock}
+	a.holdStart()
 	a.emit(event.New(event.UserMessage, event.TextContent{Text: input.TextContent()}))
 	err := r.loop()
+	a.releaseStart()
 	a.emitting.Wait()
 	if err == nil {
 		err = a.publishErr()
@@ -492,8 +587,11 @@ func (r *run) callModel() (*llm.Response, *callPlan, error) {
 	// know), shown beside it.
 	a.activity("calling " + a.cfg.Model.Name())
 	sctx, span := r.startChatSpan(req)
+	sctx, stopHold := a.traceWritten(sctx)
 	sctx = llm.WithWaitNotice(sctx, r.rateWait)
 	resp, err := a.cfg.Model.Provider.Stream(sctx, req, r.onDelta)
+	stopHold()
+	a.releaseStart()
 	if err != nil {
 		r.endChatSpan(span, nil, 0, err)
 		plan.settle(0)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/metrics"
 	"sort"
 	"strings"
 	"sync"
@@ -263,6 +264,7 @@ func benchThousandAtOnce(b *testing.B, traced bool, serverEnv ...string) {
 		h.Wait(context.Background())
 		one := time.Since(start)
 
+		created := goroutinesCreated()
 		start = time.Now()
 		var wg sync.WaitGroup
 		results := make([]lifecycle.Status, n)
@@ -283,6 +285,8 @@ func benchThousandAtOnce(b *testing.B, traced bool, serverEnv ...string) {
 		spawned := time.Since(start)
 		wg.Wait()
 		all := time.Since(start)
+		// Less the benchmark's own waiter of each run.
+		b.ReportMetric(float64(goroutinesCreated()-created-n)/n, "goroutines/run")
 		b.ReportMetric(spawned.Seconds(), "spawn-loop-s")
 		ok := 0
 		for _, s := range results {
@@ -306,4 +310,11 @@ func benchThousandAtOnce(b *testing.B, traced bool, serverEnv ...string) {
 			b.Fatalf("%d of %d succeeded", ok, n)
 		}
 	}
+}
+
+// goroutinesCreated is how many goroutines the process has created.
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

@@ -107,6 +107,10 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	ctx, links := h.traceContext(ctx)
 	tools, unavailable := h.turnTools(ctx)
 	tools = h.withBoard(tools)
+	// announce publishes the parent's SubagentSpawn once the first
+	// request is out (agent.Config.Started): storing it then does not
+	// compete with the request for the CPU.
+	var announce func()
 	h.mu.Lock()
 	stored := h.inputStored
 	h.inputStored, h.ckStored = false, len(history)
@@ -141,6 +145,11 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		Tracer:      m.opt.Tracer,
 		AgentName:   h.role.Name,
 		TraceLinks:  links,
+		Started: func() {
+			if announce != nil {
+				announce()
+			}
+		},
 	})
 	start := m.now()
 	h.mu.Lock()
@@ -150,14 +159,15 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	h.mu.Lock()
 	h.starting = first || takenOver
 	h.mu.Unlock()
-	// The parent hears of the spawn at once: SubagentSpawn is stored (and
-	// its synced lifecycle entry written, by the session files' sink)
-	// while the run starts, always before the run's SubagentComplete in
-	// the same session. The run record is written before the loop starts,
-	// so no model call is ever made by an unrecorded run (a failed write
+	// The parent hears of the spawn as soon as the first request is out
+	// (or the run ended without one): SubagentSpawn is stored (and its
+	// synced lifecycle entry written, by the session files' sink) while
+	// the model answers, always before the run's SubagentComplete in the
+	// same session. The run record is written before the loop starts, so
+	// no model call is ever made by an unrecorded run (a failed write
 	// cancels the run before its first call). The loop's own events are
-	// stored while its first request is on its way (agent: asynchronous
-	// publishing).
+	// likewise stored once its first request is on its way (agent:
+	// asynchronous publishing, Config.Started).
 	if err := h.recordRun(first, start); err != nil {
 		// Never run unrecorded: the turn ends before its loop starts,
 		// and the parent is told.
@@ -167,7 +177,7 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		return h.finish(agent.Result{Status: lifecycle.Error, Err: err}, len(history), start)
 	}
 	if first {
-		h.announceSpawn(start)
+		announce = func() { h.announceSpawn(start) }
 	}
 	if first || takenOver {
 		h.noticeStart(start, h.attempt > 0)

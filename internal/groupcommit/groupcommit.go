@@ -1,7 +1,9 @@
 // Package groupcommit lets concurrent callers share one expensive commit
 // (a transaction, a write and an fsync). Each caller adds its item; the
 // caller that finds no commit under way becomes the leader and commits
-// what is queued, batch after batch, in the order it was added, until the
+// what is queued, in the order it was added; once the batch holding its
+// own item is committed it hands the lead, if more was queued meanwhile,
+// to a goroutine of its own, which commits batch after batch until the
 // queue is empty. The others return at once and wait for their item's
 // outcome however their items carry it (a channel in each item, usually).
 package groupcommit
@@ -16,11 +18,19 @@ type Queue[T any] struct {
 }
 
 // Add queues item and, if no commit is under way, leads: it calls commit
-// with every queued batch until none is left. commit must settle each
-// item of its batch; it is never called for two batches at once.
+// with the queued batch, which holds item, and returns once that is
+// committed; batches queued meanwhile are committed by a new goroutine,
+// so that a caller never waits for later callers' commits (under steady
+// load the queue may never empty). commit must settle each item of its
+// batch; it is never called for two batches at once.
 func (q *Queue[T]) Add(item T, commit func(batch []T)) {
-	if q.queue(item) {
-		q.lead(commit)
+	if !q.queue(item) {
+		return
+	}
+	batch, _ := q.next()
+	commit(batch)
+	if q.more() {
+		go q.lead(commit)
 	}
 }
 
@@ -48,15 +58,36 @@ func (q *Queue[T]) queue(item T) bool {
 // lead commits batches until the queue is empty.
 func (q *Queue[T]) lead(commit func(batch []T)) {
 	for {
-		q.mu.Lock()
-		batch := q.items
-		q.items = nil
-		if len(batch) == 0 {
-			q.leading = false
-			q.mu.Unlock()
+		batch, ok := q.next()
+		if !ok {
 			return
 		}
-		q.mu.Unlock()
 		commit(batch)
 	}
+}
+
+// next takes the queued batch; when none is left it ends the lead and
+// reports false.
+func (q *Queue[T]) next() ([]T, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	batch := q.items
+	q.items = nil
+	if len(batch) == 0 {
+		q.leading = false
+		return nil, false
+	}
+	return batch, true
+}
+
+// more reports whether items are queued, keeping the lead for whoever
+// commits them; when none are, it ends the lead.
+func (q *Queue[T]) more() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.items) == 0 {
+		q.leading = false
+		return false
+	}
+	return true
 }

@@ -491,9 +491,16 @@ func (s *Store) commitWrites(batch []*writeReq) {
 	s.commitBatch(batch)
 }
 
-// writeOne runs one fn in its own transaction.
+// writeOne runs one fn in its own transaction. As in a batch, the
+// call's context is checked before the transaction begins and bounds
+// fn's own work; the transaction itself runs detached from it, so that
+// neither database/sql nor the driver starts a goroutine to watch it
+// (three per transaction: the begin, the transaction, the commit).
 func (s *Store) writeOne(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.writer.BeginTx(ctx, nil)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tx, err := s.writer.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"net/url"
+	"strings"
 
 	msqlite "modernc.org/sqlite"
 )
@@ -42,12 +44,26 @@ const maxCachedStmts = 128
 // connector opens connections to one DSN with modernc's driver, each
 // wrapped in a statement cache.
 type connector struct {
-	dsn string
-	drv *msqlite.Driver
+	dsn   string
+	drv   *msqlite.Driver
+	begin string // the statement a read-write transaction begins with
 }
 
 // newConnector returns a connector for dsn.
-func newConnector(dsn string) connector { return connector{dsn: dsn, drv: &msqlite.Driver{}} }
+func newConnector(dsn string) connector {
+	return connector{dsn: dsn, drv: &msqlite.Driver{}, begin: beginStatement(dsn)}
+}
+
+// beginStatement is the statement the driver would begin a read-write
+// transaction on dsn with: BEGIN, with the DSN's _txlock mode if any.
+func beginStatement(dsn string) string {
+	if _, query, ok := strings.Cut(dsn, "?"); ok {
+		if q, err := url.ParseQuery(query); err == nil && q.Get("_txlock") != "" {
+			return "BEGIN " + strings.ToUpper(q.Get("_txlock"))
+		}
+	}
+	return "BEGIN"
+}
 
 // Connect implements driver.Connector.
 func (c connector) Connect(context.Context) (driver.Conn, error) {
@@ -60,7 +76,7 @@ func (c connector) Connect(context.Context) (driver.Conn, error) {
 		_ = conn.Close()
 		return nil, fmt.Errorf("sqlite driver connection %T lacks the context methods", conn)
 	}
-	return &cachingConn{baseConn: b, stmts: map[string]*cachedStmt{}}, nil
+	return &cachingConn{baseConn: b, stmts: map[string]*cachedStmt{}, begin: c.begin}, nil
 }
 
 // Driver implements driver.Connector.
@@ -88,7 +104,8 @@ type ctxStmt interface {
 type cachingConn struct {
 	baseConn
 	stmts map[string]*cachedStmt
-	inTx  bool // a transaction begun with BeginTx is open
+	inTx  bool   // a transaction begun with BeginTx is open
+	begin string // the statement a read-write transaction begins with
 }
 
 // cachedStmt is one kept statement; busy while rows read from it are
@@ -104,32 +121,62 @@ var (
 )
 
 // BeginTx implements driver.ConnBeginTx; statements run detached from
-// their contexts until the transaction ends.
+// their contexts until the transaction ends. A read-write transaction
+// begins and ends with kept statements too (BEGIN, COMMIT and ROLLBACK
+// are otherwise parsed anew for each transaction); BEGIN runs with ctx,
+// which can cut short a wait for another connection's lock, and COMMIT
+// with ctx once it is known not to be done, as the driver's own
+// transactions do.
 func (c *cachingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	t, err := c.baseConn.BeginTx(ctx, opts)
-	if err != nil {
+	if opts.ReadOnly || opts.Isolation != driver.IsolationLevel(0) {
+		t, err := c.baseConn.BeginTx(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		c.inTx = true
+		return &cachingTx{Tx: t, c: c}, nil
+	}
+	if _, err := c.ExecContext(ctx, c.begin, nil); err != nil {
 		return nil, err
 	}
 	c.inTx = true
-	return &cachingTx{Tx: t, c: c}, nil
+	return &cachingTx{c: c, ctx: ctx}, nil
 }
 
-// cachingTx ends its connection's transaction.
+// cachingTx ends its connection's transaction: the driver's own (Tx
+// set), or one begun with the connection's kept BEGIN.
 type cachingTx struct {
 	driver.Tx
-	c *cachingConn
+	c   *cachingConn
+	ctx context.Context // the context it began with (no Tx)
 }
 
-// Commit implements driver.Tx.
+// Commit implements driver.Tx. A kept-statement transaction whose COMMIT
+// fails is rolled back, so the connection is left outside a transaction
+// as database/sql expects.
 func (t *cachingTx) Commit() error {
 	t.c.inTx = false
-	return t.Tx.Commit()
+	if t.Tx != nil {
+		return t.Tx.Commit()
+	}
+	if _, err := t.c.ExecContext(t.ctx, "COMMIT", nil); err != nil {
+		// SQLite may have ended the transaction already; then there is
+		// nothing to roll back and the error says so.
+		_, _ = t.c.ExecContext(context.Background(), "ROLLBACK", nil)
+		return err
+	}
+	return nil
 }
 
-// Rollback implements driver.Tx.
+// Rollback implements driver.Tx. It does not watch the context the
+// transaction began with: database/sql rolls back once that is done.
 func (t *cachingTx) Rollback() error {
 	t.c.inTx = false
-	return t.Tx.Rollback()
+	if t.Tx != nil {
+		return t.Tx.Rollback()
+	}
+	_, err := t.c.ExecContext(context.Background(), "ROLLBACK", nil)
+	return err
 }
 
 // statementContext is the context a statement runs with: ctx, or inside

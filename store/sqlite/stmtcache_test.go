@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/avaagent/ava/store"
 )
@@ -160,5 +162,82 @@ func TestCheckpointerKeepsTheLogBounded(t *testing.T) {
 	}
 	if !restarted {
 		t.Fatal("the log never started over")
+	}
+}
+
+// goroutinesCreated is how many goroutines the process has created.
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// A write transaction starts one goroutine, database/sql's own for every
+// transaction, and not the driver's that watched the contexts of its
+// BEGIN and COMMIT (the write's context is checked before it begins and
+// bounds its statements); and it begins and commits with the
+// connection's kept BEGIN IMMEDIATE and COMMIT, not parsed anew.
+func TestWriteStartsNoGoroutine(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), FileName))
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	update := func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE sessions SET title = '' WHERE key = 'none'`)
+		return err
+	}
+	if err := s.write(ctx, update); err != nil {
+		t.Fatal(err)
+	}
+	const writes = 200
+	before := goroutinesCreated()
+	for range writes {
+		if err := s.write(ctx, update); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Slack for the runtime's and the test's own (timers, GC workers).
+	if n := goroutinesCreated() - before; n > writes+writes/10 {
+		t.Errorf("%d writes created %d goroutines, want one each", writes, n)
+	}
+	c, err := s.writer.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rawConn(t, c, func(cc *cachingConn) {
+		for _, q := range []string{"BEGIN IMMEDIATE", "COMMIT"} {
+			if cc.stmts[q] == nil {
+				t.Errorf("%q is not a kept statement of the writer", q)
+			}
+		}
+	})
+}
+
+// A write whose context is done when its turn comes is refused, and one
+// that fails is rolled back; the writer goes on writing.
+func TestWriteDoneContextAndRollback(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), FileName))
+	done, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.write(done, func(*sql.Tx) error { return nil }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("write with a cancelled context: %v, want context.Canceled", err)
+	}
+	ctx := t.Context()
+	boom := errors.New("boom")
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE scratch (x INTEGER)`); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("failing write: %v, want boom", err)
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE scratch (x INTEGER)`)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("the failed write was not rolled back: %v", err)
 	}
 }
