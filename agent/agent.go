@@ -159,7 +159,9 @@ type Config struct {
 	// Started, if set, is called once per Run when its events start
 	// going out: once the first model request is written, or a few
 	// milliseconds into the first call (a provider that is not an HTTP
-	// client), or when the run ended without one.
+	// client), or 100 ms after the Run began (what comes before the
+	// first call takes long), or when the run ended without one. It must only queue work: it is called
+	// under a lock the Run's end waits for.
 	Started func()
 }
 
@@ -312,9 +314,10 @@ func (a *Agent) publishAsync(ap event.AsyncPublisher, ev event.Event) {
 // is still stored before anyone sees it, and Run still waits for them
 // all.
 type startGate struct {
-	mu   sync.Mutex
-	open bool
-	held []event.Event
+	mu    sync.Mutex
+	open  bool
+	held  []event.Event
+	timer *time.Timer // opens the gate startHoldMax after the Run began
 }
 
 // holdStart closes the gate for a new Run when events are published
@@ -324,6 +327,11 @@ func (a *Agent) holdStart() {
 	if _, ok := a.cfg.Publisher.(event.AsyncPublisher); ok {
 		a.gate.mu.Lock()
 		a.gate.open, a.gate.held = false, nil
+		// Also armed at the Run's start, not only at its first call:
+		// what comes before the call (a group's budget reservation, the
+		// instance's hold) may take long, and the parent waits for the
+		// spawn.
+		a.gate.timer = time.AfterFunc(startHoldLongest, a.releaseStart)
 		a.gate.mu.Unlock()
 		return
 	}
@@ -336,34 +344,45 @@ func (a *Agent) holdStart() {
 }
 
 // releaseStart opens the gate, publishing the held events in order, and
-// calls Started; it does nothing once the gate is open.
+// calls Started; it does nothing once the gate is open. Started is
+// called under the gate's lock: a later releaseStart (the Run's end)
+// returns only after it, so what Started publishes (the parent's
+// SubagentSpawn) is queued before anything the run's end publishes.
 func (a *Agent) releaseStart() {
 	a.gate.mu.Lock()
+	defer a.gate.mu.Unlock()
 	if a.gate.open {
-		a.gate.mu.Unlock()
 		return
 	}
 	a.gate.open = true
+	if a.gate.timer != nil {
+		a.gate.timer.Stop()
+		a.gate.timer = nil
+	}
 	held := a.gate.held
 	a.gate.held = nil
 	ap, _ := a.cfg.Publisher.(event.AsyncPublisher)
 	for _, ev := range held {
 		a.publishAsync(ap, ev)
 	}
-	a.gate.mu.Unlock()
 	if a.cfg.Started != nil {
-		a.cfg.Started()
+		a.cfg.Started() // only queues its publishing (Config.Started)
 	}
 }
 
 // startHoldMax bounds how long the held events wait for the first
-// request to be written: a provider that calls no HTTP server (or one
-// still connecting) releases them after it, not at the end of its call.
+// request to be written once the call began: a provider that calls no
+// HTTP server (or one still connecting) releases them after it, not at
+// the end of its call.
 const startHoldMax = 5 * time.Millisecond
+
+// startHoldLongest bounds the hold from the Run's start, whatever comes
+// before its first call.
+const startHoldLongest = 100 * time.Millisecond
 
 // traceWritten is ctx with an HTTP client trace that releases the held
 // events once a request is written, and a timer that releases them
-// after startHoldMax at the latest; stop the timer when the call
+// startHoldMax into the call at the latest; stop the timer when the call
 // returns.
 func (a *Agent) traceWritten(ctx context.Context) (context.Context, func() bool) {
 	a.gate.mu.Lock()

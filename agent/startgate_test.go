@@ -152,3 +152,28 @@ func (p waitProvider) Stream(ctx context.Context, req *llm.Request, onDelta func
 	p.wait()
 	return p.Provider.Stream(ctx, req, onDelta)
 }
+
+// What comes before a run's first call (here an instance hold that takes
+// a second) does not keep its first events, and Started, back for long:
+// a parent waits for the spawn to be announced.
+func TestFirstEventsGoOutDuringASlowStart(t *testing.T) {
+	s, _ := scripted.Parse("t", []byte("turns:\n  - text: hi\n"))
+	rec := &asyncRecorder{}
+	started := make(chan time.Time, 1)
+	begin := time.Now()
+	hold := func(ctx context.Context) error {
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	res := run(t, agent.Config{Model: llm.Model{Provider: scripted.NewWithScript(s), ID: "x"}, Publisher: rec, Hold: hold,
+		Started: func() { started <- time.Now() }}, context.Background())
+	if res.Status != lifecycle.Success {
+		t.Fatalf("status %s: %v", res.Status, res.Err)
+	}
+	if at := (<-started).Sub(begin); at > 700*time.Millisecond {
+		t.Fatalf("Started %s after the run began, behind the slow hold", at)
+	}
+}

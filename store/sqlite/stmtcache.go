@@ -123,10 +123,11 @@ var (
 // BeginTx implements driver.ConnBeginTx; statements run detached from
 // their contexts until the transaction ends. A read-write transaction
 // begins and ends with kept statements too (BEGIN, COMMIT and ROLLBACK
-// are otherwise parsed anew for each transaction); BEGIN runs with ctx,
-// which can cut short a wait for another connection's lock, and COMMIT
-// with ctx once it is known not to be done, as the driver's own
-// transactions do.
+// are otherwise parsed anew for each transaction); BEGIN runs with the
+// ctx it is given (the store's writes give one detached from the
+// caller's, checked before: a write waiting for another process's lock
+// waits up to the busy timeout), and COMMIT with ctx once it is known not
+// to be done, as the driver's own transactions do.
 func (c *cachingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if opts.ReadOnly || opts.Isolation != driver.IsolationLevel(0) {
 		t, err := c.baseConn.BeginTx(ctx, opts)
