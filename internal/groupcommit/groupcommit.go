@@ -15,6 +15,31 @@ type Queue[T any] struct {
 	mu      sync.Mutex
 	items   []T
 	leading bool
+	idle    *sync.Cond // broadcast when a lead ends; made on first use
+}
+
+// Wait returns once no commit is under way (none is queued): a store
+// closing waits for the commits it has let in.
+func (q *Queue[T]) Wait() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.leading {
+		q.cond().Wait()
+	}
+}
+
+// cond is idle, made on first use; q.mu must be held.
+func (q *Queue[T]) cond() *sync.Cond {
+	if q.idle == nil {
+		q.idle = sync.NewCond(&q.mu)
+	}
+	return q.idle
+}
+
+// endLead ends the lead; q.mu must be held.
+func (q *Queue[T]) endLead() {
+	q.leading = false
+	q.cond().Broadcast()
 }
 
 // Add queues item and, if no commit is under way, leads: it calls commit
@@ -74,7 +99,7 @@ func (q *Queue[T]) next() ([]T, bool) {
 	batch := q.items
 	q.items = nil
 	if len(batch) == 0 {
-		q.leading = false
+		q.endLead()
 		return nil, false
 	}
 	return batch, true
@@ -86,7 +111,7 @@ func (q *Queue[T]) more() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.items) == 0 {
-		q.leading = false
+		q.endLead()
 		return false
 	}
 	return true

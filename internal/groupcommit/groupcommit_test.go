@@ -3,6 +3,7 @@ package groupcommit_test
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,5 +92,30 @@ func TestLeaderReturnsAfterItsOwnBatch(t *testing.T) {
 	defer mu.Unlock()
 	if fmt.Sprint(order) != "[1 2 3]" {
 		t.Fatalf("committed %v, want [1 2 3]", order)
+	}
+}
+
+// TestWaitReturnsWhenNoCommitIsUnderWay: Wait waits for the goroutine
+// that commits what was queued behind a leader, and returns at once on an
+// idle queue.
+func TestWaitReturnsWhenNoCommitIsUnderWay(t *testing.T) {
+	var q groupcommit.Queue[int]
+	q.Wait() // idle: at once
+	release, entered := make(chan struct{}), make(chan struct{})
+	var committed atomic.Int32
+	commit := func(batch []int) {
+		if batch[0] == 1 {
+			close(entered)
+			<-release
+		}
+		committed.Add(int32(len(batch)))
+	}
+	go q.Add(1, commit)
+	<-entered
+	q.Add(2, commit) // queued behind the leader: returns at once
+	close(release)
+	q.Wait()
+	if n := committed.Load(); n != 2 {
+		t.Fatalf("Wait returned with %d of 2 items committed", n)
 	}
 }

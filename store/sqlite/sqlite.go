@@ -406,6 +406,10 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	s.closeOnce.Do(func() {
+		// The writes let in before closed was set commit first: the
+		// last commit a lead goroutine of the group commit makes is
+		// then in the file before it is closed and marked sound.
+		s.writes.Wait()
 		s.closeErr = s.closePools()
 		if s.closeErr == nil && !s.readOnly {
 			// The last connection's checkpoint is in the file now.
