@@ -1,14 +1,11 @@
 package ava_test
 
 import (
-	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/avaagent/ava"
-	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/llm/llmfake"
 )
@@ -17,29 +14,11 @@ import (
 // on a fake Anthropic API; env adds settings.
 func openAnthropic(t *testing.T, srv *llmfake.Server, env map[string]string) *ava.Runtime {
 	t.Helper()
-	dir := t.TempDir()
-	vars := map[string]string{"AVA_DATA_ROOT": filepath.Join(dir, "data"), "AVA_WORKSPACE": dir, "AVA_CONFIRM": "never",
-		"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": srv.URL}
+	vars := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": srv.URL}
 	for k, v := range env {
 		vars[k] = v
 	}
-	cfg, err := config.Load(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := ava.Open(context.Background(), ava.Options{Config: cfg, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return rt
+	return openWith(t, vars)
 }
 
 // offered lists the tools a request offered: a function tool by name,

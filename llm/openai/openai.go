@@ -38,6 +38,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -222,6 +223,15 @@ func (p *Provider) CloseIdleConnections() { p.httpClient.CloseIdleConnections() 
 // A request offering the provider's web search to OpenAI's own endpoint
 // goes through the Responses API instead (streamResponses); to
 // OpenRouter's, it carries the web plugin (webPlugin).
+// closeDraining closes a stream, whose Close drains what is left of the
+// body, cutting the drain short after drainWait (cancel is the stream's
+// own context's).
+func closeDraining(stream io.Closer, cancel context.CancelFunc) {
+	t := time.AfterFunc(drainWait, cancel)
+	stream.Close()
+	t.Stop()
+}
+
 func (p *Provider) Stream(ctx context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
 	if onDelta == nil {
 		onDelta = func(llm.Delta) {}
@@ -241,11 +251,7 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request, onDelta func(ll
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream := p.chat.NewStreaming(withExchange(sctx, ex), params)
-	defer func() {
-		t := time.AfterFunc(drainWait, cancel)
-		stream.Close()
-		t.Stop()
-	}()
+	defer closeDraining(stream, cancel)
 
 	acc := newAccumulator(onDelta)
 	if p.webPlugin(req) {

@@ -27,11 +27,7 @@ func (p *Provider) streamResponses(ctx context.Context, req *llm.Request, onDelt
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream := p.responses.NewStreaming(withExchange(sctx, ex), params)
-	defer func() {
-		t := time.AfterFunc(drainWait, cancel)
-		stream.Close()
-		t.Stop()
-	}()
+	defer closeDraining(stream, cancel)
 	rs := &responseStream{onDelta: onDelta, shown: map[string]bool{}}
 	for rs.final == nil && stream.Next() {
 		// The turn is whole at response.completed: a server that keeps
