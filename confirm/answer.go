@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/avaagent/ava/internal/lazyre"
 )
 
 // Decision is what an answer to a proposal decides.
@@ -79,21 +81,21 @@ const AskAgain = `I could not tell whether that is a yes. Answer yes, no, or yes
 
 // changeRule extracts one kind of change from an answer.
 type changeRule struct {
-	re    *regexp.Regexp
+	re    func() *regexp.Regexp
 	apply func(c *Change, m []string) bool
 }
 
 var changeRules = []changeRule{
-	{regexp.MustCompile(`\$\s*(\d+(?:\.\d+)?)`), func(c *Change, m []string) bool {
+	{lazyre.New(`\$\s*(\d+(?:\.\d+)?)`), func(c *Change, m []string) bool {
 		return setPositive(&c.MaxCostCents, m[1], 100)
 	}},
-	{regexp.MustCompile(`\b(\d+(?:\.\d+)?)\s*(?:dollars?|usd)\b`), func(c *Change, m []string) bool {
+	{lazyre.New(`\b(\d+(?:\.\d+)?)\s*(?:dollars?|usd)\b`), func(c *Change, m []string) bool {
 		return setPositive(&c.MaxCostCents, m[1], 100)
 	}},
-	{regexp.MustCompile(`\b(\d+(?:\.\d+)?)\s*(?:cents?|¢|c)(?:\s|$)`), func(c *Change, m []string) bool {
+	{lazyre.New(`\b(\d+(?:\.\d+)?)\s*(?:cents?|¢|c)(?:\s|$)`), func(c *Change, m []string) bool {
 		return setPositive(&c.MaxCostCents, m[1], 1)
 	}},
-	{regexp.MustCompile(`\b(\d+)\s*(k?)\s*tokens?\b`), func(c *Change, m []string) bool {
+	{lazyre.New(`\b(\d+)\s*(k?)\s*tokens?\b`), func(c *Change, m []string) bool {
 		n, err := strconv.Atoi(m[1])
 		if m[2] == "k" {
 			n *= 1000
@@ -101,16 +103,16 @@ var changeRules = []changeRule{
 		c.MaxTokens = n
 		return err == nil && n > 0
 	}},
-	{regexp.MustCompile(`\b(\d+)\s*(?:iterations?|steps?|model calls?)\b`), func(c *Change, m []string) bool {
+	{lazyre.New(`\b(\d+)\s*(?:iterations?|steps?|model calls?)\b`), func(c *Change, m []string) bool {
 		n, err := strconv.Atoi(m[1])
 		c.MaxIterations = n
 		return err == nil && n > 0
 	}},
-	{regexp.MustCompile(`\b(\d+(?:\.\d+)?)\s*(seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h)\b`), func(c *Change, m []string) bool {
+	{lazyre.New(`\b(\d+(?:\.\d+)?)\s*(seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h)\b`), func(c *Change, m []string) bool {
 		unit := map[byte]float64{'s': 1, 'm': 60, 'h': 3600}[m[2][0]]
 		return setPositive(&c.TimeoutSeconds, m[1], unit)
 	}},
-	{regexp.MustCompile(`\b([a-z0-9_-]+/[a-z0-9._/:-]+|haiku|sonnet|opus)\b`), func(c *Change, m []string) bool {
+	{lazyre.New(`\b([a-z0-9_-]+/[a-z0-9._/:-]+|haiku|sonnet|opus)\b`), func(c *Change, m []string) bool {
 		c.Model = m[1]
 		return true
 	}},
@@ -167,12 +169,12 @@ func Parse(text string) Answer {
 	s = " " + punct.Replace(s) + " "
 	var c Change
 	for _, r := range changeRules {
-		for _, m := range r.re.FindAllStringSubmatch(s, -1) {
+		for _, m := range r.re().FindAllStringSubmatch(s, -1) {
 			if !r.apply(&c, m) {
 				return Answer{Decision: Unclear}
 			}
 		}
-		s = r.re.ReplaceAllString(s, " ")
+		s = r.re().ReplaceAllString(s, " ")
 	}
 	classes := map[string]bool{}
 	for _, p := range phrases {

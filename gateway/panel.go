@@ -12,10 +12,11 @@ import (
 	"mime"
 	"net/http"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/avaagent/ava/internal/lazyre"
 )
 
 // webFiles is the web panel: plain HTML, CSS and ES modules, with the
@@ -39,7 +40,7 @@ type panel struct {
 
 // inlineScript finds index.html's one inline script (the import map),
 // which the Content-Security-Policy allows by its hash.
-var inlineScript = regexp.MustCompile(`(?s)<script type="importmap">(.*?)</script>`)
+var inlineScript = lazyre.New(`(?s)<script type="importmap">(.*?)</script>`)
 
 func newPanel() (*panel, error) {
 	files, err := fs.Sub(webFiles, "web")
@@ -66,7 +67,7 @@ func newPanel() (*panel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web panel index: %w", err)
 	}
-	m := inlineScript.FindSubmatch(index)
+	m := inlineScript().FindSubmatch(index)
 	if m == nil {
 		return nil, fmt.Errorf("web panel index: no import map")
 	}

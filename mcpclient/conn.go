@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/avaagent/ava/internal/lazyre"
 	"github.com/avaagent/ava/tool"
 )
 
@@ -180,13 +180,13 @@ func (p *Pool) withheld(remote, full string) string {
 }
 
 // invalidNameChar is what a model's tool name may not hold.
-var invalidNameChar = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+var invalidNameChar = lazyre.New(`[^A-Za-z0-9_-]`)
 
 // ToolName is the name a server's tool is offered under:
 // <server>__<tool>, with characters a model's tool name may not hold
 // replaced by _, and cut to 64 characters.
 func ToolName(server, remote string) string {
-	n := server + "__" + invalidNameChar.ReplaceAllString(remote, "_")
+	n := server + "__" + invalidNameChar().ReplaceAllString(remote, "_")
 	if len(n) > maxToolName {
 		n = n[:maxToolName]
 	}

@@ -12,10 +12,10 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/avaagent/ava/internal/lazyre"
 	"gopkg.in/yaml.v3"
 )
 
@@ -117,18 +117,18 @@ func (s Spec) Equal(o Spec) bool {
 // nameRe is a server's name: it prefixes its tools' names (a model's
 // tool names allow letters, digits, _ and -), and "__" separates it
 // from the tool's own name, so it holds no "__" itself.
-var nameRe = regexp.MustCompile(`^[a-z][a-z0-9-]*(_[a-z0-9-]+)*$`)
+var nameRe = lazyre.New(`^[a-z][a-z0-9-]*(_[a-z0-9-]+)*$`)
 
 // maxNameLen bounds a server's name, leaving room in the 64 characters
 // a tool name may have.
 const maxNameLen = 24
 
 // envNameRe is a variable's name.
-var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRe = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // CheckName says what is wrong with a server name, or nil.
 func CheckName(name string) error {
-	if !nameRe.MatchString(name) || len(name) > maxNameLen {
+	if !nameRe().MatchString(name) || len(name) > maxNameLen {
 		return fmt.Errorf("MCP server name %q: use up to %d lowercase letters, digits, - or single _, starting with a letter", name, maxNameLen)
 	}
 	return nil
@@ -158,12 +158,12 @@ func (s Spec) Validate(allowHosts []string) error {
 		errs = append(errs, s.checkProcess()...)
 	}
 	for k := range s.Env {
-		if !envNameRe.MatchString(k) {
+		if !envNameRe().MatchString(k) {
 			errs = append(errs, fmt.Errorf("env: %q is not a variable name", k))
 		}
 	}
 	for _, k := range s.PassEnv {
-		if !envNameRe.MatchString(k) {
+		if !envNameRe().MatchString(k) {
 			errs = append(errs, fmt.Errorf("pass_env: %q is not a variable name", k))
 		}
 	}

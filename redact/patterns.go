@@ -3,7 +3,8 @@ package redact
 import (
 	"bytes"
 	"regexp"
-	"sync"
+
+	"github.com/avaagent/ava/internal/lazyre"
 )
 
 // pattern is one credential format. Every expression starts with a
@@ -17,7 +18,7 @@ type pattern struct {
 	maybe func(b []byte) bool
 	// re finds candidates; its group 1, when present, is kept and only
 	// the rest of the match is masked. It is compiled at its first use
-	// (see lazy).
+	// (lazyre: most texts never get past a pattern's maybe).
 	re func() *regexp.Regexp
 	// find replaces re for a pattern no expression says well; it returns
 	// locations as FindAllSubmatchIndex does.
@@ -63,15 +64,6 @@ func (p *pattern) apply(b []byte) []byte {
 	return append(out, b[last:]...)
 }
 
-// lazy compiles expr at its first use: most texts never get past a
-// pattern's maybe, and every command of the program would otherwise
-// compile every expression before its main (about 1 ms). An expression
-// that does not compile panics at that first use, which the package's
-// tests reach for every pattern.
-func lazy(expr string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
-}
-
 // patterns are tried in order on every text. The PEM block goes first:
 // its body would otherwise be cut into pieces by the others.
 var patterns = []*pattern{
@@ -81,39 +73,39 @@ var patterns = []*pattern{
 		// A complete block, or (cut short, as in a truncated tool output)
 		// its header and as much of the body as follows it. [^"] keeps
 		// the match inside one JSON string.
-		re: lazy(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[^"]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|(?:[A-Za-z0-9+/=:,\-\t\r\n ]|\\[nrt])*)`),
+		re: lazyre.New(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[^"]*?-----END[A-Z0-9 ]*PRIVATE KEY-----|(?:[A-Za-z0-9+/=:,\-\t\r\n ]|\\[nrt])*)`),
 	},
 	{
 		name:   "Anthropic, OpenAI or OpenRouter key",
 		maybe:  maybeSKKey,
-		re:     lazy(`sk-[A-Za-z0-9_\-]{16,}`),
+		re:     lazyre.New(`sk-[A-Za-z0-9_\-]{16,}`),
 		before: wordStart,
 	},
-	{name: "bearer credential", maybe: anyOf("bearer", "Bearer"), re: lazy(`(earer\s+)[A-Za-z0-9._~+/\-]{8,}=*`), before: afterB},
-	{name: "bearer credential", maybe: contains("EARER"), re: lazy(`(EARER\s+)[A-Za-z0-9._~+/\-]{8,}=*`), before: afterB},
+	{name: "bearer credential", maybe: anyOf("bearer", "Bearer"), re: lazyre.New(`(earer\s+)[A-Za-z0-9._~+/\-]{8,}=*`), before: afterB},
+	{name: "bearer credential", maybe: contains("EARER"), re: lazyre.New(`(EARER\s+)[A-Za-z0-9._~+/\-]{8,}=*`), before: afterB},
 	{
 		name:  "Telegram bot token",
 		maybe: maybeTelegramToken,
-		re:    lazy(`[0-9]{6,12}:[A-Za-z0-9_\-]{30,}`),
+		re:    lazyre.New(`[0-9]{6,12}:[A-Za-z0-9_\-]{30,}`),
 		// Also inside an API URL (…/bot123456:ABC…/sendMessage).
 		before: func(b []byte, i int) bool { return wordStart(b, i) || bytes.HasSuffix(b[:i], []byte("bot")) },
 	},
-	{name: "AWS access key ID", maybe: contains("AKIA"), re: lazy(`AKIA[A-Z0-9]{16}\b`), before: wordStart},
-	{name: "AWS temporary access key ID", maybe: contains("ASIA"), re: lazy(`ASIA[A-Z0-9]{16}\b`), before: wordStart},
-	{name: "GitHub token", maybe: maybeGitHubToken, re: lazy(`gh[pousr]_[A-Za-z0-9]{30,255}\b`), before: wordStart},
-	{name: "GitHub fine-grained token", maybe: containsAt("github_pat_", 6), re: lazy(`github_pat_[A-Za-z0-9_]{22,255}\b`), before: wordStart},
-	{name: "Slack token", maybe: contains("xox"), re: lazy(`xox[abprs]-[A-Za-z0-9\-]{10,}`), before: wordStart},
+	{name: "AWS access key ID", maybe: contains("AKIA"), re: lazyre.New(`AKIA[A-Z0-9]{16}\b`), before: wordStart},
+	{name: "AWS temporary access key ID", maybe: contains("ASIA"), re: lazyre.New(`ASIA[A-Z0-9]{16}\b`), before: wordStart},
+	{name: "GitHub token", maybe: maybeGitHubToken, re: lazyre.New(`gh[pousr]_[A-Za-z0-9]{30,255}\b`), before: wordStart},
+	{name: "GitHub fine-grained token", maybe: containsAt("github_pat_", 6), re: lazyre.New(`github_pat_[A-Za-z0-9_]{22,255}\b`), before: wordStart},
+	{name: "Slack token", maybe: contains("xox"), re: lazyre.New(`xox[abprs]-[A-Za-z0-9\-]{10,}`), before: wordStart},
 	{
 		name:   "JWT",
 		maybe:  containsAt("eyJ", 2),
-		re:     lazy(`eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`),
+		re:     lazyre.New(`eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`),
 		before: wordStart,
 	},
 	{
 		// scheme://user:[REDACTED]@host: the user is kept.
 		name:   "URL credentials",
 		maybe:  maybeURLCredentials,
-		re:     lazy(`(://[^\s:/@"'\\]*:)[^\s/@"'\\]+@`),
+		re:     lazyre.New(`(://[^\s:/@"'\\]*:)[^\s/@"'\\]+@`),
 		suffix: "@",
 	},
 	{name: "secret assignment", find: findAssignments},

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/hookspec"
 	"github.com/avaagent/ava/internal/fsread"
+	"github.com/avaagent/ava/internal/lazyre"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/mcpspec"
 )
@@ -230,7 +230,7 @@ func (e *FileError) Error() string {
 
 func (e *FileError) Unwrap() error { return e.Err }
 
-var roleName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
+var roleName = lazyre.New(`^[a-z][a-z0-9_-]{0,63}$`)
 
 // Parse reads one role file. known says whether a tool name exists.
 func Parse(path string, data []byte, known func(string) bool) (Role, error) {
@@ -245,7 +245,7 @@ func Parse(path string, data []byte, known func(string) bool) (Role, error) {
 		return Role{}, &FileError{Path: path, Line: yamlLine(err) + 1, Err: fmt.Errorf("front matter: %w", err)}
 	}
 	line := func(key string) int { return keyLine(front, key) + 1 }
-	if !roleName.MatchString(rf.Name) {
+	if !roleName().MatchString(rf.Name) {
 		return Role{}, &FileError{Path: path, Line: line("name"), Err: fmt.Errorf("name %q: use lowercase letters, digits, _ or -, starting with a letter", rf.Name)}
 	}
 	if len(rf.Tools) == 0 && len(rf.MCPServers) == 0 {
@@ -408,11 +408,11 @@ func offsetOfLine(data []byte, n int) int {
 	return off
 }
 
-var yamlLineRe = regexp.MustCompile(`line (\d+)`)
+var yamlLineRe = lazyre.New(`line (\d+)`)
 
 // yamlLine extracts the front matter line from a YAML error (0 if none).
 func yamlLine(err error) int {
-	m := yamlLineRe.FindStringSubmatch(err.Error())
+	m := yamlLineRe().FindStringSubmatch(err.Error())
 	if m == nil {
 		return 0
 	}

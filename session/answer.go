@@ -3,12 +3,12 @@ package session
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/internal/lazyre"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/subagent"
@@ -29,7 +29,7 @@ import (
 // events; the orchestrator learns the outcome from the [Subagent] note
 // the decision leaves in its history.
 
-var pendingIDPattern = regexp.MustCompile(`(?i)\bP-[0-9a-f]{6}\b`)
+var pendingIDPattern = lazyre.New(`(?i)\bP-[0-9a-f]{6}\b`)
 
 // answerProposal answers t from the session's pending proposals; false
 // when there are none and t is an ordinary turn.
@@ -97,8 +97,8 @@ func (s *Service) decideOne(ctx context.Context, target *subagent.Proposal, a co
 // for a plain yes or no, all pending (the last turn's); else none, and
 // the person is asked which.
 func pickProposal(pending []subagent.Proposal, message string) ([]subagent.Proposal, string) {
-	if id := pendingIDPattern.FindString(message); id != "" {
-		rest := strings.TrimSpace(pendingIDPattern.ReplaceAllString(message, " "))
+	if id := pendingIDPattern().FindString(message); id != "" {
+		rest := strings.TrimSpace(pendingIDPattern().ReplaceAllString(message, " "))
 		for i := range pending {
 			if strings.EqualFold(pending[i].ID, id) {
 				return pending[i : i+1], rest

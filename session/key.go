@@ -3,9 +3,10 @@ package session
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/avaagent/ava/internal/lazyre"
 )
 
 // Session keys. Every key Ava makes is ava:<channel>:<id>: ava:web:<id>
@@ -42,7 +43,7 @@ const NewKeyPattern = `^ava:[a-z][a-z0-9-]{0,31}:[A-Za-z0-9-][A-Za-z0-9.-]*(:[A-
 // MaxNewIDLen bounds the ID part of a new session's key, in bytes.
 const MaxNewIDLen = 128
 
-var newKeyRE = regexp.MustCompile(NewKeyPattern)
+var newKeyRE = lazyre.New(NewKeyPattern)
 
 // ErrBadKey is a session key that no session has or may have (a
 // client's mistake: HTTP 400).
@@ -89,7 +90,7 @@ func CheckNewKey(key string) error {
 		return fmt.Errorf("%w %q: ava:%s: keys are subagents' own sessions, made when a subagent starts; a message to one needs it to exist",
 			ErrBadKey, key, SubagentChannel)
 	}
-	if !newKeyRE.MatchString(key) || len(newKeyID(key)) > MaxNewIDLen {
+	if !newKeyRE().MatchString(key) || len(newKeyID(key)) > MaxNewIDLen {
 		return fmt.Errorf("%w %q: a new session's key is ava:<channel>:<id>: channel of a-z, 0-9 and '-' (up to 32, a letter first), id of A-Z, a-z, 0-9, '-' and '.', in parts joined by ':' (up to %d)",
 			ErrBadKey, key, MaxNewIDLen)
 	}

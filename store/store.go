@@ -28,10 +28,10 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"regexp"
 	"time"
 
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/internal/lazyre"
 	"github.com/avaagent/ava/lifecycle"
 )
 
@@ -98,11 +98,11 @@ func ValidMode(m string) bool { return m == ModeSingle || m == ModeParallel || m
 // follows it.
 const SubagentSessionPrefix = "ava:subagent:"
 
-var shortIDPattern = regexp.MustCompile(`^S-[0-9a-f]{6}$`)
+var shortIDPattern = lazyre.New(`^S-[0-9a-f]{6}$`)
 
 // ValidShortID reports whether s has the form S-xxxxxx (six lowercase hex
 // characters).
-func ValidShortID(s string) bool { return shortIDPattern.MatchString(s) }
+func ValidShortID(s string) bool { return shortIDPattern().MatchString(s) }
 
 // Run is one subagent run: its spawn record, its live counters and how it
 // ended.

@@ -3,12 +3,12 @@ package subagent
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/internal/lazyre"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/role"
@@ -236,7 +236,7 @@ func checkRequired(text string, required []string) error {
 	return nil
 }
 
-var fenced = regexp.MustCompile("(?s)```(?:json)?\\s*(\\{.*?\\})\\s*```")
+var fenced = lazyre.New("(?s)```(?:json)?\\s*(\\{.*?\\})\\s*```")
 
 // parseAnswer extracts output, summary and confidence from a subagent's
 // final answer: a fenced JSON block, else the last bare JSON object in
@@ -272,7 +272,7 @@ func parseAnswer(text string) (output json.RawMessage, summary string, confidenc
 // findJSONObject returns the fenced JSON object in text, else the last
 // balanced {...} that parses, else nil.
 func findJSONObject(text string) json.RawMessage {
-	if m := fenced.FindAllStringSubmatch(text, -1); m != nil {
+	if m := fenced().FindAllStringSubmatch(text, -1); m != nil {
 		for i := len(m) - 1; i >= 0; i-- {
 			if json.Valid([]byte(m[i][1])) {
 				return json.RawMessage(m[i][1])

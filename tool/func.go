@@ -27,6 +27,7 @@ type Func[Args any] struct {
 // only the orchestrator's, and most tools are never called: a command's
 // start is the sooner for it.
 type compiled struct {
+	schema  *jsonschema.Schema
 	marshal func() (json.RawMessage, error)
 	resolve func() (*jsonschema.Resolved, error)
 }
@@ -62,13 +63,13 @@ func NewFuncWithSchema[Args any](name, description string, s *jsonschema.Schema,
 // sync.Once's guarantee), and nothing else holds s.
 func compile(name string, s *jsonschema.Schema) *compiled {
 	marshal := sync.OnceValues(func() (json.RawMessage, error) {
-		raw, err := json.Marshal(s)
+		raw, err := marshalSchema(s)
 		if err != nil {
 			return nil, fmt.Errorf("tool %s: marshal schema: %w", name, err)
 		}
 		return raw, nil
 	})
-	return &compiled{marshal: marshal, resolve: sync.OnceValues(func() (*jsonschema.Resolved, error) {
+	return &compiled{schema: s, marshal: marshal, resolve: sync.OnceValues(func() (*jsonschema.Resolved, error) {
 		if _, err := marshal(); err != nil {
 			return nil, err
 		}
@@ -84,9 +85,22 @@ func compile(name string, s *jsonschema.Schema) *compiled {
 // offer and its first call would: a test of the tools a program builds
 // calls it so that a schema that cannot be sent or cannot validate is
 // found before a model meets the tool.
+//
+// It also checks that the bytes a model is sent are what jsonschema's
+// own MarshalJSON makes of the schema (see marshalSchema).
 func (f *Func[Args]) CheckSchema() error {
-	_, err := f.resolve()
-	return err
+	if _, err := f.resolve(); err != nil {
+		return err
+	}
+	raw, _ := f.marshal()
+	want, err := json.Marshal(f.schema)
+	if err != nil {
+		return fmt.Errorf("tool %s: marshal schema: %w", f.name, err)
+	}
+	if !bytes.Equal(raw, want) {
+		return fmt.Errorf("tool %s: the schema sent differs from jsonschema's:\nsent %s\nwant %s", f.name, raw, want)
+	}
+	return nil
 }
 
 // Name implements Tool.

@@ -2,12 +2,12 @@ package chat
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/avaagent/ava/channel/terminal"
+	"github.com/avaagent/ava/internal/lazyre"
 )
 
 // help lists the chat's commands.
@@ -26,9 +26,9 @@ A proposal can be answered in words too: "yes", "no thanks",
 "yes but use haiku", "ok, max $1", "only 2 minutes".`
 
 var (
-	subagentIDPattern = regexp.MustCompile(`^S-[0-9a-fA-F]{1,6}$`)
-	proposalIDPattern = regexp.MustCompile(`^P-[0-9a-fA-F]{6}$`)
-	questionIDPattern = regexp.MustCompile(`^Q-[0-9a-fA-F]{6}$`)
+	subagentIDPattern = lazyre.New(`^S-[0-9a-fA-F]{1,6}$`)
+	proposalIDPattern = lazyre.New(`^P-[0-9a-fA-F]{6}$`)
+	questionIDPattern = lazyre.New(`^Q-[0-9a-fA-F]{6}$`)
 )
 
 // logLines is how many steps /logs shows.
@@ -49,18 +49,18 @@ func (m *model) command(text string) tea.Cmd {
 		return m.stop(rest)
 	case "/send":
 		id, message, _ := strings.Cut(rest, " ")
-		if !subagentIDPattern.MatchString(id) || strings.TrimSpace(message) == "" {
+		if !subagentIDPattern().MatchString(id) || strings.TrimSpace(message) == "" {
 			return m.print("usage: /send S-xxxxxx message")
 		}
 		return m.sendTo(id, strings.TrimSpace(message))
 	case "/logs":
-		if rest != "" && !subagentIDPattern.MatchString(rest) {
+		if rest != "" && !subagentIDPattern().MatchString(rest) {
 			return m.print("usage: /logs [S-xxxxxx]")
 		}
 		return m.logs(rest)
 	case "/answer":
 		id, answer := "", rest
-		if first, more, _ := strings.Cut(rest, " "); questionIDPattern.MatchString(first) {
+		if first, more, _ := strings.Cut(rest, " "); questionIDPattern().MatchString(first) {
 			id, answer = first, strings.TrimSpace(more)
 		}
 		if answer == "" {
@@ -68,7 +68,7 @@ func (m *model) command(text string) tea.Cmd {
 		}
 		return m.answerQuestion(id, answer)
 	case "/yes":
-		if rest != "" && !proposalIDPattern.MatchString(rest) {
+		if rest != "" && !proposalIDPattern().MatchString(rest) {
 			return m.print("usage: /yes [P-xxxxxx]")
 		}
 		if rest == "" && len(m.pending) == 0 {
@@ -99,7 +99,7 @@ func (m *model) ps() tea.Cmd {
 
 // stop stops a subagent, or the current request.
 func (m *model) stop(id string) tea.Cmd {
-	if id != "" && !subagentIDPattern.MatchString(id) {
+	if id != "" && !subagentIDPattern().MatchString(id) {
 		return m.print("usage: /stop [S-xxxxxx]")
 	}
 	return func() tea.Msg {

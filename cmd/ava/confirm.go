@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,11 +13,12 @@ import (
 	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/gateway/client"
+	"github.com/avaagent/ava/internal/lazyre"
 	"github.com/avaagent/ava/lifecycle"
 )
 
 // pendingID is the form of a proposal's ID.
-var pendingID = regexp.MustCompile(`^P-[0-9a-f]{6}$`)
+var pendingID = lazyre.New(`^P-[0-9a-f]{6}$`)
 
 // askPrompt is the question put to the person under a proposal.
 const askPrompt = `Proceed? y / n / or a change ("yes but use haiku"): `
@@ -46,7 +46,7 @@ usage error (a malformed ID, or no answer and no terminal to ask on).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := strings.TrimSpace(args[0])
-			if !pendingID.MatchString(id) {
+			if !pendingID().MatchString(id) {
 				return usageError(fmt.Errorf("%q is not a proposal ID (P- and six hex digits, as the proposal shows)", id))
 			}
 			words := strings.TrimSpace(strings.Join(args[1:], " "))

@@ -23,10 +23,16 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	avaBin = filepath.Join(dir, "ava")
-	out, err := exec.Command("go", "build", "-o", avaBin, ".").CombinedOutput()
-	if err != nil {
-		panic("build ava: " + err.Error() + "\n" + string(out))
+	// AVA_E2E_BIN runs the tests and benchmarks against a binary built
+	// elsewhere (another commit's, for a before and after; one a profiler
+	// can read the symbols of).
+	avaBin = os.Getenv("AVA_E2E_BIN")
+	if avaBin == "" {
+		avaBin = filepath.Join(dir, "ava")
+		out, err := exec.Command("go", "build", "-o", avaBin, ".").CombinedOutput()
+		if err != nil {
+			panic("build ava: " + err.Error() + "\n" + string(out))
+		}
 	}
 	// pgtest stops the PostgreSQL server the cluster and logs tests start.
 	code := pgtest.Main(m).Run()

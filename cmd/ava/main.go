@@ -8,9 +8,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/avaagent/ava/internal/initgc"
 )
 
 func main() {
+	initgc.Restore()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := Main(ctx, os.Args[1:], NewApp(os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 	stop()

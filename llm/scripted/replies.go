@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/avaagent/ava/internal/lazyre"
 	"github.com/avaagent/ava/llm"
 )
 
@@ -130,7 +131,7 @@ func resultField(result, path string) (string, bool) {
 }
 
 // template finds the placeholders a turn's text may hold.
-var template = regexp.MustCompile(`\{\{(input|last_result|result\.[A-Za-z0-9_.]+|match\.[A-Za-z0-9_]+)\}\}`)
+var template = lazyre.New(`\{\{(input|last_result|result\.[A-Za-z0-9_.]+|match\.[A-Za-z0-9_]+)\}\}`)
 
 // expand fills the templates of turn's text from the request's
 // messages (see the package doc); an unknown placeholder stays as it is.
@@ -140,7 +141,7 @@ func expand(turn Turn, msgs []llm.Message) string {
 	if turn.When != nil && turn.When.message != nil {
 		groups = namedGroups(turn.When.message, newMessages(msgs).text)
 	}
-	return template.ReplaceAllStringFunc(turn.Text, func(ph string) string {
+	return template().ReplaceAllStringFunc(turn.Text, func(ph string) string {
 		name := ph[2 : len(ph)-2]
 		switch {
 		case name == "input":

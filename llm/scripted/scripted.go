@@ -97,6 +97,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/avaagent/ava/internal/fsread"
+	"github.com/avaagent/ava/internal/lazyre"
 	"github.com/avaagent/ava/llm"
 )
 
@@ -407,7 +408,7 @@ func firstUserText(msgs []llm.Message) string {
 // untrustedBlock is the labelled block the agent loop puts every tool
 // result in (tool.Untrusted); {{last_result}} is its content, as a model
 // reads it.
-var untrustedBlock = regexp.MustCompile(`(?s)\A<untrusted source="[^"]*">\n(.*)\n</untrusted>\z`)
+var untrustedBlock = lazyre.New(`(?s)\A<untrusted source="[^"]*">\n(.*)\n</untrusted>\z`)
 
 // lastResult is the content of the last tool result in msgs.
 func lastResult(msgs []llm.Message) string {
@@ -424,7 +425,7 @@ func lastResult(msgs []llm.Message) string {
 // unwrapResult is a tool result's content without its untrusted-data
 // label.
 func unwrapResult(content string) string {
-	if m := untrustedBlock.FindStringSubmatch(content); m != nil {
+	if m := untrustedBlock().FindStringSubmatch(content); m != nil {
 		return m[1]
 	}
 	return content

@@ -66,6 +66,40 @@ func migrationVersions() ([]int64, error) {
 	return out, nil
 }
 
+// upToDate reports whether db has every embedded migration applied, as
+// goose records them, so that a start on an existing store need not load
+// and parse the migrations to learn that there is nothing to do. A store
+// without goose's table, or missing any version, is not up to date: goose
+// then applies what is missing (or names what it cannot).
+func upToDate(ctx context.Context, db *sql.DB) (bool, error) {
+	want, err := migrationVersions()
+	if err != nil {
+		return false, fmt.Errorf("migrations: %w", err)
+	}
+	rows, err := db.QueryContext(ctx, `SELECT version_id FROM goose_db_version WHERE is_applied`)
+	if err != nil {
+		return false, nil // no record yet: goose creates it
+	}
+	defer rows.Close()
+	applied := map[int64]bool{}
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return false, fmt.Errorf("migrations: %w", err)
+		}
+		applied[v] = true
+	}
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("migrations: %w", err)
+	}
+	for _, v := range want {
+		if !applied[v] {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // createFromSnapshot creates the schema of a new database from the
 // snapshot, with goose's record of every migration, in one transaction,
 // when the snapshot is at the embedded migrations' versions (otherwise

@@ -310,6 +310,9 @@ func migrateWith(ctx context.Context, db *sql.DB, log *slog.Logger, snapshot boo
 		return fmt.Errorf("migrations: %w", err)
 	}
 	if tables > 0 {
+		if current, err := upToDate(ctx, db); err != nil || current {
+			return err
+		}
 		return migrateUp(ctx, db, log)
 	}
 	if _, err := db.ExecContext(ctx, `PRAGMA synchronous = OFF`); err != nil {

@@ -2,10 +2,10 @@ package web
 
 import (
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/avaagent/ava/internal/lazyre"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 )
@@ -19,10 +19,10 @@ type cssRule struct {
 }
 
 var (
-	cssComment  = regexp.MustCompile(`(?s)/\*.*?\*/`)
-	cssBlock    = regexp.MustCompile(`([^{}]+)\{([^{}]*)\}`)
-	compoundSel = regexp.MustCompile(`^([a-z][a-z0-9]*|\*)?((?:[.#][a-zA-Z0-9_-]+)*)$`)
-	selPart     = regexp.MustCompile(`[.#][a-zA-Z0-9_-]+`)
+	cssComment  = lazyre.New(`(?s)/\*.*?\*/`)
+	cssBlock    = lazyre.New(`([^{}]+)\{([^{}]*)\}`)
+	compoundSel = lazyre.New(`^([a-z][a-z0-9]*|\*)?((?:[.#][a-zA-Z0-9_-]+)*)$`)
+	selPart     = lazyre.New(`[.#][a-zA-Z0-9_-]+`)
 )
 
 // parseSheets reads the rules of the page's <style> elements.
@@ -50,7 +50,7 @@ func parseSheets(doc *html.Node) []cssRule {
 // selectors; the blocks of at-rules are read as if they always applied.
 func parseSheet(css string) []cssRule {
 	var rules []cssRule
-	for _, m := range cssBlock.FindAllStringSubmatch(cssComment.ReplaceAllString(css, ""), -1) {
+	for _, m := range cssBlock().FindAllStringSubmatch(cssComment().ReplaceAllString(css, ""), -1) {
 		decls := parseDecls(m[2])
 		if len(decls) == 0 {
 			continue
@@ -67,7 +67,7 @@ func parseSheet(css string) []cssRule {
 
 // parseSelector reads a compound selector such as "p.note#x".
 func parseSelector(sel string) (cssRule, bool) {
-	m := compoundSel.FindStringSubmatch(sel)
+	m := compoundSel().FindStringSubmatch(sel)
 	if m == nil || sel == "" {
 		return cssRule{}, false
 	}
@@ -75,7 +75,7 @@ func parseSelector(sel string) (cssRule, bool) {
 	if r.tag == "*" {
 		r.tag = ""
 	}
-	for _, p := range selPart.FindAllString(m[2], -1) {
+	for _, p := range selPart().FindAllString(m[2], -1) {
 		if p[0] == '#' {
 			r.id = p[1:]
 		} else {
@@ -164,7 +164,7 @@ var namedColors = map[string]rgba{
 	"ivory": {255, 255, 240, 1}, "ghostwhite": {248, 248, 255, 1}, "floralwhite": {255, 250, 240, 1},
 }
 
-var rgbFunc = regexp.MustCompile(`^rgba?\(([^)]*)\)$`)
+var rgbFunc = lazyre.New(`^rgba?\(([^)]*)\)$`)
 
 // firstColorWord picks the colour out of a background shorthand.
 func firstColorWord(v string) string {
@@ -185,7 +185,7 @@ func parseColor(v string) (rgba, bool) {
 	if strings.HasPrefix(v, "#") {
 		return parseHex(v[1:])
 	}
-	if m := rgbFunc.FindStringSubmatch(v); m != nil {
+	if m := rgbFunc().FindStringSubmatch(v); m != nil {
 		return parseRGBArgs(m[1])
 	}
 	return rgba{}, false
@@ -271,13 +271,13 @@ func presentation(n *html.Node) map[string]string {
 }
 
 // legacyHex is a colour attribute's hex digits written without '#'.
-var legacyHex = regexp.MustCompile(`^[0-9a-f]{3}([0-9a-f]{3})?$`)
+var legacyHex = lazyre.New(`^[0-9a-f]{3}([0-9a-f]{3})?$`)
 
 // legacyColor is an HTML colour attribute as CSS: "ffffff" is "#ffffff",
 // as browsers read it.
 func legacyColor(v string) string {
 	v = strings.ToLower(strings.TrimSpace(v))
-	if legacyHex.MatchString(v) {
+	if legacyHex().MatchString(v) {
 		return "#" + v
 	}
 	return v

@@ -2,11 +2,11 @@ package web
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/avaagent/ava/internal/lazyre"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 )
@@ -184,12 +184,12 @@ func farPositive(v string) bool {
 }
 
 // translateRe finds the arguments of translate functions in a transform.
-var translateRe = regexp.MustCompile(`translate(?:x|y|z|3d)?\(([^)]*)\)`)
+var translateRe = lazyre.New(`translate(?:x|y|z|3d)?\(([^)]*)\)`)
 
 // translations are the lengths a transform translates by.
 func translations(transform string) []string {
 	var out []string
-	for _, m := range translateRe.FindAllStringSubmatch(transform, -1) {
+	for _, m := range translateRe().FindAllStringSubmatch(transform, -1) {
 		for _, a := range strings.Split(m[1], ",") {
 			out = append(out, strings.TrimSpace(a))
 		}
@@ -199,11 +199,11 @@ func translations(transform string) []string {
 
 // filterOpacityRe finds opacity(…) in a filter, and the old
 // alpha(opacity=…).
-var filterOpacityRe = regexp.MustCompile(`(?:opacity\(|alpha\(\s*opacity\s*=)\s*([0-9.]+%?)\s*\)`)
+var filterOpacityRe = lazyre.New(`(?:opacity\(|alpha\(\s*opacity\s*=)\s*([0-9.]+%?)\s*\)`)
 
 // filteredAway reports a filter that makes a box transparent.
 func filteredAway(filter string) bool {
-	for _, m := range filterOpacityRe.FindAllStringSubmatch(filter, -1) {
+	for _, m := range filterOpacityRe().FindAllStringSubmatch(filter, -1) {
 		if isZero(m[1]) {
 			return true
 		}
@@ -258,11 +258,11 @@ func isZero(v string) bool {
 	return err == nil && f <= 0.01
 }
 
-var lengthRe = regexp.MustCompile(`^(-?[0-9]*\.?[0-9]+)([a-z%]*)$`)
+var lengthRe = lazyre.New(`^(-?[0-9]*\.?[0-9]+)([a-z%]*)$`)
 
 // cssLength parses a length such as "-9999px" or "0.5em".
 func cssLength(v string) (float64, string, bool) {
-	m := lengthRe.FindStringSubmatch(strings.TrimSpace(strings.TrimSuffix(v, "!important")))
+	m := lengthRe().FindStringSubmatch(strings.TrimSpace(strings.TrimSuffix(v, "!important")))
 	if m == nil {
 		return 0, "", false
 	}

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
+	"github.com/avaagent/ava/internal/lazyre"
 	"github.com/go-shiori/go-readability"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -109,11 +109,11 @@ func htmlText(b []byte) string {
 	return collapseSpace(sb.String())
 }
 
-var blankLines = regexp.MustCompile(`\n{3,}`)
+var blankLines = lazyre.New(`\n{3,}`)
 
 // tidyMarkdown trims and squeezes runs of blank lines.
 func tidyMarkdown(s string) string {
-	return strings.TrimSpace(blankLines.ReplaceAllString(s, "\n\n"))
+	return strings.TrimSpace(blankLines().ReplaceAllString(s, "\n\n"))
 }
 
 // decodeReader returns body decoded to UTF-8 from the charset the header
