@@ -8,12 +8,17 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/avaagent/ava/internal/initgc"
 )
 
+// startWindow is how long after main the collector stays off (see
+// initgc): a command's first model request goes out at about 20–40 ms.
+const startWindow = 100 * time.Millisecond
+
 func main() {
-	initgc.Restore()
+	initgc.RestoreAfter(startWindow)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := Main(ctx, os.Args[1:], NewApp(os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 	stop()

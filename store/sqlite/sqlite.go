@@ -206,15 +206,19 @@ func (s *Store) openPools(ctx context.Context, readConns int) error {
 }
 
 // dsn builds the driver's URI for path. Reader connections are query_only;
-// the writer's transactions begin IMMEDIATE.
+// the writer's transactions begin IMMEDIATE. Only the writer sets
+// synchronous: a reader commits nothing, and the pragma would make each
+// reader connection parse the whole schema as it opens (about a
+// millisecond), where a reader that only polls data_version (the commit
+// watcher's) never needs it.
 func dsn(path string, readOnly bool) string {
 	q := url.Values{}
 	q.Set("_busy_timeout", busyTimeoutMS)
 	q.Set("_foreign_keys", "1")
-	q.Set("_synchronous", "NORMAL")
 	if readOnly {
 		q.Set("_query_only", "1")
 	} else {
+		q.Set("_synchronous", "NORMAL")
 		q.Set("_journal_mode", "WAL")
 		q.Set("_txlock", "immediate")
 		// The checkpointer copies the log back, off the writer's

@@ -108,6 +108,9 @@ func TestFileModeAndPragmas(t *testing.T) {
 	}
 	for pragma, want := range checks {
 		for name, db := range map[string]*sql.DB{"writer": s.writer, "reader": s.reader} {
+			if name == "reader" && pragma == "synchronous" {
+				continue // a reader commits nothing (see dsn)
+			}
 			var got string
 			if err := db.QueryRowContext(t.Context(), "PRAGMA "+pragma).Scan(&got); err != nil {
 				t.Fatalf("%s: PRAGMA %s: %v", name, pragma, err)
