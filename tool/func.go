@@ -60,7 +60,8 @@ func NewFuncWithSchema[Args any](name, description string, s *jsonschema.Schema,
 
 // compile marshals s and resolves it, each once, when first asked. The
 // two never run at once: resolving reads s after marshalling is done (a
-// sync.Once's guarantee), and nothing else holds s.
+// sync.Once's guarantee), and nothing else uses s but CheckSchema, after
+// both.
 func compile(name string, s *jsonschema.Schema) *compiled {
 	marshal := sync.OnceValues(func() (json.RawMessage, error) {
 		raw, err := marshalSchema(s)
