@@ -164,7 +164,12 @@ func (o *Orchestrator) AskMessage(ctx context.Context, session, user string, msg
 			stored = fresh
 		}
 	}
-	o.publish(session, user, event.New(event.SessionStart, event.SessionContent{Model: o.cfg.Model.Name(), Offline: o.cfg.Offline,
+	// The turn's start goes out without waiting, in order before its
+	// other events (the session's events keep their order): the model
+	// request need not wait for its store write. The turn's end is
+	// published and waited for, so every event of the turn is stored
+	// when it returns.
+	o.publishAsync(session, user, event.New(event.SessionStart, event.SessionContent{Model: o.cfg.Model.Name(), Offline: o.cfg.Offline,
 		Instance: o.instanceID()}))
 	a := agent.New(agent.Config{
 		Model:     o.cfg.Model,
@@ -316,6 +321,16 @@ func (o *Orchestrator) publish(session, user string, ev event.Event) {
 	if _, err := o.cfg.Hub.Publish(ev); err != nil {
 		o.log.Error("publish session event", "session", session, "type", ev.Type, "err", err)
 	}
+}
+
+// publishAsync is publish without waiting for the event to be stored.
+func (o *Orchestrator) publishAsync(session, user string, ev event.Event) {
+	ev.Session, ev.Agent, ev.User, ev.Time = session, event.OrchestratorID, user, o.now()
+	o.cfg.Hub.PublishAsync(ev, func(ev event.Event, err error) {
+		if err != nil {
+			o.log.Error("publish session event", "session", session, "type", ev.Type, "err", err)
+		}
+	})
 }
 
 // ResultJSON is the machine-readable form of a turn's result (ava run

@@ -510,6 +510,20 @@ func (s *Service) setStateLocked(key string, m *main, st State) {
 	m.state = st
 	ev := event.New(event.SessionState, event.StateContent{State: string(st)})
 	ev.Session, ev.Agent = key, event.OrchestratorID
+	if st == Running {
+		// A turn starts: its state goes out without waiting for the
+		// store under the service's lock, in order with the session's
+		// other events (stored before anyone sees it). The state that
+		// ends the turn is published and waited for below, after it in
+		// the session's order, so it too is stored once the turn is
+		// reported done.
+		s.cfg.Hub.PublishAsync(ev, func(_ event.Event, err error) {
+			if err != nil {
+				s.log.Error("publish session state", "session", key, "state", st, "err", err)
+			}
+		})
+		return
+	}
 	if _, err := s.cfg.Hub.Publish(ev); err != nil {
 		s.log.Error("publish session state", "session", key, "state", st, "err", err)
 	}
