@@ -121,6 +121,10 @@ type Message struct {
 	// keeps them). They are taken out of the loaded history, so that the
 	// prompt holds Text once, and only the rest of Text is stored.
 	Stored []string
+	// New says the session was created for this message a moment ago
+	// (session.Service knows): it has no history and no unended turn,
+	// so AskMessage reads neither.
+	New bool
 }
 
 // AskMessage is Ask for a Message; it also returns what of the message
@@ -140,9 +144,11 @@ func (o *Orchestrator) AskMessage(ctx context.Context, session, user string, msg
 	// cancelled in the session's stream and the audit log.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	o.endInterrupted(rctx, session, user)
 	var history []llm.Message
-	if o.cfg.History != nil {
+	if !msg.New {
+		o.endInterrupted(rctx, session, user)
+	}
+	if o.cfg.History != nil && !msg.New {
 		h, err := o.cfg.History.Load(rctx, session)
 		if err != nil {
 			return agent.Result{Status: lifecycle.Error, Err: err}, "", fmt.Errorf("load session %s: %w", session, err)

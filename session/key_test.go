@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/avaagent/ava/event"
@@ -114,4 +115,92 @@ func TestSendCreatesANewSessionUnderAValidKey(t *testing.T) {
 		t.Fatalf("a stored session outside the grammar: %v", err)
 	}
 	wait(t, turn)
+}
+
+// countingHistory is memHistory that counts its loads per session.
+type countingHistory struct {
+	memHistory
+	mu    sync.Mutex
+	loads map[string]int
+}
+
+func (h *countingHistory) Load(ctx context.Context, s string) ([]llm.Message, error) {
+	h.mu.Lock()
+	h.loads[s]++
+	h.mu.Unlock()
+	return h.memHistory.Load(ctx, s)
+}
+
+func (h *countingHistory) Save(ctx context.Context, s string, m []llm.Message) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.memHistory.Save(ctx, s, m)
+}
+
+func (h *countingHistory) count(s string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.loads[s]
+}
+
+// TestFirstTurnOfANewSessionReadsNoHistory: the turn of the message that
+// creates a session reads no history (there is none); a message queued
+// behind it, the next turn, and the first turn of a session the store
+// already holds do.
+func TestFirstTurnOfANewSessionReadsNoHistory(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ava.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s, err := scripted.Parse("t", []byte(slowScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := llm.NewCatalog(nil)
+	cat.Add(scripted.NewWithScript(s), map[string]string{"sonnet": "t"})
+	model, err := cat.Resolve("scripted/t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := event.NewHub(nil)
+	hist := &countingHistory{memHistory: memHistory{msgs: map[string][]llm.Message{}}, loads: map[string]int{}}
+	svc := session.New(session.Config{Hub: hub, Store: st,
+		Orchestrator: func(string, session.Limits) (*orchestrator.Orchestrator, llm.Model, error) {
+			return orchestrator.New(orchestrator.Config{Model: model, Hub: hub, Sessions: st, History: hist}), model, nil
+		}})
+	t.Cleanup(func() { svc.Close() })
+
+	const key = "ava:test:new"
+	first, err := svc.Send(ctx, key, "one", session.SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued, err := svc.Send(ctx, key, "two", session.SendOptions{Queue: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, first)
+	wait(t, queued)
+	// One load: the queued turn's (the first turn's would make two).
+	if n := hist.count(key); n != 1 {
+		t.Fatalf("two turns of a new session loaded its history %d times, want 1 (the queued turn's)", n)
+	}
+	if got := len(hist.msgs[key]); got != 4 {
+		t.Fatalf("history holds %d messages after two turns, want 4", got)
+	}
+
+	const old = "ava:test:old"
+	if _, err := st.EnsureSession(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	turn, err := svc.Send(ctx, old, "three", session.SendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, turn)
+	if n := hist.count(old); n != 1 {
+		t.Fatalf("the first turn here of a stored session loaded its history %d times, want 1", n)
+	}
 }

@@ -209,6 +209,14 @@ type Turn struct {
 	// (orchestrator.AskMessage), "" if nothing.
 	storedText string
 	queued     bool  // it waits for the running turn to end
+	// fresh: the session's first turn, started as its message created
+	// the session. A session that did not exist has no history, no
+	// proposal waiting and no unended turn to read (messages and
+	// proposals belong to its row), so the turn does not read them.
+	// Another process sending the first message to the same key at the
+	// same moment is as unordered as any two processes' turns of one
+	// session.
+	fresh bool
 	cause      error // why it was cancelled, if it was
 	res        Result
 	err        error
@@ -268,7 +276,8 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 	if opt.Steer {
 		return nil, fmt.Errorf("send to %s: steering is for a running subagent (ava:subagent:S-…); a message to a main session joins or follows its turn", key)
 	}
-	if err := s.open(ctx, key); err != nil {
+	created, err := s.open(ctx, key)
+	if err != nil {
 		return nil, fmt.Errorf("send to %s: %w", key, err)
 	}
 	if opt.Budget > 0 && s.cfg.Budgets != nil {
@@ -284,6 +293,9 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 		return nil, ErrClosed
 	}
 	m := s.sessions[key]
+	// The session's first turn: nothing here ran in it, and it did not
+	// exist a moment ago (see Turn.fresh).
+	t.fresh = created && m == nil
 	if m == nil {
 		m = &main{state: Idle}
 		s.sessions[key] = m
@@ -315,25 +327,26 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 // open makes sure the main session key exists before a message to it:
 // a session a turn holds here or the store holds goes on; an unknown
 // one is created if its key may name a new session (CheckNewKey), so
-// every channel creates sessions under the same rule.
-func (s *Service) open(ctx context.Context, key string) error {
+// every channel creates sessions under the same rule. It reports
+// whether it created the session.
+func (s *Service) open(ctx context.Context, key string) (created bool, err error) {
 	if s.holds(key) {
-		return nil
+		return false, nil
 	}
 	if s.cfg.Store == nil {
-		return CheckNewKey(key)
+		return false, CheckNewKey(key)
 	}
-	_, err := s.cfg.Store.GetSession(ctx, key)
+	_, err = s.cfg.Store.GetSession(ctx, key)
 	if !errors.Is(err, store.ErrNotFound) {
-		return err // nil: it exists
+		return false, err // nil: it exists
 	}
 	if err := CheckNewKey(key); err != nil {
-		return err
+		return false, err
 	}
 	if _, err := s.cfg.Store.EnsureSession(ctx, key); err != nil {
-		return fmt.Errorf("new session: %w", err)
+		return false, fmt.Errorf("new session: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
 // holds reports whether a turn of the main session runs or waits here.
@@ -439,7 +452,7 @@ func (s *Service) flushResults(key string) {
 // run answers one message: a person's answer to a pending spawn
 // proposal (answer.go), or an orchestrator turn.
 func (s *Service) run(ctx context.Context, t *Turn) {
-	if s.answerProposal(ctx, t) {
+	if !t.fresh && s.answerProposal(ctx, t) {
 		return
 	}
 	orch, model, err := s.cfg.Orchestrator(t.opt.Model, t.opt.Limits)
@@ -450,7 +463,7 @@ func (s *Service) run(ctx context.Context, t *Turn) {
 	}
 	t.model = model
 	offline := s.cfg.Offline != nil && s.cfg.Offline(model)
-	res, stored, err := orch.AskMessage(ctx, t.Session, t.opt.User, orchestrator.Message{Text: t.message, Stored: t.storedParts()})
+	res, stored, err := orch.AskMessage(ctx, t.Session, t.opt.User, orchestrator.Message{Text: t.message, Stored: t.storedParts(), New: t.fresh})
 	t.storedText = stored
 	t.res, t.err = orchestrator.JSON(res, t.Session, model, offline), err
 }

@@ -14,8 +14,9 @@ import (
 // writes them directly where jsonschema's MarshalJSON marshals a
 // seventy-field struct by reflection for every property (about 1.5 ms
 // of a command's start for the orchestrator's sixteen tools). A schema
-// using any other keyword is marshalled by jsonschema itself; a test
-// checks that both give the same bytes for every tool Ava builds.
+// using any other keyword is marshalled by jsonschema itself; CheckSchema
+// checks that both give the same bytes (app's TestEveryToolSchemaResolves
+// runs it on every tool an instance offers).
 func marshalSchema(s *jsonschema.Schema) ([]byte, error) {
 	var b bytes.Buffer
 	if !writeSchema(&b, s) {
@@ -45,8 +46,8 @@ func writeSchema(b *bytes.Buffer, s *jsonschema.Schema) bool {
 		b.WriteString("null")
 		return true
 	}
-	if !handled(s) || (s.Type != "" && s.Types != nil) {
-		return false
+	if !handled(s) || (s.Type != "" && s.Types != nil) || duplicates(s.PropertyOrder) {
+		return false // jsonschema refuses the last two: let it say why
 	}
 	start := b.Len()
 	b.WriteByte('{')
@@ -138,10 +139,7 @@ func writeSchema(b *bytes.Buffer, s *jsonschema.Schema) bool {
 func writeProperties(b *bytes.Buffer, props map[string]*jsonschema.Schema, order []string) bool {
 	b.WriteByte('{')
 	names := make([]string, 0, len(props))
-	for i, name := range order {
-		if slices.Contains(order[:i], name) {
-			return false // jsonschema refuses it: let it say why
-		}
+	for _, name := range order {
 		if _, ok := props[name]; ok {
 			names = append(names, name)
 		}
@@ -169,4 +167,14 @@ func writeProperties(b *bytes.Buffer, props map[string]*jsonschema.Schema, order
 	}
 	b.WriteByte('}')
 	return true
+}
+
+// duplicates reports whether a name comes twice in order.
+func duplicates(order []string) bool {
+	for i, name := range order {
+		if slices.Contains(order[:i], name) {
+			return true
+		}
+	}
+	return false
 }

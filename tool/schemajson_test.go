@@ -61,8 +61,10 @@ func TestMarshalSchemaIsJSONSchemas(t *testing.T) {
 	}
 	// Refused as jsonschema refuses them.
 	for name, s := range map[string]*jsonschema.Schema{
-		"type and types":  {Type: "string", Types: []string{"string"}},
-		"duplicate order": {Type: "object", Properties: map[string]*jsonschema.Schema{"a": {}}, PropertyOrder: []string{"a", "a"}},
+		"type and types":                 {Type: "string", Types: []string{"string"}},
+		"duplicate order":                {Type: "object", Properties: map[string]*jsonschema.Schema{"a": {}}, PropertyOrder: []string{"a", "a"}},
+		"duplicate order, no properties": {Type: "object", PropertyOrder: []string{"a", "a"}},
+		"nested duplicate order":         {Type: "object", Properties: map[string]*jsonschema.Schema{"a": {PropertyOrder: []string{"b", "b"}}}},
 	} {
 		if _, err := marshalSchema(s); err == nil {
 			t.Errorf("%s: marshalled", name)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/avaagent/ava/internal/initgc"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/llm/llmfake"
 	"github.com/avaagent/ava/store/postgres/pgtest"
@@ -26,8 +27,13 @@ func TestMain(m *testing.M) {
 	// AVA_E2E_BIN runs the tests and benchmarks against a binary built
 	// elsewhere (another commit's, for a before and after; one a profiler
 	// can read the symbols of).
+	initgc.Restore() // the test binary links package main's initgc but runs no main
 	avaBin = os.Getenv("AVA_E2E_BIN")
-	if avaBin == "" {
+	if avaBin != "" {
+		if avaBin, err = filepath.Abs(avaBin); err != nil {
+			panic(err)
+		}
+	} else {
 		avaBin = filepath.Join(dir, "ava")
 		out, err := exec.Command("go", "build", "-o", avaBin, ".").CombinedOutput()
 		if err != nil {

@@ -10,9 +10,11 @@
 // collection marks beside the start: one to two milliseconds of every
 // command's start spent on nothing it needs.
 //
-// Go initialises a package as soon as the packages it imports are
-// (ordered by import path among those ready), and this one imports only
-// the runtime and time, so it runs before the libraries do. It turns
+// Go initialises packages in the order of their import paths among
+// those whose imports are initialised; this one waits only for a few
+// packages of the standard library (os, time), so it runs before most
+// of the libraries (measured: after 192 of 342 packages, which had
+// allocated 0.5 MB, far under the collector's first goal). It turns
 // the collector off and bounds the heap instead by a memory limit
 // (startLimit, or GOMEMLIMIT's if lower), so a start that does allocate
 // much is still collected. The program's main calls RestoreAfter, which

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -15,8 +16,15 @@ import (
 // connection of its own (the value is per connection), and returns when
 // ctx ends. It is how several processes on one data root see each
 // other's events (see app's file relay); PostgreSQL notifies instead.
+//
+// The connection is outside the reader pool: it would hold one of the
+// pool's connections for good, likely the one warmReader readied, and it
+// never reads a table, so it never parses the schema.
 func (s *Store) WatchCommits(ctx context.Context, every time.Duration, changed func()) error {
-	conn, err := s.reader.Conn(ctx)
+	db := sql.OpenDB(newConnector(dsn(s.path, true)))
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("watch commits: %w", err)
 	}
