@@ -203,6 +203,9 @@ func (r *Runtime) Chat(ctx context.Context, key, message string, opt SendOptions
 		return nil, nil, err
 	}
 	sub := r.in.Sessions.Follow(key, last)
+	// The turn's first event is numbered from the number just read,
+	// not from a read of its own beside the turn's.
+	r.in.Hub.Numbered(key, last)
 	t, err := r.Send(ctx, key, message, opt)
 	if err != nil {
 		sub.Close()

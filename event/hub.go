@@ -181,12 +181,21 @@ func (h *Hub) unsubscribe(j *Journal) {
 // reading the Log on the way to the first event. Should the Log hold
 // events after all, the first publish meets ErrSeqTaken and numbers on
 // from the Log, so a wrong guess costs a retry, never a reused number.
-func (h *Hub) Fresh(session string) {
+func (h *Hub) Fresh(session string) { h.Numbered(session, 0) }
+
+// Numbered tells the hub the session's last stored number as its caller
+// has just read it from the Log (a chat that follows the session from
+// there): the session's next event is numbered from it without reading
+// the Log again. A number another process took meanwhile is met as
+// ErrSeqTaken at the append and read again, so a stale one costs a
+// retry, never a reused number. A journal that knows its numbers
+// already keeps them.
+func (h *Hub) Numbered(session string, last uint64) {
 	j := h.Journal(session)
 	j.pub.Lock()
 	defer j.pub.Unlock()
 	if !j.loaded {
-		j.next, j.loaded = 1, true
+		j.next, j.loaded = last+1, true
 	}
 }
 

@@ -350,6 +350,36 @@ func TestFreshSessionThatIsNotNew(t *testing.T) {
 	}
 }
 
+// TestNumberedFromTheCallersRead: a session whose last number its caller
+// read numbers its next event from it without reading the Log; a stale
+// number costs a retry and never a reused number.
+func TestNumberedFromTheCallersRead(t *testing.T) {
+	log := &countingLog{Log: event.NewMemoryLog()}
+	pub(t, event.NewHub(log), "s", 3)
+	h := event.NewHub(log)
+	before := log.lastSeqs.Load()
+	h.Numbered("s", 3)
+	if ev, err := h.Publish(event.Event{Session: "s", Type: event.UserMessage}); err != nil || ev.Seq != 4 {
+		t.Fatalf("#%d %v, want #4", ev.Seq, err)
+	}
+	if n := log.lastSeqs.Load() - before; n != 0 {
+		t.Fatalf("the Log's last number was read %d times", n)
+	}
+	// Another process numbered on meanwhile: the stale number is met at
+	// the append and read again.
+	other := event.NewHub(log)
+	pub(t, other, "t", 2)
+	h.Numbered("t", 1)
+	if ev, err := h.Publish(event.Event{Session: "t", Type: event.UserMessage}); err != nil || ev.Seq != 3 {
+		t.Fatalf("stale: #%d %v, want #3", ev.Seq, err)
+	}
+	// A journal that knows its numbers keeps them.
+	h.Numbered("s", 0)
+	if ev, err := h.Publish(event.Event{Session: "s", Type: event.UserMessage}); err != nil || ev.Seq != 5 {
+		t.Fatalf("#%d %v, want #5", ev.Seq, err)
+	}
+}
+
 // Events published without waiting keep their order, live-only ones
 // included, and each kept one is stored before it is seen.
 func TestPublishAsyncKeepsOrder(t *testing.T) {

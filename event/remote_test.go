@@ -11,10 +11,16 @@ import (
 	"github.com/avaagent/ava/redact"
 )
 
-// countingLog is a Log that counts its ReadEvents calls.
+// countingLog is a Log that counts its ReadEvents and LastSeq calls.
 type countingLog struct {
 	event.Log
-	reads atomic.Int64
+	reads    atomic.Int64
+	lastSeqs atomic.Int64
+}
+
+func (l *countingLog) LastSeq(ctx context.Context, session string) (uint64, error) {
+	l.lastSeqs.Add(1)
+	return l.Log.LastSeq(ctx, session)
 }
 
 func (l *countingLog) ReadEvents(ctx context.Context, session string, after uint64, limit int) ([]event.Event, error) {
