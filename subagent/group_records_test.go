@@ -40,13 +40,14 @@ func (m *meetingStore) CreateRun(ctx context.Context, r store.Run) error {
 	m.arrived++
 	m.most = max(m.most, m.inside)
 	m.cond.Broadcast()
+	late := false
 	timer := time.AfterFunc(time.Second, func() {
 		m.mu.Lock()
+		late = true
 		m.cond.Broadcast()
 		m.mu.Unlock()
 	})
-	deadline := time.Now().Add(time.Second)
-	for m.arrived < m.want && time.Now().Before(deadline) {
+	for m.arrived < m.want && !late {
 		m.cond.Wait()
 	}
 	timer.Stop()
