@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -264,7 +265,7 @@ func benchThousandAtOnce(b *testing.B, traced bool, serverEnv ...string) {
 		h.Wait(context.Background())
 		one := time.Since(start)
 
-		created := goroutinesCreated()
+		created, cpu := goroutinesCreated(), cpuTime()
 		start = time.Now()
 		var wg sync.WaitGroup
 		results := make([]lifecycle.Status, n)
@@ -287,6 +288,7 @@ func benchThousandAtOnce(b *testing.B, traced bool, serverEnv ...string) {
 		all := time.Since(start)
 		// Less the benchmark's own waiter of each run.
 		b.ReportMetric(float64(goroutinesCreated()-created-n)/n, "goroutines/run")
+		b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/n, "cpu-ms/run")
 		reportThousand(b, one, spawned, all, results, durations, ends)
 	}
 }
@@ -305,7 +307,7 @@ func BenchmarkThousandAtOnceGroups(b *testing.B) {
 		h.Wait(context.Background())
 		one := time.Since(start)
 
-		created := goroutinesCreated()
+		created, cpu := goroutinesCreated(), cpuTime()
 		start = time.Now()
 		var wg sync.WaitGroup
 		results := make([]lifecycle.Status, n)
@@ -333,6 +335,7 @@ func BenchmarkThousandAtOnceGroups(b *testing.B) {
 		all := time.Since(start)
 		// Less the benchmark's own waiter of each group.
 		b.ReportMetric(float64(goroutinesCreated()-created-n/size)/n, "goroutines/run")
+		b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/n, "cpu-ms/run")
 		reportThousand(b, one, spawned, all, results, durations, ends)
 	}
 }
@@ -371,4 +374,14 @@ func goroutinesCreated() uint64 {
 	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
+}
+
+// cpuTime is this process's CPU time so far (user and system): what Ava
+// spends, the fake model server being another process.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
