@@ -128,15 +128,8 @@ func (m *Manager) startParallel(ctx context.Context, g *Group, req GroupRequest)
 			return err
 		}
 	}
-	for i, h := range hs {
-		if err := m.launch(ctx, h); err != nil {
-			// The members started so far end with the group's context
-			// (SpawnGroup cancels it); the others never start.
-			for _, rest := range hs[i+1:] {
-				m.abandon(rest, true)
-			}
-			return fmt.Errorf("task %d: %w", i+1, err)
-		}
+	if err := m.launchMembers(ctx, hs); err != nil {
+		return err
 	}
 	g.handles = hs
 	m.wg.Go(func() {
@@ -156,11 +149,67 @@ func (m *Manager) startParallel(ctx context.Context, g *Group, req GroupRequest)
 
 // launch starts an admitted group member here, or dispatches it to the
 // cluster.
-func (m *Manager) launch(ctx context.Context, h *Handle) error {
-	if m.opt.Dispatch != nil {
-		return m.dispatch(ctx, h)
+// launchMembers starts a parallel group's admitted members, or
+// dispatches them (a cluster), in task order. When one cannot start, the
+// members started so far end with the group's context (SpawnGroup
+// cancels it) and the others never start.
+func (m *Manager) launchMembers(ctx context.Context, hs []*Handle) error {
+	if m.opt.Dispatch == nil {
+		return m.startMembers(ctx, hs)
 	}
-	return m.start(ctx, h)
+	for i, h := range hs {
+		if err := m.dispatch(ctx, h); err != nil {
+			for _, rest := range hs[i+1:] {
+				m.abandon(rest, true)
+			}
+			return fmt.Errorf("task %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// startMembers starts a parallel group's admitted members here. The
+// records of the members that got a slot are written at once, each on a
+// goroutine of its own, so that the store commits them together (SQLite's
+// group commit: one transaction, a savepoint each) rather than one commit
+// after another; the queued members' records follow, in task order (each
+// tells the parent its place in the queue). As for one spawn, every
+// member's record is committed before SpawnGroup returns and a member
+// whose record could not be written never starts. When one could not,
+// the members recorded still start (and end at once with the group's
+// context, which SpawnGroup cancels, so that each record gets its end),
+// the queued ones not yet recorded are dropped, and the first error is
+// returned.
+func (m *Manager) startMembers(ctx context.Context, hs []*Handle) error {
+	errs := make([]error, len(hs))
+	queued := make([]bool, len(hs))
+	var wg sync.WaitGroup
+	for i, h := range hs {
+		m.register(h)
+		if queued[i] = h.isQueued(); !queued[i] {
+			wg.Go(func() { errs[i] = m.record(ctx, h, false) })
+		}
+	}
+	wg.Wait()
+	var failed error
+	for i, h := range hs {
+		if queued[i] {
+			if failed != nil {
+				m.abandon(h, true)
+				m.opt.Hub.Forget(h.SessionKey())
+				continue
+			}
+			errs[i] = m.record(ctx, h, true)
+		}
+		if errs[i] != nil {
+			if failed == nil {
+				failed = fmt.Errorf("task %d: %w", i+1, errs[i])
+			}
+			continue
+		}
+		m.wg.Go(h.run)
+	}
+	return failed
 }
 
 func (m *Manager) startChain(ctx context.Context, g *Group, req GroupRequest) error {

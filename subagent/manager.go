@@ -387,8 +387,22 @@ func (m *Manager) spawn(ctx context.Context, req Request) (*Handle, error) {
 // ErrNotRecorded and starts nothing.
 func (m *Manager) start(ctx context.Context, h *Handle) error {
 	m.register(h)
+	if err := m.record(ctx, h, h.isQueued()); err != nil {
+		return err
+	}
+	m.wg.Go(h.run)
+	return nil
+}
+
+// record writes a registered handle's new run record, queued or
+// running. One that cannot be written is abandoned (its slot or place
+// freed, its stream forgotten) and ErrNotRecorded is returned. A clash
+// with another process's new run (ErrDuplicate) is not an error here:
+// it is the run's to report (its turn finds the ID foreign and tells
+// the parent).
+func (m *Manager) record(ctx context.Context, h *Handle, queued bool) error {
 	var err error
-	if h.isQueued() {
+	if queued {
 		err = h.recordQueued(context.WithoutCancel(ctx), true)
 	} else {
 		err = h.recordRun(true, m.now())
@@ -398,9 +412,6 @@ func (m *Manager) start(ctx context.Context, h *Handle) error {
 		m.opt.Hub.Forget(h.SessionKey())
 		return fmt.Errorf("spawn: %w: %w", ErrNotRecorded, err)
 	}
-	// A clash with another process's new run (ErrDuplicate) is the
-	// run's to report: its turn finds the ID foreign and tells the parent.
-	m.wg.Go(h.run)
 	return nil
 }
 

@@ -7,11 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 )
 
@@ -201,4 +204,69 @@ func BenchmarkOpenExisting(b *testing.B) {
 		}
 		s.Close()
 	}
+}
+
+// finishOf is a subagent's end as it records it: its result, counters,
+// the turn's two messages and the parent's spend.
+func finishOf(r store.Run) *store.RunFinish {
+	return &store.RunFinish{Result: []byte(`{"subagent_id":"` + r.ShortID + `","status":"success","summary":"done"}`),
+		Tokens: 12, CostCents: 0.5, Iterations: 1, Active: 500 * time.Millisecond, EndedAt: time.Now(),
+		SpendSession: "ava:test:main", Spend: store.Spend{Model: "m", Usage: event.Usage{Tokens: 12, CostCents: 0.5}},
+		Messages: []store.Message{
+			{SessionKey: r.SessionKey, Role: store.RoleUser, Sender: store.SenderUser, Text: "Begin the task: bench",
+				Blocks: []byte(`{"role":"user","content":[{"type":"text","text":"Begin the task: bench"}]}`)},
+			{SessionKey: r.SessionKey, Role: store.RoleAssistant, Sender: r.ShortID, Text: "done",
+				Blocks: []byte(`{"role":"assistant","content":[{"type":"text","text":"done"}]}`)}}}
+}
+
+// BenchmarkRunEnd is a subagent's end (TransitionRun to success with
+// its finish), one run at a time.
+func BenchmarkRunEnd(b *testing.B) {
+	s := openAt(b, filepath.Join(b.TempDir(), FileName))
+	runs := benchRuns(b, s, b.N)
+	b.ResetTimer()
+	defer reportCPU(b)()
+	for i := range b.N {
+		r := runs[i]
+		if err := s.TransitionRun(b.Context(), r.ID, "me", []lifecycle.Status{lifecycle.Running}, lifecycle.Success, finishOf(r)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRunEndParallel is the ends of many runs at once (group
+// committed), as under 1,000 subagents at once.
+func BenchmarkRunEndParallel(b *testing.B) {
+	s := openAt(b, filepath.Join(b.TempDir(), FileName))
+	runs := benchRuns(b, s, b.N)
+	var next atomic.Int64
+	b.SetParallelism(100)
+	b.ResetTimer()
+	defer reportCPU(b)()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			r := runs[int(next.Add(1)-1)]
+			if err := s.TransitionRun(b.Context(), r.ID, "me", []lifecycle.Status{lifecycle.Running}, lifecycle.Success, finishOf(r)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// reportCPU reports the process's CPU time (user and system) per
+// operation from now until the returned func is called: on a shared
+// machine a steadier figure than the wall time.
+func reportCPU(b *testing.B) func() {
+	start := cpuTime()
+	return func() { b.ReportMetric(float64((cpuTime()-start).Microseconds())/float64(b.N), "cpu-µs/op") }
+}
+
+// cpuTime is the process's CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -258,11 +258,14 @@ func insertMessageRow(ctx context.Context, tx *sql.Tx, m store.Message) (int64, 
 		return 0, err
 	}
 	at := record.ToNS(m.CreatedAt)
-	var id int64
-	err = tx.QueryRowContext(ctx, `
+	res, err := tx.ExecContext(ctx, `
 		INSERT INTO messages (session_key, role, sender, text, blocks, run_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		m.SessionKey, m.Role, m.Sender, m.Text, blocks, m.RunID, at).Scan(&id)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		m.SessionKey, m.Role, m.Sender, m.Text, blocks, m.RunID, at)
+	if err != nil {
+		return 0, fmt.Errorf("insert message: %w", err)
+	}
+	id, err := res.LastInsertId()
 	if err != nil {
 		return 0, fmt.Errorf("insert message: %w", err)
 	}

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 )
 
@@ -239,5 +244,57 @@ func TestWriteDoneContextAndRollback(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("the failed write was not rolled back: %v", err)
+	}
+}
+
+// TestRunEndStartsNoGoroutine: a run's end (TransitionRun with its
+// result, conversation and spend, given a context that can be
+// cancelled, as a subagent's is) starts no goroutine beyond the write's
+// own: it reads no row set back (database/sql watches each one read
+// inside a transaction from a goroutine of its own).
+func TestRunEndStartsNoGoroutine(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), FileName))
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	const runs = 100
+	rs := make([]store.Run, runs)
+	for i := range rs {
+		short := fmt.Sprintf("S-%06x", i+1)
+		rs[i] = store.Run{ID: uuid.NewString(), ShortID: short, SessionKey: store.SubagentSessionPrefix + short, ParentSession: "ava:test:main",
+			ParentAgent: "ava", Mode: store.ModeSingle, Role: "researcher", Task: "t", Model: "m", Status: lifecycle.Running,
+			Owner: "p1", CreatedAt: time.Now()}
+		if err := s.CreateRun(ctx, rs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end := func(r store.Run) {
+		fin := &store.RunFinish{Result: json.RawMessage(`{"status":"success"}`), Tokens: 12, CostCents: 0.5, Iterations: 1,
+			EndedAt: time.Now(), SpendSession: "ava:test:main", Spend: store.Spend{Model: "m", Usage: event.Usage{Tokens: 12, CostCents: 0.5}},
+			Messages: []store.Message{{SessionKey: r.SessionKey, Role: store.RoleUser, Sender: store.SenderUser, Text: "task", CreatedAt: time.Now()},
+				{SessionKey: r.SessionKey, Role: store.RoleAssistant, Sender: r.ShortID, Text: "done", CreatedAt: time.Now()}}}
+		if err := s.TransitionRun(ctx, r.ID, "p1", []lifecycle.Status{lifecycle.Running}, lifecycle.Success, fin); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end(rs[0]) // the statements are prepared and kept
+	before := goroutinesCreated()
+	for _, r := range rs[1:] {
+		end(r)
+	}
+	// One each (database/sql's own for the transaction), with slack for
+	// the runtime's and the test's own (timers, GC workers; more under
+	// the race detector); reading the rows back made it four each.
+	if n := goroutinesCreated() - before; n > 2*(runs-1) {
+		t.Errorf("%d run ends created %d goroutines, want one each", runs-1, n)
+	}
+	for _, r := range rs {
+		got, err := s.GetRun(ctx, r.ID)
+		if err != nil || got.Status != lifecycle.Success {
+			t.Fatalf("run %s: %s %v", r.ShortID, got.Status, err)
+		}
+		msgs, err := s.Messages(ctx, r.SessionKey, 0)
+		if err != nil || len(msgs) != 2 {
+			t.Fatalf("run %s's conversation: %d messages, %v", r.ShortID, len(msgs), err)
+		}
 	}
 }

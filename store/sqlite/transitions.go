@@ -46,28 +46,34 @@ func (s *Store) TransitionRun(ctx context.Context, id, owner string, from []life
 			}
 		}
 	}
-	args = append(args, ref, ref)
+	// A run's ID is a UUID and its short ID S-xxxxxx (record.CheckRun):
+	// the form of ref says which column to look in, one index instead
+	// of a MULTI-INDEX OR over both.
+	column := "id"
+	if store.ValidShortID(ref) {
+		column = "short_id"
+	}
+	args = append(args, ref)
 	args = append(args, stringArgs(from)...)
 	args = append(args, owner)
 	var moved bool
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		// RETURNING names the run's session for its conversation, in the
-		// same statement (no row: the run did not move).
-		var key string
-		err := tx.QueryRowContext(ctx, `UPDATE runs SET `+strings.Join(set, ", ")+`
-			WHERE (id = ? OR short_id = ?) AND status IN (`+placeholders(len(from))+`) AND `+record.FenceSQL("?")+`
-			RETURNING session_key`, args...).Scan(&key)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
+		// Nothing is read back (no RETURNING): a row set read inside a
+		// transaction costs database/sql a goroutine and the run's end
+		// ~50 µs; the conversation names the run's session from its row.
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET `+strings.Join(set, ", ")+`
+			WHERE `+column+` = ? AND status IN (`+placeholders(len(from))+`) AND `+record.FenceSQL("?"), args...)
 		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 { // no row: the run did not move
 			return err
 		}
 		moved = true
 		if fin == nil {
 			return nil
 		}
-		if err := s.finishConversation(ctx, tx, key, fin); err != nil {
+		if err := s.finishConversation(ctx, tx, column, ref, fin); err != nil {
 			return err
 		}
 		if fin.SpendSession != "" && (fin.Spend.CostCents > 0 || fin.Spend.Tokens > 0) {
@@ -88,18 +94,37 @@ func (s *Store) TransitionRun(ctx context.Context, id, owner string, from []life
 	return fmt.Errorf("transition run %s to %s: %w", st.Short, to, record.Refused(st, owner, from))
 }
 
-// finishConversation records a finish's messages in the run's own
-// session, key: one session update, then the message rows.
-func (s *Store) finishConversation(ctx context.Context, tx *sql.Tx, key string, fin *store.RunFinish) error {
+// finishConversation records a finish's messages in the own session of
+// the run whose column is ref: one session update, then the message
+// rows (record.WriteFinish, with the run's session found from its row).
+func (s *Store) finishConversation(ctx context.Context, tx *sql.Tx, column, ref string, fin *store.RunFinish) error {
 	if len(fin.Messages) == 0 {
 		return nil
 	}
-	return record.WriteFinish(key, s.now, fin.Messages,
-		func(key string, at time.Time) error { return touchSession(ctx, tx, key, at) },
+	return record.WriteFinish("", s.now, fin.Messages,
+		func(key string, at time.Time) error {
+			if key == "" {
+				return touchRunSession(ctx, tx, column, ref, at)
+			}
+			return touchSession(ctx, tx, key, at)
+		},
 		func(m store.Message) error {
 			_, err := insertMessageRow(ctx, tx, m)
 			return err
 		})
+}
+
+// touchRunSession is touchSession for the own session of the run whose
+// column (id or short_id) is ref, named from the run's row.
+func touchRunSession(ctx context.Context, tx *sql.Tx, column, ref string, at time.Time) error {
+	ns := record.ToNS(at)
+	if _, err := tx.ExecContext(ctx, `
+		INSERT INTO sessions (key, created_at, updated_at) SELECT session_key, ?, ? FROM runs WHERE `+column+` = ?
+		ON CONFLICT (key) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at)`,
+		ns, ns, ref); err != nil {
+		return fmt.Errorf("touch run session: %w", err)
+	}
+	return nil
 }
 
 // transitionSet builds the SET clause of TransitionRun's UPDATE.

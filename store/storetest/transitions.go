@@ -35,9 +35,46 @@ func transitionCases() []testCase {
 		{"MarkAnnounced", testMarkAnnounced},
 		{"Unannounced", testUnannounced},
 		{"FinishWithSpendAndDelivery", testFinishWithSpendAndDelivery},
+		{"FinishTouchesSessions", testFinishTouchesSessions},
 		{"RunFiguresOverTurns", testRunFiguresOverTurns},
 		{"ConcurrentCreatesIsolateFailures", testConcurrentCreatesIsolateFailures},
 		{"AppendMessagesAllOrNone", testAppendMessagesAllOrNone},
+	}
+}
+
+// A finish's conversation touches the run's own session at the latest
+// of now and its messages' times, and the session of a message in
+// another at that message's latest time; a run is finished by its short
+// ID as by its ID.
+func testFinishTouchesSessions(t *testing.T, s store.Store) {
+	later := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	for i, ref := range []func(store.Run) string{func(r store.Run) string { return r.ID }, func(r store.Run) string { return r.ShortID }} {
+		r := createRun(t, s, newRun(shortID(0xf1f0+i), "ava:cli:touch"))
+		other := fmt.Sprintf("ava:cli:touch-other-%d", i)
+		fin := &store.RunFinish{Tokens: 3, Messages: []store.Message{
+			{SessionKey: r.SessionKey, Role: store.RoleUser, Sender: store.SenderUser, Text: "task", CreatedAt: later.Add(-time.Minute)},
+			{SessionKey: other, Role: store.RoleAssistant, Sender: r.ShortID, Text: "aside", CreatedAt: later.Add(-2 * time.Minute)},
+			{SessionKey: other, Role: store.RoleAssistant, Sender: r.ShortID, Text: "aside again", CreatedAt: later.Add(-30 * time.Second)},
+			{SessionKey: r.SessionKey, Role: store.RoleAssistant, Sender: r.ShortID, Text: "done", CreatedAt: later}}}
+		must(t, s.TransitionRun(ctx(t), ref(r), "", lifecycle.Active, lifecycle.Success, fin))
+		own, err := s.GetSession(ctx(t), r.SessionKey)
+		must(t, err)
+		if !own.UpdatedAt.Equal(later) {
+			t.Errorf("ref %d: the run's session updated at %v, want %v (its latest message)", i, own.UpdatedAt, later)
+		}
+		aside, err := s.GetSession(ctx(t), other)
+		must(t, err)
+		if want := later.Add(-30 * time.Second); !aside.UpdatedAt.Equal(want) {
+			t.Errorf("ref %d: the other session updated at %v, want %v (its latest message)", i, aside.UpdatedAt, want)
+		}
+		msgs, err := s.Messages(ctx(t), r.SessionKey, 0)
+		must(t, err)
+		if len(msgs) != 2 || msgs[0].Text != "task" || msgs[1].Text != "done" || msgs[0].ID == 0 || msgs[1].ID <= msgs[0].ID {
+			t.Errorf("ref %d: the run's conversation %+v", i, msgs)
+		}
+		if msgs, _ := s.Messages(ctx(t), other, 0); len(msgs) != 2 {
+			t.Errorf("ref %d: the other session's messages %+v", i, msgs)
+		}
 	}
 }
 

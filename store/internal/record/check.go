@@ -215,25 +215,35 @@ func CheckActive(d time.Duration) error {
 // WriteFinish stores a finish's messages, msgs, in the run's own session
 // key: it touches key once at the latest of now() and the messages' times,
 // then inserts each message, touching its session first when it is
-// another. touch and insert are the store's statements, in its
-// transaction.
+// another (once, at its latest message's time). An empty key is the
+// run's session unnamed, for a store whose touch finds it from the run's
+// row (so that the run's end reads nothing back): every message's
+// session is then touched as another's would be, which for the run's
+// own changes nothing. touch and insert are the store's statements, in
+// its transaction.
 func WriteFinish(key string, now func() time.Time, msgs []store.Message,
 	touch func(key string, at time.Time) error, insert func(store.Message) error) error {
 	if len(msgs) == 0 {
 		return nil
 	}
 	at := now()
+	latest := map[string]time.Time{}
 	for _, m := range msgs {
 		if m.CreatedAt.After(at) {
 			at = m.CreatedAt
+		}
+		if t, ok := latest[m.SessionKey]; !ok || m.CreatedAt.After(t) {
+			latest[m.SessionKey] = m.CreatedAt
 		}
 	}
 	if err := touch(key, at); err != nil {
 		return err
 	}
+	touched := map[string]bool{key: key != ""}
 	for _, m := range msgs {
-		if m.SessionKey != key {
-			if err := touch(m.SessionKey, m.CreatedAt); err != nil {
+		if !touched[m.SessionKey] {
+			touched[m.SessionKey] = true
+			if err := touch(m.SessionKey, latest[m.SessionKey]); err != nil {
 				return err
 			}
 		}
