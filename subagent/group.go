@@ -147,8 +147,6 @@ func (m *Manager) startParallel(ctx context.Context, g *Group, req GroupRequest)
 	return nil
 }
 
-// launch starts an admitted group member here, or dispatches it to the
-// cluster.
 // launchMembers starts a parallel group's admitted members, or
 // dispatches them (a cluster), in task order. When one cannot start, the
 // members started so far end with the group's context (SpawnGroup
