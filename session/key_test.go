@@ -66,27 +66,7 @@ func TestCheckNewKey(t *testing.T) {
 // grammar goes on.
 func TestSendCreatesANewSessionUnderAValidKey(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ava.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	s, err := scripted.Parse("t", []byte("conversations:\n  - turns:\n      - text: \"hi\"\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat := llm.NewCatalog(nil)
-	cat.Add(scripted.NewWithScript(s), map[string]string{"sonnet": "t"})
-	model, err := cat.Resolve("scripted/t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hub := event.NewHub(nil)
-	svc := session.New(session.Config{Hub: hub, Store: st,
-		Orchestrator: func(string, session.Limits) (*orchestrator.Orchestrator, llm.Model, error) {
-			return orchestrator.New(orchestrator.Config{Model: model, Hub: hub, Sessions: st, History: &memHistory{msgs: map[string][]llm.Message{}}}), model, nil
-		}})
-	t.Cleanup(func() { svc.Close() })
+	svc, st := storedService(t, "conversations:\n  - turns:\n      - text: \"hi\"\n", &memHistory{msgs: map[string][]llm.Message{}})
 
 	for _, bad := range []string{"mine", "ava:web:a_b", "ava:web:a b", "ava:web:.x"} {
 		if _, err := svc.Send(ctx, bad, "hello", session.SendOptions{}); !errors.Is(err, session.ErrBadKey) {
@@ -115,6 +95,34 @@ func TestSendCreatesANewSessionUnderAValidKey(t *testing.T) {
 		t.Fatalf("a stored session outside the grammar: %v", err)
 	}
 	wait(t, turn)
+}
+
+// storedService is a session service on a new SQLite store, its
+// orchestrator answering from script, its history hist.
+func storedService(t *testing.T, script string, hist orchestrator.History) (*session.Service, *sqlite.Store) {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ava.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s, err := scripted.Parse("t", []byte(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := llm.NewCatalog(nil)
+	cat.Add(scripted.NewWithScript(s), map[string]string{"sonnet": "t"})
+	model, err := cat.Resolve("scripted/t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := event.NewHub(nil)
+	svc := session.New(session.Config{Hub: hub, Store: st,
+		Orchestrator: func(string, session.Limits) (*orchestrator.Orchestrator, llm.Model, error) {
+			return orchestrator.New(orchestrator.Config{Model: model, Hub: hub, Sessions: st, History: hist}), model, nil
+		}})
+	t.Cleanup(func() { svc.Close() })
+	return svc, st
 }
 
 // countingHistory is memHistory that counts its loads per session.
@@ -149,28 +157,8 @@ func (h *countingHistory) count(s string) int {
 // already holds do.
 func TestFirstTurnOfANewSessionReadsNoHistory(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ava.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	s, err := scripted.Parse("t", []byte(slowScript))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat := llm.NewCatalog(nil)
-	cat.Add(scripted.NewWithScript(s), map[string]string{"sonnet": "t"})
-	model, err := cat.Resolve("scripted/t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hub := event.NewHub(nil)
 	hist := &countingHistory{memHistory: memHistory{msgs: map[string][]llm.Message{}}, loads: map[string]int{}}
-	svc := session.New(session.Config{Hub: hub, Store: st,
-		Orchestrator: func(string, session.Limits) (*orchestrator.Orchestrator, llm.Model, error) {
-			return orchestrator.New(orchestrator.Config{Model: model, Hub: hub, Sessions: st, History: hist}), model, nil
-		}})
-	t.Cleanup(func() { svc.Close() })
+	svc, st := storedService(t, slowScript, hist)
 
 	const key = "ava:test:new"
 	first, err := svc.Send(ctx, key, "one", session.SendOptions{})
