@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
@@ -25,13 +26,70 @@ const maxAnnouncedOutput = 8000
 // is left undelivered: the next Start announces it.
 func (h *Handle) deliver(ctx context.Context, r Result) {
 	m := h.m
-	if r.Status == lifecycle.Interrupted || h.req.Parent.SessionKey == "" || h.deliveredOnFinish(r.Status) {
+	if !h.delivers(r.Status) {
 		return
 	}
 	msg := announcement(h.req.Parent.SessionKey, h.uuid, h.req.Config.Task, r, m.postedBy(ctx, h.req.groupID, h.uuid))
 	if err := m.announce(ctx, h.uuid, msg); err != nil {
 		m.log.Error("announce result", "id", h.id, "err", err)
 	}
+}
+
+// deliveryWait bounds how long a parent's turn waits for results on
+// their way to its history (a store that cannot take the run's end keeps
+// it trying for longer; the turn then goes on without it, and the result
+// is announced after it).
+const deliveryWait = 5 * time.Second
+
+// deliveries counts, per parent session, the background results whose
+// run's end may already be seen (its record is being written or is
+// written) and that are not yet announced or held.
+type deliveries struct {
+	mu      sync.Mutex
+	pending map[string]int
+	changed chan struct{} // closed, and replaced, when one ends
+}
+
+// begin counts one for parent; the returned func ends it.
+func (d *deliveries) begin(parent string) func() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pending == nil {
+		d.pending, d.changed = map[string]int{}, make(chan struct{})
+	}
+	d.pending[parent]++
+	return func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.pending[parent]--; d.pending[parent] <= 0 {
+			delete(d.pending, parent)
+		}
+		close(d.changed)
+		d.changed = make(chan struct{})
+	}
+}
+
+// wait returns once parent has no result on its way, or ctx ends.
+func (d *deliveries) wait(ctx context.Context, parent string) {
+	for {
+		d.mu.Lock()
+		n, changed := d.pending[parent], d.changed
+		d.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// delivers reports whether a turn that ends with status delivers its
+// result to the parent's history (see deliver).
+func (h *Handle) delivers(status lifecycle.Status) bool {
+	return status != lifecycle.Interrupted && h.req.Parent.SessionKey != "" && !h.deliveredOnFinish(status)
 }
 
 // heldResults are background results whose parent session has a turn
@@ -63,7 +121,16 @@ func (m *Manager) HoldResults(busy func(parent string) bool) {
 // FlushResults announces the results held for the parent session, in
 // the order they finished. One that cannot be stored is logged and left
 // unannounced in the store, for recovery to announce.
+//
+// A turn of the parent calls it as it starts (busy from then on), so it
+// first waits, up to deliveryWait, for the background results of the
+// parent whose run's end is recorded but not yet announced or held (see
+// deliveries): a person who saw a subagent finish and asks about it gets
+// a turn whose history has its result.
 func (m *Manager) FlushResults(ctx context.Context, parent string) {
+	wctx, cancel := context.WithTimeout(ctx, deliveryWait)
+	m.deliveries.wait(wctx, parent)
+	cancel()
 	m.held.mu.Lock()
 	defer m.held.mu.Unlock()
 	msgs, order := m.held.by[parent], m.held.order[parent]

@@ -210,6 +210,9 @@ type Manager struct {
 	// held are background results waiting for their parent's turn to
 	// end (announce.go).
 	held heldResults
+	// deliveries are the background results on their way to their
+	// parents' histories (FlushResults waits for them).
+	deliveries deliveries
 }
 
 // NewManager returns a manager; call Start before spawning.

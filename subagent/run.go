@@ -413,6 +413,11 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 		h.publishParent(h.completeEvent(result, res, start))
 		return res
 	}
+	if h.delivers(res.Status) {
+		// From the end's record on, the run may be seen finished: its
+		// parent's next turn waits for the result (FlushResults).
+		defer m.deliveries.begin(h.req.Parent.SessionKey)()
+	}
 	if err := h.recordEnd(from, res.Status, fin); err != nil {
 		if h.lose(ctx, err) {
 			return res
