@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -25,15 +26,33 @@ func marshalSchema(s *jsonschema.Schema) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// handled is the zero schema but for the keywords writeSchema writes: a
-// schema equal to it once those are cleared uses nothing else.
+// handledFields are the Schema fields writeSchema writes; unhandled are
+// the indexes of all the others, found once by reflection.
+var (
+	handledFields = []string{"Type", "Types", "Properties", "PropertyOrder", "Items", "Title", "Description",
+		"Default", "Enum", "Minimum", "Maximum", "MinLength", "MaxLength", "Pattern", "MinItems", "MaxItems",
+		"Required", "AdditionalProperties", "Not", "Format"}
+	unhandled = sync.OnceValue(func() []int {
+		t := reflect.TypeFor[jsonschema.Schema]()
+		var out []int
+		for i := range t.NumField() {
+			if !slices.Contains(handledFields, t.Field(i).Name) {
+				out = append(out, i)
+			}
+		}
+		return out
+	})
+)
+
+// handled reports whether s uses no field but those writeSchema writes.
 func handled(s *jsonschema.Schema) bool {
-	c := *s
-	c.Type, c.Types, c.Properties, c.PropertyOrder, c.Items = "", nil, nil, nil, nil
-	c.Title, c.Description, c.Default, c.Enum = "", "", nil, nil
-	c.Minimum, c.Maximum, c.MinLength, c.MaxLength, c.Pattern = nil, nil, nil, nil, ""
-	c.MinItems, c.MaxItems, c.Required, c.AdditionalProperties, c.Not, c.Format = nil, nil, nil, nil, nil, ""
-	return reflect.ValueOf(c).IsZero()
+	v := reflect.ValueOf(s).Elem()
+	for _, i := range unhandled() {
+		if !v.Field(i).IsZero() {
+			return false
+		}
+	}
+	return true
 }
 
 // writeSchema writes s as jsonschema's MarshalJSON does (its keys in the
