@@ -209,14 +209,6 @@ type Turn struct {
 	// (orchestrator.AskMessage), "" if nothing.
 	storedText string
 	queued     bool  // it waits for the running turn to end
-	// fresh: the session's first turn, started as its message created
-	// the session. A session that did not exist has no history, no
-	// proposal waiting and no unended turn to read (messages and
-	// proposals belong to its row), so the turn does not read them.
-	// Another process sending the first message to the same key at the
-	// same moment is as unordered as any two processes' turns of one
-	// session.
-	fresh bool
 	cause      error // why it was cancelled, if it was
 	res        Result
 	err        error
@@ -226,6 +218,14 @@ type Turn struct {
 	// span is the sender's span (an HTTP caller's trace): the turn's
 	// spans continue it.
 	span trace.SpanContext
+	// fresh: the session's first turn, started as its message created
+	// the session. A session that did not exist has no history, no
+	// proposal waiting and no unended turn to read (messages and
+	// proposals belong to its row), so the turn does not read them.
+	// Another process sending the first message to the same key at the
+	// same moment is as unordered as any two processes' turns of one
+	// session.
+	fresh bool
 }
 
 // Merged reports whether the turn's message was merged into the next
