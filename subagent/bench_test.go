@@ -260,13 +260,9 @@ func benchThousandAtOnce(b *testing.B, traced bool, serverEnv ...string) {
 	tr := benchTracer(b, traced)
 	for b.Loop() {
 		m := managerFor(b, url, n, tr)
-		start := time.Now()
-		h, _ := m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "alone"}, Parent: parent})
-		h.Wait(context.Background())
-		one := time.Since(start)
-
+		one := oneAlone(m)
 		created, cpu := goroutinesCreated(), cpuTime()
-		start = time.Now()
+		start := time.Now()
 		var wg sync.WaitGroup
 		results := make([]lifecycle.Status, n)
 		durations := make([]float64, n)
@@ -302,13 +298,9 @@ func BenchmarkThousandAtOnceGroups(b *testing.B) {
 	url := fakeModelProcess(b, 500*time.Millisecond)
 	for b.Loop() {
 		m := managerFor(b, url, n, nil)
-		start := time.Now()
-		h, _ := m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "alone"}, Parent: parent})
-		h.Wait(context.Background())
-		one := time.Since(start)
-
+		one := oneAlone(m)
 		created, cpu := goroutinesCreated(), cpuTime()
-		start = time.Now()
+		start := time.Now()
 		var wg sync.WaitGroup
 		results := make([]lifecycle.Status, n)
 		durations := make([]float64, n)
@@ -338,6 +330,15 @@ func BenchmarkThousandAtOnceGroups(b *testing.B) {
 		b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/n, "cpu-ms/run")
 		reportThousand(b, one, spawned, all, results, durations, ends)
 	}
+}
+
+// oneAlone is the wall time of one subagent spawned alone on m and
+// waited for: what a burst is measured against.
+func oneAlone(m *subagent.Manager) time.Duration {
+	start := time.Now()
+	h, _ := m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "alone"}, Parent: parent})
+	h.Wait(context.Background())
+	return time.Since(start)
 }
 
 // reportThousand reports a burst of runs started at once: the spawn
