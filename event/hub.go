@@ -181,17 +181,29 @@ func (h *Hub) unsubscribe(j *Journal) {
 // reading the Log on the way to the first event. Should the Log hold
 // events after all, the first publish meets ErrSeqTaken and numbers on
 // from the Log, so a wrong guess costs a retry, never a reused number.
-func (h *Hub) Fresh(session string) { h.Numbered(session, 0) }
+func (h *Hub) Fresh(session string) { h.Journal(session).numbered(0) }
 
 // Numbered tells the hub the session's last stored number as its caller
 // has just read it from the Log (a chat that follows the session from
 // there): the session's next event is numbered from it without reading
 // the Log again. A number another process took meanwhile is met as
 // ErrSeqTaken at the append and read again, so a stale one costs a
-// retry, never a reused number. A journal that knows its numbers
-// already keeps them.
+// retry, never a reused number. It applies to a session whose journal
+// is in memory (followed, or publishing) and leaves it as it was: a
+// journal opened for a follower is still dropped with its last
+// subscription.
 func (h *Hub) Numbered(session string, last uint64) {
-	j := h.Journal(session)
+	h.mu.Lock()
+	j, ok := h.journals[session]
+	h.mu.Unlock()
+	if ok {
+		j.numbered(last)
+	}
+}
+
+// numbered numbers j's next event after last, unless j knows its
+// numbers already.
+func (j *Journal) numbered(last uint64) {
 	j.pub.Lock()
 	defer j.pub.Unlock()
 	if !j.loaded {

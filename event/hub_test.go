@@ -357,6 +357,8 @@ func TestNumberedFromTheCallersRead(t *testing.T) {
 	log := &countingLog{Log: event.NewMemoryLog()}
 	pub(t, event.NewHub(log), "s", 3)
 	h := event.NewHub(log)
+	sub := h.Follow("s", 3)
+	defer sub.Close()
 	before := log.lastSeqs.Load()
 	h.Numbered("s", 3)
 	if ev, err := h.Publish(event.Event{Session: "s", Type: event.UserMessage}); err != nil || ev.Seq != 4 {
@@ -369,6 +371,8 @@ func TestNumberedFromTheCallersRead(t *testing.T) {
 	// the append and read again.
 	other := event.NewHub(log)
 	pub(t, other, "t", 2)
+	st := h.Follow("t", 1)
+	defer st.Close()
 	h.Numbered("t", 1)
 	if ev, err := h.Publish(event.Event{Session: "t", Type: event.UserMessage}); err != nil || ev.Seq != 3 {
 		t.Fatalf("stale: #%d %v, want #3", ev.Seq, err)
@@ -377,6 +381,16 @@ func TestNumberedFromTheCallersRead(t *testing.T) {
 	h.Numbered("s", 0)
 	if ev, err := h.Publish(event.Event{Session: "s", Type: event.UserMessage}); err != nil || ev.Seq != 5 {
 		t.Fatalf("#%d %v, want #5", ev.Seq, err)
+	}
+	// A journal opened only for a follower leaves memory with it, told
+	// its number or not; a session not in memory is left alone.
+	n := h.InMemory()
+	f := h.Follow("u", 0)
+	h.Numbered("u", 0)
+	f.Close()
+	h.Numbered("v", 7)
+	if got := h.InMemory(); got != n {
+		t.Fatalf("%d journals in memory after a follower came and went, want %d", got, n)
 	}
 }
 
