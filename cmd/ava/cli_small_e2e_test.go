@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ func TestVersion(t *testing.T) {
 	}
 	bin := filepath.Join(t.TempDir(), "ava")
 	build := exec.Command("go", "build", "-ldflags", "-X github.com/avaagent/ava.version=v9.8.7-test", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build with a version: %v\n%s", err, b)
 	}

@@ -35,7 +35,9 @@ func TestMain(m *testing.M) {
 		}
 	} else {
 		avaBin = filepath.Join(dir, "ava")
-		out, err := exec.Command("go", "build", "-o", avaBin, ".").CombinedOutput()
+		build := exec.Command("go", "build", "-o", avaBin, ".")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0") // as docs/getting-started.md installs it
+		out, err := build.CombinedOutput()
 		if err != nil {
 			panic("build ava: " + err.Error() + "\n" + string(out))
 		}

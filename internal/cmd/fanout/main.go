@@ -11,7 +11,7 @@
 // the binary, which a kernel that keeps files in large folios maps 2 MiB
 // at a time (see docs/benchmarks.md).
 //
-//	go build -o /tmp/ava ./cmd/ava && go run ./internal/cmd/fanout -ava /tmp/ava -reps 5
+//	CGO_ENABLED=0 go build -o /tmp/ava ./cmd/ava && go run ./internal/cmd/fanout -ava /tmp/ava -reps 5
 //
 // Run it on a quiet machine; docs/benchmarks.md has its figures.
 package main
