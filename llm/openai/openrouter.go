@@ -3,7 +3,6 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/avaagent/ava/llm"
 )
@@ -51,14 +50,8 @@ func (p *Provider) webPlugin(req *llm.Request) bool {
 // page, the span of the answer it supports and, on OpenRouter, the
 // page's text it rests on.
 type chatCitation struct {
-	Type        string `json:"type"`
-	URLCitation struct {
-		URL        string `json:"url"`
-		Title      string `json:"title"`
-		Content    string `json:"content"`
-		StartIndex int    `json:"start_index"`
-		EndIndex   int    `json:"end_index"`
-	} `json:"url_citation"`
+	Type        string      `json:"type"`
+	URLCitation urlCitation `json:"url_citation"`
 }
 
 // annotations reads a delta's annotations from the raw JSON, since the
@@ -97,28 +90,12 @@ func pluginBlocks(provider string, cites []llm.Citation) []llm.Block {
 
 // chatCitations maps url_citation annotations of text to citations: the
 // cited text is the page's text when the annotation has it, else the
-// span of the answer it points at.
+// span of the answer it points at. No Raw: chat completions has no field
+// to send a citation back in.
 func chatCitations(text string, anns []json.RawMessage) []llm.Citation {
-	var out []llm.Citation
-	var runes []rune // text's characters, once, when a citation points into it
-	for _, raw := range anns {
-		if len(out) == llm.MaxCitationsPerBlock {
-			break
-		}
+	return citations(text, anns, func(raw json.RawMessage) (urlCitation, bool) {
 		var a chatCitation
-		if json.Unmarshal(raw, &a) != nil || a.Type != "url_citation" || a.URLCitation.URL == "" {
-			continue
-		}
-		c := a.URLCitation
-		cited := llm.CutCitedText(strings.TrimSpace(c.Content))
-		if cited == "" {
-			if runes == nil {
-				runes = []rune(text)
-			}
-			cited = span(runes, c.StartIndex, c.EndIndex)
-		}
-		// No Raw: chat completions has no field to send a citation back in.
-		out = append(out, llm.Citation{URL: c.URL, Title: c.Title, CitedText: cited})
-	}
-	return out
+		ok := json.Unmarshal(raw, &a) == nil && a.Type == "url_citation"
+		return a.URLCitation, ok
+	})
 }

@@ -292,35 +292,54 @@ func messageBlocks(it responseItem, raw json.RawMessage) ([]llm.Block, error) {
 	return out, nil
 }
 
-// urlCitation is a url_citation annotation: the page, and where in the
-// text it is cited (character offsets).
+// urlCitation is a url_citation annotation: the page, where in the text
+// it is cited (character offsets), and the cited text when the
+// annotation carries it (OpenRouter's does).
 type urlCitation struct {
-	Type       string `json:"type"`
 	URL        string `json:"url"`
 	Title      string `json:"title"`
+	Content    string `json:"content"`
 	StartIndex int    `json:"start_index"`
 	EndIndex   int    `json:"end_index"`
 }
 
-// urlCitations reads the url_citation annotations of text; the cited
-// text is the span of text they point at.
+// urlCitations reads the Responses API's url_citation annotations of
+// text (the fields flat in the annotation). No Raw: the annotation goes
+// back inside its message item (the text block's Raw).
 func urlCitations(text string, anns []json.RawMessage) []llm.Citation {
+	return citations(text, anns, func(raw json.RawMessage) (urlCitation, bool) {
+		var a struct {
+			Type string `json:"type"`
+			urlCitation
+		}
+		ok := json.Unmarshal(raw, &a) == nil && a.Type == "url_citation"
+		return a.urlCitation, ok
+	})
+}
+
+// citations maps the annotations of text that decode reads as
+// url_citations to citations, at most llm.MaxCitationsPerBlock: the cited
+// text is the annotation's own when it has some, else the span of text
+// it points at (text converted to characters once, when needed).
+func citations(text string, anns []json.RawMessage, decode func(json.RawMessage) (urlCitation, bool)) []llm.Citation {
 	var out []llm.Citation
-	var runes []rune // text's characters, once, when a citation points into it
+	var runes []rune
 	for _, raw := range anns {
 		if len(out) == llm.MaxCitationsPerBlock {
 			break
 		}
-		var a urlCitation
-		if json.Unmarshal(raw, &a) != nil || a.Type != "url_citation" || a.URL == "" {
+		c, ok := decode(raw)
+		if !ok || c.URL == "" {
 			continue
 		}
-		if runes == nil {
-			runes = []rune(text)
+		cited := llm.CutCitedText(strings.TrimSpace(c.Content))
+		if cited == "" {
+			if runes == nil {
+				runes = []rune(text)
+			}
+			cited = span(runes, c.StartIndex, c.EndIndex)
 		}
-		// No Raw: the annotation goes back inside its message item
-		// (the text block's Raw).
-		out = append(out, llm.Citation{URL: a.URL, Title: a.Title, CitedText: span(runes, a.StartIndex, a.EndIndex)})
+		out = append(out, llm.Citation{URL: c.URL, Title: c.Title, CitedText: cited})
 	}
 	return out
 }
