@@ -45,9 +45,6 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, id int64
 		return
 	}
 	model := turn.Model
-	if model == "" {
-		model, _ = req.Body["model"].(string)
-	}
 	s.mu.Lock()
 	cache := s.cache
 	s.mu.Unlock()

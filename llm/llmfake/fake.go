@@ -244,6 +244,9 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, writeErr func(htt
 		writeErr(w, http.StatusInternalServerError, "llmfake: no scripted turn left")
 		return req, turn, false
 	}
+	if turn.Model == "" {
+		turn.Model, _ = req.Body["model"].(string) // echoed (see Turn.Model)
+	}
 	if !s.sleep(r, turn.Delay) {
 		return req, turn, false
 	}

@@ -69,9 +69,6 @@ func (s *Server) serveOpenAI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	play := openAIPlay{Turn: turn, id: "chatcmpl-" + randomHex(12), model: turn.Model, created: time.Now().Unix()}
-	if play.model == "" {
-		play.model, _ = req.Body["model"].(string)
-	}
 	if opts, ok := req.Body["stream_options"].(map[string]any); ok {
 		play.includeUsage, _ = opts["include_usage"].(bool)
 	}

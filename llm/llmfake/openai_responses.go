@@ -39,9 +39,6 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	n := s.responseN.Add(1)
 	p := &responsesPlay{Turn: turn, n: n, id: fmt.Sprintf("resp_fake_%d", n), model: turn.Model}
-	if p.model == "" {
-		p.model, _ = req.Body["model"].(string)
-	}
 	for i := range p.ToolCalls {
 		if p.ToolCalls[i].ID == "" {
 			p.ToolCalls[i].ID = fmt.Sprintf("call_fake_%d_%d", n, i)
