@@ -323,20 +323,27 @@ func (o *Orchestrator) spend(ctx context.Context, session string, res agent.Resu
 }
 
 func (o *Orchestrator) publish(session, user string, ev event.Event) {
-	ev.Session, ev.Agent, ev.User, ev.Time = session, event.OrchestratorID, user, o.now()
-	if _, err := o.cfg.Hub.Publish(ev); err != nil {
-		o.log.Error("publish session event", "session", session, "type", ev.Type, "err", err)
-	}
+	ev = o.stamp(session, user, ev)
+	_, err := o.cfg.Hub.Publish(ev)
+	o.published(ev, err)
 }
 
 // publishAsync is publish without waiting for the event to be stored.
 func (o *Orchestrator) publishAsync(session, user string, ev event.Event) {
+	o.cfg.Hub.PublishAsync(o.stamp(session, user, ev), o.published)
+}
+
+// stamp makes ev the orchestrator's, in session, for user, now.
+func (o *Orchestrator) stamp(session, user string, ev event.Event) event.Event {
 	ev.Session, ev.Agent, ev.User, ev.Time = session, event.OrchestratorID, user, o.now()
-	o.cfg.Hub.PublishAsync(ev, func(ev event.Event, err error) {
-		if err != nil {
-			o.log.Error("publish session event", "session", session, "type", ev.Type, "err", err)
-		}
-	})
+	return ev
+}
+
+// published logs a session event that could not be published.
+func (o *Orchestrator) published(ev event.Event, err error) {
+	if err != nil {
+		o.log.Error("publish session event", "session", ev.Session, "type", ev.Type, "err", err)
+	}
 }
 
 // ResultJSON is the machine-readable form of a turn's result (ava run

@@ -523,6 +523,11 @@ func (s *Service) setStateLocked(key string, m *main, st State) {
 	m.state = st
 	ev := event.New(event.SessionState, event.StateContent{State: string(st)})
 	ev.Session, ev.Agent = key, event.OrchestratorID
+	logErr := func(_ event.Event, err error) {
+		if err != nil {
+			s.log.Error("publish session state", "session", key, "state", st, "err", err)
+		}
+	}
 	if st == Running {
 		// A turn starts: its state goes out without waiting for the
 		// store under the service's lock, in order with the session's
@@ -530,16 +535,11 @@ func (s *Service) setStateLocked(key string, m *main, st State) {
 		// ends the turn is published and waited for below, after it in
 		// the session's order, so it too is stored once the turn is
 		// reported done.
-		s.cfg.Hub.PublishAsync(ev, func(_ event.Event, err error) {
-			if err != nil {
-				s.log.Error("publish session state", "session", key, "state", st, "err", err)
-			}
-		})
+		s.cfg.Hub.PublishAsync(ev, logErr)
 		return
 	}
-	if _, err := s.cfg.Hub.Publish(ev); err != nil {
-		s.log.Error("publish session state", "session", key, "state", st, "err", err)
-	}
+	_, err := s.cfg.Hub.Publish(ev)
+	logErr(ev, err)
 }
 
 // Turns returns the done channels of every turn running or queued, on
