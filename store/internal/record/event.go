@@ -1,7 +1,6 @@
 package record
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 
@@ -17,7 +16,7 @@ func EventLine(ev event.Event) (string, error) {
 	if ev.Seq == 0 || ev.Seq > math.MaxInt64 {
 		return "", fmt.Errorf("append event to %s: sequence number %d is out of range", ev.Session, ev.Seq)
 	}
-	line, err := json.Marshal(ev)
+	line, err := ev.MarshalJSON()
 	if err != nil {
 		return "", fmt.Errorf("append event to %s: %w", ev.Session, err)
 	}
