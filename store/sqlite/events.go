@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/bits"
+	"strings"
 
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/store/internal/record"
@@ -28,12 +30,37 @@ func (s *Store) LastSeq(ctx context.Context, session string) (uint64, error) {
 	return uint64(last), nil
 }
 
-// insertEventSQL stores one event (AppendEvents).
-const insertEventSQL = `INSERT INTO events (session_key, seq, type, agent, time, line) VALUES (?, ?, ?, ?, ?, ?)`
+// maxEventsPerInsert is the most events one INSERT stores: 192 bound
+// values, far under SQLite's limit (32,766; 999 before 3.32).
+const maxEventsPerInsert = 32
+
+// insertEventsSQL holds the INSERT of 1, 2, 4, … maxEventsPerInsert
+// events, by the base-2 logarithm of the count. A batch is stored in
+// chunks of these sizes only, so each connection's statement cache
+// (keyed by text) holds six texts whatever the batches' lengths.
+var insertEventsSQL = func() []string {
+	const row = `(?, ?, ?, ?, ?, ?)`
+	var texts []string
+	for n := 1; n <= maxEventsPerInsert; n *= 2 {
+		texts = append(texts, `INSERT INTO events (session_key, seq, type, agent, time, line) VALUES `+
+			strings.Repeat(row+", ", n-1)+row)
+	}
+	return texts
+}()
+
+// eventChunk returns how many of n events the next INSERT stores, the
+// largest power of two at most n and maxEventsPerInsert, and its text.
+func eventChunk(n int) (int, string) {
+	k := bits.Len(uint(min(n, maxEventsPerInsert))) - 1
+	return 1 << k, insertEventsSQL[k]
+}
 
 // AppendEvents stores evs under their sequence numbers in one write: all
 // of them, or none and an error, wrapping event.ErrSeqTaken when a number
-// is already taken in its session.
+// is already taken in its session. The events go in with as few
+// statements as the chunk sizes allow (see insertEventsSQL): under many
+// runs at once the writer, the one connection every write waits for,
+// ran one statement per event.
 func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if s.closed.Load() {
 		return event.ErrLogClosed
@@ -51,10 +78,8 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	}
 	hooks := outboxOf(s.outbox, evs)
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		for i, ev := range evs {
-			if _, err := tx.ExecContext(ctx, insertEventSQL, ev.Session, int64(ev.Seq), string(ev.Type), ev.Agent, record.ToNS(ev.Time), lines[i]); err != nil {
-				return err
-			}
+		if err := insertEvents(ctx, tx, evs, lines); err != nil {
+			return err
 		}
 		return s.insertHookDeliveries(ctx, tx, hooks)
 	})
@@ -64,6 +89,24 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	}
 	if err != nil {
 		return fmt.Errorf("append events #%d–#%d to %s: %w", first.Seq, last.Seq, first.Session, err)
+	}
+	return nil
+}
+
+// insertEvents inserts evs, whose stored lines are lines, in tx: one
+// multi-row INSERT per chunk.
+func insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event, lines []string) error {
+	args := make([]any, 0, 6*min(len(evs), maxEventsPerInsert))
+	for len(evs) > 0 {
+		n, query := eventChunk(len(evs))
+		args = args[:0]
+		for i, ev := range evs[:n] {
+			args = append(args, ev.Session, int64(ev.Seq), string(ev.Type), ev.Agent, record.ToNS(ev.Time), lines[i])
+		}
+		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+			return err
+		}
+		evs, lines = evs[n:], lines[n:]
 	}
 	return nil
 }
