@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/bits"
-	"strings"
 
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/store/internal/record"
@@ -30,30 +28,9 @@ func (s *Store) LastSeq(ctx context.Context, session string) (uint64, error) {
 	return uint64(last), nil
 }
 
-// maxEventsPerInsert is the most events one INSERT stores: 192 bound
-// values, far under SQLite's limit (32,766; 999 before 3.32).
-const maxEventsPerInsert = 32
-
-// insertEventsSQL holds the INSERT of 1, 2, 4, … maxEventsPerInsert
-// events, by the base-2 logarithm of the count. A batch is stored in
-// chunks of these sizes only, so each connection's statement cache
-// (keyed by text) holds six texts whatever the batches' lengths.
-var insertEventsSQL = func() []string {
-	const row = `(?, ?, ?, ?, ?, ?)`
-	var texts []string
-	for n := 1; n <= maxEventsPerInsert; n *= 2 {
-		texts = append(texts, `INSERT INTO events (session_key, seq, type, agent, time, line) VALUES `+
-			strings.Repeat(row+", ", n-1)+row)
-	}
-	return texts
-}()
-
-// eventChunk returns how many of n events the next INSERT stores, the
-// largest power of two at most n and maxEventsPerInsert, and its text.
-func eventChunk(n int) (int, string) {
-	k := bits.Len(uint(min(n, maxEventsPerInsert))) - 1
-	return 1 << k, insertEventsSQL[k]
-}
+// insertEventsSQL holds the INSERTs of a chunk of events (see
+// record.EventInserts).
+var insertEventsSQL = record.EventInserts(func(int) string { return "?" })
 
 // AppendEvents stores evs under their sequence numbers in one write: all
 // of them, or none and an error, wrapping event.ErrSeqTaken when a number
@@ -94,16 +71,16 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 }
 
 // insertEvents inserts evs, whose stored lines are lines, in tx: one
-// multi-row INSERT per chunk.
+// multi-row INSERT per chunk (record.EventChunk).
 func insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event, lines []string) error {
-	args := make([]any, 0, 6*min(len(evs), maxEventsPerInsert))
+	args := make([]any, 0, 6*min(len(evs), record.MaxEventsPerInsert))
 	for len(evs) > 0 {
-		n, query := eventChunk(len(evs))
+		n, text := record.EventChunk(len(evs))
 		args = args[:0]
 		for i, ev := range evs[:n] {
-			args = append(args, ev.Session, int64(ev.Seq), string(ev.Type), ev.Agent, record.ToNS(ev.Time), lines[i])
+			args = record.EventArgs(args, ev, lines[i])
 		}
-		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+		if _, err := tx.ExecContext(ctx, insertEventsSQL[text], args...); err != nil {
 			return err
 		}
 		evs, lines = evs[n:], lines[n:]
