@@ -181,6 +181,8 @@ type Event struct {
 // TimeLayout is the audit log's timestamp format: RFC 3339, UTC, ms.
 const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
+// wire is the audit log form as encoding/json reads it (UnmarshalJSON);
+// AppendJSON writes the same form directly.
 type wire struct {
 	Seq       uint64          `json:"seq,omitempty"`
 	Timestamp string          `json:"timestamp"`
@@ -192,14 +194,20 @@ type wire struct {
 	Metadata  Meta            `json:"metadata"`
 }
 
-// MarshalJSON writes the audit log form.
+// MarshalJSON writes the audit log form (see AppendJSON).
 func (e Event) MarshalJSON() ([]byte, error) {
-	content := e.Content
-	if len(content) == 0 {
-		content = json.RawMessage("{}")
+	b, err := e.AppendJSON(make([]byte, 0, e.encodedSize()))
+	if err != nil {
+		return nil, err
 	}
-	return json.Marshal(wire{Seq: e.Seq, Timestamp: e.Time.UTC().Format(TimeLayout), SessionID: e.Session,
-		AgentID: e.Agent, UserID: e.User, EventType: e.Type, Content: content, Metadata: e.Meta})
+	return b, nil
+}
+
+// encodedSize is about the length of the event's JSON form: its
+// variable parts and room for the rest.
+func (e Event) encodedSize() int {
+	return 200 + len(e.Session) + len(e.Agent) + len(e.User) + len(e.Type) + len(e.Content) +
+		len(e.Meta.ModelID) + len(e.Meta.ParentAgentID)
 }
 
 // UnmarshalJSON reads the audit log form.

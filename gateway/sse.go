@@ -116,16 +116,16 @@ func (sw *sseWriter) heartbeat() error {
 // encodeFrame is one event as an SSE message: id (kept events only),
 // event type, and the event's JSON (audit form) as data.
 func encodeFrame(ev event.Event) []byte {
-	b, err := json.Marshal(ev)
-	if err != nil {
-		b = []byte(`{"error":"event not encodable"}`)
-	}
-	frame := make([]byte, 0, len(b)+64)
+	frame := make([]byte, 0, 256+len(ev.Content))
 	if ev.Seq > 0 {
 		frame = append(strconv.AppendUint(append(frame, "id: "...), ev.Seq, 10), '\n')
 	}
 	frame = append(append(append(frame, "event: "...), ev.Type...), "\ndata: "...)
-	return append(append(frame, b...), "\n\n"...)
+	frame, err := ev.AppendJSON(frame)
+	if err != nil {
+		frame = append(frame, `{"error":"event not encodable"}`...)
+	}
+	return append(frame, "\n\n"...)
 }
 
 // frameRing is how many encoded kept events a session's cache holds.

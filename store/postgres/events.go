@@ -31,12 +31,18 @@ func (s *Store) LastSeq(ctx context.Context, session string) (uint64, error) {
 	return uint64(last), nil
 }
 
+// insertEventsSQL holds the INSERTs of a chunk of events (see
+// record.EventInserts).
+var insertEventsSQL = record.EventInserts(func(i int) string { return "$" + strconv.Itoa(i) })
+
 // AppendEvents stores evs under their sequence numbers in one
 // transaction: all of them, or none and an error, wrapping
 // event.ErrSeqTaken when a number is already taken in its session. Of two
 // processes inserting the same number at once, the second waits for the
 // first to commit and then gets the unique violation (or succeeds, if the
-// first rolled back), so numbers stay unique and gap-free.
+// first rolled back), so numbers stay unique and gap-free. The events go
+// in with one multi-row INSERT per chunk (record.EventChunk), all in one
+// batch (one round trip).
 func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if s.closed.Load() {
 		return event.ErrLogClosed
@@ -44,21 +50,17 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	rows := make([][]any, len(evs))
-	for i, ev := range evs {
-		line, err := record.EventLine(ev)
-		if err != nil {
-			return err
-		}
-		rows[i] = []any{ev.Session, int64(ev.Seq), string(ev.Type), ev.Agent, record.ToNS(ev.Time), line}
+	chunks, err := eventChunks(evs)
+	if err != nil {
+		return err
 	}
 	first, last := evs[0], evs[len(evs)-1]
 	note := storedPayload(last.Session, last.Seq)
 	hooks := outboxOf(s.outbox, evs)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		for _, r := range rows {
-			b.Queue(`INSERT INTO events (session_key, seq, type, agent, time, line) VALUES ($1, $2, $3, $4, $5, $6)`, r...)
+		for _, c := range chunks {
+			b.Queue(c.query, c.args...)
 		}
 		s.queueHookDeliveries(b, hooks)
 		// The notification rides in the same batch (no round trip of its
@@ -76,6 +78,32 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 		return fmt.Errorf("append events #%d–#%d to %s: %w", first.Seq, last.Seq, first.Session, err)
 	}
 	return nil
+}
+
+// eventChunk is one multi-row INSERT of events and its bound values.
+type eventChunk struct {
+	query string
+	args  []any
+}
+
+// eventChunks validates and encodes evs and splits them into INSERTs of
+// record.EventChunk's sizes.
+func eventChunks(evs []event.Event) ([]eventChunk, error) {
+	var chunks []eventChunk
+	for len(evs) > 0 {
+		n, text := record.EventChunk(len(evs))
+		c := eventChunk{query: insertEventsSQL[text], args: make([]any, 0, 6*n)}
+		for _, ev := range evs[:n] {
+			line, err := record.EventLine(ev)
+			if err != nil {
+				return nil, err
+			}
+			c.args = record.EventArgs(c.args, ev, line)
+		}
+		chunks = append(chunks, c)
+		evs = evs[n:]
+	}
+	return chunks, nil
 }
 
 // storedPayload is the ChannelEvents notification of a session's events

@@ -209,7 +209,7 @@ func (r *Relay) payloads(evs []event.Event) ([]string, error) {
 	var out []string
 	cur := []byte(head)
 	for _, ev := range evs {
-		raw, err := json.Marshal(ev)
+		raw, err := ev.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("encode %s: %w", ev.Type, err)
 		}

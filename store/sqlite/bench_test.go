@@ -270,3 +270,35 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkAppendEvents stores batches of six events (about what one run
+// stores), each batch in a session of its own.
+func BenchmarkAppendEvents(b *testing.B) {
+	s := openAt(b, filepath.Join(b.TempDir(), FileName))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if err := s.AppendEvents(b.Context(), numberedEvents("ava:subagent:S-"+strconv.Itoa(i), 1, 6)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAppendEventsParallel stores batches of six events from many
+// goroutines at once, as many runs do.
+func BenchmarkAppendEventsParallel(b *testing.B) {
+	s := openAt(b, filepath.Join(b.TempDir(), FileName))
+	b.ReportAllocs()
+	b.SetParallelism(50)
+	var next atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			session := "ava:subagent:S-" + strconv.FormatInt(next.Add(1), 10)
+			if err := s.AppendEvents(b.Context(), numberedEvents(session, 1, 6)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

@@ -28,12 +28,16 @@ func (s *Store) LastSeq(ctx context.Context, session string) (uint64, error) {
 	return uint64(last), nil
 }
 
-// insertEventSQL stores one event (AppendEvents).
-const insertEventSQL = `INSERT INTO events (session_key, seq, type, agent, time, line) VALUES (?, ?, ?, ?, ?, ?)`
+// insertEventsSQL holds the INSERTs of a chunk of events (see
+// record.EventInserts).
+var insertEventsSQL = record.EventInserts(func(int) string { return "?" })
 
 // AppendEvents stores evs under their sequence numbers in one write: all
 // of them, or none and an error, wrapping event.ErrSeqTaken when a number
-// is already taken in its session.
+// is already taken in its session. The events go in with as few
+// statements as the chunk sizes allow (see insertEventsSQL): under many
+// runs at once the writer, the one connection every write waits for,
+// ran one statement per event.
 func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if s.closed.Load() {
 		return event.ErrLogClosed
@@ -51,10 +55,8 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	}
 	hooks := outboxOf(s.outbox, evs)
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		for i, ev := range evs {
-			if _, err := tx.ExecContext(ctx, insertEventSQL, ev.Session, int64(ev.Seq), string(ev.Type), ev.Agent, record.ToNS(ev.Time), lines[i]); err != nil {
-				return err
-			}
+		if err := insertEvents(ctx, tx, evs, lines); err != nil {
+			return err
 		}
 		return s.insertHookDeliveries(ctx, tx, hooks)
 	})
@@ -64,6 +66,24 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	}
 	if err != nil {
 		return fmt.Errorf("append events #%d–#%d to %s: %w", first.Seq, last.Seq, first.Session, err)
+	}
+	return nil
+}
+
+// insertEvents inserts evs, whose stored lines are lines, in tx: one
+// multi-row INSERT per chunk (record.EventChunk).
+func insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event, lines []string) error {
+	args := make([]any, 0, 6*min(len(evs), record.MaxEventsPerInsert))
+	for len(evs) > 0 {
+		n, text := record.EventChunk(len(evs))
+		args = args[:0]
+		for i, ev := range evs[:n] {
+			args = record.EventArgs(args, ev, lines[i])
+		}
+		if _, err := tx.ExecContext(ctx, insertEventsSQL[text], args...); err != nil {
+			return err
+		}
+		evs, lines = evs[n:], lines[n:]
 	}
 	return nil
 }
