@@ -47,6 +47,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/avaagent/ava/llm"
@@ -106,8 +107,10 @@ const (
 
 // Provider streams chat completions. It is safe for concurrent use.
 type Provider struct {
-	name                string
-	chat                openai.ChatCompletionService
+	name string
+	// client sends the chat completions requests, whose bodies are
+	// written directly (chatBody); only its Options are set.
+	client              openai.Client
 	responses           responses.ResponseService
 	search              ServerSearch
 	httpClient          *http.Client
@@ -169,7 +172,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	// A bare service, not openai.NewClient: the client would read
 	// OPENAI_BASE_URL, OPENAI_ORG_ID and friends from the environment.
-	p.chat = openai.NewChatCompletionService(opts...)
+	p.client = openai.Client{Options: opts}
 	p.responses = responses.NewResponseService(opts...)
 	return p, nil
 }
@@ -239,7 +242,7 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request, onDelta func(ll
 	if p.search == SearchResponses && req != nil && req.ServerTools != nil && req.ServerTools.WebSearch {
 		return p.streamResponses(ctx, req, onDelta)
 	}
-	params, err := p.params(req)
+	body, err := p.chatBody(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: build request: %w", p.name, err)
 	}
@@ -250,7 +253,7 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request, onDelta func(ll
 	// gets the connection closed after drainWait.
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream := p.chat.NewStreaming(withExchange(sctx, ex), params)
+	stream := p.newStream(withExchange(sctx, ex), body)
 	defer closeDraining(stream, cancel)
 
 	acc := newAccumulator(onDelta)
@@ -274,6 +277,17 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request, onDelta func(ll
 		"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens,
 		"cache_read_tokens", resp.Usage.CacheReadTokens, "elapsed", time.Since(start))
 	return resp, nil
+}
+
+// newStream posts a chat completions request body through the SDK, which
+// sends it with its headers, authentication and middleware and maps an
+// error answer, and returns the stream of its chunks, decoded into
+// chatChunk (the SDK's own NewStreaming does the same with its params
+// and ChatCompletionChunk).
+func (p *Provider) newStream(ctx context.Context, body []byte) *ssestream.Stream[chatChunk] {
+	var raw *http.Response
+	err := p.client.Post(ctx, "chat/completions", body, &raw)
+	return ssestream.NewStream[chatChunk](ssestream.NewDecoder(raw), err)
 }
 
 // newCallID makes an ID for a tool call the server sent without one (some
