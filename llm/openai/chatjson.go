@@ -23,14 +23,17 @@ func (p *Provider) chatBody(req *llm.Request) ([]byte, error) {
 		return nil, err
 	}
 	w := chatWriter{b: make([]byte, 0, 1024)}
-	w.b = append(w.b, `{"messages":[`...)
+	w.b = append(w.b, '{')
 	if req.System != "" {
 		w.message("system", req.System)
 	}
 	if _, err := mapMessages(req.Messages, w.user, w.assistant); err != nil {
 		return nil, err
 	}
-	w.b = append(w.b, `],"model":`...)
+	if w.n > 0 {
+		w.b = append(w.b, `],`...)
+	}
+	w.b = append(w.b, `"model":`...) // after no messages, no field either, as the SDK does
 	w.b = appendString(w.b, req.Model, false)
 	if maxTokens := p.maxTokensFor(req); maxTokens > 0 {
 		field := `,"max_tokens":`
@@ -62,9 +65,12 @@ type chatWriter struct {
 	n int
 }
 
-// open starts a message object, after a comma unless it is the first.
+// open starts a message object: the messages field before the first,
+// a comma before the others.
 func (w *chatWriter) open() {
-	if w.n > 0 {
+	if w.n == 0 {
+		w.b = append(w.b, `"messages":[`...)
+	} else {
 		w.b = append(w.b, ',')
 	}
 	w.n++
