@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/avaagent/ava/llm"
@@ -22,7 +23,7 @@ func (p *Provider) chatBody(req *llm.Request) ([]byte, error) {
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
-	w := chatWriter{b: make([]byte, 0, 1024)}
+	w := chatWriter{b: make([]byte, 0, bodySize(req))}
 	w.b = append(w.b, '{')
 	if req.System != "" {
 		w.message("system", req.System)
@@ -52,6 +53,22 @@ func (p *Provider) chatBody(req *llm.Request) ([]byte, error) {
 		w.b = append(w.b, `}]`...)
 	}
 	return append(w.b, `,"stream":true}`...), nil
+}
+
+// bodySize estimates the bytes of req's body, so that it is allocated
+// once: its strings, an eighth more for escapes, and the JSON around
+// them.
+func bodySize(req *llm.Request) int {
+	n := len(req.System) + 256
+	for _, m := range req.Messages {
+		for _, b := range m.Content {
+			n += len(b.Text) + len(b.Content) + len(b.Input) + len(b.ToolCallID) + len(b.ToolName) + 96
+		}
+	}
+	for _, d := range req.Tools {
+		n += len(d.Name) + len(d.Description) + len(d.Schema) + 64
+	}
+	return n + n/8
 }
 
 // written is what the writer's message mappers return: the messages are
@@ -203,13 +220,9 @@ func (w *chatWriter) tools(defs []llm.ToolDef) error {
 // tool's schema copied in as it is (compacted, and with <, > and &
 // escaped as encoding/json writes a json.RawMessage).
 func appendFunction(b []byte, d llm.ToolDef) ([]byte, error) {
-	schema, err := toolSchema(d)
+	compact, err := wireSchema(d)
 	if err != nil {
 		return nil, err
-	}
-	compact, err := json.Marshal(schema)
-	if err != nil {
-		return nil, fmt.Errorf("tool %s: schema: %w", d.Name, err)
 	}
 	b = append(b, `{"name":`...)
 	b = appendString(b, d.Name, true)
@@ -222,7 +235,57 @@ func appendFunction(b []byte, d llm.ToolDef) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// maxSchemas bounds schemaCache; a full cache is emptied.
+const maxSchemas = 512
+
+// schemaCache maps a tool's schema as given to its checked, compacted
+// form. A process offers the same few schemas in every request, and
+// checking and compacting them took most of a body's time.
+var schemaCache = struct {
+	sync.RWMutex
+	m map[string][]byte
+}{m: map[string][]byte{}}
+
+// wireSchema is d's schema as a body carries it (toolSchema's checks,
+// then compacted as encoding/json writes a json.RawMessage), from
+// schemaCache when it was seen before.
+func wireSchema(d llm.ToolDef) ([]byte, error) {
+	schemaCache.RLock()
+	compact, ok := schemaCache.m[string(d.Schema)]
+	schemaCache.RUnlock()
+	if ok && d.Name != "" {
+		return compact, nil
+	}
+	schema, err := toolSchema(d)
+	if err != nil {
+		return nil, err
+	}
+	if compact, err = json.Marshal(schema); err != nil {
+		return nil, fmt.Errorf("tool %s: schema: %w", d.Name, err)
+	}
+	schemaCache.Lock()
+	if len(schemaCache.m) >= maxSchemas {
+		clear(schemaCache.m)
+	}
+	schemaCache.m[string(d.Schema)] = compact
+	schemaCache.Unlock()
+	return compact, nil
+}
+
 const hexDigits = "0123456789abcdef"
+
+// safe marks the ASCII bytes a JSON string holds as they are;
+// htmlUnsafe those json.Marshal escapes besides.
+var (
+	safe       [utf8.RuneSelf]bool
+	htmlUnsafe = [utf8.RuneSelf]bool{'<': true, '>': true, '&': true}
+)
+
+func init() {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		safe[c] = c != '"' && c != '\\'
+	}
+}
 
 // appendString appends s as a JSON string the way encoding/json writes
 // one: control characters, quotes and backslashes escaped, invalid UTF-8
@@ -234,7 +297,7 @@ func appendString(b []byte, s string, html bool) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && (!html || (c != '<' && c != '>' && c != '&')) {
+			if safe[c] && (!html || !htmlUnsafe[c]) {
 				i++
 				continue
 			}
