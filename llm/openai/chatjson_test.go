@@ -110,7 +110,7 @@ func sdkBody(t *testing.T, p *Provider, req *llm.Request) ([]byte, http.Header, 
 		return nil, nil, err
 	}
 	sent, header := capture()
-	chat := sdk.NewChatCompletionService(p.client.Options...)
+	chat := sdk.NewChatCompletionService(p.opts...)
 	stream := chat.NewStreaming(t.Context(), params, option.WithMiddleware(sent))
 	_ = stream.Close()
 	return *header.body, header.header, nil
@@ -139,7 +139,7 @@ func directBody(t *testing.T, p *Provider, req *llm.Request) ([]byte, http.Heade
 	t.Helper()
 	sent, c := capture()
 	q := *p
-	q.client.Options = append(p.client.Options[:len(p.client.Options):len(p.client.Options)], option.WithMiddleware(sent))
+	q.opts = append(p.opts[:len(p.opts):len(p.opts)], option.WithMiddleware(sent))
 	_, err := q.Stream(t.Context(), req, nil)
 	if c.header == nil {
 		return nil, nil, err

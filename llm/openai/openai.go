@@ -108,9 +108,10 @@ const (
 // Provider streams chat completions. It is safe for concurrent use.
 type Provider struct {
 	name string
-	// client sends the chat completions requests, whose bodies are
-	// written directly (chatBody); only its Options are set.
-	client              openai.Client
+	// opts are the SDK's options for every request: the chat
+	// completions requests, whose bodies are written directly
+	// (chatBody), are posted with them (newStream).
+	opts                []option.RequestOption
 	responses           responses.ResponseService
 	search              ServerSearch
 	httpClient          *http.Client
@@ -172,7 +173,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	// A bare service, not openai.NewClient: the client would read
 	// OPENAI_BASE_URL, OPENAI_ORG_ID and friends from the environment.
-	p.client = openai.Client{Options: opts}
+	p.opts = opts
 	p.responses = responses.NewResponseService(opts...)
 	return p, nil
 }
@@ -286,7 +287,10 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request, onDelta func(ll
 // and ChatCompletionChunk).
 func (p *Provider) newStream(ctx context.Context, body []byte) *ssestream.Stream[chatChunk] {
 	var raw *http.Response
-	err := p.client.Post(ctx, "chat/completions", body, &raw)
+	// A client of options only, made here: a Provider holding an
+	// openai.Client would keep every service of the SDK in the binary.
+	c := openai.Client{Options: p.opts}
+	err := c.Post(ctx, "chat/completions", body, &raw)
 	return ssestream.NewStream[chatChunk](ssestream.NewDecoder(raw), err)
 }
 
