@@ -112,6 +112,11 @@ func TestChunkDecodingMatchesSDK(t *testing.T) {
 		`{"choices":[{"index":0,"delta":{"refusal":"no"},"finish_reason":"content_filter"}]}`,
 		`{"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"日本 \ud83d\ude42"},"finish_reason":"length","native_finish_reason":"MAX_TOKENS"}],"provider":"x"}`,
 		`{}`,
+		// Unexpected JSON types, which the SDK's decoder takes.
+		`{"choices":[{"index":0,"delta":{"content":5}}]}`,
+		`{"choices":[{"index":"0","delta":{"content":"a","tool_calls":[{"index":"1","id":"c","function":{"name":"f","arguments":{"a":1}}}]}}]}`,
+		`{"model":"m","choices":[{"index":0,"delta":{"content":"a","reasoning":"r"}}],"usage":{"prompt_tokens":1.0,"completion_tokens":"2"}}`,
+		`{"choices":{"a":1},"usage":{"prompt_tokens":3}}`,
 	}
 	for i, raw := range chunks {
 		var s sdk.ChatCompletionChunk

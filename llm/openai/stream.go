@@ -2,6 +2,10 @@ package openai
 
 import (
 	"encoding/json"
+	"errors"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/respjson"
 
 	"github.com/avaagent/ava/llm"
 )
@@ -15,6 +19,64 @@ type chatChunk struct {
 	// Usage is nil when the chunk has none (or null).
 	Usage   *chunkUsage   `json:"usage"`
 	Choices []chunkChoice `json:"choices"`
+}
+
+// UnmarshalJSON decodes a chunk with encoding/json. A chunk whose fields
+// have unexpected JSON types (a number for a string, "0" or 1.0 for an
+// index or a count), which the SDK's lenient decoder takes, is decoded
+// by the SDK as before (sdkChunk), so that such a server's stream reads
+// as it did.
+func (c *chatChunk) UnmarshalJSON(data []byte) error {
+	type plain chatChunk
+	err := json.Unmarshal(data, (*plain)(c))
+	var typeErr *json.UnmarshalTypeError
+	if !errors.As(err, &typeErr) {
+		return err
+	}
+	var s openai.ChatCompletionChunk
+	if err := s.UnmarshalJSON(data); err != nil {
+		return err
+	}
+	*c = sdkChunk(s)
+	return nil
+}
+
+// sdkChunk is the SDK's decoding of a chunk as a chatChunk.
+func sdkChunk(s openai.ChatCompletionChunk) chatChunk {
+	c := chatChunk{Model: s.Model}
+	if s.JSON.Usage.Valid() {
+		u := chunkUsage{PromptTokens: s.Usage.PromptTokens, CompletionTokens: s.Usage.CompletionTokens}
+		u.PromptTokensDetails.CachedTokens = s.Usage.PromptTokensDetails.CachedTokens
+		u.PromptTokensDetails.CacheWriteTokens = s.Usage.PromptTokensDetails.CacheWriteTokens
+		c.Usage = &u
+	}
+	for _, ch := range s.Choices {
+		d := ch.Delta
+		cd := chunkDelta{Content: d.Content, Refusal: d.Refusal,
+			ReasoningContent: extraField(d.JSON.ExtraFields, "reasoning_content"),
+			Reasoning:        extraField(d.JSON.ExtraFields, "reasoning"),
+			Annotations:      extraField(d.JSON.ExtraFields, "annotations")}
+		for _, tc := range d.ToolCalls {
+			t := chunkToolCall{ID: tc.ID}
+			if tc.JSON.Index.Valid() {
+				t.Index = &tc.Index
+			}
+			t.Function.Name, t.Function.Arguments = tc.Function.Name, tc.Function.Arguments
+			cd.ToolCalls = append(cd.ToolCalls, t)
+		}
+		c.Choices = append(c.Choices, chunkChoice{Index: ch.Index, Delta: cd, FinishReason: ch.FinishReason})
+	}
+	return c
+}
+
+// extraField is the raw JSON of a field the SDK has no name for, nil
+// when absent.
+func extraField(fields map[string]respjson.Field, name string) json.RawMessage {
+	f, ok := fields[name]
+	if !ok {
+		return nil
+	}
+	return json.RawMessage(f.Raw())
 }
 
 // chunkUsage is a chunk's token usage.
