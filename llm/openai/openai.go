@@ -2,7 +2,11 @@
 // endpoints: OpenAI itself, OpenRouter, Ollama, vLLM and the llama.cpp
 // server, and for OpenAI's Responses API when a request offers OpenAI's
 // web search. It talks through the official SDK
-// (github.com/openai/openai-go/v3) and always streams.
+// (github.com/openai/openai-go/v3) and always streams. For chat
+// completions the SDK sends the request, maps error answers and splits
+// the event stream, but the body is written directly (chatjson.go) and
+// the chunks are decoded into a struct of the fields read (chatChunk):
+// the SDK's reflection cost more CPU than the rest of a call.
 //
 // Wire choices, stated once:
 //
