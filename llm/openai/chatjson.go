@@ -31,10 +31,10 @@ func (p *Provider) chatBody(req *llm.Request) ([]byte, error) {
 	if _, err := mapMessages(req.Messages, w.user, w.assistant); err != nil {
 		return nil, err
 	}
-	if w.n > 0 {
+	if w.n > 0 { // no messages, no field, as the SDK does
 		w.b = append(w.b, `],`...)
 	}
-	w.b = append(w.b, `"model":`...) // after no messages, no field either, as the SDK does
+	w.b = append(w.b, `"model":`...)
 	w.b = appendString(w.b, req.Model, false)
 	if maxTokens := p.maxTokensFor(req); maxTokens > 0 {
 		field := `,"max_tokens":`
