@@ -70,11 +70,7 @@ func TestMaxTokensFieldPerServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		params, err := p.params(&llm.Request{Model: "m", MaxTokens: 99, Messages: []llm.Message{llm.UserText("x")}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := json.Marshal(params)
+		raw, err := p.chatBody(&llm.Request{Model: "m", MaxTokens: 99, Messages: []llm.Message{llm.UserText("x")}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +78,7 @@ func TestMaxTokensFieldPerServer(t *testing.T) {
 		if err := json.Unmarshal(raw, &body); err != nil {
 			t.Fatal(err)
 		}
-		if body[c.field] != float64(99) || len(body) != 4 { // model, messages, stream_options, the cap
+		if body[c.field] != float64(99) || len(body) != 5 { // model, messages, stream_options, stream, the cap
 			t.Errorf("base %q: body %s, want only %s as the cap", c.base, raw, c.field)
 		}
 	}

@@ -2,7 +2,11 @@
 // endpoints: OpenAI itself, OpenRouter, Ollama, vLLM and the llama.cpp
 // server, and for OpenAI's Responses API when a request offers OpenAI's
 // web search. It talks through the official SDK
-// (github.com/openai/openai-go/v3) and always streams.
+// (github.com/openai/openai-go/v3) and always streams. For chat
+// completions the SDK sends the request, maps error answers and splits
+// the event stream, but the body is written directly (chatjson.go) and
+// the chunks are decoded into a struct of the fields read (chatChunk):
+// the SDK's reflection cost more CPU than the rest of a call.
 //
 // Wire choices, stated once:
 //
@@ -47,6 +51,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/avaagent/ava/llm"
@@ -106,8 +111,11 @@ const (
 
 // Provider streams chat completions. It is safe for concurrent use.
 type Provider struct {
-	name                string
-	chat                openai.ChatCompletionService
+	name string
+	// opts are the SDK's options for every request: the chat
+	// completions requests, whose bodies are written directly
+	// (chatBody), are posted with them (newStream).
+	opts                []option.RequestOption
 	responses           responses.ResponseService
 	search              ServerSearch
 	httpClient          *http.Client
@@ -169,7 +177,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	// A bare service, not openai.NewClient: the client would read
 	// OPENAI_BASE_URL, OPENAI_ORG_ID and friends from the environment.
-	p.chat = openai.NewChatCompletionService(opts...)
+	p.opts = opts
 	p.responses = responses.NewResponseService(opts...)
 	return p, nil
 }
@@ -239,7 +247,7 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request, onDelta func(ll
 	if p.search == SearchResponses && req != nil && req.ServerTools != nil && req.ServerTools.WebSearch {
 		return p.streamResponses(ctx, req, onDelta)
 	}
-	params, err := p.params(req)
+	body, err := p.chatBody(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: build request: %w", p.name, err)
 	}
@@ -250,7 +258,7 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request, onDelta func(ll
 	// gets the connection closed after drainWait.
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream := p.chat.NewStreaming(withExchange(sctx, ex), params)
+	stream := p.newStream(withExchange(sctx, ex), body)
 	defer closeDraining(stream, cancel)
 
 	acc := newAccumulator(onDelta)
@@ -274,6 +282,20 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request, onDelta func(ll
 		"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens,
 		"cache_read_tokens", resp.Usage.CacheReadTokens, "elapsed", time.Since(start))
 	return resp, nil
+}
+
+// newStream posts a chat completions request body through the SDK, which
+// sends it with its headers, authentication and middleware and maps an
+// error answer, and returns the stream of its chunks, decoded into
+// chatChunk (the SDK's own NewStreaming does the same with its params
+// and ChatCompletionChunk).
+func (p *Provider) newStream(ctx context.Context, body []byte) *ssestream.Stream[chatChunk] {
+	var raw *http.Response
+	// A client of options only, made here: a Provider holding an
+	// openai.Client would keep every service of the SDK in the binary.
+	c := openai.Client{Options: p.opts}
+	err := c.Post(ctx, "chat/completions", body, &raw)
+	return ssestream.NewStream[chatChunk](ssestream.NewDecoder(raw), err)
 }
 
 // newCallID makes an ID for a tool call the server sent without one (some

@@ -21,11 +21,6 @@ import (
 // WebPluginResults is how many results OpenRouter's web plugin asks for.
 const WebPluginResults = 5
 
-// webPluginParams is the plugin as the request carries it.
-func webPluginParams() map[string]any {
-	return map[string]any{"id": "web", "engine": "exa", "max_results": WebPluginResults}
-}
-
 // webPlugin reports whether req carries OpenRouter's web plugin: the
 // endpoint is OpenRouter's, the request offers the provider's search, and
 // its last message is text from the user (not tool results).

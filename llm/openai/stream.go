@@ -2,16 +2,123 @@ package openai
 
 import (
 	"encoding/json"
+	"errors"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/respjson"
 
 	"github.com/avaagent/ava/llm"
 )
 
-// reasoningFields are the non-standard delta fields servers put reasoning
-// text in, in order of preference: "reasoning_content" (DeepSeek, vLLM,
-// llama.cpp) and "reasoning" (OpenRouter, Ollama).
-var reasoningFields = []string{"reasoning_content", "reasoning"}
+// chatChunk is a streamed chat completion chunk: the fields the
+// accumulator reads, decoded by encoding/json (the SDK's
+// ChatCompletionChunk, decoded by reflection into every field the API
+// has, cost about as much CPU as the rest of a call).
+type chatChunk struct {
+	Model string `json:"model"`
+	// Usage is nil when the chunk has none (or null).
+	Usage   *chunkUsage   `json:"usage"`
+	Choices []chunkChoice `json:"choices"`
+}
+
+// UnmarshalJSON decodes a chunk with encoding/json. A chunk whose fields
+// have unexpected JSON types (a number for a string, "0" or 1.0 for an
+// index or a count), which the SDK's lenient decoder takes, is decoded
+// by the SDK as before (sdkChunk), so that such a server's stream reads
+// as it did.
+func (c *chatChunk) UnmarshalJSON(data []byte) error {
+	type plain chatChunk
+	err := json.Unmarshal(data, (*plain)(c))
+	var typeErr *json.UnmarshalTypeError
+	if !errors.As(err, &typeErr) {
+		return err
+	}
+	var s openai.ChatCompletionChunk
+	if err := s.UnmarshalJSON(data); err != nil {
+		return err
+	}
+	*c = sdkChunk(s)
+	return nil
+}
+
+// sdkChunk is the SDK's decoding of a chunk as a chatChunk.
+func sdkChunk(s openai.ChatCompletionChunk) chatChunk {
+	c := chatChunk{Model: s.Model}
+	if s.JSON.Usage.Valid() {
+		u := chunkUsage{PromptTokens: s.Usage.PromptTokens, CompletionTokens: s.Usage.CompletionTokens}
+		u.PromptTokensDetails.CachedTokens = s.Usage.PromptTokensDetails.CachedTokens
+		u.PromptTokensDetails.CacheWriteTokens = s.Usage.PromptTokensDetails.CacheWriteTokens
+		c.Usage = &u
+	}
+	for _, ch := range s.Choices {
+		d := ch.Delta
+		cd := chunkDelta{Content: d.Content, Refusal: d.Refusal,
+			ReasoningContent: extraField(d.JSON.ExtraFields, "reasoning_content"),
+			Reasoning:        extraField(d.JSON.ExtraFields, "reasoning"),
+			Annotations:      extraField(d.JSON.ExtraFields, "annotations")}
+		for _, tc := range d.ToolCalls {
+			t := chunkToolCall{ID: tc.ID}
+			if tc.JSON.Index.Valid() {
+				t.Index = &tc.Index
+			}
+			t.Function.Name, t.Function.Arguments = tc.Function.Name, tc.Function.Arguments
+			cd.ToolCalls = append(cd.ToolCalls, t)
+		}
+		c.Choices = append(c.Choices, chunkChoice{Index: ch.Index, Delta: cd, FinishReason: ch.FinishReason})
+	}
+	return c
+}
+
+// extraField is the raw JSON of a field the SDK has no name for, nil
+// when absent.
+func extraField(fields map[string]respjson.Field, name string) json.RawMessage {
+	f, ok := fields[name]
+	if !ok {
+		return nil
+	}
+	return json.RawMessage(f.Raw())
+}
+
+// chunkUsage is a chunk's token usage.
+type chunkUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens     int64 `json:"cached_tokens"`
+		CacheWriteTokens int64 `json:"cache_write_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// chunkChoice is one choice of a chunk.
+type chunkChoice struct {
+	Index        int64      `json:"index"`
+	Delta        chunkDelta `json:"delta"`
+	FinishReason string     `json:"finish_reason"`
+}
+
+// chunkDelta is what a choice adds. Reasoning comes in non-standard
+// fields, in order of preference: "reasoning_content" (DeepSeek, vLLM,
+// llama.cpp) and "reasoning" (OpenRouter, Ollama); they and the
+// annotations are kept raw and read only when present.
+type chunkDelta struct {
+	Content          string          `json:"content"`
+	Refusal          string          `json:"refusal"`
+	ToolCalls        []chunkToolCall `json:"tool_calls"`
+	ReasoningContent json.RawMessage `json:"reasoning_content"`
+	Reasoning        json.RawMessage `json:"reasoning"`
+	Annotations      json.RawMessage `json:"annotations"`
+}
+
+// chunkToolCall is a fragment of a tool call.
+type chunkToolCall struct {
+	// Index is nil when the server sent none.
+	Index    *int64 `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
 
 // accumulator assembles a streamed turn from chunks and reports deltas.
 // Blocks keep the order in which they started; tool calls are assembled by
@@ -43,7 +150,7 @@ func newAccumulator(onDelta func(llm.Delta)) *accumulator {
 }
 
 // add folds one chunk in. Only the first choice is read: Ava asks for one.
-func (a *accumulator) add(c openai.ChatCompletionChunk) {
+func (a *accumulator) add(c chatChunk) {
 	if a.model == "" {
 		a.model = c.Model
 	}
@@ -52,8 +159,8 @@ func (a *accumulator) add(c openai.ChatCompletionChunk) {
 		a.searched = true
 		a.onDelta(llm.Delta{Type: llm.DeltaServerTool, ToolName: "web_search", Input: json.RawMessage("{}")})
 	}
-	if c.JSON.Usage.Valid() {
-		a.usage = usage(c.Usage)
+	if c.Usage != nil {
+		a.usage = usage(*c.Usage)
 	}
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
@@ -67,7 +174,7 @@ func (a *accumulator) add(c openai.ChatCompletionChunk) {
 	}
 }
 
-func (a *accumulator) delta(d openai.ChatCompletionChunkChoiceDelta) {
+func (a *accumulator) delta(d chunkDelta) {
 	if r := reasoning(d); r != "" {
 		a.appendText(llm.BlockThinking, r)
 		a.onDelta(llm.Delta{Type: llm.DeltaThinking, Text: r})
@@ -82,8 +189,8 @@ func (a *accumulator) delta(d openai.ChatCompletionChunkChoiceDelta) {
 	for _, tc := range d.ToolCalls {
 		a.toolCall(tc)
 	}
-	if f, ok := d.JSON.ExtraFields["annotations"]; ok {
-		a.anns = append(a.anns, annotations(f.Raw())...)
+	if d.Annotations != nil {
+		a.anns = append(a.anns, annotations(string(d.Annotations))...)
 	}
 }
 
@@ -98,7 +205,7 @@ func (a *accumulator) appendText(t llm.BlockType, s string) {
 
 // toolCall folds one tool call fragment in: the ID and name come in the
 // first fragment of an index, the arguments are concatenated as sent.
-func (a *accumulator) toolCall(tc openai.ChatCompletionChunkChoiceDeltaToolCall) {
+func (a *accumulator) toolCall(tc chunkToolCall) {
 	idx := a.callIndex(tc)
 	pos, ok := a.calls[idx]
 	if !ok {
@@ -121,9 +228,9 @@ func (a *accumulator) toolCall(tc openai.ChatCompletionChunkChoiceDeltaToolCall)
 // callIndex returns the fragment's index. Some servers omit it and send
 // each call whole: a fragment without an index starts a new call when it
 // names a function or carries a new ID, and continues the last one else.
-func (a *accumulator) callIndex(tc openai.ChatCompletionChunkChoiceDeltaToolCall) int64 {
-	if tc.JSON.Index.Valid() {
-		return tc.Index
+func (a *accumulator) callIndex(tc chunkToolCall) int64 {
+	if tc.Index != nil {
+		return *tc.Index
 	}
 	if len(a.calls) > 0 {
 		last := a.blocks[a.calls[a.lastIndex]].ToolCallID
@@ -191,7 +298,7 @@ func stopReason(finish string, hasCalls bool) llm.StopReason {
 
 // usage maps wire usage. prompt_tokens includes cached reads and writes;
 // they are moved to their own counters so that none is counted twice.
-func usage(u openai.CompletionUsage) llm.Usage {
+func usage(u chunkUsage) llm.Usage {
 	read := int(u.PromptTokensDetails.CachedTokens)
 	write := int(u.PromptTokensDetails.CacheWriteTokens)
 	return llm.Usage{
@@ -202,16 +309,12 @@ func usage(u openai.CompletionUsage) llm.Usage {
 	}
 }
 
-// reasoning returns the reasoning text of a delta, read from the raw JSON
-// since the SDK has no field for it.
-func reasoning(d openai.ChatCompletionChunkChoiceDelta) string {
-	for _, name := range reasoningFields {
-		f, ok := d.JSON.ExtraFields[name]
-		if !ok {
-			continue
-		}
+// reasoning returns the reasoning text of a delta: the first of its
+// reasoning fields that is a non-empty string.
+func reasoning(d chunkDelta) string {
+	for _, raw := range [...]json.RawMessage{d.ReasoningContent, d.Reasoning} {
 		var s string
-		if raw := f.Raw(); raw != "" && raw != "null" && json.Unmarshal([]byte(raw), &s) == nil && s != "" {
+		if len(raw) > 0 && string(raw) != "null" && json.Unmarshal(raw, &s) == nil && s != "" {
 			return s
 		}
 	}
