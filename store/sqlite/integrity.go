@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -73,21 +74,39 @@ func (s *Store) knownSound(ctx context.Context) string {
 
 // markSound records the file's identity as known sound (after a check
 // passed, or at a clean close). A marker that cannot be written only
-// means the next open checks again.
+// means the next open checks again. A marker that already says so is
+// left as it is; another is overwritten in place: one torn by a crash or
+// by another process writing it at once matches no identity, so it too
+// only means a check, while a temporary file renamed over it would
+// create a file at every close, the costliest thing a file system does
+// (see keepLogFiles).
 func (s *Store) markSound() {
 	id := s.identity()
 	if id == "" {
 		return
 	}
-	tmp := s.markerPath() + ".tmp"
-	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o600); err != nil {
-		s.log.Debug("store integrity marker not written", "path", s.markerPath(), "err", err)
+	line := []byte(id + "\n")
+	if old, err := os.ReadFile(s.markerPath()); err == nil && bytes.Equal(old, line) {
 		return
 	}
-	if err := os.Rename(tmp, s.markerPath()); err != nil {
-		_ = os.Remove(tmp)
+	if err := overwrite(s.markerPath(), line); err != nil {
 		s.log.Debug("store integrity marker not written", "path", s.markerPath(), "err", err)
 	}
+}
+
+// overwrite makes the file at path hold b, writing over its bytes rather
+// than truncating it first (which would leave it empty where the disk
+// is full), creating it if missing.
+func overwrite(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(b, 0)
+	if err == nil {
+		err = f.Truncate(int64(len(b)))
+	}
+	return errors.Join(err, f.Close())
 }
 
 // forgetSound removes the marker: the file is being changed in a way a

@@ -24,9 +24,10 @@ var memoryStores atomic.Int64
 
 // openReadOnly opens the store for reading only, creating and writing
 // nothing: every connection is query_only and nothing is migrated. While
-// another process has the database open (its -shm file exists) it is
-// opened mode=ro, sharing that process's locks and reading its latest
-// commits. Otherwise it is opened immutable, as the snapshot it is: a
+// the database may be in use (mayBeInUse: a process has it open, or its
+// log holds commits) it is opened mode=ro, sharing the locks of those
+// using it and reading their latest commits. Otherwise it is opened
+// immutable, as the snapshot it is: a
 // mode=ro open of a WAL database would create the -wal and -shm files
 // where it may, and fail where it may not (SQLite says CANTOPEN, or
 // READONLY for want of a -shm file), in which case immutable is tried
@@ -39,18 +40,21 @@ func (s *Store) openReadOnly(ctx context.Context, readConns int) error {
 		return s.openMemory(ctx, readConns)
 	}
 	tries := []bool{true}
-	if _, err := os.Stat(s.path + "-shm"); err == nil {
+	if mayBeInUse(s.path) {
 		tries = []bool{false, true}
 	}
 	var lastErr error
 	for _, immutable := range tries {
 		uri := readOnlyDSN(s.path, immutable)
+		if !immutable {
+			s.unhold = holdHere(s.path) // it maps the -shm file
+		}
 		current, err := s.openFilePools(ctx, uri, readConns)
 		if err == nil && current {
 			return nil
 		}
 		s.closePools()
-		s.writer, s.reader = nil, nil
+		s.writer, s.reader, s.unhold = nil, nil, nil
 		if err == nil {
 			s.log.Warn("store: the database's schema is older than this program's; its figures are not shown until ava runs read-write on it once",
 				"path", s.path)
@@ -108,7 +112,7 @@ func (s *Store) openMemory(ctx context.Context, readConns int) error {
 // openPool opens a pool of at most conns connections on uri and checks
 // that one opens.
 func openPool(ctx context.Context, uri string, conns int) (*sql.DB, error) {
-	db := sql.OpenDB(newConnector(uri))
+	db := sql.OpenDB(newReadOnlyConnector(uri))
 	if conns <= 0 {
 		conns = 4
 	}

@@ -32,11 +32,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/pressly/goose/v3"
+	"golang.org/x/sys/unix"
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -105,6 +108,9 @@ type Store struct {
 	// stopWarm stops warmReader's goroutine and waits for it (nil when
 	// read-only).
 	stopWarm func()
+	// unhold ends this store's count in openHere once its connections
+	// are closed (nil when it maps no -shm file: in memory, immutable).
+	unhold func()
 }
 
 var _ store.Store = (*Store)(nil)
@@ -140,6 +146,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	open := s.openPools
 	if s.readOnly {
 		open = s.openReadOnly
+	} else {
+		s.unhold = holdHere(abs)
 	}
 	if err := open(ctx, opts.ReadConns); err != nil {
 		s.closePools()
@@ -160,7 +168,7 @@ func prepareFile(path string) error {
 	case err == nil && info.IsDir():
 		return errors.New("is a directory, not a database file")
 	case err == nil:
-		return nil
+		return checkWritable(path)
 	case !errors.Is(err, fs.ErrNotExist):
 		return fserr.Wrap("stat", path, err)
 	}
@@ -308,7 +316,7 @@ func (s *Store) checkIntegrity(ctx context.Context) error {
 		return describeOpenError(s.path, err)
 	case first != "ok":
 		s.forgetSound()
-		return fmt.Errorf("open store %s: the database is damaged (SQLite's quick_check: %s); it was left as it is: move it aside to start a new store, or repair a copy with `sqlite3 ava.db .recover`: %w",
+		return fmt.Errorf("open store %s: the database is damaged (SQLite's quick_check: %s); it was left as it is: move it aside (with its -wal and -shm files) to start a new store, or repair a copy with `sqlite3 ava.db .recover`: %w",
 			s.path, first, ErrCorrupt)
 	}
 	return nil
@@ -388,13 +396,36 @@ func migrateUp(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 	return nil
 }
 
+// checkWritable fails when the database file at path, or its -wal or
+// -shm file where there is one, cannot be written (a read-only file
+// system, another user's file): SQLite would open such a database
+// read-only, and only its first write would fail, saying less. It asks
+// the system (access(2)), opening nothing: closing a descriptor of the
+// file would drop the locks another store of this process holds on it.
+func checkWritable(path string) error {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		err := syscall.Access(p, unix.W_OK)
+		if errors.Is(err, fs.ErrNotExist) && p != path {
+			continue
+		}
+		if err != nil {
+			perr := &fs.PathError{Op: "access", Path: p, Err: err}
+			if p == path {
+				return fmt.Errorf("cannot write the file: %s: %w", describeCause(p, perr), perr)
+			}
+			return fmt.Errorf("cannot write its %s file: %s: %w", strings.TrimPrefix(p, path), describeCause(p, perr), perr)
+		}
+	}
+	return nil
+}
+
 // describeOpenError turns the driver's terse errors about a damaged or
 // foreign file, a file it may not write or a full disk into one line that
 // names the file and says what to do. The file is left as it is.
 func describeOpenError(path string, err error) error {
 	switch sqliteCode(err) & 0xff {
 	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
-		return fmt.Errorf("open store %s: the file is not a valid SQLite database (corrupt, or another kind of file); it was left as it is: move it aside to start a new store: %w", path, err)
+		return fmt.Errorf("open store %s: the file is not a valid SQLite database (corrupt, or another kind of file); it was left as it is: move it aside (with its -wal and -shm files) to start a new store: %w", path, err)
 	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY:
 		// Ask the system why: its answer ("permission denied",
 		// "read-only file system") is clearer than SQLite's. Opening
@@ -469,6 +500,9 @@ func (s *Store) closePools() error {
 		if err := s.writer.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store writer %s: %w", s.path, err))
 		}
+	}
+	if s.unhold != nil {
+		s.unhold()
 	}
 	return errors.Join(errs...)
 }

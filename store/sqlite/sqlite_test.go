@@ -18,6 +18,9 @@ func TestMain(m *testing.M) {
 	if db := os.Getenv(publisherEnv); db != "" {
 		os.Exit(publishFromChild(db))
 	}
+	if db := os.Getenv(holderEnv); db != "" {
+		os.Exit(holdFromChild(db))
+	}
 	goleak.VerifyTestMain(m)
 }
 
