@@ -6,7 +6,8 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/avaagent/ava/internal/jsonstr"
 )
 
 // Encoding an event.
@@ -34,12 +35,12 @@ func (e Event) AppendJSON(dst []byte) ([]byte, error) {
 	}
 	b = append(b, `"timestamp":"`...)
 	b = append(appendTime(b, e.Time), '"')
-	b = appendString(append(b, `,"sessionId":`...), e.Session)
-	b = appendString(append(b, `,"agentId":`...), e.Agent)
+	b = jsonstr.Append(append(b, `,"sessionId":`...), e.Session, true)
+	b = jsonstr.Append(append(b, `,"agentId":`...), e.Agent, true)
 	if e.User != "" {
-		b = appendString(append(b, `,"userId":`...), e.User)
+		b = jsonstr.Append(append(b, `,"userId":`...), e.User, true)
 	}
-	b = appendString(append(b, `,"eventType":`...), string(e.Type))
+	b = jsonstr.Append(append(b, `,"eventType":`...), string(e.Type), true)
 	b, err := appendContent(append(b, `,"content":`...), e.Content)
 	if err != nil {
 		return dst[:start], err
@@ -110,11 +111,11 @@ func (m Meta) appendJSON(b []byte) ([]byte, error) {
 	}
 	if m.ModelID != "" {
 		field("modelId")
-		b = appendString(b, m.ModelID)
+		b = jsonstr.Append(b, m.ModelID, true)
 	}
 	if m.ParentAgentID != "" {
 		field("parentAgentId")
-		b = appendString(b, m.ParentAgentID)
+		b = jsonstr.Append(b, m.ParentAgentID, true)
 	}
 	if m.DurationMs != 0 {
 		field("durationMs")
@@ -140,75 +141,6 @@ func appendFloat(b []byte, f float64) []byte {
 		}
 	}
 	return b
-}
-
-// hexDigits are the digits of a \u escape.
-const hexDigits = "0123456789abcdef"
-
-// plainASCII marks the ASCII bytes a JSON string holds as they are: all
-// printable ones (DEL included) but the quote, the backslash and the
-// HTML-unsafe <, > and &.
-var plainASCII = func() (set [utf8.RuneSelf]bool) {
-	for c := ' '; c < utf8.RuneSelf; c++ {
-		set[c] = true
-	}
-	for _, c := range `"\<>&` {
-		set[c] = false
-	}
-	return set
-}()
-
-// appendString appends s quoted as encoding/json quotes a string with
-// HTML escaping on.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if plainASCII[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			b = appendEscapedASCII(b, c)
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(append(b, s[start:i]...), `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	return append(append(b, s[start:]...), '"')
-}
-
-// appendEscapedASCII appends the escape of an ASCII byte that a JSON
-// string does not hold as it is.
-func appendEscapedASCII(b []byte, c byte) []byte {
-	switch c {
-	case '\\', '"':
-		return append(b, '\\', c)
-	case '\b':
-		return append(b, '\\', 'b')
-	case '\f':
-		return append(b, '\\', 'f')
-	case '\n':
-		return append(b, '\\', 'n')
-	case '\r':
-		return append(b, '\\', 'r')
-	case '\t':
-		return append(b, '\\', 't')
-	}
-	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 }
 
 // appendContent appends an event's content as encoding/json writes a

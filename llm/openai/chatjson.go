@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"unicode/utf8"
 
+	"github.com/avaagent/ava/internal/jsonstr"
 	"github.com/avaagent/ava/llm"
 )
 
@@ -35,7 +35,7 @@ func (p *Provider) chatBody(req *llm.Request) ([]byte, error) {
 		w.b = append(w.b, `],`...)
 	}
 	w.b = append(w.b, `"model":`...)
-	w.b = appendString(w.b, req.Model, false)
+	w.b = jsonstr.Append(w.b, req.Model, false)
 	if maxTokens := p.maxTokensFor(req); maxTokens > 0 {
 		field := `,"max_tokens":`
 		if p.maxCompletionTokens {
@@ -98,7 +98,7 @@ func (w *chatWriter) open() {
 func (w *chatWriter) message(role, content string) {
 	w.open()
 	w.b = append(w.b, `"content":`...)
-	w.b = appendString(w.b, content, false)
+	w.b = jsonstr.Append(w.b, content, false)
 	w.b = append(w.b, `,"role":"`...)
 	w.b = append(w.b, role...)
 	w.b = append(w.b, `"}`...)
@@ -111,9 +111,9 @@ func (w *chatWriter) user(m llm.Message) ([]written, error) {
 		func(id, content string) written {
 			w.open()
 			w.b = append(w.b, `"content":`...)
-			w.b = appendString(w.b, content, false)
+			w.b = jsonstr.Append(w.b, content, false)
 			w.b = append(w.b, `,"tool_call_id":`...)
-			w.b = appendString(w.b, id, false)
+			w.b = jsonstr.Append(w.b, id, false)
 			w.b = append(w.b, `,"role":"tool"}`...)
 			return written{}
 		},
@@ -154,7 +154,7 @@ func (w *chatWriter) assistant(m llm.Message) ([]written, error) {
 	w.open()
 	if has {
 		w.b = append(w.b, `"content":`...)
-		w.b = appendString(w.b, text, false)
+		w.b = jsonstr.Append(w.b, text, false)
 		if calls > 0 {
 			w.b = append(w.b, ',')
 		}
@@ -184,11 +184,11 @@ func (w *chatWriter) toolCalls(blocks []llm.Block) {
 			args = "{}"
 		}
 		w.b = append(w.b, `{"id":`...)
-		w.b = appendString(w.b, b.ToolCallID, false)
+		w.b = jsonstr.Append(w.b, b.ToolCallID, false)
 		w.b = append(w.b, `,"function":{"arguments":`...)
-		w.b = appendString(w.b, args, false)
+		w.b = jsonstr.Append(w.b, args, false)
 		w.b = append(w.b, `,"name":`...)
-		w.b = appendString(w.b, b.ToolName, false)
+		w.b = jsonstr.Append(w.b, b.ToolName, false)
 		w.b = append(w.b, `},"type":"function"}`...)
 	}
 	w.b = append(w.b, ']')
@@ -225,10 +225,10 @@ func appendFunction(b []byte, d llm.ToolDef) ([]byte, error) {
 		return nil, err
 	}
 	b = append(b, `{"name":`...)
-	b = appendString(b, d.Name, true)
+	b = jsonstr.Append(b, d.Name, true)
 	if d.Description != "" {
 		b = append(b, `,"description":`...)
-		b = appendString(b, d.Description, true)
+		b = jsonstr.Append(b, d.Description, true)
 	}
 	b = append(b, `,"parameters":`...)
 	b = append(b, compact...)
@@ -270,77 +270,4 @@ func wireSchema(d llm.ToolDef) ([]byte, error) {
 	schemaCache.m[string(d.Schema)] = compact
 	schemaCache.Unlock()
 	return compact, nil
-}
-
-const hexDigits = "0123456789abcdef"
-
-// safe marks the ASCII bytes a JSON string holds as they are;
-// htmlUnsafe those json.Marshal escapes besides.
-var (
-	safe       [utf8.RuneSelf]bool
-	htmlUnsafe = [utf8.RuneSelf]bool{'<': true, '>': true, '&': true}
-)
-
-func init() {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		safe[c] = c != '"' && c != '\\'
-	}
-}
-
-// appendString appends s as a JSON string the way encoding/json writes
-// one: control characters, quotes and backslashes escaped, invalid UTF-8
-// as U+FFFD, U+2028 and U+2029 escaped, and <, > and & escaped only when
-// html is set (json.Marshal sets it; the SDK's encoder does not).
-func appendString(b []byte, s string, html bool) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if safe[c] && (!html || !htmlUnsafe[c]) {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			b = appendEscape(b, c)
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// appendEscape appends the escape of an ASCII byte that needs one.
-func appendEscape(b []byte, c byte) []byte {
-	switch c {
-	case '\\', '"':
-		return append(b, '\\', c)
-	case '\b':
-		return append(b, '\\', 'b')
-	case '\f':
-		return append(b, '\\', 'f')
-	case '\n':
-		return append(b, '\\', 'n')
-	case '\r':
-		return append(b, '\\', 'r')
-	case '\t':
-		return append(b, '\\', 't')
-	}
-	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 }
