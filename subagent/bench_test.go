@@ -132,22 +132,25 @@ type fakeModel struct {
 // 100 on Linux whatever the kernel's own tick).
 const clockTicks = 100
 
-// cpu is the server process's CPU time so far (user and system), zero
-// where /proc cannot tell.
-func (f fakeModel) cpu() time.Duration {
+// cpu is the server process's CPU time so far (user and system), and
+// whether /proc could tell it.
+func (f fakeModel) cpu() (time.Duration, bool) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", f.pid))
 	if err != nil {
-		return 0
+		return 0, false
 	}
 	// The fields after the command name, which is in parentheses and
 	// may hold spaces: utime and stime are the 12th and 13th of them.
 	fields := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
 	if len(fields) < 13 {
-		return 0
+		return 0, false
 	}
-	utime, _ := strconv.ParseInt(fields[11], 10, 64)
-	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / clockTicks
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks, true
 }
 
 // cpuMeter measures the CPU time a burst costs: Ava's (this process)
@@ -155,21 +158,30 @@ func (f fakeModel) cpu() time.Duration {
 type cpuMeter struct {
 	fake        fakeModel
 	ava, server time.Duration
+	serverOK    bool
 }
 
 func startCPU(fake fakeModel) cpuMeter {
-	return cpuMeter{fake: fake, ava: cpuTime(), server: fake.cpu()}
+	server, ok := fake.cpu()
+	return cpuMeter{fake: fake, ava: cpuTime(), server: server, serverOK: ok}
 }
 
-// report reports the CPU time per run of a burst of n runs, and the
-// ratio to one run alone below which this machine's cores could not
-// have done that work: all of it spread over every core, with nothing
-// left waiting (cpu-floor).
+// report reports the CPU time per run of a burst of n runs and, when
+// the fake server's CPU time could be read, the server's and the ratio
+// to one run alone below which this machine's cores could not have done
+// the work of both: all of it spread over every core Go may use, nothing
+// left waiting (cpu-floor; a loose bound: the last run's own wait for
+// its model adds to it).
 func (c cpuMeter) report(b *testing.B, n int, one time.Duration) {
-	ava, server := cpuTime()-c.ava, c.fake.cpu()-c.server
+	ava := cpuTime() - c.ava
 	b.ReportMetric(float64(ava.Microseconds())/1000/float64(n), "cpu-ms/run")
+	now, ok := c.fake.cpu()
+	if !ok || !c.serverOK {
+		return
+	}
+	server := now - c.server
 	b.ReportMetric(float64(server.Microseconds())/1000/float64(n), "fake-cpu-ms/run")
-	b.ReportMetric((ava+server).Seconds()/float64(runtime.NumCPU())/one.Seconds(), "cpu-floor")
+	b.ReportMetric((ava+server).Seconds()/float64(runtime.GOMAXPROCS(0))/one.Seconds(), "cpu-floor")
 }
 
 // waitIteration waits until h has started its model call number it.

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -26,36 +27,62 @@ import (
 // process's own, and since closing any descriptor of a file drops every
 // lock the process holds on it: the probe's open and close of the -shm
 // file must not happen while a store of this process has the database
-// open, or it would drop that store's lock.
+// open, or it would drop that store's lock. The count is kept by the
+// database file's device and inode, as SQLite shares its own locks
+// within a process, so that one file opened by two paths (a symbolic
+// link, a bind mount) is one. A connection a caller still uses when its
+// store closes (rows left open) is closed by database/sql only when the
+// caller lets it go, after the count has dropped: a store's callers
+// close what they open.
 
 // shmDeadManSwitch is the byte of the -shm file SQLite's unix VFS holds
 // a shared lock on while a connection has the file mapped
 // (UNIX_SHM_DMS in os_unix.c: (22 + 8) × 4 + 8).
 const shmDeadManSwitch = 128
 
-// openHere counts this process's stores open on each database file, by
-// absolute path.
+// fileID identifies a file whatever the path it is reached by.
+type fileID struct{ dev, ino uint64 }
+
+// idOf returns the identity of the file at path.
+func idOf(path string) (fileID, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return fileID{}, err
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, fmt.Errorf("stat %s: no device and inode", path)
+	}
+	return fileID{dev: uint64(st.Dev), ino: st.Ino}, nil
+}
+
+// openHere counts this process's stores open on each database file.
 var openHere = struct {
 	sync.Mutex
-	n map[string]int
-}{n: map[string]int{}}
+	n map[fileID]int
+}{n: map[fileID]int{}}
 
-// holdHere counts a store of this process open on path until the
-// returned release is called (once the store's connections are closed).
-func holdHere(path string) (release func()) {
+// holdHere counts a store of this process open on the database file at
+// path until the returned release is called (once the store's
+// connections are closed).
+func holdHere(path string) (release func(), err error) {
+	id, err := idOf(path)
+	if err != nil {
+		return nil, fmt.Errorf("identify the database file: %w", err)
+	}
 	openHere.Lock()
-	openHere.n[path]++
+	openHere.n[id]++
 	openHere.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			openHere.Lock()
 			defer openHere.Unlock()
-			if openHere.n[path]--; openHere.n[path] <= 0 {
-				delete(openHere.n, path)
+			if openHere.n[id]--; openHere.n[id] <= 0 {
+				delete(openHere.n, id)
 			}
 		})
-	}
+	}, nil
 }
 
 // mayBeInUse reports whether the database at path may have commits its
@@ -64,9 +91,13 @@ func holdHere(path string) (release func()) {
 // another process has its -shm file mapped. When it cannot tell, it says
 // so.
 func mayBeInUse(path string) bool {
+	id, err := idOf(path)
+	if err != nil {
+		return true
+	}
 	openHere.Lock()
-	defer openHere.Unlock() // held across the probe: see the package comment above
-	if openHere.n[path] > 0 {
+	defer openHere.Unlock() // held across the probe: see the comment above
+	if openHere.n[id] > 0 {
 		return true
 	}
 	info, err := os.Stat(path + "-wal")

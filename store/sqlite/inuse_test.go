@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -186,5 +187,56 @@ func TestReadOnlyOpenBesideAnotherProcess(t *testing.T) {
 	}
 	if got := memories(t, path); len(got) != 3 {
 		t.Errorf("after a killed holder: memories %v, want its third too", got)
+	}
+}
+
+// proberEnv makes the test binary a second process that prints whether
+// the database at its value may be in use (mayBeInUse) and exits.
+const proberEnv = "AVA_TEST_STORE_PROBER"
+
+// probedElsewhere is mayBeInUse of path as another process sees it.
+func probedElsewhere(t *testing.T, path string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^$")
+	cmd.Env = append(os.Environ(), proberEnv+"="+path)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("prober: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestReadOnlyOpenByAnotherPath: a store of this process open on a file
+// is seen by a read-only open reaching the same file by another path (a
+// symbolic link): it reads the store's later commits, and its check for
+// other processes does not drop the store's lock on the -shm file, which
+// another process still sees.
+func TestReadOnlyOpenByAnotherPath(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	rw := openAt(t, filepath.Join(real, FileName))
+	if got := probedElsewhere(t, filepath.Join(real, FileName)); got != "true" {
+		t.Fatalf("another process's mayBeInUse with the store open: %s", got)
+	}
+	ro, err := Open(t.Context(), filepath.Join(link, FileName), Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if got := probedElsewhere(t, filepath.Join(real, FileName)); got != "true" {
+		t.Errorf("another process's mayBeInUse after the read-only open by a link: %s (this process's lock was dropped)", got)
+	}
+	if _, err := rw.WriteMemory(t.Context(), store.Memory{Content: "later"}); err != nil {
+		t.Fatal(err)
+	}
+	if mems, err := ro.RecentMemory(t.Context(), 10); err != nil || len(mems) != 1 {
+		t.Errorf("read-only store by a link: memories %v, %v; want the later one", mems, err)
 	}
 }

@@ -47,7 +47,10 @@ func (s *Store) openReadOnly(ctx context.Context, readConns int) error {
 	for _, immutable := range tries {
 		uri := readOnlyDSN(s.path, immutable)
 		if !immutable {
-			s.unhold = holdHere(s.path) // it maps the -shm file
+			var err error
+			if s.unhold, err = holdHere(s.path); err != nil { // it maps the -shm file
+				return describeOpenError(s.path, err)
+			}
 		}
 		current, err := s.openFilePools(ctx, uri, readConns)
 		if err == nil && current {

@@ -146,8 +146,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	open := s.openPools
 	if s.readOnly {
 		open = s.openReadOnly
-	} else {
-		s.unhold = holdHere(abs)
+	} else if s.unhold, err = holdHere(abs); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
 	if err := open(ctx, opts.ReadConns); err != nil {
 		s.closePools()
@@ -257,7 +257,6 @@ func dsn(path string, readOnly bool) string {
 		// commits; the writer does so only far less often (see
 		// checkpoint.go).
 		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", writerCheckpointPages))
-		q.Add("_pragma", "journal_size_limit(0)")
 	}
 	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
 	return u.String()
@@ -428,13 +427,14 @@ func describeOpenError(path string, err error) error {
 		return fmt.Errorf("open store %s: the file is not a valid SQLite database (corrupt, or another kind of file); it was left as it is: move it aside (with its -wal and -shm files) to start a new store: %w", path, err)
 	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY:
 		// Ask the system why: its answer ("permission denied",
-		// "read-only file system") is clearer than SQLite's. Opening
-		// for writing without O_TRUNC or O_CREATE changes nothing.
-		f, perr := os.OpenFile(path, os.O_WRONLY, 0)
-		if perr != nil {
+		// "read-only file system") is clearer than SQLite's. It asks
+		// access(2) rather than opening the file: closing a
+		// descriptor of it would drop the locks another store of this
+		// process holds on it.
+		if aerr := syscall.Access(path, unix.W_OK); aerr != nil {
+			perr := &fs.PathError{Op: "access", Path: path, Err: aerr}
 			return fmt.Errorf("open store %s: cannot write the file: %s: %w", path, describeCause(path, perr), err)
 		}
-		f.Close()
 		return fmt.Errorf("open store %s: cannot write the file or create its -wal and -shm files next to it; check the permissions of %s and that its file system is writable: %w", path, filepath.Dir(path), err)
 	case sqlite3.SQLITE_FULL:
 		return fmt.Errorf("open store %s: the disk is full; free some space and try again: %w", path, err)

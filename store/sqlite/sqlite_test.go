@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,10 @@ func TestMain(m *testing.M) {
 	}
 	if db := os.Getenv(holderEnv); db != "" {
 		os.Exit(holdFromChild(db))
+	}
+	if db := os.Getenv(proberEnv); db != "" {
+		fmt.Println(mayBeInUse(db))
+		os.Exit(0)
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -21,6 +21,11 @@ import (
 // pool's connections for good, likely the one warmReader readied, and it
 // never reads a table, so it never parses the schema.
 func (s *Store) WatchCommits(ctx context.Context, every time.Duration, changed func()) error {
+	unhold, err := holdHere(s.path) // its connection maps the -shm file
+	if err != nil {
+		return fmt.Errorf("watch commits: %w", err)
+	}
+	defer unhold()
 	db := sql.OpenDB(newConnector(dsn(s.path, true)))
 	defer db.Close()
 	db.SetMaxOpenConns(1)
