@@ -324,32 +324,19 @@ func benchThousandAtOnce(b *testing.B, traced bool, serverEnv ...string) {
 	tr := benchTracer(b, traced)
 	for b.Loop() {
 		m := managerFor(b, fake.URL, n, tr)
-		one := oneAlone(m)
-		created, cpu := goroutinesCreated(), startCPU(fake)
-		start := time.Now()
-		var wg sync.WaitGroup
-		results := make([]lifecycle.Status, n)
-		durations := make([]float64, n)
-		ends := make([]time.Duration, n)
+		bu := startBurst(m, fake, n)
 		for i := range n {
 			h, err := m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: fmt.Sprint("t", i)}, Parent: parent})
 			if err != nil {
 				b.Fatal(err)
 			}
-			wg.Go(func() {
+			bu.wg.Go(func() {
 				r, _ := h.Wait(context.Background())
-				results[i] = r.Status
-				durations[i] = r.DurationSeconds
-				ends[i] = time.Since(start)
+				bu.ended(i, r)
 			})
 		}
-		spawned := time.Since(start)
-		wg.Wait()
-		all := time.Since(start)
 		// Less the benchmark's own waiter of each run.
-		b.ReportMetric(float64(goroutinesCreated()-created-n)/n, "goroutines/run")
-		cpu.report(b, n, one)
-		reportThousand(b, one, spawned, all, results, durations, ends)
+		bu.report(b, n)
 	}
 }
 
@@ -362,13 +349,7 @@ func BenchmarkThousandAtOnceGroups(b *testing.B) {
 	fake := fakeModelProcess(b, 500*time.Millisecond)
 	for b.Loop() {
 		m := managerFor(b, fake.URL, n, nil)
-		one := oneAlone(m)
-		created, cpu := goroutinesCreated(), startCPU(fake)
-		start := time.Now()
-		var wg sync.WaitGroup
-		results := make([]lifecycle.Status, n)
-		durations := make([]float64, n)
-		ends := make([]time.Duration, n)
+		bu := startBurst(m, fake, n)
 		for first := 0; first < n; first += size {
 			cfgs := make([]subagent.Config, size)
 			for i := range cfgs {
@@ -378,22 +359,55 @@ func BenchmarkThousandAtOnceGroups(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			wg.Go(func() {
+			bu.wg.Go(func() {
 				rs, _ := g.Wait(context.Background())
-				end := time.Since(start)
 				for i, r := range rs {
-					results[first+i], durations[first+i], ends[first+i] = r.Status, r.DurationSeconds, end
+					bu.ended(first+i, r)
 				}
 			})
 		}
-		spawned := time.Since(start)
-		wg.Wait()
-		all := time.Since(start)
 		// Less the benchmark's own waiter of each group.
-		b.ReportMetric(float64(goroutinesCreated()-created-n/size)/n, "goroutines/run")
-		cpu.report(b, n, one)
-		reportThousand(b, one, spawned, all, results, durations, ends)
+		bu.report(b, n/size)
 	}
+}
+
+// burst is a burst of runs started at once on a manager, measured
+// against one run alone on it.
+type burst struct {
+	one       time.Duration
+	start     time.Time
+	created   uint64
+	cpu       cpuMeter
+	wg        sync.WaitGroup
+	results   []lifecycle.Status
+	durations []float64
+	ends      []time.Duration
+}
+
+// startBurst runs one subagent alone on m, then starts measuring a
+// burst of n runs.
+func startBurst(m *subagent.Manager, fake fakeModel, n int) *burst {
+	one := oneAlone(m)
+	return &burst{one: one, created: goroutinesCreated(), cpu: startCPU(fake), start: time.Now(),
+		results: make([]lifecycle.Status, n), durations: make([]float64, n), ends: make([]time.Duration, n)}
+}
+
+// ended records how run i ended, and when.
+func (bu *burst) ended(i int, r subagent.Result) {
+	bu.results[i], bu.durations[i], bu.ends[i] = r.Status, r.DurationSeconds, time.Since(bu.start)
+}
+
+// report waits for the burst's runs, once all are spawned, and reports
+// it; waiters is how many goroutines the benchmark started to wait for
+// them.
+func (bu *burst) report(b *testing.B, waiters int) {
+	spawned := time.Since(bu.start)
+	bu.wg.Wait()
+	all := time.Since(bu.start)
+	n := len(bu.results)
+	b.ReportMetric(float64(goroutinesCreated()-bu.created-uint64(waiters))/float64(n), "goroutines/run")
+	bu.cpu.report(b, n, bu.one)
+	reportThousand(b, bu.one, spawned, all, bu.results, bu.durations, bu.ends)
 }
 
 // oneAlone is the wall time of one subagent spawned alone on m and
