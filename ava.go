@@ -148,6 +148,16 @@ func (r *Runtime) EndInterruptedTurns(ctx context.Context) (int, error) {
 	return r.in.EndInterruptedTurns(ctx)
 }
 
+// SweepReports makes, now and with every recovery sweep until Close,
+// the reports sessions are owed of their background subagents' results
+// that no process made (its process stopped first): a daemon calls it
+// once it takes messages. A read-only runtime has nothing to sweep.
+func (r *Runtime) SweepReports() {
+	if r.in.Sessions != nil {
+		r.in.Sessions.SweepReports(r.in.Config.RecoverEvery)
+	}
+}
+
 // Ping checks that the store answers (a daemon's /readyz).
 func (r *Runtime) Ping(ctx context.Context) error {
 	if p, ok := r.in.Store.(interface{ Ping(context.Context) error }); ok {
