@@ -42,7 +42,15 @@ func (s *Service) maybeReport(key string) {
 	if s.closed || !s.reportableLocked(key) {
 		return
 	}
-	s.wg.Go(func() { s.report(key) })
+	s.reporting[key]++
+	s.wg.Go(func() {
+		s.report(key)
+		s.mu.Lock()
+		if s.reporting[key]--; s.reporting[key] <= 0 {
+			delete(s.reporting, key)
+		}
+		s.mu.Unlock()
+	})
 }
 
 // reportableLocked reports whether the session is free for a report:
@@ -84,6 +92,7 @@ func (s *Service) report(key string) {
 	}
 	s.log.Info("the session's background subagents have ended: reporting their results", "session", key,
 		"mode", s.cfg.OnComplete, "through", through)
+	s.reports[key] = t
 	s.startLocked(key, m, t)
 }
 
@@ -154,4 +163,38 @@ func (s *Service) SweepReports(every time.Duration) {
 			}
 		}
 	})
+}
+
+// WaitReport waits until the session has nothing left running here (no
+// turn, no subagent of it, no report being claimed) and returns the
+// report turn this process ran for it since the last WaitReport, if one
+// ran: `ava run` prints it before it exits. ok is false when none ran
+// (on_complete quiet, nothing in the background, or another process
+// made it).
+func (s *Service) WaitReport(ctx context.Context, key string) (res Result, ok bool, err error) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		m := s.sessions[key]
+		busy := m != nil && (m.current != nil || len(m.queue) > 0) || s.reporting[key] > 0 ||
+			s.cfg.Subagents != nil && len(s.cfg.Subagents.RunningFor(key)) > 0
+		t := s.reports[key]
+		if !busy {
+			delete(s.reports, key)
+		}
+		s.mu.Unlock()
+		if !busy {
+			if t == nil {
+				return Result{}, false, nil
+			}
+			res, err := t.Wait(ctx)
+			return res, true, err
+		}
+		select {
+		case <-ctx.Done():
+			return Result{}, false, ctx.Err()
+		case <-tick.C:
+		}
+	}
 }

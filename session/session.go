@@ -165,7 +165,11 @@ type Service struct {
 	// models are the models the sessions' last turns here asked for
 	// (SendOptions.Model), for their report turns.
 	models map[string]string
-	closed bool
+	// reporting counts the report claims under way by session, and
+	// reports holds each session's last report turn, for WaitReport.
+	reporting map[string]int
+	reports   map[string]*Turn
+	closed    bool
 	// unwatch stops what New started watching: the manager's releases
 	// and the observer of questions.
 	unwatch []func()
@@ -191,7 +195,8 @@ func New(cfg Config) *Service {
 	if cfg.OnComplete == "" {
 		cfg.OnComplete = Summarize
 	}
-	s := &Service{cfg: cfg, log: cfg.Logger, sessions: map[string]*main{}, models: map[string]string{}}
+	s := &Service{cfg: cfg, log: cfg.Logger, sessions: map[string]*main{}, models: map[string]string{},
+		reporting: map[string]int{}, reports: map[string]*Turn{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

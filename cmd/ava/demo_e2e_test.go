@@ -84,7 +84,8 @@ func TestOfflineDemoOnDaemon(t *testing.T) {
 
 // TestOfflineDemoRunOnTerminal: `ava run --offline hello` on a terminal
 // under the default policy says a subagent was proposed and nothing ran,
-// asks, and after "y" shows the subagent's real result.
+// asks, and after "y" shows the subagent's real result and the
+// orchestrator's report of it, with no other message (issue 40).
 func TestOfflineDemoRunOnTerminal(t *testing.T) {
 	cmd := exec.Command(avaBin, "run", "--offline", "hello")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AVA_DATA_ROOT=" + t.TempDir(), "AVA_WORKSPACE=" + t.TempDir(), "TERM=xterm-256color"}
@@ -96,7 +97,9 @@ func TestOfflineDemoRunOnTerminal(t *testing.T) {
 	}
 	c.typeLine("y")
 	at = c.scr.waitFor(t, at, "confirmed: started S-")
-	c.scr.waitFor(t, at, ": The offline demo subagent ran and returned a structured result.")
+	at = c.scr.waitFor(t, at, ": The offline demo subagent ran and returned a structured result.")
+	// The orchestrator's report arrives by itself before the run exits.
+	c.scr.waitFor(t, at, "you confirmed has finished with status success")
 	if code := exitCode(t, c); code != 0 {
 		t.Fatalf("exit %d; screen:\n%s", code, c.scr.text())
 	}
