@@ -284,7 +284,8 @@ func TestOpenAPISchemasMatchTheAnswers(t *testing.T) {
 		must(t, err)
 		v.check("SessionStreamMessage", streamMessage(t, ev))
 	}
-	for _, own := range []client.Event{{Type: client.EventSession, Data: json.RawMessage(`{"sessionKey":"k","queued":false}`)}} {
+	for _, own := range []client.Event{{Type: client.EventSession, Data: json.RawMessage(`{"sessionKey":"k","queued":false}`)},
+		{Type: client.EventDone, Data: json.RawMessage(`{"seq":0}`)}} {
 		if v.valid("SessionStreamMessage", streamMessage(t, own)) {
 			t.Errorf("a %s message passes as a session stream's", own.Type)
 		}
