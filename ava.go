@@ -92,7 +92,7 @@ func Open(ctx context.Context, opt Options) (*Runtime, error) {
 		return nil, invalidf("open: Options.Config.DataRoot is empty: load the configuration with config.Load(os.Getenv) " +
 			"(AVA_DATA_ROOT, by default $XDG_DATA_HOME/ava), or set DataRoot to a folder of your program's")
 	}
-	var opts []app.Option
+	opts := []app.Option{app.WithVersion(Version())}
 	for _, s := range opt.Sinks {
 		opts = append(opts, app.WithSink(s))
 	}
