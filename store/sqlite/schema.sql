@@ -148,7 +148,6 @@ CREATE TABLE hook_deliveries (
     id           INTEGER PRIMARY KEY,
     hook_id      TEXT    NOT NULL,
     kind         TEXT    NOT NULL CHECK (kind IN ('command', 'url')),
-    target       TEXT    NOT NULL,
     event        TEXT    NOT NULL,
     session_key  TEXT    NOT NULL,
     seq          INTEGER NOT NULL,
