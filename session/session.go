@@ -715,6 +715,10 @@ func (s *Service) noticeTurn(t *Turn) {
 		r.Status, r.Error = lifecycle.Error, t.err.Error()
 	}
 	r = r.Masked(t.redactor)
-	s.cfg.Observers.NotifyTurnEnded(observe.TurnEnded{Session: t.Session, Status: r.Status, Error: r.Error,
+	var text string
+	if t.report {
+		text = r.Text
+	}
+	s.cfg.Observers.NotifyTurnEnded(observe.TurnEnded{Session: t.Session, Status: r.Status, Error: r.Error, Report: t.report, Text: text,
 		Figures: observe.Figures{Tokens: r.Tokens.Total, CostCents: r.CostCents, Iterations: r.Iterations}, Time: time.Now()})
 }
