@@ -361,7 +361,7 @@ func (in *Instance) openSessions(ctx context.Context) error {
 		return fmt.Errorf("orchestrator tools: %w", err)
 	}
 	in.Sessions = session.New(session.Config{Hub: in.Hub, Subagents: in.Subagent, Budgets: in.Store, Store: in.Store, Offline: IsOffline,
-		CancelSubagentsOnStop: true, Redactor: in.Redactor, Reports: in.Store, OnComplete: cfg.OnComplete, Observers: in.Observers, MergeWindow: cfg.MergeWindow, OrchestratorAnswers: cfg.AskAnswers == "orchestrator", Logger: log,
+		CancelSubagentsOnStop: true, Redactor: in.Redactor, Reports: in.Store, OnComplete: cfg.OnComplete, ReportAfter: cfg.RecoverEvery, Observers: in.Observers, MergeWindow: cfg.MergeWindow, OrchestratorAnswers: cfg.AskAnswers == "orchestrator", Logger: log,
 		Orchestrator: func(model string, limits session.Limits) (*orchestrator.Orchestrator, llm.Model, error) {
 			m, err := OrchestratorModel(cfg, in.Catalog, model)
 			if err != nil {

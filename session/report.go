@@ -24,17 +24,15 @@ const (
 // once (store.ReportStore).
 type reportStore = store.ReportStore
 
-// reportAge is how long a result must have been stored before a recovery
-// sweep (ReportOwed) reports it: the process that announced it reports
-// it at once, and a sweep elsewhere must not race it.
-const reportAge = 10 * time.Second
+// defaultReportAfter is Config.ReportAfter's default.
+const defaultReportAfter = 10 * time.Second
 
 // maybeReport starts the report the session owes, if it owes one now:
 // no turn of it runs or waits here and none of its subagents runs. The
 // store decides whether results wait unreported, and which process makes
 // the report (ClaimReport), so that it is made once.
 func (s *Service) maybeReport(key string) {
-	if s.cfg.Reports == nil || s.cfg.OnComplete == Quiet {
+	if s.cfg.Reports == nil {
 		return
 	}
 	s.mu.Lock()
@@ -75,8 +73,8 @@ func (s *Service) report(key string) {
 		}
 		return
 	}
-	if !claimed {
-		return
+	if !claimed || s.cfg.OnComplete == Quiet {
+		return // quiet: claimed all the same, so that nothing is owed later
 	}
 	t := &Turn{Session: key, report: true, done: make(chan struct{}), redactor: s.cfg.Redactor}
 	s.mu.Lock()
@@ -117,15 +115,15 @@ func (s *Service) runReport(ctx context.Context, t *Turn) {
 }
 
 // ReportOwed reports, for every session owed a report whose results
-// have waited longer than reportAge (its process stopped before it could
+// have waited longer than Config.ReportAfter (its process stopped before it could
 // report, or the results ended where no session service runs), the
 // results now, when the session is free. A daemon calls it at start and
 // with its recovery sweeps.
 func (s *Service) ReportOwed(ctx context.Context) error {
-	if s.cfg.Reports == nil || s.cfg.OnComplete == Quiet {
+	if s.cfg.Reports == nil {
 		return nil
 	}
-	keys, err := s.cfg.Reports.UnreportedSessions(ctx, time.Now().Add(-reportAge))
+	keys, err := s.cfg.Reports.UnreportedSessions(ctx, time.Now().Add(-s.cfg.ReportAfter))
 	if err != nil {
 		return err
 	}

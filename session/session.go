@@ -117,6 +117,11 @@ type Config struct {
 	// OnComplete is what a session does when its background subagents
 	// have ended (see OnComplete); "" is Summarize.
 	OnComplete OnComplete
+	// ReportAfter is how long a result must have waited unreported
+	// before a recovery sweep (ReportOwed) reports it (default 10 s):
+	// the process that announced it reports it at once, and a sweep
+	// elsewhere must not race it.
+	ReportAfter time.Duration
 	// Redactor masks secrets in what Turn.Wait returns (the instance's
 	// one redactor, as in the store and the event hub); nil masks the
 	// credential formats only.
@@ -194,6 +199,9 @@ func (s *Service) reportModel(key string) string {
 func New(cfg Config) *Service {
 	if cfg.OnComplete == "" {
 		cfg.OnComplete = Summarize
+	}
+	if cfg.ReportAfter <= 0 {
+		cfg.ReportAfter = defaultReportAfter
 	}
 	s := &Service{cfg: cfg, log: cfg.Logger, sessions: map[string]*main{}, models: map[string]string{},
 		reporting: map[string]int{}, reports: map[string]*Turn{}}
