@@ -123,13 +123,12 @@ func LifecycleEntryOf(ev event.Event) (LifecycleEntry, bool, error) {
 // follows the status; only a large output goes to a file with a pointer
 // in the entry (seed 002: keep entries small).
 func completeEntry(ev event.Event, c event.SubagentCompleteContent) LifecycleEntry {
-	typ := SubagentComplete
-	switch c.Status {
-	case lifecycle.Success:
-	case lifecycle.Cancelled, lifecycle.Interrupted:
+	typ := SubagentError
+	switch word, _ := c.Status.Seed(); word {
+	case lifecycle.SeedCompleted:
+		typ = SubagentComplete
+	case lifecycle.SeedAborted:
 		typ = SubagentAborted
-	default:
-		typ = SubagentError
 	}
 	start := c.StartedAt
 	if start.IsZero() {

@@ -116,8 +116,11 @@ type lifecycleWire struct {
 	DurationMs  *int64           `json:"durationMs,omitempty"`
 	Model       string           `json:"model"`
 	Usage       Usage            `json:"usage"`
-	Status      lifecycle.Status `json:"status,omitempty"`
-	Summary     string           `json:"summary,omitempty"`
+	// Status is seed 002's word (completed, failed, aborted), Reason the
+	// precise cause (lifecycle.Status.Seed).
+	Status  string `json:"status,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Summary string `json:"summary,omitempty"`
 	Attempt     int              `json:"attempt,omitempty"`
 	OutputPath  string           `json:"outputPath,omitempty"`
 }
@@ -142,10 +145,11 @@ func (e LifecycleEntry) MarshalJSON() ([]byte, error) {
 		}
 		dur = &d
 	}
-	return json.Marshal(lifecycleWire{Type: AgentEvent, Timestamp: formatTime(e.Timestamp), EventType: e.EventType,
+	word, reason := e.Status.Seed()
+	return json.Marshal(lifecycleWire{Type: AgentEvent, Status: word, Reason: reason, Timestamp: formatTime(e.Timestamp), EventType: e.EventType,
 		JobID: e.JobID, RequestedBy: e.RequestedBy, AgentName: e.AgentName, Mode: e.Mode, PID: e.PID,
 		StartedAt: formatTime(e.StartedAt), CompletedAt: formatTime(e.CompletedAt), DurationMs: dur,
-		Model: e.Model, Usage: e.Usage, Status: e.Status, Summary: e.Summary, Attempt: e.Attempt, OutputPath: e.OutputPath})
+		Model: e.Model, Usage: e.Usage, Summary: e.Summary, Attempt: e.Attempt, OutputPath: e.OutputPath})
 }
 
 func derefInt64(p *int64) int64 {
@@ -180,8 +184,11 @@ func (e *LifecycleEntry) UnmarshalJSON(b []byte) error {
 	}
 	*e = LifecycleEntry{Timestamp: times[0], EventType: w.EventType, JobID: w.JobID, RequestedBy: w.RequestedBy,
 		AgentName: w.AgentName, Mode: w.Mode, PID: w.PID, StartedAt: times[1], CompletedAt: times[2],
-		DurationMs: derefInt64(w.DurationMs), Model: w.Model, Usage: w.Usage, Status: w.Status, Summary: w.Summary,
+		DurationMs: derefInt64(w.DurationMs), Model: w.Model, Usage: w.Usage, Summary: w.Summary,
 		Attempt: w.Attempt, OutputPath: w.OutputPath}
+	if w.Status != "" {
+		e.Status = lifecycle.FromSeed(w.Status, w.Reason)
+	}
 	return nil
 }
 

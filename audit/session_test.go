@@ -206,3 +206,26 @@ func TestSessionLogsDeliverBatch(t *testing.T) {
 		t.Errorf("session file (-want +got):\n%s skips %v", diff, skips)
 	}
 }
+
+// The session file's agent_event line speaks seed 002's words: status
+// completed, failed or aborted, the cause in reason (issue 40 item 4);
+// a line written before, with Ava's own status word, still reads.
+func TestLifecycleLineUsesSeedWords(t *testing.T) {
+	e := startEntry("S-7f3a2b")
+	e.EventType, e.CompletedAt, e.Status = SubagentError, day1.Add(time.Second), "timeout"
+	b, err := e.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"status":"failed","reason":"timeout"`) {
+		t.Fatalf("line %s", b)
+	}
+	var back LifecycleEntry
+	if err := back.UnmarshalJSON(b); err != nil || back.Status != "timeout" {
+		t.Fatalf("read back %q, %v", back.Status, err)
+	}
+	old := strings.Replace(string(b), `"status":"failed","reason":"timeout"`, `"status":"cost_exceeded"`, 1)
+	if err := back.UnmarshalJSON([]byte(old)); err != nil || back.Status != "cost_exceeded" {
+		t.Fatalf("an older line read back %q, %v", back.Status, err)
+	}
+}

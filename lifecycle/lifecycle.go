@@ -117,3 +117,56 @@ func Check(from, to Status) error {
 	}
 	return fmt.Errorf("a run cannot move from %s to %s: %w", from, to, ErrInvalidTransition)
 }
+
+// Seed 002's words for how a subagent ended (the agent_event line's
+// status), with the precise cause beside them (its reason).
+const (
+	SeedCompleted = "completed"
+	SeedFailed    = "failed"
+	SeedAborted   = "aborted"
+)
+
+// seedReasons are the reasons of the final statuses that are not
+// success, in the agent_event line.
+var seedReasons = map[Status]string{
+	Timeout: "timeout", CostExceeded: "over_budget", TokensExceeded: "token_limit",
+	IterationsExceeded: "iteration_limit", Error: "error", Cancelled: "cancelled", Interrupted: "interrupted",
+}
+
+// Seed returns how a final status reads in seed 002's agent_event line:
+// completed, failed or aborted (stopped by a person or by the process's
+// end), and the precise cause ("" for success). An active status has no
+// seed word: both are "".
+func (s Status) Seed() (status, reason string) {
+	switch s {
+	case Success:
+		return SeedCompleted, ""
+	case Cancelled, Interrupted:
+		return SeedAborted, seedReasons[s]
+	}
+	if r, ok := seedReasons[s]; ok {
+		return SeedFailed, r
+	}
+	return "", ""
+}
+
+// FromSeed reads a status back from an agent_event line: seed 002's
+// word and its reason, or Ava's own status word (lines written before
+// the seed's words were used).
+func FromSeed(status, reason string) Status {
+	switch status {
+	case SeedCompleted:
+		return Success
+	case SeedFailed, SeedAborted:
+		for s, r := range seedReasons {
+			if r == reason {
+				return s
+			}
+		}
+		if status == SeedAborted {
+			return Cancelled
+		}
+		return Error
+	}
+	return Status(status)
+}

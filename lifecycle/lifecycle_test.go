@@ -61,3 +61,30 @@ func TestFinalAndParse(t *testing.T) {
 		t.Error("Parse(done) succeeded")
 	}
 }
+
+// Every final status reads in seed 002's words with a reason that gives
+// it back; an active one has none; Ava's own words (older lines) read
+// back as they are.
+func TestSeedWordsRoundTrip(t *testing.T) {
+	for _, s := range lifecycle.All {
+		word, reason := s.Seed()
+		if !s.Final() {
+			if word != "" || reason != "" {
+				t.Errorf("%s: %q %q, want none", s, word, reason)
+			}
+			continue
+		}
+		switch {
+		case s == lifecycle.Success && (word != lifecycle.SeedCompleted || reason != ""),
+			(s == lifecycle.Cancelled || s == lifecycle.Interrupted) && word != lifecycle.SeedAborted,
+			s != lifecycle.Success && s != lifecycle.Cancelled && s != lifecycle.Interrupted && word != lifecycle.SeedFailed:
+			t.Errorf("%s: %q", s, word)
+		}
+		if back := lifecycle.FromSeed(word, reason); back != s {
+			t.Errorf("%s → %q/%q → %s", s, word, reason, back)
+		}
+		if back := lifecycle.FromSeed(string(s), ""); back != s {
+			t.Errorf("old word %s → %s", s, back)
+		}
+	}
+}

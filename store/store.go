@@ -505,8 +505,9 @@ type RunStore interface {
 type ReportStore interface {
 	// ClaimReport claims the report owed for the results at the end of
 	// the session's history: when its last message is a subagent's
-	// result not claimed before, it records that message's ID as
-	// reported and returns it with true. Of processes claiming at once,
+	// result and a result that makes it owed (AnnounceResult of a run's
+	// first turn, not a follow-up's) was not claimed before, it records
+	// that last message's ID as reported and returns it with true. Of processes claiming at once,
 	// one gets true. A session whose last message is not a result (a
 	// turn answered since) owes nothing: false.
 	ClaimReport(ctx context.Context, key string) (through int64, claimed bool, err error)

@@ -32,7 +32,7 @@ func (s *Store) ClaimReport(ctx context.Context, key string) (int64, bool, error
 		if role != store.RoleSubagent {
 			return nil // answered since: a turn's messages follow the results
 		}
-		tag, err := tx.Exec(ctx, `UPDATE sessions SET reported_through = $1 WHERE key = $2 AND reported_through < $1`, id, key)
+		tag, err := tx.Exec(ctx, `UPDATE sessions SET reported_through = $1 WHERE key = $2 AND last_result_id > reported_through`, id, key)
 		if err != nil {
 			return fmt.Errorf("claim: %w", err)
 		}

@@ -109,7 +109,10 @@ func (s *Store) transitionSet(p *params, to lifecycle.Status, owner string, fin 
 	}
 	if to == lifecycle.Running {
 		at := p.add(record.ToNS(now))
-		set = append(set, "started_at = coalesce(started_at, "+at+")", "turn_started_at = "+at, "ended_at = NULL", "announced = FALSE")
+		// A move to running from a final status starts a follow-up (SET
+		// reads the row as it was).
+		set = append(set, "started_at = coalesce(started_at, "+at+")", "turn_started_at = "+at, "ended_at = NULL", "announced = FALSE",
+			"follow_up = (status NOT IN "+record.ActiveStatuses+")")
 	}
 	if !to.Final() {
 		return set, nil
@@ -164,10 +167,10 @@ func (s *Store) AnnounceResult(ctx context.Context, runID string, msg store.Mess
 func (s *Store) announce(ctx context.Context, tx pgx.Tx, ref string, msg store.Message) (bool, error) {
 	var (
 		id, short, parent, status string
-		done                      bool
+		done, followUp            bool
 	)
-	err := tx.QueryRow(ctx, `SELECT id, short_id, parent_session, status, announced FROM runs
-		WHERE id = $1 OR short_id = $1 FOR UPDATE`, ref).Scan(&id, &short, &parent, &status, &done)
+	err := tx.QueryRow(ctx, `SELECT id, short_id, parent_session, status, announced, follow_up FROM runs
+		WHERE id = $1 OR short_id = $1 FOR UPDATE`, ref).Scan(&id, &short, &parent, &status, &done, &followUp)
 	if noRows(err) {
 		return false, store.ErrNotFound
 	}
@@ -188,8 +191,13 @@ func (s *Store) announce(ctx context.Context, tx pgx.Tx, ref string, msg store.M
 	if err != nil {
 		return false, err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE sessions SET last_result_id = $1 WHERE key = $2`, mid, msg.SessionKey); err != nil {
-		return false, fmt.Errorf("record the session's last result: %w", err)
+	// The result of the turn a spawn started makes its session owed a
+	// report; a follow-up's does not: the person sent it and read the
+	// answer in the subagent's own chat (store.ReportStore).
+	if !followUp {
+		if _, err := tx.Exec(ctx, `UPDATE sessions SET last_result_id = $1 WHERE key = $2`, mid, msg.SessionKey); err != nil {
+			return false, fmt.Errorf("record the session's last result: %w", err)
+		}
 	}
 	if _, err := tx.Exec(ctx, `UPDATE runs SET announced = TRUE WHERE id = $1`, id); err != nil {
 		return false, fmt.Errorf("mark announced: %w", err)

@@ -32,7 +32,7 @@ func (s *Store) ClaimReport(ctx context.Context, key string) (int64, bool, error
 		if role != store.RoleSubagent {
 			return nil // answered since: a turn's messages follow the results
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET reported_through = ? WHERE key = ? AND reported_through < ?`, id, key, id)
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET reported_through = ? WHERE key = ? AND last_result_id > reported_through`, id, key)
 		if err != nil {
 			return fmt.Errorf("claim: %w", err)
 		}

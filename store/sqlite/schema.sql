@@ -108,7 +108,7 @@ CREATE TABLE "runs" (
     ended_at       INTEGER,
     announced      INTEGER NOT NULL DEFAULT 0 CHECK (announced IN (0, 1)),
     owner          TEXT    NOT NULL DEFAULT ''
-, attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0), active_ms INTEGER NOT NULL DEFAULT 0 CHECK (active_ms >= 0), turn_started_at INTEGER) STRICT;
+, attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0), active_ms INTEGER NOT NULL DEFAULT 0 CHECK (active_ms >= 0), turn_started_at INTEGER, follow_up INTEGER NOT NULL DEFAULT 0) STRICT;
 CREATE UNIQUE INDEX runs_short_id ON runs (short_id);
 CREATE INDEX runs_created ON runs (created_at);
 CREATE INDEX runs_parent ON runs (parent_session, created_at);

@@ -136,7 +136,10 @@ func (s *Store) transitionSet(to lifecycle.Status, owner string, fin *store.RunF
 		set, args = append(set, "owner = ?"), append(args, owner)
 	}
 	if to == lifecycle.Running {
-		set = append(set, "started_at = coalesce(started_at, ?)", "turn_started_at = ?", "ended_at = NULL", "announced = 0")
+		// A move to running from a final status starts a follow-up (SET
+		// reads the row as it was).
+		set = append(set, "started_at = coalesce(started_at, ?)", "turn_started_at = ?", "ended_at = NULL", "announced = 0",
+			"follow_up = (status NOT IN "+record.ActiveStatuses+")")
 		args = append(args, record.ToNS(now), record.ToNS(now))
 	}
 	if !to.Final() {
@@ -191,10 +194,10 @@ func (s *Store) AnnounceResult(ctx context.Context, runID string, msg store.Mess
 func (s *Store) announce(ctx context.Context, tx *sql.Tx, ref string, msg store.Message) (bool, error) {
 	var (
 		id, short, parent, status string
-		done                      bool
+		done, followUp            bool
 	)
-	err := tx.QueryRowContext(ctx, `SELECT id, short_id, parent_session, status, announced FROM runs
-		WHERE id = ? OR short_id = ?`, ref, ref).Scan(&id, &short, &parent, &status, &done)
+	err := tx.QueryRowContext(ctx, `SELECT id, short_id, parent_session, status, announced, follow_up FROM runs
+		WHERE id = ? OR short_id = ?`, ref, ref).Scan(&id, &short, &parent, &status, &done, &followUp)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, store.ErrNotFound
 	}
@@ -215,8 +218,13 @@ func (s *Store) announce(ctx context.Context, tx *sql.Tx, ref string, msg store.
 	if err != nil {
 		return false, err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_result_id = ? WHERE key = ?`, mid, msg.SessionKey); err != nil {
-		return false, fmt.Errorf("record the session's last result: %w", err)
+	// The result of the turn a spawn started makes its session owed a
+	// report; a follow-up's does not: the person sent it and read the
+	// answer in the subagent's own chat (store.ReportStore).
+	if !followUp {
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_result_id = ? WHERE key = ?`, mid, msg.SessionKey); err != nil {
+			return false, fmt.Errorf("record the session's last result: %w", err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE runs SET announced = 1 WHERE id = ?`, id); err != nil {
 		return false, fmt.Errorf("mark announced: %w", err)

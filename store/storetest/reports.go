@@ -15,6 +15,7 @@ func reportCases() []testCase {
 	return []testCase{
 		{"ReportOwedOnceAndClaimedOnce", testReportClaimedOnce},
 		{"ReportAnsweredByATurn", testReportAnsweredByATurn},
+		{"ReportNotOwedForAFollowUp", testReportNotOwedForAFollowUp},
 	}
 }
 
@@ -83,5 +84,26 @@ func testReportAnsweredByATurn(t *testing.T, s store.Store) {
 	must(t, err)
 	if _, ok, err := s.ClaimReport(ctx(t), parent); err != nil || ok {
 		t.Fatalf("answered results: claimed %v, %v", ok, err)
+	}
+}
+
+// A follow-up's result (a turn the person sent the subagent, after its
+// first) is stored in the parent's history but makes it owed nothing.
+func testReportNotOwedForAFollowUp(t *testing.T, s store.Store) {
+	const parent = "ava:cli:followup"
+	r := newRun("S-c0c0c1", parent)
+	r.Status = lifecycle.Running
+	r = createRun(t, s, r)
+	must(t, s.TransitionRun(ctx(t), r.ID, "", lifecycle.Active, lifecycle.Cancelled, &store.RunFinish{Delivered: true}))
+	must(t, s.TransitionRun(ctx(t), r.ID, "", []lifecycle.Status{lifecycle.Cancelled}, lifecycle.Running, nil))
+	finish(t, s, r.ID, lifecycle.Success)
+	if ok, err := s.AnnounceResult(ctx(t), r.ID, store.Message{Text: "[Task: x] follow-up answered"}); err != nil || !ok {
+		t.Fatalf("announce: %v %v", ok, err)
+	}
+	if _, ok, err := s.ClaimReport(ctx(t), parent); err != nil || ok {
+		t.Fatalf("a follow-up's result: claimed %v, %v", ok, err)
+	}
+	if keys, err := s.UnreportedSessions(ctx(t), time.Now().Add(time.Second)); err != nil || slices.Contains(keys, parent) {
+		t.Fatalf("unreported %v %v", keys, err)
 	}
 }

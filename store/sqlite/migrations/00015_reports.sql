@@ -4,14 +4,18 @@
 -- turn claimed (ClaimReport). A session whose last_result_id is ahead
 -- is owed a report; the partial index finds those at every recovery
 -- sweep without reading the other sessions. Sessions stored before have
--- 0 and 0: nothing owed.
+-- 0 and 0: nothing owed. A follow-up's result (a turn the person sent
+-- the subagent; runs.follow_up, set when a finished run moves back to
+-- running) makes its session owed nothing.
 
 -- +goose Up
 ALTER TABLE sessions ADD COLUMN last_result_id INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN reported_through INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX sessions_unreported ON sessions (key) WHERE last_result_id > reported_through;
+ALTER TABLE runs ADD COLUMN follow_up INTEGER NOT NULL DEFAULT 0;
 
 -- +goose Down
+ALTER TABLE runs DROP COLUMN follow_up;
 DROP INDEX sessions_unreported;
 ALTER TABLE sessions DROP COLUMN reported_through;
 ALTER TABLE sessions DROP COLUMN last_result_id;
