@@ -103,26 +103,26 @@ type LifecycleEntry struct {
 }
 
 type lifecycleWire struct {
-	Type        string           `json:"type"`
-	Timestamp   string           `json:"timestamp"`
-	EventType   LifecycleType    `json:"eventType"`
-	JobID       string           `json:"jobId"`
-	RequestedBy string           `json:"requestedBy"`
-	AgentName   string           `json:"agentName"`
-	Mode        Mode             `json:"mode"`
-	PID         int              `json:"pid,omitempty"`
-	StartedAt   string           `json:"startedAt"`
-	CompletedAt string           `json:"completedAt,omitempty"`
-	DurationMs  *int64           `json:"durationMs,omitempty"`
-	Model       string           `json:"model"`
-	Usage       Usage            `json:"usage"`
+	Type        string        `json:"type"`
+	Timestamp   string        `json:"timestamp"`
+	EventType   LifecycleType `json:"eventType"`
+	JobID       string        `json:"jobId"`
+	RequestedBy string        `json:"requestedBy"`
+	AgentName   string        `json:"agentName"`
+	Mode        Mode          `json:"mode"`
+	PID         int           `json:"pid,omitempty"`
+	StartedAt   string        `json:"startedAt"`
+	CompletedAt string        `json:"completedAt,omitempty"`
+	DurationMs  *int64        `json:"durationMs,omitempty"`
+	Model       string        `json:"model"`
+	Usage       Usage         `json:"usage"`
 	// Status is seed 002's word (completed, failed, aborted), Reason the
 	// precise cause (lifecycle.Status.Seed).
-	Status  string `json:"status,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	Summary string `json:"summary,omitempty"`
-	Attempt     int              `json:"attempt,omitempty"`
-	OutputPath  string           `json:"outputPath,omitempty"`
+	Status     string `json:"status,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	Summary    string `json:"summary,omitempty"`
+	Attempt    int    `json:"attempt,omitempty"`
+	OutputPath string `json:"outputPath,omitempty"`
 }
 
 func formatTime(t time.Time) string {
