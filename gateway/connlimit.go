@@ -65,14 +65,11 @@ func maxConnsFrom(nofile uint64) int {
 	if nofile == 0 { // unknown
 		return 1024
 	}
-	if nofile > maxConnsCap*2 {
-		return maxConnsCap
-	}
 	reserve := max(nofile/4, 256)
 	if nofile < reserve+64 {
 		return 64
 	}
-	return int(nofile - reserve)
+	return int(min(nofile-reserve, maxConnsCap))
 }
 
 // connLimiter applies ConnLimits to the connections of the listeners it

@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -254,5 +255,44 @@ func TestAnotherUserCannotUseTheDaemon(t *testing.T) {
 		if err != nil || out != c.want {
 			t.Errorf("as nobody: curl %v: %q %v, want %s", c.args, out, err, c.want)
 		}
+	}
+}
+
+// TestIdleConnectionsDoNotStarveTheOwner: the attack of issue 38 item 6
+// on a real daemon whose descriptor limit is 512 (ulimit -n): 2,000 idle
+// connections without the token would leave it unable to accept
+// (accept4: too many open files) until its header timeout freed some,
+// and the owner's request would wait behind them. They are cut down to
+// the few unauthenticated ones allowed, and the owner's request answers
+// at once.
+func TestIdleConnectionsDoNotStarveTheOwner(t *testing.T) {
+	env, _ := daemonEnv(t)
+	d := startDaemonCmd(t, env, exec.Command("/bin/sh", "-c", `ulimit -n 512 && exec "$0" serve --addr 127.0.0.1:0`, avaBin))
+	addr := strings.TrimSuffix(d.addr, "/")
+	var conns []net.Conn
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	for range 2000 {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("connection %d: %v", len(conns)+1, err)
+		}
+		conns = append(conns, c)
+	}
+	time.Sleep(200 * time.Millisecond) // the daemon accepts what it can
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(bg(t), 5*time.Second)
+	defer cancel()
+	if _, err := d.c.Sessions(ctx); err != nil {
+		t.Fatalf("the owner's request behind 2,000 idle connections: %v after %s\n%s", err, time.Since(start), d.stderr)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("the owner's request took %s behind 2,000 idle connections", took)
+	}
+	if strings.Contains(d.stderr.String(), "too many open files") {
+		t.Fatalf("the daemon ran out of descriptors:\n%s", d.stderr)
 	}
 }
