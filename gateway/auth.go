@@ -67,6 +67,9 @@ const SessionMaxAge = 7 * 24 * time.Hour
 // a new one: a busy panel renews a few times an hour, not on every call.
 const renewEvery = 5 * time.Minute
 
+// renewTimeout bounds the write that renews a login.
+const renewTimeout = 5 * time.Second
+
 // auth checks a request's credentials, issues login codes and creates,
 // renews and revokes web panel logins.
 type auth struct {
@@ -196,7 +199,10 @@ func (a *auth) use(ctx context.Context, l *store.Login) error {
 	if until.Sub(l.ExpiresAt) < renewEvery {
 		return nil
 	}
-	err := a.logins.RenewLogin(ctx, l.ID, until)
+	// The renewal is written even if the caller hangs up meanwhile.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), renewTimeout)
+	defer cancel()
+	err := a.logins.RenewLogin(wctx, l.ID, until)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return unauthorized{msgLoginGone}

@@ -25,11 +25,14 @@
 // registered (/healthz, /readyz, the API's OpenAPI document at
 // /api/openapi.json and the web panel's static files, which hold no
 // data), as a bearer token (compared in constant time)
-// or as a browser's session cookie (see auth.go). Every route refuses
-// a Host that is not the bound address or localhost (DNS rebinding),
-// and state-changing routes refuse a foreign Origin and any body that
-// is not JSON. Bodies are size-limited and time-limited (Timeouts);
-// every error is {"error": "..."} with its status code.
+// or as a web panel login: the session cookie together with its secret
+// in the X-Ava-Login header, kept in the store and revocable (see
+// auth.go). Every route refuses a Host that is not the bound address or
+// localhost (DNS rebinding), and state-changing routes refuse a foreign
+// Origin and any body that is not JSON. Bodies are size-limited and
+// time-limited (Timeouts), connections are capped, those that have not
+// authenticated tightly (ConnLimits); every error is {"error": "..."}
+// with its status code.
 //
 // Description. openapi.json, embedded and served at /api/openapi.json,
 // describes every route of the API (Server.Routes); a test keeps the
