@@ -13,3 +13,7 @@ type Login = store.Login
 // Logins is the runtime's store of web panel logins, which the daemon's
 // authentication (package gateway) creates, checks, renews and revokes.
 func (r *Runtime) Logins() LoginStore { return r.in.Store }
+
+// ErrDuplicate means a record's ID or unique key is taken already (a
+// login's ID drawn twice, which LoginStore.CreateLogin refuses).
+var ErrDuplicate = store.ErrDuplicate

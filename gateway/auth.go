@@ -20,7 +20,6 @@ import (
 
 	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/gateway/client"
-	"github.com/avaagent/ava/store"
 )
 
 // Authentication. Every route needs the daemon's token but the public
@@ -123,7 +122,7 @@ type caller struct {
 	bearer bool
 	// login is the web panel login the request came with (nil with the
 	// token).
-	login *store.Login
+	login *ava.Login
 }
 
 type callerKey struct{}
@@ -165,7 +164,7 @@ func (a *auth) check(r *http.Request) (caller, error) {
 		return caller{}, unauthorized{msgCookieAlone}
 	}
 	l, err := a.logins.LoginByCookie(r.Context(), a.hash("cookie", c.Value))
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, ava.ErrNotFound) {
 		return caller{}, unauthorized{msgLoginGone}
 	}
 	if err != nil {
@@ -187,7 +186,7 @@ func (a *auth) check(r *http.Request) (caller, error) {
 // the stored one is renewEvery old. A login revoked meanwhile is
 // unauthorized; a store that fails to renew is logged, not fatal (the
 // login is still valid until its stored expiry).
-func (a *auth) use(ctx context.Context, l *store.Login) error {
+func (a *auth) use(ctx context.Context, l *ava.Login) error {
 	now := a.now()
 	if !now.Before(l.ExpiresAt) {
 		return unauthorized{msgLoginGone}
@@ -204,7 +203,7 @@ func (a *auth) use(ctx context.Context, l *store.Login) error {
 	defer cancel()
 	err := a.logins.RenewLogin(wctx, l.ID, until)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, ava.ErrNotFound):
 		return unauthorized{msgLoginGone}
 	case err != nil:
 		a.log.Warn("could not renew a web panel login", "login", l.ID, "err", err)
@@ -225,7 +224,7 @@ func (a *auth) recheck(ctx context.Context) error {
 	}
 	l, err := a.logins.LoginByCookie(ctx, c.login.CookieHash)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, ava.ErrNotFound):
 		return unauthorized{msgLoginGone}
 	case err != nil:
 		return nil
@@ -264,10 +263,10 @@ func (a *auth) newLogin(ctx context.Context, userAgent string) (*http.Cookie, cl
 			return nil, client.LoginResult{}, err
 		}
 		now := a.now()
-		l := store.Login{ID: "L-" + id, CookieHash: a.hash("cookie", cookie), SecretHash: a.hash("secret", secret),
+		l := ava.Login{ID: "L-" + id, CookieHash: a.hash("cookie", cookie), SecretHash: a.hash("secret", secret),
 			UserAgent: userAgent, CreatedAt: now, ExpiresAt: now.Add(SessionLifetime)}
 		err := a.logins.CreateLogin(ctx, l)
-		if errors.Is(err, store.ErrDuplicate) && attempt < 3 { // an ID drawn twice
+		if errors.Is(err, ava.ErrDuplicate) && attempt < 3 { // an ID drawn twice
 			continue
 		}
 		if err != nil {

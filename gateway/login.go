@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/gateway/client"
-	"github.com/avaagent/ava/store"
 )
 
 // maxLoginBody bounds POST /api/login's body (a code is 32 characters).
@@ -77,7 +77,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, client.LoggedOut{})
 		return
 	}
-	if err := s.rt.Logins().RevokeLogin(r.Context(), c.login.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := s.rt.Logins().RevokeLogin(r.Context(), c.login.ID); err != nil && !errors.Is(err, ava.ErrNotFound) {
 		fail(w, err)
 		return
 	}
@@ -111,7 +111,7 @@ func (s *Server) listLogins(w http.ResponseWriter, r *http.Request) {
 func (s *Server) revokeLogin(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if err := s.rt.Logins().RevokeLogin(r.Context(), id); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, ava.ErrNotFound) {
 			writeError(w, http.StatusNotFound, fmt.Sprintf("no web panel login %q (GET /api/logins lists them)", id))
 			return
 		}
