@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/avaagent/ava/hooks"
 	"github.com/avaagent/ava/hookspec"
 	"github.com/avaagent/ava/role"
+	"github.com/avaagent/ava/tool/shell"
 )
 
 // HookDrain bounds how long Close spends delivering what is due (the
@@ -41,7 +41,7 @@ type Hooks struct {
 // (setRoles).
 func newHooks(cfg config.Config, log *slog.Logger) *Hooks {
 	host, _ := os.Hostname()
-	h := &Hooks{config: cfg.Hooks, Sender: hooks.NewSender(hookEnv(cfg), "Ava-Hooks/1")}
+	h := &Hooks{config: cfg.Hooks, Sender: hooks.NewSender(hookEnv(), "Ava-Hooks/1")}
 	h.Router = &hooks.Router{Hooks: cfg.Hooks, RoleHooks: h.roleHooks, Listening: h.listening, Root: cfg.DataRoot, Host: host, Log: log}
 	return h
 }
@@ -56,23 +56,18 @@ func (h *Hooks) listening() bool {
 	return m != nil && len(*m) > 0
 }
 
-// hookEnv is a command hook's environment: the process's, without Ava's
-// secrets and the webhooks' signing secrets.
-func hookEnv(cfg config.Config) []string {
-	drop := config.SecretEnv()
-	for _, h := range cfg.Hooks {
-		if h.SecretEnv != "" {
-			drop = append(drop, h.SecretEnv)
-		}
+// hookEnv is a command hook's environment: the allow-list every command
+// Ava starts gets (shell.CommandEnv, the one definition MCP servers and
+// process tools use: PATH, LANG, LANGUAGE, LC_*, TERM, TZ, NO_COLOR,
+// COLORTERM) with the person's HOME and TMPDIR, and nothing else of Ava's
+// environment, whatever its names (GITHUB_TOKEN, DB_PASS, …). A hook
+// names what more it needs in pass_env (hooks.Sender adds it).
+func hookEnv() []string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "/"
 	}
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(drop, k) {
-			env = append(env, kv)
-		}
-	}
-	return env
+	return shell.CommandEnv(os.Environ(), home, os.TempDir())
 }
 
 // setRoles records the hooks of the loaded roles.

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,12 +10,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/avaagent/ava"
+	"github.com/avaagent/ava/gateway/client"
 )
 
 // Authentication. Every route needs the daemon's token but the public
@@ -25,32 +30,60 @@ import (
 //
 //   - an Authorization: Bearer header with the token (the command line,
 //     scripts, MCP clients);
-//   - a session cookie (the web panel), which a browser gets by opening
-//     a one-time login link (GET /?login=CODE, printed by ava serve and
-//     ava panel) or by posting the token once to POST /api/login. The
-//     cookie is HttpOnly, SameSite=Strict, Path=/, named after the
-//     daemon's port, and signed with a key derived from the token, so it
-//     holds in every daemon on the same token and dies with the token.
+//   - a web panel login: the session cookie AND the login's second
+//     secret in the X-Ava-Login header (client.LoginHeader). A browser
+//     logs in by trading a one-time code (the link ava serve and ava
+//     panel print, http://ADDR/#login=CODE) or the token for both at
+//     POST /api/login. The cookie is HttpOnly, SameSite=Strict, Path=/,
+//     named after the daemon's port, and lasts as long as the browser
+//     session; the secret lives in the tab's sessionStorage, which only
+//     the daemon's own origin can read. Browsers send a host's cookies
+//     to all its ports, so the cookie alone (replayed by a page of
+//     another port, or by curl) opens nothing.
+//
+// A login lives in the store (ava.LoginStore), so every process sharing
+// the data root or the cluster's database knows it and sees it revoked;
+// the store keeps only keyed hashes of the cookie and the secret, under
+// a key derived from the token, so a new token voids every login. A
+// login ends SessionLifetime after its last use, and at the latest
+// SessionMaxAge after it began; logout (POST /api/logout) and DELETE
+// /api/logins[/{id}] revoke logins at once, and an open event stream of
+// a revoked login ends at its next heartbeat.
 
 // LoginCodeTTL is how long a one-time login link stays valid unused.
 const LoginCodeTTL = 15 * time.Minute
 
-// SessionLifetime is how long a browser's session cookie is valid.
-const SessionLifetime = 7 * 24 * time.Hour
+// SessionLifetime is how long a web panel login lasts without being
+// used: each use moves its end this far ahead (at most once every
+// renewEvery), up to SessionMaxAge after the login.
+const SessionLifetime = 12 * time.Hour
 
-// auth checks a request's credentials and issues login codes and
-// session cookies.
+// SessionMaxAge is the longest a web panel login lasts, however much it
+// is used: then the browser logs in again.
+const SessionMaxAge = 7 * 24 * time.Hour
+
+// renewEvery is how stale a login's expiry may grow before a use writes
+// a new one: a busy panel renews a few times an hour, not on every call.
+const renewEvery = 5 * time.Minute
+
+// renewTimeout bounds the write that renews a login.
+const renewTimeout = 5 * time.Second
+
+// auth checks a request's credentials, issues login codes and creates,
+// renews and revokes web panel logins.
 type auth struct {
 	// tokenSum is the SHA-256 of the token, so that the constant-time
 	// compare does not leak the token's length.
 	tokenSum []byte
-	// cookieKey signs session cookies (HMAC-SHA256), derived from the
-	// token.
-	cookieKey []byte
+	// key is the HMAC-SHA256 key under which the store keeps a login's
+	// cookie and secret, derived from the token.
+	key []byte
 	// cookieName is the session cookie's name. Browsers send a host's
 	// cookies to all its ports, so it names the port: two daemons on one
 	// host keep one cookie each.
 	cookieName string
+	logins     ava.LoginStore
+	log        *slog.Logger
 	now        func() time.Time
 
 	mu    sync.Mutex
@@ -60,16 +93,19 @@ type auth struct {
 // errNoToken is returned by New without Options.Token.
 var errNoToken = errors.New("gateway: a token is required (Options.Token): every route but /healthz and /readyz needs it")
 
-func newAuth(token, addr string) (*auth, error) {
+func newAuth(token, addr string, logins ava.LoginStore, log *slog.Logger) (*auth, error) {
 	if token == "" {
 		return nil, errNoToken
 	}
+	if logins == nil {
+		return nil, errors.New("gateway: a store of web panel logins is required")
+	}
 	sum := sha256.Sum256([]byte(token))
 	mac := hmac.New(sha256.New, []byte(token))
-	mac.Write([]byte("ava session cookie v1"))
+	mac.Write([]byte("ava panel login v2"))
 	_, port, _ := net.SplitHostPort(addr)
-	return &auth{tokenSum: sum[:], cookieKey: mac.Sum(nil), cookieName: "ava_session_" + cleanPort(port),
-		now: time.Now, codes: map[[sha256.Size]byte]time.Time{}}, nil
+	return &auth{tokenSum: sum[:], key: mac.Sum(nil), cookieName: "ava_session_" + cleanPort(port),
+		logins: logins, log: log, now: time.Now, codes: map[[sha256.Size]byte]time.Time{}}, nil
 }
 
 // cleanPort keeps a port's digits for the cookie's name.
@@ -80,10 +116,120 @@ func cleanPort(port string) string {
 	return port
 }
 
-// allowed reports whether r carries the token or a valid session
-// cookie.
-func (a *auth) allowed(r *http.Request) bool {
-	return a.bearer(r) || a.session(r)
+// caller is who a request proved to be.
+type caller struct {
+	// bearer is set for the token.
+	bearer bool
+	// login is the web panel login the request came with (nil with the
+	// token).
+	login *ava.Login
+}
+
+type callerKey struct{}
+
+// callerOf is the caller require stored in the request's context.
+func callerOf(ctx context.Context) caller {
+	c, _ := ctx.Value(callerKey{}).(caller)
+	return c
+}
+
+// unauthorized is a request without valid credentials (401); its
+// message says which part was missing or wrong.
+type unauthorized struct{ msg string }
+
+func (e unauthorized) Error() string { return e.msg }
+
+// Messages of a refused request.
+const (
+	msgNoCredentials = "missing or wrong token: send the daemon's token as a bearer token " +
+		"(AVA_TOKEN, or the data root's " + tokenFileHint + "), or log the browser in with the link ava panel prints"
+	msgCookieAlone = "the web panel's session cookie alone is not enough: a call with it must also send the login's secret in the " +
+		client.LoginHeader + " header (the panel does; a script sends the daemon's token as a bearer token instead)"
+	msgLoginGone = "this web panel login has ended (logged out, revoked, expired, or the daemon's token changed): " +
+		"log in again with the link ava panel prints, or with the token"
+)
+
+// check returns who r is, an unauthorized error when r proves nothing,
+// or another error when the store could not be asked.
+func (a *auth) check(r *http.Request) (caller, error) {
+	if a.bearer(r) {
+		return caller{bearer: true}, nil
+	}
+	c, err := r.Cookie(a.cookieName)
+	if err != nil || c.Value == "" {
+		return caller{}, unauthorized{msgNoCredentials}
+	}
+	secret := r.Header.Get(client.LoginHeader)
+	if secret == "" {
+		return caller{}, unauthorized{msgCookieAlone}
+	}
+	l, err := a.logins.LoginByCookie(r.Context(), a.hash("cookie", c.Value))
+	if errors.Is(err, ava.ErrNotFound) {
+		return caller{}, unauthorized{msgLoginGone}
+	}
+	if err != nil {
+		return caller{}, fmt.Errorf("check the web panel login: %w", err)
+	}
+	want, err1 := hex.DecodeString(l.SecretHash)
+	got, err2 := hex.DecodeString(a.hash("secret", secret))
+	if err1 != nil || err2 != nil || subtle.ConstantTimeCompare(got, want) != 1 {
+		return caller{}, unauthorized{msgCookieAlone}
+	}
+	if err := a.use(r.Context(), &l); err != nil {
+		return caller{}, err
+	}
+	return caller{login: &l}, nil
+}
+
+// use checks that a login has not expired and moves its expiry forward
+// (SessionLifetime from now, up to SessionMaxAge after it began) once
+// the stored one is renewEvery old. A login revoked meanwhile is
+// unauthorized; a store that fails to renew is logged, not fatal (the
+// login is still valid until its stored expiry).
+func (a *auth) use(ctx context.Context, l *ava.Login) error {
+	now := a.now()
+	if !now.Before(l.ExpiresAt) {
+		return unauthorized{msgLoginGone}
+	}
+	until := now.Add(SessionLifetime)
+	if limit := l.CreatedAt.Add(SessionMaxAge); until.After(limit) {
+		until = limit
+	}
+	if until.Sub(l.ExpiresAt) < renewEvery {
+		return nil
+	}
+	// The renewal is written even if the caller hangs up meanwhile.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), renewTimeout)
+	defer cancel()
+	err := a.logins.RenewLogin(wctx, l.ID, until)
+	switch {
+	case errors.Is(err, ava.ErrNotFound):
+		return unauthorized{msgLoginGone}
+	case err != nil:
+		a.log.Warn("could not renew a web panel login", "login", l.ID, "err", err)
+	default:
+		l.ExpiresAt = until
+	}
+	return nil
+}
+
+// recheck reports whether the caller of a long request (an event
+// stream) may go on: always with the token; with a login, while it is
+// neither revoked nor expired (using it renews it, as a call does). A
+// store that cannot answer is no reason to cut a stream.
+func (a *auth) recheck(ctx context.Context) error {
+	c := callerOf(ctx)
+	if c.login == nil {
+		return nil
+	}
+	l, err := a.logins.LoginByCookie(ctx, c.login.CookieHash)
+	switch {
+	case errors.Is(err, ava.ErrNotFound):
+		return unauthorized{msgLoginGone}
+	case err != nil:
+		return nil
+	}
+	return a.use(ctx, &l)
 }
 
 // bearer checks the Authorization header, in constant time.
@@ -96,41 +242,45 @@ func (a *auth) bearer(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(sum[:], a.tokenSum) == 1
 }
 
-// session checks the session cookie: its signature and its expiry.
-func (a *auth) session(r *http.Request) bool {
-	c, err := r.Cookie(a.cookieName)
-	if err != nil {
-		return false
-	}
-	nonce, rest, ok1 := strings.Cut(c.Value, ".")
-	exp, sig, ok2 := strings.Cut(rest, ".")
-	if !ok1 || !ok2 {
-		return false
-	}
-	got, err := hex.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, a.sign(nonce+"."+exp)) {
-		return false
-	}
-	unix, err := strconv.ParseInt(exp, 10, 64)
-	return err == nil && a.now().Before(time.Unix(unix, 0))
+// hash is the keyed hash under which the store keeps a login's cookie
+// or secret (kind), in hex.
+func (a *auth) hash(kind, value string) string {
+	mac := hmac.New(sha256.New, a.key)
+	mac.Write([]byte(kind))
+	mac.Write([]byte{0})
+	mac.Write([]byte(value))
+	return hex.EncodeToString(mac.Sum(nil))
 }
 
-func (a *auth) sign(s string) []byte {
-	mac := hmac.New(sha256.New, a.cookieKey)
-	mac.Write([]byte(s))
-	return mac.Sum(nil)
+// newLogin creates a web panel login for a browser (its User-Agent,
+// for lists) and returns the cookie to set and the secret to answer.
+func (a *auth) newLogin(ctx context.Context, userAgent string) (*http.Cookie, client.LoginResult, error) {
+	for attempt := 0; ; attempt++ {
+		cookie, err1 := randomString(32)
+		secret, err2 := randomString(32)
+		id, err3 := randomHex(6)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return nil, client.LoginResult{}, err
+		}
+		now := a.now()
+		l := ava.Login{ID: "L-" + id, CookieHash: a.hash("cookie", cookie), SecretHash: a.hash("secret", secret),
+			UserAgent: userAgent, CreatedAt: now, ExpiresAt: now.Add(SessionLifetime)}
+		err := a.logins.CreateLogin(ctx, l)
+		if errors.Is(err, ava.ErrDuplicate) && attempt < 3 { // an ID drawn twice
+			continue
+		}
+		if err != nil {
+			return nil, client.LoginResult{}, fmt.Errorf("log the browser in: %w", err)
+		}
+		c := &http.Cookie{Name: a.cookieName, Value: cookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode}
+		return c, client.LoginResult{LoggedIn: true, ID: l.ID, Secret: secret, ExpiresAt: l.ExpiresAt}, nil
+	}
 }
 
-// sessionCookie is a new signed session cookie.
-func (a *auth) sessionCookie() (*http.Cookie, error) {
-	nonce, err := randomString(16)
-	if err != nil {
-		return nil, err
-	}
-	exp := strconv.FormatInt(a.now().Add(SessionLifetime).Unix(), 10)
-	value := nonce + "." + exp + "." + hex.EncodeToString(a.sign(nonce+"."+exp))
-	return &http.Cookie{Name: a.cookieName, Value: value, Path: "/", MaxAge: int(SessionLifetime / time.Second),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode}, nil
+// clearCookie is a Set-Cookie that makes the browser drop the session
+// cookie.
+func (a *auth) clearCookie() *http.Cookie {
+	return &http.Cookie{Name: a.cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode}
 }
 
 // issueCode returns a new one-time login code, valid for LoginCodeTTL.
@@ -170,155 +320,10 @@ func randomString(n int) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-// require is the gate of every route that is not public: the token or
-// a session cookie, then, for a state-changing method, the cross-site
-// and content-type rules.
-func (s *Server) require(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.auth.allowed(r) {
-			if r.ContentLength != 0 {
-				// Its body is never read: close the connection after the
-				// answer rather than read the rest of it (net/http would
-				// read up to 256 KiB, for as long as the body timeout).
-				w.Header().Set("Connection", "close")
-				_ = http.NewResponseController(w).SetReadDeadline(time.Now())
-			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="ava"`)
-			writeError(w, http.StatusUnauthorized, "missing or wrong token: send the daemon's token as a bearer token "+
-				"(AVA_TOKEN, or the data root's "+tokenFileHint+"), or log the browser in with the link ava serve printed")
-			return
-		}
-		if changesState(r.Method) {
-			if msg := s.guard.crossSite(r); msg != "" {
-				writeError(w, http.StatusForbidden, msg)
-				return
-			}
-			if msg := notJSON(r); msg != "" && !bodiless(r) {
-				writeError(w, http.StatusUnsupportedMediaType, msg)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// tokenFileHint names the token file in messages.
-const tokenFileHint = "daemon.token"
-
-// router registers routes: each one behind require unless registered
-// with public or asset, so a route is private by default. It records
-// the API's patterns (Server.Routes), which the OpenAPI document must
-// match (openapi.go).
-type router struct {
-	mux     *http.ServeMux
-	require func(http.Handler) http.Handler
-	// publics are the public patterns, for tests and docs.
-	publics []string
-	// routes are the API's patterns, in the order registered: every
-	// pattern but the panel's files and the method-less catch-all.
-	routes []string
-}
-
-// handle registers a route that needs the token or a session.
-func (rt *router) handle(pattern string, h http.Handler) {
-	rt.record(pattern)
-	rt.mux.Handle(pattern, rt.require(h))
-}
-
-// handleFunc is handle for a function.
-func (rt *router) handleFunc(pattern string, h http.HandlerFunc) { rt.handle(pattern, h) }
-
-// public registers a route anyone may call: only GETs of what holds no
-// data (health, readiness, the API's description, the panel's page).
-func (rt *router) public(pattern string, h http.Handler) {
-	rt.record(pattern)
-	rt.publics = append(rt.publics, pattern)
-	rt.mux.Handle(pattern, h)
-}
-
-// asset registers one of the web panel's static files: public, and not
-// a route of the API (the panel's page, GET /, is).
-func (rt *router) asset(pattern string, h http.Handler) {
-	rt.publics = append(rt.publics, pattern)
-	rt.mux.Handle(pattern, h)
-}
-
-// record notes an API route; a pattern without a method (the catch-all
-// that answers 404) is none.
-func (rt *router) record(pattern string) {
-	if strings.Contains(pattern, " ") {
-		rt.routes = append(rt.routes, pattern)
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("draw a random value: %w", err)
 	}
-}
-
-// LoginLink returns a one-time link that logs a browser in to the web
-// panel: opening it sets the session cookie, once; it expires unused
-// after LoginCodeTTL.
-func (s *Server) LoginLink() (string, error) {
-	code, err := s.auth.issueCode()
-	if err != nil {
-		return "", err
-	}
-	host, port, err := net.SplitHostPort(s.opt.Addr)
-	if err != nil {
-		return "", fmt.Errorf("login link for %q: %w", s.opt.Addr, err)
-	}
-	if ip := net.ParseIP(strings.Trim(host, "[]")); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "127.0.0.1"
-	}
-	return "http://" + net.JoinHostPort(host, port) + "/?login=" + code, nil
-}
-
-// index answers GET /: with ?login=CODE it spends the code, sets the
-// session cookie and sends the browser on to / (so the code leaves the
-// address bar and the history); else it serves the panel's page.
-func (s *Server) index(w http.ResponseWriter, r *http.Request) {
-	if !r.URL.Query().Has("login") {
-		s.panel.ServeHTTP(w, r)
-		return
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Referrer-Policy", "no-referrer")
-	if !s.auth.redeem(r.URL.Query().Get("login")) {
-		writeError(w, http.StatusUnauthorized, "this login link was already used or has expired: run ava panel for a new one, "+
-			"or open the panel and enter the token (the data root's "+tokenFileHint+", or AVA_TOKEN)")
-		return
-	}
-	s.setSession(w)
-}
-
-// setSession sets a new session cookie and sends the browser to /.
-func (s *Server) setSession(w http.ResponseWriter) {
-	c, err := s.auth.sessionCookie()
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	http.SetCookie(w, c)
-	w.Header().Set("Location", "/")
-	w.WriteHeader(http.StatusSeeOther)
-}
-
-// login answers POST /api/login (with the bearer token, which the panel
-// asks the person for): it sets the session cookie, so the panel never
-// keeps the token itself.
-func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	c, err := s.auth.sessionCookie()
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	http.SetCookie(w, c)
-	writeJSON(w, http.StatusOK, map[string]bool{"loggedIn": true})
-}
-
-// loginLink answers POST /api/login/link: a new one-time link for a
-// browser (ava panel).
-func (s *Server) loginLink(w http.ResponseWriter, r *http.Request) {
-	link, err := s.LoginLink()
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"link": link})
+	return hex.EncodeToString(b), nil
 }

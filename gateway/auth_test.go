@@ -3,9 +3,11 @@ package gateway_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,6 +45,10 @@ var allRoutes = []route{
 	{"GET", "/api/mcp/servers", ""},
 	{"POST", "/api/login", `{}`},
 	{"POST", "/api/login/link", `{}`},
+	{"POST", "/api/logout", `{}`},
+	{"GET", "/api/logins", ""},
+	{"DELETE", "/api/logins/L-000000000000", ""},
+	{"DELETE", "/api/logins", ""},
 	{"GET", "/mcp", ""},
 	{"POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
 	{"DELETE", "/mcp", ""},
@@ -85,13 +91,15 @@ func (e *env) send(r route, hdr http.Header) int {
 	return resp.StatusCode
 }
 
-// TestEveryRouteNeedsTheToken: without the token or a session every
-// route answers 401 (the path tricks too) but /healthz, /readyz, the
-// API's OpenAPI document and the panel's files, which are the only
-// public routes (none holds data); with the token or a
-// session cookie no route answers 401.
+// TestEveryRouteNeedsTheToken: without the token or a panel login every
+// route answers 401 (the path tricks too), and so does the panel's
+// session cookie alone, without its login's secret; only /healthz,
+// /readyz, the API's OpenAPI document and the panel's files are public
+// (none holds data). With the token or a whole login no route answers
+// 401.
 func TestEveryRouteNeedsTheToken(t *testing.T) {
 	e := newEnv(t, envOptions{})
+	login := e.panelLogin()
 	for _, r := range allRoutes {
 		if code := e.send(r, nil); code != http.StatusUnauthorized {
 			t.Errorf("%s %s without the token: %d, want 401", r.method, r.path, code)
@@ -102,18 +110,30 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 		if code := e.send(r, http.Header{"Cookie": {"ava_session_1=forged.9999999999.00"}}); code != http.StatusUnauthorized {
 			t.Errorf("%s %s with a forged cookie: %d, want 401", r.method, r.path, code)
 		}
+		if code := e.send(r, http.Header{"Cookie": {login.cookie.String()}}); code != http.StatusUnauthorized {
+			t.Errorf("%s %s with the session cookie alone: %d, want 401", r.method, r.path, code)
+		}
+		if code := e.send(r, http.Header{client.LoginHeader: {login.secret}}); code != http.StatusUnauthorized {
+			t.Errorf("%s %s with the login's secret alone: %d, want 401", r.method, r.path, code)
+		}
 	}
 	for _, p := range []string{"/healthz", "/readyz", "/api/openapi.json", "/", "/index.html", "/app.js", "/vendor/preact.mjs"} {
 		if code := e.send(route{"GET", p, ""}, nil); code != http.StatusOK {
 			t.Errorf("public GET %s: %d, want 200", p, code)
 		}
 	}
-	cookie := e.sessionCookie()
 	for _, r := range allRoutes {
 		if r.path == "/api/chat/stream?sessionKey=ava:web:x" || r.method == "POST" && r.path == "/api/chat" {
 			continue // would wait for a turn or a stream: checked below
 		}
-		for name, hdr := range map[string]http.Header{"token": {"Authorization": {"Bearer " + e.token}}, "cookie": {"Cookie": {cookie.String()}}} {
+		if r.path == "/api/logout" || r.method == "DELETE" && r.path == "/api/logins" {
+			continue // would end the login: TestLogoutAndRevocation
+		}
+		creds := map[string]http.Header{"token": {"Authorization": {"Bearer " + e.token}}, "login": login.header()}
+		if r.path == "/api/login" {
+			delete(creds, "login") // a login is made with the token or a code, not with another login
+		}
+		for name, hdr := range creds {
 			if code := e.send(r, hdr); code == http.StatusUnauthorized {
 				t.Errorf("%s %s with the %s: 401", r.method, r.path, name)
 			}
@@ -134,73 +154,235 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 	if _, err := client.New(e.ts.URL, "").Sessions(ctx(t)); !client.IsStatus(err, http.StatusUnauthorized) {
 		t.Fatalf("sessions without a token: %v, want 401", err)
 	}
+	code, body := e.do("GET", "/api/sessions", "", map[string]string{"Authorization": "", "Cookie": login.cookie.String()})
+	wantError(t, code, body, http.StatusUnauthorized, client.LoginHeader)
 }
 
-// sessionCookie logs in through a one-time link and returns the
-// session cookie it set, checking its attributes.
-func (e *env) sessionCookie() *http.Cookie {
+// panelLogin is a browser's web panel login: its cookie and the secret
+// that goes with it.
+type panelLogin struct {
+	id     string
+	cookie *http.Cookie
+	secret string
+}
+
+// header is what a panel sends with each call.
+func (l panelLogin) header() http.Header {
+	return http.Header{"Cookie": {l.cookie.String()}, client.LoginHeader: {l.secret}}
+}
+
+// panelLogin logs in as a browser does with a one-time link (the code
+// from its fragment, posted to /api/login), checking the answer and the
+// cookie's attributes.
+func (e *env) panelLogin() panelLogin {
 	e.t.Helper()
-	cl := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := cl.Get(e.loginURL())
-	must(e.t, err)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
-		e.t.Fatalf("login link: %d to %q, want 303 to /", resp.StatusCode, resp.Header.Get("Location"))
+	link := e.loginURL()
+	_, code, ok := strings.Cut(link, "/#login=")
+	if !ok || !strings.HasPrefix(link, e.ts.URL) {
+		e.t.Fatalf("login link %q, want %s/#login=CODE", link, e.ts.URL)
 	}
+	resp, res := e.postLogin(`{"code":"`+code+`"}`, "")
+	if resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("POST /api/login with the link's code: %d", resp.StatusCode)
+	}
+	return e.checkLogin(resp, res)
+}
+
+// postLogin posts body to /api/login, with the bearer token tok unless
+// it is empty.
+func (e *env) postLogin(body, tok string) (*http.Response, client.LoginResult) {
+	e.t.Helper()
+	req, err := http.NewRequest("POST", e.ts.URL+"/api/login", strings.NewReader(body))
+	must(e.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "test browser")
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	must(e.t, err)
+	defer resp.Body.Close()
+	var res client.LoginResult
+	if resp.StatusCode == http.StatusOK {
+		must(e.t, json.NewDecoder(resp.Body).Decode(&res))
+	}
+	return resp, res
+}
+
+// checkLogin checks a login's answer: one HttpOnly SameSite=Strict
+// cookie of the daemon's port for the browser's session, and a secret.
+func (e *env) checkLogin(resp *http.Response, res client.LoginResult) panelLogin {
+	e.t.Helper()
 	cs := resp.Cookies()
 	_, port, _ := net.SplitHostPort(e.ts.Listener.Addr().String())
 	if len(cs) != 1 || cs[0].Name != "ava_session_"+port || !cs[0].HttpOnly || cs[0].SameSite != http.SameSiteStrictMode ||
-		cs[0].Path != "/" || cs[0].MaxAge <= 0 {
-		e.t.Fatalf("login cookie %v (%q), want one HttpOnly SameSite=Strict ava_session_%s at /", cs, resp.Header.Values("Set-Cookie"), port)
+		cs[0].Path != "/" || cs[0].MaxAge != 0 || !cs[0].Expires.IsZero() {
+		e.t.Fatalf("login cookie %v (%q), want one HttpOnly SameSite=Strict ava_session_%s at / for the browser's session", cs, resp.Header.Values("Set-Cookie"), port)
 	}
-	return &http.Cookie{Name: cs[0].Name, Value: cs[0].Value}
+	if !res.LoggedIn || !strings.HasPrefix(res.ID, "L-") || len(res.Secret) < 40 || res.Secret == cs[0].Value ||
+		res.ExpiresAt.Sub(time.Now()) > gateway.SessionLifetime || res.ExpiresAt.Sub(time.Now()) < gateway.SessionLifetime-time.Minute {
+		e.t.Fatalf("login answer %+v", res)
+	}
+	return panelLogin{id: res.ID, cookie: &http.Cookie{Name: cs[0].Name, Value: cs[0].Value}, secret: res.Secret}
 }
 
-// TestLoginLinkWorksOnce: a one-time link sets the session cookie once;
-// its second use, an unknown code and a cookie of another daemon's
-// token are refused; POST /api/login trades the token for a cookie.
+// TestLoginLinkWorksOnce: a one-time link's code (in its fragment, which
+// browsers never send) logs a browser in once at POST /api/login; its
+// second use and unknown codes are refused; a login needs its cookie and
+// its secret together; another token's login opens nothing here; the
+// token also logs a browser in.
 func TestLoginLinkWorksOnce(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	link := e.loginURL()
-	cl := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := cl.Get(link)
-	must(t, err)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
-		t.Fatalf("first use: %d %v", resp.StatusCode, resp.Cookies())
+	_, code, _ := strings.Cut(link, "#login=")
+	// Opening the link's page does not spend the code (the page does).
+	if c := e.send(route{"GET", "/?login=" + code, ""}, nil); c != http.StatusOK {
+		t.Fatalf("GET /?login=: %d, want the panel", c)
 	}
-	cookie := resp.Cookies()[0]
-	for _, u := range []string{link, e.ts.URL + "/?login=", e.ts.URL + "/?login=nosuchcode"} {
-		resp, err := cl.Get(u)
+	resp, res := e.postLogin(`{"code":"`+code+`"}`, "")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("first use: %d", resp.StatusCode)
+	}
+	login := e.checkLogin(resp, res)
+	for _, body := range []string{`{"code":"` + code + `"}`, `{"code":""}`, `{"code":"nosuchcode"}`, `{}`, `not json`} {
+		req, _ := http.NewRequest("POST", e.ts.URL+"/api/login", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
 		must(t, err)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized || len(resp.Cookies()) != 0 || !strings.Contains(string(b), "already used or has expired") {
-			t.Fatalf("GET %s: %d %v %s, want 401 and no cookie", u, resp.StatusCode, resp.Cookies(), b)
+		if resp.StatusCode != http.StatusUnauthorized || len(resp.Cookies()) != 0 {
+			t.Fatalf("POST /api/login %s: %d %v %s, want 401 and no cookie", body, resp.StatusCode, resp.Cookies(), b)
+		}
+		if body == `{"code":"`+code+`"}` && !strings.Contains(string(b), "already used or has expired") {
+			t.Fatalf("a spent code: %s", b)
 		}
 	}
-	if code := e.send(route{"GET", "/api/sessions", ""}, http.Header{"Cookie": {(&http.Cookie{Name: cookie.Name, Value: cookie.Value}).String()}}); code != 200 {
-		t.Fatalf("GET /api/sessions with the cookie: %d", code)
+	if c := e.send(route{"GET", "/api/sessions", ""}, login.header()); c != 200 {
+		t.Fatalf("GET /api/sessions with the login: %d", c)
 	}
-	// A cookie signed with another token does not open this daemon.
+	wrong := login.header()
+	wrong.Set(client.LoginHeader, login.secret[1:])
+	if c := e.send(route{"GET", "/api/sessions", ""}, wrong); c != http.StatusUnauthorized {
+		t.Fatalf("the cookie with a wrong secret: %d, want 401", c)
+	}
+	// A login of a daemon with another token opens nothing here.
 	other := newEnv(t, envOptions{token: "another-token"})
-	oc := other.sessionCookie()
-	oc.Name = cookie.Name
-	if code := e.send(route{"GET", "/api/sessions", ""}, http.Header{"Cookie": {oc.String()}}); code != http.StatusUnauthorized {
-		t.Fatalf("another daemon's cookie: %d, want 401", code)
+	ol := other.panelLogin()
+	ol.cookie.Name = login.cookie.Name
+	if c := e.send(route{"GET", "/api/sessions", ""}, ol.header()); c != http.StatusUnauthorized {
+		t.Fatalf("another daemon's login: %d, want 401", c)
 	}
-	// The panel's dialog: the token for a cookie.
-	req, _ := http.NewRequest("POST", e.ts.URL+"/api/login", strings.NewReader(`{}`))
+	// The panel's dialog: the token for a login.
+	resp, res = e.postLogin(`{}`, e.token)
+	if resp.StatusCode != 200 {
+		t.Fatalf("POST /api/login with the token: %d", resp.StatusCode)
+	}
+	if byToken := e.checkLogin(resp, res); byToken.id == login.id {
+		t.Fatal("two logins got one ID")
+	}
+	link, err := e.c.LoginLink(ctx(t))
+	if err != nil || !strings.HasPrefix(link, e.ts.URL+"/#login=") {
+		t.Fatalf("a new link from the client: %q %v", link, err)
+	}
+}
+
+// TestLogoutAndRevocation: logins are listed with the caller's marked;
+// logout ends the caller's login (its cookie dropped) and an event
+// stream it holds at the next heartbeat, not the others'; the token
+// revokes one login by its ID, or all; a revoked login is refused by
+// every server on the store, not only the one that revoked it.
+func TestLogoutAndRevocation(t *testing.T) {
+	e := newEnv(t, envOptions{heartbeat: 100 * time.Millisecond})
+	a, b, c := e.panelLogin(), e.panelLogin(), e.panelLogin()
+	// A second server on the same runtime (as a second daemon on the
+	// data root): it finds the logins the first made.
+	second := httptest.NewServer(e.secondServer().Handler())
+	t.Cleanup(second.Close)
+	sessionsAt := func(base string, l panelLogin) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", base+"/api/sessions", nil)
+		req.Header = l.header()
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, l := range []panelLogin{a, b, c} {
+		if sessionsAt(second.URL, l) != 200 {
+			t.Fatal("a login refused by a second server on the store")
+		}
+	}
+	code, body := e.do("GET", "/api/logins", "", map[string]string{"Authorization": "", "Cookie": a.cookie.String(), client.LoginHeader: a.secret})
+	var list client.PanelLoginList
+	if code != 200 || json.Unmarshal([]byte(body), &list) != nil || len(list.Logins) != 3 {
+		t.Fatalf("GET /api/logins: %d %s", code, body)
+	}
+	for _, l := range list.Logins {
+		if l.Current != (l.ID == a.id) || l.UserAgent != "test browser" {
+			t.Fatalf("login %+v (the caller is %s)", l, a.id)
+		}
+	}
+
+	// a holds a stream; logout ends it and the login.
+	req, _ := http.NewRequestWithContext(ctx(t), "GET", e.ts.URL+"/api/chat/stream?sessionKey=ava:web:logout&after=0", nil)
+	must(t, e.rt.EnsureSession(ctx(t), "ava:web:logout"))
+	req.Header = a.header()
+	stream, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer stream.Body.Close()
+	if stream.StatusCode != 200 {
+		t.Fatalf("a's stream: %d", stream.StatusCode)
+	}
+	req, _ = http.NewRequest("POST", e.ts.URL+"/api/logout", strings.NewReader(`{}`))
+	req.Header = a.header()
 	req.Header.Set("Content-Type", "application/json")
-	resp, err = http.DefaultClient.Do(e.authorize(req))
+	resp, err := http.DefaultClient.Do(req)
 	must(t, err)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || len(resp.Cookies()) != 1 || !resp.Cookies()[0].HttpOnly {
-		t.Fatalf("POST /api/login with the token: %d %v", resp.StatusCode, resp.Cookies())
+	if resp.StatusCode != 200 || len(resp.Cookies()) != 1 || resp.Cookies()[0].MaxAge >= 0 {
+		t.Fatalf("logout: %d %v, want 200 and the cookie dropped", resp.StatusCode, resp.Cookies())
 	}
-	link, err = e.c.LoginLink(ctx(t))
-	if err != nil || !strings.HasPrefix(link, e.ts.URL+"/?login=") {
-		t.Fatalf("a new link from the client: %q %v", link, err)
+	ended := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, stream.Body); ended <- err }()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the logged-out login's stream still runs")
+	}
+	if sessionsAt(e.ts.URL, a) != http.StatusUnauthorized || sessionsAt(second.URL, a) != http.StatusUnauthorized {
+		t.Fatal("a logged-out login still works")
+	}
+	if sessionsAt(e.ts.URL, b) != 200 {
+		t.Fatal("logout ended another login")
+	}
+
+	// The token revokes b by its ID, at the second server.
+	sc := client.New(second.URL, e.token)
+	must(t, sc.RevokePanelLogin(ctx(t), b.id))
+	if err := sc.RevokePanelLogin(ctx(t), b.id); !client.IsStatus(err, http.StatusNotFound) {
+		t.Fatalf("revoking a revoked login: %v, want 404", err)
+	}
+	if sessionsAt(e.ts.URL, b) != http.StatusUnauthorized || sessionsAt(e.ts.URL, c) != 200 {
+		t.Fatal("revoking b: b still works, or c does not")
+	}
+	d := e.panelLogin()
+	n, err := e.c.RevokePanelLogins(ctx(t))
+	if err != nil || n != 2 {
+		t.Fatalf("revoke all: %d %v, want 2 (c and d)", n, err)
+	}
+	for _, l := range []panelLogin{c, d} {
+		if sessionsAt(e.ts.URL, l) != http.StatusUnauthorized || sessionsAt(second.URL, l) != http.StatusUnauthorized {
+			t.Fatal("a login works after revoking all")
+		}
+	}
+	if ls, err := e.c.PanelLogins(ctx(t)); err != nil || len(ls) != 0 {
+		t.Fatalf("logins after revoking all: %+v %v", ls, err)
+	}
+	// With the token, logout has no login to end.
+	code, body = e.do("POST", "/api/logout", "{}", nil)
+	if code != 200 || !strings.Contains(body, `"loggedOut":false`) {
+		t.Fatalf("logout with the token: %d %s", code, body)
 	}
 }
 

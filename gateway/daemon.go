@@ -42,6 +42,9 @@ type ServeOptions struct {
 	// Timeouts bound slow and idle connections (zero fields:
 	// DefaultTimeouts).
 	Timeouts Timeouts
+	// Conns bound the connections (zero fields: their defaults, from
+	// the process's descriptor limit).
+	Conns ConnLimits
 	// Draining, when set, is called when the shutdown starts, with how
 	// many turns and subagents it waits for.
 	Draining func(running int)
@@ -80,14 +83,14 @@ func Serve(ctx context.Context, ln net.Listener, rt *ava.Runtime, opt ServeOptio
 		log = slog.Default()
 	}
 	srv, err := New(Options{Runtime: rt, Addr: ln.Addr().String(), Token: opt.Token, Heartbeat: opt.Heartbeat,
-		Metrics: opt.Metrics, Logger: log, Timeouts: opt.Timeouts})
+		Metrics: opt.Metrics, Logger: log, Timeouts: opt.Timeouts, Conns: opt.Conns})
 	if err != nil {
 		return errors.Join(err, ln.Close())
 	}
 	hs := srv.HTTPServer()
 	hs.Handler = channelHandler(opt.Channels, srv.Handler(), srv.opt.Timeouts.Body)
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(srv.Listener(ln)) }()
 	stopChannels := runChannels(opt.Channels, log)
 	if opt.Ready != nil {
 		opt.Ready(ln.Addr().String())

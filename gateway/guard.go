@@ -83,10 +83,13 @@ func (g guard) crossSite(r *http.Request) string {
 	return ""
 }
 
-// bodiless reports a DELETE /mcp without a body (the end of an MCP
-// session), which has no content type to check.
+// bodiless reports a request without a body to a DELETE route (the end
+// of an MCP session, a revoked login), which has no content type to
+// check; a DELETE that no route takes still meets the JSON rule. A
+// browser never sends a DELETE across sites without a CORS preflight,
+// which the daemon does not answer, and crossSite has checked its Origin.
 func bodiless(r *http.Request) bool {
-	return r.Method == http.MethodDelete && r.URL.Path == "/mcp" && r.ContentLength == 0
+	return r.Method == http.MethodDelete && r.ContentLength == 0 && strings.HasPrefix(r.Pattern, http.MethodDelete+" ")
 }
 
 // notJSON explains why a body that is not JSON is refused, or returns "".

@@ -87,7 +87,9 @@ type envOptions struct {
 	// token is the daemon's token (default testToken).
 	token string
 	// timeouts are the server's (zero: the defaults).
-	timeouts  gateway.Timeouts
+	timeouts gateway.Timeouts
+	// conns are the server's connection limits (zero: the defaults).
+	conns     gateway.ConnLimits
 	heartbeat time.Duration
 	// script replaces the default script (MODEL stands for the model).
 	script string
@@ -147,7 +149,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	ts := httptest.NewUnstartedServer(nil)
 	o.token = cmpOr(o.token, testToken)
 	srv, err := gateway.New(gateway.Options{Runtime: rt, Addr: ts.Listener.Addr().String(), Token: o.token,
-		Heartbeat: o.heartbeat, Metrics: metrics, Logger: log, Timeouts: o.timeouts})
+		Heartbeat: o.heartbeat, Metrics: metrics, Logger: log, Timeouts: o.timeouts, Conns: o.conns})
 	if err != nil {
 		rt.Close()
 		t.Fatal(err)
@@ -160,6 +162,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if o.listen != nil {
 		ts.Listener = o.listen(ts.Listener)
 	}
+	ts.Listener = srv.Listener(ts.Listener) // as the daemon serves
 	ts.Start()
 	e := &env{t: t, token: o.token, rt: rt, in: in, srv: srv, ts: ts, c: client.New(ts.URL, o.token), model: model}
 	t.Cleanup(func() {
@@ -381,4 +384,23 @@ func scriptAliases(a map[string]map[string]string, path string) map[string]map[s
 	}
 	a["scripted"] = map[string]string{"haiku": path, "sonnet": path, "opus": path}
 	return a
+}
+
+// secondServer is another server over the same runtime, token and
+// address (as a second daemon on the data root, or another gateway of a
+// cluster behind the same address, would be): it shares the first one's
+// store and nothing else.
+func (e *env) secondServer() *gateway.Server {
+	e.t.Helper()
+	srv, err := gateway.New(gateway.Options{Runtime: e.rt, Addr: e.ts.Listener.Addr().String(), Token: e.token,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+		srv.Drain(ctx)
+		cancel()
+	})
+	return srv
 }

@@ -25,6 +25,7 @@ type Metrics struct {
 	cost        *prometheus.CounterVec
 	subscribers prometheus.Gauge
 	latency     *prometheus.HistogramVec
+	connsClosed *prometheus.CounterVec
 }
 
 // NewMetrics returns the metrics, with the Go runtime and process
@@ -44,7 +45,10 @@ func NewMetrics() *Metrics {
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ava_http_request_duration_seconds",
 		Help:    "HTTP request latency by route, method and status (streams: their whole duration).",
 		Buckets: prometheus.DefBuckets}, []string{"route", "method", "code"})
-	m.reg.MustRegister(m.spawns, m.finished, m.tokens, m.cost, m.subscribers, m.latency,
+	m.connsClosed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ava_http_connections_closed_total",
+		Help: "Connections the daemon closed before they authenticated: idle too long (unauthenticated_idle), or pushed out by newer ones at the limit (unauthenticated_evicted)."},
+		[]string{"reason"})
+	m.reg.MustRegister(m.spawns, m.finished, m.tokens, m.cost, m.subscribers, m.latency, m.connsClosed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

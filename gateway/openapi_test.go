@@ -319,6 +319,26 @@ func TestOpenAPISchemasMatchTheAnswers(t *testing.T) {
 		t.Fatalf("stop: %d %s", code, body)
 	}
 	v.check("StopResponse", []byte(body))
+
+	// The web panel's logins.
+	code, body = e.do("POST", "/api/login", `{}`, nil)
+	if code != 200 {
+		t.Fatalf("login: %d %s", code, body)
+	}
+	v.check("LoginResult", []byte(body))
+	for path, schema := range map[string]string{"GET /api/logins": "PanelLoginList", "POST /api/logout": "LoggedOut",
+		"DELETE /api/logins": "Revoked", "DELETE /api/logins/L-nosuch": "Error"} {
+		method, p, _ := strings.Cut(path, " ")
+		reqBody := ""
+		if method == "POST" {
+			reqBody = "{}"
+		}
+		code, body := e.do(method, p, reqBody, nil)
+		if code != 200 && schema != "Error" {
+			t.Fatalf("%s: %d %s", path, code, body)
+		}
+		v.check(schema, []byte(body))
+	}
 }
 
 // streamMessage is a Server-Sent Event message as the document's stream

@@ -25,11 +25,14 @@
 // registered (/healthz, /readyz, the API's OpenAPI document at
 // /api/openapi.json and the web panel's static files, which hold no
 // data), as a bearer token (compared in constant time)
-// or as a browser's session cookie (see auth.go). Every route refuses
-// a Host that is not the bound address or localhost (DNS rebinding),
-// and state-changing routes refuse a foreign Origin and any body that
-// is not JSON. Bodies are size-limited and time-limited (Timeouts);
-// every error is {"error": "..."} with its status code.
+// or as a web panel login: the session cookie together with its secret
+// in the X-Ava-Login header, kept in the store and revocable (see
+// auth.go). Every route refuses a Host that is not the bound address or
+// localhost (DNS rebinding), and state-changing routes refuse a foreign
+// Origin and any body that is not JSON. Bodies are size-limited and
+// time-limited (Timeouts), connections are capped, those that have not
+// authenticated tightly (ConnLimits); every error is {"error": "..."}
+// with its status code.
 //
 // Description. openapi.json, embedded and served at /api/openapi.json,
 // describes every route of the API (Server.Routes); a test keeps the
@@ -84,6 +87,10 @@ type Options struct {
 	// Timeouts bound slow and idle connections (zero fields:
 	// DefaultTimeouts); HTTPServer applies them.
 	Timeouts Timeouts
+	// Conns bound the connections, tighter for those that have not
+	// authenticated (zero fields: their defaults); Listener and
+	// HTTPServer apply them.
+	Conns ConnLimits
 	// Metrics collects the daemon's metrics (nil: a new one, not fed
 	// by events).
 	Metrics *Metrics
@@ -99,6 +106,7 @@ type Server struct {
 	metrics *Metrics
 	guard   guard
 	auth    *auth
+	conns   *connLimiter
 	panel   *panel
 	handler http.Handler
 	// public are the patterns of the routes that need no token.
@@ -153,12 +161,13 @@ func New(opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := newAuth(opt.Token, opt.Addr)
+	log := opt.Logger.With("component", "gateway")
+	a, err := newAuth(opt.Token, opt.Addr, opt.Runtime.Logins(), log)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opt: opt, rt: opt.Runtime, log: opt.Logger.With("component", "gateway"), metrics: opt.Metrics,
-		guard: g, auth: a, panel: p, draining: make(chan struct{}), turns: map[*turnRef]struct{}{},
+	s := &Server{opt: opt, rt: opt.Runtime, log: log, metrics: opt.Metrics,
+		guard: g, auth: a, conns: newConnLimiter(opt.Conns, opt.Metrics), panel: p, draining: make(chan struct{}), turns: map[*turnRef]struct{}{},
 		frameCaches: map[string]*frameCache{}}
 	s.mcp, err = mcpserver.New(mcpserver.Options{Runtime: s.rt, Logger: opt.Logger, Accepting: func() error {
 		if s.isDraining() {
@@ -192,7 +201,7 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 // (router.handle) but the ones registered with router.public; the
 // catch-all 404 too, so an unknown path tells nothing without the token.
 func (s *Server) routes() *router {
-	rt := &router{mux: http.NewServeMux(), require: s.require}
+	rt := &router{mux: http.NewServeMux(), require: s.require, rules: s.stateRules}
 	rt.public("GET /healthz", http.HandlerFunc(s.health))
 	rt.public("GET /readyz", http.HandlerFunc(s.ready))
 	rt.handle("GET /metrics", s.metrics.Handler())
@@ -226,8 +235,12 @@ func (s *Server) routes() *router {
 	rt.handleFunc("GET /api/mcp/servers", s.mcpServers)
 	rt.handleFunc("GET /api/hooks", s.hooks)
 	rt.handleFunc("POST /api/hooks/retry", s.retryHooks)
-	rt.handleFunc("POST /api/login", s.login)
+	rt.credentials("POST /api/login", s.login)
 	rt.handleFunc("POST /api/login/link", s.loginLink)
+	rt.handleFunc("POST /api/logout", s.logout)
+	rt.handleFunc("GET /api/logins", s.listLogins)
+	rt.handleFunc("DELETE /api/logins", s.revokeLogins)
+	rt.handleFunc("DELETE /api/logins/{id}", s.revokeLogin)
 	mcpHandler := s.mcp.Handler()
 	for _, m := range []string{"GET", "POST", "DELETE"} {
 		rt.handle(m+" /mcp", mcpHandler)
@@ -253,7 +266,7 @@ func (s *Server) routes() *router {
 func (s *Server) fallback(mux *http.ServeMux, notFound http.HandlerFunc) http.Handler {
 	gated := s.require(notFound)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.auth.allowed(r) && methodNotAllowed(w, r, mux) {
+		if _, err := s.auth.check(r); err == nil && methodNotAllowed(w, r, mux) {
 			return
 		}
 		gated.ServeHTTP(w, r)

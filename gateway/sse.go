@@ -240,6 +240,9 @@ func (s *Server) follow(ctx context.Context, sw *sseWriter, key string, sub *eve
 				return cursor, nil
 			}
 		case <-hb.C:
+			if err := s.auth.recheck(ctx); err != nil {
+				return cursor, err // its login was revoked or expired
+			}
 			if err := sw.heartbeat(); err != nil {
 				return cursor, err
 			}
@@ -292,7 +295,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	sub := s.rt.Follow(t.Key, after)
 	sw := s.startStream(w, t.Key)
-	if _, err := s.follow(r.Context(), sw, t.Key, sub, nil); err != nil && r.Context().Err() == nil && !errors.Is(err, errDraining) {
+	_, err = s.follow(r.Context(), sw, t.Key, sub, nil)
+	var ended unauthorized
+	switch {
+	case err == nil || r.Context().Err() != nil || errors.Is(err, errDraining):
+	case errors.As(err, &ended):
+		s.log.Info("stream ended: its web panel login ended", "session", t.Key)
+	default:
 		s.log.Warn("stream ended", "session", t.Key, "err", err)
 	}
 }

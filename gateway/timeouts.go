@@ -52,11 +52,17 @@ func (t Timeouts) withDefaults() Timeouts {
 }
 
 // HTTPServer returns an http.Server for the server's handler with its
-// timeouts; serve it on a listener (Serve).
+// timeouts and the hooks of its connection limits; serve it on a
+// listener wrapped by Listener (http.Server.Serve).
 func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{Handler: s.handler, ReadHeaderTimeout: s.opt.Timeouts.ReadHeader, IdleTimeout: s.opt.Timeouts.Idle,
-		MaxHeaderBytes: maxHeaderBytes, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+		MaxHeaderBytes: maxHeaderBytes, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnState: s.conns.state, ConnContext: withConn}
 }
+
+// Listener wraps ln with the server's connection limits (Options.Conns):
+// serve HTTPServer on what it returns.
+func (s *Server) Listener(ln net.Listener) net.Listener { return s.conns.listen(ln) }
 
 // bodyDeadline sets the connection's read deadline for a request that
 // has a body, and lifts it when the body has been read to its end. A

@@ -103,10 +103,12 @@ type Sender struct {
 	// Client posts webhooks; it must not follow redirects (a redirect
 	// is a failure).
 	Client *http.Client
-	// Env is the environment of a command hook (the process's, without
-	// Ava's secrets).
+	// Env is the environment of a command hook: an allow-list of the
+	// process's (see app's hookEnv), never its secrets. The hook's
+	// pass_env variables are added, read with Getenv.
 	Env []string
-	// Getenv reads a webhook's secret (os.Getenv when nil).
+	// Getenv reads a webhook's secret and a command hook's pass_env
+	// variables (os.Getenv when nil).
 	Getenv func(string) string
 	// UserAgent is sent with each webhook.
 	UserAgent string
@@ -140,8 +142,11 @@ func (s *Sender) run(ctx context.Context, spec hookspec.Spec, a Attempt) error {
 	cmd.Stdin = bytes.NewReader(a.Body)
 	out := &tail{max: maxOutput}
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Env = append(append([]string(nil), s.Env...),
-		"AVA_HOOK_EVENT="+a.Event, "AVA_HOOK_SESSION="+a.Session, "AVA_HOOK_DELIVERY="+strconv.FormatInt(a.ID, 10))
+	cmd.Env = append([]string(nil), s.Env...)
+	for _, k := range spec.PassEnv {
+		cmd.Env = append(cmd.Env, k+"="+s.getenv(k))
+	}
+	cmd.Env = append(cmd.Env, "AVA_HOOK_EVENT="+a.Event, "AVA_HOOK_SESSION="+a.Session, "AVA_HOOK_DELIVERY="+strconv.FormatInt(a.ID, 10))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("command %s: %w", spec.Command[0], err)

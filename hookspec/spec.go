@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -64,6 +65,10 @@ type Spec struct {
 	// SecretEnv names the environment variable holding the webhook's
 	// signing secret (X-Ava-Signature); the config never holds it.
 	SecretEnv string `yaml:"secret_env,omitempty" json:"secret_env,omitempty"`
+	// PassEnv names variables of Ava's environment a command hook gets
+	// beyond the allow-list every command gets (PATH, LANG, TERM, …, and
+	// HOME and TMPDIR): nothing else of Ava's environment reaches it.
+	PassEnv []string `yaml:"pass_env,omitempty" json:"pass_env,omitempty"`
 	// Timeout bounds one attempt (default DefaultTimeout).
 	Timeout time.Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 	// Attempts is how many times a delivery is tried before it is
@@ -173,8 +178,16 @@ func checkCommand(s Spec) error {
 	if s.SecretEnv != "" {
 		return errors.New("hook: secret_env signs webhooks; a command hook has none")
 	}
+	for _, k := range s.PassEnv {
+		if !envName.MatchString(k) {
+			return fmt.Errorf("hook: pass_env: %q is not a variable name", k)
+		}
+	}
 	return nil
 }
+
+// envName is a variable's name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func checkURL(s Spec, getenv func(string) string) error {
 	u, err := url.Parse(s.URL)
@@ -185,6 +198,9 @@ func checkURL(s Spec, getenv func(string) string) error {
 	}
 	if u.User != nil {
 		return fmt.Errorf("hook: url of %s holds credentials; sign with secret_env instead", u.Host)
+	}
+	if len(s.PassEnv) > 0 {
+		return fmt.Errorf("hook: pass_env is for a command; a webhook to %s gets no environment", u.Host)
 	}
 	if s.SecretEnv != "" && getenv(s.SecretEnv) == "" {
 		return fmt.Errorf("hook: secret_env %s is not set in the environment (the webhook to %s is signed with it)", s.SecretEnv, u.Host)

@@ -49,6 +49,8 @@ func TestRoleHookMistakesAreNamed(t *testing.T) {
 		"  - events: [question]\n    command: [\"notify\"]":                               "absolute path",
 		"  - events: [question]\n    url: ftp://x":                                        "not an http or https URL",
 		"  - events: [question]\n    url: http://x\n    secret_env: AVA_NOT_SET_ANYWHERE": "AVA_NOT_SET_ANYWHERE is not set",
+		"  - events: [question]\n    command: [\"/bin/true\"]\n    pass_env: [\"A-B\"]":   `pass_env: "A-B" is not a variable name`,
+		"  - events: [question]\n    url: http://x\n    pass_env: [HOME]":                 "pass_env is for a command",
 	} {
 		src := strings.Replace(hookedRole, "  - events: [subagent:complete, question]\n    command: [\"/bin/true\"]", bad, 1)
 		_, err := role.Parse("r.md", []byte(src), known)

@@ -559,6 +559,7 @@ type Store interface {
 	OwnerStore
 	ChannelStore
 	HookStore
+	LoginStore
 	// Log is every session's numbered events (see package event).
 	event.Log
 	// Close releases the store; calling it again is harmless.

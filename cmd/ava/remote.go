@@ -382,27 +382,3 @@ func colonSuffix(s string) string {
 	}
 	return ": " + s
 }
-
-func newPanelCmd(a *App) *cobra.Command {
-	return &cobra.Command{
-		Use:   "panel",
-		Short: "Print a one-time link that logs a browser in to the daemon's web panel",
-		Long: `Ask the daemon at AVA_ADDR for a new one-time link to its web panel and print
-it. Opening the link logs the browser in (a session cookie) and spends the
-link; an unused link expires after 15 minutes. ava serve prints one at its
-start.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.daemon()
-			if err != nil {
-				return err
-			}
-			link, err := c.LoginLink(cmd.Context())
-			if err != nil {
-				return daemonError(c, err)
-			}
-			fmt.Fprintln(a.Stdout, link)
-			return nil
-		},
-	}
-}

@@ -38,8 +38,9 @@ It binds 127.0.0.1:7777 unless --addr or AVA_ADDR says otherwise, and every
 route but /healthz, /readyz and the panel's static files needs its token:
 AVA_TOKEN when set, else the one it creates at its first start in the data
 root (daemon.token, mode 0600), which ava ps, status, stop, send, spawn and
-chat read. It prints a one-time link that logs a browser in to the panel (ava
-panel prints a new one). On an address that is not loopback it refuses to
+chat read. When its standard output is a terminal it prints a one-time link
+that logs a browser in to the panel; else (under systemd, into a log) it
+prints none, and ava panel prints one. On an address that is not loopback it refuses to
 start without AVA_TOKEN. With no model provider configured it answers with
 the offline scripted model, and says so.
 
@@ -110,21 +111,31 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 		fmt.Fprintf(a.Stderr, "[offline] no model provider is configured: Ava answers with the offline scripted model %s (no network, not a real model).\n"+
 			"To use a real model, set ANTHROPIC_API_KEY, OPENROUTER_API_KEY or OPENAI_API_KEY (or OPENAI_BASE_URL) and AVA_MODEL, then restart.\n", ava.OfflineModel)
 	}
-	err = runDaemon(cmd.Context(), a, cfg, gateway.ServeOptions{Grace: cfg.ShutdownGrace, Heartbeat: o.heartbeat, Logger: a.Logger(),
+	// The login link is a credential for 15 minutes: printed to a
+	// person's terminal only, never into a log or the journal (stdout
+	// under systemd), which says where to get one instead.
+	terminal := IsTerminal(a.Stdout)
+	opt := gateway.ServeOptions{Grace: cfg.ShutdownGrace, Heartbeat: o.heartbeat, Logger: a.Logger(),
 		Ready: func(addr string) {
 			if cfg.Role == config.RoleWorker {
 				fmt.Fprintf(a.Stdout, "ava worker: listening on http://%s/ (/healthz, /readyz and /metrics); running subagents from the cluster's job queue\n", addr)
 				return
 			}
 			fmt.Fprintf(a.Stdout, "ava serve: listening on http://%s/ (open it in a browser for the web panel; the API is under /api)\n", addr)
-		},
-		Login: func(link string) {
-			fmt.Fprintf(a.Stdout, "ava serve: to log a browser in to the web panel, open %s (it works once, within %s; ava panel prints a new one)\n",
-				link, gateway.LoginCodeTTL)
+			if !terminal {
+				fmt.Fprintln(a.Stdout, "ava serve: to log a browser in to the web panel, run ava panel (with this daemon's AVA_ADDR and data root): it prints a one-time link")
+			}
 		},
 		Draining: func(running int) {
 			fmt.Fprintf(a.Stderr, "ava serve: shutting down; waiting up to %s for %d running turn(s) and subagent(s)\n", cfg.ShutdownGrace, running)
-		}})
+		}}
+	if terminal {
+		opt.Login = func(link string) {
+			fmt.Fprintf(a.Stdout, "ava serve: to log a browser in to the web panel, open %s (it works once, within %s; ava panel prints a new one)\n",
+				link, gateway.LoginCodeTTL)
+		}
+	}
+	err = runDaemon(cmd.Context(), a, cfg, opt)
 	var ee *exitError
 	if err != nil && !errors.As(err, &ee) {
 		return withHint(err, "see ava serve --help")

@@ -88,7 +88,13 @@ func daemonEnv(t *testing.T) (env []string, model string) {
 // it listens.
 func startDaemon(t *testing.T, env []string, args ...string) *daemon {
 	t.Helper()
-	cmd := exec.Command(avaBin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	return startDaemonCmd(t, env, exec.Command(avaBin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...))
+}
+
+// startDaemonCmd starts cmd, an ava serve (or a wrapper that runs one),
+// with env, and waits until it listens.
+func startDaemonCmd(t *testing.T, env []string, cmd *exec.Cmd) *daemon {
+	t.Helper()
 	cmd.Env = env
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -162,6 +162,33 @@ func (c *Client) LoginLink(ctx context.Context) (string, error) {
 	return out.Link, nil
 }
 
+// PanelLogins lists the browsers logged in to the web panel (GET
+// /api/logins).
+func (c *Client) PanelLogins(ctx context.Context) ([]PanelLogin, error) {
+	var out PanelLoginList
+	if err := c.do(ctx, http.MethodGet, "/api/logins", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Logins, nil
+}
+
+// RevokePanelLogin ends one web panel login by its ID (DELETE
+// /api/logins/{id}); an unknown ID is a 404.
+func (c *Client) RevokePanelLogin(ctx context.Context, id string) error {
+	var out Revoked
+	return c.do(ctx, http.MethodDelete, "/api/logins/"+url.PathEscape(id), nil, &out)
+}
+
+// RevokePanelLogins ends every web panel login (DELETE /api/logins) and
+// reports how many there were.
+func (c *Client) RevokePanelLogins(ctx context.Context) (int, error) {
+	var out Revoked
+	if err := c.do(ctx, http.MethodDelete, "/api/logins", nil, &out); err != nil {
+		return 0, err
+	}
+	return out.Revoked, nil
+}
+
 // Chat sends a message and returns the stream of its turn, which ends
 // with an EventDone event. Close the stream when done with it; closing
 // it early does not stop the turn.

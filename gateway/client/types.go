@@ -348,3 +348,61 @@ type HookList struct {
 type HookRetryRequest struct {
 	IDs []int64 `json:"ids,omitempty"`
 }
+
+// LoginHeader carries the web panel's second secret: a request that
+// comes with the panel's session cookie is refused unless it also sends
+// the secret its login answered (LoginResult.Secret) in this header.
+// The panel keeps it in the tab's sessionStorage, which only pages of
+// the daemon's own origin (scheme, host and port) can read, whereas a
+// browser sends a host's cookies to all its ports. Clients with the
+// token send it as a bearer token instead and need neither.
+const LoginHeader = "X-Ava-Login"
+
+// LoginRequest is the body of POST /api/login: empty when the request
+// carries the token as a bearer token, else the one-time code of a login
+// link (ava serve, ava panel).
+type LoginRequest struct {
+	Code string `json:"code,omitempty"`
+}
+
+// LoginResult answers POST /api/login, beside the session cookie it
+// sets.
+type LoginResult struct {
+	LoggedIn bool `json:"loggedIn"`
+	// ID names the login (L-xxxxxxxxxxxx) in GET /api/logins.
+	ID string `json:"id"`
+	// Secret goes with the cookie on every call, in LoginHeader.
+	Secret string `json:"secret"`
+	// ExpiresAt is when the login ends unless it is used before; each
+	// use moves it (see docs/security.md).
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// PanelLogin is one browser logged in to the web panel (GET
+// /api/logins).
+type PanelLogin struct {
+	ID        string    `json:"id"`
+	UserAgent string    `json:"userAgent"`
+	CreatedAt time.Time `json:"createdAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	// Current marks the login the request itself came with.
+	Current bool `json:"current"`
+}
+
+// PanelLoginList answers GET /api/logins: the logins not expired,
+// newest first.
+type PanelLoginList struct {
+	Logins []PanelLogin `json:"logins"`
+}
+
+// Revoked answers DELETE /api/logins and DELETE /api/logins/{id}.
+type Revoked struct {
+	Revoked int `json:"revoked"`
+}
+
+// LoggedOut answers POST /api/logout.
+type LoggedOut struct {
+	// LoggedOut is set when the request came with a panel login, which
+	// is now revoked; a request with the token has none to end.
+	LoggedOut bool `json:"loggedOut"`
+}

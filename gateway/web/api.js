@@ -1,9 +1,17 @@
-// api.js: the daemon's HTTP API. The browser is logged in by a session
-// cookie (HttpOnly, set by the one-time link ava serve prints, or by
-// POST /api/login with the token the person enters), which every request
-// carries by itself: the page never holds the token. Event streams are
-// read with fetch rather than EventSource, so that one parser serves both
-// POST /api/chat and GET /api/chat/stream.
+// api.js: the daemon's HTTP API. The browser is logged in by a web panel
+// login: a session cookie (HttpOnly: the page cannot read it) and the
+// login's secret, which the page keeps in this tab's sessionStorage and
+// sends in the X-Ava-Login header with every call. The daemon refuses the
+// cookie without it: a browser sends a host's cookies to all its ports,
+// but only the daemon's own origin (scheme, host and port) can read its
+// sessionStorage. A login is made from the one-time link ava serve and
+// ava panel print (its code comes in the URL's fragment, #login=CODE,
+// which the browser never sends anywhere) or from the token the person
+// enters, which the page does not keep. Other tabs of the panel get the
+// secret from an open one (a BroadcastChannel, which is same-origin too).
+// Event streams are read with fetch rather than EventSource, which could
+// not send the header, so that one parser serves both POST /api/chat and
+// GET /api/chat/stream.
 
 // An older panel kept the token in localStorage: forget it.
 localStorage.removeItem('ava.token');
@@ -16,7 +24,89 @@ export class HTTPError extends Error {
   }
 }
 
-let askToken = null; // () => Promise<string|null>, set by the app
+const HEADER = 'X-Ava-Login';
+const KEPT = 'ava.login'; // the sessionStorage key of the login's secret
+
+let secret = sessionStorage.getItem(KEPT) || '';
+let loginError = ''; // why the last login failed, for the dialog
+
+// keep sets (or, with '', forgets) this tab's login secret.
+function keep(s) {
+  secret = s || '';
+  if (secret) sessionStorage.setItem(KEPT, secret);
+  else sessionStorage.removeItem(KEPT);
+}
+
+// The panel's tabs share a login: a tab without one asks the others, and
+// a logout in one is a logout in all.
+const tabs = typeof BroadcastChannel === 'function' ? new BroadcastChannel('ava.login') : null;
+tabs?.addEventListener('message', (e) => {
+  const m = e.data || {};
+  if (m.type === 'ask' && secret) tabs.postMessage({ type: 'secret', secret });
+  else if (m.type === 'logout') keep('');
+});
+
+// fromOtherTab asks the panel's other tabs for their login (not the one
+// that just failed) and resolves true once it has one.
+function fromOtherTab(failed) {
+  if (!tabs) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const on = (e) => {
+      if (e.data?.type === 'secret' && e.data.secret && e.data.secret !== failed) done(e.data.secret);
+    };
+    const timer = setTimeout(() => done(''), 300);
+    function done(s) {
+      clearTimeout(timer);
+      tabs.removeEventListener('message', on);
+      if (s) keep(s);
+      resolve(!!s);
+    }
+    tabs.addEventListener('message', on);
+    tabs.postMessage({ type: 'ask' });
+  });
+}
+
+// exchange trades a credential (a login link's code in the body, or the
+// token as a bearer token) for a login: the cookie, and the secret kept
+// here. It resolves true when logged in, else false with loginError set.
+async function exchange(body, headers = {}) {
+  try {
+    const res = await fetch('/api/login', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
+    if (!res.ok) {
+      loginError = (await res.json().catch(() => ({}))).error || `${res.status} ${res.statusText}`;
+      return false;
+    }
+    keep((await res.json()).secret);
+    loginError = '';
+    return true;
+  } catch (err) {
+    loginError = err.message;
+    return false;
+  }
+}
+
+// A login link: trade its code before any call, and take it out of the
+// address bar and the history at once.
+let starting = null;
+{
+  const q = new URLSearchParams(location.hash.slice(1));
+  const code = q.get('login');
+  if (code !== null) {
+    q.delete('login');
+    const rest = q.toString();
+    history.replaceState(null, '', location.pathname + location.search + (rest ? `#${rest}` : ''));
+    starting = exchange({ code });
+  }
+}
+
+/** Resolves once a login link's code, if the page came with one, is traded. */
+export const ready = starting || Promise.resolve(true);
+
+let askToken = null; // (why) => Promise<string|null>, set by the app
 let asking = null; // the login under way, shared by every caller
 
 /** Sets how the panel asks the person for the daemon's token. */
@@ -24,29 +114,35 @@ export function onTokenNeeded(fn) {
   askToken = fn;
 }
 
-// login asks once for the token, however many requests got a 401 at
-// the same moment, and exchanges it for a session cookie. It resolves
-// true when the browser is logged in.
-function login() {
-  if (!askToken) return Promise.resolve(false);
+// login logs in once, however many requests got a 401 at the same
+// moment: with another tab's login if one has a working one, else with
+// the token the person enters (asked again while it is wrong). failed is
+// the secret the 401 came with, which has ended. It resolves true when
+// the browser is logged in.
+function login(failed) {
   asking ??= (async () => {
-    const t = await askToken();
-    if (!t) return false;
-    const res = await fetch('/api/login', {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${t}` },
-      body: '{}',
-    });
-    return res.ok;
+    if (secret && secret === failed) keep('');
+    if (await fromOtherTab(failed)) return true;
+    if (!askToken) return false;
+    for (;;) {
+      const t = await askToken(loginError);
+      if (!t) return false;
+      if (await exchange({}, { Authorization: `Bearer ${t}` })) return true;
+    }
   })().finally(() => { asking = null; });
   return asking;
 }
 
-// request performs one call; a 401 logs in once and retries.
+// request performs one call with the login's secret; a 401 logs in once
+// and retries.
 async function request(path, init = {}) {
+  if (starting) await starting;
   for (let attempt = 0; ; attempt++) {
-    const res = await fetch(path, init);
-    if (res.status === 401 && attempt === 0 && (await login())) continue;
+    const sent = secret;
+    const headers = new Headers(init.headers);
+    if (sent) headers.set(HEADER, sent);
+    const res = await fetch(path, { ...init, headers });
+    if (res.status === 401 && attempt === 0 && (await login(sent))) continue;
     if (res.ok) return res;
     let msg = `${res.status} ${res.statusText}`;
     try {
@@ -54,6 +150,21 @@ async function request(path, init = {}) {
     } catch { /* not JSON: keep the status line */ }
     throw new HTTPError(res.status, msg);
   }
+}
+
+/**
+ * Logs this browser out: the daemon revokes the login (in every tab, which
+ * are told to forget it too), and the page keeps no secret.
+ */
+export async function logout() {
+  const sent = secret;
+  keep('');
+  tabs?.postMessage({ type: 'logout' });
+  await fetch('/api/logout', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', [HEADER]: sent },
+    body: '{}',
+  }).catch(() => {});
 }
 
 /** GETs path and decodes its JSON answer. */

@@ -4,7 +4,7 @@
 import { h, render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import htm from 'htm';
-import { getJSON, onTokenNeeded, renameSession } from './api.js';
+import { getJSON, logout, onTokenNeeded, ready, renameSession } from './api.js';
 import { ago } from './format.js';
 import { Chat } from './chat.js';
 import { Boards, SubagentList, Timeline, useSubagents } from './subagents.js';
@@ -30,6 +30,7 @@ function useHash() {
   useEffect(() => {
     const on = () => setRoute(readHash());
     window.addEventListener('hashchange', on);
+    on(); // a change between the first render and this effect
     return () => window.removeEventListener('hashchange', on);
   }, []);
   return [route, (r) => writeHash({ ...route, ...r })];
@@ -40,11 +41,13 @@ function App() {
   const [tab, setTab] = useState('chat'); // phone only: chat or subagents
   const [health, setHealth] = useState(null);
   const [asking, setAsking] = useState(null);
-  const list = useSubagents(route.session);
+  const [loggedOut, setLoggedOut] = useState(false);
+  const list = useSubagents(loggedOut ? null : route.session);
   useEffect(() => {
-    onTokenNeeded(() => new Promise((resolve) => setAsking({ resolve })));
+    onTokenNeeded((why) => new Promise((resolve) => setAsking({ resolve, why })));
     getJSON('/healthz').then(setHealth, () => {});
   }, []);
+  if (loggedOut) return html`<${LoggedOut} />`;
   const openSub = (id) => {
     go({ open: id });
     setTab('chat');
@@ -58,6 +61,8 @@ function App() {
         ${health?.offline && html`<span class="pill offline" title=${health.model}>offline model</span>`}
         <${SessionPicker} current=${route.session} onPick=${(key) => go({ session: key, open: '' })} />
         <button class="ghost new-chat" onClick=${() => go({ session: '', open: '' })}>New chat</button>
+        <button class="ghost logout" title="End this browser's login to the daemon"
+          onClick=${async () => { await logout(); setLoggedOut(true); }}>Log out</button>
       </header>
       <nav class="tabs">
         <button class=${tab === 'chat' ? 'on' : ''} onClick=${() => setTab('chat')}>Chat</button>
@@ -80,7 +85,7 @@ function App() {
           <${Boards} list=${list} open=${route.open} onOpen=${openSub} />
         </aside>
       </main>
-      ${asking && html`<${TokenDialog} done=${(t) => { asking.resolve(t); setAsking(null); }} />`}
+      ${asking && html`<${TokenDialog} why=${asking.why} done=${(t) => { asking.resolve(t); setAsking(null); }} />`}
     </div>`;
 }
 
@@ -146,16 +151,19 @@ function sessionLabel(ss, open) {
 }
 
 /**
- * Asks for the daemon's token once, when the browser has no session: the
- * token is exchanged for a session cookie and not kept by the page.
+ * Asks for the daemon's token, when the browser has no login: the token is
+ * traded for a login (a session cookie and a secret this tab keeps) and
+ * not kept by the page. why says what went wrong before, if anything (a
+ * spent login link, a wrong token).
  */
-function TokenDialog({ done }) {
+function TokenDialog({ done, why }) {
   const [value, setValue] = useState('');
   return html`
     <div class="modal" role="dialog" aria-modal="true" aria-labelledby="token-title">
       <form onSubmit=${(e) => { e.preventDefault(); done(value.trim() || null); }}>
         <h2 id="token-title">Log in</h2>
-        <p>Open the link <code>ava serve</code> printed (or run <code>ava panel</code> for a new one),
+        ${why && html`<p class="error" role="alert">${why}</p>`}
+        <p>Run <code>ava panel</code> and open the link it prints (it works once),
           or enter the daemon's token: <code>AVA_TOKEN</code>, or the file <code>daemon.token</code> in its data root.</p>
         <input type="password" autocomplete="current-password" autofocus value=${value}
           onInput=${(e) => setValue(e.currentTarget.value)} aria-label="Token" />
@@ -167,4 +175,17 @@ function TokenDialog({ done }) {
     </div>`;
 }
 
-render(html`<${App} />`, document.getElementById('app'));
+/** What the panel shows once logged out: nothing of the daemon's. */
+function LoggedOut() {
+  return html`
+    <div class="logged-out">
+      <h1>Ava</h1>
+      <p>You are logged out: this browser's login has ended on the daemon.</p>
+      <p>To log in again, run <code>ava panel</code> and open the link it prints, or log in with the daemon's token.</p>
+      <button onClick=${() => location.reload()}>Log in</button>
+    </div>`;
+}
+
+// A login link's code is traded first, so that the page shows nothing it
+// would have to ask the token for (and a link opened in passing still logs in).
+ready.then(() => render(html`<${App} />`, document.getElementById('app')));
