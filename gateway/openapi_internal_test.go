@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"net"
 	"net/http/httptest"
 	"testing"
 )
@@ -20,10 +21,8 @@ func TestOpenAPINamesTheDaemon(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := newAuth("tok", tc.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, port, _ := net.SplitHostPort(tc.addr)
+		a := &auth{cookieName: "ava_session_" + cleanPort(port)}
 		s := &Server{opt: Options{Addr: tc.addr}, guard: g, auth: a}
 		h, err := s.openAPIHandler()
 		if err != nil {
