@@ -20,6 +20,8 @@ type repoGuard struct {
 	mu      sync.Mutex
 	base    *repoSnapshot
 	changes []RepoChange
+	// seen are the changes reported, without where they were moved.
+	seen map[RepoChange]bool
 }
 
 // newRepoGuard guards the workspace of s, or returns nil when the
@@ -54,8 +56,12 @@ func (g *repoGuard) prepare() ([]string, error) {
 }
 
 // check lists the markers again, moves aside what the command created,
-// replaced or changed, and returns what it found since the last check.
-// The listing after the moves is the next check's starting point.
+// replaced or changed since it started, and returns what it found that
+// it had not reported yet. The first listing stays the baseline, so
+// that a marker put back after it was moved aside (a long-running
+// server's) is found and moved aside again. What it could not check (a
+// folder it cannot list, a workspace too large, a listing that failed)
+// is reported too, never passed over in silence.
 func (g *repoGuard) check() []RepoChange {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -66,44 +72,45 @@ func (g *repoGuard) check() []RepoChange {
 	if err != nil {
 		slog.Error("sandbox: could not list the workspace's repositories after a command; check them before running git there",
 			"workspace", g.root, "err", err)
-		return nil
+		return g.report([]RepoChange{{Path: g.root, What: "unchecked", Kind: "workspace", Err: err.Error()}})
 	}
-	pending := g.base.changes(after)
-	if len(pending) == 0 {
-		return nil
-	}
-	now := time.Now()
 	var found []RepoChange
-	for _, c := range pending {
-		rc := g.base.apply(c, now)
-		found = append(found, rc)
-		slog.Warn("sandbox: a command changed a repository in the workspace", "change", rc.String())
+	now := time.Now()
+	for _, c := range g.base.changes(after) {
+		found = append(found, g.base.apply(c, now))
 	}
-	g.changes = append(g.changes, found...)
-	// The markers as they are now, quarantined ones included, are the
-	// next check's baseline; what was protected stays so.
-	if next, err := scanRepos(g.root, g.skip, false); err == nil {
-		byEntry := make(map[[2]uint64]marker, len(g.base.markers))
-		for _, b := range g.base.markers {
-			byEntry[[2]uint64{b.dev, b.ino}] = b
-		}
-		for rel, m := range next.markers {
-			if b, ok := byEntry[[2]uint64{m.dev, m.ino}]; ok && b.kind == m.kind {
-				next.markers[rel] = b // the same entry, perhaps moved
-			} else {
-				m.sum = next.fingerprint(rel, m.kind)
-				next.markers[rel] = m
-			}
-		}
-		next.missing = g.base.missing
-		for rel, b := range g.base.markers {
-			if b.kind == kindTarget {
-				next.markers[rel] = b
-			}
-		}
-		g.base = next
+	for _, rel := range after.unchecked {
+		found = append(found, RepoChange{Path: after.abs(rel), What: "unchecked", Kind: "folder",
+			Err: "it cannot be listed, even with its owner's rights given back"})
 	}
-	return found
+	if after.truncated {
+		found = append(found, RepoChange{Path: g.root, What: "unchecked", Kind: "workspace",
+			Err: fmt.Sprintf("it holds more than %d entries or took longer than %s to list; the rest was not checked", maxScanEntries, maxScanTime)})
+	}
+	for _, c := range found {
+		slog.Warn("sandbox: a command changed a repository in the workspace", "change", c.String())
+	}
+	return g.report(found)
+}
+
+// report keeps the changes not reported before (a moved repository is
+// seen again at every check of a long-running server) and returns them.
+func (g *repoGuard) report(found []RepoChange) []RepoChange {
+	if g.seen == nil {
+		g.seen = map[RepoChange]bool{}
+	}
+	var out []RepoChange
+	for _, c := range found {
+		key := c
+		key.MovedTo = ""
+		if c.MovedTo == "" && g.seen[key] {
+			continue
+		}
+		g.seen[key] = true
+		out = append(out, c)
+	}
+	g.changes = append(g.changes, out...)
+	return out
 }
 
 // all returns every change found so far.

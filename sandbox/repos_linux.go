@@ -2,8 +2,10 @@ package sandbox
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -100,7 +102,10 @@ type repoSnapshot struct {
 	markers map[string]marker // by path relative to root ("." for root)
 	// missing are paths a repository's configuration names inside the
 	// workspace that do not exist: the command must not create them.
-	missing   []string
+	missing []string
+	// unchecked are folders that could not be listed even with their
+	// owner's rights given back: what they hold is unknown.
+	unchecked []string
 	truncated bool
 }
 
@@ -109,7 +114,8 @@ type repoSnapshot struct {
 type RepoChange struct {
 	// Path is the marker's path.
 	Path string `json:"path"`
-	// What is "created", "replaced", "changed" or "moved".
+	// What is "created", "replaced", "changed", "moved", or "unchecked"
+	// for a folder (or the whole workspace) Ava could not check.
 	What string `json:"what"`
 	// Kind says what the marker is ("repository", "bare repository", …).
 	Kind string `json:"kind"`
@@ -125,6 +131,8 @@ type RepoChange struct {
 // String is one line for a tool result or a log.
 func (c RepoChange) String() string {
 	switch {
+	case c.What == "unchecked":
+		return fmt.Sprintf("could NOT check the %s %s for repositories (%s): do not run git there before checking it", c.Kind, c.Path, c.Err)
 	case c.Err != "":
 		return fmt.Sprintf("%s %s: %s, and Ava could NOT move it aside (%s): do not run git there before checking it", c.What, c.Kind, c.Path, c.Err)
 	case c.What == "moved":
@@ -153,42 +161,47 @@ func RepoNotice(changes []RepoChange) string {
 // a symbolic link, skipping the folders in skip (hidden from the
 // sandbox), and bounded by maxScanEntries and maxScanTime. With targets,
 // it also records what each repository's configuration names inside the
-// workspace.
+// workspace. A folder a command made unreadable is given back its
+// owner's rights (the command runs as Ava's user) and listed; one that
+// still cannot be listed is recorded in unchecked, not skipped.
 func scanRepos(root string, skip []string, targets bool) (*repoSnapshot, error) {
 	root = filepath.Clean(root)
 	s := &repoSnapshot{root: root, markers: map[string]marker{}}
-	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	rootFd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open workspace %s: %w", root, err)
 	}
-	type dir struct {
-		fd  int
-		rel string
-	}
-	stack := []dir{{fd, "."}}
+	defer unix.Close(rootFd)
+	// Pending folders are kept by path, not by descriptor, so that a
+	// folder with a million subfolders costs no descriptors.
+	stack := []string{"."}
 	deadline := time.Now().Add(maxScanTime)
 	entries := 0
-	for len(stack) > 0 {
-		d := stack[len(stack)-1]
+	for len(stack) > 0 && !s.truncated {
+		rel := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if s.truncated {
-			unix.Close(d.fd)
+		fd, err := openBeneath(rootFd, rel)
+		if err != nil {
+			if rel == "." {
+				return nil, fmt.Errorf("open workspace %s: %w", root, err)
+			}
+			if !errors.Is(err, unix.ENOENT) {
+				s.unchecked = append(s.unchecked, rel)
+			}
 			continue
 		}
-		subs, n, err := s.scanDir(d.fd, d.rel, skip)
-		if err != nil && d.rel == "." {
-			unix.Close(d.fd)
-			return nil, err
+		subs, n, err := s.scanDir(fd, rel, skip)
+		unix.Close(fd)
+		if err != nil {
+			if rel == "." {
+				return nil, err
+			}
+			s.unchecked = append(s.unchecked, rel)
+			continue
 		}
 		for _, name := range subs {
-			// Opened beneath the folder, never through a link: a folder
-			// swapped for a link since it was listed is not followed.
-			sfd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-			if err == nil {
-				stack = append(stack, dir{sfd, joinRel(d.rel, name)})
-			}
+			stack = append(stack, joinRel(rel, name))
 		}
-		unix.Close(d.fd)
 		entries += n
 		if entries > maxScanEntries || time.Now().After(deadline) {
 			s.truncated = true
@@ -198,6 +211,50 @@ func scanRepos(root string, skip []string, targets bool) (*repoSnapshot, error) 
 		s.addTargets()
 	}
 	return s, nil
+}
+
+// openBeneath opens the folder rel beneath the workspace open as rootFd
+// for listing, never through a link. A folder the command took its
+// owner's rights from (chmod 0) gets them back first: the command runs
+// as Ava's user, so it is Ava's folder.
+func openBeneath(rootFd int, rel string) (int, error) {
+	how := &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NONBLOCK,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(rootFd, rel, how)
+	if !errors.Is(err, unix.EACCES) {
+		return fd, err
+	}
+	if unlockPath(rootFd, rel) != nil {
+		return fd, err
+	}
+	return unix.Openat2(rootFd, rel, how)
+}
+
+// unlockPath gives its owner read, write and search rights on rel and
+// on each folder above it, beneath rootFd, so that Ava can list it and
+// move what is in it aside.
+func unlockPath(rootFd int, rel string) error {
+	parts := strings.Split(filepath.Clean(rel), "/")
+	if rel == "." {
+		parts = nil
+	}
+	for i := 0; i <= len(parts); i++ {
+		sub := "."
+		if i > 0 {
+			sub = filepath.Join(parts[:i]...)
+		}
+		fd, err := unix.Openat2(rootFd, sub, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+		if err != nil {
+			return err
+		}
+		err = unlockDir(fd)
+		unix.Close(fd)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // scanDir records the markers in the folder open as fd and returns the
@@ -211,8 +268,9 @@ func (s *repoSnapshot) scanDir(fd int, rel string, skip []string) ([]string, int
 	for _, e := range list {
 		types[e.name] = e.typ
 	}
-	bare := isBareLayout(types)
-	if bare {
+	// A folder Ava moved aside keeps its layout but is no repository git
+	// finds unless someone works inside it: it is not a marker.
+	if isBareLayout(types) && !strings.Contains(filepath.Base(rel), QuarantineTag) {
 		s.record(fd, rel, ".", kindBare)
 	}
 	if t, ok := types[".git"]; ok {
@@ -224,7 +282,7 @@ func (s *repoSnapshot) scanDir(fd int, rel string, skip []string) ([]string, int
 	}
 	var subs []string
 	for _, e := range list {
-		if e.typ != unix.DT_DIR || e.name == ".git" || bare && e.name == "objects" || isSkipped(s.abs(joinRel(rel, e.name)), skip) {
+		if e.typ != unix.DT_DIR || e.name == ".git" || isSkipped(s.abs(joinRel(rel, e.name)), skip) {
 			continue
 		}
 		subs = append(subs, e.name)
@@ -295,13 +353,18 @@ func dtOf(mode uint32) uint8 {
 
 // isBareLayout reports whether a folder with these entries is one git
 // takes for a repository's own folder: HEAD, and objects and refs, or
-// commondir (a linked worktree's folder, whose objects live elsewhere).
+// commondir (a linked worktree's folder, whose objects live elsewhere),
+// whatever kind of entry objects and refs are.
 func isBareLayout(types map[string]uint8) bool {
 	head, ok := types["HEAD"]
 	if !ok || head == unix.DT_DIR {
 		return false
 	}
-	if types["objects"] == unix.DT_DIR && types["refs"] == unix.DT_DIR {
+	// git asks only that objects and refs can be reached (access(2)): a
+	// link or even a file will do, not only a folder.
+	_, objects := types["objects"]
+	_, refs := types["refs"]
+	if objects && refs {
 		return true
 	}
 	common, ok := types["commondir"]
@@ -327,49 +390,116 @@ func (s *repoSnapshot) record(fd int, rel, name string, kind markerKind) {
 // addTargets records what each repository's configuration names inside
 // the workspace: its hooks folder (core.hooksPath) and included files
 // (include.path, includeIf.*.path), as markers when they exist and as
-// missing paths when not.
+// missing paths when not. The configuration read is what git reads for
+// a worktree there: a .git folder's or bare repository's config, or
+// for a .git pointer (a linked worktree, a submodule) the config of the
+// folder it points to and of that folder's common folder, with every
+// included file read in turn.
 func (s *repoSnapshot) addTargets() {
-	for rel, m := range s.markers {
-		if m.kind != kindGitDir && m.kind != kindBare {
+	rels := make([]string, 0, len(s.markers))
+	for rel := range s.markers {
+		rels = append(rels, rel)
+	}
+	for _, rel := range rels {
+		m := s.markers[rel]
+		var gitDir, top string
+		switch m.kind {
+		case kindGitDir:
+			gitDir, top = s.abs(rel), filepath.Dir(s.abs(rel))
+		case kindBare:
+			gitDir, top = s.abs(rel), s.abs(rel)
+		case kindGitFile:
+			gitDir, top = pointedGitDir(s.abs(rel)), filepath.Dir(s.abs(rel))
+		}
+		if gitDir == "" {
 			continue
 		}
-		data, err := fsread.File(filepath.Join(s.abs(rel), "config"), maxConfigBytes, "a repository's configuration")
-		if err != nil {
-			continue
-		}
-		top := filepath.Dir(s.abs(rel)) // a worktree's top folder
-		if m.kind == kindBare {
-			top = s.abs(rel)
-		}
-		for _, t := range configPaths(data) {
-			var p string
-			switch {
-			case strings.HasPrefix(t.value, "~"):
-				continue // the person's home: hidden from every sandbox
-			case filepath.IsAbs(t.value):
-				p = filepath.Clean(t.value)
-			case t.key == "hookspath":
-				p = filepath.Join(top, t.value)
-			default:
-				p = filepath.Join(s.abs(rel), t.value)
+		configs := []string{filepath.Join(gitDir, "config"), filepath.Join(gitDir, "config.worktree")}
+		if common, err := fsread.File(filepath.Join(gitDir, "commondir"), 4096, "a repository's commondir"); err == nil {
+			c := strings.TrimSpace(string(common))
+			if !filepath.IsAbs(c) {
+				c = filepath.Join(gitDir, c)
 			}
-			trel, err := filepath.Rel(s.root, p)
-			if err != nil || trel == "." || trel == ".." || strings.HasPrefix(trel, "../") {
+			configs = append(configs, filepath.Join(c, "config"))
+		}
+		seen := map[string]bool{}
+		for len(configs) > 0 && len(seen) < 16 {
+			cfg := configs[0]
+			configs = configs[1:]
+			if seen[cfg] {
 				continue
 			}
-			if _, ok := s.markers[trel]; ok {
+			seen[cfg] = true
+			data, err := fsread.File(cfg, maxConfigBytes, "a repository's configuration")
+			if err != nil {
 				continue
 			}
-			var st unix.Stat_t
-			if err := unix.Lstat(p, &st); err != nil {
-				if !slices.Contains(s.missing, trel) {
-					s.missing = append(s.missing, trel)
+			for _, t := range configPaths(data) {
+				p := targetPath(t, top, filepath.Dir(cfg))
+				if p == "" {
+					continue
 				}
-				continue
+				if t.key == "path" {
+					configs = append(configs, p) // an include: its settings count too
+				}
+				s.addTarget(p)
 			}
-			s.markers[trel] = marker{kind: kindTarget, dev: st.Dev, ino: st.Ino}
 		}
 	}
+}
+
+// pointedGitDir is the folder a .git pointer file names ("gitdir: X",
+// relative to the file's folder), or "" when it is no such file.
+func pointedGitDir(path string) string {
+	data, err := fsread.File(path, 4096, "a .git file")
+	if err != nil {
+		return ""
+	}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
+	if !ok {
+		return ""
+	}
+	dir = strings.TrimSpace(dir)
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(filepath.Dir(path), dir)
+	}
+	return filepath.Clean(dir)
+}
+
+// targetPath is where a path-valued setting points: a hooks path
+// relative to the worktree's top folder, an include relative to the
+// configuration file's folder; "" for the person's home (hidden from
+// every sandbox).
+func targetPath(t configPath, top, cfgDir string) string {
+	switch {
+	case strings.HasPrefix(t.value, "~"):
+		return ""
+	case filepath.IsAbs(t.value):
+		return filepath.Clean(t.value)
+	case t.key == "hookspath":
+		return filepath.Join(top, t.value)
+	}
+	return filepath.Join(cfgDir, t.value)
+}
+
+// addTarget records p, when it is inside the workspace, as a marker if
+// it exists and as a missing path if not.
+func (s *repoSnapshot) addTarget(p string) {
+	trel, err := filepath.Rel(s.root, p)
+	if err != nil || trel == "." || trel == ".." || strings.HasPrefix(trel, "../") {
+		return
+	}
+	if _, ok := s.markers[trel]; ok {
+		return
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		if !slices.Contains(s.missing, trel) {
+			s.missing = append(s.missing, trel)
+		}
+		return
+	}
+	s.markers[trel] = marker{kind: kindTarget, dev: st.Dev, ino: st.Ino}
 }
 
 // configPath is one path-valued key of a git configuration.
@@ -492,11 +622,20 @@ func (s *repoSnapshot) fingerprint(rel string, kind markerKind) [32]byte {
 		if kind != kindTarget {
 			hooks = filepath.Join(p, "hooks")
 		}
+		// Each hook's content, not its size and time, which a command
+		// can set back.
 		list, _ := os.ReadDir(hooks)
-		for _, e := range list {
-			if fi, err := e.Info(); err == nil {
-				fmt.Fprintf(h, "hook\x00%s\x00%d\x00%d\x00%o\x00", e.Name(), fi.Size(), fi.ModTime().UnixNano(), fi.Mode())
+		for i, e := range list {
+			if i == 256 {
+				fmt.Fprintf(h, "more\x00%d", len(list))
+				break
 			}
+			fi, err := e.Info()
+			if err != nil {
+				continue
+			}
+			data, _ := fsread.File(filepath.Join(hooks, e.Name()), maxConfigBytes, "a hook")
+			fmt.Fprintf(h, "hook\x00%s\x00%o\x00%d\x00%s\x00", e.Name(), fi.Mode(), fi.Size(), data)
 		}
 	}
 	var sum [32]byte
@@ -600,21 +739,22 @@ func quarantine(root, rel string, now time.Time) (string, error) {
 	parent, name := filepath.Split(rel)
 	pfd := rootFd
 	if parent != "" {
-		pfd, err = unix.Openat2(rootFd, filepath.Clean(parent), &unix.OpenHow{
-			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-		})
+		how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+		pfd, err = unix.Openat2(rootFd, filepath.Clean(parent), how)
+		if errors.Is(err, unix.EACCES) && unlockPath(rootFd, filepath.Clean(parent)) == nil {
+			pfd, err = unix.Openat2(rootFd, filepath.Clean(parent), how)
+		}
 		if err != nil {
 			return "", fmt.Errorf("open %s: %w", parent, err)
 		}
 		defer unix.Close(pfd)
 	}
-	base := name + QuarantineTag + now.UTC().Format("20060102T150405Z")
 	for i := 0; i < 100; i++ {
-		to := base
-		if i > 0 {
-			to += "-" + strconv.Itoa(i)
-		}
+		// A name nobody can guess, so none can be taken in advance.
+		var rnd [6]byte
+		_, _ = rand.Read(rnd[:])
+		to := name + QuarantineTag + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(rnd[:])
 		err = unix.Renameat2(pfd, name, pfd, to, unix.RENAME_NOREPLACE)
 		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
 			// The command may have taken the write bit off the folder.
@@ -629,7 +769,7 @@ func quarantine(root, rel string, now time.Time) (string, error) {
 			return filepath.Join(parent, to), nil
 		}
 	}
-	return "", fmt.Errorf("rename %s: every quarantine name is taken", rel)
+	return "", fmt.Errorf("rename %s: no free quarantine name", rel)
 }
 
 // unlockDir gives its owner write and search rights on the folder open

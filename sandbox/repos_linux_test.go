@@ -138,6 +138,48 @@ func TestPlantedRepositoriesRunNothingOutside(t *testing.T) {
 			probe:  []string{"."},
 			want:   []string{"created .husky/_"},
 		},
+		// Found by the attacker's probe of the first version of the guard:
+		{
+			name:   "a bare repository whose objects and refs are links",
+			setup:  func(t *testing.T, ws string) { initRepo(t, ws) },
+			script: "mkdir src && cd src && git init -q --bare . && mv objects .objects && ln -s .objects objects && mv refs .refs && ln -s .refs refs && git --git-dir=. config core.bare false && git --git-dir=. config core.worktree . && git --git-dir=. config core.fsmonitor 'touch PWNED #'",
+			probe:  []string{"src"},
+			want:   []string{"created src"},
+		},
+		{
+			name:   "a repository in a folder made unreadable",
+			script: "mkdir -p a/b && git init -q a/b && " + strings.ReplaceAll(fsm, "%s", "a/b") + " && chmod 0111 a",
+			probe:  []string{"a/b"},
+			want:   []string{"created a/b/.git"},
+		},
+		{
+			name:   "a repository and a workspace made unreadable",
+			script: "git init -q docs && " + strings.ReplaceAll(fsm, "%s", "docs") + " && chmod 0311 .",
+			probe:  []string{"docs"},
+			want:   []string{"created docs/.git"},
+		},
+		{
+			name: "the hooks folder a linked worktree's repository names",
+			setup: func(t *testing.T, ws string) {
+				initRepo(t, filepath.Join(ws, "main"))
+				gitRun(t, filepath.Join(ws, "main"), "config", "core.hooksPath", ".husky/_")
+				gitRun(t, filepath.Join(ws, "main"), "worktree", "add", "-q", "../wt")
+			},
+			script: "mkdir -p wt/.husky/_ && " + hook("wt/.husky/_"),
+			probe:  []string{"wt"},
+			want:   []string{"created wt/.husky/_"},
+		},
+		{
+			name: "the hooks folder an included file names",
+			setup: func(t *testing.T, ws string) {
+				initRepo(t, ws)
+				writeFiles(t, ws, map[string]string{".gitconfig-local": "[core]\n\thooksPath = .husky/_\n"})
+				gitRun(t, ws, "config", "include.path", "../.gitconfig-local")
+			},
+			script: "mkdir -p .husky/_ && " + hook(".husky/_"),
+			probe:  []string{"."},
+			want:   []string{"created .husky/_"},
+		},
 	} {
 		t.Run(a.name, func(t *testing.T) {
 			ws := t.TempDir()
