@@ -67,7 +67,7 @@ func (r *Router) Outbox(ev event.Event) []store.HookDelivery {
 	var out []store.HookDelivery
 	for _, h := range r.hearing(n) {
 		h = h.WithDefaults()
-		d := store.HookDelivery{HookID: h.ID(), Kind: h.Kind(), Event: n.Event, Body: string(n.Body), MaxAttempts: h.Attempts}
+		d := store.HookDelivery{HookID: h.ID(), Kind: h.Kind(), Event: n.Event, Run: n.Run, Body: string(n.Body), MaxAttempts: h.Attempts}
 		if d.Kind == hookspec.KindCommand {
 			d.Host = r.Host
 		}
@@ -104,8 +104,11 @@ type Options struct {
 	// Hooks are every hook this process has (config file and roles),
 	// by ID: it claims their deliveries only.
 	Hooks map[string]hookspec.Spec
-	// Owner is this process's instance ID; Host its machine.
-	Owner string
+	// Owner returns this process's instance ID as it is now (it
+	// changes when the process lost its lease and registered again):
+	// each claim is recorded under it, so that once recovery removes a
+	// gone instance its claims are free at once. Host is the machine.
+	Owner func() string
 	Host  string
 	// Sender makes the attempts.
 	Sender *Sender
@@ -176,16 +179,17 @@ func (d *Dispatcher) Run(ctx context.Context) {
 // timeouts.
 const batch = 8
 
-// pass claims what is due (of ids, when set) for the hooks not busy in
-// this process, and starts one goroutine per hook (counted in wg) that
-// attempts its deliveries in order. It returns how many it started.
-func (d *Dispatcher) pass(ctx context.Context, ids []int64, wg *sync.WaitGroup) int {
+// pass claims what is due (of rows, when set) for the hooks not busy
+// in this process, and starts one goroutine per hook (counted in wg)
+// that attempts its deliveries in order. It returns how many it
+// started.
+func (d *Dispatcher) pass(ctx context.Context, rows []int64, wg *sync.WaitGroup) int {
 	hooks := d.idle()
 	if len(hooks) == 0 || ctx.Err() != nil {
 		return 0
 	}
-	ds, err := d.o.Store.ClaimHookDeliveries(ctx, store.HookClaim{Owner: d.o.Owner, Host: d.o.Host, Hooks: hooks,
-		IDs: ids, Lease: d.lease(), Limit: batch})
+	ds, err := d.o.Store.ClaimHookDeliveries(ctx, store.HookClaim{Owner: d.o.Owner(), Host: d.o.Host, Hooks: hooks,
+		Rows: rows, Lease: d.lease(), Limit: batch})
 	if err != nil {
 		if ctx.Err() == nil && !errors.Is(err, store.ErrClosed) && d.failing.CompareAndSwap(false, true) {
 			d.o.Log.Warn("hook deliveries cannot be claimed; trying again every poll (said once until it works)", "err", err)
@@ -274,7 +278,9 @@ func (d *Dispatcher) attempt(ctx context.Context, dl store.HookDelivery) {
 		return // claimed by ID, so it is one of ours
 	}
 	err := d.o.Sender.Send(ctx, Attempt{Spec: spec, ID: dl.ID, Event: dl.Event, Session: dl.SessionKey, Body: []byte(dl.Body)})
-	a := store.HookAttempt{Owner: d.o.Owner, Status: store.HookDelivered, NextAt: time.Now()}
+	// Recorded under the claim's owner: a lease lost meanwhile fences
+	// the record (another process may hold the delivery now).
+	a := store.HookAttempt{Owner: dl.LeaseOwner, Status: store.HookDelivered, NextAt: time.Now()}
 	switch {
 	case err == nil:
 		d.Outcomes.Delivered.Add(1)
@@ -290,19 +296,20 @@ func (d *Dispatcher) attempt(ctx context.Context, dl store.HookDelivery) {
 		d.o.Log.Info("hook delivery failed; it will be tried again", "delivery", dl.ID, "hook", dl.HookID,
 			"event", dl.Event, "attempt", dl.Attempts+1, "next", a.NextAt.Format(time.RFC3339), "err", err)
 	}
-	if err := d.o.Store.FinishHookDelivery(ctx, dl.ID, a); err != nil {
+	if err := d.o.Store.FinishHookDelivery(ctx, dl.Row, a); err != nil {
 		d.o.Log.Warn("hook delivery attempt not recorded; it will be tried again when its lease ends", "delivery", dl.ID, "err", err)
 	}
 }
 
-// DeliverNow claims the deliveries of ids that are due and makes one
-// attempt at each, waiting for them. It returns how many it attempted
-// (another process may hold the others).
-func (d *Dispatcher) DeliverNow(ctx context.Context, ids []int64) int {
+// DeliverNow claims the deliveries of rows (every one when empty) that
+// are due and makes one attempt at each, waiting for them. It returns
+// how many it attempted (another process may hold the others, and a
+// run's later delivery waits for its earlier ones).
+func (d *Dispatcher) DeliverNow(ctx context.Context, rows []int64) int {
 	n := 0
 	var wg sync.WaitGroup
 	for ctx.Err() == nil {
-		started := d.pass(ctx, ids, &wg)
+		started := d.pass(ctx, rows, &wg)
 		n += started
 		if started == 0 && !d.inFlight() {
 			break
