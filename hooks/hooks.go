@@ -4,15 +4,31 @@
 //
 // Delivery is durable. The Router is the store's Outbox: each stored
 // event a hook hears gets a delivery row in the transaction that stores
-// the event, one per event and hook. A Dispatcher in every process that
-// has hooks claims due rows with a lease, delivers them, and records
-// each attempt: delivered, failed (retried with backoff) or dead
-// (attempts spent, kept until `ava hooks retry`). Whichever process of a
-// data root or cluster runs next delivers what is due, each delivery by
-// one process at a time; one that stops mid-attempt leaves its lease to
-// expire and the delivery is tried again (the receiver sees the same
-// X-Ava-Delivery). A slow or failing hook delays only its own deliveries:
-// nothing on a run's path waits for one.
+// the event, one per event and hook, with an ID for good (a UUIDv7 the
+// store draws: X-Ava-Delivery, the same on every attempt and never
+// another delivery's, even in another database). A Dispatcher in every
+// process that has hooks claims due rows with a lease under its
+// instance ID, delivers them, and records each attempt: delivered,
+// failed (retried with backoff) or dead (attempts spent, kept until
+// `ava hooks retry`). Whichever process of a data root or cluster runs
+// next delivers what is due, each delivery by one process at a time.
+//
+// Ordering: a hook gets one run's deliveries one at a time, in the
+// order they were recorded (the store claims none while an earlier one
+// of the same hook, run and host is pending or failed); a process
+// attempts a hook's deliveries one after the other. Deliveries of
+// different runs, or of a session's own events, may overlap in a
+// cluster.
+//
+// Failure: a process that stops mid-attempt leaves its claims to its
+// instance's lease. Once recovery finds the process gone (at once for a
+// dead process on the same machine, after the instance TTL otherwise)
+// and removes its instance, its claims are free and the next process
+// delivers them, each run's still in order (the one interrupted again:
+// the receiver sees the same X-Ava-Delivery twice). A process paused rather than dead loses its
+// claims the same way; what it records afterwards is refused
+// (store.ErrStaleOwner). A slow or failing hook delays only its own
+// deliveries: nothing on a run's path waits for one.
 package hooks
 
 import (
