@@ -25,10 +25,11 @@
 // dead process on the same machine, after the instance TTL otherwise)
 // and removes its instance, its claims are free and the next process
 // delivers them, each run's still in order (the one interrupted again:
-// the receiver sees the same X-Ava-Delivery twice). A process paused rather than dead loses its
-// claims the same way; what it records afterwards is refused
-// (store.ErrStaleOwner). A slow or failing hook delays only its own
-// deliveries: nothing on a run's path waits for one.
+// the receiver sees the same X-Ava-Delivery twice). A process paused
+// rather than dead loses its claims the same way; what it records
+// afterwards is refused (store.ErrStaleOwner). A slow or failing hook
+// delays only its own deliveries: nothing on a run's path waits for
+// one.
 package hooks
 
 import (
@@ -120,10 +121,11 @@ type Options struct {
 	// Hooks are every hook this process has (config file and roles),
 	// by ID: it claims their deliveries only.
 	Hooks map[string]hookspec.Spec
-	// Owner returns this process's instance ID as it is now (it
-	// changes when the process lost its lease and registered again):
-	// each claim is recorded under it, so that once recovery removes a
-	// gone instance its claims are free at once. Host is the machine.
+	// Owner (required) returns this process's instance ID as it is now
+	// (it changes when the process lost its lease and registered
+	// again): each claim is recorded under it, so that once recovery
+	// removes a gone instance its claims are free at once. Host is the
+	// machine.
 	Owner func() string
 	Host  string
 	// Sender makes the attempts.
@@ -291,7 +293,7 @@ func (d *Dispatcher) lease() time.Duration {
 func (d *Dispatcher) attempt(ctx context.Context, dl store.HookDelivery) {
 	spec, ok := d.o.Hooks[dl.HookID]
 	if !ok {
-		return // claimed by ID, so it is one of ours
+		return // claimed by hook ID, so it is one of ours
 	}
 	err := d.o.Sender.Send(ctx, Attempt{Spec: spec, ID: dl.ID, Event: dl.Event, Session: dl.SessionKey, Body: []byte(dl.Body)})
 	// Recorded under the claim's owner: a lease lost meanwhile fences
@@ -313,7 +315,7 @@ func (d *Dispatcher) attempt(ctx context.Context, dl store.HookDelivery) {
 			"event", dl.Event, "attempt", dl.Attempts+1, "next", a.NextAt.Format(time.RFC3339), "err", err)
 	}
 	if err := d.o.Store.FinishHookDelivery(ctx, dl.Row, a); err != nil {
-		d.o.Log.Warn("hook delivery attempt not recorded; it will be tried again when its lease ends", "delivery", dl.ID, "err", err)
+		d.o.Log.Warn("hook delivery attempt not recorded; it will be tried again once its claim is free (its lease ends, or this process is found gone)", "delivery", dl.ID, "err", err)
 	}
 }
 
