@@ -83,12 +83,15 @@ func (r *Runtime) HookDeliveries(ctx context.Context, f HookFilter) ([]HookDeliv
 }
 
 // RetryHookDeliveries sends failed and dead deliveries back to pending
-// (those of ids; every failed and dead one when ids is empty), makes one
-// attempt at each that this process's hooks can deliver, waiting for
-// them, and returns them as they are then. Another process may hold some.
-// ErrReadOnly when opened read-only; ErrInvalid when the runtime has no
-// hook to deliver with.
-func (r *Runtime) RetryHookDeliveries(ctx context.Context, ids []int64) ([]HookDelivery, error) {
+// (those of ids, each a delivery's ID or a unique prefix of one; every
+// failed and dead one when ids is empty), makes one attempt at each
+// that this process's hooks can deliver, waiting for them, and returns
+// them as they are then. Another process may hold some, and a run's
+// delivery waits for that run's earlier ones. ErrReadOnly when opened
+// read-only; ErrInvalid when the runtime has no hook to deliver with or
+// a prefix matches several deliveries; ErrNotFound when one matches
+// none.
+func (r *Runtime) RetryHookDeliveries(ctx context.Context, ids []string) ([]HookDelivery, error) {
 	if err := r.writable(); err != nil {
 		return nil, err
 	}
@@ -96,11 +99,15 @@ func (r *Runtime) RetryHookDeliveries(ctx context.Context, ids []int64) ([]HookD
 	if d == nil {
 		return nil, invalidf("no hook is configured here (hooks: in config.yaml or a data-root role), so nothing can be delivered")
 	}
+	rows, err := r.hookRows(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
 	var statuses []string
 	if len(ids) == 0 {
 		statuses = []string{HookFailed, HookDead}
 	}
-	retried, err := r.in.Store.RetryHookDeliveries(ctx, ids, statuses)
+	retried, err := r.in.Store.RetryHookDeliveries(ctx, rows, statuses)
 	if err != nil {
 		return nil, fmt.Errorf("retry hook deliveries: %w", err)
 	}
@@ -108,8 +115,44 @@ func (r *Runtime) RetryHookDeliveries(ctx context.Context, ids []int64) ([]HookD
 		return nil, nil
 	}
 	d.DeliverNow(ctx, retried)
-	return r.HookDeliveries(ctx, HookFilter{IDs: retried, Limit: len(retried)})
+	return r.HookDeliveries(ctx, HookFilter{Rows: retried, Limit: len(retried)})
 }
+
+// hookRows resolves delivery IDs or unique prefixes of them to the
+// store's rows.
+func (r *Runtime) hookRows(ctx context.Context, ids []string) ([]int64, error) {
+	rows := make([]int64, 0, len(ids))
+	for _, id := range ids {
+		prefix := strings.ToLower(strings.TrimSpace(id))
+		if prefix == "" {
+			return nil, invalidf("an empty delivery ID")
+		}
+		ds, err := r.in.Store.HookDeliveries(ctx, HookFilter{ID: prefix, Limit: maxAmbiguous + 1})
+		if err != nil {
+			return nil, fmt.Errorf("find hook delivery %s: %w", id, err)
+		}
+		switch len(ds) {
+		case 0:
+			return nil, fmt.Errorf("%w: no hook delivery has an ID starting with %q (ava hooks --all lists them)", ErrNotFound, id)
+		case 1:
+			rows = append(rows, ds[0].Row)
+		default:
+			matches := make([]string, 0, len(ds))
+			for _, d := range ds[:min(len(ds), maxAmbiguous)] {
+				matches = append(matches, d.ID)
+			}
+			if len(ds) > maxAmbiguous {
+				matches = append(matches, "…")
+			}
+			return nil, fmt.Errorf("%w: delivery ID prefix %q matches %s; give more characters", store.ErrAmbiguous, id, strings.Join(matches, ", "))
+		}
+	}
+	return rows, nil
+}
+
+// maxAmbiguous is how many matches an ambiguous delivery ID prefix's
+// error names.
+const maxAmbiguous = 5
 
 // TestHook sends a made-up event named event (subagent:complete, …) to
 // every hook that hears it, now, without recording a delivery, and

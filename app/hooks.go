@@ -122,8 +122,9 @@ type HookSource struct {
 	From string
 }
 
-// start runs the dispatcher when there is a hook, until stopDelivering.
-func (h *Hooks) start(ctx context.Context, in *Instance, owner string) {
+// start runs the dispatcher when there is a hook, until close; owner
+// is this process's instance ID as it is now (instance.Instance.ID).
+func (h *Hooks) start(ctx context.Context, in *Instance, owner func() string) {
 	all := h.All()
 	if len(all) == 0 {
 		return

@@ -266,7 +266,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 		}
 		in.closers = append(in.closers, self.Close)
 		owner, in.self = self, self
-		in.Hooks.start(ctx, in, self.ID())
+		in.Hooks.start(ctx, in, self.ID)
 	}
 	policy, err := confirm.ParsePolicy(cfg.Confirm)
 	if err != nil {

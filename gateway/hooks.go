@@ -59,8 +59,9 @@ func hookFilter(r *http.Request) (ava.HookFilter, error) {
 }
 
 // retryHooks answers POST /api/hooks/retry: it sends failed and dead
-// deliveries again (those of ids, else all), makes one attempt at each
-// in the daemon, and answers them as they are then.
+// deliveries again (those of ids, each an ID or a unique prefix of one;
+// else all), makes one attempt at each in the daemon, and answers them
+// as they are then.
 func (s *Server) retryHooks(w http.ResponseWriter, r *http.Request) {
 	var req client.HookRetryRequest
 	if err := decode(w, r, s.opt.MaxBody, &req); err != nil {
@@ -83,7 +84,7 @@ func toClientDeliveries(ds []ava.HookDelivery) []client.HookDelivery {
 			body, _ = json.Marshal(d.Body)
 		}
 		out = append(out, client.HookDelivery{ID: d.ID, HookID: d.HookID, Kind: d.Kind, Target: d.Target, Event: d.Event,
-			SessionKey: d.SessionKey, Seq: d.Seq, Status: d.Status, Attempts: d.Attempts, MaxAttempts: d.MaxAttempts,
+			SessionKey: d.SessionKey, Seq: d.Seq, RunID: d.Run, Status: d.Status, Attempts: d.Attempts, MaxAttempts: d.MaxAttempts,
 			NextAt: d.NextAt, LastError: d.LastError, CreatedAt: d.CreatedAt, DeliveredAt: d.DeliveredAt, Body: body})
 	}
 	return out

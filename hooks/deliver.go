@@ -28,7 +28,8 @@ const (
 	HeaderSignature = "X-Ava-Signature"
 	// HeaderEvent names the event (subagent:complete, …).
 	HeaderEvent = "X-Ava-Event"
-	// HeaderDelivery is the delivery's ID: the same on every attempt,
+	// HeaderDelivery is the delivery's ID (a UUIDv7): the same on every
+	// attempt and never another delivery's, even in another database,
 	// so that a receiver can drop a repeat.
 	HeaderDelivery = "X-Ava-Delivery"
 )
@@ -91,8 +92,8 @@ func Verify(header string, secret, body []byte, now time.Time, tolerance time.Du
 // Attempt is one delivery to try: the hook, the event and its body.
 type Attempt struct {
 	Spec hookspec.Spec
-	// ID is the delivery's ID (0 for a test).
-	ID      int64
+	// ID is the delivery's ID ("" for a test).
+	ID      string
 	Event   string
 	Session string
 	Body    []byte
@@ -146,7 +147,7 @@ func (s *Sender) run(ctx context.Context, spec hookspec.Spec, a Attempt) error {
 	for _, k := range spec.PassEnv {
 		cmd.Env = append(cmd.Env, k+"="+s.getenv(k))
 	}
-	cmd.Env = append(cmd.Env, "AVA_HOOK_EVENT="+a.Event, "AVA_HOOK_SESSION="+a.Session, "AVA_HOOK_DELIVERY="+strconv.FormatInt(a.ID, 10))
+	cmd.Env = append(cmd.Env, "AVA_HOOK_EVENT="+a.Event, "AVA_HOOK_SESSION="+a.Session, "AVA_HOOK_DELIVERY="+a.ID)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("command %s: %w", spec.Command[0], err)
@@ -178,7 +179,9 @@ func (s *Sender) post(ctx context.Context, spec hookspec.Spec, a Attempt) error 
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", s.UserAgent)
 	req.Header.Set(HeaderEvent, a.Event)
-	req.Header.Set(HeaderDelivery, strconv.FormatInt(a.ID, 10))
+	if a.ID != "" {
+		req.Header.Set(HeaderDelivery, a.ID)
+	}
 	if spec.SecretEnv != "" {
 		secret := s.getenv(spec.SecretEnv)
 		if secret == "" {

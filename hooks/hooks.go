@@ -4,15 +4,32 @@
 //
 // Delivery is durable. The Router is the store's Outbox: each stored
 // event a hook hears gets a delivery row in the transaction that stores
-// the event, one per event and hook. A Dispatcher in every process that
-// has hooks claims due rows with a lease, delivers them, and records
-// each attempt: delivered, failed (retried with backoff) or dead
-// (attempts spent, kept until `ava hooks retry`). Whichever process of a
-// data root or cluster runs next delivers what is due, each delivery by
-// one process at a time; one that stops mid-attempt leaves its lease to
-// expire and the delivery is tried again (the receiver sees the same
-// X-Ava-Delivery). A slow or failing hook delays only its own deliveries:
-// nothing on a run's path waits for one.
+// the event, one per event and hook, with an ID for good (a UUIDv7 the
+// store draws: X-Ava-Delivery, the same on every attempt and never
+// another delivery's, even in another database). A Dispatcher in every
+// process that has hooks claims due rows with a lease under its
+// instance ID, delivers them, and records each attempt: delivered,
+// failed (retried with backoff) or dead (attempts spent, kept until
+// `ava hooks retry`). Whichever process of a data root or cluster runs
+// next delivers what is due, each delivery by one process at a time.
+//
+// Ordering: a hook gets one run's deliveries one at a time, in the
+// order they were recorded (the store claims none while an earlier one
+// of the same hook, run and host is pending or failed); a process
+// attempts a hook's deliveries one after the other. Deliveries of
+// different runs, or of a session's own events, may overlap in a
+// cluster.
+//
+// Failure: a process that stops mid-attempt leaves its claims to its
+// instance's lease. Once recovery finds the process gone (at once for a
+// dead process on the same machine, after the instance TTL otherwise)
+// and removes its instance, its claims are free and the next process
+// delivers them, each run's still in order (the one interrupted again:
+// the receiver sees the same X-Ava-Delivery twice). A process paused
+// rather than dead loses its claims the same way; what it records
+// afterwards is refused (store.ErrStaleOwner). A slow or failing hook
+// delays only its own deliveries: nothing on a run's path waits for
+// one.
 package hooks
 
 import (
@@ -67,7 +84,7 @@ func (r *Router) Outbox(ev event.Event) []store.HookDelivery {
 	var out []store.HookDelivery
 	for _, h := range r.hearing(n) {
 		h = h.WithDefaults()
-		d := store.HookDelivery{HookID: h.ID(), Kind: h.Kind(), Event: n.Event, Body: string(n.Body), MaxAttempts: h.Attempts}
+		d := store.HookDelivery{HookID: h.ID(), Kind: h.Kind(), Event: n.Event, Run: n.Run, Body: string(n.Body), MaxAttempts: h.Attempts}
 		if d.Kind == hookspec.KindCommand {
 			d.Host = r.Host
 		}
@@ -104,8 +121,12 @@ type Options struct {
 	// Hooks are every hook this process has (config file and roles),
 	// by ID: it claims their deliveries only.
 	Hooks map[string]hookspec.Spec
-	// Owner is this process's instance ID; Host its machine.
-	Owner string
+	// Owner (required) returns this process's instance ID as it is now
+	// (it changes when the process lost its lease and registered
+	// again): each claim is recorded under it, so that once recovery
+	// removes a gone instance its claims are free at once. Host is the
+	// machine.
+	Owner func() string
 	Host  string
 	// Sender makes the attempts.
 	Sender *Sender
@@ -176,16 +197,17 @@ func (d *Dispatcher) Run(ctx context.Context) {
 // timeouts.
 const batch = 8
 
-// pass claims what is due (of ids, when set) for the hooks not busy in
-// this process, and starts one goroutine per hook (counted in wg) that
-// attempts its deliveries in order. It returns how many it started.
-func (d *Dispatcher) pass(ctx context.Context, ids []int64, wg *sync.WaitGroup) int {
+// pass claims what is due (of rows, when set) for the hooks not busy
+// in this process, and starts one goroutine per hook (counted in wg)
+// that attempts its deliveries in order. It returns how many it
+// started.
+func (d *Dispatcher) pass(ctx context.Context, rows []int64, wg *sync.WaitGroup) int {
 	hooks := d.idle()
 	if len(hooks) == 0 || ctx.Err() != nil {
 		return 0
 	}
-	ds, err := d.o.Store.ClaimHookDeliveries(ctx, store.HookClaim{Owner: d.o.Owner, Host: d.o.Host, Hooks: hooks,
-		IDs: ids, Lease: d.lease(), Limit: batch})
+	ds, err := d.o.Store.ClaimHookDeliveries(ctx, store.HookClaim{Owner: d.o.Owner(), Host: d.o.Host, Hooks: hooks,
+		Rows: rows, Lease: d.lease(), Limit: batch})
 	if err != nil {
 		if ctx.Err() == nil && !errors.Is(err, store.ErrClosed) && d.failing.CompareAndSwap(false, true) {
 			d.o.Log.Warn("hook deliveries cannot be claimed; trying again every poll (said once until it works)", "err", err)
@@ -271,10 +293,12 @@ func (d *Dispatcher) lease() time.Duration {
 func (d *Dispatcher) attempt(ctx context.Context, dl store.HookDelivery) {
 	spec, ok := d.o.Hooks[dl.HookID]
 	if !ok {
-		return // claimed by ID, so it is one of ours
+		return // claimed by hook ID, so it is one of ours
 	}
 	err := d.o.Sender.Send(ctx, Attempt{Spec: spec, ID: dl.ID, Event: dl.Event, Session: dl.SessionKey, Body: []byte(dl.Body)})
-	a := store.HookAttempt{Owner: d.o.Owner, Status: store.HookDelivered, NextAt: time.Now()}
+	// Recorded under the claim's owner: a lease lost meanwhile fences
+	// the record (another process may hold the delivery now).
+	a := store.HookAttempt{Owner: dl.LeaseOwner, Status: store.HookDelivered, NextAt: time.Now()}
 	switch {
 	case err == nil:
 		d.Outcomes.Delivered.Add(1)
@@ -290,19 +314,20 @@ func (d *Dispatcher) attempt(ctx context.Context, dl store.HookDelivery) {
 		d.o.Log.Info("hook delivery failed; it will be tried again", "delivery", dl.ID, "hook", dl.HookID,
 			"event", dl.Event, "attempt", dl.Attempts+1, "next", a.NextAt.Format(time.RFC3339), "err", err)
 	}
-	if err := d.o.Store.FinishHookDelivery(ctx, dl.ID, a); err != nil {
-		d.o.Log.Warn("hook delivery attempt not recorded; it will be tried again when its lease ends", "delivery", dl.ID, "err", err)
+	if err := d.o.Store.FinishHookDelivery(ctx, dl.Row, a); err != nil {
+		d.o.Log.Warn("hook delivery attempt not recorded; it will be tried again once its claim is free (its lease ends, or this process is found gone)", "delivery", dl.ID, "err", err)
 	}
 }
 
-// DeliverNow claims the deliveries of ids that are due and makes one
-// attempt at each, waiting for them. It returns how many it attempted
-// (another process may hold the others).
-func (d *Dispatcher) DeliverNow(ctx context.Context, ids []int64) int {
+// DeliverNow claims the deliveries of rows (every one when empty) that
+// are due and makes one attempt at each, waiting for them. It returns
+// how many it attempted (another process may hold the others, and a
+// run's later delivery waits for its earlier ones).
+func (d *Dispatcher) DeliverNow(ctx context.Context, rows []int64) int {
 	n := 0
 	var wg sync.WaitGroup
 	for ctx.Err() == nil {
-		started := d.pass(ctx, ids, &wg)
+		started := d.pass(ctx, rows, &wg)
 		n += started
 		if started == 0 && !d.inFlight() {
 			break

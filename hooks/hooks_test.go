@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,11 +61,11 @@ func TestCommandHookGetsTheEventOnStdin(t *testing.T) {
 	script := writeScript(t, dir, "hook.sh", `cat > `+out+`; echo "$AVA_HOOK_EVENT $AVA_HOOK_DELIVERY" >> `+out)
 	s := hooks.NewSender([]string{"PATH=/usr/bin:/bin"}, "ava/test")
 	spec := hookspec.Spec{Events: []string{"subagent:start"}, Command: []string{script}}
-	if err := s.Send(t.Context(), hooks.Attempt{Spec: spec, ID: 7, Event: "subagent:start", Body: []byte(`{"a":1}`)}); err != nil {
+	if err := s.Send(t.Context(), hooks.Attempt{Spec: spec, ID: testDelivery, Event: "subagent:start", Body: []byte(`{"a":1}`)}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(out)
-	if string(got) != "{\"a\":1}subagent:start 7\n" {
+	if string(got) != "{\"a\":1}subagent:start "+testDelivery+"\n" {
 		t.Fatalf("hook got %q", got)
 	}
 }
@@ -101,14 +103,14 @@ func TestWebhookIsSignedAndNon2xxFails(t *testing.T) {
 	s.Getenv = func(k string) string { return map[string]string{"HOOK_SECRET": "k3y"}[k] }
 	spec := hookspec.Spec{URL: srv.URL, SecretEnv: "HOOK_SECRET"}
 	body := []byte(`{"eventType":"proposal"}`)
-	if err := s.Send(t.Context(), hooks.Attempt{Spec: spec, ID: 9, Event: "proposal", Body: body}); err != nil {
+	if err := s.Send(t.Context(), hooks.Attempt{Spec: spec, ID: testDelivery, Event: "proposal", Body: body}); err != nil {
 		t.Fatal(err)
 	}
 	r, b := <-got, <-bodies
 	if err := hooks.Verify(r.Header.Get(hooks.HeaderSignature), []byte("k3y"), b, time.Now(), time.Minute); err != nil {
 		t.Fatalf("signature: %v", err)
 	}
-	if r.Header.Get(hooks.HeaderDelivery) != "9" || r.Header.Get(hooks.HeaderEvent) != "proposal" || string(b) != string(body) {
+	if r.Header.Get(hooks.HeaderDelivery) != testDelivery || r.Header.Get(hooks.HeaderEvent) != "proposal" || string(b) != string(body) {
 		t.Fatalf("request %v %s", r.Header, b)
 	}
 	for _, code := range []int{500, 302, 404} {
@@ -195,7 +197,10 @@ func TestDispatcherRetriesThenDeadLetters(t *testing.T) {
 	if err := st.AppendEvents(t.Context(), []event.Event{ev}); err != nil {
 		t.Fatal(err)
 	}
-	d := hooks.NewDispatcher(hooks.Options{Store: st, Hooks: map[string]hookspec.Spec{spec.ID(): spec}, Owner: "p1",
+	if err := st.RegisterInstance(t.Context(), store.Instance{ID: "p1", Host: "here", PID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	d := hooks.NewDispatcher(hooks.Options{Store: st, Hooks: map[string]hookspec.Spec{spec.ID(): spec}, Owner: owner("p1"),
 		Sender: hooks.NewSender(nil, "ava/test"), Poll: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -243,6 +248,12 @@ func waitStatus(t *testing.T, st store.HookStore, status string) store.HookDeliv
 	return store.HookDelivery{}
 }
 
+// testDelivery is a delivery ID as the store draws them.
+const testDelivery = "0196f1a2-7b3c-7d4e-8f5a-6b7c8d9e0f1a"
+
+// owner is a Dispatcher's Owner that is always id.
+func owner(id string) func() string { return func() string { return id } }
+
 func writeScript(t *testing.T, dir, name, body string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
@@ -269,7 +280,7 @@ func TestRouterRoleHooks(t *testing.T) {
 		ev.Session, ev.Time = "ava:cli:r", time.Now()
 		return ev
 	}
-	if ds := r.Outbox(complete("researcher")); len(ds) != 1 || ds[0].HookID != cfgHook.ID() || ds[0].Host != "" {
+	if ds := r.Outbox(complete("researcher")); len(ds) != 1 || ds[0].HookID != cfgHook.ID() || ds[0].Host != "" || ds[0].Run != "S-abcdef" {
 		t.Fatalf("researcher: %+v", ds)
 	}
 	ds := r.Outbox(complete("notifier"))
@@ -326,7 +337,7 @@ func TestDispatcherLogsAnOutageOnce(t *testing.T) {
 	st.down.Store(true)
 	h := &countingHandler{Handler: slog.DiscardHandler}
 	spec := hookspec.Spec{Events: []string{hookspec.SessionIdle}, URL: "http://127.0.0.1:1/x"}
-	d := hooks.NewDispatcher(hooks.Options{Store: st, Hooks: map[string]hookspec.Spec{spec.ID(): spec}, Owner: "p1",
+	d := hooks.NewDispatcher(hooks.Options{Store: st, Hooks: map[string]hookspec.Spec{spec.ID(): spec}, Owner: owner("p1"),
 		Sender: hooks.NewSender(nil, "ava/test"), Poll: 5 * time.Millisecond, Log: slog.New(h)})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -352,5 +363,96 @@ func TestRouterWithoutHooksDoesNothing(t *testing.T) {
 	ev.Session, ev.Time = "ava:cli:r", time.Now()
 	if ds := r.Outbox(ev); ds != nil || looked {
 		t.Fatalf("deliveries %+v, role hooks looked up %v", ds, looked)
+	}
+}
+
+// recordingStore notes the owner of each claim and of each attempt
+// recorded.
+type recordingStore struct {
+	store.HookStore
+	mu       sync.Mutex
+	claims   []string
+	finishes []string
+}
+
+func (r *recordingStore) ClaimHookDeliveries(ctx context.Context, c store.HookClaim) ([]store.HookDelivery, error) {
+	ds, err := r.HookStore.ClaimHookDeliveries(ctx, c)
+	if len(ds) > 0 {
+		r.mu.Lock()
+		r.claims = append(r.claims, c.Owner)
+		r.mu.Unlock()
+	}
+	return ds, err
+}
+
+func (r *recordingStore) FinishHookDelivery(ctx context.Context, row int64, a store.HookAttempt) error {
+	err := r.HookStore.FinishHookDelivery(ctx, row, a)
+	r.mu.Lock()
+	r.finishes = append(r.finishes, fmt.Sprintf("%s %v", a.Owner, err == nil))
+	r.mu.Unlock()
+	return err
+}
+
+// A process that lost its lease registers again under a new instance
+// ID: its dispatcher claims under the new ID from then on (a claim under
+// the removed one would be free to every other process at once), and
+// records an attempt under the ID that claimed it.
+func TestDispatcherClaimsUnderTheCurrentInstance(t *testing.T) {
+	release := make(chan struct{})
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) == 1 {
+			<-release
+		}
+	}))
+	defer srv.Close()
+	spec := hookspec.Spec{Events: []string{hookspec.SessionIdle}, URL: srv.URL}
+	router := &hooks.Router{Hooks: []hookspec.Spec{spec}}
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "ava.db"), sqlite.Options{Outbox: router.Outbox})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	idle := func(seq uint64) {
+		ev := event.New(event.SessionState, event.StateContent{State: "idle"})
+		ev.Session, ev.Agent, ev.Seq, ev.Time = "ava:cli:x", "ava", seq, time.Now()
+		if err := db.AppendEvents(t.Context(), []event.Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"old", "new"} {
+		if err := db.RegisterInstance(t.Context(), store.Instance{ID: id, Host: "here", PID: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var current atomic.Value
+	current.Store("old")
+	st := &recordingStore{HookStore: db}
+	d := hooks.NewDispatcher(hooks.Options{Store: st, Hooks: map[string]hookspec.Spec{spec.ID(): spec},
+		Owner: func() string { return current.Load().(string) }, Sender: hooks.NewSender(nil, "ava/test"), Poll: 10 * time.Millisecond})
+	idle(1)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); d.Run(ctx) }()
+	for hits.Load() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	current.Store("new") // the lease was lost mid-attempt
+	idle(2)
+	close(release)
+	for n := 0; n < 2; {
+		ds, err := db.HookDeliveries(t.Context(), store.HookFilter{Status: []string{store.HookDelivered}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n = len(ds)
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if fmt.Sprint(st.claims) != "[old new]" || fmt.Sprint(st.finishes) != "[old true new true]" {
+		t.Fatalf("claims under %v, attempts recorded under %v", st.claims, st.finishes)
 	}
 }

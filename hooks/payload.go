@@ -11,10 +11,13 @@ import (
 )
 
 // Notice is one event as hooks hear it: its hook event name, the role
-// whose subagent caused it ("" for a session's own), and its JSON body.
+// whose subagent caused it ("" for a session's own), the run it belongs
+// to (the subagent's short ID, "" for a session's own: a hook gets one
+// run's events in order), and its JSON body.
 type Notice struct {
 	Event string
 	Role  string
+	Run   string
 	Body  []byte
 }
 
@@ -61,7 +64,7 @@ func NoticeOf(ev event.Event, root string) (Notice, bool, error) {
 		if err != nil {
 			return Notice{}, false, fmt.Errorf("hook body of %s: %w", e.EventType, err)
 		}
-		return Notice{Event: string(e.EventType), Role: e.AgentName, Body: b}, true, nil
+		return Notice{Event: string(e.EventType), Role: e.AgentName, Run: e.JobID, Body: b}, true, nil
 	}
 	entry, role, ok, err := entryOf(ev)
 	if !ok || err != nil {
@@ -71,7 +74,7 @@ func NoticeOf(ev event.Event, root string) (Notice, bool, error) {
 	if err != nil {
 		return Notice{}, false, fmt.Errorf("hook body of %s: %w", entry.EventType, err)
 	}
-	return Notice{Event: entry.EventType, Role: role, Body: b}, true, nil
+	return Notice{Event: entry.EventType, Role: role, Run: entry.JobID, Body: b}, true, nil
 }
 
 // entryOf is the Entry of a session, proposal or question event.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -70,23 +69,17 @@ func newHooksRetryCmd(a *App) *cobra.Command {
 		Long: `Send the failed and dead deliveries (those named by ID, else all of them)
 back to pending with their attempts reset, and make one attempt at each
 now, in this process, with the hooks of this data root's configuration.
-Prints how each went; exits 1 when one still failed (it is retried with
-backoff by the next Ava process that runs).`,
+An ID is the delivery's, as ava hooks shows it and the hook received it
+(X-Ava-Delivery, AVA_HOOK_DELIVERY), or a prefix of it that names one
+delivery. Prints how each went; exits 1 when one still failed (it is
+retried with backoff by the next Ava process that runs).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ids := make([]int64, 0, len(args))
-			for _, s := range args {
-				id, err := strconv.ParseInt(s, 10, 64)
-				if err != nil || id <= 0 {
-					return fmt.Errorf("invalid argument %q: a delivery ID is a number (see ava hooks)", s)
-				}
-				ids = append(ids, id)
-			}
 			rt, err := a.openLocal(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer rt.Close()
-			ds, err := rt.RetryHookDeliveries(cmd.Context(), ids)
+			ds, err := rt.RetryHookDeliveries(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
@@ -180,7 +173,7 @@ func printDeliveries(a *App, ds []ava.HookDelivery, all bool) {
 		if target == "" {
 			target = "(not configured)"
 		}
-		fmt.Fprintf(w, "%d\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.Status, d.Attempts, d.MaxAttempts, d.Event, d.HookID,
+		fmt.Fprintf(w, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.Status, d.Attempts, d.MaxAttempts, d.Event, d.HookID,
 			target, when, oneLine(d.LastError, 80))
 	}
 	w.Flush()

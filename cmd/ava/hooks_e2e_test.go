@@ -332,18 +332,35 @@ func TestDeadLetterRetriedByAvaHooks(t *testing.T) {
 		stdout, _, _ = avaIn(t, env, "hooks")
 		return strings.Contains(stdout, "dead")
 	})
-	// The daemon's API retries too; the webhook is still down.
-	again, err := d.c.RetryHooks(bg(t), nil)
+	list, err := d.c.Hooks(bg(t), "dead")
 	must(t, err)
-	if len(again) != 1 || again[0].Status != "dead" || again[0].Attempts != 1 || !strings.Contains(again[0].LastError, "503") {
+	if len(list.Deliveries) != 1 || !strings.Contains(stdout, list.Deliveries[0].ID) {
+		t.Fatalf("dead deliveries %+v; ava hooks shows:\n%s", list.Deliveries, stdout)
+	}
+	dead := list.Deliveries[0].ID
+	// The daemon's API retries too, by a unique prefix of the ID; the
+	// webhook is still down. "0" is the prefix of every ID (its time).
+	if _, err := d.c.RetryHooks(bg(t), []string{"0"}); !client.IsStatus(err, http.StatusBadRequest) || !strings.Contains(err.Error(), "ambiguous") {
+		t.Fatalf("POST /api/hooks/retry with a prefix of two deliveries: %v", err)
+	}
+	again, err := d.c.RetryHooks(bg(t), []string{dead[:24]})
+	must(t, err)
+	if len(again) != 1 || again[0].ID != dead || again[0].Status != "dead" || again[0].Attempts != 1 || !strings.Contains(again[0].LastError, "503") {
 		t.Fatalf("POST /api/hooks/retry while down: %+v", again)
 	}
 	must(t, d.cmd.Process.Signal(os.Interrupt))
 	d.exitCode(t)
 	rcv.setUp(true)
-	stdout, stderr, code := avaIn(t, env, "hooks", "retry")
-	if code != 0 || !strings.Contains(stdout, "delivered") {
+	stdout, stderr, code := avaIn(t, env, "hooks", "retry", "ffffffff")
+	if code == 0 || !strings.Contains(stderr, "no hook delivery has an ID starting with") {
+		t.Fatalf("ava hooks retry of an ID no delivery has: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	stdout, stderr, code = avaIn(t, env, "hooks", "retry", strings.ToUpper(dead))
+	if code != 0 || !strings.Contains(stdout, "delivered") || !strings.Contains(stdout, dead) {
 		t.Fatalf("ava hooks retry: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if got := rcv.events(); len(got) != 1 || got[0].delivery != dead {
+		t.Fatalf("webhook got %+v, want delivery %s", got, dead)
 	}
 	if got := rcv.events(); len(got) != 1 || got[0].body["jobId"] != sa.ID {
 		t.Fatalf("webhook got %+v", got)

@@ -324,9 +324,10 @@ func (c *Client) Hooks(ctx context.Context, status string) (HookList, error) {
 	return out, err
 }
 
-// RetryHooks sends failed and dead deliveries again (those of ids, else
-// all) and returns them after one attempt each.
-func (c *Client) RetryHooks(ctx context.Context, ids []int64) ([]HookDelivery, error) {
+// RetryHooks sends failed and dead deliveries again (those of ids, each
+// an ID or a unique prefix of one; else all) and returns them after one
+// attempt each.
+func (c *Client) RetryHooks(ctx context.Context, ids []string) ([]HookDelivery, error) {
 	var out HookList
 	if err := c.do(ctx, http.MethodPost, "/api/hooks/retry", HookRetryRequest{IDs: ids}, &out); err != nil {
 		return nil, err

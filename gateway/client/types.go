@@ -314,7 +314,10 @@ type Hook struct {
 
 // HookDelivery is one event's delivery to one hook.
 type HookDelivery struct {
-	ID     int64  `json:"id"`
+	// ID is the delivery's ID (a UUIDv7): what the hook receives as
+	// X-Ava-Delivery (a command as AVA_HOOK_DELIVERY), on every attempt,
+	// and never another delivery's, even in another database.
+	ID     string `json:"id"`
 	HookID string `json:"hookId"`
 	Kind   string `json:"kind"`
 	// Target is the hook's target as shown (as Hook's), from the
@@ -325,6 +328,10 @@ type HookDelivery struct {
 	// SessionKey and Seq name the event in its session's stream.
 	SessionKey string `json:"sessionKey"`
 	Seq        uint64 `json:"seq"`
+	// RunID is the subagent run the event belongs to (its short ID),
+	// empty for a session's own events: a hook gets one run's events in
+	// order.
+	RunID string `json:"runId,omitempty"`
 	// Status is pending, failed, dead or delivered.
 	Status      string     `json:"status"`
 	Attempts    int        `json:"attempts"`
@@ -344,9 +351,10 @@ type HookList struct {
 }
 
 // HookRetryRequest is the body of POST /api/hooks/retry: the deliveries
-// to send again (none: every failed and dead one).
+// to send again, by ID or a unique prefix of one (none: every failed
+// and dead one).
 type HookRetryRequest struct {
-	IDs []int64 `json:"ids,omitempty"`
+	IDs []string `json:"ids,omitempty"`
 }
 
 // LoginHeader carries the web panel's second secret: a request that

@@ -27,13 +27,19 @@ func (s *Store) queueHookDeliveries(b *pgx.Batch, ds []store.HookDelivery) {
 	for _, d := range ds {
 		d.Body = string(s.rec.Mask.JSON(json.RawMessage(d.Body)))
 		b.Queue(`INSERT INTO hook_deliveries (`+record.HookInsertColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 			ON CONFLICT (session_key, seq, hook_id) DO NOTHING`, record.HookArgs(d, now)...)
 	}
 }
 
 // ClaimHookDeliveries implements store.HookStore. SKIP LOCKED lets
-// processes claiming at once each take other rows.
+// processes claiming at once each take other rows. A lease is live
+// while its owner is registered in instances and lease_until has not
+// passed; a delivery of a run waits while an earlier one of its hook,
+// run and host is pending or failed (hook_deliveries_run_order). Under
+// READ COMMITTED that earlier one is seen as it was when the statement
+// began: pending, or (committed by then) delivered or dead, so a later
+// delivery is never claimed before an earlier one was finished.
 func (s *Store) ClaimHookDeliveries(ctx context.Context, c store.HookClaim) ([]store.HookDelivery, error) {
 	if len(c.Hooks) == 0 || c.Owner == "" {
 		return nil, nil
@@ -44,24 +50,28 @@ func (s *Store) ClaimHookDeliveries(ctx context.Context, c store.HookClaim) ([]s
 	}
 	now := s.now()
 	q := `UPDATE hook_deliveries SET lease_owner = $1, lease_until = $2, updated_at = $3
-		WHERE id IN (SELECT id FROM hook_deliveries
-			WHERE status IN ($4, $5) AND next_at <= $3 AND lease_until <= $3 AND (kind = 'url' OR host = $6)
-			AND hook_id = ANY($7) AND (cardinality($8::bigint[]) = 0 OR id = ANY($8))
-			ORDER BY next_at, id LIMIT $9 FOR UPDATE SKIP LOCKED)
+		WHERE id IN (SELECT d.id FROM hook_deliveries d
+			WHERE d.status IN ($4, $5) AND d.next_at <= $3 AND (d.kind = 'url' OR d.host = $6)
+			AND (d.lease_until <= $3 OR NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = d.lease_owner))
+			AND NOT EXISTS (SELECT 1 FROM hook_deliveries e
+				WHERE d.run_id <> '' AND e.hook_id = d.hook_id AND e.run_id = d.run_id AND e.host = d.host
+					AND e.id < d.id AND e.status IN ('pending', 'failed') AND e.run_id <> '')
+			AND d.hook_id = ANY($7) AND (cardinality($8::bigint[]) = 0 OR d.id = ANY($8))
+			ORDER BY d.next_at, d.id LIMIT $9 FOR UPDATE OF d SKIP LOCKED)
 		RETURNING ` + record.HookColumns
-	ids := c.IDs
-	if ids == nil {
-		ids = []int64{}
+	rows := c.Rows
+	if rows == nil {
+		rows = []int64{}
 	}
 	var out []store.HookDelivery
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, q, c.Owner, record.ToNS(now.Add(c.Lease)), record.ToNS(now),
-			store.HookPending, store.HookFailed, c.Host, c.Hooks, ids, limit)
+		res, err := tx.Query(ctx, q, c.Owner, record.ToNS(now.Add(c.Lease)), record.ToNS(now),
+			store.HookPending, store.HookFailed, c.Host, c.Hooks, rows, limit)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		out, err = record.Collect(rows, record.ScanHook)
+		defer res.Close()
+		out, err = record.Collect(res, record.ScanHook)
 		return err
 	})
 	if err != nil {
@@ -71,7 +81,7 @@ func (s *Store) ClaimHookDeliveries(ctx context.Context, c store.HookClaim) ([]s
 }
 
 // FinishHookDelivery implements store.HookStore.
-func (s *Store) FinishHookDelivery(ctx context.Context, id int64, a store.HookAttempt) error {
+func (s *Store) FinishHookDelivery(ctx context.Context, row int64, a store.HookAttempt) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
@@ -83,12 +93,12 @@ func (s *Store) FinishHookDelivery(ctx context.Context, id int64, a store.HookAt
 	tag, err := s.pool.Exec(ctx, `UPDATE hook_deliveries SET status = $1, attempts = attempts + 1, next_at = $2,
 		last_error = $3, lease_owner = '', lease_until = 0, updated_at = $4, delivered_at = $5
 		WHERE id = $6 AND lease_owner = $7`,
-		a.Status, record.ToNS(a.NextAt), s.rec.Mask.Text(a.Error), now, delivered, id, a.Owner)
+		a.Status, record.ToNS(a.NextAt), s.rec.Mask.Text(a.Error), now, delivered, row, a.Owner)
 	if err != nil {
-		return fmt.Errorf("record hook delivery %d: %w", id, err)
+		return fmt.Errorf("record hook delivery %d: %w", row, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("record hook delivery %d: not held by %s: %w", id, a.Owner, store.ErrStaleOwner)
+		return fmt.Errorf("record hook delivery %d: not held by %s: %w", row, a.Owner, store.ErrStaleOwner)
 	}
 	return nil
 }
@@ -99,16 +109,18 @@ func (s *Store) HookDeliveries(ctx context.Context, f store.HookFilter) ([]store
 	if limit <= 0 {
 		limit = defaultHookLimit
 	}
-	statuses, ids := f.Status, f.IDs
+	statuses, ids := f.Status, f.Rows
 	if statuses == nil {
 		statuses = []string{}
 	}
 	if ids == nil {
 		ids = []int64{}
 	}
+	lo, hi := record.DeliveryIDRange(f.ID)
 	rows, err := s.pool.Query(ctx, `SELECT `+record.HookColumns+` FROM hook_deliveries
 		WHERE (cardinality($1::text[]) = 0 OR status = ANY($1)) AND (cardinality($2::bigint[]) = 0 OR id = ANY($2))
-		ORDER BY id DESC LIMIT $3`, statuses, ids, limit)
+			AND ($4 = '' OR delivery_id >= $4 AND delivery_id < $5)
+		ORDER BY id DESC LIMIT $3`, statuses, ids, limit, lo, hi)
 	if err != nil {
 		return nil, fmt.Errorf("list hook deliveries: %w", err)
 	}
@@ -121,27 +133,27 @@ func (s *Store) HookDeliveries(ctx context.Context, f store.HookFilter) ([]store
 }
 
 // RetryHookDeliveries implements store.HookStore.
-func (s *Store) RetryHookDeliveries(ctx context.Context, ids []int64, statuses []string) ([]int64, error) {
-	if len(ids) == 0 && len(statuses) == 0 {
+func (s *Store) RetryHookDeliveries(ctx context.Context, rows []int64, statuses []string) ([]int64, error) {
+	if len(rows) == 0 && len(statuses) == 0 {
 		return nil, nil
 	}
-	if ids == nil {
-		ids = []int64{}
+	if rows == nil {
+		rows = []int64{}
 	}
 	if statuses == nil {
 		statuses = []string{}
 	}
 	now := record.ToNS(s.now())
-	rows, err := s.pool.Query(ctx, `UPDATE hook_deliveries SET status = $1, attempts = 0, next_at = $2, updated_at = $2,
+	res, err := s.pool.Query(ctx, `UPDATE hook_deliveries SET status = $1, attempts = 0, next_at = $2, updated_at = $2,
 		lease_owner = '', lease_until = 0
 		WHERE status IN ($3, $4) AND (cardinality($5::bigint[]) > 0 AND id = ANY($5)
 			OR cardinality($5::bigint[]) = 0 AND status = ANY($6))
-		RETURNING id`, store.HookPending, now, store.HookFailed, store.HookDead, ids, statuses)
+		RETURNING id`, store.HookPending, now, store.HookFailed, store.HookDead, rows, statuses)
 	if err != nil {
 		return nil, fmt.Errorf("retry hook deliveries: %w", err)
 	}
-	defer rows.Close()
-	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	defer res.Close()
+	out, err := pgx.CollectRows(res, pgx.RowTo[int64])
 	if err != nil {
 		return nil, fmt.Errorf("retry hook deliveries: %w", err)
 	}

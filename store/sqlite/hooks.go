@@ -27,7 +27,7 @@ func (s *Store) insertHookDeliveries(ctx context.Context, tx *sql.Tx, ds []store
 	for _, d := range ds {
 		d.Body = string(s.rec.Mask.JSON(json.RawMessage(d.Body)))
 		if _, err := tx.ExecContext(ctx, `INSERT INTO hook_deliveries (`+record.HookInsertColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_key, seq, hook_id) DO NOTHING`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_key, seq, hook_id) DO NOTHING`,
 			record.HookArgs(d, now)...); err != nil {
 			return fmt.Errorf("record hook delivery of %s #%d to %s: %w", d.SessionKey, d.Seq, d.HookID, err)
 		}
@@ -35,7 +35,10 @@ func (s *Store) insertHookDeliveries(ctx context.Context, tx *sql.Tx, ds []store
 	return nil
 }
 
-// ClaimHookDeliveries implements store.HookStore.
+// ClaimHookDeliveries implements store.HookStore. A lease is live
+// while its owner is registered in instances and lease_until has not
+// passed; a delivery of a run waits while an earlier one of its hook,
+// run and host is pending or failed (hook_deliveries_run_order).
 func (s *Store) ClaimHookDeliveries(ctx context.Context, c store.HookClaim) ([]store.HookDelivery, error) {
 	if len(c.Hooks) == 0 || c.Owner == "" {
 		return nil, nil
@@ -46,19 +49,13 @@ func (s *Store) ClaimHookDeliveries(ctx context.Context, c store.HookClaim) ([]s
 	}
 	now := s.now()
 	args := []any{c.Owner, record.ToNS(now.Add(c.Lease)), record.ToNS(now), store.HookPending, store.HookFailed, c.Host}
-	where := `status IN (?4, ?5) AND next_at <= ?3 AND lease_until <= ?3 AND (kind = 'url' OR host = ?6)
-		AND hook_id IN (` + placeholders(len(c.Hooks)) + `)`
 	args = append(args, stringArgs(c.Hooks)...)
-	if len(c.IDs) > 0 {
-		where += ` AND id IN (` + placeholders(len(c.IDs)) + `)`
-		args = append(args, int64Args(c.IDs)...)
-	}
+	args = append(args, int64Args(c.Rows)...)
 	args = append(args, limit)
 	var out []store.HookDelivery
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `UPDATE hook_deliveries SET lease_owner = ?1, lease_until = ?2, updated_at = ?3
-			WHERE id IN (SELECT id FROM hook_deliveries WHERE `+where+` ORDER BY next_at, id LIMIT ?)
-			RETURNING `+record.HookColumns, args...)
+			WHERE id IN (`+claimSQL(len(c.Hooks), len(c.Rows))+`) RETURNING `+record.HookColumns, args...)
 		if err != nil {
 			return err
 		}
@@ -72,8 +69,26 @@ func (s *Store) ClaimHookDeliveries(ctx context.Context, c store.HookClaim) ([]s
 	return out, nil
 }
 
+// claimSQL selects the rows a claim takes, of hooks hook IDs and, when
+// rows > 0, of that many row numbers. Its arguments: ?3 now, ?4 and ?5
+// the pending and failed statuses, ?6 the claiming host, then the hook
+// IDs, the rows and the limit.
+func claimSQL(hooks, rows int) string {
+	q := `SELECT d.id FROM hook_deliveries d
+		WHERE d.status IN (?4, ?5) AND d.next_at <= ?3 AND (d.kind = 'url' OR d.host = ?6)
+		AND (d.lease_until <= ?3 OR NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = d.lease_owner))
+		AND NOT EXISTS (SELECT 1 FROM hook_deliveries e
+			WHERE d.run_id <> '' AND e.hook_id = d.hook_id AND e.run_id = d.run_id AND e.host = d.host
+				AND e.id < d.id AND e.status IN ('pending', 'failed') AND e.run_id <> '')
+		AND d.hook_id IN (` + placeholders(hooks) + `)`
+	if rows > 0 {
+		q += ` AND d.id IN (` + placeholders(rows) + `)`
+	}
+	return q + ` ORDER BY d.next_at, d.id LIMIT ?`
+}
+
 // FinishHookDelivery implements store.HookStore.
-func (s *Store) FinishHookDelivery(ctx context.Context, id int64, a store.HookAttempt) error {
+func (s *Store) FinishHookDelivery(ctx context.Context, row int64, a store.HookAttempt) error {
 	now := record.ToNS(s.now())
 	var delivered sql.NullInt64
 	if a.Status == store.HookDelivered {
@@ -84,7 +99,7 @@ func (s *Store) FinishHookDelivery(ctx context.Context, id int64, a store.HookAt
 		res, err := tx.ExecContext(ctx, `UPDATE hook_deliveries SET status = ?, attempts = attempts + 1, next_at = ?,
 			last_error = ?, lease_owner = '', lease_until = 0, updated_at = ?, delivered_at = ?
 			WHERE id = ? AND lease_owner = ?`,
-			a.Status, record.ToNS(a.NextAt), s.rec.Mask.Text(a.Error), now, delivered, id, a.Owner)
+			a.Status, record.ToNS(a.NextAt), s.rec.Mask.Text(a.Error), now, delivered, row, a.Owner)
 		if err != nil {
 			return err
 		}
@@ -92,10 +107,10 @@ func (s *Store) FinishHookDelivery(ctx context.Context, id int64, a store.HookAt
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("record hook delivery %d: %w", id, err)
+		return fmt.Errorf("record hook delivery %d: %w", row, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("record hook delivery %d: not held by %s: %w", id, a.Owner, store.ErrStaleOwner)
+		return fmt.Errorf("record hook delivery %d: not held by %s: %w", row, a.Owner, store.ErrStaleOwner)
 	}
 	return nil
 }
@@ -108,9 +123,14 @@ func (s *Store) HookDeliveries(ctx context.Context, f store.HookFilter) ([]store
 		q += ` AND status IN (` + placeholders(len(f.Status)) + `)`
 		args = append(args, stringArgs(f.Status)...)
 	}
-	if len(f.IDs) > 0 {
-		q += ` AND id IN (` + placeholders(len(f.IDs)) + `)`
-		args = append(args, int64Args(f.IDs)...)
+	if len(f.Rows) > 0 {
+		q += ` AND id IN (` + placeholders(len(f.Rows)) + `)`
+		args = append(args, int64Args(f.Rows)...)
+	}
+	if f.ID != "" {
+		lo, hi := record.DeliveryIDRange(f.ID)
+		q += ` AND delivery_id >= ? AND delivery_id < ?`
+		args = append(args, lo, hi)
 	}
 	limit := f.Limit
 	if limit <= 0 {
@@ -129,15 +149,15 @@ func (s *Store) HookDeliveries(ctx context.Context, f store.HookFilter) ([]store
 }
 
 // RetryHookDeliveries implements store.HookStore.
-func (s *Store) RetryHookDeliveries(ctx context.Context, ids []int64, statuses []string) ([]int64, error) {
+func (s *Store) RetryHookDeliveries(ctx context.Context, rows []int64, statuses []string) ([]int64, error) {
 	now := record.ToNS(s.now())
 	args := []any{store.HookPending, now, store.HookFailed, store.HookDead}
 	q := `UPDATE hook_deliveries SET status = ?, attempts = 0, next_at = ?2, updated_at = ?2, lease_owner = '', lease_until = 0
 		WHERE status IN (?, ?)`
 	switch {
-	case len(ids) > 0:
-		q += ` AND id IN (` + placeholders(len(ids)) + `)`
-		args = append(args, int64Args(ids)...)
+	case len(rows) > 0:
+		q += ` AND id IN (` + placeholders(len(rows)) + `)`
+		args = append(args, int64Args(rows)...)
 	case len(statuses) > 0:
 		q += ` AND status IN (` + placeholders(len(statuses)) + `)`
 		args = append(args, stringArgs(statuses)...)
@@ -177,11 +197,11 @@ func (s *Store) CountHookDeliveries(ctx context.Context) (map[string]int, error)
 	return out, nil
 }
 
-// int64Args converts IDs to query arguments.
-func int64Args(ids []int64) []any {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
+// int64Args converts row numbers to query arguments.
+func int64Args(rows []int64) []any {
+	args := make([]any, len(rows))
+	for i, r := range rows {
+		args[i] = r
 	}
 	return args
 }

@@ -25,6 +25,10 @@ func RunHooks(t *testing.T, open func(t *testing.T, outbox store.Outbox) store.S
 		{"HookClaimOnce", testHookClaimOnce},
 		{"HookAttempts", testHookAttempts},
 		{"HookCommandHost", testHookCommandHost},
+		{"HookDeliveryIDsUnique", testHookDeliveryIDsUnique},
+		{"HookGoneOwnerReleased", testHookGoneOwnerReleased},
+		{"HookRunOrder", testHookRunOrder},
+		{"HookRunOrderConcurrent", testHookRunOrderConcurrent},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,6 +95,7 @@ func testHookClaimOnce(t *testing.T, open func(store.Outbox) store.Store) {
 	for i := range 20 {
 		must(t, appendTyped(t, s, "ava:cli:c", uint64(i+1), event.SubagentComplete))
 	}
+	register(t, s, "p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "late", "other")
 	var mu sync.Mutex
 	got := map[int64]string{}
 	var wg sync.WaitGroup
@@ -105,10 +110,10 @@ func testHookClaimOnce(t *testing.T, open func(store.Outbox) store.Store) {
 				}
 				mu.Lock()
 				for _, d := range ds {
-					if prev, dup := got[d.ID]; dup {
-						t.Errorf("delivery %d claimed by %s and %s", d.ID, prev, owner)
+					if prev, dup := got[d.Row]; dup {
+						t.Errorf("delivery %d claimed by %s and %s", d.Row, prev, owner)
 					}
-					got[d.ID] = owner
+					got[d.Row] = owner
 				}
 				mu.Unlock()
 			}
@@ -135,13 +140,14 @@ func testHookClaimOnce(t *testing.T, open func(store.Outbox) store.Store) {
 func testHookAttempts(t *testing.T, open func(store.Outbox) store.Store) {
 	s := open(hookOutbox)
 	must(t, appendTyped(t, s, "ava:cli:a", 1, event.SubagentComplete))
+	register(t, s, "p1", "p2")
 	claim := store.HookClaim{Owner: "p1", Hooks: []string{"h-1"}, Lease: time.Minute}
 	ds, err := s.ClaimHookDeliveries(ctx(t), claim)
 	must(t, err)
 	if len(ds) != 1 || ds[0].LeaseOwner != "p1" {
 		t.Fatalf("claim %+v", ds)
 	}
-	id := ds[0].ID
+	id := ds[0].Row
 	wantErr(t, s.FinishHookDelivery(ctx(t), id, store.HookAttempt{Owner: "p2", Status: store.HookDelivered}), store.ErrStaleOwner)
 	must(t, s.FinishHookDelivery(ctx(t), id, store.HookAttempt{Owner: "p1", Status: store.HookFailed,
 		NextAt: time.Now().Add(time.Hour), Error: "502 Bad Gateway"}))
@@ -190,6 +196,7 @@ func testHookAttempts(t *testing.T, open func(store.Outbox) store.Store) {
 func testHookCommandHost(t *testing.T, open func(store.Outbox) store.Store) {
 	s := open(hookOutbox)
 	must(t, appendTyped(t, s, "ava:cli:h", 1, event.SessionState))
+	register(t, s, "p1")
 	ds, err := s.ClaimHookDeliveries(ctx(t), store.HookClaim{Owner: "p1", Host: "elsewhere", Hooks: []string{"h-2"}, Lease: time.Minute})
 	must(t, err)
 	if len(ds) != 0 {
@@ -202,12 +209,22 @@ func testHookCommandHost(t *testing.T, open func(store.Outbox) store.Store) {
 	}
 }
 
-func one(t *testing.T, s store.Store, id int64) store.HookDelivery {
+func one(t *testing.T, s store.Store, row int64) store.HookDelivery {
 	t.Helper()
-	ds, err := s.HookDeliveries(ctx(t), store.HookFilter{IDs: []int64{id}})
+	ds, err := s.HookDeliveries(ctx(t), store.HookFilter{Rows: []int64{row}})
 	must(t, err)
 	if len(ds) != 1 {
-		t.Fatalf("delivery %d: %d found", id, len(ds))
+		t.Fatalf("delivery %d: %d found", row, len(ds))
 	}
 	return ds[0]
+}
+
+// register records owners as live instances of s: a claim is held only
+// while its owner is registered.
+func register(t *testing.T, s store.Store, owners ...string) {
+	t.Helper()
+	now := time.Now()
+	for _, o := range owners {
+		must(t, s.RegisterInstance(ctx(t), store.Instance{ID: o, Host: "storetest", PID: 1, StartedAt: now, HeartbeatAt: now}))
+	}
 }

@@ -108,7 +108,7 @@ func (m *HookTargetMigration) Check(t *testing.T, s store.Store) {
 	for _, d := range ds {
 		for _, v := range []string{d.HookID, d.Kind, d.Event, d.SessionKey, d.Body, d.Host, d.LastError} {
 			if strings.Contains(v, "SECRET") || strings.Contains(v, "/services") {
-				t.Errorf("delivery %d still holds the webhook's URL: %q", d.ID, v)
+				t.Errorf("delivery %s still holds the webhook's URL: %q", d.ID, v)
 			}
 		}
 		if d.LastError != want[d.Seq] {
@@ -116,7 +116,8 @@ func (m *HookTargetMigration) Check(t *testing.T, s store.Store) {
 		}
 	}
 
-	d := hooks.NewDispatcher(hooks.Options{Store: s, Hooks: map[string]hookspec.Spec{m.Spec.ID(): m.Spec}, Owner: "after-restart",
+	register(t, s, "after-restart")
+	d := hooks.NewDispatcher(hooks.Options{Store: s, Hooks: map[string]hookspec.Spec{m.Spec.ID(): m.Spec}, Owner: func() string { return "after-restart" },
 		Sender: hooks.NewSender(nil, "ava/test")})
 	dctx, cancel := context.WithTimeout(ctx(t), 30*time.Second)
 	defer cancel()

@@ -3,21 +3,26 @@ package record
 import (
 	"database/sql"
 
+	"github.com/google/uuid"
+
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/store"
 )
 
 // HookColumns are the columns ScanHook reads, in its order.
-const HookColumns = `id, hook_id, kind, event, session_key, seq, body, host, status, attempts,
+const HookColumns = `id, delivery_id, run_id, hook_id, kind, event, session_key, seq, body, host, status, attempts,
 	max_attempts, next_at, lease_owner, lease_until, last_error, created_at, updated_at, delivered_at`
 
 // HookInsertColumns are the columns a new delivery is inserted with.
-const HookInsertColumns = `hook_id, kind, event, session_key, seq, body, host, status, max_attempts,
+const HookInsertColumns = `delivery_id, run_id, hook_id, kind, event, session_key, seq, body, host, status, max_attempts,
 	next_at, created_at, updated_at`
 
 // HookArgs are a new delivery's values for HookInsertColumns, its
-// times defaulting to now.
+// times defaulting to now and its ID to a new one (NewDeliveryID).
 func HookArgs(d store.HookDelivery, now int64) []any {
+	if d.ID == "" {
+		d.ID = NewDeliveryID()
+	}
 	next := now
 	if !d.NextAt.IsZero() {
 		next = ToNS(d.NextAt)
@@ -26,9 +31,20 @@ func HookArgs(d store.HookDelivery, now int64) []any {
 	if status == "" {
 		status = store.HookPending
 	}
-	return []any{d.HookID, d.Kind, d.Event, d.SessionKey, int64(d.Seq), d.Body, d.Host, status,
+	return []any{d.ID, d.Run, d.HookID, d.Kind, d.Event, d.SessionKey, int64(d.Seq), d.Body, d.Host, status,
 		max(d.MaxAttempts, 1), next, now, now}
 }
+
+// NewDeliveryID draws a hook delivery's ID: a UUIDv7, whose 62 random
+// bits besides its millisecond time make it unique across every
+// database (a store started afresh never repeats one an earlier store
+// gave a receiver), and whose time part sorts IDs by creation.
+func NewDeliveryID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// DeliveryIDRange is the range of IDs that start with prefix, for
+// `delivery_id >= lo AND delivery_id < hi` (a range of the unique
+// index): IDs hold only 0-9, a-f and '-', all below '~'.
+func DeliveryIDRange(prefix string) (lo, hi string) { return prefix, prefix + "~" }
 
 // ScanHook reads a delivery's HookColumns; the driver's error (no rows)
 // is returned as it is.
@@ -39,7 +55,7 @@ func ScanHook(sc Scanner) (store.HookDelivery, error) {
 		next, leaseUntil, created, update int64
 		delivered                         sql.NullInt64
 	)
-	err := sc.Scan(&d.ID, &d.HookID, &d.Kind, &d.Event, &d.SessionKey, &seq, &d.Body, &d.Host, &d.Status,
+	err := sc.Scan(&d.Row, &d.ID, &d.Run, &d.HookID, &d.Kind, &d.Event, &d.SessionKey, &seq, &d.Body, &d.Host, &d.Status,
 		&attempts, &maxAttempts, &next, &d.LeaseOwner, &leaseUntil, &d.LastError, &created, &update, &delivered)
 	if err != nil {
 		return store.HookDelivery{}, err
