@@ -129,7 +129,7 @@ func TestLazyStartAndResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"srv__child", "srv__cwd", "srv__dial", "srv__die", "srv__echo", "srv__env", "srv__fail", "srv__fetch", "srv__pid", "srv__read", "srv__slow", "srv__sum"}
+	want := []string{"srv__child", "srv__cwd", "srv__dial", "srv__die", "srv__echo", "srv__env", "srv__fail", "srv__fetch", "srv__pid", "srv__plant", "srv__read", "srv__slow", "srv__sum"}
 	if got := names(tools); !slices.Equal(got, want) {
 		t.Fatalf("tools %v, want %v", got, want)
 	}

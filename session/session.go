@@ -339,6 +339,14 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 	}
 	if m.current != nil {
 		switch {
+		case m.current.report:
+			// A report Ava started by itself gives way to the person: their
+			// turn reads the same results (they are in the history).
+			m.queue = append([]*Turn{t}, m.queue...)
+			if m.current.cancel != nil {
+				m.current.cancel(ErrSuperseded)
+			}
+			return t, nil
 		case s.mergeable(m, opt):
 			t.message = m.current.message + "\n\n" + message
 			t.merged, t.prev = true, m.current

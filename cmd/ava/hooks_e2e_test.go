@@ -253,7 +253,7 @@ func TestHooksGetEveryEventOfADelegationOnce(t *testing.T) {
 	}
 	// The body of a subagent event is the entry its session file got.
 	for _, r := range rcv.events() {
-		if r.event == "subagent:complete" && (r.body["type"] != "agent_event" || r.body["status"] != "success" || r.body["durationMs"] == nil) {
+		if r.event == "subagent:complete" && (r.body["type"] != "agent_event" || r.body["status"] != "completed" || r.body["durationMs"] == nil) {
 			t.Errorf("complete body %v", r.body)
 		}
 	}
