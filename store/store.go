@@ -19,7 +19,13 @@
 //     apply it in the same statement as the write: a run that is active
 //     is changed only by its owner, else the write stores nothing and
 //     returns ErrStaleOwner. So a process paused past its lease, whose
-//     runs another took over or ended, cannot overwrite them.
+//     runs another took over or ended, cannot overwrite them. Event
+//     appends carry it too (event.Fence): the events of a run's stream
+//     are stored only while their writer owns the run and it is active,
+//     checked in the append's own transaction, else the append stores
+//     nothing (event.ErrFenced with ErrStaleOwner or
+//     ErrInvalidTransition); the run's last events are written by the
+//     write that ends it (RunFinish.Events).
 //   - AnnounceResult delivers a finished run's result into its parent's
 //     messages exactly once, even when called concurrently or again after a
 //     restart: the message insert and the announced flag commit together.
@@ -302,6 +308,13 @@ type RunFinish struct {
 	// Messages are appended (see AppendMessages) in the same transaction:
 	// the turn's conversation is recorded together with its end.
 	Messages []Message
+	// Events are the last events of the run's own stream (an Error, its
+	// SessionEnd), numbered by the event hub (event.Hub.PublishWith) and
+	// stored, with their hook deliveries, in the same transaction: the
+	// stream says the run ended exactly when its record does, and a
+	// refused end stores none of them. A number already taken gives an
+	// error wrapping event.ErrSeqTaken, and nothing is written.
+	Events []event.Event
 }
 
 // Checkpoint is a running run's progress after a completed step (see

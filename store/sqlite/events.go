@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 
@@ -38,12 +39,24 @@ var insertEventsSQL = record.EventInserts(func(int) string { return "?" })
 // statements as the chunk sizes allow (see insertEventsSQL): under many
 // runs at once the writer, the one connection every write waits for,
 // ran one statement per event.
+//
+// Events with a lease (event.Fence) are checked in the same transaction
+// as their insert (the writer's, which no other write interleaves): when
+// the lease's owner no longer owns the run, or the run is not active,
+// nothing is stored and the error wraps event.ErrFenced. Concurrent
+// appends of several runs share one transaction (the group commit), each
+// in its own savepoint, so a refused one stores nothing and the others
+// are stored.
 func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if s.closed.Load() {
 		return event.ErrLogClosed
 	}
 	if len(evs) == 0 {
 		return nil
+	}
+	fence, fenced, err := record.EventFence(evs)
+	if err != nil {
+		return err
 	}
 	lines := make([]string, len(evs))
 	for i, ev := range evs {
@@ -54,12 +67,34 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 		lines[i] = line
 	}
 	hooks := outboxOf(s.outbox, evs)
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		if fenced {
+			if err := checkFence(ctx, tx, fence); err != nil {
+				return err
+			}
+		}
 		if err := insertEvents(ctx, tx, evs, lines); err != nil {
 			return err
 		}
 		return s.insertHookDeliveries(ctx, tx, hooks)
 	})
+	return appendError(evs, err)
+}
+
+// checkFence checks an append's lease in its transaction (see
+// record.FenceHolds).
+func checkFence(ctx context.Context, tx *sql.Tx, f event.Fence) error {
+	var st record.RunState
+	err := tx.QueryRowContext(ctx, record.FenceQuery("?", ""), f.Run).Scan(&st.Short, &st.Status, &st.Owner)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("read the fenced run %s: %w", f.Run, err)
+	}
+	return record.FenceHolds(st, err == nil, f)
+}
+
+// appendError is the error of an append of evs that failed with err
+// (nil for none): a unique violation is the number taken.
+func appendError(evs []event.Event, err error) error {
 	first, last := evs[0], evs[len(evs)-1]
 	if isUniqueViolation(err) {
 		return fmt.Errorf("append events #%d–#%d to %s: %w", first.Seq, last.Seq, first.Session, event.ErrSeqTaken)
