@@ -30,8 +30,12 @@ func (s *Store) LastSeq(ctx context.Context, session string) (uint64, error) {
 }
 
 // insertEventsSQL holds the INSERTs of a chunk of events (see
-// record.EventInserts).
-var insertEventsSQL = record.EventInserts(func(int) string { return "?" })
+// record.EventInserts), insertFencedEventsSQL the same conditional on a
+// lease (record.FencedEventInserts).
+var (
+	insertEventsSQL       = record.EventInserts(func(int) string { return "?" })
+	insertFencedEventsSQL = record.FencedEventInserts(func(int) string { return "?" })
+)
 
 // AppendEvents stores evs under their sequence numbers in one write: all
 // of them, or none and an error, wrapping event.ErrSeqTaken when a number
@@ -40,13 +44,13 @@ var insertEventsSQL = record.EventInserts(func(int) string { return "?" })
 // runs at once the writer, the one connection every write waits for,
 // ran one statement per event.
 //
-// Events with a lease (event.Fence) are checked in the same transaction
-// as their insert (the writer's, which no other write interleaves): when
-// the lease's owner no longer owns the run, or the run is not active,
-// nothing is stored and the error wraps event.ErrFenced. Concurrent
-// appends of several runs share one transaction (the group commit), each
-// in its own savepoint, so a refused one stores nothing and the others
-// are stored.
+// Events with a lease (event.Fence) are checked by their insert itself
+// (record.FencedEventInserts), inside the writer's transaction, which no
+// other write interleaves: when the lease's owner no longer owns the
+// run, or the run is not active, nothing is stored and the error wraps
+// event.ErrFenced. Concurrent appends of several runs share one
+// transaction (the group commit), each in its own savepoint, so a
+// refused one stores nothing and the others are stored.
 func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if s.closed.Load() {
 		return event.ErrLogClosed
@@ -67,13 +71,11 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 		lines[i] = line
 	}
 	hooks := outboxOf(s.outbox, evs)
+	if !fenced {
+		fence = event.Fence{}
+	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		if fenced {
-			if err := checkFence(ctx, tx, fence); err != nil {
-				return err
-			}
-		}
-		if err := insertEvents(ctx, tx, evs, lines); err != nil {
+		if err := insertEvents(ctx, tx, evs, lines, fence); err != nil {
 			return err
 		}
 		return s.insertHookDeliveries(ctx, tx, hooks)
@@ -81,15 +83,18 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	return appendError(evs, err)
 }
 
-// checkFence checks an append's lease in its transaction (see
-// record.FenceHolds).
+// checkFence says why an append's lease does not hold, reading the run
+// in the append's transaction (see record.FenceHolds).
 func checkFence(ctx context.Context, tx *sql.Tx, f event.Fence) error {
 	var st record.RunState
 	err := tx.QueryRowContext(ctx, record.FenceQuery("?", ""), f.Run).Scan(&st.Short, &st.Status, &st.Owner)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("read the fenced run %s: %w", f.Run, err)
 	}
-	return record.FenceHolds(st, err == nil, f)
+	if err := record.FenceHolds(st, err == nil, f); err != nil {
+		return err
+	}
+	return fmt.Errorf("fenced events of run %s: %w", f.Run, event.ErrFenced) // cannot be: the insert saw the same
 }
 
 // appendError is the error of an append of evs that failed with err
@@ -106,17 +111,34 @@ func appendError(evs []event.Event, err error) error {
 }
 
 // insertEvents inserts evs, whose stored lines are lines, in tx: one
-// multi-row INSERT per chunk (record.EventChunk).
-func insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event, lines []string) error {
-	args := make([]any, 0, 6*min(len(evs), record.MaxEventsPerInsert))
-	for len(evs) > 0 {
+// multi-row INSERT per chunk (record.EventChunk). With a lease (fence
+// set), the first chunk's INSERT is conditional on it
+// (record.FencedEventInserts); one that stores nothing is the lease not
+// holding, and the error says why. The later chunks need no condition:
+// the writer's transaction holds the database's write lock throughout.
+func insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event, lines []string, fence event.Fence) error {
+	args := make([]any, 0, 6*min(len(evs), record.MaxEventsPerInsert)+2)
+	for first := true; len(evs) > 0; first = false {
 		n, text := record.EventChunk(len(evs))
 		args = args[:0]
 		for i, ev := range evs[:n] {
 			args = record.EventArgs(args, ev, lines[i])
 		}
-		if _, err := tx.ExecContext(ctx, insertEventsSQL[text], args...); err != nil {
+		query := insertEventsSQL[text]
+		leased := first && fence.Leased()
+		if leased {
+			query, args = insertFencedEventsSQL[text], append(args, fence.Run, fence.Owner)
+		}
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
 			return err
+		}
+		if leased {
+			if stored, err := res.RowsAffected(); err != nil {
+				return err
+			} else if stored == 0 {
+				return checkFence(ctx, tx, fence)
+			}
 		}
 		evs, lines = evs[n:], lines[n:]
 	}

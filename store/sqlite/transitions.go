@@ -134,7 +134,7 @@ func (w endWrite) insert(ctx context.Context, tx *sql.Tx) error {
 	if len(w.evs) == 0 {
 		return nil
 	}
-	if err := insertEvents(ctx, tx, w.evs, w.lines); err != nil {
+	if err := insertEvents(ctx, tx, w.evs, w.lines, event.Fence{}); err != nil {
 		return appendError(w.evs, err)
 	}
 	return w.s.insertHookDeliveries(ctx, tx, w.hooks)

@@ -45,7 +45,7 @@ func EventInserts(placeholder func(i int) string) []string {
 	var texts []string
 	for n := 1; n <= MaxEventsPerInsert; n *= 2 {
 		var b strings.Builder
-		b.WriteString(`INSERT INTO events (session_key, seq, type, agent, time, line) VALUES `)
+		b.WriteString(eventInsertHead)
 		for row := range n {
 			if row > 0 {
 				b.WriteString(", ")
@@ -63,6 +63,27 @@ func EventInserts(placeholder func(i int) string) []string {
 	}
 	return texts
 }
+
+// FencedEventInserts is EventInserts with the insert made conditional
+// on an event fence's lease (event.Fence): the rows go in only if the
+// run whose full ID is the value after the rows' (placeholder 6n+1) is
+// active and owned by the one after it (6n+2), checked by the INSERT
+// itself, so that an append under a lost lease stores nothing and costs
+// no statement of its own. Its count of rows stored says which.
+func FencedEventInserts(placeholder func(i int) string) []string {
+	texts := EventInserts(placeholder)
+	for i, text := range texts {
+		n := 1 << i
+		values := strings.TrimPrefix(text, eventInsertHead)
+		texts[i] = eventInsertHead[:len(eventInsertHead)-len("VALUES ")] + `SELECT * FROM (VALUES ` + values + `)
+			WHERE EXISTS (SELECT 1 FROM runs WHERE id = ` + placeholder(n*eventColumns+1) + ` AND owner = ` +
+			placeholder(n*eventColumns+2) + ` AND status IN ` + ActiveStatuses + `)`
+	}
+	return texts
+}
+
+// eventInsertHead starts every INSERT of EventInserts.
+const eventInsertHead = `INSERT INTO events (session_key, seq, type, agent, time, line) VALUES `
 
 // EventChunk returns how many of n remaining events the next INSERT
 // stores, the largest power of two at most n and MaxEventsPerInsert, and
