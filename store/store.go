@@ -385,6 +385,12 @@ type Finding struct {
 	// text is cut, marked with CutNote).
 	Text      string
 	CreatedAt time.Time
+	// Owner, when set, is the poster's lease on RunID (the fence, not
+	// stored): PostFinding stores the finding only while that instance
+	// owns the run and the run is active, checked in its own
+	// transaction, else it stores nothing and the error wraps
+	// event.ErrFenced with ErrStaleOwner or ErrInvalidTransition.
+	Owner string
 }
 
 // Bounds of a board, enforced by PostFinding: a finding's text in bytes,

@@ -83,18 +83,15 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	return appendError(evs, err)
 }
 
-// checkFence says why an append's lease does not hold, reading the run
-// in the append's transaction (see record.FenceHolds).
+// checkFence checks a lease in a write's transaction, reading its run
+// (see record.FenceHolds): nil when it holds, else why not.
 func checkFence(ctx context.Context, tx *sql.Tx, f event.Fence) error {
 	var st record.RunState
 	err := tx.QueryRowContext(ctx, record.FenceQuery("?", ""), f.Run).Scan(&st.Short, &st.Status, &st.Owner)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("read the fenced run %s: %w", f.Run, err)
 	}
-	if err := record.FenceHolds(st, err == nil, f); err != nil {
-		return err
-	}
-	return fmt.Errorf("fenced events of run %s: %w", f.Run, event.ErrFenced) // cannot be: the insert saw the same
+	return record.FenceHolds(st, err == nil, f)
 }
 
 // appendError is the error of an append of evs that failed with err
@@ -137,7 +134,10 @@ func insertEvents(ctx context.Context, tx *sql.Tx, evs []event.Event, lines []st
 			if stored, err := res.RowsAffected(); err != nil {
 				return err
 			} else if stored == 0 {
-				return checkFence(ctx, tx, fence)
+				if err := checkFence(ctx, tx, fence); err != nil {
+					return err
+				}
+				return fmt.Errorf("fenced events of run %s: %w", fence.Run, event.ErrFenced) // cannot be: the insert saw the same run
 			}
 		}
 		evs, lines = evs[n:], lines[n:]

@@ -22,6 +22,7 @@ func fenceCases() []testCase {
 		{"FencedAppendFollowUp", testFencedAppendFollowUp},
 		{"FencedAppendMalformed", testFencedAppendMalformed},
 		{"EndEventsWithTransition", testEndEventsWithTransition},
+		{"FencedFinding", testFencedFinding},
 	}
 }
 
@@ -223,4 +224,27 @@ func testEndEventsWithTransition(t *testing.T, s store.Store) {
 	// A second end is refused, and its events with it.
 	wantErr(t, s.TransitionRun(ctx(t), r.ID, "me", []lifecycle.Status{lifecycle.Running}, lifecycle.Error, end("me", 6)), store.ErrInvalidTransition)
 	wantStream(t, s, r, 4)
+}
+
+// testFencedFinding posts findings under a run's lease: stored while the
+// poster owns the active run, refused (nothing stored) once another
+// process took it over or it ended.
+func testFencedFinding(t *testing.T, s store.Store) {
+	r := newRun(shortID(0xfe90), "ava:cli:fence")
+	r.Status, r.Owner, r.GroupID = lifecycle.Running, "me", "G-fence"
+	r = createRun(t, s, r)
+	post := func(owner, text string) error {
+		_, err := s.PostFinding(ctx(t), store.Finding{GroupID: r.GroupID, RunID: r.ID, ShortID: r.ShortID, Role: r.Role,
+			Text: text, Owner: owner})
+		return err
+	}
+	must(t, post("me", "first"))
+	wantFenced(t, post("other", "stale"), store.ErrStaleOwner)
+	must(t, s.TransitionRun(ctx(t), r.ID, "me", []lifecycle.Status{lifecycle.Running}, lifecycle.Success, nil))
+	wantFenced(t, post("me", "after the end"), store.ErrInvalidTransition)
+	fs, err := s.Findings(ctx(t), r.GroupID, 0, "")
+	must(t, err)
+	if len(fs) != 1 || fs[0].Text != "first" {
+		t.Fatalf("findings %+v, want only the first", fs)
+	}
 }
