@@ -504,7 +504,14 @@ type RunStore interface {
 	// AnnounceResult inserts msg into the run's parent session and marks
 	// the run announced, together. It returns false, storing nothing, if
 	// the run was already announced.
-	AnnounceResult(ctx context.Context, runID string, msg Message) (bool, error)
+	//
+	// owner, when set, fences it: the run's owner as the announcer knows
+	// it (its own lease for an end it recorded, the owner it read from
+	// the record for one it announces on a gone process's behalf). A run
+	// whose owner changed since (a follow-up moved it on) is not
+	// announced with this message: the error wraps ErrStaleOwner, and
+	// nothing is stored.
+	AnnounceResult(ctx context.Context, runID, owner string, msg Message) (bool, error)
 	// MarkAnnounced marks a finished run's result as delivered without
 	// adding a message: the result reached its parent another way (a
 	// waiting tool call), or must never reach it (a cancelled run).

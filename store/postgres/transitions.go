@@ -186,7 +186,7 @@ func (s *Store) transitionSet(p *params, to lifecycle.Status, owner string, fin 
 // msg.SessionKey defaults to the run's parent session, and must be it when
 // given; msg.RunID defaults to the run's ID; msg.Role to subagent. A run
 // still active gives store.ErrInvalidTransition.
-func (s *Store) AnnounceResult(ctx context.Context, runID string, msg store.Message) (bool, error) {
+func (s *Store) AnnounceResult(ctx context.Context, runID, owner string, msg store.Message) (bool, error) {
 	ref := record.NormalizeRunRef(runID)
 	if err := record.CheckKey("run ID", ref); err != nil {
 		return false, fmt.Errorf("announce result: %w", err)
@@ -194,7 +194,7 @@ func (s *Store) AnnounceResult(ctx context.Context, runID string, msg store.Mess
 	var announced bool
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		announced, err = s.announce(ctx, tx, ref, msg)
+		announced, err = s.announce(ctx, tx, ref, owner, msg)
 		return err
 	})
 	if err != nil {
@@ -203,13 +203,13 @@ func (s *Store) AnnounceResult(ctx context.Context, runID string, msg store.Mess
 	return announced, nil
 }
 
-func (s *Store) announce(ctx context.Context, tx pgx.Tx, ref string, msg store.Message) (bool, error) {
+func (s *Store) announce(ctx context.Context, tx pgx.Tx, ref, owner string, msg store.Message) (bool, error) {
 	var (
-		id, short, parent, status string
-		done                      bool
+		id, short, parent, status, runOwner string
+		done                                bool
 	)
-	err := tx.QueryRow(ctx, `SELECT id, short_id, parent_session, status, announced FROM runs
-		WHERE id = $1 OR short_id = $1 FOR UPDATE`, ref).Scan(&id, &short, &parent, &status, &done)
+	err := tx.QueryRow(ctx, `SELECT id, short_id, parent_session, status, announced, owner FROM runs
+		WHERE id = $1 OR short_id = $1 FOR UPDATE`, ref).Scan(&id, &short, &parent, &status, &done, &runOwner)
 	if noRows(err) {
 		return false, store.ErrNotFound
 	}
@@ -218,6 +218,10 @@ func (s *Store) announce(ctx context.Context, tx pgx.Tx, ref string, msg store.M
 	}
 	if done {
 		return false, nil
+	}
+	if owner != "" && runOwner != owner {
+		return false, fmt.Errorf("run %s is owned by %s now, not %s: its result is not announced with this message: %w",
+			short, runOwner, owner, store.ErrStaleOwner)
 	}
 	if !lifecycle.Status(status).Final() {
 		return false, fmt.Errorf("run %s is %s; only a finished run's result is announced: %w",

@@ -217,7 +217,7 @@ func (s *Store) transitionSet(to lifecycle.Status, owner string, fin *store.RunF
 // msg.SessionKey defaults to the run's parent session, and must be it when
 // given; msg.RunID defaults to the run's ID; msg.Role to subagent. A run
 // still pending or running gives store.ErrInvalidTransition.
-func (s *Store) AnnounceResult(ctx context.Context, runID string, msg store.Message) (bool, error) {
+func (s *Store) AnnounceResult(ctx context.Context, runID, owner string, msg store.Message) (bool, error) {
 	ref := record.NormalizeRunRef(runID)
 	if err := record.CheckKey("run ID", ref); err != nil {
 		return false, fmt.Errorf("announce result: %w", err)
@@ -225,7 +225,7 @@ func (s *Store) AnnounceResult(ctx context.Context, runID string, msg store.Mess
 	var announced bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		announced, err = s.announce(ctx, tx, ref, msg)
+		announced, err = s.announce(ctx, tx, ref, owner, msg)
 		return err
 	})
 	if err != nil {
@@ -234,13 +234,13 @@ func (s *Store) AnnounceResult(ctx context.Context, runID string, msg store.Mess
 	return announced, nil
 }
 
-func (s *Store) announce(ctx context.Context, tx *sql.Tx, ref string, msg store.Message) (bool, error) {
+func (s *Store) announce(ctx context.Context, tx *sql.Tx, ref, owner string, msg store.Message) (bool, error) {
 	var (
-		id, short, parent, status string
-		done                      bool
+		id, short, parent, status, runOwner string
+		done                                bool
 	)
-	err := tx.QueryRowContext(ctx, `SELECT id, short_id, parent_session, status, announced FROM runs
-		WHERE id = ? OR short_id = ?`, ref, ref).Scan(&id, &short, &parent, &status, &done)
+	err := tx.QueryRowContext(ctx, `SELECT id, short_id, parent_session, status, announced, owner FROM runs
+		WHERE id = ? OR short_id = ?`, ref, ref).Scan(&id, &short, &parent, &status, &done, &runOwner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, store.ErrNotFound
 	}
@@ -249,6 +249,10 @@ func (s *Store) announce(ctx context.Context, tx *sql.Tx, ref string, msg store.
 	}
 	if done {
 		return false, nil
+	}
+	if owner != "" && runOwner != owner {
+		return false, fmt.Errorf("run %s is owned by %s now, not %s: its result is not announced with this message: %w",
+			short, runOwner, owner, store.ErrStaleOwner)
 	}
 	if !lifecycle.Status(status).Final() {
 		return false, fmt.Errorf("run %s is %s; only a finished run's result is announced: %w",

@@ -23,6 +23,7 @@ func fenceCases() []testCase {
 		{"FencedAppendMalformed", testFencedAppendMalformed},
 		{"EndEventsWithTransition", testEndEventsWithTransition},
 		{"FencedFinding", testFencedFinding},
+		{"FencedAnnouncement", testFencedAnnouncement},
 	}
 }
 
@@ -246,5 +247,30 @@ func testFencedFinding(t *testing.T, s store.Store) {
 	must(t, err)
 	if len(fs) != 1 || fs[0].Text != "first" {
 		t.Fatalf("findings %+v, want only the first", fs)
+	}
+}
+
+// testFencedAnnouncement announces a run's result under the lease of the
+// end it was written for: after a follow-up by another process ended the
+// run again, the first turn's announcer is refused and stores nothing,
+// and the run's owner announces.
+func testFencedAnnouncement(t *testing.T, s store.Store) {
+	r := newRun(shortID(0xfea0), "ava:cli:fence-announce")
+	r.Status, r.Owner = lifecycle.Running, "first"
+	r = createRun(t, s, r)
+	must(t, s.TransitionRun(ctx(t), r.ID, "first", []lifecycle.Status{lifecycle.Running}, lifecycle.Success, &store.RunFinish{Result: []byte(`{}`)}))
+	must(t, s.TransitionRun(ctx(t), r.ID, "second", []lifecycle.Status{lifecycle.Success}, lifecycle.Running, nil))
+	must(t, s.TransitionRun(ctx(t), r.ID, "second", []lifecycle.Status{lifecycle.Running}, lifecycle.Success, &store.RunFinish{Result: []byte(`{}`)}))
+	_, err := s.AnnounceResult(ctx(t), r.ID, "first", store.Message{Text: "[Task: find] the first turn's"})
+	wantErr(t, err, store.ErrStaleOwner)
+	ok, err := s.AnnounceResult(ctx(t), r.ID, "second", store.Message{Text: "[Task: find] the second turn's"})
+	must(t, err)
+	if !ok {
+		t.Fatal("the owner's announcement was not stored")
+	}
+	msgs, err := s.Messages(ctx(t), r.ParentSession, 0)
+	must(t, err)
+	if len(msgs) != 1 || msgs[0].Text != "[Task: find] the second turn's" {
+		t.Fatalf("parent's messages %+v, want only the owner's announcement", msgs)
 	}
 }
