@@ -92,7 +92,7 @@ func Open(ctx context.Context, opt Options) (*Runtime, error) {
 		return nil, invalidf("open: Options.Config.DataRoot is empty: load the configuration with config.Load(os.Getenv) " +
 			"(AVA_DATA_ROOT, by default $XDG_DATA_HOME/ava), or set DataRoot to a folder of your program's")
 	}
-	var opts []app.Option
+	opts := []app.Option{app.WithVersion(Version())}
 	for _, s := range opt.Sinks {
 		opts = append(opts, app.WithSink(s))
 	}
@@ -146,6 +146,16 @@ func (r *Runtime) StopTaking() { r.in.StopTaking() }
 // it ended.
 func (r *Runtime) EndInterruptedTurns(ctx context.Context) (int, error) {
 	return r.in.EndInterruptedTurns(ctx)
+}
+
+// SweepReports makes, now and with every recovery sweep until Close,
+// the reports sessions are owed of their background subagents' results
+// that no process made (its process stopped first): a daemon calls it
+// once it takes messages. A read-only runtime has nothing to sweep.
+func (r *Runtime) SweepReports() {
+	if r.in.Sessions != nil {
+		r.in.Sessions.SweepReports(r.in.Config.RecoverEvery)
+	}
 }
 
 // Ping checks that the store answers (a daemon's /readyz).

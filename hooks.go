@@ -15,10 +15,17 @@ import (
 // role's) and where it is defined.
 type Hook = app.HookSource
 
-// HookDelivery is one event's delivery to one hook, as stored: its
-// status (HookPending, HookFailed, HookDead, HookDelivered), attempts,
-// last error and body.
-type HookDelivery = store.HookDelivery
+// HookDelivery is one event's delivery to one hook, as stored (its
+// status: HookPending, HookFailed, HookDead, HookDelivered; attempts,
+// last error and body), and what its hook reaches as shown.
+type HookDelivery struct {
+	store.HookDelivery
+	// Target is what the hook reaches, as shown (hookspec.Spec.Target:
+	// the command line, or a URL's scheme and host only), from the
+	// running configuration by the delivery's HookID: the store keeps
+	// no URL. "" when no hook of this runtime has that ID any more.
+	Target string
+}
 
 // HookFilter selects deliveries (by status, by ID, how many).
 type HookFilter = store.HookFilter
@@ -53,17 +60,26 @@ type HookTest struct {
 // Hooks returns the runtime's hooks.
 func (r *Runtime) Hooks() []Hook { return r.in.Hooks.All() }
 
-// HookDeliveries returns the deliveries f selects, newest first, masked.
+// HookDeliveries returns the deliveries f selects, newest first, masked:
+// the body and last error by the redactor, the target as shown
+// (hookspec.Spec.Target) from the running configuration. Every surface
+// (the API, `ava hooks`, the library) reads deliveries here.
 func (r *Runtime) HookDeliveries(ctx context.Context, f HookFilter) ([]HookDelivery, error) {
 	ds, err := r.in.Store.HookDeliveries(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("hook deliveries: %w", err)
 	}
-	for i := range ds {
-		ds[i].Body = r.in.Redactor.String(ds[i].Body)
-		ds[i].LastError = r.in.Redactor.String(ds[i].LastError)
+	targets := map[string]string{}
+	for _, h := range r.in.Hooks.All() {
+		targets[h.ID()] = h.Target()
 	}
-	return ds, nil
+	out := make([]HookDelivery, len(ds))
+	for i, d := range ds {
+		d.Body = r.in.Redactor.String(d.Body)
+		d.LastError = r.in.Redactor.String(d.LastError)
+		out[i] = HookDelivery{HookDelivery: d, Target: targets[d.HookID]}
+	}
+	return out, nil
 }
 
 // RetryHookDeliveries sends failed and dead deliveries back to pending

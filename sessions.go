@@ -409,3 +409,16 @@ func (r *Runtime) EnsureSession(ctx context.Context, key string) error {
 	}
 	return nil
 }
+
+// WaitReport waits until nothing of the session runs in this process
+// any more — its turn, its background subagents, the report Ava makes
+// of their results (on_complete) — and returns that report's result
+// when this process made one (ok false otherwise). A one-shot client
+// (`ava run`) calls it before exiting, so that the answer the person
+// asked for is there.
+func (r *Runtime) WaitReport(ctx context.Context, key string) (res TurnResult, ok bool, err error) {
+	if err := r.writable(); err != nil {
+		return TurnResult{}, false, err
+	}
+	return r.in.Sessions.WaitReport(ctx, key)
+}

@@ -87,6 +87,10 @@ type Limits struct {
 type Config struct {
 	// Model is the resolved model to call.
 	Model llm.Model
+	// InputIsAva marks a run whose input is Ava's own instruction (a
+	// report turn), not the person's: it is given to the model but not
+	// published as a UserMessage.
+	InputIsAva bool
 	// System is the system prompt.
 	System string
 	// Tools are the tools the model may call; nil means none.
@@ -441,7 +445,9 @@ func (a *Agent) Run(ctx context.Context, history []llm.Message, input llm.Messag
 	r := &run{a: a, ctx: ctx, msgs: append(append(make([]llm.Message, 0, len(history)+8), history...), input),
 		defs: toolDefs(a.cfg.Tools), start: start, clock: clock}
 	a.holdStart()
-	a.emit(event.New(event.UserMessage, event.TextContent{Text: input.TextContent()}))
+	if !a.cfg.InputIsAva {
+		a.emit(event.New(event.UserMessage, event.TextContent{Text: input.TextContent()}))
+	}
 	err := r.loop()
 	a.releaseStart()
 	a.emitting.Wait()

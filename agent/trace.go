@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/avaagent/ava/lifecycle"
@@ -16,34 +17,38 @@ import (
 )
 
 // Span and attribute names of the OpenTelemetry GenAI semantic
-// conventions, and Ava's own (ava.*).
+// conventions, taken from the semconv package whose schema URL the
+// tracer declares (tracing.SchemaURL), and Ava's own (ava.*).
 const (
 	OpInvokeAgent = "invoke_agent"
 	OpChat        = "chat"
 	OpExecuteTool = "execute_tool"
 
-	attrOperation      = "gen_ai.operation.name"
-	attrProvider       = "gen_ai.provider.name"
-	attrAgentName      = "gen_ai.agent.name"
-	attrAgentID        = "gen_ai.agent.id"
-	attrConversationID = "gen_ai.conversation.id"
-	attrRequestModel   = "gen_ai.request.model"
-	attrRequestMaxTok  = "gen_ai.request.max_tokens"
-	attrResponseModel  = "gen_ai.response.model"
-	attrFinishReasons  = "gen_ai.response.finish_reasons"
-	attrInputTokens    = "gen_ai.usage.input_tokens"
-	attrOutputTokens   = "gen_ai.usage.output_tokens"
-	attrCacheRead      = "gen_ai.usage.cache_read.input_tokens"
-	attrCacheWrite     = "gen_ai.usage.cache_creation.input_tokens"
-	attrInputMessages  = "gen_ai.input.messages"
-	attrOutputMessages = "gen_ai.output.messages"
-	attrSystem         = "gen_ai.system_instructions"
-	attrToolName       = "gen_ai.tool.name"
-	attrToolCallID     = "gen_ai.tool.call.id"
-	attrToolType       = "gen_ai.tool.type"
-	attrToolArgs       = "gen_ai.tool.call.arguments"
-	attrToolResult     = "gen_ai.tool.call.result"
-	attrErrorType      = "error.type"
+	attrOperation      = string(semconv.GenAIOperationNameKey)
+	attrProvider       = string(semconv.GenAIProviderNameKey)
+	attrAgentName      = string(semconv.GenAIAgentNameKey)
+	attrAgentID        = string(semconv.GenAIAgentIDKey)
+	attrConversationID = string(semconv.GenAIConversationIDKey)
+	attrRequestModel   = string(semconv.GenAIRequestModelKey)
+	attrRequestMaxTok  = string(semconv.GenAIRequestMaxTokensKey)
+	attrResponseModel  = string(semconv.GenAIResponseModelKey)
+	attrResponseID     = string(semconv.GenAIResponseIDKey)
+	attrFinishReasons  = string(semconv.GenAIResponseFinishReasonsKey)
+	attrInputTokens    = string(semconv.GenAIUsageInputTokensKey)
+	attrOutputTokens   = string(semconv.GenAIUsageOutputTokensKey)
+	attrCacheRead      = string(semconv.GenAIUsageCacheReadInputTokensKey)
+	attrCacheWrite     = string(semconv.GenAIUsageCacheCreationInputTokensKey)
+	attrInputMessages  = string(semconv.GenAIInputMessagesKey)
+	attrOutputMessages = string(semconv.GenAIOutputMessagesKey)
+	attrSystem         = string(semconv.GenAISystemInstructionsKey)
+	attrToolName       = string(semconv.GenAIToolNameKey)
+	attrToolCallID     = string(semconv.GenAIToolCallIDKey)
+	attrToolType       = string(semconv.GenAIToolTypeKey)
+	attrToolArgs       = string(semconv.GenAIToolCallArgumentsKey)
+	attrToolResult     = string(semconv.GenAIToolCallResultKey)
+	attrServerAddress  = string(semconv.ServerAddressKey)
+	attrServerPort     = string(semconv.ServerPortKey)
+	attrErrorType      = string(semconv.ErrorTypeKey)
 	attrCost           = "ava.cost_cents"
 	attrStatus         = "ava.status"
 	attrIterations     = "ava.iterations"
@@ -64,20 +69,16 @@ func (a *Agent) startAgentSpan(ctx context.Context, input llm.Message) (context.
 	if name == "" {
 		name = a.cfg.Caller.AgentID
 	}
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithLinks(a.cfg.TraceLinks...)}
-	ctx, span := t.Start(ctx, OpInvokeAgent+" "+name, opts...)
+	// What a sampler may decide by goes in at the start: the operation,
+	// the agent, the provider and the model.
+	start := append(a.modelAttrs(OpInvokeAgent), attribute.String(attrAgentName, name),
+		attribute.String(attrAgentID, a.cfg.Caller.AgentID))
+	ctx, span := t.Start(ctx, OpInvokeAgent+" "+name, trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithLinks(a.cfg.TraceLinks...), trace.WithAttributes(start...))
 	if !span.IsRecording() {
 		return ctx, span
 	}
-	attrs := []attribute.KeyValue{
-		attribute.String(attrOperation, OpInvokeAgent),
-		attribute.String(attrAgentName, name),
-		attribute.String(attrAgentID, a.cfg.Caller.AgentID),
-		attribute.String(attrRequestModel, a.cfg.Model.ID),
-	}
-	if p := a.cfg.Model.Provider; p != nil {
-		attrs = append(attrs, attribute.String(attrProvider, p.Name()))
-	}
+	var attrs []attribute.KeyValue
 	if s := a.cfg.Caller.SessionKey; s != "" {
 		attrs = append(attrs, attribute.String(attrConversationID, s))
 	}
@@ -92,6 +93,18 @@ func (a *Agent) startAgentSpan(ctx context.Context, input llm.Message) (context.
 	return ctx, span
 }
 
+// modelAttrs are the attributes of a span of operation op that name the
+// model called: the operation, the provider and the model. They are
+// given at the span's start, so that a sampler sees them.
+func (a *Agent) modelAttrs(op string) []attribute.KeyValue {
+	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs = append(attrs, attribute.String(attrOperation, op), attribute.String(attrRequestModel, a.cfg.Model.ID))
+	if p := a.cfg.Model.Provider; p != nil {
+		attrs = append(attrs, attribute.String(attrProvider, p.Name()))
+	}
+	return attrs
+}
+
 // endAgentSpan records how the run ended: usage, cost, status, and for
 // any ending but success an error status whose description is why (the
 // limit that ended it, a cancellation, an error).
@@ -103,7 +116,7 @@ func (a *Agent) endAgentSpan(span trace.Span, res Result) {
 		attribute.String(attrStatus, string(res.Status)),
 		attribute.Float64(attrCost, res.CostCents),
 		attribute.Int(attrIterations, res.Iterations),
-		attribute.Int(attrInputTokens, res.Usage.InputTokens),
+		attribute.Int(attrInputTokens, res.Usage.AllInputTokens()),
 		attribute.Int(attrOutputTokens, res.Usage.OutputTokens),
 		attribute.Int(attrCacheRead, res.Usage.CacheReadTokens),
 		attribute.Int(attrCacheWrite, res.Usage.CacheWriteTokens),
@@ -123,23 +136,29 @@ func (a *Agent) endAgentSpan(span trace.Span, res Result) {
 	span.End()
 }
 
-// startChatSpan starts a model call's chat span.
+// startChatSpan starts a model call's chat span. The operation, the
+// provider and the model are given at the start (a sampler sees them);
+// the server called and the conversation are the run's.
 func (r *run) startChatSpan(req *llm.Request) (context.Context, trace.Span) {
 	a := r.a
 	t := a.cfg.Tracer
 	if t == nil {
 		return r.ctx, noSpan
 	}
-	ctx, span := t.Start(r.ctx, OpChat+" "+a.cfg.Model.ID, trace.WithSpanKind(trace.SpanKindClient))
+	ctx, span := t.Start(r.ctx, OpChat+" "+a.cfg.Model.ID, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(a.modelAttrs(OpChat)...))
 	if !span.IsRecording() {
 		return ctx, span
 	}
-	attrs := []attribute.KeyValue{
-		attribute.String(attrOperation, OpChat),
-		attribute.String(attrRequestModel, a.cfg.Model.ID),
+	var attrs []attribute.KeyValue
+	if host, port := llm.ServerOf(a.cfg.Model.Provider); host != "" {
+		attrs = append(attrs, attribute.String(attrServerAddress, host))
+		if port > 0 {
+			attrs = append(attrs, attribute.Int(attrServerPort, port))
+		}
 	}
-	if p := a.cfg.Model.Provider; p != nil {
-		attrs = append(attrs, attribute.String(attrProvider, p.Name()))
+	if s := a.cfg.Caller.SessionKey; s != "" {
+		attrs = append(attrs, attribute.String(attrConversationID, s))
 	}
 	if req.MaxTokens > 0 {
 		attrs = append(attrs, attribute.Int(attrRequestMaxTok, req.MaxTokens))
@@ -174,15 +193,28 @@ func (r *run) endChatSpan(span trace.Span, resp *llm.Response, cost float64, err
 	if model == "" {
 		model = r.a.cfg.Model.ID
 	}
+	// The provider's own finish reason ("stop", "tool_calls",
+	// "end_turn", …), as the conventions ask; Ava's normalised one when
+	// it sent none.
+	reason := resp.RawStopReason
+	if reason == "" {
+		reason = string(resp.StopReason)
+	}
+	// Input tokens count every kind, cached ones too (the conventions'
+	// "all types of input tokens"); the cache's share has its own
+	// attributes.
 	span.SetAttributes(
 		attribute.String(attrResponseModel, model),
-		attribute.Int(attrInputTokens, resp.Usage.InputTokens),
+		attribute.Int(attrInputTokens, resp.Usage.AllInputTokens()),
 		attribute.Int(attrOutputTokens, resp.Usage.OutputTokens),
 		attribute.Int(attrCacheRead, resp.Usage.CacheReadTokens),
 		attribute.Int(attrCacheWrite, resp.Usage.CacheWriteTokens),
-		attribute.StringSlice(attrFinishReasons, []string{string(resp.StopReason)}),
+		attribute.StringSlice(attrFinishReasons, []string{reason}),
 		attribute.Float64(attrCost, cost),
 	)
+	if resp.ID != "" {
+		span.SetAttributes(attribute.String(attrResponseID, resp.ID))
+	}
 	if t := r.a.cfg.Tracer; t.CaptureContent {
 		span.SetAttributes(attribute.String(attrOutputMessages, t.Content(messagesJSON([]llm.Message{resp.Message}))))
 	}
@@ -195,13 +227,12 @@ func (r *run) startToolSpan(call llm.Block, args json.RawMessage) (context.Conte
 	if t == nil {
 		return r.ctx, noSpan
 	}
-	ctx, span := t.Start(r.ctx, OpExecuteTool+" "+call.ToolName, trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, span := t.Start(r.ctx, OpExecuteTool+" "+call.ToolName, trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(attribute.String(attrOperation, OpExecuteTool), attribute.String(attrToolName, call.ToolName)))
 	if !span.IsRecording() {
 		return ctx, span
 	}
 	span.SetAttributes(
-		attribute.String(attrOperation, OpExecuteTool),
-		attribute.String(attrToolName, call.ToolName),
 		attribute.String(attrToolCallID, call.ToolCallID),
 		attribute.String(attrToolType, "function"),
 	)

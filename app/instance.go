@@ -100,6 +100,8 @@ type openOptions struct {
 	roles    []role.Role
 	// observers are added before anything can notify them.
 	observers []observe.Observer
+	// version is Ava's version, for the traces (WithVersion).
+	version string
 }
 
 // WithTools adds an embedding program's tools to the built-in ones: a
@@ -131,6 +133,10 @@ func WithObserver(o observe.Observer) Option {
 // log has (the daemon's metrics). A sink is on the publishing path: it
 // must be quick and must not publish.
 func WithSink(s event.Sink) Option { return func(o *openOptions) { o.sinks = append(o.sinks, s) } }
+
+// WithVersion gives the instance Ava's version (ava.Version), which its
+// traces carry: service.version and the instrumentation scope's version.
+func WithVersion(v string) Option { return func(o *openOptions) { o.version = v } }
 
 // ReadOnly opens an instance for looking only (ava roles): it does not
 // register this process as an owner of runs, recovers no other process's
@@ -207,7 +213,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	if !o.readOnly {
 		// First opened, last closed: the spans of everything closed
 		// before it are flushed.
-		if in.Tracing, err = tracing.Setup(ctx, tracing.Options{Logger: log, Redact: in.Redactor.String}); err != nil {
+		if in.Tracing, err = tracing.Setup(ctx, tracing.Options{Logger: log, Redact: in.Redactor.String, Version: o.version}); err != nil {
 			return err
 		}
 		if in.Tracing != nil {
@@ -355,7 +361,7 @@ func (in *Instance) openSessions(ctx context.Context) error {
 		return fmt.Errorf("orchestrator tools: %w", err)
 	}
 	in.Sessions = session.New(session.Config{Hub: in.Hub, Subagents: in.Subagent, Budgets: in.Store, Store: in.Store, Offline: IsOffline,
-		CancelSubagentsOnStop: true, Redactor: in.Redactor, Observers: in.Observers, MergeWindow: cfg.MergeWindow, OrchestratorAnswers: cfg.AskAnswers == "orchestrator", Logger: log,
+		CancelSubagentsOnStop: true, Redactor: in.Redactor, Reports: in.Store, OnComplete: cfg.OnComplete, ReportAfter: cfg.RecoverEvery, Observers: in.Observers, MergeWindow: cfg.MergeWindow, OrchestratorAnswers: cfg.AskAnswers == "orchestrator", Logger: log,
 		Orchestrator: func(model string, limits session.Limits) (*orchestrator.Orchestrator, llm.Model, error) {
 			m, err := OrchestratorModel(cfg, in.Catalog, model)
 			if err != nil {

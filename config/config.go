@@ -77,6 +77,9 @@ type Config struct {
 	// AskTimeout is how long a subagent's ask_user waits for the person
 	// (AVA_ASK_TIMEOUT); its run's timeout is paused meanwhile.
 	AskTimeout time.Duration `yaml:"ask_timeout"`
+	// OnComplete is what a session does when its background subagents
+	// have ended (AVA_ON_COMPLETE): summarize (default), announce, quiet.
+	OnComplete OnComplete `yaml:"on_complete"`
 	// AskAnswers says who answers the subagents' questions: "person"
 	// (default) or "orchestrator" (AVA_ASK_ANSWERS).
 	AskAnswers string `yaml:"ask_answers"`
@@ -297,6 +300,7 @@ func Default() Config {
 		WrapUpAt:               0.8,
 		AskTimeout:             10 * time.Minute,
 		AskAnswers:             "person",
+		OnComplete:             Summarize,
 		ResumeAttempts:         3,
 		ConfirmTimeout:         10 * time.Minute,
 		ShutdownGrace:          DefaultShutdownGrace,
@@ -450,6 +454,9 @@ func (c Config) Validate() error {
 	if k := c.OpenAIKind; k != "" && k != OpenAIKindOpenAI && k != OpenAIKindCompatible {
 		errs = append(errs, fmt.Errorf("openai_kind (AVA_OPENAI_KIND): %q, use %s (OpenAI's own API) or %s (a server of your own)",
 			k, OpenAIKindOpenAI, OpenAIKindCompatible))
+	}
+	if _, err := ParseOnComplete(string(c.OnComplete)); err != nil {
+		errs = append(errs, err)
 	}
 	if c.AskAnswers != "person" && c.AskAnswers != "orchestrator" {
 		errs = append(errs, fmt.Errorf("ask_answers (AVA_ASK_ANSWERS): %q, use person or orchestrator", c.AskAnswers))

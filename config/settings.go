@@ -89,6 +89,8 @@ var settings = []Setting{
 		"the share of any of a subagent's limits at which its next model call asks it to finish with what it has; 0: never"),
 	duration("AVA_ASK_TIMEOUT", "ask_timeout", func(c *Config) *time.Duration { return &c.AskTimeout }).doc("",
 		"how long a subagent's `ask_user` waits for the person (its timeout is paused meanwhile)"),
+	text("AVA_ON_COMPLETE", "on_complete", func(c *Config) *string { return (*string)(&c.OnComplete) }).doc("",
+		"what a session does when the background subagents it started have all ended: `summarize` (the orchestrator reports their results to you by itself, in one turn), `announce` (their results are posted as they are, with no model call) or `quiet` (nothing until your next message)"),
 	text("AVA_ASK_ANSWERS", "ask_answers", func(c *Config) *string { return &c.AskAnswers }).doc("",
 		"who answers the subagents' questions (`ask_user`): `person`, or `orchestrator` (the orchestrator answers for the person in a turn of the parent session)"),
 	whole("AVA_RESUME_ATTEMPTS", "resume_attempts", func(c *Config) *int { return &c.ResumeAttempts }).doc("",

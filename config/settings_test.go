@@ -38,6 +38,7 @@ var settingCases = map[string]settingCase{
 	"AVA_MERGE_WINDOW":             {"5s", "0s", 5 * time.Second, time.Duration(0), func(c config.Config) any { return c.MergeWindow }},
 	"AVA_WRAP_UP_AT":               {"0.5", "0.9", 0.5, 0.9, func(c config.Config) any { return c.WrapUpAt }},
 	"AVA_ASK_TIMEOUT":              {"1m", "2m", time.Minute, 2 * time.Minute, func(c config.Config) any { return c.AskTimeout }},
+	"AVA_ON_COMPLETE":              {"announce", "quiet", config.Announce, config.Quiet, func(c config.Config) any { return c.OnComplete }},
 	"AVA_ASK_ANSWERS":              {"orchestrator", "person", "orchestrator", "person", func(c config.Config) any { return c.AskAnswers }},
 	"AVA_RESUME_ATTEMPTS":          {"1", "0", 1, 0, func(c config.Config) any { return c.ResumeAttempts }},
 	"AVA_SHUTDOWN_GRACE":           {"45s", "1s", 45 * time.Second, time.Second, func(c config.Config) any { return c.ShutdownGrace }},

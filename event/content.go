@@ -72,6 +72,10 @@ type SessionContent struct {
 	// (SessionStart): a turn whose SessionStart has no SessionEnd is
 	// ended as interrupted only once that instance is gone.
 	Instance string `json:"instance,omitempty"`
+	// Report is set on the SessionStart of a turn Ava started by itself
+	// to report its background subagents' results to the person (no
+	// message of theirs started it).
+	Report bool `json:"report,omitempty"`
 }
 
 // Spend is a session's spend rolled up: its own (the orchestrator's

@@ -91,9 +91,36 @@ func TestChatRefusesBadRequests(t *testing.T) {
 	code, body := e.do("GET", "/api/nothing", "", nil)
 	wantError(t, code, body, 404, "no route")
 	code, body = e.do("DELETE", "/api/chat", "", nil)
-	if code != 405 && code != 415 {
-		t.Fatalf("DELETE /api/chat: %d %s", code, body)
+	wantError(t, code, body, 405, "not allowed")
+}
+
+// TestWrongMethodIs405: a route's path under a method it does not take
+// answers 405 with an Allow header listing the ones it does (HEAD with
+// GET), whatever the body; an unknown path stays 404, and without the
+// token both are 401.
+func TestWrongMethodIs405(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	for _, tc := range []struct{ method, path, body, allow string }{
+		{"GET", "/api/chat/stop", "", "POST"},
+		{"DELETE", "/api/chat", "", "POST"},
+		{"PUT", "/api/chat", `{"message":"hi"}`, "POST"},
+		{"POST", "/api/chat/stream?sessionKey=x", `{}`, "GET, HEAD"},
+		{"PUT", "/api/sessions/ava:web:x", `{"title":"t"}`, "GET, HEAD, PATCH"},
+		{"DELETE", "/api/groups/G-1/findings", "", "GET, HEAD"},
+		{"POST", "/healthz", `{}`, "GET, HEAD"},
+		{"PUT", "/mcp", `{}`, "DELETE, GET, HEAD, POST"},
+		{"POST", "/", `{}`, "GET, HEAD"},
+	} {
+		resp, body := e.doFull(tc.method, tc.path, tc.body, nil)
+		wantError(t, resp.StatusCode, body, 405, "not allowed")
+		if got := resp.Header.Get("Allow"); got != tc.allow {
+			t.Errorf("%s %s: Allow %q, want %q", tc.method, tc.path, got, tc.allow)
+		}
 	}
+	code, body := e.do("PUT", "/api/nothing", `{}`, nil)
+	wantError(t, code, body, 404, "no route")
+	code, body = e.do("DELETE", "/api/chat", "", map[string]string{"Authorization": ""})
+	wantError(t, code, body, 401, "token")
 }
 
 // A client names its own main session: the first message creates it,

@@ -198,6 +198,13 @@ func (e *env) authorize(req *http.Request) *http.Request {
 // token unless hdr has an Authorization entry (empty: none).
 func (e *env) do(method, path, body string, hdr map[string]string) (int, string) {
 	e.t.Helper()
+	resp, b := e.doFull(method, path, body, hdr)
+	return resp.StatusCode, b
+}
+
+// doFull is do returning the whole response (its body read and closed).
+func (e *env) doFull(method, path, body string, hdr map[string]string) (*http.Response, string) {
+	e.t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -227,7 +234,7 @@ func (e *env) do(method, path, body string, hdr map[string]string) (int, string)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp, string(b)
 }
 
 // wantError checks an error response: its status and a JSON error

@@ -13,7 +13,8 @@ import (
 // TestPanelOfflineDemoTellsTheTruth: the built-in offline demo in the
 // panel, under the default policy: the first answer says a subagent was
 // proposed and nothing ran, with Yes in sight above the input; after Yes
-// the subagent runs, and the next message gets its real result.
+// the subagent runs, and its real result is reported by itself, with no
+// second message from the person.
 func TestPanelOfflineDemoTellsTheTruth(t *testing.T) {
 	chrome := findChromium(t)
 	demo, err := os.ReadFile(filepath.Join("..", "llm", "scripted", "scripts", "demo.yaml"))
@@ -31,7 +32,7 @@ func TestPanelOfflineDemoTellsTheTruth(t *testing.T) {
 	b.shot(shots, "desktop-demo-proposed.png")
 	b.run(chromedp.Click(chromedp.CSS(`.pending-bar .pending-spawn button.yes`)))
 	b.wait(`document.querySelector('.subagent[data-status="success"]')`, "the researcher run to success")
-	b.run(chromedp.SendKeys(chromedp.CSS(`textarea`), "what did it find?"), chromedp.KeyEvent(kb.Enter))
+	// The report arrives by itself: no second message (issue 40).
 	b.waitText(`.msg.assistant`, "you confirmed has finished with status success")
 	b.waitText(`.msg.assistant`, "The offline demo subagent ran and returned a structured result.")
 	b.shot(shots, "desktop-demo-reported.png")

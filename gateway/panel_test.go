@@ -43,8 +43,9 @@ func TestPanelFiles(t *testing.T) {
 		code, body := e.do("GET", path, "", nil)
 		wantError(t, code, body, 404, "no route")
 	}
+	// The page's path under another method: 405, not 404.
 	code, body := e.do("POST", "/", `{}`, nil)
-	wantError(t, code, body, 404, "no route")
+	wantError(t, code, body, 405, "not allowed")
 }
 
 // TestPanelFilesNeedNoTokenButTheAPIDoes: a browser cannot send a

@@ -44,6 +44,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,6 +119,8 @@ type Server struct {
 
 	// mcp serves the subagent tools over streamable HTTP at /mcp.
 	mcp *mcpserver.Server
+	// openAPI serves the API's description, naming this daemon.
+	openAPI http.Handler
 }
 
 // ErrTokenRequired is returned by New for a non-loopback address
@@ -166,6 +169,9 @@ func New(opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.openAPI, err = s.openAPIHandler(); err != nil {
+		return nil, err
+	}
 	s.metrics.watch(s.rt)
 	routes := s.routes()
 	s.public, s.apiRoutes = routes.publics, routes.routes
@@ -193,15 +199,15 @@ func (s *Server) routes() *router {
 	if s.rt.Config().Role == config.RoleWorker {
 		// A worker of a cluster runs subagents; chats, streams and the
 		// panel are the gateways'.
-		rt.handleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		rt.mux.Handle(catchAll, s.fallback(rt.mux, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s: this process is a worker (AVA_ROLE=worker); use a gateway's address", r.Method, r.URL.Path))
-		})
+		}))
 		return rt
 	}
 	// The API's description holds no data of the daemon (docs/api.md
 	// publishes the same), so a client generator or an API explorer may
 	// read it before it has the token, like /healthz.
-	rt.public("GET /api/openapi.json", http.HandlerFunc(serveOpenAPI))
+	rt.public("GET /api/openapi.json", s.openAPI)
 	rt.handleFunc("POST /api/chat", s.chat)
 	rt.handleFunc("POST /api/chat/stop", s.stop)
 	rt.handleFunc("GET /api/chat/stream", s.stream)
@@ -233,10 +239,60 @@ func (s *Server) routes() *router {
 	for _, name := range s.panel.names() {
 		rt.asset("GET /"+name, s.panel)
 	}
-	rt.handleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	rt.mux.Handle(catchAll, s.fallback(rt.mux, func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s (see docs/api.md, or the OpenAPI document at /api/openapi.json)", r.Method, r.URL.Path))
-	})
+	}))
 	return rt
+}
+
+// fallback is the catch-all's handler. With the token (or a session), a
+// route's path under another method is 405 with an Allow header
+// (methodNotAllowed), whatever its body; anything else goes through
+// require to notFound, so that an unknown path or method tells nothing
+// without the token.
+func (s *Server) fallback(mux *http.ServeMux, notFound http.HandlerFunc) http.Handler {
+	gated := s.require(notFound)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.auth.allowed(r) && methodNotAllowed(w, r, mux) {
+			return
+		}
+		gated.ServeHTTP(w, r)
+	})
+}
+
+// catchAll is the pattern of the route that answers what no other
+// route matched (404, or 405 for a route's path under another method).
+const catchAll = "/"
+
+// allowMethods are the methods methodNotAllowed tries, in the order the
+// Allow header lists them.
+var allowMethods = []string{http.MethodDelete, http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPatch,
+	http.MethodPost, http.MethodPut}
+
+// methodNotAllowed answers 405 with an Allow header when r's path is a
+// route's under other methods, and reports whether it did. ServeMux
+// answers 405 itself only when no pattern matches a request, and the
+// catch-all, which keeps unknown paths behind the token, matches every
+// request; so the catch-all asks the mux which methods would have
+// reached another route.
+func methodNotAllowed(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) bool {
+	var allow []string
+	for _, m := range allowMethods {
+		if m == r.Method {
+			continue
+		}
+		probe := &http.Request{Method: m, Host: r.Host, URL: r.URL, Header: http.Header{}}
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != catchAll {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) == 0 {
+		return false
+	}
+	list := strings.Join(allow, ", ")
+	w.Header().Set("Allow", list)
+	writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, list))
+	return true
 }
 
 // Routes are the patterns ("METHOD /path") of the API's routes, as

@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/internal/otlptest"
+	"github.com/avaagent/ava/tracing"
 )
 
 // TestChatContinuesCallersTraceOTel: a POST /api/chat carrying a W3C
@@ -41,6 +43,11 @@ func TestChatContinuesCallersTraceOTel(t *testing.T) {
 	for _, s := range spans {
 		if s.TraceID() != traceID {
 			t.Errorf("span %s in trace %s", s.Name, s.TraceID())
+		}
+		// The daemon's runtime gives its tracer Ava's version, and the
+		// conventions' schema.
+		if s.Scope.GetName() != tracing.InstrumentationName || s.Scope.GetVersion() != ava.Version() || s.SchemaURL != tracing.SchemaURL {
+			t.Errorf("span %s: scope %q %q, schema %q", s.Name, s.Scope.GetName(), s.Scope.GetVersion(), s.SchemaURL)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -161,11 +162,13 @@ func (s *Sender) run(ctx context.Context, spec hookspec.Spec, a Attempt) error {
 }
 
 // post sends a webhook: a POST of the event JSON, signed when the hook
-// has a secret.
+// has a secret. Its errors name the hook by spec.Target() (scheme and
+// host): they are stored as the delivery's last error and shown.
 func (s *Sender) post(ctx context.Context, spec hookspec.Spec, a Attempt) error {
+	shown := spec.Target()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, spec.URL, bytes.NewReader(a.Body))
 	if err != nil {
-		return fmt.Errorf("webhook %s: %w", spec.URL, err)
+		return fmt.Errorf("webhook %s: %w", shown, withoutURL(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", s.UserAgent)
@@ -174,23 +177,34 @@ func (s *Sender) post(ctx context.Context, spec hookspec.Spec, a Attempt) error 
 	if spec.SecretEnv != "" {
 		secret := s.getenv(spec.SecretEnv)
 		if secret == "" {
-			return fmt.Errorf("webhook %s: its secret_env %s is not set in this process", spec.URL, spec.SecretEnv)
+			return fmt.Errorf("webhook %s: its secret_env %s is not set in this process", shown, spec.SecretEnv)
 		}
 		req.Header.Set(HeaderSignature, Sign([]byte(secret), s.now(), a.Body))
 	}
 	resp, err := s.Client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("webhook %s: no answer within %s (the hook's timeout)", spec.URL, spec.Timeout)
+			return fmt.Errorf("webhook %s: no answer within %s (the hook's timeout)", shown, spec.Timeout)
 		}
-		return fmt.Errorf("webhook %s: %w", spec.URL, err)
+		return fmt.Errorf("webhook %s: %w", shown, withoutURL(err))
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxOutput))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("webhook %s: answered %s: %s", spec.URL, resp.Status, strings.TrimSpace(string(answer)))
+		return fmt.Errorf("webhook %s: answered %s: %s", shown, resp.Status, strings.TrimSpace(string(answer)))
 	}
 	return nil
+}
+
+// withoutURL is err without the request's URL: net/http's errors are a
+// *url.Error that quotes the whole URL ("Post \"https://…/secret\": …");
+// its Op and cause are kept.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
 }
 
 func (s *Sender) getenv(k string) string {

@@ -67,8 +67,7 @@ func (r *Router) Outbox(ev event.Event) []store.HookDelivery {
 	var out []store.HookDelivery
 	for _, h := range r.hearing(n) {
 		h = h.WithDefaults()
-		d := store.HookDelivery{HookID: h.ID(), Kind: h.Kind(), Target: h.Target(), Event: n.Event, Body: string(n.Body),
-			MaxAttempts: h.Attempts}
+		d := store.HookDelivery{HookID: h.ID(), Kind: h.Kind(), Event: n.Event, Body: string(n.Body), MaxAttempts: h.Attempts}
 		if d.Kind == hookspec.KindCommand {
 			d.Host = r.Host
 		}
@@ -283,7 +282,7 @@ func (d *Dispatcher) attempt(ctx context.Context, dl store.HookDelivery) {
 		a.Status, a.Error = store.HookDead, err.Error()
 		d.Outcomes.Dead.Add(1)
 		d.o.Log.Warn("hook delivery dead-lettered: its attempts are spent (ava hooks retry sends it again)",
-			"delivery", dl.ID, "hook", dl.HookID, "target", dl.Target, "event", dl.Event, "attempts", dl.Attempts+1, "err", err)
+			"delivery", dl.ID, "hook", dl.HookID, "target", spec.Target(), "event", dl.Event, "attempts", dl.Attempts+1, "err", err)
 	default:
 		a.Status, a.Error = store.HookFailed, err.Error()
 		a.NextAt = time.Now().Add(spec.Delay(dl.Attempts + 2))

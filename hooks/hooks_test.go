@@ -122,6 +122,55 @@ func TestWebhookIsSignedAndNon2xxFails(t *testing.T) {
 	}
 }
 
+// A webhook's failures name it by scheme and host only, whatever failed
+// (an answer, a refused connection, a timeout, a missing secret): the
+// error is stored and shown, and the URL's path and query are its
+// credential. The request itself goes to the whole URL.
+func TestWebhookErrorsNameSchemeAndHostOnly(t *testing.T) {
+	const secret = "/services/T0/B0/SECRETpath?token=tok-SECRET"
+	var asked atomic.Value
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		asked.Store(r.URL.RequestURI())
+		if r.URL.Query().Get("slow") != "" {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	defer close(release)
+	s := hooks.NewSender(nil, "ava/test")
+	s.Getenv = func(string) string { return "" }
+	body := []byte(`{}`)
+	for name, spec := range map[string]hookspec.Spec{
+		"answered 503":    {URL: srv.URL + secret},
+		"refused":         {URL: "http://127.0.0.1:1" + secret},
+		"timeout":         {URL: srv.URL + secret + "&slow=1", Timeout: 50 * time.Millisecond},
+		"secret not set":  {URL: srv.URL + secret, SecretEnv: "UNSET_HOOK_KEY"},
+		"bad request URL": {URL: "http://127.0.0.1:1/%zz" + secret},
+	} {
+		err := s.Send(t.Context(), hooks.Attempt{Spec: spec, Body: body})
+		if err == nil {
+			t.Errorf("%s: no error", name)
+			continue
+		}
+		if strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "/services") {
+			t.Errorf("%s: the error shows the URL: %v", name, err)
+		}
+		if !strings.Contains(err.Error(), "webhook "+spec.Target()+":") {
+			t.Errorf("%s: the error does not name the webhook as %s: %v", name, spec.Target(), err)
+		}
+	}
+	if got, _ := asked.Load().(string); !strings.HasPrefix(got, secret) {
+		t.Errorf("the webhook was asked at %q, want the configured %q", got, secret)
+	}
+}
+
 // A delivery that fails is retried after its backoff, and one whose
 // attempts are spent is dead until retried.
 func TestDispatcherRetriesThenDeadLetters(t *testing.T) {

@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/avaagent/ava/redact"
 )
 
 // Event names a hook can hear: the seed 002 lifecycle entry types of a
@@ -101,11 +103,15 @@ func (s Spec) ID() string {
 	return "h-" + hex.EncodeToString(sum[:6])
 }
 
-// Target is the hook's target as shown to the person: the URL, or the
-// command line.
+// Target is the hook's target as shown to the person: the command
+// line, or the URL's scheme and host only (redact.URL: a webhook's path
+// and query are often its credential). Every surface, error and log line
+// that names a hook shows this, never URL itself; the URL stays in the
+// configuration where the person wrote it, and only the request is made
+// with it.
 func (s Spec) Target() string {
 	if s.URL != "" {
-		return s.URL
+		return redact.URL(s.URL)
 	}
 	return strings.Join(s.Command, " ")
 }
@@ -173,7 +179,9 @@ func checkCommand(s Spec) error {
 func checkURL(s Spec, getenv func(string) string) error {
 	u, err := url.Parse(s.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("hook: url %q is not an http or https URL", s.URL)
+		// Named by its scheme and host only, as everywhere: the error
+		// reaches logs and the API (a reload's).
+		return fmt.Errorf("hook: url %s is not an http or https URL with a host", redact.URL(s.URL))
 	}
 	if u.User != nil {
 		return fmt.Errorf("hook: url of %s holds credentials; sign with secret_env instead", u.Host)

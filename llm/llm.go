@@ -11,6 +11,8 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"net/url"
+	"strconv"
 )
 
 // Role is who wrote a message.
@@ -274,6 +276,13 @@ type Usage struct {
 	WebFetches  int `json:"web_fetches,omitempty"`
 }
 
+// AllInputTokens is every input token of the response: uncached ones,
+// cache reads and cache writes (InputTokens counts the uncached ones
+// only). OpenTelemetry's gen_ai.usage.input_tokens is this figure.
+func (u Usage) AllInputTokens() int {
+	return u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
+}
+
 // Total is every token the response was billed for.
 func (u Usage) Total() int {
 	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
@@ -312,6 +321,16 @@ type Response struct {
 	Message    Message
 	Usage      Usage
 	StopReason StopReason
+	// RawStopReason is the provider's own reason, as it sent it, before
+	// StopReason normalised it: Anthropic's stop_reason ("end_turn",
+	// "tool_use", "stop_sequence", …), a chat completion's finish_reason
+	// ("stop", "tool_calls", "length", …), the Responses API's status or
+	// incomplete reason. Empty when the provider sent none (then
+	// StopReason is all there is). Telemetry records it.
+	RawStopReason string
+	// ID is the provider's ID of the response (msg_…, chatcmpl-…,
+	// resp_…); empty when it sent none.
+	ID string
 	// Model is the model that answered, as the provider reported it.
 	Model string
 }
@@ -358,4 +377,55 @@ type Provider interface {
 	// piece in order from the calling goroutine, and returns the complete
 	// turn.
 	Stream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error)
+}
+
+// Endpoint is implemented by a Provider that calls a model server over
+// the network: BaseURL is the API root it sends requests to, as
+// configured (a proxy's, a local server's, or the provider's public
+// one). Telemetry names the server from it (server.address,
+// server.port).
+type Endpoint interface {
+	BaseURL() *url.URL
+}
+
+// Wrapper is implemented by a Provider that wraps another (the retry
+// policy, a rate limiter): Unwrap returns the wrapped one, so that
+// what only the innermost provider knows (its Endpoint) can be found.
+type Wrapper interface {
+	Unwrap() Provider
+}
+
+// ServerOf returns the host and port of the server p calls, looking
+// through wrappers (Wrapper): the port is the base URL's, or the
+// scheme's default (443 for https, 80 for http). It returns "", 0 for
+// a provider that calls no server (the offline scripted model).
+func ServerOf(p Provider) (host string, port int) {
+	for p != nil {
+		if e, ok := p.(Endpoint); ok {
+			return hostPort(e.BaseURL())
+		}
+		w, ok := p.(Wrapper)
+		if !ok {
+			break
+		}
+		p = w.Unwrap()
+	}
+	return "", 0
+}
+
+// hostPort splits u's host, defaulting the port by the scheme.
+func hostPort(u *url.URL) (string, int) {
+	if u == nil || u.Hostname() == "" {
+		return "", 0
+	}
+	if n, err := strconv.Atoi(u.Port()); err == nil {
+		return u.Hostname(), n
+	}
+	switch u.Scheme {
+	case "https":
+		return u.Hostname(), 443
+	case "http":
+		return u.Hostname(), 80
+	}
+	return u.Hostname(), 0
 }

@@ -3,6 +3,8 @@ package llm_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -161,3 +163,37 @@ func TestSearchPrices(t *testing.T) {
 		}
 	}
 }
+
+// TestServerOf: a provider that calls no server names none; one that
+// does names its host and port (the scheme's when the URL has none),
+// through any wrapper.
+func TestServerOf(t *testing.T) {
+	if host, port := llm.ServerOf(llm.WithRetry(&fakeProvider{name: "x"}, llm.DefaultRetryPolicy)); host != "" || port != 0 {
+		t.Errorf("a provider without a server: %q %d", host, port)
+	}
+	for raw, want := range map[string]string{
+		"https://api.example.com/v1": "api.example.com 443",
+		"http://localhost:11434/v1":  "localhost 11434",
+		"http://[::1]/v1":            "::1 80",
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		host, port := llm.ServerOf(llm.WithRetry(&endpointProvider{base: u}, llm.DefaultRetryPolicy))
+		if got := fmt.Sprintf("%s %d", host, port); got != want {
+			t.Errorf("%s: %s, want %s", raw, got, want)
+		}
+	}
+	if got := (llm.Usage{InputTokens: 200, CacheReadTokens: 800, CacheWriteTokens: 50, OutputTokens: 9}).AllInputTokens(); got != 1050 {
+		t.Errorf("all input tokens %d, want 1050", got)
+	}
+}
+
+// endpointProvider is a provider that calls a server at base.
+type endpointProvider struct {
+	fakeProvider
+	base *url.URL
+}
+
+func (e *endpointProvider) BaseURL() *url.URL { return e.base }

@@ -48,6 +48,9 @@ type retrying struct {
 	policy RetryPolicy
 }
 
+// Unwrap returns the provider the policy retries.
+func (r *retrying) Unwrap() Provider { return r.Provider }
+
 func (r *retrying) Stream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error) {
 	for attempt := 0; ; attempt++ {
 		resp, err := r.Provider.Stream(ctx, req, onDelta)

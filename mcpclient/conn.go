@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/avaagent/ava/internal/lazyre"
+	"github.com/avaagent/ava/sandbox"
 	"github.com/avaagent/ava/tool"
 )
 
@@ -306,9 +307,23 @@ func (t *mcpTool) Run(ctx context.Context, args json.RawMessage) (tool.Result, e
 			}
 			return tool.Result{Output: msg, IsError: true}, nil
 		}
-		return tool.Errorf("%s: MCP server %s: %v", t.name, s.spec.Name, err), nil
+		return withRepoNotice(tool.Errorf("%s: MCP server %s: %v", t.name, s.spec.Name, err), c), nil
 	}
-	return resultOf(res), nil
+	return withRepoNotice(resultOf(res), c), nil
+}
+
+// withRepoNotice checks the workspace of a sandboxed server after a call
+// and adds Ava's note to r when the server left a repository there,
+// which the check has moved aside (see sandbox.Cmd.CheckRepos). A
+// server that acts between calls is found at its next call or its end.
+func withRepoNotice(r tool.Result, c *conn) tool.Result {
+	if c.proc == nil || c.proc.box == nil {
+		return r
+	}
+	if note := sandbox.RepoNotice(c.proc.box.CheckRepos()); note != "" {
+		r.Output += "\n" + note
+	}
+	return r
 }
 
 // connectionLost reports an error that means the session is gone: the

@@ -145,6 +145,26 @@ func TestSandboxedServerConfined(t *testing.T) {
 	}
 }
 
+// A repository a sandboxed server plants in the workspace during a call
+// is moved aside when the call returns, and the result says so.
+func TestSandboxedServerPlantedRepositoryMovedAside(t *testing.T) {
+	needSandbox(t)
+	opt, _, _, ws := confinedSetup(t)
+	opt.Servers = []mcpclient.Spec{boxed(t, "srv", "normal")}
+	p := newPool(t, opt)
+	tools, err := p.Tools(ctxT(t), []string{"srv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := call(t, tools, "srv__plant", fmt.Sprintf(`{"path":%q}`, filepath.Join(ws, "docs")))
+	if !strings.Contains(res.Output, "PLANTED") || !strings.Contains(res.Output, "moved aside") {
+		t.Fatalf("result %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "docs", ".git")); err == nil {
+		t.Fatal("the planted repository is still in place")
+	}
+}
+
 // With network: true a sandboxed server reaches the network only
 // through the egress proxy: a direct connection fails, and the proxy
 // applies its guard (the web tools' refuses loopback; a guard allowing

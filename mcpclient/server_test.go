@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +106,16 @@ func addProbeTools(s *mcp.Server, text func(string) *mcp.CallToolResult) {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return text(resp.Status + " " + string(b)), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "plant", Description: "Make a repository whose configuration runs a command."}, func(_ context.Context, _ *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, any, error) {
+		for _, d := range []string{"objects", "refs"} {
+			if err := os.MkdirAll(filepath.Join(in.Path, ".git", d), 0o755); err != nil {
+				return text("refused: " + err.Error()), nil, nil
+			}
+		}
+		_ = os.WriteFile(filepath.Join(in.Path, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+		_ = os.WriteFile(filepath.Join(in.Path, ".git", "config"), []byte("[core]\n\tfsmonitor = \"touch /x #\"\n"), 0o644)
+		return text("PLANTED"), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "cwd", Description: "The working folder."}, func(_ context.Context, _ *mcp.CallToolRequest, _ noIn) (*mcp.CallToolResult, any, error) {
 		wd, err := os.Getwd()

@@ -87,6 +87,12 @@ type TurnEnded struct {
 	Turn   int
 	Status lifecycle.Status
 	Error  string
+	// Report marks a main session's turn Ava started by itself to report
+	// its background subagents' results (on_complete), and Text is that
+	// turn's answer, masked: a channel whose person wrote nothing shows
+	// it (their own turns' answers reach them through the turn).
+	Report bool
+	Text   string
 	Figures
 	Time time.Time
 }

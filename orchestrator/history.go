@@ -15,8 +15,8 @@ import (
 const DefaultHistoryLimit = 200
 
 // digestBudget bounds the text of a results digest (about 12k tokens):
-// each result gets an equal share for its task and summary, its ID and
-// status always.
+// each result gets an equal share for its task and summary (whole, or
+// cut by size with a marker), its ID and status always.
 const digestBudget = 48_000
 
 // StoreHistory keeps sessions' conversations in the store. Subagent
@@ -140,29 +140,35 @@ func overflowMessages(msgs []store.Message) ([]llm.Message, error) {
 }
 
 // ResultsDigest is the [Subagent] message that stands for results that
-// do not fit in the prompt's window: each subagent's ID, status, task and
-// summary, oldest first, as untrusted data.
+// do not fit in the prompt's window: each subagent's ID and status on a
+// line of its own, then its task and summary (or error) whole, quoted
+// under it (tool.Quote: a summary that quotes a tool's output keeps its
+// lines, and none of them reads as another result's line), oldest first,
+// as untrusted data. Each result gets an equal share of digestBudget; one
+// longer than its share is cut there with a marker naming subagent_status,
+// which gives it whole.
 func ResultsDigest(results []store.Message) string {
 	share := max(digestBudget/max(len(results), 1)-40, 0)
 	var b strings.Builder
 	for _, m := range results {
 		a := ParseAnnouncement(m.Text)
-		fmt.Fprintf(&b, "- %s status=%s", a.ID, a.Status)
+		fmt.Fprintf(&b, "- %s status=%s\n", a.ID, a.Status)
 		if detail := digestDetail(a, share); detail != "" {
-			b.WriteString(": " + detail)
+			b.WriteString(detail + "\n")
 		}
-		b.WriteString("\n")
 	}
 	head := fmt.Sprintf("%d more subagent results arrived since your last answer than this conversation's window holds. "+
-		"Each one is listed here once, oldest first, with its status and summary; "+
+		"Each one is listed here once, oldest first, with its status, then its task and summary quoted under it; "+
 		"read a full result with subagent_status and its ID.", len(results))
 	return "[Subagent] " + head + "\n" + tool.Untrusted("subagent results digest", b.String())
 }
 
-// digestDetail is a result's task and summary (or error) in at most n
-// bytes.
+// digestDetail is a result's task and summary (or error), quoted, in at
+// most n bytes: cut by size, on a character boundary, with a marker line
+// of Ava's (unquoted, so the text cannot forge one) when longer; "" when
+// there is nothing to say or no room.
 func digestDetail(a Announcement, n int) string {
-	parts := []string{}
+	var parts []string
 	if a.Task != "" {
 		parts = append(parts, "task: "+a.Task)
 	}
@@ -172,28 +178,44 @@ func digestDetail(a Announcement, n int) string {
 	case a.Error != "":
 		parts = append(parts, "error: "+a.Error)
 	}
-	s := strings.Join(strings.Fields(strings.Join(parts, "; ")), " ")
-	if len(s) > n {
-		s = strings.ToValidUTF8(s[:n], "") + "…"
-		if n == 0 {
-			s = ""
-		}
+	if len(parts) == 0 || n <= 0 {
+		return ""
 	}
-	return s
+	s := tool.Quote(strings.Join(parts, "\n"))
+	if len(s) <= n {
+		return s
+	}
+	marker := fmt.Sprintf("[… cut: its %d bytes exceed this digest's share of %d; subagent_status %s gives the whole result]", len(s), n, a.ID)
+	keep := n - len(marker) - 1
+	if keep < len(tool.QuotePrefix)+1 {
+		return marker
+	}
+	return strings.ToValidUTF8(s[:keep], "") + "\n" + marker
 }
 
 // Announcement is what a [Subagent] message says (subagent's
 // announcement format: "[Task: …]", "Subagent S-… finished: status=…, …",
-// "Summary: …", "Error: …").
+// "Summary: …", "Error: …", the lines of a summary or an error after its
+// first quoted by tool.Quote).
 type Announcement struct {
 	ID, Status, Task, Summary, Error string
 }
 
 // ParseAnnouncement reads a [Subagent] message's text; fields it does not
-// find stay empty ("?" for the ID and status).
+// find stay empty ("?" for the ID and status). A summary or error is
+// read whole: its first line and the quoted lines that follow it (an
+// announcement stored before they were quoted gives its first line).
 func ParseAnnouncement(text string) Announcement {
 	a := Announcement{ID: "?", Status: "?"}
+	var field *string // the field whose quoted lines may follow
 	for line := range strings.SplitSeq(text, "\n") {
+		if field != nil {
+			if rest, ok := unquoteLine(line); ok {
+				*field += "\n" + rest
+				continue
+			}
+			field = nil
+		}
 		switch {
 		case strings.HasPrefix(line, "[Task: ") && a.Task == "":
 			a.Task = strings.TrimSuffix(strings.TrimPrefix(line, "[Task: "), "]")
@@ -206,12 +228,21 @@ func ParseAnnouncement(text string) Announcement {
 				a.Status, _, _ = strings.Cut(st, ",")
 			}
 		case strings.HasPrefix(line, "Summary: ") && a.Summary == "":
-			a.Summary = strings.TrimPrefix(line, "Summary: ")
+			a.Summary, field = strings.TrimPrefix(line, "Summary: "), &a.Summary
 		case strings.HasPrefix(line, "Error: ") && a.Error == "":
-			a.Error = strings.TrimPrefix(line, "Error: ")
+			a.Error, field = strings.TrimPrefix(line, "Error: "), &a.Error
 		}
 	}
 	return a
+}
+
+// unquoteLine is a line tool.Quote quoted, without its prefix (a quoted
+// empty line whose trailing space was lost counts too).
+func unquoteLine(line string) (string, bool) {
+	if rest, ok := strings.CutPrefix(line, tool.QuotePrefix); ok {
+		return rest, true
+	}
+	return "", line == strings.TrimSpace(tool.QuotePrefix)
 }
 
 // cleanStart drops leading messages until a user message that holds no

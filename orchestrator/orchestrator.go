@@ -125,7 +125,19 @@ type Message struct {
 	// (session.Service knows): it has no history and no unended turn,
 	// so AskMessage reads neither.
 	New bool
+	// Report marks a turn Ava starts by itself, with no message of the
+	// person's, to report the background results at the end of the
+	// history (see ReportInstruction): Text is ignored and nothing is
+	// stored before the turn's own messages.
+	Report bool
 }
+
+// ReportInstruction is what a report turn gives the model in place of a
+// person's message. It is not stored: the history keeps the results and
+// the report.
+const ReportInstruction = "[Ava] Every background subagent started in this session has now ended; their results are the [Subagent] messages above. " +
+	"Report to the person now, in one message: what they found, synthesised, and what failed and why. " +
+	"Do not start new work unless the person asked for something still undone."
 
 // AskMessage is Ask for a Message; it also returns what of the message
 // it stored in the history ("" if nothing). The message is stored before
@@ -160,8 +172,11 @@ func (o *Orchestrator) AskMessage(ctx context.Context, session, user string, msg
 		return agent.Result{Status: lifecycle.Error, Err: err}, "", err
 	}
 	input := llm.UserText(msg.Text)
+	if msg.Report {
+		input = llm.UserText(ReportInstruction)
+	}
 	stored := ""
-	if o.cfg.History != nil {
+	if o.cfg.History != nil && !msg.Report {
 		if fresh := msg.unstored(); fresh != "" {
 			if err := o.cfg.History.Save(rctx, session, []llm.Message{llm.UserText(fresh)}); err != nil {
 				err = fmt.Errorf("store the message to session %s: %w", session, err)
@@ -176,19 +191,20 @@ func (o *Orchestrator) AskMessage(ctx context.Context, session, user string, msg
 	// published and waited for, so every event of the turn is stored
 	// when it returns.
 	o.publishAsync(session, user, event.New(event.SessionStart, event.SessionContent{Model: o.cfg.Model.Name(), Offline: o.cfg.Offline,
-		Instance: o.instanceID()}))
+		Instance: o.instanceID(), Report: msg.Report}))
 	a := agent.New(agent.Config{
-		Model:     o.cfg.Model,
-		System:    SystemPrompt(o.cfg.Tools, o.cfg.Workspace, o.now()),
-		Tools:     o.cfg.Tools,
-		Limits:    limits,
-		Caller:    tool.Caller{AgentID: event.OrchestratorID, SessionKey: session, Workspace: o.cfg.Workspace, User: user},
-		User:      user,
-		Publisher: o.cfg.Hub,
-		Logger:    o.log,
-		Clock:     o.cfg.Clock,
-		Tracer:    o.cfg.Tracer,
-		AgentName: AgentName,
+		Model:      o.cfg.Model,
+		InputIsAva: msg.Report,
+		System:     SystemPrompt(o.cfg.Tools, o.cfg.Workspace, o.now()),
+		Tools:      o.cfg.Tools,
+		Limits:     limits,
+		Caller:     tool.Caller{AgentID: event.OrchestratorID, SessionKey: session, Workspace: o.cfg.Workspace, User: user},
+		User:       user,
+		Publisher:  o.cfg.Hub,
+		Logger:     o.log,
+		Clock:      o.cfg.Clock,
+		Tracer:     o.cfg.Tracer,
+		AgentName:  AgentName,
 	})
 	res := a.Run(ctx, history, input)
 	spend := o.spend(ctx, session, res)
@@ -391,4 +407,39 @@ func JSON(res agent.Result, session string, model llm.Model, offline bool) Resul
 		out.Error = res.Err.Error()
 	}
 	return out
+}
+
+// AnnounceResults is a report turn without a model call (on_complete:
+// announce): it posts the background results at the end of the
+// session's history to the person as they are, as the orchestrator's
+// message, and stores it in the history.
+func (o *Orchestrator) AnnounceResults(ctx context.Context, session string) (agent.Result, error) {
+	start := o.now()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	o.endInterrupted(rctx, session, "")
+	var results []string
+	if o.cfg.History != nil {
+		h, err := o.cfg.History.Load(rctx, session)
+		if err != nil {
+			return agent.Result{Status: lifecycle.Error, Err: err}, fmt.Errorf("load session %s: %w", session, err)
+		}
+		for i := len(h) - 1; i >= 0 && h[i].Role == llm.RoleUser; i-- {
+			results = append([]string{h[i].TextContent()}, results...)
+		}
+	}
+	text := "Your background subagents have finished. Their results:\n\n" + strings.Join(results, "\n\n")
+	o.publish(session, "", event.New(event.SessionStart, event.SessionContent{Model: o.cfg.Model.Name(), Offline: o.cfg.Offline,
+		Instance: o.instanceID(), Report: true}))
+	o.publish(session, "", event.New(event.AssistantMessage, event.TextContent{Text: text}))
+	reply := llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text(text)}}
+	res := agent.Result{Status: lifecycle.Success, Text: text, Messages: []llm.Message{reply}, Duration: o.now().Sub(start)}
+	o.publish(session, "", event.New(event.SessionEnd, event.SessionContent{Status: res.Status, Model: o.cfg.Model.Name(),
+		Offline: o.cfg.Offline}))
+	if o.cfg.History != nil {
+		if err := o.cfg.History.Save(rctx, session, []llm.Message{reply}); err != nil {
+			return res, fmt.Errorf("save session %s: %w", session, err)
+		}
+	}
+	return res, nil
 }

@@ -18,7 +18,9 @@
 //     (scheme://user:pass@host keeps the user) and the value assigned to a
 //     secret-looking name (AWS_SECRET_ACCESS_KEY=…, password: …).
 //
-// Every match becomes [Redacted]. The input may be plain text or JSON: no
+// Every match becomes [Redacted]. Apart from the Redactor, [URL] is how a
+// configured endpoint's URL (a hook's webhook) is shown and stored:
+// scheme and host only. The input may be plain text or JSON: no
 // pattern reaches across a JSON string's quotes, so masked JSON stays
 // valid. Each pattern has a cheap byte test in front of it, so text
 // without a candidate is returned untouched without running a regular

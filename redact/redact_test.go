@@ -165,3 +165,31 @@ func TestNeedleMatchesContains(t *testing.T) {
 		}
 	}
 }
+
+// TestURLShowsSchemeAndHostOnly: a webhook's path, query, fragment and
+// user are never shown; what is not a URL with a host shows as
+// [REDACTED].
+func TestURLShowsSchemeAndHostOnly(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"https://hooks.slack.com/services/T0/B0/SECRET?token=tok&api_key=key", "https://hooks.slack.com/…"},
+		{"https://discord.com/api/webhooks/123/abcDEF-token", "https://discord.com/…"},
+		{"http://127.0.0.1:8080/hook#frag", "http://127.0.0.1:8080/…"},
+		{"https://example.com?token=x", "https://example.com/…"},
+		{"https://example.com/", "https://example.com/…"},
+		{"https://example.com", "https://example.com"},
+		{"https://bob:pw@example.com", "https://example.com"},
+		{"http://[::1]:7/x", "http://[::1]:7/…"},
+		{"example.com/path/secret", Redacted},
+		{"not a url at all", Redacted},
+		{"", Redacted},
+		{"https://exa mple.com/secret", Redacted},
+	} {
+		got := URL(tc.in)
+		if got != tc.want {
+			t.Errorf("URL(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if strings.Contains(got, "SECRET") || strings.Contains(got, "token") || strings.Contains(got, "pw") {
+			t.Errorf("URL(%q) = %q shows a secret", tc.in, got)
+		}
+	}
+}

@@ -34,6 +34,9 @@ type helperSpec struct {
 	Spec
 	// Probe asks the helper to set everything up, report, and run nothing.
 	Probe bool
+	// Protect are the workspace's repository markers (relative paths)
+	// the helper mounts read-only over themselves (see repos_linux.go).
+	Protect []string `json:"protect,omitempty"`
 }
 
 // helperStatus is what the helper sends back on statusFd.
@@ -55,6 +58,8 @@ type Cmd struct {
 	childEnds    []*os.File
 	statusCached *helperStatus
 	cgroup       *cgroup
+	// repos guards a writable workspace's repositories; nil otherwise.
+	repos *repoGuard
 }
 
 // Command prepares spec to run in a sandbox. The helper runs in its own
@@ -66,7 +71,12 @@ func Command(spec Spec) (*Cmd, error) {
 	if err := checkSpec(spec); err != nil {
 		return nil, err
 	}
-	return newCmd(helperSpec{Spec: spec})
+	c, err := newCmd(helperSpec{Spec: spec})
+	if err != nil {
+		return nil, err
+	}
+	c.repos = newRepoGuard(spec)
+	return c, nil
 }
 
 func checkSpec(s Spec) error {
@@ -161,8 +171,17 @@ func dumpableWhileStarting() func() {
 	}
 }
 
-// Start starts the helper and sends it the spec.
+// Start lists a writable workspace's repositories, starts the helper
+// and sends it the spec.
 func (c *Cmd) Start() error {
+	if c.repos != nil {
+		protect, err := c.repos.prepare()
+		if err != nil {
+			c.closePipes()
+			return err
+		}
+		c.spec.Protect = protect
+	}
 	release := dumpableWhileStarting()
 	err := c.Cmd.Start()
 	release()
@@ -209,13 +228,22 @@ func (c *Cmd) joinCgroup() error {
 	return nil
 }
 
-// Wait waits for the helper, then removes its cgroup.
+// Wait waits for the helper, removes its cgroup, and moves aside any
+// repository the command left in the workspace (see RepoChanges).
 func (c *Cmd) Wait() error {
 	err := c.Cmd.Wait()
 	if c.cgroup != nil {
 		c.cgroup.remove()
 	}
+	c.CheckRepos()
 	return err
+}
+
+// closePipes closes every pipe end of a command that will not start.
+func (c *Cmd) closePipes() {
+	for _, f := range append(c.childEnds, c.specW, c.statusR) {
+		f.Close()
+	}
 }
 
 var (

@@ -3,9 +3,8 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,8 +24,8 @@ type controlEntry struct {
 // editors' tasks and settings (.vscode, .idea), direnv's script (.envrc)
 // and submodules' URLs (.gitmodules). Ava, git and VS Code take an empty
 // folder for a missing one, so those three get a placeholder; the others
-// are protected when they exist. The .git of a repository one level down
-// (a workspace holding several) is protected too, when it exists.
+// are protected when they exist. Every repository below the top is
+// protected too (see repos_linux.go).
 var controlEntries = []controlEntry{
 	{name: ".ava", placeholder: true},
 	{name: ".git", placeholder: true},
@@ -37,12 +36,14 @@ var controlEntries = []controlEntry{
 }
 
 // protectControl mounts each control entry of the workspace (already
-// bound at its own path) read-only over itself. A mount point cannot be
-// written, removed, renamed or replaced (EROFS, EBUSY), nor can the
-// workspace itself, a mount point too. It fails on an entry that is a
-// symbolic link: the link could be swapped for a folder of the command's
-// making, and a link cannot be a mount point.
-func protectControl(workspace string) error {
+// bound at its own path) read-only over itself, then each repository
+// marker in protect (paths relative to the workspace, listed by Ava
+// before the helper started; see repos_linux.go). A mount point cannot
+// be written, removed, renamed or replaced (EROFS, EBUSY), nor can the
+// workspace itself, a mount point too. It fails on a control entry that
+// is a symbolic link: the link could be swapped for a folder of the
+// command's making, and a link cannot be a mount point.
+func protectControl(workspace string, protect []string) error {
 	ws, err := unix.Open(workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open workspace %s: %w", workspace, err)
@@ -53,31 +54,43 @@ func protectControl(workspace string) error {
 			return fmt.Errorf("keep %s read-only: %w", filepath.Join(workspace, e.name), err)
 		}
 	}
-	return protectNestedGit(workspace, ws)
-}
-
-// protectNestedGit keeps read-only the .git of each repository one level
-// down, for a workspace that holds several; none is made where missing.
-func protectNestedGit(workspace string, ws int) error {
-	entries, err := os.ReadDir(workspace)
-	if err != nil {
-		return fmt.Errorf("list workspace %s: %w", workspace, err)
-	}
-	for _, e := range entries {
-		if !e.IsDir() || slices.ContainsFunc(controlEntries, func(c controlEntry) bool { return c.name == e.Name() }) {
-			continue
-		}
-		sub, err := unix.Openat(ws, e.Name(), unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			continue // gone, or replaced by a link, since listed
-		}
-		err = protectEntry(sub, controlEntry{name: ".git"})
-		unix.Close(sub)
-		if err != nil {
-			return fmt.Errorf("keep %s read-only: %w", filepath.Join(workspace, e.Name(), ".git"), err)
+	for _, rel := range protect {
+		if err := protectMarker(ws, rel); err != nil {
+			return fmt.Errorf("keep %s read-only: %w", filepath.Join(workspace, rel), err)
 		}
 	}
 	return nil
+}
+
+// protectMarker mounts the repository marker rel, beneath the workspace
+// open as ws, read-only over itself. Its folder is reached without
+// following a link; a marker gone or turned into a link since Ava
+// listed it is left alone: Ava finds it changed when the command ends.
+func protectMarker(ws int, rel string) error {
+	parent, name := filepath.Split(filepath.Clean(rel))
+	if name == "" || name == "." || name == ".." || strings.HasPrefix(rel, "/") {
+		return fmt.Errorf("not a path beneath the workspace: %q", rel)
+	}
+	dir := ws
+	if parent != "" {
+		fd, err := unix.Openat2(ws, filepath.Clean(parent), &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EXDEV) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("open its folder: %w", err)
+		}
+		defer unix.Close(fd)
+		dir = fd
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return nil
+	}
+	return protectEntry(dir, controlEntry{name: name})
 }
 
 // protectEntry mounts one entry of the workspace open as ws read-only

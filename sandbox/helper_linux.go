@@ -55,7 +55,7 @@ func helperMain() int {
 		report(helperStatus{Error: "prctl(PR_SET_DUMPABLE): " + err.Error()})
 		return 125
 	}
-	active, err := setup(hs.Spec)
+	active, err := setup(hs.Spec, hs.Protect)
 	if err != nil {
 		report(helperStatus{Error: err.Error(), Active: active})
 		return 125
@@ -155,15 +155,15 @@ func readSpec(f *os.File) (helperSpec, error) {
 
 // setup applies every protection, in an order where each step still has
 // what it needs, and returns the ones in place.
-func setup(s Spec) ([]string, error) {
+func setup(s Spec, protect []string) ([]string, error) {
 	active := []string{"namespaces (user, pid, mount, net, ipc, uts)"}
-	m, err := setupMounts(s)
+	m, err := setupMounts(s, protect)
 	if err != nil {
 		return active, fmt.Errorf("mounts: %w", err)
 	}
 	active = append(active, "private /tmp, /run, $HOME and data root", "fresh /proc", "only descriptors 0-2")
 	if !s.WorkspaceReadOnly {
-		active = append(active, "workspace control files (.ava, .git, …) read-only")
+		active = append(active, "workspace control files (.ava, .git, …) and every repository's .git read-only")
 	}
 	if err := setupNetwork(s); err != nil {
 		return active, fmt.Errorf("network: %w", err)

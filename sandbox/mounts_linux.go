@@ -26,8 +26,9 @@ type mountState struct {
 
 // setupMounts hides folders under empty tmpfs mounts, keeps the
 // workspace and the scratch folder visible at their own paths (the
-// workspace read-only if asked), and mounts a fresh /proc.
-func setupMounts(s Spec) (mountState, error) {
+// workspace read-only if asked, else its control entries and the
+// repository markers in protect), and mounts a fresh /proc.
+func setupMounts(s Spec, protect []string) (mountState, error) {
 	var st mountState
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return st, fmt.Errorf("make / private: %w", err)
@@ -69,7 +70,7 @@ func setupMounts(s Spec) (mountState, error) {
 		}
 	}
 	if !s.WorkspaceReadOnly {
-		if err := protectControl(keep[0]); err != nil {
+		if err := protectControl(keep[0], protect); err != nil {
 			return st, err
 		}
 	}

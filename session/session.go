@@ -110,6 +110,18 @@ type Config struct {
 	// CancelSubagentsOnStop makes Stop and a superseding message also
 	// cancel the subagents the session started.
 	CancelSubagentsOnStop bool
+	// Reports keeps which sessions are owed a report of their background
+	// results and lets one process claim each (store.ReportStore has
+	// it); nil: no report is ever made (as OnComplete Quiet).
+	Reports reportStore
+	// OnComplete is what a session does when its background subagents
+	// have ended (see OnComplete); "" is Summarize.
+	OnComplete OnComplete
+	// ReportAfter is how long a result must have waited unreported
+	// before a recovery sweep (ReportOwed) reports it (default 10 s):
+	// the process that announced it reports it at once, and a sweep
+	// elsewhere must not race it.
+	ReportAfter time.Duration
 	// Redactor masks secrets in what Turn.Wait returns (the instance's
 	// one redactor, as in the store and the event hub); nil masks the
 	// credential formats only.
@@ -155,7 +167,14 @@ type Service struct {
 
 	mu       sync.Mutex
 	sessions map[string]*main
-	closed   bool
+	// models are the models the sessions' last turns here asked for
+	// (SendOptions.Model), for their report turns.
+	models map[string]string
+	// reporting counts the report claims under way by session, and
+	// reports holds each session's last report turn, for WaitReport.
+	reporting map[string]int
+	reports   map[string]*Turn
+	closed    bool
 	// unwatch stops what New started watching: the manager's releases
 	// and the observer of questions.
 	unwatch []func()
@@ -168,9 +187,24 @@ type main struct {
 	state   State
 }
 
+// reportModel is the model a report turn of the session runs on: the
+// one its last turn here asked for ("" for the configured one).
+func (s *Service) reportModel(key string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.models[key]
+}
+
 // New returns a Service.
 func New(cfg Config) *Service {
-	s := &Service{cfg: cfg, log: cfg.Logger, sessions: map[string]*main{}}
+	if cfg.OnComplete == "" {
+		cfg.OnComplete = Summarize
+	}
+	if cfg.ReportAfter <= 0 {
+		cfg.ReportAfter = defaultReportAfter
+	}
+	s := &Service{cfg: cfg, log: cfg.Logger, sessions: map[string]*main{}, models: map[string]string{},
+		reporting: map[string]int{}, reports: map[string]*Turn{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -218,6 +252,9 @@ type Turn struct {
 	// span is the sender's span (an HTTP caller's trace): the turn's
 	// spans continue it.
 	span trace.SpanContext
+	// report: a turn Ava started by itself to report the session's
+	// background results (report.go); it has no message.
+	report bool
 	// fresh: the session's first turn, started as its message created
 	// the session. A session that did not exist has no history, no
 	// proposal waiting and no unended turn to read (messages and
@@ -397,6 +434,9 @@ func (s *Service) startLocked(key string, m *main, t *Turn) {
 	}
 	t.cancel, t.started = cancel, time.Now()
 	m.current = t
+	if !t.report {
+		s.models[key] = t.opt.Model
+	}
 	s.setStateLocked(key, m, Running)
 	s.wg.Go(func() {
 		// Results held while the previous turn ran come before this
@@ -410,6 +450,9 @@ func (s *Service) startLocked(key string, m *main, t *Turn) {
 		// or the next queued turn) before anyone hears the turn is done.
 		if !s.turnEnded(key, t) {
 			s.flushResults(key)
+			// Results held while it ran, or that ended with it, are
+			// reported now if nothing else of the session runs.
+			s.maybeReport(key)
 		}
 		close(t.done)
 	})
@@ -452,6 +495,10 @@ func (s *Service) flushResults(key string) {
 // run answers one message: a person's answer to a pending spawn
 // proposal (answer.go), or an orchestrator turn.
 func (s *Service) run(ctx context.Context, t *Turn) {
+	if t.report {
+		s.runReport(ctx, t)
+		return
+	}
 	if !t.fresh && s.answerProposal(ctx, t) {
 		return
 	}
@@ -509,10 +556,11 @@ func (s *Service) settleLocked(key string, m *main) {
 // ends.
 func (s *Service) subagentFinished(parent string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if m := s.sessions[parent]; m != nil {
 		s.settleLocked(parent, m)
 	}
+	s.mu.Unlock()
+	s.maybeReport(parent)
 }
 
 // setStateLocked records and publishes a state change.
@@ -675,6 +723,10 @@ func (s *Service) noticeTurn(t *Turn) {
 		r.Status, r.Error = lifecycle.Error, t.err.Error()
 	}
 	r = r.Masked(t.redactor)
-	s.cfg.Observers.NotifyTurnEnded(observe.TurnEnded{Session: t.Session, Status: r.Status, Error: r.Error,
+	var text string
+	if t.report {
+		text = r.Text
+	}
+	s.cfg.Observers.NotifyTurnEnded(observe.TurnEnded{Session: t.Session, Status: r.Status, Error: r.Error, Report: t.report, Text: text,
 		Figures: observe.Figures{Tokens: r.Tokens.Total, CostCents: r.CostCents, Iterations: r.Iterations}, Time: time.Now()})
 }

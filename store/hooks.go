@@ -31,12 +31,14 @@ var HookStatuses = []string{HookPending, HookFailed, HookDead, HookDelivered}
 type HookDelivery struct {
 	ID int64
 	// HookID names the hook (hookspec.Spec.ID): only a process that has
-	// that hook in its configuration claims the delivery.
+	// that hook in its configuration claims the delivery, and it finds
+	// what to reach (the command, the URL) there, by this ID. What the
+	// hook reaches is not stored: a webhook's URL is often its
+	// credential, and it stays in the configuration where the person
+	// wrote it.
 	HookID string
-	// Kind is hookspec.KindCommand or KindURL; Target is what the hook
-	// reaches, as shown (the command line or the URL).
-	Kind   string
-	Target string
+	// Kind is hookspec.KindCommand or KindURL.
+	Kind string
 	// Event is the hook event name (subagent:complete, proposal, …).
 	Event string
 	// SessionKey and Seq are the stored event's: with HookID they make

@@ -522,6 +522,26 @@ type RunStore interface {
 	Unannounced(ctx context.Context) ([]Run, error)
 }
 
+// ReportStore keeps what a session owes the person once its background
+// subagents have ended: a report of their results (issue 40). A result
+// announced into the session (RunStore.AnnounceResult) makes it owed;
+// a turn whose messages follow the results answers it by itself; a
+// report turn claims it first, so that in a cluster, or after a crash,
+// it is made once.
+type ReportStore interface {
+	// ClaimReport claims the report owed for the results at the end of
+	// the session's history: when its last message is a subagent's
+	// result not claimed before, it records that message's ID as
+	// reported and returns it with true. Of processes claiming at once,
+	// one gets true. A session whose last message is not a result (a
+	// turn answered since) owes nothing: false.
+	ClaimReport(ctx context.Context, key string) (through int64, claimed bool, err error)
+	// UnreportedSessions lists the sessions whose newest announced
+	// result was stored before before and is not claimed: what a
+	// recovery sweep reports for a process that stopped before it could.
+	UnreportedSessions(ctx context.Context, before time.Time) ([]string, error)
+}
+
 // PendingStore records spawns awaiting confirmation.
 type PendingStore interface {
 	// CreatePending stores a new pending spawn; an ID in use gives
@@ -557,6 +577,7 @@ type MemoryStore interface {
 type Store interface {
 	SessionStore
 	RunStore
+	ReportStore
 	PendingStore
 	MemoryStore
 	BoardStore

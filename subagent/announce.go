@@ -237,12 +237,8 @@ func announcement(session, runID, task string, r Result, posted string) store.Me
 		fmt.Fprintf(&b, ", confidence %.2f", r.Confidence)
 	}
 	b.WriteString("\n")
-	if r.Summary != "" {
-		fmt.Fprintf(&b, "Summary: %s\n", r.Summary)
-	}
-	if r.Error != "" {
-		fmt.Fprintf(&b, "Error: %s\n", r.Error)
-	}
+	writeField(&b, "Summary", r.Summary)
+	writeField(&b, "Error", r.Error)
 	if out := outputText(r); out != "" && out != r.Summary {
 		if len(out) > maxAnnouncedOutput {
 			out = out[:maxAnnouncedOutput] + fmt.Sprintf("\n[… output cut at %d of %d bytes; the full result is in subagent_status %s]", maxAnnouncedOutput, len(out), r.SubagentID)
@@ -259,6 +255,20 @@ func announcement(session, runID, task string, r Result, posted string) store.Me
 	// may carry what a web page told it); people read it as it is.
 	blocks, _ := json.Marshal(llm.Message{Role: llm.RoleUser, Content: []llm.Block{llm.Text("[Subagent] " + tool.Untrusted("subagent "+r.SubagentID, text))}})
 	return store.Message{SessionKey: session, Role: store.RoleSubagent, Sender: store.SenderSubagent, Text: text, Blocks: blocks, RunID: runID}
+}
+
+// writeField writes "name: text" (nothing for an empty text), the
+// text's lines after the first quoted (tool.Quote), so that a multi-line
+// summary or error (one that quotes a tool's output, say) keeps every
+// line and where it ends: orchestrator.ParseAnnouncement reads it back
+// whole for the results digest, and none of its lines reads as the
+// announcement's next field.
+func writeField(b *strings.Builder, name, text string) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return
+	}
+	fmt.Fprintf(b, "%s: %s\n", name, strings.TrimPrefix(tool.Quote(text), tool.QuotePrefix))
 }
 
 // outputText renders a result's output for people and prompts.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Tool output is untrusted: a web page, a file in a repository or a
@@ -96,4 +97,36 @@ func invisible(r rune) bool {
 		return true
 	}
 	return unicode.Is(unicode.Cf, r)
+}
+
+// QuotePrefix starts every line of a text Quote quoted.
+const QuotePrefix = "> "
+
+// Quote prefixes every line of text with QuotePrefix. Inside an
+// untrusted block, Ava writes a list's headers at the start of a line
+// (a finding's "#N from S-… (role) at …:", a result's "- S-… status=…")
+// and each entry's text quoted under its header, so that no line of an
+// entry reads as a header, or as another entry, to a model or a parser:
+// the block's markers keep the text inside the block (EscapeUntrusted),
+// and quoting keeps it inside its entry. Every character a reader may
+// take for a line break is one: CR, LF and CRLF, and VT, FF, NEL, U+2028
+// and U+2029, each written as "\n" and the prefix.
+func Quote(text string) string {
+	var b strings.Builder
+	b.Grow(len(text) + len(QuotePrefix)*(1+strings.Count(text, "\n")))
+	b.WriteString(QuotePrefix)
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		switch r {
+		case '\r', '\n', '\v', '\f', '\u0085', '\u2028', '\u2029':
+			if r == '\r' && strings.HasPrefix(text[i+1:], "\n") {
+				size++
+			}
+			b.WriteString("\n" + QuotePrefix)
+		default:
+			b.WriteString(text[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }

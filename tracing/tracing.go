@@ -41,6 +41,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -60,8 +61,15 @@ const (
 // OTEL_RESOURCE_ATTRIBUTES set one.
 const DefaultServiceName = "ava"
 
-// InstrumentationName names Ava's tracer.
+// InstrumentationName names Ava's tracer (its instrumentation scope,
+// whose version is Ava's: Options.Version).
 const InstrumentationName = "github.com/avaagent/ava"
+
+// SchemaURL is the schema of the semantic conventions Ava's spans
+// follow, its instrumentation scope's schema URL: those of semconv
+// v1.41.0, the newest package of the Go SDK that still defines every
+// GenAI attribute Ava records (package agent names them from it).
+const SchemaURL = semconv.SchemaURL
 
 // DefaultMaxQueue bounds the spans waiting for export (unless
 // OTEL_BSP_MAX_QUEUE_SIZE says otherwise); beyond it spans are dropped.
@@ -132,7 +140,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Redact masks recorded contents (see Tracer.Redact).
 	Redact func(string) string
-	// Version is service.version, when known.
+	// Version is Ava's version: service.version and the version of the
+	// instrumentation scope, when known.
 	Version string
 	// Getenv reads the switches (default os.Getenv); the SDK reads the
 	// other variables from the process environment itself.
@@ -174,7 +183,7 @@ func Setup(ctx context.Context, opt Options) (*Provider, error) {
 	// The sampler comes from OTEL_TRACES_SAMPLER(_ARG): the SDK reads
 	// them when none is given here (default parentbased_always_on).
 	tp := sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSpanProcessor(bsp))
-	return &Provider{tp: tp, tracer: &Tracer{Tracer: tp.Tracer(InstrumentationName), CaptureContent: CaptureContent(getenv),
+	return &Provider{tp: tp, tracer: &Tracer{Tracer: newTracer(tp, opt.Version), CaptureContent: CaptureContent(getenv),
 		Redact: opt.Redact}}, nil
 }
 
@@ -211,10 +220,21 @@ func envInt(getenv func(string) string, name string, def int) int {
 	return def
 }
 
+// newTracer is Ava's tracer of tp: its instrumentation scope names Ava,
+// its version and the conventions' schema, which lets a backend read
+// the attributes by the right version of the conventions.
+func newTracer(tp *sdktrace.TracerProvider, version string) trace.Tracer {
+	opts := []trace.TracerOption{trace.WithSchemaURL(SchemaURL)}
+	if version != "" {
+		opts = append(opts, trace.WithInstrumentationVersion(version))
+	}
+	return tp.Tracer(InstrumentationName, opts...)
+}
+
 // NewProvider wraps an SDK tracer provider (tests give one with an
-// in-memory exporter).
+// in-memory exporter); its instrumentation scope has no version.
 func NewProvider(tp *sdktrace.TracerProvider, captureContent bool, redact func(string) string) *Provider {
-	return &Provider{tp: tp, tracer: &Tracer{Tracer: tp.Tracer(InstrumentationName), CaptureContent: captureContent, Redact: redact}}
+	return &Provider{tp: tp, tracer: &Tracer{Tracer: newTracer(tp, ""), CaptureContent: captureContent, Redact: redact}}
 }
 
 // Tracer returns the tracer for instrumented code; nil (tracing off) for

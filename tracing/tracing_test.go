@@ -11,6 +11,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/avaagent/ava/internal/otlptest"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -111,5 +113,35 @@ func TestOutageLoggedOnce(t *testing.T) {
 	out := buf.String()
 	if n := strings.Count(out, "trace export failed"); n != 2 || strings.Count(out, "works again") != 1 {
 		t.Fatalf("two outages logged as:\n%s", out)
+	}
+}
+
+// TestScopeHasVersionAndSchema: the spans' instrumentation scope names
+// Ava, its version and the conventions' schema URL, as a collector
+// receives them over OTLP.
+func TestScopeHasVersionAndSchema(t *testing.T) {
+	col := otlptest.New(t)
+	t.Setenv(EnvEndpoint, col.URL)
+	p, err := Setup(context.Background(), Options{Getenv: env(map[string]string{EnvEndpoint: col.URL}), Version: "v1.2.3",
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := p.Tracer().Start(context.Background(), "chat m")
+	span.End()
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans := col.Spans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans exported", len(spans))
+	}
+	s := spans[0]
+	if s.Scope.GetName() != InstrumentationName || s.Scope.GetVersion() != "v1.2.3" || s.SchemaURL != SchemaURL ||
+		s.Resource["service.version"] != "v1.2.3" {
+		t.Errorf("scope %q %q, schema %q, resource %v", s.Scope.GetName(), s.Scope.GetVersion(), s.SchemaURL, s.Resource)
+	}
+	if !strings.HasPrefix(SchemaURL, "https://opentelemetry.io/schemas/1.") {
+		t.Errorf("schema URL %q", SchemaURL)
 	}
 }

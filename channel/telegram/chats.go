@@ -187,3 +187,39 @@ func command(text string) (name, args string, ok bool) {
 
 // sessionKey is the chat's main session.
 func sessionKey(chat int64) string { return "ava:telegram:" + strconv.FormatInt(chat, 10) }
+
+// chatOfKey is the chat whose session key is key: ava:telegram:<chat>,
+// or a fresh session /new started there (ava:telegram:<chat>:<suffix>).
+func chatOfKey(key string) (int64, bool) {
+	rest, ok := strings.CutPrefix(key, "ava:telegram:")
+	if !ok {
+		return 0, false
+	}
+	id, _, _ := strings.Cut(rest, ":")
+	n, err := strconv.ParseInt(id, 10, 64)
+	return n, err == nil
+}
+
+// reported sends a report turn's answer to the chat whose current
+// session it ran in: Ava reported its background subagents' results by
+// itself (on_complete), so no answer of the person's carries it. A chat
+// that has moved to another session since gets nothing.
+func (c *Channel) reported(ctx context.Context, e ava.TurnEnded) {
+	id, ok := chatOfKey(e.Session)
+	if !e.Report || !ok {
+		return
+	}
+	if key, err := c.session(ctx, id); err != nil || key != e.Session {
+		return
+	}
+	c.mu.Lock()
+	ch := c.chats[id]
+	c.mu.Unlock()
+	if ch == nil {
+		ch = &chat{id: id, limiter: c.newChatLimiter()}
+	}
+	text := finalText(ava.TurnResult{Status: e.Status, Text: e.Text, Error: e.Error}, "")
+	if err := c.send(ctx, ch, text); err != nil {
+		c.log.Error("send the report of the background results", "chat", id, "err", err)
+	}
+}

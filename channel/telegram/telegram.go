@@ -174,6 +174,8 @@ func (c *Channel) Run(ctx context.Context) error {
 	c.mu.Lock()
 	c.runCtx = ctx
 	c.mu.Unlock()
+	// Reports Ava makes by itself go to their chats (on_complete).
+	defer c.rt.Observe(ava.Observer{TurnEnded: c.reported})()
 	pending, err := c.updates.PendingUpdates(ctx, ChannelName)
 	if err != nil {
 		return fmt.Errorf("telegram: %w", err)

@@ -53,6 +53,7 @@ const script = `conversations:
           - name: spawn_subagent
             args: {role: researcher, task: "slow research", background: true, model: "MODEL"}
       - text: "it runs in the background"
+      - text: "REPORTED: the slow research found it"
   - match: "specialized .* subagent"
     turns:
       - text: "subagent answer"
@@ -479,6 +480,11 @@ func TestProgressAndCompletionArriveUnprompted(t *testing.T) {
 		}
 		return progress && complete
 	})
+	// Then the orchestrator reports the result by itself (on_complete),
+	// with no second message from the person.
+	e.api.waitFor("the report", func(cs []call) bool {
+		return slices.ContainsFunc(texts(cs, "sendMessage", chatID), func(s string) bool { return strings.Contains(s, "REPORTED: the slow research found it") })
+	})
 	if count(calls, "sendChatAction") < 2 {
 		t.Fatalf("typing was not kept alive while the subagent worked: %+v", calls)
 	}
@@ -624,8 +630,10 @@ func TestSubagentCommandsGoThroughTheCore(t *testing.T) {
 	defer stop()
 	key := "ava:telegram:" + strconv.Itoa(chatID)
 	e.api.push(message(1, chatID, userID, "BACKGROUND please"))
-	e.api.waitFor("the subagent's completion", func(cs []call) bool {
-		return slices.ContainsFunc(texts(cs, "sendMessage", chatID), func(s string) bool { return strings.Contains(s, "Complete") })
+	e.api.waitFor("the subagent's completion and the report", func(cs []call) bool {
+		sent := texts(cs, "sendMessage", chatID)
+		return slices.ContainsFunc(sent, func(s string) bool { return strings.Contains(s, "Complete") }) &&
+			slices.ContainsFunc(sent, func(s string) bool { return strings.Contains(s, "REPORTED") })
 	})
 	runs, err := e.rt.Subagents(context.Background(), ava.SubagentFilter{Parent: key})
 	if err != nil || len(runs) != 1 {

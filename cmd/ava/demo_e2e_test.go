@@ -1,12 +1,12 @@
 package main_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/avaagent/ava/gateway/client"
 )
@@ -19,8 +19,9 @@ var subagentIDPattern = regexp.MustCompile(`S-[0-9a-f]{6}`)
 
 // TestOfflineDemoOnDaemon: through the daemon's HTTP API with the
 // default policy, "hello" gets a proposal and an answer that says so
-// (no result claimed); "yes" runs the subagent; the next message gets
-// the orchestrator's report of its result.
+// (no result claimed); "yes" runs the subagent; once it has ended the
+// orchestrator's report of its result arrives on the session's stream by
+// itself, with no other message sent (issue 40).
 func TestOfflineDemoOnDaemon(t *testing.T) {
 	root := t.TempDir()
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "AVA_DATA_ROOT=" + root + "/data", "AVA_WORKSPACE=" + root}
@@ -38,35 +39,53 @@ func TestOfflineDemoOnDaemon(t *testing.T) {
 	if sas, _ := d.c.Subagents(bg(t), client.SubagentFilter{Parent: key}); len(sas) != 0 {
 		t.Fatalf("%d subagents ran before yes", len(sas))
 	}
+	// The stream from before "yes" on: the report must arrive on it
+	// with no second message of the person's (issue 40).
+	st, err := d.c.StreamFromNow(bg(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
 	yes := chatText(t, d.c, client.ChatRequest{SessionKey: key, Message: "yes"})
 	id := subagentIDPattern.FindString(yes.Text)
 	if id == "" {
 		t.Fatalf("yes: %q", yes.Text)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		sa, err := d.c.Subagent(bg(t), id)
+	report, users := "", 0
+	for report == "" {
+		ev, err := st.Next()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("stream ended before the report: %v", err)
 		}
-		if sa.Status == "success" {
-			break
+		var c struct {
+			Content struct {
+				Text string `json:"text"`
+			} `json:"content"`
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s", id, sa.Status)
+		_ = json.Unmarshal(ev.Data, &c)
+		switch {
+		case ev.Type == "UserMessage":
+			users++
+		case ev.Type == "AssistantMessage" && strings.Contains(c.Content.Text, "you confirmed has finished"):
+			report = c.Content.Text
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	report := chatText(t, d.c, client.ChatRequest{SessionKey: key, Message: "what did it find?"})
-	if !strings.Contains(report.Text, "The researcher subagent "+id+" you confirmed has finished with status success") ||
-		!strings.Contains(report.Text, "The offline demo subagent ran and returned a structured result.") {
-		t.Fatalf("report:\n%s", report.Text)
+	if !strings.Contains(report, "The researcher subagent "+id+" you confirmed has finished with status success") ||
+		!strings.Contains(report, "The offline demo subagent ran and returned a structured result.") {
+		t.Fatalf("report:\n%s", report)
+	}
+	if users != 1 {
+		t.Fatalf("%d person's messages on the stream, want only the yes", users)
+	}
+	if sa, err := d.c.Subagent(bg(t), id); err != nil || sa.Status != "success" {
+		t.Fatalf("%s: %+v %v", id, sa, err)
 	}
 }
 
 // TestOfflineDemoRunOnTerminal: `ava run --offline hello` on a terminal
 // under the default policy says a subagent was proposed and nothing ran,
-// asks, and after "y" shows the subagent's real result.
+// asks, and after "y" shows the subagent's real result and the
+// orchestrator's report of it, with no other message (issue 40).
 func TestOfflineDemoRunOnTerminal(t *testing.T) {
 	cmd := exec.Command(avaBin, "run", "--offline", "hello")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AVA_DATA_ROOT=" + t.TempDir(), "AVA_WORKSPACE=" + t.TempDir(), "TERM=xterm-256color"}
@@ -78,7 +97,9 @@ func TestOfflineDemoRunOnTerminal(t *testing.T) {
 	}
 	c.typeLine("y")
 	at = c.scr.waitFor(t, at, "confirmed: started S-")
-	c.scr.waitFor(t, at, ": The offline demo subagent ran and returned a structured result.")
+	at = c.scr.waitFor(t, at, ": The offline demo subagent ran and returned a structured result.")
+	// The orchestrator's report arrives by itself before the run exits.
+	c.scr.waitFor(t, at, "you confirmed has finished with status success")
 	if code := exitCode(t, c); code != 0 {
 		t.Fatalf("exit %d; screen:\n%s", code, c.scr.text())
 	}

@@ -176,8 +176,12 @@ func printDeliveries(a *App, ds []ava.HookDelivery, all bool) {
 		} else if d.Status == ava.HookDead {
 			when = "-"
 		}
+		target := d.Target
+		if target == "" {
+			target = "(not configured)"
+		}
 		fmt.Fprintf(w, "%d\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.Status, d.Attempts, d.MaxAttempts, d.Event, d.HookID,
-			d.Target, when, oneLine(d.LastError, 80))
+			target, when, oneLine(d.LastError, 80))
 	}
 	w.Flush()
 }

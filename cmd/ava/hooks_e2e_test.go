@@ -51,7 +51,9 @@ type receiver struct {
 type received struct {
 	delivery string
 	event    string
-	body     map[string]any
+	// uri is the request's path and query.
+	uri  string
+	body map[string]any
 }
 
 func newReceiver(t *testing.T, up bool) *receiver {
@@ -79,7 +81,8 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	if err := json.Unmarshal(body, &m); err != nil {
 		r.bad = append(r.bad, "not JSON: "+string(body))
 	}
-	r.got = append(r.got, received{delivery: req.Header.Get(hooks.HeaderDelivery), event: req.Header.Get(hooks.HeaderEvent), body: m})
+	r.got = append(r.got, received{delivery: req.Header.Get(hooks.HeaderDelivery), event: req.Header.Get(hooks.HeaderEvent),
+		uri: req.URL.RequestURI(), body: m})
 }
 
 func (r *receiver) setUp(up bool) {
@@ -409,10 +412,17 @@ func TestClusterHooksDeliverEachEventOnce(t *testing.T) {
 // its end.
 func oneRunWebhookDown(t *testing.T, extra, task string) ([]string, *receiver, *daemon, client.Subagent) {
 	t.Helper()
+	return oneRunWebhookDownAt(t, extra, task, "")
+}
+
+// oneRunWebhookDownAt is oneRunWebhookDown with the webhook at path (and
+// query) on the receiver.
+func oneRunWebhookDownAt(t *testing.T, extra, task, path string) ([]string, *receiver, *daemon, client.Subagent) {
+	t.Helper()
 	env, _ := hooksEnv(t)
 	rcv := newReceiver(t, false)
 	log := filepath.Join(t.TempDir(), "events.jsonl")
-	hookConfig(t, envValue(env, "AVA_DATA_ROOT"), log, rcv.srv.URL, []string{"subagent:complete"}, extra)
+	hookConfig(t, envValue(env, "AVA_DATA_ROOT"), log, rcv.srv.URL+path, []string{"subagent:complete"}, extra)
 	env = append(env, "AVA_TEST_HOOK_SECRET="+hookSecret)
 	d := startDaemon(t, env)
 	first := chatText(t, d.c, client.ChatRequest{Message: "hello"})

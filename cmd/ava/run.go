@@ -173,7 +173,13 @@ func runTurn(ctx context.Context, a *App, rt *ava.Runtime, o runOptions, key, me
 		res, askErr = turn.Wait(context.WithoutCancel(ctx))
 	}
 	waitBackground(ctx, a, rt, key, o.json)
-	// Everything the turn and its subagents did is stored: print it all.
+	// Once they have ended Ava reports their results by itself
+	// (on_complete): the report is part of what this run prints.
+	if _, _, err := rt.WaitReport(ctx, key); err != nil && ctx.Err() == nil {
+		fmt.Fprintf(a.Stderr, "[the report of the background results did not arrive: %v]\n", err)
+	}
+	// Everything the turn, its subagents and the report did is stored:
+	// print it all.
 	if last, err := rt.LastSeq(context.WithoutCancel(ctx), key); err == nil {
 		until <- last
 	} else {
@@ -218,12 +224,16 @@ func answerPending(ctx context.Context, a *App, rt *ava.Runtime, key string, ask
 			fmt.Fprintf(a.Stdout, "%s: %s\n", id, done.Result.Summary)
 		}
 	}
+	// Once what the answer started has ended, Ava reports it by itself.
+	if rep, ok, err := rt.WaitReport(ctx, key); err == nil && ok && rep.Text != "" {
+		fmt.Fprintln(a.Stdout, rep.Text)
+	}
 	return true, nil
 }
 
 // waitBackground waits for the subagents the run left in the background:
 // this process is their only home, so it must not exit under them. Their
-// results are stored in the session for its next message.
+// results are stored in the session, and reported (WaitReport).
 func waitBackground(ctx context.Context, a *App, rt *ava.Runtime, session string, quiet bool) {
 	waiting, err := rt.Subagents(context.WithoutCancel(ctx), ava.SubagentFilter{Parent: session, Status: lifecycle.Active})
 	if err != nil || len(waiting) == 0 {

@@ -163,6 +163,8 @@ func runDaemon(ctx context.Context, a *App, cfg config.Config, opt gateway.Serve
 	if err != nil {
 		return err
 	}
+	// Results a stopped process never reported are reported now.
+	rt.SweepReports()
 	if opt.Channels, err = chatChannels(a, cfg, rt); err != nil {
 		return errors.Join(err, ln.Close())
 	}

@@ -1,11 +1,15 @@
 package main_test
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/avaagent/ava/internal/otlptest"
+	"github.com/avaagent/ava/llm"
+	"github.com/avaagent/ava/llm/llmfake"
+	"github.com/avaagent/ava/tracing"
 )
 
 // TestRunExportsOTLPTraces: `ava run` with OTEL_EXPORTER_OTLP_ENDPOINT
@@ -71,6 +75,62 @@ func TestRunExportsOTLPTraces(t *testing.T) {
 	if h := col.Headers(); len(h) == 0 || h[0].Get("x-team") != "ava-tests" {
 		t.Errorf("OTEL_EXPORTER_OTLP_HEADERS not sent: %v", h)
 	}
+	checkScope(t, spans)
+}
+
+// checkScope: every span's instrumentation scope names Ava, with the
+// binary's version (ava --version) and the conventions' schema URL.
+func checkScope(t *testing.T, spans []otlptest.Span) {
+	t.Helper()
+	out, _, _ := ava(t, nil, "--version")
+	version := strings.TrimPrefix(strings.TrimSpace(out), "ava ")
+	for _, s := range spans {
+		if s.Scope.GetName() != tracing.InstrumentationName || s.Scope.GetVersion() != version || s.SchemaURL != tracing.SchemaURL {
+			t.Errorf("span %s: scope %q version %q (want %q), schema %q", s.Name, s.Scope.GetName(), s.Scope.GetVersion(), version, s.SchemaURL)
+			return
+		}
+	}
+}
+
+// TestRunTracesAnOpenAICompatibleCall: `ava run` against an
+// OpenAI-compatible server exports a chat span with the server's own
+// finish reason ("stop", not Ava's "end_turn"), every input token
+// (cache reads included, and apart), the server's address and port,
+// the response's ID and the conversation.
+func TestRunTracesAnOpenAICompatibleCall(t *testing.T) {
+	col := otlptest.New(t)
+	fake := llmfake.NewOpenAI(t, llmfake.Turn{Text: "Hello from the fake model.",
+		Usage: llm.Usage{InputTokens: 200, CacheReadTokens: 800, OutputTokens: 6}})
+	_, errOut, code := ava(t, map[string]string{"OPENAI_BASE_URL": fake.URL + "/v1", "AVA_MODEL": "openai/llama3.2",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": col.URL}, "run", "hello")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	spans := col.Spans()
+	var chat *otlptest.Span
+	for i, s := range spans {
+		if s.Name == "chat llama3.2" {
+			chat = &spans[i]
+		}
+	}
+	if chat == nil {
+		t.Fatalf("no chat span among %d", len(spans))
+	}
+	host, port, _ := net.SplitHostPort(strings.TrimPrefix(fake.URL, "http://"))
+	for k, want := range map[string]string{
+		"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "llama3.2",
+		"gen_ai.response.finish_reasons": "stop", "gen_ai.usage.input_tokens": "1000",
+		"gen_ai.usage.cache_read.input_tokens": "800", "gen_ai.usage.output_tokens": "6",
+		"server.address": host, "server.port": port,
+	} {
+		if got := chat.Attr(k); got != want {
+			t.Errorf("chat span %s = %q, want %q", k, got, want)
+		}
+	}
+	if !strings.HasPrefix(chat.Attr("gen_ai.response.id"), "chatcmpl-") || !strings.HasPrefix(chat.Attr("gen_ai.conversation.id"), "ava:") {
+		t.Errorf("chat span response ID %q, conversation %q", chat.Attr("gen_ai.response.id"), chat.Attr("gen_ai.conversation.id"))
+	}
+	checkScope(t, spans)
 }
 
 // TestRunWithUnreachableOTLPCollector: a collector that is not there

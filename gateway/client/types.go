@@ -301,8 +301,11 @@ type MCPServerList struct {
 
 // Hook is a lifecycle hook of the daemon (GET /api/hooks).
 type Hook struct {
-	ID     string   `json:"id"`
-	Kind   string   `json:"kind"`
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+	// Target is what the hook reaches, as shown: the command line, or a
+	// URL's scheme and host only ("https://hooks.slack.com/…"): a
+	// webhook's path and query are often its credential.
 	Target string   `json:"target"`
 	Events []string `json:"events"`
 	// From is where it is defined: "config.yaml" or "role <name>".
@@ -314,6 +317,9 @@ type HookDelivery struct {
 	ID     int64  `json:"id"`
 	HookID string `json:"hookId"`
 	Kind   string `json:"kind"`
+	// Target is the hook's target as shown (as Hook's), from the
+	// daemon's configuration by HookID (the store keeps no URL); empty
+	// when the daemon has no hook of that ID any more.
 	Target string `json:"target"`
 	Event  string `json:"event"`
 	// SessionKey and Seq name the event in its session's stream.

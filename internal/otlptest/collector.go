@@ -20,10 +20,15 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Span is a received span with its resource's attributes.
+// Span is a received span with its resource's attributes and its
+// instrumentation scope.
 type Span struct {
 	*tracepb.Span
 	Resource map[string]string
+	// Scope is the instrumentation scope that made the span (its name
+	// and version), SchemaURL the scope's schema URL.
+	Scope     *commonpb.InstrumentationScope
+	SchemaURL string
 }
 
 // TraceID is the span's trace ID in hex.
@@ -95,7 +100,7 @@ func (c *Collector) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, ss := range rs.ScopeSpans {
 			for _, s := range ss.Spans {
-				c.spans = append(c.spans, Span{Span: s, Resource: res})
+				c.spans = append(c.spans, Span{Span: s, Resource: res, Scope: ss.GetScope(), SchemaURL: ss.GetSchemaUrl()})
 			}
 		}
 	}

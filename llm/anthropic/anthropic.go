@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -28,6 +29,10 @@ import (
 
 	"github.com/avaagent/ava/llm"
 )
+
+// DefaultBaseURL is the public API's root, used when Config.BaseURL is
+// empty.
+const DefaultBaseURL = "https://api.anthropic.com"
 
 // DefaultMaxTokens caps a response's output when neither the Request nor
 // the Config says otherwise.
@@ -53,6 +58,7 @@ type Config struct {
 // concurrent use.
 type Provider struct {
 	client    anthropic.Client
+	base      *url.URL
 	maxTokens int
 	log       *slog.Logger
 	// key is the API key, masked in the error texts the server sends
@@ -77,14 +83,20 @@ func New(cfg Config) (*Provider, error) {
 		option.WithMaxRetries(0),
 		option.WithHTTPClient(httpClient(cfg.HTTPClient)),
 	}
+	base, err := url.Parse(DefaultBaseURL)
 	if cfg.BaseURL != "" {
 		if !strings.HasPrefix(cfg.BaseURL, "http://") && !strings.HasPrefix(cfg.BaseURL, "https://") {
 			return nil, fmt.Errorf("anthropic: Config.BaseURL %q is not an http(s) URL", cfg.BaseURL)
 		}
+		base, err = url.Parse(cfg.BaseURL)
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: Config.BaseURL %q: %w", cfg.BaseURL, err)
 	}
 	p := &Provider{
 		client:    anthropic.NewClient(opts...),
+		base:      base,
 		maxTokens: cfg.MaxTokens,
 		log:       cfg.Logger,
 		key:       cfg.APIKey,
@@ -114,6 +126,13 @@ func httpClient(c *http.Client) *http.Client {
 
 // Name returns "anthropic".
 func (p *Provider) Name() string { return "anthropic" }
+
+// BaseURL is the API root requests go to (llm.Endpoint): Config.BaseURL,
+// or DefaultBaseURL.
+func (p *Provider) BaseURL() *url.URL {
+	u := *p.base
+	return &u
+}
 
 // Stream sends req as a streaming Messages request, calls onDelta for each
 // text and thinking delta and each tool call start, and returns the

@@ -98,10 +98,12 @@ func TestStreamText(t *testing.T) {
 		t.Fatalf("Stream: %v", err)
 	}
 	want := &llm.Response{
-		Message:    llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text(text)}},
-		Usage:      llm.Usage{InputTokens: 12, OutputTokens: 7},
-		StopReason: llm.StopEndTurn,
-		Model:      testModel,
+		Message:       llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text(text)}},
+		Usage:         llm.Usage{InputTokens: 12, OutputTokens: 7},
+		StopReason:    llm.StopEndTurn,
+		RawStopReason: "end_turn",
+		ID:            "msg_fake_1",
+		Model:         testModel,
 	}
 	if diff := cmp.Diff(want, resp); diff != "" {
 		t.Errorf("response (-want +got):\n%s", diff)
@@ -233,15 +235,17 @@ func TestStreamUsageWithCache(t *testing.T) {
 func TestStreamStopReasons(t *testing.T) {
 	for wire, want := range map[string]llm.StopReason{
 		"end_turn": llm.StopEndTurn, "max_tokens": llm.StopMaxTokens, "tool_use": llm.StopToolUse,
-		"refusal": llm.StopOther, "pause_turn": llm.StopPause,
+		"refusal": llm.StopOther, "pause_turn": llm.StopPause, "stop_sequence": llm.StopEndTurn,
+		"model_context_window_exceeded": llm.StopMaxTokens,
 	} {
 		srv := llmfake.NewAnthropic(t, llmfake.Turn{Text: "x", StopReason: wire})
 		resp, err := newProvider(t, srv).Stream(context.Background(), userRequest("hi"), nil)
 		if err != nil {
 			t.Fatalf("%s: Stream: %v", wire, err)
 		}
-		if resp.StopReason != want {
-			t.Errorf("%s: stop = %q, want %q", wire, resp.StopReason, want)
+		// The API's own reason is kept as sent, beside Ava's.
+		if resp.StopReason != want || resp.RawStopReason != wire {
+			t.Errorf("%s: stop = %q (raw %q), want %q (raw %[1]q)", wire, resp.StopReason, resp.RawStopReason, want)
 		}
 	}
 }
@@ -299,5 +303,23 @@ func BenchmarkStream(b *testing.B) {
 		if _, err := p.Stream(context.Background(), req, func(llm.Delta) {}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestBaseURLNamesTheServer: the provider says which server it calls
+// (llm.Endpoint), through the retry policy that wraps it too: the
+// configured base URL's host and port, else the public API's.
+func TestBaseURLNamesTheServer(t *testing.T) {
+	srv := llmfake.NewAnthropic(t)
+	host, port := llm.ServerOf(llm.WithRetry(newProvider(t, srv), llm.DefaultRetryPolicy))
+	if got := fmt.Sprintf("http://%s:%d", host, port); got != srv.URL {
+		t.Errorf("server %s, want %s", got, srv.URL)
+	}
+	p, err := anthropic.New(anthropic.Config{APIKey: "test-key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host, port := llm.ServerOf(p); host != "api.anthropic.com" || port != 443 {
+		t.Errorf("public API server %s:%d", host, port)
 	}
 }

@@ -16,6 +16,7 @@ type accumulator struct {
 	onDelta func(llm.Delta)
 
 	model   string
+	id      string
 	blocks  []*pendingBlock
 	usage   llm.Usage
 	stop    anthropic.StopReason
@@ -59,6 +60,7 @@ func (a *accumulator) add(ev anthropic.MessageStreamEventUnion) error {
 		}
 		a.started = true
 		a.model = string(ev.Message.Model)
+		a.id = ev.Message.ID
 		u := ev.Message.Usage
 		a.usage = llm.Usage{
 			InputTokens:      int(u.InputTokens),
@@ -221,7 +223,8 @@ func (a *accumulator) response() *llm.Response {
 		}
 		msg.Content = append(msg.Content, blk)
 	}
-	return &llm.Response{Message: msg, Usage: a.usage, StopReason: stopReason(a.stop), Model: a.model}
+	return &llm.Response{Message: msg, Usage: a.usage, StopReason: stopReason(a.stop), RawStopReason: string(a.stop),
+		ID: a.id, Model: a.model}
 }
 
 // toolCallInput is the call's arguments as the model sent them, valid JSON

@@ -10,6 +10,7 @@ import (
 
 // chunkView is what the accumulator reads of a chunk, however decoded.
 type chunkView struct {
+	ID       string
 	Model    string
 	HasUsage bool
 	Usage    [4]int64
@@ -32,7 +33,7 @@ type callView struct {
 // viewSDK reads a chunk as the SDK's ChatCompletionChunk, the way the
 // accumulator read it before.
 func viewSDK(c sdk.ChatCompletionChunk) chunkView {
-	v := chunkView{Model: c.Model, HasUsage: c.JSON.Usage.Valid()}
+	v := chunkView{ID: c.ID, Model: c.Model, HasUsage: c.JSON.Usage.Valid()}
 	if v.HasUsage {
 		u := c.Usage
 		v.Usage = [4]int64{u.PromptTokens, u.CompletionTokens, u.PromptTokensDetails.CachedTokens, u.PromptTokensDetails.CacheWriteTokens}
@@ -61,7 +62,7 @@ func viewSDK(c sdk.ChatCompletionChunk) chunkView {
 
 // viewDirect reads a chunk as chatChunk, the way the accumulator does.
 func viewDirect(c chatChunk) chunkView {
-	v := chunkView{Model: c.Model, HasUsage: c.Usage != nil}
+	v := chunkView{ID: c.ID, Model: c.Model, HasUsage: c.Usage != nil}
 	if v.HasUsage {
 		u := c.Usage
 		v.Usage = [4]int64{u.PromptTokens, u.CompletionTokens, u.PromptTokensDetails.CachedTokens, u.PromptTokensDetails.CacheWriteTokens}
@@ -113,7 +114,7 @@ func TestChunkDecodingMatchesSDK(t *testing.T) {
 		`{"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"日本 \ud83d\ude42"},"finish_reason":"length","native_finish_reason":"MAX_TOKENS"}],"provider":"x"}`,
 		`{}`,
 		// Unexpected JSON types, which the SDK's decoder takes.
-		`{"choices":[{"index":0,"delta":{"content":5}}]}`,
+		`{"id":7,"choices":[{"index":0,"delta":{"content":5}}]}`,
 		`{"choices":[{"index":"0","delta":{"content":"a","tool_calls":[{"index":"1","id":"c","function":{"name":"f","arguments":{"a":1}}}]}}]}`,
 		`{"model":"m","choices":[{"index":0,"delta":{"content":"a","reasoning":"r"}}],"usage":{"prompt_tokens":1.0,"completion_tokens":"2"}}`,
 		`{"choices":{"a":1},"usage":{"prompt_tokens":3}}`,

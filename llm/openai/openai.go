@@ -112,6 +112,8 @@ const (
 // Provider streams chat completions. It is safe for concurrent use.
 type Provider struct {
 	name string
+	// base is the API root (BaseURL).
+	base *url.URL
 	// opts are the SDK's options for every request: the chat
 	// completions requests, whose bodies are written directly
 	// (chatBody), are posted with them (newStream).
@@ -149,6 +151,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	p := &Provider{
 		name:       cfg.Name,
+		base:       base,
 		httpClient: cfg.HTTPClient,
 		maxTokens:  cfg.MaxTokens,
 		// Only OpenAI itself insists on the newer field: its host, or an
@@ -219,6 +222,13 @@ const drainWait = 100 * time.Millisecond
 
 // Name is the provider's name as used in model names.
 func (p *Provider) Name() string { return p.name }
+
+// BaseURL is the API root requests go to (llm.Endpoint): Config.BaseURL,
+// or the provider's public one.
+func (p *Provider) BaseURL() *url.URL {
+	u := *p.base
+	return &u
+}
 
 // CloseIdleConnections closes the HTTP client's idle keep-alive
 // connections, stopping their goroutines. The Provider stays usable.

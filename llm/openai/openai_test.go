@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -75,11 +76,18 @@ func TestStreamText(t *testing.T) {
 	if text != "Hello there, small world" || n < 2 {
 		t.Errorf("text deltas = %q in %d deltas, want the whole text in several", text, n)
 	}
+	// The provider's own finish_reason is kept beside the normalised
+	// one, with the completion's ID.
+	if !strings.HasPrefix(resp.ID, "chatcmpl-") {
+		t.Errorf("ID = %q, want the completion's chatcmpl-… ID", resp.ID)
+	}
 	want := &llm.Response{
-		Message:    llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text("Hello there, small world")}},
-		Usage:      llm.Usage{InputTokens: 12, OutputTokens: 5},
-		StopReason: llm.StopEndTurn,
-		Model:      "gpt-test",
+		Message:       llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text("Hello there, small world")}},
+		Usage:         llm.Usage{InputTokens: 12, OutputTokens: 5},
+		StopReason:    llm.StopEndTurn,
+		RawStopReason: "stop",
+		ID:            resp.ID,
+		Model:         "gpt-test",
 	}
 	if diff := cmp.Diff(want, resp); diff != "" {
 		t.Errorf("response (-want +got):\n%s", diff)
@@ -129,8 +137,8 @@ func TestStreamOneToolCall(t *testing.T) {
 	if diff := cmp.Diff(want, resp.Message.Content); diff != "" {
 		t.Errorf("blocks (-want +got):\n%s", diff)
 	}
-	if resp.StopReason != llm.StopToolUse {
-		t.Errorf("stop = %q, want tool_use", resp.StopReason)
+	if resp.StopReason != llm.StopToolUse || resp.RawStopReason != "tool_calls" {
+		t.Errorf("stop = %q (raw %q), want tool_use (tool_calls)", resp.StopReason, resp.RawStopReason)
 	}
 	if names, n := rec.joined(llm.DeltaToolCall); names != "read_file" || n != 1 {
 		t.Errorf("tool call deltas = %q (%d), want one for read_file", names, n)
@@ -416,5 +424,26 @@ func waitDisconnect(t *testing.T, srv *llmfake.Server) {
 	case <-srv.Disconnected():
 	case <-time.After(5 * time.Second):
 		t.Fatal("the server never saw the client disconnect")
+	}
+}
+
+// TestBaseURLNamesTheServer: the provider says which server it calls
+// (llm.Endpoint), also through the retry policy that wraps it, with the
+// scheme's port when the URL has none.
+func TestBaseURLNamesTheServer(t *testing.T) {
+	srv := llmfake.NewOpenAI(t)
+	p := newProvider(t, srv)
+	host, port := llm.ServerOf(llm.WithRetry(p, llm.DefaultRetryPolicy))
+	if want := strings.TrimPrefix(srv.URL, "http://"); host+":"+strconv.Itoa(port) != want {
+		t.Errorf("server %s:%d, want %s", host, port, want)
+	}
+	for name, want := range map[string]string{"openai": "api.openai.com:443", "openrouter": "openrouter.ai:443"} {
+		p, err := openai.New(openai.Config{Name: name, APIKey: "sk-test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if host, port := llm.ServerOf(p); host+":"+strconv.Itoa(port) != want {
+			t.Errorf("%s: server %s:%d, want %s", name, host, port, want)
+		}
 	}
 }

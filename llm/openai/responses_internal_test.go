@@ -52,6 +52,9 @@ func TestResponseStopCutCallFirst(t *testing.T) {
 	if got := responseStop(r, true); got != llm.StopMaxTokens {
 		t.Fatalf("stop = %q", got)
 	}
+	if got := rawResponseStop(r); got != "max_output_tokens" {
+		t.Fatalf("raw stop = %q, want the incomplete reason", got)
+	}
 }
 
 // TestMalformedItems: a function call without a call_id (its output

@@ -182,8 +182,10 @@ func turn(r *responses.Response, model string) (*llm.Response, error) {
 		Message: llm.Message{Role: llm.RoleAssistant, Content: blocks},
 		Usage: llm.Usage{InputTokens: max(int(u.InputTokens)-read, 0), OutputTokens: int(u.OutputTokens),
 			CacheReadTokens: read, WebSearches: searches},
-		StopReason: responseStop(r, hasCalls),
-		Model:      model,
+		StopReason:    responseStop(r, hasCalls),
+		RawStopReason: rawResponseStop(r),
+		ID:            r.ID,
+		Model:         model,
 	}, nil
 }
 
@@ -206,6 +208,16 @@ func responseStop(r *responses.Response, hasCalls bool) llm.StopReason {
 		return llm.StopEndTurn
 	}
 	return llm.StopOther
+}
+
+// rawResponseStop is the response's own word for how it ended: its
+// incomplete reason ("max_output_tokens", "content_filter") when it is
+// incomplete, else its status ("completed").
+func rawResponseStop(r *responses.Response) string {
+	if r.Status == "incomplete" && r.IncompleteDetails.Reason != "" {
+		return string(r.IncompleteDetails.Reason)
+	}
+	return string(r.Status)
 }
 
 // itemBlocks maps one output item, kept raw, to its blocks. An item of a

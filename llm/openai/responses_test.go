@@ -121,8 +121,8 @@ func TestResponsesSearchStreamed(t *testing.T) {
 	if want := (llm.Usage{InputTokens: 100, OutputTokens: 20, CacheReadTokens: 40, WebSearches: 1}); resp.Usage != want {
 		t.Errorf("usage = %+v, want %+v", resp.Usage, want)
 	}
-	if resp.StopReason != llm.StopEndTurn || resp.Model != "gpt-5" {
-		t.Errorf("stop %q model %q", resp.StopReason, resp.Model)
+	if resp.StopReason != llm.StopEndTurn || resp.RawStopReason != "completed" || resp.Model != "gpt-5" || !strings.HasPrefix(resp.ID, "resp_") {
+		t.Errorf("stop %q (raw %q) model %q id %q", resp.StopReason, resp.RawStopReason, resp.Model, resp.ID)
 	}
 
 	// The next turn sends every output item back as the API sent it.

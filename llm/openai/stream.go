@@ -15,6 +15,7 @@ import (
 // ChatCompletionChunk, decoded by reflection into every field the API
 // has, cost about as much CPU as the rest of a call).
 type chatChunk struct {
+	ID    string `json:"id"`
 	Model string `json:"model"`
 	// Usage is nil when the chunk has none (or null).
 	Usage   *chunkUsage   `json:"usage"`
@@ -43,7 +44,7 @@ func (c *chatChunk) UnmarshalJSON(data []byte) error {
 
 // sdkChunk is the SDK's decoding of a chunk as a chatChunk.
 func sdkChunk(s openai.ChatCompletionChunk) chatChunk {
-	c := chatChunk{Model: s.Model}
+	c := chatChunk{ID: s.ID, Model: s.Model}
 	if s.JSON.Usage.Valid() {
 		u := chunkUsage{PromptTokens: s.Usage.PromptTokens, CompletionTokens: s.Usage.CompletionTokens}
 		u.PromptTokensDetails.CachedTokens = s.Usage.PromptTokensDetails.CachedTokens
@@ -136,6 +137,8 @@ type accumulator struct {
 	finished bool
 	usage    llm.Usage
 	model    string
+	// id is the completion's ID, from the first chunk that has one.
+	id string
 
 	// plugin is the provider's name when the request carried OpenRouter's
 	// web plugin: the turn then holds its search, and the answer's
@@ -153,6 +156,9 @@ func newAccumulator(onDelta func(llm.Delta)) *accumulator {
 func (a *accumulator) add(c chatChunk) {
 	if a.model == "" {
 		a.model = c.Model
+	}
+	if a.id == "" {
+		a.id = c.ID
 	}
 	if a.plugin != "" && !a.searched {
 		// The plugin searched before the first chunk came.
@@ -272,10 +278,12 @@ func (a *accumulator) response(model string) *llm.Response {
 		usage.WebSearches++
 	}
 	return &llm.Response{
-		Message:    llm.Message{Role: llm.RoleAssistant, Content: blocks},
-		Usage:      usage,
-		StopReason: stopReason(a.finishReason, hasCalls),
-		Model:      model,
+		Message:       llm.Message{Role: llm.RoleAssistant, Content: blocks},
+		Usage:         usage,
+		StopReason:    stopReason(a.finishReason, hasCalls),
+		RawStopReason: a.finishReason,
+		ID:            a.id,
+		Model:         model,
 	}
 }
 

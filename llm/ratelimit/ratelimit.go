@@ -119,6 +119,9 @@ type limited struct {
 	keyID string
 }
 
+// Unwrap returns the paced provider.
+func (l *limited) Unwrap() llm.Provider { return l.Provider }
+
 // key is the limiter's key for model.
 func (l *limited) key(model string) string { return l.Name() + "/" + l.keyID + "/" + model }
 

@@ -3,6 +3,8 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -143,5 +145,17 @@ func TestFirstRequestOfAKeyGoesAlone(t *testing.T) {
 	wg.Wait()
 	if g.calls != 10 {
 		t.Fatalf("%d calls, want 10", g.calls)
+	}
+}
+
+// TestServerSeenThroughTheWrappers: the provider the limiter and the
+// retry policy wrap still names its server (llm.ServerOf, for the
+// server.address and server.port of a model call's span).
+func TestServerSeenThroughTheWrappers(t *testing.T) {
+	fake := llmfake.NewAnthropic(t)
+	p := paced(t, fake, ratelimit.NewRegistry(nil, nil), llm.DefaultRetryPolicy)
+	host, port := llm.ServerOf(p)
+	if got := "http://" + net.JoinHostPort(host, strconv.Itoa(port)); got != fake.URL {
+		t.Fatalf("server %q, want %q", got, fake.URL)
 	}
 }

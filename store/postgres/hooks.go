@@ -27,7 +27,7 @@ func (s *Store) queueHookDeliveries(b *pgx.Batch, ds []store.HookDelivery) {
 	for _, d := range ds {
 		d.Body = string(s.rec.Mask.JSON(json.RawMessage(d.Body)))
 		b.Queue(`INSERT INTO hook_deliveries (`+record.HookInsertColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 			ON CONFLICT (session_key, seq, hook_id) DO NOTHING`, record.HookArgs(d, now)...)
 	}
 }

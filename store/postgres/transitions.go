@@ -230,8 +230,12 @@ func (s *Store) announce(ctx context.Context, tx pgx.Tx, ref, owner string, msg 
 	if err := s.rec.FillAnnouncement(&msg, id, parent); err != nil {
 		return false, err
 	}
-	if _, err := insertMessage(ctx, tx, msg); err != nil {
+	mid, err := insertMessage(ctx, tx, msg)
+	if err != nil {
 		return false, err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE sessions SET last_result_id = $1 WHERE key = $2`, mid, msg.SessionKey); err != nil {
+		return false, fmt.Errorf("record the session's last result: %w", err)
 	}
 	if _, err := tx.Exec(ctx, `UPDATE runs SET announced = TRUE WHERE id = $1`, id); err != nil {
 		return false, fmt.Errorf("mark announced: %w", err)

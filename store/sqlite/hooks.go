@@ -27,7 +27,7 @@ func (s *Store) insertHookDeliveries(ctx context.Context, tx *sql.Tx, ds []store
 	for _, d := range ds {
 		d.Body = string(s.rec.Mask.JSON(json.RawMessage(d.Body)))
 		if _, err := tx.ExecContext(ctx, `INSERT INTO hook_deliveries (`+record.HookInsertColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_key, seq, hook_id) DO NOTHING`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_key, seq, hook_id) DO NOTHING`,
 			record.HookArgs(d, now)...); err != nil {
 			return fmt.Errorf("record hook delivery of %s #%d to %s: %w", d.SessionKey, d.Seq, d.HookID, err)
 		}

@@ -261,8 +261,12 @@ func (s *Store) announce(ctx context.Context, tx *sql.Tx, ref, owner string, msg
 	if err := s.rec.FillAnnouncement(&msg, id, parent); err != nil {
 		return false, err
 	}
-	if _, err := insertMessage(ctx, tx, msg); err != nil {
+	mid, err := insertMessage(ctx, tx, msg)
+	if err != nil {
 		return false, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_result_id = ? WHERE key = ?`, mid, msg.SessionKey); err != nil {
+		return false, fmt.Errorf("record the session's last result: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE runs SET announced = 1 WHERE id = ?`, id); err != nil {
 		return false, fmt.Errorf("mark announced: %w", err)

@@ -40,10 +40,10 @@ func RunHooks(t *testing.T, open func(t *testing.T, outbox store.Outbox) store.S
 func hookOutbox(ev event.Event) []store.HookDelivery {
 	switch ev.Type {
 	case event.SubagentComplete:
-		return []store.HookDelivery{{HookID: "h-1", Kind: "url", Target: "http://127.0.0.1/x", Event: "subagent:complete",
+		return []store.HookDelivery{{HookID: "h-1", Kind: "url", Event: "subagent:complete",
 			Body: `{"eventType":"subagent:complete","secret":"sk-ant-api03-` + fmt.Sprint(ev.Seq) + `xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}`, MaxAttempts: 3}}
 	case event.SessionState:
-		return []store.HookDelivery{{HookID: "h-2", Kind: "command", Target: "/bin/true", Event: "session:idle",
+		return []store.HookDelivery{{HookID: "h-2", Kind: "command", Event: "session:idle",
 			Body: `{}`, Host: "here", MaxAttempts: 1}}
 	}
 	return nil

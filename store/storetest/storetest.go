@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	cases = append(cases, memoryCases()...)
 	cases = append(cases, boardCases()...)
 	cases = append(cases, channelCases()...)
+	cases = append(cases, reportCases()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

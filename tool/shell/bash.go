@@ -72,6 +72,9 @@ func report(what string, o outcome, timeout time.Duration) tool.Result {
 	} else if !strings.HasSuffix(out, "\n") {
 		out += "\n"
 	}
+	if o.repos != "" {
+		out += o.repos + "\n"
+	}
 	took := o.elapsed.Round(10 * time.Millisecond)
 	switch {
 	case o.timedOut:

@@ -43,6 +43,9 @@ type outcome struct {
 	timedOut  bool
 	cancelled bool
 	elapsed   time.Duration
+	// repos is Ava's note on repositories the command left in the
+	// workspace and Ava moved aside (sandbox.RepoNotice), or "".
+	repos string
 }
 
 // run starts p in its own process group and waits for it, its timeout or
@@ -114,6 +117,7 @@ func run(ctx context.Context, p proc, maxOutput int) (outcome, error) {
 	if box == nil {
 		return o, nil
 	}
+	o.repos = sandbox.RepoNotice(box.RepoChanges())
 	ex, err := box.Exit()
 	var setupErr *sandbox.SetupError
 	switch {

@@ -369,3 +369,18 @@ func TestSandboxHidesDataRootInsideWorkspace(t *testing.T) {
 		t.Fatalf("the workspace write did not land: %v", err)
 	}
 }
+
+// A repository run_bash plants in the workspace is moved aside when the
+// command ends, and the result the model and the person read says so.
+func TestSandboxPlantedRepositoryReported(t *testing.T) {
+	needSandbox(t)
+	ws := t.TempDir()
+	tools := New(Config{Workspace: ws})
+	res := call(t, t.Context(), tools.RunBash(), map[string]any{"command": "git init -q docs && git -C docs config core.fsmonitor 'touch /x #' && echo planted"})
+	if !strings.Contains(res.Output, "planted") || !strings.Contains(res.Output, "moved aside") || !strings.Contains(res.Output, filepath.Join(ws, "docs", ".git")) {
+		t.Fatalf("got %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "docs", ".git")); err == nil {
+		t.Fatal("the planted repository is still in place")
+	}
+}

@@ -8,11 +8,11 @@ import (
 )
 
 // HookColumns are the columns ScanHook reads, in its order.
-const HookColumns = `id, hook_id, kind, target, event, session_key, seq, body, host, status, attempts,
+const HookColumns = `id, hook_id, kind, event, session_key, seq, body, host, status, attempts,
 	max_attempts, next_at, lease_owner, lease_until, last_error, created_at, updated_at, delivered_at`
 
 // HookInsertColumns are the columns a new delivery is inserted with.
-const HookInsertColumns = `hook_id, kind, target, event, session_key, seq, body, host, status, max_attempts,
+const HookInsertColumns = `hook_id, kind, event, session_key, seq, body, host, status, max_attempts,
 	next_at, created_at, updated_at`
 
 // HookArgs are a new delivery's values for HookInsertColumns, its
@@ -26,7 +26,7 @@ func HookArgs(d store.HookDelivery, now int64) []any {
 	if status == "" {
 		status = store.HookPending
 	}
-	return []any{d.HookID, d.Kind, d.Target, d.Event, d.SessionKey, int64(d.Seq), d.Body, d.Host, status,
+	return []any{d.HookID, d.Kind, d.Event, d.SessionKey, int64(d.Seq), d.Body, d.Host, status,
 		max(d.MaxAttempts, 1), next, now, now}
 }
 
@@ -39,7 +39,7 @@ func ScanHook(sc Scanner) (store.HookDelivery, error) {
 		next, leaseUntil, created, update int64
 		delivered                         sql.NullInt64
 	)
-	err := sc.Scan(&d.ID, &d.HookID, &d.Kind, &d.Target, &d.Event, &d.SessionKey, &seq, &d.Body, &d.Host, &d.Status,
+	err := sc.Scan(&d.ID, &d.HookID, &d.Kind, &d.Event, &d.SessionKey, &seq, &d.Body, &d.Host, &d.Status,
 		&attempts, &maxAttempts, &next, &d.LeaseOwner, &leaseUntil, &d.LastError, &created, &update, &delivered)
 	if err != nil {
 		return store.HookDelivery{}, err
