@@ -25,7 +25,7 @@ func announced(t *testing.T, s store.Store, short, parent string) {
 	r.Status = lifecycle.Running
 	r = createRun(t, s, r)
 	finish(t, s, r.ID, lifecycle.Success)
-	if ok, err := s.AnnounceResult(ctx(t), r.ID, store.Message{Text: "[Task: " + short + "] done"}); err != nil || !ok {
+	if ok, err := s.AnnounceResult(ctx(t), r.ID, "", store.Message{Text: "[Task: " + short + "] done"}); err != nil || !ok {
 		t.Fatalf("announce %s: %v %v", short, ok, err)
 	}
 }
