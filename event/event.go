@@ -38,6 +38,15 @@
 //     back where it could still be the start of a secret and released
 //     masked (see Journal.append); subscribers then get the same text in
 //     different pieces.
+//   - An event may carry a Fence, the condition it is stored under: a
+//     subagent run's lease (stored only while its writer owns the active
+//     run) or a compare-and-append (stored only right after the number
+//     its publisher read). The Log checks it in the same write as it
+//     stores the event. A refused event is not numbered, stored or
+//     delivered, its publisher gets ErrFenced at once (never retried),
+//     and the events published after it are numbered on with no hole.
+//     Hub.PublishWith stores events in the caller's own write instead
+//     (a run's end with its last events).
 //   - A journal in memory can be dropped (Hub.Forget) at any time; its
 //     subscribers get ErrClosed after reading what it held, and the next
 //     event or subscription opens a new one from the Log.

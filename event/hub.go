@@ -436,30 +436,7 @@ func (j *Journal) commit(batch []*pending) {
 			kept = append(kept, p)
 		}
 	}
-	errs := make([]error, len(kept))
-	var stored []Event
-	for from := 0; from < len(kept); {
-		to := from + 1
-		for to < len(kept) && kept[to].with == kept[from].with && (kept[to].with != nil || kept[to].ev.Fence == kept[from].ev.Fence) {
-			to++
-		}
-		evs := make([]Event, to-from)
-		for i, p := range kept[from:to] {
-			evs[i] = p.ev
-		}
-		if err := j.store(evs, kept[from].with); err != nil {
-			for i := from; i < to; i++ {
-				errs[i] = err
-			}
-		} else {
-			for i, ev := range evs {
-				ev.Fence = Fence{} // a write's condition, not part of the event
-				kept[from+i].ev = ev
-				stored = append(stored, ev)
-			}
-		}
-		from = to
-	}
+	errs, stored := j.storeSegments(kept)
 	var sinkErrs [][]error
 	if len(stored) > 0 {
 		sinkErrs = j.hub.deliver(stored)
@@ -486,6 +463,43 @@ func (j *Journal) commit(batch []*pending) {
 		}
 		p.settle(nil)
 	}
+}
+
+// storeSegments stores kept (a batch's kept events, in order), one
+// segment at a time (see commit). It returns each event's store error
+// and the events stored, numbered, in order; a stored event's pending
+// holds it as stored, its fence cleared.
+func (j *Journal) storeSegments(kept []*pending) (errs []error, stored []Event) {
+	errs = make([]error, len(kept))
+	for from := 0; from < len(kept); {
+		to := from + 1
+		for to < len(kept) && sameWrite(kept[from], kept[to]) {
+			to++
+		}
+		evs := make([]Event, to-from)
+		for i, p := range kept[from:to] {
+			evs[i] = p.ev
+		}
+		if err := j.store(evs, kept[from].with); err != nil {
+			for i := from; i < to; i++ {
+				errs[i] = err
+			}
+		} else {
+			for i, ev := range evs {
+				ev.Fence = Fence{} // a write's condition, not part of the event
+				kept[from+i].ev = ev
+				stored = append(stored, ev)
+			}
+		}
+		from = to
+	}
+	return errs, stored
+}
+
+// sameWrite reports whether b may be stored in the same write as a: the
+// events of one PublishWith call, or events of the Log with one fence.
+func sameWrite(a, b *pending) bool {
+	return a.with == b.with && (a.with != nil || a.ev.Fence == b.ev.Fence)
 }
 
 // deliver hands stored events (one session's, in order) to every sink,
