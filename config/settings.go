@@ -129,7 +129,7 @@ var settings = []Setting{
 	duration("AVA_RECOVER_EVERY", "recover_every", func(c *Config) *time.Duration { return &c.RecoverEvery }).doc("`10s`",
 		"how often a process that runs subagents looks for the runs of processes that are gone (and stops its own runs if it lost its lease)"),
 	duration("AVA_LEASE_TTL", "lease_ttl", func(c *Config) *time.Duration { return &c.LeaseTTL }).doc("`30s`",
-		"how long a process may go without renewing its lease (every sixth of it) before the others take its runs over; a process paused longer (SIGSTOP, a laptop asleep) stops those runs when it wakes, and the store refuses whatever it would still write for them (see [ownership.md](ownership.md#fencing-a-stale-owner-writes-nothing-issue-25)). The same on every process of a data root or cluster"),
+		"how long a process may go without renewing its lease (every sixth of it) before the others take its runs over; a process paused longer (SIGSTOP, a laptop asleep) stops those runs when it wakes, and the store refuses whatever it would still write for them (see [ownership.md](ownership.md#fencing-a-stale-owner-writes-nothing-issues-25-and-39)). The same on every process of a data root or cluster"),
 	Setting{Env: "AVA_TRUSTED_WORKSPACES", Key: "trusted_workspaces", apply: addTrustedWorkspaces}.doc("none",
 		"workspaces (separated by `:`) added to `trusted_workspaces:` of `config.yaml`, but without recorded contents: their role files stay untrusted (as do those of an entry written before Ava recorded contents) until `ava trust` records them; in the file, `ava trust` writes each entry with its role files' SHA-256"),
 

@@ -38,6 +38,15 @@
 //     back where it could still be the start of a secret and released
 //     masked (see Journal.append); subscribers then get the same text in
 //     different pieces.
+//   - An event may carry a Fence, the condition it is stored under: a
+//     subagent run's lease (stored only while its writer owns the active
+//     run) or a compare-and-append (stored only right after the number
+//     its publisher read). The Log checks it in the same write as it
+//     stores the event. A refused event is not numbered, stored or
+//     delivered, its publisher gets ErrFenced at once (never retried),
+//     and the events published after it are numbered on with no hole.
+//     Hub.PublishWith stores events in the caller's own write instead
+//     (a run's end with its last events).
 //   - A journal in memory can be dropped (Hub.Forget) at any time; its
 //     subscribers get ErrClosed after reading what it held, and the next
 //     event or subscription opens a new one from the Log.
@@ -176,7 +185,39 @@ type Event struct {
 	// Content is the event's JSON object; see the *Content types.
 	Content json.RawMessage
 	Meta    Meta
+	// Fence is the condition the event is stored under (see Fence); the
+	// zero Fence stores it unconditionally. It is a write's condition,
+	// not part of the event: it is not in the event's JSON form, and the
+	// hub clears it once the event is stored, so no sink or subscriber
+	// sees it.
+	Fence Fence
 }
+
+// Fence is the condition a kept event is stored under, checked in the
+// same write as the event is stored (see Log.AppendEvents and
+// Hub.Publish): a guarantee kept where every write passes, whether its
+// publisher noticed anything or not.
+type Fence struct {
+	// Run and Owner fence an event of a subagent run (its own stream, or
+	// its parent's SubagentSpawn): the event is stored only while the
+	// instance Owner (the writer's lease epoch) owns the run whose full
+	// ID is Run and the run is active (queued, pending or running). So a
+	// process that lost the run's lease (another process took it over or
+	// ended it, while this one was paused or cut off from the store)
+	// adds nothing to the run's record, however long it held the event.
+	// A refused event is not stored, numbered or delivered; its publisher
+	// gets an error wrapping ErrFenced. Owner empty: no lease condition.
+	Run, Owner string
+	// Follows, when not 0, makes the event a compare-and-append: it is
+	// stored only as the session's next number after Follows, the last
+	// number its publisher read, so that of several processes that
+	// decided on the same stream at once only the first writes (the
+	// others get ErrFenced). The stream's primary key decides.
+	Follows uint64
+}
+
+// Leased reports whether the fence carries a run's lease.
+func (f Fence) Leased() bool { return f.Owner != "" }
 
 // TimeLayout is the audit log's timestamp format: RFC 3339, UTC, ms.
 const TimeLayout = "2006-01-02T15:04:05.000Z07:00"

@@ -342,6 +342,68 @@ type pending struct {
 	ev   Event
 	done chan error
 	then func(Event, error)
+	// with, when set, stores the event with the others of its
+	// PublishWith call, instead of the Log.
+	with *withWrite
+}
+
+// withWrite is the write of one PublishWith call.
+type withWrite struct {
+	ctx   context.Context
+	write func(ctx context.Context, evs []Event) error
+}
+
+// PublishWith publishes evs, kept events of one session in order, as
+// Publish does, except that they are stored by write instead of the Log:
+// write gets them numbered and stores them, all or none, in the same
+// transaction as a change of its own, so that the events are recorded
+// if and only if the change is (a run's end and its last events: no
+// stream says a run ended that its record does not). write returns an
+// error wrapping ErrSeqTaken when a number is taken; the events are then
+// numbered again and write called again. Any other error is returned
+// after that one attempt, nothing of evs is delivered anywhere, and the
+// caller decides whether to try again. ctx bounds the write.
+//
+// On success it returns the events as stored, delivered to the sinks and
+// subscribers like Publish's, with the sinks' errors, if any: evs is nil
+// exactly when write did not store them.
+func (h *Hub) PublishWith(ctx context.Context, evs []Event, write func(ctx context.Context, evs []Event) error) ([]Event, error) {
+	if len(evs) == 0 {
+		return nil, errors.New("publish: no events")
+	}
+	w := &withWrite{ctx: ctx, write: write}
+	ps := make([]*pending, len(evs))
+	var j *Journal
+	for i := range evs {
+		ev := evs[i]
+		if !ev.Type.Kept() {
+			return nil, fmt.Errorf("publish %s with a write: only kept events are stored", ev.Type)
+		}
+		if i > 0 && ev.Session != evs[0].Session {
+			return nil, fmt.Errorf("publish with a write: events of two sessions, %s and %s", evs[0].Session, ev.Session)
+		}
+		var err error
+		if j, err = h.prepare(&ev); err != nil {
+			return nil, err
+		}
+		ps[i] = &pending{ev: ev, done: make(chan error, 1), with: w}
+	}
+	j.queue.AddAll(ps, j.commit)
+	out := make([]Event, len(ps))
+	var errs []error
+	stored := true
+	for i, p := range ps {
+		err := <-p.done
+		out[i] = p.ev
+		if err != nil {
+			errs = append(errs, err)
+			stored = stored && p.ev.Seq != 0
+		}
+	}
+	if !stored {
+		return nil, errs[0]
+	}
+	return out, errors.Join(errs...)
 }
 
 // settle reports the outcome to the publisher.
@@ -355,42 +417,45 @@ func (p *pending) settle(err error) {
 	}
 }
 
-// commit numbers and stores a batch's kept events in one Log write,
-// hands them to the sinks (a BatchSink takes them in one call, see
-// deliver), then appends each event to the journal, in order, and
-// releases its publisher. Concurrent publishers to one session so share
-// one store write and one sync of each sink (group commit) instead of
-// taking turns. Live-only events in the batch (queued by PublishAsync)
-// are not stored.
+// commit numbers and stores a batch's kept events, hands them to the
+// sinks (a BatchSink takes them in one call, see deliver), then appends
+// each event to the journal, in order, and releases its publisher.
+// Concurrent publishers to one session so share one store write and one
+// sync of each sink (group commit) instead of taking turns. Live-only
+// events in the batch (queued by PublishAsync) are not stored.
+//
+// The kept events are stored in one write per run of consecutive events
+// with one Fence and one PublishWith call (segments): a fence is checked
+// for the whole of one write, so a refused fence (a lease lost) refuses
+// only its own events, and the ones after it are numbered on from the
+// last number stored.
 func (j *Journal) commit(batch []*pending) {
-	var kept []Event
+	var kept []*pending
 	for _, p := range batch {
 		if p.ev.Type.Kept() {
-			kept = append(kept, p.ev)
+			kept = append(kept, p)
 		}
 	}
-	var err error
-	if len(kept) > 0 {
-		err = j.store(kept)
-	}
+	errs, stored := j.storeSegments(kept)
 	var sinkErrs [][]error
-	if err == nil {
-		sinkErrs = j.hub.deliver(kept)
+	if len(stored) > 0 {
+		sinkErrs = j.hub.deliver(stored)
 	}
-	k := 0
+	k, d := 0, 0
 	for _, p := range batch {
 		if !p.ev.Type.Kept() {
 			j.append(p.ev)
 			p.settle(nil)
 			continue
 		}
-		if err != nil {
+		if err := errs[k]; err != nil {
+			k++
 			p.settle(fmt.Errorf("publish %s to %s: %w", p.ev.Type, j.session, err))
 			continue
 		}
-		p.ev = kept[k]
-		errs := sinkErrs[k]
 		k++
+		errs := sinkErrs[d]
+		d++
 		j.append(p.ev)
 		if err := errors.Join(errs...); err != nil {
 			p.settle(fmt.Errorf("publish %s #%d to %s: %w", p.ev.Type, p.ev.Seq, j.session, err))
@@ -398,6 +463,43 @@ func (j *Journal) commit(batch []*pending) {
 		}
 		p.settle(nil)
 	}
+}
+
+// storeSegments stores kept (a batch's kept events, in order), one
+// segment at a time (see commit). It returns each event's store error
+// and the events stored, numbered, in order; a stored event's pending
+// holds it as stored, its fence cleared.
+func (j *Journal) storeSegments(kept []*pending) (errs []error, stored []Event) {
+	errs = make([]error, len(kept))
+	for from := 0; from < len(kept); {
+		to := from + 1
+		for to < len(kept) && sameWrite(kept[from], kept[to]) {
+			to++
+		}
+		evs := make([]Event, to-from)
+		for i, p := range kept[from:to] {
+			evs[i] = p.ev
+		}
+		if err := j.store(evs, kept[from].with); err != nil {
+			for i := from; i < to; i++ {
+				errs[i] = err
+			}
+		} else {
+			for i, ev := range evs {
+				ev.Fence = Fence{} // a write's condition, not part of the event
+				kept[from+i].ev = ev
+				stored = append(stored, ev)
+			}
+		}
+		from = to
+	}
+	return errs, stored
+}
+
+// sameWrite reports whether b may be stored in the same write as a: the
+// events of one PublishWith call, or events of the Log with one fence.
+func sameWrite(a, b *pending) bool {
+	return a.with == b.with && (a.with != nil || a.ev.Fence == b.ev.Fence)
 }
 
 // deliver hands stored events (one session's, in order) to every sink,
@@ -467,36 +569,52 @@ func newJournal(h *Hub, session string, retain int) *Journal {
 	return &Journal{hub: h, session: session, retain: retain, wake: make(chan struct{})}
 }
 
-// store numbers evs consecutively and writes them to the Log in one
-// write. When another process took a number first, it reloads the last
-// number and numbers the batch again after it (none of it was delivered
-// yet), so numbers are never reused whoever publishes. A Log that fails
-// (unreachable, full) is retried with a growing pause for up to
-// OutageBound: the publisher waits, nothing is lost or reordered.
-func (j *Journal) store(evs []Event) error {
+// store numbers evs consecutively and writes them in one write: to the
+// Log, or by with (PublishWith). When another process took a number
+// first, it reloads the last number and numbers the events again after
+// it (none of them was delivered yet), so numbers are never reused
+// whoever publishes. A Log that fails (unreachable, full) is retried
+// with a growing pause for up to OutageBound: the publisher waits,
+// nothing is lost or reordered. A refused fence (ErrFenced) is final;
+// so is any failure of with, whose caller decides.
+func (j *Journal) store(evs []Event, with *withWrite) error {
 	j.pub.Lock()
 	defer j.pub.Unlock()
+	if with != nil {
+		return j.storeSeqRetried(with.ctx, evs, with.write)
+	}
+	if f := evs[0].Fence.Follows; f != 0 {
+		return j.storeFollowing(evs, f)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), j.hub.outage)
 	defer cancel()
-	taken := 0
-	final := func(err error) bool { return errors.Is(err, ErrSeqTaken) || errors.Is(err, ErrLogClosed) }
+	final := func(err error) bool {
+		return errors.Is(err, ErrSeqTaken) || errors.Is(err, ErrLogClosed) || errors.Is(err, ErrFenced)
+	}
 	return wait.Retry(ctx, 0, final, func(ctx context.Context) error {
-		for {
-			err := j.storeOnce(ctx, evs)
-			if !errors.Is(err, ErrSeqTaken) {
-				return err
-			}
-			if taken++; taken >= maxSeqAttempts {
-				return fmt.Errorf("store events: %w %d times in a row", ErrSeqTaken, maxSeqAttempts)
-			}
-		}
+		return j.storeSeqRetried(ctx, evs, j.hub.log.AppendEvents)
 	})
 }
 
-// storeOnce numbers evs after the last stored number and appends them.
-// When the numbers were taken (ErrSeqTaken) the last number is reloaded
-// on the next call.
-func (j *Journal) storeOnce(ctx context.Context, evs []Event) error {
+// storeSeqRetried stores evs with write, numbering them again after the
+// last stored number as long as their numbers are taken (up to
+// maxSeqAttempts times).
+func (j *Journal) storeSeqRetried(ctx context.Context, evs []Event, write func(context.Context, []Event) error) error {
+	for taken := 0; ; {
+		err := j.storeOnce(ctx, evs, write)
+		if !errors.Is(err, ErrSeqTaken) {
+			return err
+		}
+		if taken++; taken >= maxSeqAttempts {
+			return fmt.Errorf("store events: %w %d times in a row", ErrSeqTaken, maxSeqAttempts)
+		}
+	}
+}
+
+// storeOnce numbers evs after the last stored number and stores them
+// with write. When the numbers were taken (ErrSeqTaken) the last number
+// is reloaded on the next call.
+func (j *Journal) storeOnce(ctx context.Context, evs []Event, write func(context.Context, []Event) error) error {
 	if !j.loaded {
 		actx, cancel := context.WithTimeout(ctx, logTimeout)
 		last, err := j.hub.log.LastSeq(actx, j.session)
@@ -510,7 +628,7 @@ func (j *Journal) storeOnce(ctx context.Context, evs []Event) error {
 		evs[i].Seq = j.next + uint64(i)
 	}
 	actx, cancel := context.WithTimeout(ctx, logTimeout)
-	err := j.hub.log.AppendEvents(actx, evs)
+	err := write(actx, evs)
 	cancel()
 	switch {
 	case err == nil:
@@ -522,6 +640,30 @@ func (j *Journal) storeOnce(ctx context.Context, evs []Event) error {
 		return err
 	}
 	return fmt.Errorf("store events: %w", err)
+}
+
+// storeFollowing stores evs as the numbers right after follows, the
+// session's last number as their publisher read it, or not at all: a
+// compare-and-append (Fence.Follows). The last number is read again
+// first, so that a publisher that read an older one never leaves a hole;
+// a number taken meanwhile (another process appended first) is the
+// compare failing. Either refusal wraps ErrFenced.
+func (j *Journal) storeFollowing(evs []Event, follows uint64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), logTimeout)
+	defer cancel()
+	last, err := j.hub.log.LastSeq(ctx, j.session)
+	if err != nil {
+		return fmt.Errorf("read last sequence number: %w", err)
+	}
+	j.next, j.loaded = last+1, true
+	if last != follows {
+		return fmt.Errorf("store events after #%d: the stream is at #%d: %w", follows, last, ErrFenced)
+	}
+	err = j.storeOnce(ctx, evs, j.hub.log.AppendEvents)
+	if errors.Is(err, ErrSeqTaken) {
+		return fmt.Errorf("store events after #%d: another writer appended first: %w: %w", follows, ErrFenced, err)
+	}
+	return err
 }
 
 // append adds ev to the window and wakes subscribers. Appending to a

@@ -14,6 +14,13 @@ var ErrSeqTaken = errors.New("sequence number already taken")
 // succeed, so Publish gives up at once.
 var ErrLogClosed = errors.New("the event log is closed")
 
+// ErrFenced is wrapped by the error of an event whose Fence did not hold
+// when it was to be stored: the writer no longer holds the run's lease
+// (another process owns it, or it has ended), or the stream moved past
+// the number a compare-and-append followed. Nothing of it was stored;
+// a retry cannot succeed, so Publish gives up at once.
+var ErrFenced = errors.New("the event's fence does not hold: the writer no longer holds the run, or the stream moved on")
+
 // Log is the durable record of every session's kept events, which makes
 // their sequence numbers durable and replayable. The store implements it
 // (an events table); MemoryLog is for tests and embedders without one.
@@ -23,8 +30,12 @@ type Log interface {
 	// if none.
 	LastSeq(ctx context.Context, session string) (uint64, error)
 	// AppendEvents stores evs (of one session, numbered in increasing
-	// order) in one write: all of them, or none and an error (wrapping
-	// ErrSeqTaken when a number is taken).
+	// order, all with one Fence) in one write: all of them, or none and
+	// an error (wrapping ErrSeqTaken when a number is taken). A Fence
+	// with a lease (Fence.Leased) is checked in the same statement or
+	// transaction as the insert: when its owner no longer owns its run,
+	// or the run is not active, nothing is stored and the error wraps
+	// ErrFenced.
 	AppendEvents(ctx context.Context, evs []Event) error
 	// ReadEvents returns up to limit of the session's events numbered
 	// after after, in order.
@@ -32,7 +43,8 @@ type Log interface {
 }
 
 // MemoryLog is a Log in memory: numbering and replay within one process,
-// nothing durable.
+// nothing durable. It records no runs, so it stores a leased event
+// unchecked.
 type MemoryLog struct {
 	mu       sync.Mutex
 	sessions map[string][]Event
@@ -68,6 +80,7 @@ func (l *MemoryLog) AppendEvents(_ context.Context, evs []Event) error {
 		}
 	}
 	for _, ev := range evs {
+		ev.Fence = Fence{} // a write's condition, not stored
 		l.sessions[ev.Session] = append(l.sessions[ev.Session], ev)
 	}
 	return nil

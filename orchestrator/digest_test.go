@@ -98,7 +98,7 @@ func announceRun(t *testing.T, st *sqlite.Store, session string, i int) {
 		i, shortID(i), summary, i)
 	blocks, _ := json.Marshal(llm.UserText("[Subagent] " + text))
 	msg := store.Message{SessionKey: session, Role: store.RoleSubagent, Sender: store.SenderSubagent, Text: text, Blocks: blocks, RunID: id}
-	if ok, err := st.AnnounceResult(ctx, id, msg); err != nil || !ok {
+	if ok, err := st.AnnounceResult(ctx, id, "", msg); err != nil || !ok {
 		t.Fatalf("announce %d: %v %v", i, ok, err)
 	}
 }

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -38,29 +39,50 @@ func (o *Orchestrator) endInterrupted(ctx context.Context, session, user string)
 	}
 }
 
+// endAttempts bounds how often EndInterrupted looks at the stream again
+// when it moved between the look and the end's append.
+const endAttempts = 4
+
 // EndInterrupted ends the session's last turn if it started and never
 // ended, and its process is gone (killed while it ran): a SessionEnd with
 // status interrupted in the stream, and InterruptedNote in the history.
 // A turn another live process runs is left alone. It reports whether it
 // ended one. Call it only while no turn of the session runs in this
 // process (before a turn, or when a daemon starts).
+//
+// Several processes may find the same dead turn at once (two daemons
+// starting together): the SessionEnd is a compare-and-append on the
+// stream as it was read (event.Fence.Follows), so the first to append
+// ends the turn and the others, refused, look again, find it ended and
+// write nothing (no second SessionEnd, no second note).
 func (o *Orchestrator) EndInterrupted(ctx context.Context, session string) (bool, error) {
 	if o.cfg.Events == nil {
 		return false, nil
 	}
-	start, open, err := o.lastTurn(ctx, session)
-	if err != nil {
-		return false, fmt.Errorf("find the last turn of %s: %w", session, err)
+	for attempt := 1; ; attempt++ {
+		start, last, open, err := o.lastTurn(ctx, session)
+		if err != nil {
+			return false, fmt.Errorf("find the last turn of %s: %w", session, err)
+		}
+		if !open || !o.ownerGone(ctx, start) {
+			return false, nil
+		}
+		var c event.SessionContent
+		_ = json.Unmarshal(start.Content, &c)
+		end := o.stamp(session, start.User, event.New(event.SessionEnd, event.SessionContent{Status: lifecycle.Interrupted,
+			Model: c.Model, Offline: c.Offline, Instance: c.Instance}))
+		end.Fence = event.Fence{Follows: last}
+		_, err = o.cfg.Hub.Publish(end)
+		if errors.Is(err, event.ErrFenced) && attempt < endAttempts {
+			continue // the stream moved on since it was read: look again
+		}
+		if err != nil {
+			return false, fmt.Errorf("end the interrupted turn of %s: %w", session, err)
+		}
+		o.log.Warn("a turn of the session never ended (its process stopped); it ended as interrupted", "session", session,
+			"seq", start.Seq, "started", start.Time, "instance", c.Instance)
+		break
 	}
-	if !open || !o.ownerGone(ctx, start) {
-		return false, nil
-	}
-	var c event.SessionContent
-	_ = json.Unmarshal(start.Content, &c)
-	o.log.Warn("a turn of the session never ended (its process stopped); it ends as interrupted", "session", session,
-		"seq", start.Seq, "started", start.Time, "instance", c.Instance)
-	o.publish(session, start.User, event.New(event.SessionEnd, event.SessionContent{Status: lifecycle.Interrupted, Model: c.Model,
-		Offline: c.Offline, Instance: c.Instance}))
 	if o.cfg.History == nil {
 		return true, nil
 	}
@@ -73,40 +95,42 @@ func (o *Orchestrator) EndInterrupted(ctx context.Context, session string) (bool
 
 // lastTurn finds the session's last orchestrator SessionStart or
 // SessionEnd, reading the stream back from its end a page at a time;
-// open reports that the last one is a SessionStart.
-func (o *Orchestrator) lastTurn(ctx context.Context, session string) (event.Event, bool, error) {
-	last, err := o.cfg.Events.LastSeq(ctx, session)
+// last is the stream's last number as read, and open reports that the
+// last one is a SessionStart.
+func (o *Orchestrator) lastTurn(ctx context.Context, session string) (ev event.Event, last uint64, open bool, err error) {
+	last, err = o.cfg.Events.LastSeq(ctx, session)
 	if err != nil {
-		return event.Event{}, false, err
+		return event.Event{}, 0, false, err
 	}
+	upTo := last
 	for page := range turnScanPages {
-		if last == 0 {
+		if upTo == 0 {
 			break
 		}
 		size := uint64(turnScanPage)
 		if page == 0 {
 			size = turnScanFirst
 		}
-		from := last - min(last, size)
+		from := upTo - min(upTo, size)
 		evs, err := o.cfg.Events.ReadEvents(ctx, session, from, int(size))
 		if err != nil {
-			return event.Event{}, false, err
+			return event.Event{}, 0, false, err
 		}
 		for i := len(evs) - 1; i >= 0; i-- {
 			ev := evs[i]
-			if ev.Seq > last || ev.Agent != event.OrchestratorID {
+			if ev.Seq > upTo || ev.Agent != event.OrchestratorID {
 				continue
 			}
 			switch ev.Type {
 			case event.SessionStart:
-				return ev, true, nil
+				return ev, last, true, nil
 			case event.SessionEnd:
-				return ev, false, nil
+				return ev, last, false, nil
 			}
 		}
-		last = from
+		upTo = from
 	}
-	return event.Event{}, false, nil
+	return event.Event{}, last, false, nil
 }
 
 // ownerGone reports whether the process that started a turn is gone. A

@@ -3,7 +3,10 @@ package orchestrator_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
@@ -123,5 +126,86 @@ func TestMergedTurnStoresEachMessageOnce(t *testing.T) {
 	}
 	if len(msgs) != 3 || msgs[0].Text != "find flights" || msgs[1].Text != "in May" || msgs[2].Role != store.RoleAssistant {
 		t.Fatalf("history %+v", msgs)
+	}
+}
+
+// barrierLog holds each reader's first read of the stream until n
+// readers have read it: processes that look at a session at the same
+// moment.
+type barrierLog struct {
+	event.Log
+	wait sync.WaitGroup
+	once sync.Map // a reader's first read: *sync.Once by reader
+}
+
+func (l *barrierLog) reader(name string) event.Log { return &barrierReader{l: l, name: name} }
+
+type barrierReader struct {
+	l    *barrierLog
+	name string
+}
+
+func (r *barrierReader) LastSeq(ctx context.Context, session string) (uint64, error) {
+	return r.l.LastSeq(ctx, session)
+}
+
+func (r *barrierReader) AppendEvents(ctx context.Context, evs []event.Event) error {
+	return r.l.AppendEvents(ctx, evs)
+}
+
+func (r *barrierReader) ReadEvents(ctx context.Context, session string, after uint64, limit int) ([]event.Event, error) {
+	evs, err := r.l.ReadEvents(ctx, session, after, limit)
+	o, _ := r.l.once.LoadOrStore(r.name, &sync.Once{})
+	o.(*sync.Once).Do(func() {
+		r.l.wait.Done()
+		r.l.wait.Wait()
+	})
+	return evs, err
+}
+
+// Two daemons starting together after a kill -9 both find the same
+// dead turn: the first to append its end ends it, the other, refused,
+// looks again and writes nothing, so the stream has one SessionEnd and
+// the history one note.
+func TestTwoProcessesEndADeadTurnOnce(t *testing.T) {
+	h := newTurnHarness(t, false, nil)
+	const session = "ava:test:both"
+	leaveOpenTurn(t, h, session, "killed", "the lost request")
+	log := &barrierLog{Log: h.store}
+	log.wait.Add(2)
+	var ended [2]bool
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i := range 2 {
+		o := orchestrator.New(orchestrator.Config{Hub: event.NewHub(h.store), History: orchestrator.StoreHistory{Store: h.store},
+			Events: log.reader(fmt.Sprint(i)), Owner: owners{gone: map[string]bool{"killed": true}},
+			Logger: slog.New(slog.DiscardHandler), Clock: func() time.Time { return clock }})
+		wg.Go(func() { ended[i], errs[i] = o.EndInterrupted(context.Background(), session) })
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	if ended[0] == ended[1] {
+		t.Fatalf("ended by %v, want exactly one of the two", ended)
+	}
+	ends := 0
+	for _, ev := range h.events(t, session) {
+		if ev.Type == event.SessionEnd {
+			ends++
+		}
+	}
+	msgs, err := h.store.Messages(context.Background(), session, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := 0
+	for _, m := range msgs {
+		if m.Text == orchestrator.InterruptedNote {
+			notes++
+		}
+	}
+	if ends != 1 || notes != 1 {
+		t.Fatalf("%d SessionEnds and %d notes, want one each", ends, notes)
 	}
 }

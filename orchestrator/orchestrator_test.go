@@ -255,7 +255,7 @@ func announce(t *testing.T, st *sqlite.Store, session, text string) {
 	blocks, _ := json.Marshal(llm.UserText("[Subagent] " + text))
 	msg := store.Message{SessionKey: session, Role: store.RoleSubagent, Sender: store.SenderSubagent, Text: text, Blocks: blocks, RunID: run.ID}
 	for i, want := range []bool{true, false} {
-		if ok, err := st.AnnounceResult(ctx, run.ID, msg); err != nil || ok != want {
+		if ok, err := st.AnnounceResult(ctx, run.ID, "", msg); err != nil || ok != want {
 			t.Fatalf("announce %d: %v %v, want %v", i+1, ok, err, want)
 		}
 	}

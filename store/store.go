@@ -19,7 +19,13 @@
 //     apply it in the same statement as the write: a run that is active
 //     is changed only by its owner, else the write stores nothing and
 //     returns ErrStaleOwner. So a process paused past its lease, whose
-//     runs another took over or ended, cannot overwrite them.
+//     runs another took over or ended, cannot overwrite them. Event
+//     appends carry it too (event.Fence): the events of a run's stream
+//     are stored only while their writer owns the run and it is active,
+//     checked in the append's own transaction, else the append stores
+//     nothing (event.ErrFenced with ErrStaleOwner or
+//     ErrInvalidTransition); the run's last events are written by the
+//     write that ends it (RunFinish.Events).
 //   - AnnounceResult delivers a finished run's result into its parent's
 //     messages exactly once, even when called concurrently or again after a
 //     restart: the message insert and the announced flag commit together.
@@ -302,6 +308,13 @@ type RunFinish struct {
 	// Messages are appended (see AppendMessages) in the same transaction:
 	// the turn's conversation is recorded together with its end.
 	Messages []Message
+	// Events are the last events of the run's own stream (an Error, its
+	// SessionEnd), numbered by the event hub (event.Hub.PublishWith) and
+	// stored, with their hook deliveries, in the same transaction: the
+	// stream says the run ended exactly when its record does, and a
+	// refused end stores none of them. A number already taken gives an
+	// error wrapping event.ErrSeqTaken, and nothing is written.
+	Events []event.Event
 }
 
 // Checkpoint is a running run's progress after a completed step (see
@@ -372,6 +385,12 @@ type Finding struct {
 	// text is cut, marked with CutNote).
 	Text      string
 	CreatedAt time.Time
+	// Owner, when set, is the poster's lease on RunID (the fence, not
+	// stored): PostFinding stores the finding only while that instance
+	// owns the run and the run is active, checked in its own
+	// transaction, else it stores nothing and the error wraps
+	// event.ErrFenced with ErrStaleOwner or ErrInvalidTransition.
+	Owner string
 }
 
 // Bounds of a board, enforced by PostFinding: a finding's text in bytes,
@@ -485,7 +504,14 @@ type RunStore interface {
 	// AnnounceResult inserts msg into the run's parent session and marks
 	// the run announced, together. It returns false, storing nothing, if
 	// the run was already announced.
-	AnnounceResult(ctx context.Context, runID string, msg Message) (bool, error)
+	//
+	// owner, when set, fences it: the run's owner as the announcer knows
+	// it (its own lease for an end it recorded, the owner it read from
+	// the record for one it announces on a gone process's behalf). A run
+	// whose owner changed since (a follow-up moved it on) is not
+	// announced with this message: the error wraps ErrStaleOwner, and
+	// nothing is stored.
+	AnnounceResult(ctx context.Context, runID, owner string, msg Message) (bool, error)
 	// MarkAnnounced marks a finished run's result as delivered without
 	// adding a message: the result reached its parent another way (a
 	// waiting tool call), or must never reach it (a cancelled run).

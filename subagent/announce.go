@@ -30,7 +30,7 @@ func (h *Handle) deliver(ctx context.Context, r Result) {
 		return
 	}
 	msg := announcement(h.req.Parent.SessionKey, h.uuid, h.req.Config.Task, r, m.postedBy(ctx, h.req.groupID, h.uuid))
-	if err := m.announce(ctx, h.uuid, msg); err != nil {
+	if err := m.announce(ctx, h.uuid, h.writer(), msg); err != nil {
 		m.log.Error("announce result", "id", h.id, "err", err)
 	}
 }
@@ -102,8 +102,15 @@ type heldResults struct {
 	busy func(parent string) bool
 	// by are the held messages by parent session, by run ID, and their
 	// order of arrival.
-	by    map[string]map[string]store.Message
+	by    map[string]map[string]heldResult
 	order map[string][]string
+}
+
+// heldResult is a held [Subagent] message and the lease it is announced
+// under (see store.RunStore.AnnounceResult).
+type heldResult struct {
+	msg   store.Message
+	owner string
 }
 
 // HoldResults makes the manager hold the background results of a parent
@@ -137,33 +144,34 @@ func (m *Manager) FlushResults(ctx context.Context, parent string) {
 	delete(m.held.by, parent)
 	delete(m.held.order, parent)
 	for _, id := range order {
-		if _, err := m.opt.Store.AnnounceResult(ctx, id, msgs[id]); err != nil {
+		if _, err := m.opt.Store.AnnounceResult(ctx, id, msgs[id].owner, msgs[id].msg); err != nil {
 			m.log.Error("announce a held result", "run", id, "session", parent, "err", err)
 		}
 	}
 }
 
 // announce stores a background result in its parent's history, exactly
-// once (store.AnnounceResult), or holds it while a turn of the parent
-// runs (HoldResults).
-func (m *Manager) announce(ctx context.Context, runID string, msg store.Message) error {
+// once (store.AnnounceResult, fenced by owner, the run's owner as the
+// caller knows it), or holds it while a turn of the parent runs
+// (HoldResults).
+func (m *Manager) announce(ctx context.Context, runID, owner string, msg store.Message) error {
 	hr := &m.held
 	hr.mu.Lock()
 	defer hr.mu.Unlock()
 	if hr.busy != nil && hr.busy(msg.SessionKey) {
 		if hr.by == nil {
-			hr.by, hr.order = map[string]map[string]store.Message{}, map[string][]string{}
+			hr.by, hr.order = map[string]map[string]heldResult{}, map[string][]string{}
 		}
 		if hr.by[msg.SessionKey] == nil {
-			hr.by[msg.SessionKey] = map[string]store.Message{}
+			hr.by[msg.SessionKey] = map[string]heldResult{}
 		}
 		if _, ok := hr.by[msg.SessionKey][runID]; !ok {
 			hr.order[msg.SessionKey] = append(hr.order[msg.SessionKey], runID)
 		}
-		hr.by[msg.SessionKey][runID] = msg
+		hr.by[msg.SessionKey][runID] = heldResult{msg: msg, owner: owner}
 		return nil
 	}
-	_, err := m.opt.Store.AnnounceResult(ctx, runID, msg)
+	_, err := m.opt.Store.AnnounceResult(ctx, runID, owner, msg)
 	return err
 }
 
@@ -194,7 +202,7 @@ func (m *Manager) announceStored(ctx context.Context, run store.Run) error {
 		r.Output, r.OutputFormat = json.RawMessage("null"), "none"
 	}
 	msg := announcement(run.ParentSession, run.ID, run.Task, r, m.postedBy(ctx, run.GroupID, run.ID))
-	if err := m.announce(ctx, run.ID, msg); err != nil {
+	if err := m.announce(ctx, run.ID, run.Owner, msg); err != nil {
 		return fmt.Errorf("announce %s: %w", run.ShortID, err)
 	}
 	return nil

@@ -107,13 +107,13 @@ func (h *Handle) ask(ctx context.Context, text string) (tool.Result, error) {
 	h.setWaiting(true)
 	defer h.setWaiting(false)
 	h.waitStarted(id, now)
-	h.publishParent(event.New(event.UserQuestion, event.QuestionContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name,
+	h.publishParentLeased(event.New(event.UserQuestion, event.QuestionContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name,
 		Question: text, ExpiresAt: q.ExpiresAt}))
 	h.noticeAsked(q.Question)
 
 	a := q.Wait(ctx, m.askTimeout())
 	h.waitEnded(id, m.now(), a.By)
-	h.publishParent(event.New(event.QuestionAnswered, event.AnsweredContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name,
+	h.publishParentLeased(event.New(event.QuestionAnswered, event.AnsweredContent{QuestionID: id, SubagentID: h.id, Role: h.role.Name,
 		Answer: a.Text, By: a.By}))
 	h.noticeAnswered(q.Question, a)
 	switch a.By {

@@ -56,7 +56,10 @@ func (h *Handle) postFindingTool(ctx context.Context, a PostFindingArgs) (tool.R
 		return tool.Errorf("post_finding: text is empty"), nil
 	}
 	f, err := h.m.opt.Store.PostFinding(ctx, store.Finding{GroupID: h.req.groupID, RunID: h.uuid, ShortID: h.id, Role: h.role.Name,
-		Text: text, CreatedAt: h.m.now()})
+		Text: text, CreatedAt: h.m.now(), Owner: h.writer()})
+	if lostWrite(err) {
+		return tool.Result{}, h.fenced(err)
+	}
 	if errors.Is(err, store.ErrBoardFull) {
 		return tool.Errorf("post_finding: %v; nothing was posted. Put what matters most in your final answer instead", err), nil
 	}

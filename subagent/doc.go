@@ -52,6 +52,14 @@
 // it leaves the queue; a background spawn tool returns once it is in the
 // parent's stream) and SubagentComplete
 // (also for a run that ended while queued, which has no SubagentSpawn).
+// Every event of a run while it is active (its own stream's, and its
+// spawn, queue, resume and questions in its parent's) carries the lease
+// the run is held under (event.Fence): the store refuses it once another
+// process owns the run or it ended, and the refusal stops the run at
+// once. The run's own last events (Error, SessionEnd) are written by the
+// transaction that records its end; its SubagentComplete, lifecycle
+// entry and announcement follow only an end this process's write
+// recorded (docs/ownership.md, Fencing).
 // Lifecycle entries (queued, start, complete, error, aborted) go to the parent
 // session's file, synced: the start entry is written once the first
 // model request has left and always before the end entry, and the end entry before

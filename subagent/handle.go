@@ -3,6 +3,7 @@ package subagent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -43,6 +44,8 @@ type Handle struct {
 	stored     lifecycle.Status // the status last written to the store
 	owner      string           // the lease (instance ID) this process holds the run under: every write to its record carries it
 	lost       bool             // the store refused a write: another process owns the run now
+	fencedOut  bool             // the store refused one of its writes (fenced): its turn is stopped
+	spawning   chan struct{}    // closed once its SubagentSpawn is stored or refused (nil: none published)
 	current    *agent.Agent
 	cancel     context.CancelCauseFunc
 	cancelled  bool
@@ -351,6 +354,7 @@ func (h *Handle) held(owner string, status lifecycle.Status) {
 	h.mu.Lock()
 	h.owner, h.stored = owner, status
 	h.mu.Unlock()
+	h.m.heldUnder(owner)
 }
 
 // writer is the owner the run's next write carries.
@@ -360,9 +364,11 @@ func (h *Handle) writer() string {
 	return h.owner
 }
 
-// fencedPublisher is a run's event publisher: the hub, refusing the
-// run's events once this process knows it lost the lease it holds the
-// run under (another process owns the run, and its stream, now).
+// fencedPublisher is a run's event publisher: the hub, with each event
+// fenced by the lease this process holds the run under (see lease), and
+// refusing the run's events at once when this process knows it lost that
+// lease (another process owns the run, and its stream, now). A refusal
+// by the store, noticed or not, stops the run (see fenced).
 type fencedPublisher struct{ h *Handle }
 
 // errLeaseLost refuses an event of a run whose lease this process lost.
@@ -383,16 +389,71 @@ func (p fencedPublisher) Publish(ev event.Event) (event.Event, error) {
 	if p.h.stale() {
 		return ev, errLeaseLost
 	}
-	return p.h.m.opt.Hub.Publish(ev)
+	ev.Fence = p.h.lease()
+	ev, err := p.h.m.opt.Hub.Publish(ev)
+	return ev, p.h.fenced(err)
 }
 
 // PublishAsync implements event.AsyncPublisher.
 func (p fencedPublisher) PublishAsync(ev event.Event, done func(event.Event, error)) {
 	if p.h.stale() {
-		done(ev, errLeaseLost)
+		if done != nil {
+			done(ev, errLeaseLost)
+		}
 		return
 	}
-	p.h.m.opt.Hub.PublishAsync(ev, done)
+	ev.Fence = p.h.lease()
+	p.h.m.opt.Hub.PublishAsync(ev, func(ev event.Event, err error) {
+		err = p.h.fenced(err)
+		if done != nil {
+			done(ev, err)
+		}
+	})
+}
+
+// lease is the fence of the run's events while it is active: stored
+// only while the owner this process holds the run under owns it and it
+// is active, checked by the store in the write itself (event.Fence). A
+// process without instances (no owners recorded) fences nothing.
+func (h *Handle) lease() event.Fence {
+	owner := h.writer()
+	if owner == "" {
+		return event.Fence{}
+	}
+	return event.Fence{Run: h.uuid, Owner: owner}
+}
+
+// lostWrite reports whether err is the store refusing a write of the
+// run's for good: its lease is another's (another process took the run
+// over, or this one lost its lease), or the run has ended (another
+// process ended it on finding this one gone).
+func lostWrite(err error) bool {
+	return errors.Is(err, event.ErrFenced) || errors.Is(err, store.ErrStaleOwner) || errors.Is(err, store.ErrInvalidTransition)
+}
+
+// fenced turns the store's refusal of one of the run's writes (an
+// event, a checkpoint) into the run's stop: the running turn is
+// cancelled at once with agent.ErrNotOwner (interrupted), whether this
+// process noticed that it lost the run or not, so that it makes no
+// further model or tool call, and its end, refused in turn, publishes
+// nothing (see lose). Other errors are returned as they are.
+func (h *Handle) fenced(err error) error {
+	if err == nil || !lostWrite(err) {
+		return err
+	}
+	err = fmt.Errorf("%w: %w", agent.ErrNotOwner, err)
+	h.mu.Lock()
+	cancel, first := h.cancel, !h.fencedOut
+	h.fencedOut = true
+	h.mu.Unlock()
+	if first {
+		h.m.log.Warn("the store refused a write of a subagent this process no longer holds; stopping it, publishing nothing of it",
+			"id", h.id, "err", err)
+	}
+	if cancel != nil {
+		cancel(err)
+	}
+	return err
 }
 
 // hold is the run's agent.Config.Hold: a fresh check, before each model

@@ -213,6 +213,28 @@ type Manager struct {
 	// deliveries are the background results on their way to their
 	// parents' histories (FlushResults waits for them).
 	deliveries deliveries
+	// leases are the owners this process recorded runs under: its
+	// instance's IDs, the current one and any it lost (a pause past the
+	// lease), as string keys. A run recorded under one of them is this
+	// process's to publish: it publishes the end its own write recorded,
+	// and nothing of an end it did not (see ensureEnds).
+	leases sync.Map
+}
+
+// heldUnder records that this process recorded a run under owner.
+func (m *Manager) heldUnder(owner string) {
+	if owner != "" && owner != store.OwnerQueue {
+		m.leases.Store(owner, struct{}{})
+	}
+}
+
+// ownLease reports whether this process ever recorded a run under owner.
+func (m *Manager) ownLease(owner string) bool {
+	if owner == "" {
+		return false
+	}
+	_, ok := m.leases.Load(owner)
+	return ok || owner == m.ownerID()
 }
 
 // NewManager returns a manager; call Start before spawning.

@@ -63,11 +63,11 @@ func (f *fullStore) AppendEvents(ctx context.Context, evs []event.Event) error {
 	return f.Store.AppendEvents(ctx, evs)
 }
 
-func (f *fullStore) AnnounceResult(ctx context.Context, id string, m store.Message) (bool, error) {
+func (f *fullStore) AnnounceResult(ctx context.Context, id, owner string, m store.Message) (bool, error) {
 	if err := f.refuse(); err != nil {
 		return false, err
 	}
-	return f.Store.AnnounceResult(ctx, id, m)
+	return f.Store.AnnounceResult(ctx, id, owner, m)
 }
 
 func (f *fullStore) MarkAnnounced(ctx context.Context, id string) error {

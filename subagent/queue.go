@@ -213,7 +213,7 @@ func (h *Handle) recordQueued(ctx context.Context, isNew bool) error {
 	if isNew {
 		ev := h.spawnEvent(event.SubagentQueued, h.m.queuePosition(h))
 		ev = h.parentEvent(ev)
-		ev.Time = at
+		ev.Time, ev.Fence = at, h.lease()
 		if ev.Session != "" {
 			if _, err := h.m.opt.Hub.Publish(ev); err != nil {
 				h.m.log.Error("publish to parent session", "id", h.id, "type", ev.Type, "err", err)

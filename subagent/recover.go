@@ -194,11 +194,17 @@ func (m *Manager) goneOwners(ctx context.Context, runs []store.Run) ([]store.Ins
 // process died after it recorded their end and before it published it
 // (so before their entry was written and their result announced). Only
 // runs whose owner is gone: a live process, this one included, is about
-// to publish the end itself.
+// to publish the end itself. A run recorded under a lease this process
+// held is never one of them, even once that lease is lost (this process
+// paused past it registers again under a new ID, and its old ID is then
+// gone): its end was recorded by this process's own write, which
+// publishes it, or by the process that took the run from it, which
+// publishes it; this one publishes nothing its own write did not record.
 func (m *Manager) ensureEnds(ctx context.Context, runs []store.Run) error {
 	if m.opt.LifecycleFiles == nil || m.opt.Owner == nil || len(runs) == 0 {
 		return nil
 	}
+	runs = slices.DeleteFunc(slices.Clone(runs), func(r store.Run) bool { return m.ownLease(r.Owner) })
 	gone, err := m.goneOwners(ctx, runs)
 	if err != nil {
 		return fmt.Errorf("find ends not written: %w", err)

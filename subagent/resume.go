@@ -104,6 +104,7 @@ func (m *Manager) prepareResume(ctx context.Context, r store.Run) (*Handle, []ll
 		h.turns = 0 // it never started: its first turn announces its start
 	}
 	h.status, h.stored, h.attempt, h.owner = r.Status, r.Status, r.Attempts, r.Owner
+	m.heldUnder(r.Owner)
 	last, err := m.restoreResult(r)
 	if err != nil {
 		return nil, nil, llm.Message{}, false, err
@@ -237,6 +238,9 @@ func (h *Handle) announceResumed(attempt, messages int) {
 	if ev = h.parentEvent(ev); ev.Session == "" {
 		return
 	}
+	// Fenced by the lease it was taken over under: a process that lost
+	// the run again meanwhile announces nothing.
+	ev.Fence = h.lease()
 	if _, err := h.m.opt.Hub.Publish(ev); err != nil {
 		h.m.log.Error("publish to parent session", "id", h.id, "type", ev.Type, "err", err)
 	}
@@ -336,7 +340,7 @@ func (h *Handle) writeCheckpoint(c store.Checkpoint, from int) error {
 	h.mu.Lock()
 	h.ckStored = min(h.ckStored, from)
 	h.mu.Unlock()
-	return fmt.Errorf("checkpoint %s: %w", h.id, err)
+	return fmt.Errorf("checkpoint %s: %w", h.id, h.fenced(err))
 }
 
 // waitCheckpoint waits for the background checkpoint, if any, and

@@ -267,7 +267,7 @@ func thinkingBudget(on bool) int {
 func (h *Handle) begin(a *agent.Agent, cancel context.CancelCauseFunc, start time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.current, h.cancel, h.status, h.stalled = a, cancel, lifecycle.Running, false
+	h.current, h.cancel, h.status, h.stalled, h.fencedOut = a, cancel, lifecycle.Running, false, false
 	h.startedAt, h.endedAt = start, time.Time{}
 	if h.firstStart.IsZero() {
 		h.firstStart = start
@@ -339,19 +339,41 @@ func (h *Handle) recordRun(first bool, start time.Time) error {
 // written and the handle marked spawned while the run starts, and it
 // comes before the run's SubagentComplete, published to the same session
 // later.
+//
+// It is fenced by the run's lease like the run's own events: a process
+// that lost the run before its start was stored writes no start (the
+// process that took it over writes it, see ensureStarts). The run's end
+// waits for it (see waitSpawn), so that a run that ends at once never
+// has its end recorded before its start is stored.
 func (h *Handle) announceSpawn(start time.Time) {
 	ev := h.parentEvent(h.spawnEvent(event.SubagentSpawn, 0))
 	if ev.Session == "" {
 		h.markSpawned()
 		return
 	}
-	ev.Time = start
+	ev.Time, ev.Fence = start, h.lease()
+	stored := make(chan struct{})
+	h.mu.Lock()
+	h.spawning = stored
+	h.mu.Unlock()
 	h.m.opt.Hub.PublishAsync(ev, func(_ event.Event, err error) {
-		if err != nil {
+		if err = h.fenced(err); err != nil {
 			h.m.log.Error("publish to parent session", "id", h.id, "type", ev.Type, "err", err)
 		}
+		close(stored)
 		h.markSpawned()
 	})
+}
+
+// waitSpawn waits until the run's SubagentSpawn, if it was published, is
+// stored or refused: a run's end is recorded after its start.
+func (h *Handle) waitSpawn() {
+	h.mu.Lock()
+	stored := h.spawning
+	h.mu.Unlock()
+	if stored != nil {
+		<-stored
+	}
 }
 
 // spawnEvent is the run's SubagentSpawn or SubagentQueued event.
@@ -370,8 +392,9 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 		res.Status = lifecycle.Interrupted
 	}
 	_ = h.waitCheckpoint() // logged by the writer; its messages are recorded below
+	h.waitSpawn()
 	res = h.resumedFinish(res)
-	if res.Status == lifecycle.Interrupted && h.suspend(ctx, res) {
+	if res.Status == lifecycle.Interrupted && !errors.Is(res.Err, agent.ErrNotOwner) && h.suspend(ctx, res) {
 		return res
 	}
 	end, queued := m.now(), h.isQueued()
@@ -418,14 +441,22 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 		// parent's next turn waits for the result (FlushResults).
 		defer m.deliveries.begin(h.req.Parent.SessionKey)()
 	}
-	if err := h.recordEnd(from, res.Status, fin); err != nil {
+	if err := h.recordEnd(from, res.Status, fin, h.endEvents(res)); err != nil {
 		if h.lose(ctx, err) {
 			return res
 		}
-		m.log.Error("record subagent end", "id", h.id, "status", res.Status, "err", err)
-	} else {
-		h.noticeEnd(runEnd, res.Status, fin)
+		// Not recorded (the manager closed while the store could not
+		// take it): nothing of the end is published. The run stays
+		// active under this process's lease, and the next process's
+		// recovery ends or resumes it and publishes that.
+		m.log.Error("record subagent end; publishing nothing of it", "id", h.id, "status", res.Status, "err", err)
+		h.mu.Lock()
+		h.status, h.result, h.stalled = res.Status, &result, false
+		h.ended(run, end)
+		h.mu.Unlock()
+		return res
 	}
+	h.noticeEnd(runEnd, res.Status, fin)
 	h.mu.Lock()
 	h.status, h.stored, h.result, h.stalled = res.Status, res.Status, &result, false
 	h.ended(run, end)
@@ -433,7 +464,6 @@ func (h *Handle) finish(res agent.Result, prior int, start time.Time) agent.Resu
 		h.messages = res.Messages
 	}
 	h.mu.Unlock()
-	h.publishEnd(res)
 	h.publishParent(h.completeEvent(result, res, start))
 	h.deliver(ctx, result)
 	return res
@@ -452,18 +482,19 @@ func (h *Handle) ended(run counters, end time.Time) {
 	h.total, h.base, h.endedAt = run, counters{}, end
 }
 
-// recordEnd writes the run's end, and keeps trying while the store
-// cannot take it (a database restarting, a full disk): the run's end is
-// recorded once, before anything of it is published, however long the
-// outage. It gives up only finalWriteTimeout after the manager closed;
-// the run then stays active under this process's lease, and the next
-// process's recovery ends or resumes it. A refusal (another owner, an
-// end already recorded) is returned at once.
-func (h *Handle) recordEnd(from, to lifecycle.Status, fin *store.RunFinish) error {
+// recordEnd writes the run's end with evs, the last events of its own
+// stream (see endEvents), in one write (storeEnd), and keeps trying
+// while the store cannot take it (a database restarting, a full disk):
+// the run's end is recorded once, before anything of it is published,
+// however long the outage. It gives up only finalWriteTimeout after the
+// manager closed; the run then stays active under this process's lease,
+// and the next process's recovery ends or resumes it. A refusal (another
+// owner, an end already recorded) is returned at once.
+func (h *Handle) recordEnd(from, to lifecycle.Status, fin *store.RunFinish, evs []event.Event) error {
 	attempts := 0
 	err := h.m.retryStore(0, func(ctx context.Context) error {
 		attempts++
-		err := h.m.opt.Store.TransitionRun(ctx, h.uuid, h.writer(), []lifecycle.Status{from}, to, fin)
+		err := h.storeEnd(ctx, from, to, fin, evs)
 		if err != nil && !refused(err) && attempts == 1 {
 			h.m.log.Warn("subagent's end not recorded yet; retrying until the store takes it", "id", h.id, "status", to, "err", err)
 		}
@@ -475,11 +506,31 @@ func (h *Handle) recordEnd(from, to lifecycle.Status, fin *store.RunFinish) erro
 	return err
 }
 
+// storeEnd records the run's end (TransitionRun with fin) and evs, its
+// own stream's last events, in one transaction (event.Hub.PublishWith,
+// store.RunFinish.Events): the stream says the run ended exactly when
+// its record does, and an end the store refuses leaves no trace in it.
+func (h *Handle) storeEnd(ctx context.Context, from, to lifecycle.Status, fin *store.RunFinish, evs []event.Event) error {
+	write := func(ctx context.Context, numbered []event.Event) error {
+		f := *fin
+		f.Events = numbered
+		return h.m.opt.Store.TransitionRun(ctx, h.uuid, h.writer(), []lifecycle.Status{from}, to, &f)
+	}
+	stored, err := h.m.opt.Hub.PublishWith(ctx, evs, write)
+	if stored == nil {
+		return err
+	}
+	if err != nil { // recorded; a sink (the trace file) failed
+		h.m.log.Error("publish the end of a subagent's own stream", "id", h.id, "err", err)
+	}
+	return nil
+}
+
 // refused reports whether a run write was refused for good: the run is
 // another owner's, or not in the status the write expects.
 func refused(err error) bool {
 	return errors.Is(err, store.ErrStaleOwner) || errors.Is(err, store.ErrInvalidTransition) || errors.Is(err, store.ErrNotFound) ||
-		errors.Is(err, store.ErrClosed)
+		errors.Is(err, store.ErrClosed) || errors.Is(err, event.ErrFenced)
 }
 
 // durableContext is the context of a write that must outlive an outage:
@@ -590,9 +641,10 @@ func completeEvent(role, mode, model string, r Result, res agent.Result, start t
 	return ev
 }
 
-// publishEnd ends the turn in the subagent's own stream (see endEvents).
+// endEvents are the events that end the turn in the subagent's own
+// stream (see endEvents), addressed and stamped, for its end's write.
 // The loop already published the Error event of StatusError.
-func (h *Handle) publishEnd(res agent.Result) {
+func (h *Handle) endEvents(res agent.Result) []event.Event {
 	msg := ""
 	if res.Status != lifecycle.Error {
 		msg = string(res.Status)
@@ -602,9 +654,11 @@ func (h *Handle) publishEnd(res agent.Result) {
 	}
 	meta := event.Meta{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostCents: res.CostCents,
 		ModelID: h.model.Name(), DurationMs: res.Duration.Milliseconds()}
-	for _, ev := range endEvents(res.Status, msg, h.model.Name(), meta) {
-		h.publishOwn(ev)
+	evs := endEvents(res.Status, msg, h.model.Name(), meta)
+	for i := range evs {
+		h.ownEvent(&evs[i])
 	}
+	return evs
 }
 
 // endEvents are the last events of a subagent's own stream, so that its
@@ -620,22 +674,46 @@ func endEvents(status lifecycle.Status, errMsg, model string, meta event.Meta) [
 	return append(evs, end)
 }
 
-// publishOwn publishes ev in the subagent's own session as the subagent.
-func (h *Handle) publishOwn(ev event.Event) {
+// ownEvent addresses ev to the subagent's own session, as the subagent,
+// now.
+func (h *Handle) ownEvent(ev *event.Event) {
 	ev.Session, ev.Agent, ev.User, ev.Time = h.SessionKey(), h.id, h.req.User, h.m.now()
 	ev.Meta.ParentAgentID = h.req.Parent.AgentID
-	if _, err := h.m.opt.Hub.Publish(ev); err != nil {
+}
+
+// publishOwn publishes ev in the subagent's own session as the subagent,
+// while it runs: fenced by its lease (a refusal stops the run).
+func (h *Handle) publishOwn(ev event.Event) {
+	h.ownEvent(&ev)
+	ev.Fence = h.lease()
+	if _, err := h.m.opt.Hub.Publish(ev); h.fenced(err) != nil {
 		h.m.log.Error("publish to own session", "id", h.id, "type", ev.Type, "err", err)
 	}
 }
 
-// publishParent publishes ev in the parent's session as the parent agent.
+// publishParent publishes ev in the parent's session as the parent
+// agent: the run's SubagentComplete, once its end is recorded by this
+// process's own write (see finish), so never fenced by its lease (the
+// run has ended).
 func (h *Handle) publishParent(ev event.Event) {
 	ev = h.parentEvent(ev)
 	if ev.Session == "" {
 		return
 	}
 	if _, err := h.m.opt.Hub.Publish(ev); err != nil {
+		h.m.log.Error("publish to parent session", "id", h.id, "type", ev.Type, "err", err)
+	}
+}
+
+// publishParentLeased is publishParent for an event of the running run
+// (a question to the person): fenced by its lease, like its own events.
+func (h *Handle) publishParentLeased(ev event.Event) {
+	ev = h.parentEvent(ev)
+	if ev.Session == "" {
+		return
+	}
+	ev.Fence = h.lease()
+	if _, err := h.m.opt.Hub.Publish(ev); h.fenced(err) != nil {
 		h.m.log.Error("publish to parent session", "id", h.id, "type", ev.Type, "err", err)
 	}
 }

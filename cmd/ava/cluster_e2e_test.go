@@ -217,6 +217,9 @@ func TestClusterGatewayAndTwoWorkers(t *testing.T) {
 	for _, in := range all {
 		instances[in.ID] = in.PID
 	}
+	// A result is announced in its own write after the run's end, which
+	// the API shows at once: wait for the announcements first.
+	deliveredOnce(t, st, first.Session, jobs)
 	for _, j := range jobs {
 		r, err := st.GetRun(ctx, j.id)
 		if err != nil {
@@ -231,7 +234,6 @@ func TestClusterGatewayAndTwoWorkers(t *testing.T) {
 		}
 		pids[pid]++
 	}
-	deliveredOnce(t, st, first.Session, jobs)
 	for pid, runs := range pids {
 		if runs == 0 {
 			t.Errorf("worker %d ran nothing: %v", pid, pids)

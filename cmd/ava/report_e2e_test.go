@@ -84,7 +84,7 @@ func plantOwedResult(t *testing.T, data, key string) {
 		t.Fatal(err)
 	}
 	text := "[Task: demo task]\nSubagent S-0a0b0c finished: status=success, 1s, 10 tokens, 0.00¢\nSummary: a planted result\n"
-	if ok, err := st.AnnounceResult(ctx, run.ID, store.Message{Text: text, CreatedAt: time.Now().Add(-time.Minute)}); err != nil || !ok {
+	if ok, err := st.AnnounceResult(ctx, run.ID, "", store.Message{Text: text, CreatedAt: time.Now().Add(-time.Minute)}); err != nil || !ok {
 		t.Fatalf("announce: %v %v", ok, err)
 	}
 }

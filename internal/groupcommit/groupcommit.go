@@ -59,6 +59,25 @@ func (q *Queue[T]) Add(item T, commit func(batch []T)) {
 	}
 }
 
+// AddAll is Add for several items queued together: no other caller's
+// item comes between them, and they are committed in one batch (a batch
+// is all that was queued when its commit began). Like Add, when it does
+// not lead it returns at once, and its caller waits for the items'
+// outcome however they carry it.
+func (q *Queue[T]) AddAll(items []T, commit func(batch []T)) {
+	if len(items) == 0 {
+		return
+	}
+	if !q.queue(items...) {
+		return
+	}
+	batch, _ := q.next()
+	commit(batch)
+	if q.more() {
+		go q.lead(commit)
+	}
+}
+
 // Go queues item like Add but never commits on the caller's goroutine:
 // if no commit is under way, a new goroutine leads. Items are committed
 // in the order of their Add and Go calls.
@@ -68,11 +87,11 @@ func (q *Queue[T]) Go(item T, commit func(batch []T)) {
 	}
 }
 
-// queue appends item and reports whether the caller must lead.
-func (q *Queue[T]) queue(item T) bool {
+// queue appends items and reports whether the caller must lead.
+func (q *Queue[T]) queue(items ...T) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.items = append(q.items, item)
+	q.items = append(q.items, items...)
 	if q.leading {
 		return false
 	}

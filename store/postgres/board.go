@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/store/internal/record"
 )
@@ -13,14 +14,21 @@ import (
 const findingColumns = `id, group_id, run_id, short_id, role, text, created_at`
 
 // PostFinding appends f to its group's board (see store.BoardStore). The
-// transaction holds the group's advisory lock while it counts the bounds
-// and inserts, so members posting at once from several processes cannot
+// transaction reads the posting run's row FOR SHARE to check the
+// poster's lease (f.Owner), then holds the group's advisory lock while
+// it counts the bounds and inserts, so members posting at once from several processes cannot
 // together pass a bound, and within a group IDs are committed in order.
 func (s *Store) PostFinding(ctx context.Context, f store.Finding) (store.Finding, error) {
 	if err := s.rec.CheckFinding(&f); err != nil {
 		return store.Finding{}, fmt.Errorf("post finding: %w", err)
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if f.Owner != "" {
+			fence := event.Fence{Run: f.RunID, Owner: f.Owner}
+			if err := fenceHolds(tx.QueryRow(ctx, record.FenceQuery("$1", " FOR SHARE"), fence.Run), fence); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('ava:board:' || $1, 0))`, f.GroupID); err != nil {
 			return fmt.Errorf("lock board: %w", err)
 		}

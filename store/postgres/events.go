@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/store/internal/record"
 )
 
@@ -43,6 +44,14 @@ var insertEventsSQL = record.EventInserts(func(i int) string { return "$" + strc
 // first rolled back), so numbers stay unique and gap-free. The events go
 // in with one multi-row INSERT per chunk (record.EventChunk), all in one
 // batch (one round trip).
+//
+// Events with a lease (event.Fence) are checked in the same transaction:
+// the batch first reads the run's row FOR SHARE, which waits for any
+// transaction changing its owner or status (a takeover, an end) and
+// keeps the next one waiting until this one commits, so that no event
+// lands after a takeover or an end that committed first. When the
+// lease's owner no longer owns the run, or the run is not active,
+// nothing is stored and the error wraps event.ErrFenced.
 func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if s.closed.Load() {
 		return event.ErrLogClosed
@@ -50,27 +59,64 @@ func (s *Store) AppendEvents(ctx context.Context, evs []event.Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
+	fence, fenced, err := record.EventFence(evs)
+	if err != nil {
+		return err
+	}
 	chunks, err := eventChunks(evs)
 	if err != nil {
 		return err
 	}
-	first, last := evs[0], evs[len(evs)-1]
-	note := storedPayload(last.Session, last.Seq)
 	hooks := outboxOf(s.outbox, evs)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		for _, c := range chunks {
-			b.Queue(c.query, c.args...)
+		if fenced {
+			b.Queue(record.FenceQuery("$1", " FOR SHARE"), fence.Run)
 		}
-		s.queueHookDeliveries(b, hooks)
-		// The notification rides in the same batch (no round trip of its
-		// own) and is sent on commit only. A session key of kilobytes
-		// sends none: its followers elsewhere catch up later.
-		if len(note) <= MaxPayload {
-			b.Queue(`SELECT pg_notify($1, $2)`, ChannelEvents, note)
+		s.queueEvents(b, evs, chunks, hooks)
+		br := tx.SendBatch(ctx, b)
+		if fenced {
+			if err := fenceHolds(br.QueryRow(), fence); err != nil {
+				_ = br.Close()
+				return err
+			}
 		}
-		return tx.SendBatch(ctx, b).Close()
+		return br.Close()
 	})
+	return appendError(evs, err)
+}
+
+// queueEvents adds to b the inserts of evs (as chunks), their hook
+// deliveries and the notification of their storing: one round trip.
+func (s *Store) queueEvents(b *pgx.Batch, evs []event.Event, chunks []eventChunk, hooks []store.HookDelivery) {
+	for _, c := range chunks {
+		b.Queue(c.query, c.args...)
+	}
+	s.queueHookDeliveries(b, hooks)
+	// The notification rides in the same batch (no round trip of its
+	// own) and is sent on commit only. A session key of kilobytes sends
+	// none: its followers elsewhere catch up later.
+	last := evs[len(evs)-1]
+	if note := storedPayload(last.Session, last.Seq); len(note) <= MaxPayload {
+		b.Queue(`SELECT pg_notify($1, $2)`, ChannelEvents, note)
+	}
+}
+
+// fenceHolds reads the fenced run's row (record.FenceQuery) and checks
+// the lease against it (record.FenceHolds).
+func fenceHolds(row pgx.Row, f event.Fence) error {
+	var st record.RunState
+	err := row.Scan(&st.Short, &st.Status, &st.Owner)
+	if err != nil && !noRows(err) {
+		return fmt.Errorf("read the fenced run %s: %w", f.Run, err)
+	}
+	return record.FenceHolds(st, err == nil, f)
+}
+
+// appendError is the error of an append of evs that failed with err
+// (nil for none): a unique violation is the number taken.
+func appendError(evs []event.Event, err error) error {
+	first, last := evs[0], evs[len(evs)-1]
 	if _, taken := uniqueViolation(err); taken {
 		return fmt.Errorf("append events #%d–#%d to %s: %w", first.Seq, last.Seq, first.Session, event.ErrSeqTaken)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/store/internal/record"
@@ -43,7 +44,11 @@ func (s *Store) TransitionRun(ctx context.Context, id, owner string, from []life
 			}
 		}
 	}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	end, err := s.endEvents(fin)
+	if err != nil {
+		return fmt.Errorf("transition run %s: %w", id, err)
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		var runID, short, key, status, runOwner string
 		err := tx.QueryRow(ctx, `SELECT id, short_id, session_key, status, owner FROM runs
 			WHERE id = $1 OR short_id = $1 FOR UPDATE`, ref).Scan(&runID, &short, &key, &status, &runOwner)
@@ -75,14 +80,51 @@ func (s *Store) TransitionRun(ctx context.Context, id, owner string, from []life
 			return err
 		}
 		if fin.SpendSession != "" && (fin.Spend.CostCents > 0 || fin.Spend.Tokens > 0) {
-			return addSpend(ctx, tx, fin.SpendSession, "subagents", fin.Spend, record.ToNS(s.now()))
+			if err := addSpend(ctx, tx, fin.SpendSession, "subagents", fin.Spend, record.ToNS(s.now())); err != nil {
+				return err
+			}
 		}
-		return nil
+		return end.insert(ctx, tx)
 	})
 	if err != nil {
 		return fmt.Errorf("transition run %s to %s: %w", ref, to, err)
 	}
 	return nil
+}
+
+// endWrite is the last events a run's end stores (RunFinish.Events),
+// encoded, with their hook deliveries.
+type endWrite struct {
+	s      *Store
+	evs    []event.Event
+	chunks []eventChunk
+	hooks  []store.HookDelivery
+}
+
+// endEvents encodes fin's events for TransitionRun's transaction.
+func (s *Store) endEvents(fin *store.RunFinish) (endWrite, error) {
+	w := endWrite{s: s}
+	if fin == nil || len(fin.Events) == 0 {
+		return w, nil
+	}
+	chunks, err := eventChunks(fin.Events)
+	if err != nil {
+		return w, err
+	}
+	w.evs, w.chunks, w.hooks = fin.Events, chunks, outboxOf(s.outbox, fin.Events)
+	return w, nil
+}
+
+// insert stores the end's events in tx, with their hook deliveries and
+// notification, in one round trip; a number taken wraps
+// event.ErrSeqTaken.
+func (w endWrite) insert(ctx context.Context, tx pgx.Tx) error {
+	if len(w.evs) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	w.s.queueEvents(b, w.evs, w.chunks, w.hooks)
+	return appendError(w.evs, tx.SendBatch(ctx, b).Close())
 }
 
 // finishConversation records a finish's messages in the run's own
@@ -147,7 +189,7 @@ func (s *Store) transitionSet(p *params, to lifecycle.Status, owner string, fin 
 // msg.SessionKey defaults to the run's parent session, and must be it when
 // given; msg.RunID defaults to the run's ID; msg.Role to subagent. A run
 // still active gives store.ErrInvalidTransition.
-func (s *Store) AnnounceResult(ctx context.Context, runID string, msg store.Message) (bool, error) {
+func (s *Store) AnnounceResult(ctx context.Context, runID, owner string, msg store.Message) (bool, error) {
 	ref := record.NormalizeRunRef(runID)
 	if err := record.CheckKey("run ID", ref); err != nil {
 		return false, fmt.Errorf("announce result: %w", err)
@@ -155,7 +197,7 @@ func (s *Store) AnnounceResult(ctx context.Context, runID string, msg store.Mess
 	var announced bool
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		announced, err = s.announce(ctx, tx, ref, msg)
+		announced, err = s.announce(ctx, tx, ref, owner, msg)
 		return err
 	})
 	if err != nil {
@@ -164,13 +206,13 @@ func (s *Store) AnnounceResult(ctx context.Context, runID string, msg store.Mess
 	return announced, nil
 }
 
-func (s *Store) announce(ctx context.Context, tx pgx.Tx, ref string, msg store.Message) (bool, error) {
+func (s *Store) announce(ctx context.Context, tx pgx.Tx, ref, owner string, msg store.Message) (bool, error) {
 	var (
-		id, short, parent, status string
-		done, followUp            bool
+		id, short, parent, status, runOwner string
+		done, followUp                      bool
 	)
-	err := tx.QueryRow(ctx, `SELECT id, short_id, parent_session, status, announced, follow_up FROM runs
-		WHERE id = $1 OR short_id = $1 FOR UPDATE`, ref).Scan(&id, &short, &parent, &status, &done, &followUp)
+	err := tx.QueryRow(ctx, `SELECT id, short_id, parent_session, status, announced, owner, follow_up FROM runs
+		WHERE id = $1 OR short_id = $1 FOR UPDATE`, ref).Scan(&id, &short, &parent, &status, &done, &runOwner, &followUp)
 	if noRows(err) {
 		return false, store.ErrNotFound
 	}
@@ -179,6 +221,10 @@ func (s *Store) announce(ctx context.Context, tx pgx.Tx, ref string, msg store.M
 	}
 	if done {
 		return false, nil
+	}
+	if owner != "" && runOwner != owner {
+		return false, fmt.Errorf("run %s is owned by %s now, not %s: its result is not announced with this message: %w",
+			short, runOwner, owner, store.ErrStaleOwner)
 	}
 	if !lifecycle.Status(status).Final() {
 		return false, fmt.Errorf("run %s is %s; only a finished run's result is announced: %w",

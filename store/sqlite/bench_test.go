@@ -302,3 +302,78 @@ func BenchmarkAppendEventsParallel(b *testing.B) {
 		}
 	})
 }
+
+// benchFencedAppends appends batches of six events to runs' streams
+// from par goroutines, each goroutine to a run of its own, under the
+// runs' lease when fenced (event.Fence: the owner's check in the
+// append's own transaction) or without one: the fence's cost per append.
+func benchFencedAppends(b *testing.B, par int, fenced bool) {
+	s := openAt(b, filepath.Join(b.TempDir(), FileName))
+	runs := benchRuns(b, s, 1000)
+	b.ReportAllocs()
+	b.SetParallelism(par)
+	var next atomic.Int64
+	b.ResetTimer()
+	defer reportCPU(b)()
+	b.RunParallel(func(pb *testing.PB) {
+		r := runs[int(next.Add(1)-1)%len(runs)]
+		seq := uint64(1)
+		for pb.Next() {
+			evs := numberedEvents(r.SessionKey, seq, seq+5)
+			if fenced {
+				for i := range evs {
+					evs[i].Fence = event.Fence{Run: r.ID, Owner: "me"}
+				}
+			}
+			if err := s.AppendEvents(b.Context(), evs); err != nil {
+				b.Error(err)
+				return
+			}
+			seq += 6
+		}
+	})
+}
+
+// BenchmarkAppendEventsFenced is one run's appends at a time, with and
+// without its lease checked.
+func BenchmarkAppendEventsFenced(b *testing.B) {
+	b.Run("unfenced", func(b *testing.B) { benchFencedAppends(b, 1, false) })
+	b.Run("fenced", func(b *testing.B) { benchFencedAppends(b, 1, true) })
+}
+
+// BenchmarkAppendEventsFencedParallel is many runs' appends at once
+// (group committed), with and without their leases checked.
+func BenchmarkAppendEventsFencedParallel(b *testing.B) {
+	b.Run("unfenced", func(b *testing.B) { benchFencedAppends(b, 50, false) })
+	b.Run("fenced", func(b *testing.B) { benchFencedAppends(b, 50, true) })
+}
+
+// BenchmarkRunEndEvents is a run's end and its stream's last two events
+// (Error, SessionEnd): written as two writes, the end then the events
+// (before issue 39), or in the end's own transaction (RunFinish.Events).
+func BenchmarkRunEndEvents(b *testing.B) {
+	for _, together := range []bool{false, true} {
+		b.Run(map[bool]string{false: "separate", true: "together"}[together], func(b *testing.B) {
+			s := openAt(b, filepath.Join(b.TempDir(), FileName))
+			runs := benchRuns(b, s, b.N)
+			b.ResetTimer()
+			defer reportCPU(b)()
+			for i := range b.N {
+				r := runs[i]
+				fin := finishOf(r)
+				evs := numberedEvents(r.SessionKey, 1, 2)
+				if together {
+					fin.Events = evs
+				}
+				if err := s.TransitionRun(b.Context(), r.ID, "me", []lifecycle.Status{lifecycle.Running}, lifecycle.Success, fin); err != nil {
+					b.Fatal(err)
+				}
+				if !together {
+					if err := s.AppendEvents(b.Context(), evs); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/store/internal/record"
 )
@@ -12,13 +13,19 @@ import (
 const findingColumns = `id, group_id, run_id, short_id, role, text, created_at`
 
 // PostFinding appends f to its group's board (see store.BoardStore). The
-// bounds are counted and the finding inserted in one write transaction,
-// which the single writer connection serialises.
+// poster's lease (f.Owner) is checked, the bounds are counted and the
+// finding inserted in one write transaction, which the single writer
+// connection serialises.
 func (s *Store) PostFinding(ctx context.Context, f store.Finding) (store.Finding, error) {
 	if err := s.rec.CheckFinding(&f); err != nil {
 		return store.Finding{}, fmt.Errorf("post finding: %w", err)
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		if f.Owner != "" {
+			if err := checkFence(ctx, tx, event.Fence{Run: f.RunID, Owner: f.Owner}); err != nil {
+				return err
+			}
+		}
 		var perRun, perGroup int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE run_id = ?), count(*) FROM findings WHERE group_id = ?`,
 			f.RunID, f.GroupID).Scan(&perRun, &perGroup); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/store/internal/record"
@@ -56,6 +57,10 @@ func (s *Store) TransitionRun(ctx context.Context, id, owner string, from []life
 	args = append(args, ref)
 	args = append(args, stringArgs(from)...)
 	args = append(args, owner)
+	end, err := s.endEvents(fin)
+	if err != nil {
+		return fmt.Errorf("transition run %s: %w", id, err)
+	}
 	var moved bool
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		// Nothing is read back (no RETURNING): a row set read inside a
@@ -77,9 +82,11 @@ func (s *Store) TransitionRun(ctx context.Context, id, owner string, from []life
 			return err
 		}
 		if fin.SpendSession != "" && (fin.Spend.CostCents > 0 || fin.Spend.Tokens > 0) {
-			err = addSpend(ctx, tx, fin.SpendSession, "subagents", fin.Spend, record.ToNS(s.now()))
+			if err := addSpend(ctx, tx, fin.SpendSession, "subagents", fin.Spend, record.ToNS(s.now())); err != nil {
+				return err
+			}
 		}
-		return err
+		return end.insert(ctx, tx)
 	})
 	if err != nil {
 		return fmt.Errorf("transition run %s to %s: %w", ref, to, err)
@@ -92,6 +99,45 @@ func (s *Store) TransitionRun(ctx context.Context, id, owner string, from []life
 		return fmt.Errorf("transition run to %s: %w", to, err)
 	}
 	return fmt.Errorf("transition run %s to %s: %w", st.Short, to, record.Refused(st, owner, from))
+}
+
+// endWrite is the last events a run's end stores (RunFinish.Events),
+// encoded, with their hook deliveries.
+type endWrite struct {
+	s     *Store
+	evs   []event.Event
+	lines []string
+	hooks []store.HookDelivery
+}
+
+// endEvents encodes fin's events for TransitionRun's transaction.
+func (s *Store) endEvents(fin *store.RunFinish) (endWrite, error) {
+	w := endWrite{s: s}
+	if fin == nil || len(fin.Events) == 0 {
+		return w, nil
+	}
+	w.evs, w.lines = fin.Events, make([]string, len(fin.Events))
+	for i, ev := range fin.Events {
+		line, err := record.EventLine(ev)
+		if err != nil {
+			return w, err
+		}
+		w.lines[i] = line
+	}
+	w.hooks = outboxOf(s.outbox, w.evs)
+	return w, nil
+}
+
+// insert stores the end's events in tx; a number taken wraps
+// event.ErrSeqTaken.
+func (w endWrite) insert(ctx context.Context, tx *sql.Tx) error {
+	if len(w.evs) == 0 {
+		return nil
+	}
+	if err := insertEvents(ctx, tx, w.evs, w.lines, event.Fence{}); err != nil {
+		return appendError(w.evs, err)
+	}
+	return w.s.insertHookDeliveries(ctx, tx, w.hooks)
 }
 
 // finishConversation records a finish's messages in the own session of
@@ -174,7 +220,7 @@ func (s *Store) transitionSet(to lifecycle.Status, owner string, fin *store.RunF
 // msg.SessionKey defaults to the run's parent session, and must be it when
 // given; msg.RunID defaults to the run's ID; msg.Role to subagent. A run
 // still pending or running gives store.ErrInvalidTransition.
-func (s *Store) AnnounceResult(ctx context.Context, runID string, msg store.Message) (bool, error) {
+func (s *Store) AnnounceResult(ctx context.Context, runID, owner string, msg store.Message) (bool, error) {
 	ref := record.NormalizeRunRef(runID)
 	if err := record.CheckKey("run ID", ref); err != nil {
 		return false, fmt.Errorf("announce result: %w", err)
@@ -182,7 +228,7 @@ func (s *Store) AnnounceResult(ctx context.Context, runID string, msg store.Mess
 	var announced bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		announced, err = s.announce(ctx, tx, ref, msg)
+		announced, err = s.announce(ctx, tx, ref, owner, msg)
 		return err
 	})
 	if err != nil {
@@ -191,13 +237,13 @@ func (s *Store) AnnounceResult(ctx context.Context, runID string, msg store.Mess
 	return announced, nil
 }
 
-func (s *Store) announce(ctx context.Context, tx *sql.Tx, ref string, msg store.Message) (bool, error) {
+func (s *Store) announce(ctx context.Context, tx *sql.Tx, ref, owner string, msg store.Message) (bool, error) {
 	var (
-		id, short, parent, status string
-		done, followUp            bool
+		id, short, parent, status, runOwner string
+		done, followUp                      bool
 	)
-	err := tx.QueryRowContext(ctx, `SELECT id, short_id, parent_session, status, announced, follow_up FROM runs
-		WHERE id = ? OR short_id = ?`, ref, ref).Scan(&id, &short, &parent, &status, &done, &followUp)
+	err := tx.QueryRowContext(ctx, `SELECT id, short_id, parent_session, status, announced, owner, follow_up FROM runs
+		WHERE id = ? OR short_id = ?`, ref, ref).Scan(&id, &short, &parent, &status, &done, &runOwner, &followUp)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, store.ErrNotFound
 	}
@@ -206,6 +252,10 @@ func (s *Store) announce(ctx context.Context, tx *sql.Tx, ref string, msg store.
 	}
 	if done {
 		return false, nil
+	}
+	if owner != "" && runOwner != owner {
+		return false, fmt.Errorf("run %s is owned by %s now, not %s: its result is not announced with this message: %w",
+			short, runOwner, owner, store.ErrStaleOwner)
 	}
 	if !lifecycle.Status(status).Final() {
 		return false, fmt.Errorf("run %s is %s; only a finished run's result is announced: %w",

@@ -92,7 +92,7 @@ func testAnnounceAfterReopen(t *testing.T, reopen func() store.Store) {
 	owed := createRun(t, s, newRun("S-e0e0e2", parent))
 	finish(t, s, told.ID, lifecycle.Success)
 	finish(t, s, owed.ID, lifecycle.Error)
-	ok, err := s.AnnounceResult(ctx(t), told.ID, store.Message{Text: "[Task: a] done"})
+	ok, err := s.AnnounceResult(ctx(t), told.ID, "", store.Message{Text: "[Task: a] done"})
 	must(t, err)
 	if !ok {
 		t.Fatal("first announcement refused")
@@ -101,7 +101,7 @@ func testAnnounceAfterReopen(t *testing.T, reopen func() store.Store) {
 
 	s = reopen()
 	defer closeStore(t, s)
-	ok, err = s.AnnounceResult(ctx(t), told.ID, store.Message{Text: "[Task: a] done"})
+	ok, err = s.AnnounceResult(ctx(t), told.ID, "", store.Message{Text: "[Task: a] done"})
 	must(t, err)
 	if ok {
 		t.Fatal("a result announced before the restart was announced again")
@@ -111,7 +111,7 @@ func testAnnounceAfterReopen(t *testing.T, reopen func() store.Store) {
 	if len(pending) != 1 || pending[0].ID != owed.ID {
 		t.Fatalf("Unannounced after reopen = %+v, want only %s", pending, owed.ShortID)
 	}
-	ok, err = s.AnnounceResult(ctx(t), owed.ID, store.Message{Text: "[Task: b] failed"})
+	ok, err = s.AnnounceResult(ctx(t), owed.ID, "", store.Message{Text: "[Task: b] failed"})
 	must(t, err)
 	if !ok {
 		t.Fatal("the owed result was not announced")

@@ -43,7 +43,7 @@ func Masked(t *testing.T, open func(t *testing.T, r *redact.Redactor) store.Stor
 	if err := s.TransitionRun(ctx, run.ID, "", []lifecycle.Status{lifecycle.Running}, lifecycle.Error, fin); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AnnounceResult(ctx, run.ID, store.Message{Text: "result " + token}); err != nil {
+	if _, err := s.AnnounceResult(ctx, run.ID, "", store.Message{Text: "result " + token}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.CreatePending(ctx, store.PendingSpawn{ID: "p1", SessionKey: "ava:cli:x", Config: json.RawMessage(`{"task":"` + secret + `"}`),

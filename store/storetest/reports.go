@@ -26,7 +26,7 @@ func announced(t *testing.T, s store.Store, short, parent string) {
 	r.Status = lifecycle.Running
 	r = createRun(t, s, r)
 	finish(t, s, r.ID, lifecycle.Success)
-	if ok, err := s.AnnounceResult(ctx(t), r.ID, store.Message{Text: "[Task: " + short + "] done"}); err != nil || !ok {
+	if ok, err := s.AnnounceResult(ctx(t), r.ID, "", store.Message{Text: "[Task: " + short + "] done"}); err != nil || !ok {
 		t.Fatalf("announce %s: %v %v", short, ok, err)
 	}
 }
@@ -97,7 +97,7 @@ func testReportNotOwedForAFollowUp(t *testing.T, s store.Store) {
 	must(t, s.TransitionRun(ctx(t), r.ID, "", lifecycle.Active, lifecycle.Cancelled, &store.RunFinish{Delivered: true}))
 	must(t, s.TransitionRun(ctx(t), r.ID, "", []lifecycle.Status{lifecycle.Cancelled}, lifecycle.Running, nil))
 	finish(t, s, r.ID, lifecycle.Success)
-	if ok, err := s.AnnounceResult(ctx(t), r.ID, store.Message{Text: "[Task: x] follow-up answered"}); err != nil || !ok {
+	if ok, err := s.AnnounceResult(ctx(t), r.ID, "", store.Message{Text: "[Task: x] follow-up answered"}); err != nil || !ok {
 		t.Fatalf("announce: %v %v", ok, err)
 	}
 	if _, ok, err := s.ClaimReport(ctx(t), parent); err != nil || ok {

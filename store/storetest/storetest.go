@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	cases = append(cases, sessionCases()...)
 	cases = append(cases, runCases()...)
 	cases = append(cases, transitionCases()...)
+	cases = append(cases, fenceCases()...)
 	cases = append(cases, pendingCases()...)
 	cases = append(cases, memoryCases()...)
 	cases = append(cases, boardCases()...)

@@ -236,7 +236,7 @@ func testTransitionResume(t *testing.T, s store.Store) {
 	const parent = "ava:cli:resume"
 	r := createRun(t, s, newRun("S-0d0d0d", parent))
 	finish(t, s, r.ID, lifecycle.Success)
-	ok, err := s.AnnounceResult(ctx(t), r.ID, store.Message{Text: "[Task: find] first"})
+	ok, err := s.AnnounceResult(ctx(t), r.ID, "", store.Message{Text: "[Task: find] first"})
 	must(t, err)
 	if !ok {
 		t.Fatal("first announcement refused")
@@ -248,7 +248,7 @@ func testTransitionResume(t *testing.T, s store.Store) {
 		t.Fatalf("resumed run: announced %v ended %v started %v", got.Announced, got.EndedAt, got.StartedAt)
 	}
 	finish(t, s, r.ID, lifecycle.Success)
-	ok, err = s.AnnounceResult(ctx(t), r.ID, store.Message{Text: "[Task: find] second"})
+	ok, err = s.AnnounceResult(ctx(t), r.ID, "", store.Message{Text: "[Task: find] second"})
 	must(t, err)
 	if !ok {
 		t.Fatal("the resumed run's result was not announced")
@@ -332,7 +332,7 @@ func testAnnounceResultOnce(t *testing.T, s store.Store) {
 	r := newRun("S-0e0e0e", parent)
 	r.Status = lifecycle.Running
 	r = createRun(t, s, r)
-	_, err := s.AnnounceResult(ctx(t), r.ID, store.Message{Text: "too early"})
+	_, err := s.AnnounceResult(ctx(t), r.ID, "", store.Message{Text: "too early"})
 	wantErr(t, err, store.ErrInvalidTransition)
 	finish(t, s, r.ID, lifecycle.Success)
 
@@ -342,7 +342,7 @@ func testAnnounceResultOnce(t *testing.T, s store.Store) {
 	)
 	for range 50 {
 		wg.Go(func() {
-			ok, err := s.AnnounceResult(ctx(t), r.ShortID, store.Message{
+			ok, err := s.AnnounceResult(ctx(t), r.ShortID, "", store.Message{
 				Text: "[Task: find the answer] 42", Blocks: []byte(`{"role":"user"}`),
 			})
 			if err != nil {
@@ -375,9 +375,9 @@ func testAnnounceResultOnce(t *testing.T, s store.Store) {
 	other := newRun("S-0e0e0f", parent)
 	other.Status = lifecycle.Error
 	other = createRun(t, s, other)
-	_, err = s.AnnounceResult(ctx(t), other.ID, store.Message{SessionKey: "ava:cli:elsewhere", Text: "x"})
+	_, err = s.AnnounceResult(ctx(t), other.ID, "", store.Message{SessionKey: "ava:cli:elsewhere", Text: "x"})
 	wantPlainErr(t, err)
-	_, err = s.AnnounceResult(ctx(t), uuid.NewString(), store.Message{Text: "x"})
+	_, err = s.AnnounceResult(ctx(t), uuid.NewString(), "", store.Message{Text: "x"})
 	wantErr(t, err, store.ErrNotFound)
 	if msgs, _ := s.Messages(ctx(t), "ava:cli:elsewhere", 0); len(msgs) != 0 {
 		t.Fatalf("a refused announcement was stored: %+v", msgs)
@@ -402,7 +402,7 @@ func testAnnounceConcurrentRuns(t *testing.T, s store.Store) {
 	for i, id := range ids {
 		wg.Go(func() {
 			<-start
-			ok, err := s.AnnounceResult(ctx(t), id, store.Message{Text: "result"})
+			ok, err := s.AnnounceResult(ctx(t), id, "", store.Message{Text: "result"})
 			if err != nil || !ok {
 				t.Errorf("announce run %d: delivered %v, err %v", i, ok, err)
 			}
@@ -443,7 +443,7 @@ func testMarkAnnounced(t *testing.T, s store.Store) {
 	if len(owed) != 0 {
 		t.Fatalf("a marked run is still owed: %+v", owed)
 	}
-	ok, err := s.AnnounceResult(ctx(t), r.ID, store.Message{Text: "late"})
+	ok, err := s.AnnounceResult(ctx(t), r.ID, "", store.Message{Text: "late"})
 	must(t, err)
 	msgs, err := s.Messages(ctx(t), parent, 0)
 	must(t, err)
@@ -471,7 +471,7 @@ func testUnannounced(t *testing.T, s store.Store) {
 	mk("S-0f0003", "", lifecycle.Success, base)          // no parent
 	mk("S-0f0004", "ava:cli:p", lifecycle.Running, base) // not finished
 	told := mk("S-0f0005", "ava:cli:p", lifecycle.Cancelled, base)
-	ok, err := s.AnnounceResult(ctx(t), told.ID, store.Message{Text: "cancelled"})
+	ok, err := s.AnnounceResult(ctx(t), told.ID, "", store.Message{Text: "cancelled"})
 	must(t, err)
 	if !ok {
 		t.Fatal("announcement refused")
@@ -610,7 +610,7 @@ func testRecoverOwnerResumes(t *testing.T, s store.Store) {
 	wantErr(t, s.TransitionRun(ctx(t), resume.ID, "dead", lifecycle.Active, lifecycle.Success, nil), store.ErrStaleOwner)
 	// A resumed run ends as any run does, and its result is announced once.
 	must(t, s.TransitionRun(ctx(t), resume.ID, "heir", lifecycle.Active, lifecycle.Success, &store.RunFinish{Result: []byte(`{}`)}))
-	ok, err := s.AnnounceResult(ctx(t), resume.ID, store.Message{Text: "[Task: find] done"})
+	ok, err := s.AnnounceResult(ctx(t), resume.ID, "", store.Message{Text: "[Task: find] done"})
 	must(t, err)
 	if !ok {
 		t.Fatal("the resumed run's result was not announced")
