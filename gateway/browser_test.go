@@ -62,7 +62,7 @@ func TestPanelInBrowser(t *testing.T) {
 	chrome := findChromium(t)
 	var down atomic.Bool // while set, event streams are cut at connect
 	ws := t.TempDir()
-	e := newEnv(t, envOptions{script: browserScript, env: map[string]string{"AVA_WORKSPACE": ws}, wrap: func(next http.Handler) http.Handler {
+	e := newEnv(t, envOptions{script: browserScript, env: map[string]string{"AVA_WORKSPACE": ws, "AVA_PROGRESS_AFTER": "200ms", "AVA_PROGRESS_EVERY": "300ms"}, wrap: func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if down.Load() && r.URL.Path == "/api/chat/stream" {
 				dropConnection(w)
@@ -90,8 +90,13 @@ func TestPanelInBrowser(t *testing.T) {
 	b.wait(`document.querySelector('details.thinking:not([open])')?.textContent.includes('researcher in the background')`, "thinking folded away")
 	b.waitText(`.line.tool`, "spawn_subagent")
 	b.wait(`document.querySelector('.subagent[data-status="running"]') && document.querySelector('.tl-bar[data-status="running"]')`, "the subagent running in the list and on the timeline")
-	// The typing indicator: the turn ended, its subagent works on.
+	// The typing indicator: the turn ended, its subagent works on, and
+	// its "still working" line is kept up to date in place.
 	b.waitText(`.typing`, "Waiting for subagents")
+	b.waitText(`.line.progress`, "still working")
+	if n := b.eval(`String(document.querySelectorAll('.line.progress').length)`); n != "1" {
+		t.Fatalf("%s progress lines for one subagent, want one updated in place", n)
+	}
 	b.shot(shots, "desktop-chat.png")
 
 	// The subagent as a chat: its stream from the start; stop it.
@@ -127,6 +132,7 @@ func TestPanelInBrowser(t *testing.T) {
 	// elsewhere meanwhile, and let the panel reconnect by itself.
 	b.run(chromedp.Click(chromedp.CSS(`button.back`)))
 	b.waitText(`.msg.assistant`, "parent done")
+	b.wait(`!document.querySelector('.line.progress') && document.querySelector('.line.complete')`, "the progress line gone once the subagent ended")
 	b.wait(`document.querySelector('.chat').dataset.conn === 'live'`, "the stream live")
 	down.Store(true)
 	e.ts.CloseClientConnections()

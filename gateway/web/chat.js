@@ -67,8 +67,15 @@ export function reduce(s, ev) {
       };
     case 'SubagentSpawn':
       return add(s, { kind: 'spawn', seq, id: c.subagentId, role: c.role, task: c.task });
+    case 'SubagentProgress': // "⏳ still working": one line per subagent, updated in place
+      return {
+        ...s,
+        items: [...s.items.filter((it) => !(it.kind === 'progress' && it.id === c.subagentId)),
+          { kind: 'progress', seq, id: c.subagentId, role: c.role, activity: c.activity, elapsedMs: c.elapsedMs, tokens: c.tokens, stalled: !!c.stalled }],
+      };
     case 'SubagentComplete':
-      return add({ ...s, spent: s.spent + 1 }, { kind: 'complete', seq, ...c, id: c.subagentId });
+      return add({ ...s, spent: s.spent + 1, items: s.items.filter((it) => !(it.kind === 'progress' && it.id === c.subagentId)) },
+        { kind: 'complete', seq, ...c, id: c.subagentId });
     case 'SpawnProposed':
       return add(await_(s, [{ id: c.pendingId, role: c.role, task: c.task, estimate: c.estimate, expiresAt: c.expiresAt }]),
         { kind: 'proposal', seq, id: c.pendingId, text: c.text, decision: '' });
@@ -341,6 +348,10 @@ function Item({ it, onOpen, sessionKey }) {
     case 'spawn':
       return html`<button class="line spawn" data-seq=${seq} data-kind="spawn" onClick=${() => onOpen(it.id)}>
         ↳ started <b>${it.role}</b> ${it.id}<span class="muted"> — ${it.task}</span></button>`;
+    case 'progress':
+      return html`<button class=${`line progress${it.stalled ? ' stalled' : ''}`} data-seq=${seq} data-kind="progress" onClick=${() => onOpen(it.id)}>
+        ⏳ ${it.role} ${it.id} still working${it.activity ? `: ${it.activity}` : ''}
+        <span class="muted"> (${duration(it.elapsedMs)}, ${it.tokens} tokens)</span></button>`;
     case 'complete':
       return html`<button class=${`line complete st-${it.status}`} data-seq=${seq} data-kind="complete" onClick=${() => onOpen(it.id)}>
         ${endMark(it.status)} ${it.role} ${it.id} ${statusLabel(it.status)} · ${duration(it.durationMs)} · ${cost(it.costCents, it.tokens)}
