@@ -192,7 +192,7 @@ func shutdown(srv *Server, hs *http.Server, rt *ava.Runtime, served <-chan error
 	left := srv.Drain(gctx)
 	gcancel()
 	if left > 0 {
-		log.Warn("grace period over: stopping what still runs (recorded as interrupted)", "running", left)
+		log.Warn("grace period over: stopping what still runs (runs whose role resumes, and queued ones that never started, are left to the next process; the others are recorded as interrupted)", "running", left)
 	}
 	// Cancel the turns first, so that the handlers waiting on them end;
 	// the caller closes the runtime (the store last of all) only once no

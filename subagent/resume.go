@@ -396,8 +396,19 @@ func (h *Handle) suspend(ctx context.Context, res agent.Result) bool {
 	h.mu.Lock()
 	from, stored, foreign := h.stored, h.ckStored, h.foreign
 	h.mu.Unlock()
-	if !h.role.Resume || h.m.resumeAttempts() == 0 || h.m.ownerID() == "" || foreign || from != lifecycle.Running ||
-		h.attempt >= h.m.resumeAttempts() {
+	if !h.role.Resume || h.m.resumeAttempts() == 0 || h.m.ownerID() == "" || foreign || h.attempt >= h.m.resumeAttempts() {
+		return false
+	}
+	if from == lifecycle.Queued {
+		// It never started: its record stays queued under this process's
+		// lease, and the next process starts it (issue 39 item 9).
+		h.m.log.Info("queued subagent left for the next process to start", "id", h.id)
+		h.mu.Lock()
+		h.status, h.stalled = lifecycle.Interrupted, false
+		h.mu.Unlock()
+		return true
+	}
+	if from != lifecycle.Running {
 		return false
 	}
 	c := store.Checkpoint{Owner: h.writer(), Tokens: res.Usage.Total(), CostCents: res.CostCents, Iterations: res.Iterations}

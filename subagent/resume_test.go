@@ -347,3 +347,71 @@ func TestShutdownLeavesResumableRunsToTheNextProcess(t *testing.T) {
 		t.Fatalf("lifecycle %v", types)
 	}
 }
+
+// A shutdown leaves a queued run that never started queued under its
+// process (issue 39 item 9: it used to end interrupted): the next process
+// starts it, and its parent hears of it once, when it ends.
+func TestShutdownLeavesQueuedRunsQueued(t *testing.T) {
+	h := newHarness(t, "turns:\n  - text: unused\n", nil)
+	s, err := scripted.Parse("test", []byte("turns:\n  - tool_calls: [{name: read_file, args: {path: a}}]\n  - text: finished later\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &blocker{Provider: scripted.NewWithScript(s), entered: make(chan struct{}, 4)}
+	b.block.Store(true)
+	cat := llm.NewCatalog(llm.Prices{"t": {Input: 10_000, Output: 10_000}})
+	cat.Add(b, map[string]string{"haiku": "t", "sonnet": "t", "opus": "t"})
+	opts := h.opts
+	opts.Catalog, opts.MaxConcurrent, opts.Overflow = cat, 1, subagent.OverflowQueue
+	first, err := instance.Start(context.Background(), instance.Options{Store: h.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Owner = first
+	m1 := subagent.NewManager(opts)
+	if err := m1.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	running, err := m1.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "first"}, Parent: parent, Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the second model call never came")
+	}
+	queued, err := m1.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: "second"}, Parent: parent, Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := queued.Status().Status; st != lifecycle.Queued {
+		t.Fatalf("the second run is %s, want queued", st)
+	}
+	m1.Close()
+	first.Close()
+	run, _ := h.store.GetRun(context.Background(), queued.ID())
+	if run.Status != lifecycle.Queued || run.Owner != first.ID() {
+		t.Fatalf("after the shutdown the queued run is %s (owner %s), want queued under the first process", run.Status, run.Owner)
+	}
+	b.block.Store(false)
+	second, err := instance.Start(context.Background(), instance.Options{Store: h.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	opts.Owner = second
+	m2 := subagent.NewManager(opts)
+	if err := m2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	for _, id := range []string{running.ID(), queued.ID()} {
+		if got := waitRun(t, h, id); got.Status != lifecycle.Success {
+			t.Fatalf("%s: %s (%s)", id, got.Status, got.Error)
+		}
+		if n := parentNotes(t, h, id); n != 1 {
+			t.Fatalf("the parent got %s's result %d times", id, n)
+		}
+	}
+}
