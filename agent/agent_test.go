@@ -357,3 +357,22 @@ turns:
 		t.Fatalf("failing checkpoint: status %s, tool ran %d times, err %v", res.Status, ran.Load(), res.Err)
 	}
 }
+
+// A final answer that crosses the token cap (its input is not bounded
+// ahead) ends with the token cap's status and keeps its text; one that
+// stays at the cap exactly is success (issue 40 item 2).
+func TestFinalAnswerOverTheTokenCapIsNotSuccess(t *testing.T) {
+	for _, tc := range []struct {
+		input int
+		want  lifecycle.Status
+	}{{990, lifecycle.Success}, {991, lifecycle.TokensExceeded}} {
+		p := providerFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+			return &llm.Response{Usage: llm.Usage{InputTokens: tc.input, OutputTokens: 10}, StopReason: llm.StopEndTurn,
+				Message: llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text("answer")}}}, nil
+		})
+		res := run(t, agent.Config{Model: llm.Model{Provider: p, ID: "m"}, Limits: agent.Limits{MaxTokens: 1000}}, context.Background())
+		if res.Status != tc.want || res.Text != "answer" {
+			t.Fatalf("%d+10 tokens on a 1000 cap: status %s text %q (%v), want %s with the text", tc.input, res.Status, res.Text, res.Err, tc.want)
+		}
+	}
+}

@@ -266,8 +266,8 @@ var classOf = func() (t [256]uint8) {
 }()
 
 // overCapAtEnd reports a final answer that may not count as success: one
-// whose run ended above its cost cap, or one the cost bound cut short.
-// The answer's text is kept either way.
+// whose run ended above its cost cap or its token cap, or one the cost
+// bound cut short. The answer's text is kept either way.
 func (r *run) overCapAtEnd(p *callPlan, resp *llm.Response) error {
 	capCents := r.a.cfg.Limits.MaxCostCents
 	if capCents > 0 && r.cost > capCents {
@@ -276,6 +276,11 @@ func (r *run) overCapAtEnd(p *callPlan, resp *llm.Response) error {
 	if p.costCut && resp.StopReason == llm.StopMaxTokens {
 		return fmt.Errorf("%w: the answer was cut at %d output tokens, all that the cost cap or shared budget left room for (kept)",
 			ErrCostExceeded, resp.Usage.OutputTokens)
+	}
+	// The token cap holds to the last token too (seed 001 §2.4): an
+	// answer whose input or output crosses it is kept, never success.
+	if capTokens := r.a.cfg.Limits.MaxTokens; capTokens > 0 && r.usage.Total() > capTokens {
+		return fmt.Errorf("%w: the final answer brought the run to %d of its %d tokens (kept)", ErrTokensExceeded, r.usage.Total(), capTokens)
 	}
 	return nil
 }
