@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/orchestrator"
 	"github.com/avaagent/ava/store"
 )
@@ -97,10 +98,11 @@ func (s *Service) report(key string) {
 // runReport runs a report turn: a model's synthesis (Summarize) or the
 // results as they are (Announce).
 func (s *Service) runReport(ctx context.Context, t *Turn) {
-	orch, model, err := s.cfg.Orchestrator(s.reportModel(t.Session), t.opt.Limits)
+	last := s.reportOptions(t.Session)
+	orch, model, err := s.cfg.Orchestrator(last.Model, last.Limits)
 	if err != nil {
 		t.err = err
-		t.res = Result{Status: "error", Session: t.Session, Error: err.Error()}
+		t.res = Result{Status: lifecycle.Error, Session: t.Session, Error: err.Error()}
 		return
 	}
 	t.model = model

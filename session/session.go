@@ -167,9 +167,9 @@ type Service struct {
 
 	mu       sync.Mutex
 	sessions map[string]*main
-	// models are the models the sessions' last turns here asked for
-	// (SendOptions.Model), for their report turns.
-	models map[string]string
+	// lastOpts are the model and limits the sessions' last turns here
+	// asked for, for their report turns.
+	lastOpts map[string]SendOptions
 	// reporting counts the report claims under way by session, and
 	// reports holds each session's last report turn, for WaitReport.
 	reporting map[string]int
@@ -187,12 +187,13 @@ type main struct {
 	state   State
 }
 
-// reportModel is the model a report turn of the session runs on: the
-// one its last turn here asked for ("" for the configured one).
-func (s *Service) reportModel(key string) string {
+// reportOptions are what a report turn of the session runs with: the
+// model and limits its last turn here asked for (the configured model
+// and no limits of its own when none ran here).
+func (s *Service) reportOptions(key string) SendOptions {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.models[key]
+	return s.lastOpts[key]
 }
 
 // New returns a Service.
@@ -203,7 +204,7 @@ func New(cfg Config) *Service {
 	if cfg.ReportAfter <= 0 {
 		cfg.ReportAfter = defaultReportAfter
 	}
-	s := &Service{cfg: cfg, log: cfg.Logger, sessions: map[string]*main{}, models: map[string]string{},
+	s := &Service{cfg: cfg, log: cfg.Logger, sessions: map[string]*main{}, lastOpts: map[string]SendOptions{},
 		reporting: map[string]int{}, reports: map[string]*Turn{}}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -443,7 +444,7 @@ func (s *Service) startLocked(key string, m *main, t *Turn) {
 	t.cancel, t.started = cancel, time.Now()
 	m.current = t
 	if !t.report {
-		s.models[key] = t.opt.Model
+		s.lastOpts[key] = SendOptions{Model: t.opt.Model, Limits: t.opt.Limits}
 	}
 	s.setStateLocked(key, m, Running)
 	s.wg.Go(func() {
