@@ -197,3 +197,26 @@ type endpointProvider struct {
 }
 
 func (e *endpointProvider) BaseURL() *url.URL { return e.base }
+
+// A typo in a provider is refused with the closest known one, never sent
+// on as a model ID; with the offline model the default, only scripted/
+// names a script; a slashed ID of the default provider still resolves
+// (issue 42 item 2).
+func TestUnknownProviderIsRefused(t *testing.T) {
+	cat := llm.NewCatalog(llm.DefaultPrices)
+	cat.Add(&fakeProvider{name: "openrouter"}, nil)
+	if _, err := cat.Resolve("anthorpic/sonnet"); err == nil || !strings.Contains(err.Error(), "did you mean anthropic/") {
+		t.Errorf("anthorpic/sonnet: %v", err)
+	}
+	if m, err := cat.Resolve("meta-llama/llama-3.3-70b"); err != nil || m.Name() != "openrouter/meta-llama/llama-3.3-70b" {
+		t.Errorf("an OpenRouter ID with a slash: %q %v", m.Name(), err)
+	}
+	offline := llm.NewCatalog(llm.DefaultPrices)
+	offline.Add(&fakeProvider{name: "scripted"}, nil)
+	if _, err := offline.Resolve("mymodels/demo.yaml"); err == nil || !strings.Contains(err.Error(), "only a scripted/ prefix") {
+		t.Errorf("an unknown provider with the offline model as default: %v", err)
+	}
+	if m, err := offline.Resolve("scripted/demo"); err != nil || m.Name() != "scripted/demo" {
+		t.Errorf("scripted/demo: %q %v", m.Name(), err)
+	}
+}

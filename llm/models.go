@@ -108,6 +108,9 @@ func (c *Catalog) resolve(name string) (Model, bool, error) {
 		if err != nil {
 			return Model{}, false, fmt.Errorf("resolve model %q: %w", name, err)
 		}
+		if err := checkUnknownProvider(name, provName, hasProvider, def); err != nil {
+			return Model{}, false, err
+		}
 		provName, id = def, name
 	}
 	p, ok := c.providers[provName]
@@ -161,3 +164,58 @@ func isAlias(name string, aliases map[string]map[string]string) bool {
 }
 
 func isKnownProvider(name string) bool { return slices.Contains(KnownProviders, name) }
+
+// checkUnknownProvider refuses a provider/model name whose provider is
+// none Ava knows when it reads as a typo of one (anthorpic/sonnet), or
+// when the default provider it would go to is the offline scripted
+// model: only a scripted/ prefix names a script. Otherwise the whole
+// name is a model ID of the default provider (an OpenRouter or
+// OpenAI-compatible ID such as meta-llama/llama-3.3-70b).
+func checkUnknownProvider(name, prov string, hasProvider bool, def string) error {
+	if !hasProvider {
+		return nil
+	}
+	known := strings.Join(KnownProviders, ", ")
+	if prov == "" {
+		return fmt.Errorf("model %q: a path is not a model name: give provider/model (providers: %s); a script is named scripted/<path>", name, known)
+	}
+	if near := closestProvider(prov); near != "" {
+		return fmt.Errorf("model %q: unknown provider %q: did you mean %s/…? (known providers: %s)", name, prov, near, known)
+	}
+	if def == "scripted" {
+		return fmt.Errorf("model %q: unknown provider %q (known providers: %s); only a scripted/ prefix names an offline script", name, prov, known)
+	}
+	return nil
+}
+
+// closestProvider is the known provider within two edits of name, or "".
+func closestProvider(name string) string {
+	best, bestD := "", 3
+	for _, p := range KnownProviders {
+		if d := editDistance(strings.ToLower(name), p); d < bestD {
+			best, bestD = p, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}

@@ -62,11 +62,16 @@ func TestScriptedModelOnlyFromTheOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, name := range []string{"scripted/" + script, script, "scripted/demo"} {
+	for _, name := range []string{"scripted/" + script, "scripted/demo"} {
 		_, err := h.m.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "researcher", Task: "t", Model: name}, Parent: parent})
 		if !errors.Is(err, llm.ErrOperatorOnlyModel) {
 			t.Errorf("model %q from a non-operator: %v", name, err)
 		}
+	}
+	// A bare path names no script at all (only scripted/ does).
+	if _, err := h.m.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "researcher", Task: "t", Model: script}, Parent: parent}); err == nil ||
+		!strings.Contains(err.Error(), "a path is not a model name") {
+		t.Errorf("model %q: %v", script, err)
 	}
 	hd, err := h.m.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "researcher", Task: "t", Model: "scripted/" + script,
 		ModelBy: llm.NamedByOperator}, Parent: parent})
