@@ -122,8 +122,11 @@ func (g *repoGuard) all() []RepoChange {
 
 // makePlaceholders makes the empty folders that stand for a missing
 // .ava, .git and .vscode at the top of the workspace, which the helper
-// mounts read-only (see controlEntries). A folder Ava may not create
-// the command may not either.
+// mounts read-only (see controlEntries), before the listing, so that the
+// listing does not take them for the command's. The helper makes one
+// again should it vanish in between (protectEntry): that second attempt
+// closes the race, it is not a second place that decides. A folder Ava
+// may not create the command may not either.
 func makePlaceholders(root string) error {
 	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {

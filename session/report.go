@@ -7,23 +7,7 @@ import (
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/orchestrator"
-	"github.com/avaagent/ava/store"
 )
-
-// OnComplete says what a session does when its background subagents
-// have ended (config.yaml on_complete; config.OnComplete).
-type OnComplete = config.OnComplete
-
-// What a session does when its background subagents have ended.
-const (
-	Summarize = config.Summarize
-	Announce  = config.Announce
-	Quiet     = config.Quiet
-)
-
-// reportStore is what the service needs of the store to report results
-// once (store.ReportStore).
-type reportStore = store.ReportStore
 
 // defaultReportAfter is Config.ReportAfter's default.
 const defaultReportAfter = 10 * time.Second
@@ -74,7 +58,7 @@ func (s *Service) report(key string) {
 		}
 		return
 	}
-	if !claimed || s.cfg.OnComplete == Quiet {
+	if !claimed || s.cfg.OnComplete == config.Quiet {
 		return // quiet: claimed all the same, so that nothing is owed later
 	}
 	t := &Turn{Session: key, report: true, done: make(chan struct{}), redactor: s.cfg.Redactor}
@@ -95,6 +79,15 @@ func (s *Service) report(key string) {
 	s.startLocked(key, m, t)
 }
 
+// reportOptions are what a report turn of the session runs with: the
+// model and limits its last turn here asked for (the configured model
+// and no limits of its own when none ran here).
+func (s *Service) reportOptions(key string) SendOptions {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastOpts[key]
+}
+
 // runReport runs a report turn: a model's synthesis (Summarize) or the
 // results as they are (Announce).
 func (s *Service) runReport(ctx context.Context, t *Turn) {
@@ -107,7 +100,7 @@ func (s *Service) runReport(ctx context.Context, t *Turn) {
 	}
 	t.model = model
 	offline := s.cfg.Offline != nil && s.cfg.Offline(model)
-	if s.cfg.OnComplete == Announce {
+	if s.cfg.OnComplete == config.Announce {
 		res, err := orch.AnnounceResults(ctx, t.Session)
 		t.res, t.err = orchestrator.JSON(res, t.Session, model, offline), err
 		return

@@ -32,6 +32,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
@@ -112,11 +113,11 @@ type Config struct {
 	CancelSubagentsOnStop bool
 	// Reports keeps which sessions are owed a report of their background
 	// results and lets one process claim each (store.ReportStore has
-	// it); nil: no report is ever made (as OnComplete Quiet).
-	Reports reportStore
+	// it); nil: no report is ever made (as config.Quiet).
+	Reports store.ReportStore
 	// OnComplete is what a session does when its background subagents
-	// have ended (see OnComplete); "" is Summarize.
-	OnComplete OnComplete
+	// have ended (config.OnComplete); "" is config.Summarize.
+	OnComplete config.OnComplete
 	// ReportAfter is how long a result must have waited unreported
 	// before a recovery sweep (ReportOwed) reports it (default 10 s):
 	// the process that announced it reports it at once, and a sweep
@@ -187,19 +188,10 @@ type main struct {
 	state   State
 }
 
-// reportOptions are what a report turn of the session runs with: the
-// model and limits its last turn here asked for (the configured model
-// and no limits of its own when none ran here).
-func (s *Service) reportOptions(key string) SendOptions {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lastOpts[key]
-}
-
 // New returns a Service.
 func New(cfg Config) *Service {
 	if cfg.OnComplete == "" {
-		cfg.OnComplete = Summarize
+		cfg.OnComplete = config.Summarize
 	}
 	if cfg.ReportAfter <= 0 {
 		cfg.ReportAfter = defaultReportAfter

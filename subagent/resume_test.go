@@ -283,14 +283,7 @@ func (b *blocker) Stream(ctx context.Context, req *llm.Request, on func(llm.Delt
 // interrupted in between, and its result reaches the parent once.
 func TestShutdownLeavesResumableRunsToTheNextProcess(t *testing.T) {
 	h := newHarness(t, "turns:\n  - text: unused\n", nil)
-	s, err := scripted.Parse("test", []byte("turns:\n  - tool_calls: [{name: read_file, args: {path: a}}]\n  - text: finished later\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &blocker{Provider: scripted.NewWithScript(s), entered: make(chan struct{}, 4)}
-	b.block.Store(true)
-	cat := llm.NewCatalog(llm.Prices{"t": {Input: 10_000, Output: 10_000}})
-	cat.Add(b, map[string]string{"haiku": "t", "sonnet": "t", "opus": "t"})
+	cat, b := blockedCatalog(t)
 	opts := h.opts
 	opts.Catalog = cat
 	first, err := instance.Start(context.Background(), instance.Options{Store: h.store})
@@ -348,11 +341,10 @@ func TestShutdownLeavesResumableRunsToTheNextProcess(t *testing.T) {
 	}
 }
 
-// A shutdown leaves a queued run that never started queued under its
-// process (issue 39 item 9: it used to end interrupted): the next process
-// starts it, and its parent hears of it once, when it ends.
-func TestShutdownLeavesQueuedRunsQueued(t *testing.T) {
-	h := newHarness(t, "turns:\n  - text: unused\n", nil)
+// blockedCatalog is a catalog whose model blocks on its second call (a
+// tool call, then an answer) while b.block is set.
+func blockedCatalog(t *testing.T) (*llm.Catalog, *blocker) {
+	t.Helper()
 	s, err := scripted.Parse("test", []byte("turns:\n  - tool_calls: [{name: read_file, args: {path: a}}]\n  - text: finished later\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -361,6 +353,15 @@ func TestShutdownLeavesQueuedRunsQueued(t *testing.T) {
 	b.block.Store(true)
 	cat := llm.NewCatalog(llm.Prices{"t": {Input: 10_000, Output: 10_000}})
 	cat.Add(b, map[string]string{"haiku": "t", "sonnet": "t", "opus": "t"})
+	return cat, b
+}
+
+// A shutdown leaves a queued run that never started queued under its
+// process (issue 39 item 9: it used to end interrupted): the next process
+// starts it, and its parent hears of it once, when it ends.
+func TestShutdownLeavesQueuedRunsQueued(t *testing.T) {
+	h := newHarness(t, "turns:\n  - text: unused\n", nil)
+	cat, b := blockedCatalog(t)
 	opts := h.opts
 	opts.Catalog, opts.MaxConcurrent, opts.Overflow = cat, 1, subagent.OverflowQueue
 	first, err := instance.Start(context.Background(), instance.Options{Store: h.store})
