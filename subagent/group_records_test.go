@@ -135,9 +135,14 @@ func TestParallelGroupWhoseMemberIsNotRecorded(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// The store records a member's end before its handle shows it (the
+	// write comes first, then the handle): wait for the handles too.
 	for _, hd := range h.m.List(true) {
-		if st := hd.Status().Status; !st.Final() {
-			t.Errorf("member %s is still %s", hd.ID(), st)
+		for st := hd.Status().Status; !st.Final(); st = hd.Status().Status {
+			if time.Now().After(deadline) {
+				t.Fatalf("member %s is still %s", hd.ID(), st)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 }
