@@ -81,6 +81,10 @@ type Instance struct {
 
 	renewMu sync.Mutex // one synchronous renewal at a time (Hold)
 
+	// link is what this process saw of the store: whether it answered
+	// without a break, and since when (see judging).
+	link link
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -124,7 +128,9 @@ func (in *Instance) ID() string {
 // register records the instance under id and proves the lease from now.
 func (in *Instance) register(ctx context.Context, id string) error {
 	mono, now := time.Now(), in.now()
-	err := in.opt.Store.RegisterInstance(ctx, store.Instance{ID: id, Host: in.host, PID: in.pid, StartedAt: now, HeartbeatAt: now})
+	err := in.call(func() error {
+		return in.opt.Store.RegisterInstance(ctx, store.Instance{ID: id, Host: in.host, PID: in.pid, StartedAt: now, HeartbeatAt: now})
+	})
 	if err != nil {
 		return fmt.Errorf("register this process: %w", err)
 	}
@@ -147,7 +153,7 @@ func (in *Instance) proved(id string, wall, mono time.Time) {
 func (in *Instance) renew(ctx context.Context) error {
 	id := in.ID()
 	mono, now := time.Now(), in.now()
-	err := in.opt.Store.Heartbeat(ctx, id, now)
+	err := in.call(func() error { return in.opt.Store.Heartbeat(ctx, id, now) })
 	switch {
 	case err == nil:
 		in.proved(id, now, mono)
@@ -261,15 +267,21 @@ func (in *Instance) Close() error {
 // store.Takeover.Seen, so that an owner that renews its lease before
 // its runs are recovered keeps them. This instance never is gone.
 func (in *Instance) Gone(ctx context.Context, owners []string) ([]store.Instance, error) {
-	all, err := in.opt.Store.Instances(ctx)
+	var all []store.Instance
+	err := in.call(func() (err error) {
+		all, err = in.opt.Store.Instances(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("find gone owners: %w", err)
 	}
+	now := in.now()
+	judge := in.mayJudgeAge(now)
 	byID := make(map[string]store.Instance, len(all))
 	for _, o := range all {
 		byID[o.ID] = o
 	}
-	now, self := in.now(), in.ID()
+	self := in.ID()
 	var gone []store.Instance
 	for _, id := range owners {
 		if id == self {
@@ -279,16 +291,18 @@ func (in *Instance) Gone(ctx context.Context, owners []string) ([]store.Instance
 		switch {
 		case !ok:
 			gone = append(gone, store.Instance{ID: id})
-		case in.dead(o, now):
+		case in.dead(o, now, judge):
 			gone = append(gone, o)
 		}
 	}
 	return gone, nil
 }
 
-// dead reports whether a registered instance is gone.
-func (in *Instance) dead(o store.Instance, now time.Time) bool {
-	if now.Sub(o.HeartbeatAt) > in.opt.TTL {
+// dead reports whether a registered instance is gone: its process is
+// dead on this host, or (when this process may judge by age, see
+// mayJudgeAge) its heartbeat is older than the TTL.
+func (in *Instance) dead(o store.Instance, now time.Time, byAge bool) bool {
+	if byAge && now.Sub(o.HeartbeatAt) > in.opt.TTL {
 		return true
 	}
 	return o.Host == in.host && !processAlive(o.PID)

@@ -3,7 +3,10 @@ package instance_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -118,3 +121,123 @@ func TestHoldWaitsOutAnOutage(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// pausable is a store whose calls wait while it is paused, as a
+// SIGSTOPped database's do: they answer late, not with an error.
+type pausable struct {
+	store.OwnerStore
+	mu     sync.Mutex
+	resume chan struct{} // nil while running
+}
+
+func (p *pausable) pause() {
+	p.mu.Lock()
+	p.resume = make(chan struct{})
+	p.mu.Unlock()
+}
+
+func (p *pausable) unpause() {
+	p.mu.Lock()
+	if p.resume != nil {
+		close(p.resume)
+		p.resume = nil
+	}
+	p.mu.Unlock()
+}
+
+func (p *pausable) wait() {
+	p.mu.Lock()
+	c := p.resume
+	p.mu.Unlock()
+	if c != nil {
+		<-c
+	}
+}
+
+func (p *pausable) Heartbeat(ctx context.Context, id string, at time.Time) error {
+	p.wait()
+	return p.OwnerStore.Heartbeat(ctx, id, at)
+}
+
+func (p *pausable) Instances(ctx context.Context) ([]store.Instance, error) {
+	p.wait()
+	return p.OwnerStore.Instances(ctx)
+}
+
+// A database paused for several times the TTL makes every live
+// process's heartbeat older than the TTL when it comes back. A judge
+// that has seen its own calls hang declares nobody gone until it has
+// seen the store answer for the TTL again, by which time the live owner
+// renewed: it keeps its runs. An owner that stops renewing while the
+// store is up is still found gone. (Before, the judge declared the live
+// owner gone the moment the database came back.)
+func TestOutageLongerThanTheTTLTakesNoLiveOwner(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ava.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ownerDB, judgeDB := &pausable{OwnerStore: st}, &pausable{OwnerStore: st}
+	ctx := context.Background()
+	const beat, ttl = 50 * time.Millisecond, 400 * time.Millisecond
+	opts := instance.Options{Store: ownerDB, Heartbeat: beat, TTL: ttl, Logger: slog.New(slog.DiscardHandler)}
+	owner, err := instance.Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	opts.Store = judgeDB
+	judge, err := instance.Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer judge.Close()
+	// A registration that never renews, on this host with a live
+	// process ID: only its age says it is gone.
+	host, _ := os.Hostname()
+	if err := st.RegisterInstance(ctx, store.Instance{ID: "stopped", Host: host, PID: os.Getpid(), StartedAt: time.Now(), HeartbeatAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	gone := func() []string {
+		t.Helper()
+		g, err := judge.Gone(ctx, []string{owner.ID(), "stopped"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, o := range g {
+			ids = append(ids, o.ID)
+		}
+		return ids
+	}
+	time.Sleep(2 * ttl)
+	if got := gone(); len(got) != 1 || got[0] != "stopped" {
+		t.Fatalf("before the outage: gone %v, want only the stopped registration", got)
+	}
+
+	// The database pauses for everyone; the judge's calls come back a
+	// little before the owner's renewal does (the worst case).
+	ownerDB.pause()
+	judgeDB.pause()
+	defer ownerDB.unpause() // before the instances close
+	time.Sleep(4 * ttl)
+	judgeDB.unpause()
+	for end := time.Now().Add(4 * beat); time.Now().Before(end); time.Sleep(beat / 4) {
+		for _, id := range gone() {
+			if id == owner.ID() {
+				t.Fatal("the live owner was declared gone as the database came back")
+			}
+		}
+	}
+	ownerDB.unpause()
+	for end := time.Now().Add(3 * ttl); time.Now().Before(end); time.Sleep(beat / 2) {
+		for _, id := range gone() {
+			if id == owner.ID() {
+				t.Fatal("the live owner was declared gone after the outage")
+			}
+		}
+	}
+	if got := gone(); len(got) != 1 || got[0] != "stopped" {
+		t.Fatalf("after the outage: gone %v, want only the stopped registration", got)
+	}
+}

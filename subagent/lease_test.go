@@ -89,11 +89,7 @@ func TestPausedOwnerStopsItsRunAndWritesNothing(t *testing.T) {
 
 	// Process B, an hour later by its clock: A's heartbeat is past the
 	// TTL, so B takes A's run over at start and finishes it.
-	b, err := instance.Start(ctx, instance.Options{Store: h.store, Clock: func() time.Time { return time.Now().Add(time.Hour) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := laterInstance(t, h.store)
 	bCat, _ := scriptedCatalog(t, "turns:\n  - text: B finished\n")
 	optsB := h.opts
 	optsB.Catalog, optsB.Owner, optsB.RecoverEvery = bCat, b, time.Hour
@@ -232,11 +228,7 @@ func TestPausedOwnersBufferedEventsNeverLand(t *testing.T) {
 
 	// Process B, an hour later by its clock, takes the run over and
 	// finishes it.
-	b, err := instance.Start(ctx, instance.Options{Store: h.store, Clock: func() time.Time { return time.Now().Add(time.Hour) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := laterInstance(t, h.store)
 	bCat, _ := scriptedCatalog(t, "turns:\n  - text: B finished\n")
 	optsB := h.opts
 	optsB.Catalog, optsB.Owner, optsB.RecoverEvery = bCat, b, time.Hour
@@ -397,4 +389,22 @@ func TestLostLeaseRecoveryWritesNoSecondEnd(t *testing.T) {
 	if n := parentNotes(t, h, hd.ID()); n != 1 {
 		t.Fatalf("the parent got the result %d times", n)
 	}
+}
+
+// laterInstance starts an instance whose clock is an hour ahead (a
+// process that starts after another one paused) and has since seen the
+// store answer for longer than the TTL, so that it judges heartbeats by
+// age (instance: a process starts judging by age one TTL after it
+// registered).
+func laterInstance(t *testing.T, st store.OwnerStore) *instance.Instance {
+	t.Helper()
+	var ahead atomic.Int64
+	ahead.Store(int64(time.Hour))
+	b, err := instance.Start(context.Background(), instance.Options{Store: st, Clock: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	ahead.Add(int64(instance.DefaultTTL + time.Second))
+	return b
 }
