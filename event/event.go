@@ -214,6 +214,13 @@ type Fence struct {
 	// decided on the same stream at once only the first writes (the
 	// others get ErrFenced). The stream's primary key decides.
 	Follows uint64
+	// Until, when not nil, lets a leased event ride out a store outage
+	// of any length: it is retried until it is stored, refused (the
+	// lease decides, so waiting never lands it wrongly), or Until is
+	// closed (its publisher is shutting down). Without it a failing
+	// store is retried for the hub's outage bound (OutageBound). A run
+	// thus pauses through an outage instead of ending (issue 39 item 5).
+	Until <-chan struct{}
 }
 
 // Leased reports whether the fence carries a run's lease.

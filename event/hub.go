@@ -586,7 +586,7 @@ func (j *Journal) store(evs []Event, with *withWrite) error {
 	if f := evs[0].Fence.Follows; f != 0 {
 		return j.storeFollowing(evs, f)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), j.hub.outage)
+	ctx, cancel := outageContext(evs[0].Fence, j.hub.outage)
 	defer cancel()
 	final := func(err error) bool {
 		return errors.Is(err, ErrSeqTaken) || errors.Is(err, ErrLogClosed) || errors.Is(err, ErrFenced)
@@ -594,6 +594,24 @@ func (j *Journal) store(evs []Event, with *withWrite) error {
 	return wait.Retry(ctx, 0, final, func(ctx context.Context) error {
 		return j.storeSeqRetried(ctx, evs, j.hub.log.AppendEvents)
 	})
+}
+
+// outageContext bounds the retries of a write with fence f: until
+// f.Until closes for a leased event that has it, the outage bound
+// otherwise.
+func outageContext(f Fence, bound time.Duration) (context.Context, context.CancelFunc) {
+	if !f.Leased() || f.Until == nil {
+		return context.WithTimeout(context.Background(), bound)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-f.Until:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // storeSeqRetried stores evs with write, numbering them again after the

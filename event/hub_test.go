@@ -634,3 +634,35 @@ func TestNextEventsAreTheCallers(t *testing.T) {
 		}
 	}
 }
+
+// A run's leased event with Until rides out an outage longer than the
+// hub's bound (the run pauses rather than ending): it is stored once the
+// log is back; without Until, or once Until closes, the bound applies.
+func TestLeasedEventRidesOutALongOutage(t *testing.T) {
+	log := &outageLog{Log: event.NewMemoryLog()}
+	h := event.NewHub(log)
+	h.SetOutageBound(100 * time.Millisecond)
+	until := make(chan struct{})
+	leased := event.Fence{Run: "r", Owner: "me", Until: until}
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		log.up.Store(true)
+	}()
+	ev, err := h.Publish(event.Event{Session: "s", Type: event.Error, Fence: leased})
+	if err != nil || ev.Seq != 1 {
+		t.Fatalf("leased event through an outage five times the bound: seq %d, %v", ev.Seq, err)
+	}
+
+	log.up.Store(false)
+	if _, err := h.Publish(event.Event{Session: "s", Type: event.Error, Fence: event.Fence{Run: "r", Owner: "me"}}); err == nil {
+		t.Fatal("a leased event without Until outlived the bound")
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		close(until)
+	}()
+	start := time.Now()
+	if _, err := h.Publish(event.Event{Session: "s", Type: event.Error, Fence: leased}); err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("after Until closed: %v after %s, want an error soon after", err, time.Since(start))
+	}
+}

@@ -420,7 +420,7 @@ func (h *Handle) lease() event.Fence {
 	if owner == "" {
 		return event.Fence{}
 	}
-	return event.Fence{Run: h.uuid, Owner: owner}
+	return event.Fence{Run: h.uuid, Owner: owner, Until: h.m.grace.Done()}
 }
 
 // lostWrite reports whether err is the store refusing a write of the

@@ -112,11 +112,6 @@ type Options struct {
 	// checkpoint; a run that used them up is interrupted (quarantined).
 	// 0 means DefaultResumeAttempts; negative resumes none.
 	ResumeAttempts int
-	// OutageBound is how long a run's store writes and the reads that
-	// start a claimed or taken-over run are retried while the store
-	// cannot answer (a database restarting) before they fail; 0 means
-	// event.OutageBound.
-	OutageBound time.Duration
 	// LifecycleFiles are the session files (*audit.SessionLogs): recovery
 	// writes a recovered run's start entry there if its process died
 	// before writing it. Nil: not checked.
@@ -185,6 +180,11 @@ type Manager struct {
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// grace ends finalWriteTimeout after ctx (at Close): the store
+	// writes a run waits an outage out with (ride, its leased events)
+	// give up then, so a shutdown during an outage still ends.
+	grace    context.Context
+	endGrace context.CancelFunc
 	wg     sync.WaitGroup
 
 	// roleTools are each role's tools, built once (roles do not change).
@@ -285,6 +285,8 @@ func NewManager(opt Options) *Manager {
 	}
 	m.props = newProposals(m)
 	m.ctx, m.cancel = context.WithCancelCause(context.Background())
+	m.grace, m.endGrace = context.WithCancel(context.Background())
+	context.AfterFunc(m.ctx, func() { time.AfterFunc(finalWriteTimeout, m.endGrace) })
 	return m
 }
 
@@ -325,6 +327,7 @@ func (m *Manager) Close() error {
 	m.cancel(fmt.Errorf("%w: shutting down: %w", ErrClosed, agent.ErrCancelled))
 	m.dropRemote()
 	m.wg.Wait()
+	m.endGrace()
 	return nil
 }
 

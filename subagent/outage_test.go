@@ -181,3 +181,71 @@ func endEntries(t *testing.T, h *harness, id string) int {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// An outage longer than the event hub's retry bound (a database paused
+// for minutes) pauses the runs rather than ending them: their leased
+// events and checkpoints wait for the store, and each run then ends
+// success, with every event of its stream stored. (Before, a run's
+// events gave up after the bound and the run ended error, "event
+// publishing failed"; its checkpoint gave up after the same bound and
+// the run ended timeout.)
+func TestOutagePastTheBoundPausesRuns(t *testing.T) {
+	gate := &gateTool{named: "read_file", entered: make(chan struct{}, 16), release: make(chan struct{})}
+	h := newHarness(t, "turns:\n  - tool_calls: [{name: read_file, args: {path: a}}]\n  - text: done\n", nil, gate)
+	ctx := context.Background()
+	fs := &fullStore{Store: h.store}
+	hub := event.NewHub(fs, sessionFiles(t, h.root))
+	hub.SetOutageBound(200 * time.Millisecond)
+	opts := h.opts
+	opts.Store, opts.Hub, opts.MaxConcurrent = fs, hub, 8
+	m := subagent.NewManager(opts)
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const n = 4
+	var ids []string
+	for range n {
+		hd, err := m.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "researcher", Task: "pause"}, Parent: parent, Background: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, hd.ID())
+	}
+	for range n {
+		select {
+		case <-gate.entered:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the runs' tool calls never started")
+		}
+	}
+	fs.full.Store(true)
+	close(gate.release)
+	time.Sleep(1500 * time.Millisecond) // seven times the bound
+	if fs.fails.Load() == 0 {
+		t.Fatal("no write met the outage")
+	}
+	fs.full.Store(false)
+	for _, id := range ids {
+		r := waitRun(t, h, id)
+		if r.Status != lifecycle.Success {
+			t.Fatalf("run %s: %s (%s), want success after the outage", id, r.Status, r.Error)
+		}
+		evs, err := h.store.ReadEvents(ctx, store.SubagentSessionPrefix+id, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var results, ends int
+		for _, ev := range evs {
+			switch ev.Type {
+			case event.ToolResult:
+				results++
+			case event.SessionEnd:
+				ends++
+			}
+		}
+		if results != 1 || ends != 1 {
+			t.Fatalf("run %s: %d tool results and %d ends stored, want one each", id, results, ends)
+		}
+	}
+}

@@ -264,7 +264,7 @@ func unresumableError(r store.Run, cause error) string {
 func (m *Manager) endUnresumable(ctx context.Context, r store.Run, cause error) {
 	fin := &store.RunFinish{Error: unresumableError(r, cause),
 		Tokens: r.Tokens, CostCents: r.CostCents, Iterations: r.Iterations, Active: r.Active, EndedAt: m.now()}
-	err := m.retryStore(0, func(ctx context.Context) error {
+	err := m.ride(func(ctx context.Context) error {
 		return m.opt.Store.TransitionRun(ctx, r.ID, r.Owner, []lifecycle.Status{r.Status}, lifecycle.Interrupted, fin)
 	})
 	if err != nil {

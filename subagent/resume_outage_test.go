@@ -2,15 +2,11 @@ package subagent_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
@@ -73,35 +69,6 @@ func TestResumeRidesOutAStoreOutage(t *testing.T) {
 	}
 	if n := parentNotes(t, h, r.ShortID); n != 1 {
 		t.Fatalf("the parent got the result %d times", n)
-	}
-}
-
-// A run that never started and cannot be started (the store stays
-// unreadable past the outage bound) ends interrupted with an error that
-// says it had not started, not that its process stopped mid-run.
-func TestUnstartedRunThatCannotStartSaysSo(t *testing.T) {
-	ds := &downStore{}
-	h := newHarness(t, "turns:\n  - text: never\n", func(o *subagent.Options) {
-		ds.Store, o.Store, o.OutageBound = o.Store, ds, 300*time.Millisecond
-	})
-	cfg, _ := json.Marshal(subagent.Config{Role: "researcher", Task: "never started"})
-	r := store.Run{ID: uuid.NewString(), ShortID: "S-b2b2b2", SessionKey: store.SubagentSessionPrefix + "S-b2b2b2",
-		ParentSession: parent.SessionKey, ParentAgent: parent.AgentID, Mode: store.ModeSingle, Role: "researcher",
-		Task: "never started", Config: cfg, Status: lifecycle.Queued, Owner: "dead-b2"}
-	if err := h.store.CreateRun(context.Background(), r); err != nil {
-		t.Fatal(err)
-	}
-	ds.down.Store(true)
-	if err := h.m.Recover(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	got := waitRun(t, h, r.ID)
-	if got.Status != lifecycle.Interrupted || !strings.Contains(got.Error, "it had not started") ||
-		strings.Contains(got.Error, "stopped before it finished") {
-		t.Fatalf("status %s error %q", got.Status, got.Error)
-	}
-	if n := len(h.model.requests()); n != 0 {
-		t.Fatalf("the model was called %d times", n)
 	}
 }
 

@@ -492,7 +492,7 @@ func (h *Handle) ended(run counters, end time.Time) {
 // owner, an end already recorded) is returned at once.
 func (h *Handle) recordEnd(from, to lifecycle.Status, fin *store.RunFinish, evs []event.Event) error {
 	attempts := 0
-	err := h.m.retryStore(0, func(ctx context.Context) error {
+	err := h.m.ride(func(ctx context.Context) error {
 		attempts++
 		err := h.storeEnd(ctx, from, to, fin, evs)
 		if err != nil && !refused(err) && attempts == 1 {
@@ -536,20 +536,7 @@ func refused(err error) bool {
 // durableContext is the context of a write that must outlive an outage:
 // it ends finalWriteTimeout after the manager closes, not before.
 func (m *Manager) durableContext() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
-	stop := context.AfterFunc(m.ctx, func() {
-		t := time.NewTimer(finalWriteTimeout)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			cancel()
-		case <-ctx.Done():
-		}
-	})
-	return ctx, func() {
-		stop()
-		cancel()
-	}
+	return context.WithCancel(m.grace)
 }
 
 // lose handles a refused end write: when the store says the run is no
