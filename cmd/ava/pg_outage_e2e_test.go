@@ -22,7 +22,7 @@ import (
 // files, one result in the parent), none is ended for the outage, and
 // the parent session leaves waiting_for_subagents.
 func TestClusterPostgresRestart(t *testing.T) {
-	testClusterOutage(t, func(srv *pgtest.Server) {
+	testClusterOutage(t, nil, func(srv *pgtest.Server) {
 		srv.Stop()
 		time.Sleep(time.Second)
 		srv.Start()
@@ -33,9 +33,23 @@ func TestClusterPostgresRestart(t *testing.T) {
 // (SIGSTOP of the server and its backends) for three seconds: open
 // connections hang rather than fail, then go on.
 func TestClusterPostgresPaused(t *testing.T) {
-	testClusterOutage(t, func(srv *pgtest.Server) {
+	testClusterOutage(t, nil, func(srv *pgtest.Server) {
 		srv.Pause()
 		time.Sleep(3 * time.Second)
+		srv.Resume()
+	})
+}
+
+// TestClusterPostgresPausedPastTheLease: the database paused for four
+// times the lease (3 s) under live workers. Every process's heartbeat is
+// 12 s old when it comes back; none is declared gone for it, so no run
+// is taken over (attempts 0: the work is not repeated) and none ends
+// for the outage (issue 39 items 2, 4 and 5). Before, the first process
+// to look took the other worker's runs over at once.
+func TestClusterPostgresPausedPastTheLease(t *testing.T) {
+	testClusterOutage(t, []string{"AVA_LEASE_TTL=3s"}, func(srv *pgtest.Server) {
+		srv.Pause()
+		time.Sleep(12 * time.Second)
 		srv.Resume()
 	})
 }
@@ -43,14 +57,14 @@ func TestClusterPostgresPaused(t *testing.T) {
 // testClusterOutage runs 24 busy subagents on two workers (nine slots
 // each, so some wait in the queue), applies outage to the database
 // while they run and checks that every run ends once.
-func testClusterOutage(t *testing.T, outage func(*pgtest.Server)) {
+func testClusterOutage(t *testing.T, env []string, outage func(*pgtest.Server)) {
 	const n = 24
 	srv := pgtest.Private(t)
 	cl := newClusterOn(t, srv.URL())
-	gw := cl.start("gateway", "AVA_RECOVER_EVERY=1s")
+	gw := cl.start("gateway", append([]string{"AVA_RECOVER_EVERY=1s"}, env...)...)
 	procs := []*daemon{gw}
 	for range 2 {
-		procs = append(procs, cl.start("worker", "AVA_RECOVER_EVERY=1s", "AVA_MAX_CONCURRENT_SUBAGENTS=9"))
+		procs = append(procs, cl.start("worker", append([]string{"AVA_RECOVER_EVERY=1s", "AVA_MAX_CONCURRENT_SUBAGENTS=9"}, env...)...))
 	}
 	defer func() {
 		if !t.Failed() {
@@ -89,8 +103,8 @@ func testClusterOutage(t *testing.T, outage func(*pgtest.Server)) {
 			t.Fatal(err)
 		}
 		counts[string(r.Status)]++
-		if r.Status != lifecycle.Success || !r.Announced {
-			t.Errorf("%s: %s announced=%v %q", j.id, r.Status, r.Announced, r.Error)
+		if r.Status != lifecycle.Success || !r.Announced || r.Attempts != 0 {
+			t.Errorf("%s: %s announced=%v attempts=%d %q (want success, announced, never taken over)", j.id, r.Status, r.Announced, r.Attempts, r.Error)
 		}
 	}
 	t.Logf("runs by status: %v", counts)
