@@ -83,7 +83,9 @@ const (
 	// Full is a full disk: nothing was recorded.
 	Full
 	// Unavailable is a runtime shutting down, read-only, without a model
-	// (ErrNoModel), or a store that does not answer.
+	// (ErrNoModel), or a store that does not answer (store.Unavailable:
+	// a connection refused or reset, a deadline that passed while a call
+	// waited for the database): try again later.
 	Unavailable
 )
 
@@ -99,7 +101,7 @@ func KindOf(err error) Kind {
 		return Invalid
 	case errors.Is(err, ErrUnclear):
 		return Unclear
-	case errors.Is(err, ErrDecided), errors.Is(err, ErrExpired):
+	case errors.Is(err, ErrDecided), errors.Is(err, ErrExpired), errors.Is(err, ErrKeyReused):
 		return Conflict
 	case errors.Is(err, ErrNotFound), errors.Is(err, fs.ErrNotExist), errors.Is(err, ErrNoQuestion):
 		return NotFound
@@ -114,7 +116,7 @@ func KindOf(err error) Kind {
 	case errors.Is(err, ErrDiskFull):
 		return Full
 	case errors.Is(err, ErrReadOnly), errors.Is(err, ErrNoModel), errors.Is(err, session.ErrClosed), errors.Is(err, subagent.ErrClosed),
-		errors.Is(err, subagent.ErrNotRecorded):
+		errors.Is(err, subagent.ErrNotRecorded), store.Unavailable(err):
 		return Unavailable
 	}
 	return Internal

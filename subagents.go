@@ -2,6 +2,8 @@ package ava
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -208,7 +210,21 @@ type SpawnRequest struct {
 	// Background announces the result into the parent's history when it
 	// ends, rather than to a caller that waits for it (Wait).
 	Background bool
+	// IdempotencyKey, when set, makes a repeat of this request (the
+	// same key and the same request, within IdempotencyTTL) answer with
+	// what the first one made instead of spawning again: the key is
+	// recorded in the same transaction as the run or the proposal. The
+	// same key with a different request is ErrKeyReused. See
+	// docs/api.md, "Idempotency-Key".
+	IdempotencyKey string
 }
+
+// IdempotencyTTL is how long an idempotency key is kept.
+const IdempotencyTTL = store.IdempotencyTTL
+
+// ErrKeyReused: an idempotency key came again with a different request
+// (KindOf: Conflict). Nothing was done.
+var ErrKeyReused = errors.New("this idempotency key was used for a different request: use a new key for a new request")
 
 // Spawned is what a spawn did: it started a subagent, or (when the
 // confirmation policy asks for it) made a proposal the person decides
@@ -216,6 +232,10 @@ type SpawnRequest struct {
 type Spawned struct {
 	Subagent *Subagent
 	Proposal *Proposal
+	// Replayed marks the answer to a repeated request (its idempotency
+	// key was recorded): the subagent or proposal the first request
+	// made, as it is now; nothing was spawned again.
+	Replayed bool
 }
 
 // Spawn starts a subagent, or proposes it when the confirmation policy
@@ -235,12 +255,30 @@ func (r *Runtime) Spawn(ctx context.Context, req SpawnRequest) (Spawned, error) 
 	if err := r.modelReady(req.Config); err != nil {
 		return Spawned{}, err
 	}
+	idem, err := spawnKey(req)
+	if err != nil {
+		return Spawned{}, err
+	}
+	if idem != nil {
+		if got, found, err := r.replaySpawn(ctx, *idem); found {
+			return got, err
+		}
+	}
 	caller, err := r.caller(ctx, req.Parent, req.User)
 	if err != nil {
 		return Spawned{}, err
 	}
-	h, p, err := r.in.Subagent.SpawnOrPropose(context.WithoutCancel(ctx),
-		subagent.Request{Config: req.Config, Parent: caller, User: req.User, Background: req.Background}, req.Rationale)
+	// The spawn's records are written under ctx: a caller that gave up
+	// before they were committed (a request's deadline, a client gone)
+	// leaves nothing behind; the run itself does not depend on ctx.
+	h, p, err := r.in.Subagent.SpawnOrPropose(ctx,
+		subagent.Request{Config: req.Config, Parent: caller, User: req.User, Background: req.Background, Idempotency: idem}, req.Rationale)
+	if idem != nil && errors.Is(err, store.ErrKeyUsed) {
+		// A concurrent request with the key won: its result is ours.
+		if got, found, err := r.replaySpawn(ctx, *idem); found {
+			return got, err
+		}
+	}
 	if err != nil {
 		return Spawned{}, fmt.Errorf("spawn %s: %w", req.Config.Role, err)
 	}
@@ -366,4 +404,66 @@ func (s Subagent) String() string {
 		line += ": " + s.Activity
 	}
 	return line
+}
+
+// spawnKey is a spawn request's idempotency key as the store records it
+// (nil without one): the key, and a hash of the request's content.
+func spawnKey(req SpawnRequest) (*store.Idempotency, error) {
+	if req.IdempotencyKey == "" {
+		return nil, nil
+	}
+	if err := CheckIdempotencyKey(req.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	content := req
+	content.IdempotencyKey = ""
+	b, err := json.Marshal(content)
+	if err != nil {
+		return nil, fmt.Errorf("spawn: hash the request: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return &store.Idempotency{Scope: store.IdempotencySpawn, Key: req.IdempotencyKey, RequestHash: hex.EncodeToString(sum[:])}, nil
+}
+
+// CheckIdempotencyKey refuses an idempotency key that is empty, longer
+// than 255 bytes or not printable ASCII (ErrInvalid).
+func CheckIdempotencyKey(key string) error {
+	if key == "" || len(key) > store.MaxIdempotencyKey {
+		return invalidf("idempotency key: %d bytes, want 1 to %d", len(key), store.MaxIdempotencyKey)
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return invalidf("idempotency key: byte %d is not printable ASCII", i)
+		}
+	}
+	return nil
+}
+
+// replaySpawn answers a spawn whose key was recorded already with what
+// the first request made, and reports whether the key was recorded. A
+// key recorded for a different request is ErrKeyReused.
+func (r *Runtime) replaySpawn(ctx context.Context, k store.Idempotency) (Spawned, bool, error) {
+	got, err := r.in.Store.GetIdempotency(ctx, k.Scope, k.Key)
+	if errors.Is(err, store.ErrNotFound) {
+		return Spawned{}, false, nil
+	}
+	if err != nil {
+		return Spawned{}, true, fmt.Errorf("spawn: look up the idempotency key: %w", err)
+	}
+	if got.RequestHash != k.RequestHash {
+		return Spawned{}, true, fmt.Errorf("idempotency key %q (first used %s for %s): %w", k.Key,
+			got.CreatedAt.Format(time.RFC3339), got.Result, ErrKeyReused)
+	}
+	if strings.HasPrefix(got.Result, "P-") {
+		p, err := r.Proposal(ctx, got.Result)
+		if err != nil {
+			return Spawned{}, true, err
+		}
+		return Spawned{Proposal: &p, Replayed: true}, true, nil
+	}
+	sa, err := r.Subagent(ctx, got.Result)
+	if err != nil {
+		return Spawned{}, true, err
+	}
+	return Spawned{Subagent: &sa, Replayed: true}, true, nil
 }

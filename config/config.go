@@ -141,6 +141,12 @@ type Config struct {
 	// a paused or partitioned process sooner; every process sharing a
 	// data root or cluster must use the same.
 	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	// APITimeout (AVA_API_TIMEOUT) bounds every request of the daemon's
+	// API (default 15s): one the store does not answer in time (a
+	// paused or unreachable database) is answered 503 with Retry-After,
+	// and what it would have written is dropped. Event streams and
+	// waits are not bounded as a whole, only their reads of the store.
+	APITimeout time.Duration `yaml:"api_timeout"`
 
 	// TrustedWorkspaces are the workspaces the person trusted, each with
 	// the role files of its .ava/agents/ they trusted, by content (`ava
@@ -532,6 +538,9 @@ func (c Config) validateProcess() []error {
 	}
 	if c.RecoverEvery < 0 {
 		errs = append(errs, fmt.Errorf("recover_every (AVA_RECOVER_EVERY): %s, must be positive (or unset: 10s)", c.RecoverEvery))
+	}
+	if c.APITimeout != 0 && c.APITimeout < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("api_timeout (AVA_API_TIMEOUT): %s, must be at least 100ms (or unset: 15s)", c.APITimeout))
 	}
 	if c.LeaseTTL != 0 && c.LeaseTTL < time.Second {
 		errs = append(errs, fmt.Errorf("lease_ttl (AVA_LEASE_TTL): %s, must be at least 1s (or unset: 30s)", c.LeaseTTL))

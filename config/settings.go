@@ -130,6 +130,8 @@ var settings = []Setting{
 		"how often a process that runs subagents looks for the runs of processes that are gone (and stops its own runs if it lost its lease)"),
 	duration("AVA_LEASE_TTL", "lease_ttl", func(c *Config) *time.Duration { return &c.LeaseTTL }).doc("`30s`",
 		"how long a process may go without renewing its lease (every sixth of it) before the others take its runs over; a process paused longer (SIGSTOP, a laptop asleep) stops those runs when it wakes, and the store refuses whatever it would still write for them (see [ownership.md](ownership.md#fencing-a-stale-owner-writes-nothing-issues-25-and-39)). The same on every process of a data root or cluster"),
+	duration("AVA_API_TIMEOUT", "api_timeout", func(c *Config) *time.Duration { return &c.APITimeout }).doc("`15s`",
+		"the daemon's deadline on every API request: one the store does not answer in time (a paused or unreachable database) gets 503 with `Retry-After`, and what it would have written is dropped; event streams and waits are bounded only in their reads of the store (see [api.md](api.md#deadlines-and-outages))"),
 	Setting{Env: "AVA_TRUSTED_WORKSPACES", Key: "trusted_workspaces", apply: addTrustedWorkspaces}.doc("none",
 		"workspaces (separated by `:`) added to `trusted_workspaces:` of `config.yaml`, but without recorded contents: their role files stay untrusted (as do those of an entry written before Ava recorded contents) until `ava trust` records them; in the file, `ava trust` writes each entry with its role files' SHA-256"),
 

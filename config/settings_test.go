@@ -49,6 +49,7 @@ var settingCases = map[string]settingCase{
 	"AVA_TELEGRAM_API_URL":         {"http://a.test", "http://b.test", "http://a.test", "http://b.test", func(c config.Config) any { return c.TelegramAPIURL }},
 	"AVA_ROLE":                     {"gateway", "worker", "gateway", "worker", func(c config.Config) any { return c.Role }},
 	"AVA_RECOVER_EVERY":            {"5s", "1s", 5 * time.Second, time.Second, func(c config.Config) any { return c.RecoverEvery }},
+	"AVA_API_TIMEOUT":              {"20s", "5s", 20 * time.Second, 5 * time.Second, func(c config.Config) any { return c.APITimeout }},
 	"AVA_LEASE_TTL":                {"20s", "40s", 20 * time.Second, 40 * time.Second, func(c config.Config) any { return c.LeaseTTL }},
 	"AVA_TRUSTED_WORKSPACES": {"[{path: /w/a}]", "/w/b", []string{"/w/a"}, []string{"/w/a", "/w/b"}, func(c config.Config) any {
 		var out []string

@@ -35,17 +35,30 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		fail(w, badRequestf("message: over %d bytes", maxMessage))
 		return
 	}
-	ctx := context.WithoutCancel(r.Context())
+	if r.Header.Get(client.IdempotencyKeyHeader) != "" {
+		// Refused rather than ignored: a client that counts on it must
+		// not think its retries are safe.
+		fail(w, badRequestf("%s: POST /api/chat does not take idempotency keys yet (POST /api/subagents does); "+
+			"send the message without it, and check the session's stream before sending it again", client.IdempotencyKeyHeader))
+		return
+	}
+	// Finding the session and handing it the message are bounded by the
+	// API's deadline (a paused database answers 503, and the message is
+	// not taken); the turn, once taken, runs on if the client leaves,
+	// and the stream that follows it is not bounded.
+	ctx, cancel := s.withDeadline(r.Context())
+	defer cancel()
 	t, err := s.chatTarget(ctx, req.SessionKey)
 	if err != nil {
-		fail(w, err)
+		fail(w, passedDeadline(ctx, err))
 		return
 	}
 	turn, sub, err := s.rt.Chat(ctx, t.Key, req.Message, ava.SendOptions{Queue: req.Queue, Steer: req.Steer, Merge: t.SubagentID == ""})
 	if err != nil {
-		fail(w, busyError(t, err))
+		fail(w, passedDeadline(ctx, busyError(t, err)))
 		return
 	}
+	cancel()
 	s.track(turn.Done())
 	sw := s.startStream(w, t.Key)
 	if err := sw.named(client.EventSession, client.ChatStart{SessionKey: t.Key, Queued: turn.Queued()}); err != nil {

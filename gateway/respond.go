@@ -29,9 +29,15 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, client.ErrorBody{Error: msg})
 }
 
-// fail writes err with the status it maps to.
+// fail writes err with the status it maps to. A 503 (the store
+// unavailable, the request's deadline passed, the daemon draining)
+// carries Retry-After.
 func fail(w http.ResponseWriter, err error) {
-	writeError(w, statusOf(err), err.Error())
+	code := statusOf(err)
+	if code == http.StatusServiceUnavailable {
+		setRetryAfter(w)
+	}
+	writeError(w, code, err.Error())
 }
 
 // badRequest is an error in what the client sent (400).

@@ -71,6 +71,8 @@ const tokenFileHint = "daemon.token"
 type router struct {
 	mux     *http.ServeMux
 	require func(http.Handler) http.Handler
+	// bound gives a route the API's deadline (Server.bounded).
+	bound func(http.Handler) http.Handler
 	// rules are the cross-site and content-type rules alone, for the
 	// route that checks its credentials itself.
 	rules func(http.Handler) http.Handler
@@ -81,8 +83,17 @@ type router struct {
 	routes []string
 }
 
-// handle registers a route that needs the token or a panel login.
+// handle registers a route that needs the token or a panel login,
+// answered within the API's deadline (Server.bounded).
 func (rt *router) handle(pattern string, h http.Handler) {
+	rt.record(pattern)
+	rt.mux.Handle(pattern, rt.bound(rt.require(h)))
+}
+
+// stream registers a route that needs the token or a panel login and
+// answers with a stream for as long as it lasts (SSE, MCP): not bounded
+// as a whole; it bounds its own reads of the store.
+func (rt *router) stream(pattern string, h http.Handler) {
 	rt.record(pattern)
 	rt.mux.Handle(pattern, rt.require(h))
 }
@@ -96,7 +107,7 @@ func (rt *router) handleFunc(pattern string, h http.HandlerFunc) { rt.handle(pat
 // rules still apply.
 func (rt *router) credentials(pattern string, h http.HandlerFunc) {
 	rt.record(pattern)
-	rt.mux.Handle(pattern, rt.rules(h))
+	rt.mux.Handle(pattern, rt.bound(rt.rules(h)))
 }
 
 // public registers a route anyone may call: only GETs of what holds no

@@ -91,6 +91,11 @@ type Options struct {
 	// authenticated (zero fields: their defaults); Listener and
 	// HTTPServer apply them.
 	Conns ConnLimits
+	// APITimeout is the deadline of every API request but the streams
+	// (zero: the configuration's AVA_API_TIMEOUT, else
+	// DefaultAPITimeout). One not answered by then gets 503 with
+	// Retry-After, and its store calls give up (see bounded).
+	APITimeout time.Duration
 	// Metrics collects the daemon's metrics (nil: a new one, not fed
 	// by events).
 	Metrics *Metrics
@@ -118,6 +123,10 @@ type Server struct {
 	// streams end, new messages are refused with 503.
 	draining  chan struct{}
 	drainOnce sync.Once
+
+	// handlers are the bounded handlers still running, some past their
+	// deadline (answered 503 already): Drain waits for them.
+	handlers sync.WaitGroup
 
 	turnsMu sync.Mutex
 	turns   map[*turnRef]struct{} // turns started through the API
@@ -153,6 +162,12 @@ func New(opt Options) (*Server, error) {
 		opt.Metrics = NewMetrics()
 	}
 	opt.Timeouts = opt.Timeouts.withDefaults()
+	if opt.APITimeout <= 0 {
+		opt.APITimeout = opt.Runtime.Config().APITimeout
+	}
+	if opt.APITimeout <= 0 {
+		opt.APITimeout = DefaultAPITimeout
+	}
 	p, err := newPanel()
 	if err != nil {
 		return nil, err
@@ -201,7 +216,7 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 // (router.handle) but the ones registered with router.public; the
 // catch-all 404 too, so an unknown path tells nothing without the token.
 func (s *Server) routes() *router {
-	rt := &router{mux: http.NewServeMux(), require: s.require, rules: s.stateRules}
+	rt := &router{mux: http.NewServeMux(), require: s.require, rules: s.stateRules, bound: s.bounded}
 	rt.public("GET /healthz", http.HandlerFunc(s.health))
 	rt.public("GET /readyz", http.HandlerFunc(s.ready))
 	rt.handle("GET /metrics", s.metrics.Handler())
@@ -217,9 +232,9 @@ func (s *Server) routes() *router {
 	// publishes the same), so a client generator or an API explorer may
 	// read it before it has the token, like /healthz.
 	rt.public("GET /api/openapi.json", s.openAPI)
-	rt.handleFunc("POST /api/chat", s.chat)
+	rt.stream("POST /api/chat", http.HandlerFunc(s.chat))
 	rt.handleFunc("POST /api/chat/stop", s.stop)
-	rt.handleFunc("GET /api/chat/stream", s.stream)
+	rt.stream("GET /api/chat/stream", http.HandlerFunc(s.stream))
 	rt.handleFunc("GET /api/subagents", s.listSubagents)
 	rt.handleFunc("POST /api/subagents", s.spawn)
 	rt.handleFunc("GET /api/subagents/{id}", s.getSubagent)
@@ -243,7 +258,7 @@ func (s *Server) routes() *router {
 	rt.handleFunc("DELETE /api/logins/{id}", s.revokeLogin)
 	mcpHandler := s.mcp.Handler()
 	for _, m := range []string{"GET", "POST", "DELETE"} {
-		rt.handle(m+" /mcp", mcpHandler)
+		rt.stream(m+" /mcp", mcpHandler)
 	}
 	// The panel's files, each at its exact path: they hold no data
 	// (everything comes from the API), and a browser cannot send a
@@ -368,7 +383,22 @@ func (s *Server) Drain(ctx context.Context) int {
 	s.drainOnce.Do(func() { close(s.draining) })
 	left := s.wait(ctx)
 	s.mcp.Shutdown(ctx)
+	s.waitHandlers(ctx)
 	return left
+}
+
+// waitHandlers waits until the bounded handlers have returned (those
+// answered 503 at their deadline included), or ctx is done.
+func (s *Server) waitHandlers(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		s.handlers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // wait waits until nothing of running is left or ctx is done, and

@@ -274,14 +274,18 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	t, err := s.resolve(r.Context(), r.URL.Query().Get("sessionKey"))
+	// The reads before the stream starts are bounded by the API's
+	// deadline; the stream itself is not.
+	pre, cancel := s.withDeadline(r.Context())
+	defer cancel()
+	t, err := s.resolve(pre, r.URL.Query().Get("sessionKey"))
 	if err != nil {
-		fail(w, err)
+		fail(w, passedDeadline(pre, err))
 		return
 	}
-	last, err := s.rt.LastSeq(r.Context(), t.Key)
+	last, err := s.rt.LastSeq(pre, t.Key)
 	if err != nil {
-		fail(w, err)
+		fail(w, passedDeadline(pre, err))
 		return
 	}
 	if fromNow {

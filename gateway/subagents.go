@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -108,11 +107,17 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) {
 		fail(w, badRequestf("task: over %d bytes", maxMessage))
 		return
 	}
-	res, err := s.rt.Spawn(context.WithoutCancel(r.Context()),
-		ava.SpawnRequest{Parent: req.Parent, Config: cfg, User: req.User, Rationale: req.Rationale, Background: req.Parent != ""})
+	// The spawn's records are written under the request's context (its
+	// deadline, the client's connection): a spawn answered 503 or
+	// abandoned by its client records nothing afterwards.
+	res, err := s.rt.Spawn(r.Context(), ava.SpawnRequest{Parent: req.Parent, Config: cfg, User: req.User, Rationale: req.Rationale,
+		Background: req.Parent != "", IdempotencyKey: r.Header.Get(client.IdempotencyKeyHeader)})
 	if err != nil {
-		fail(w, err)
+		fail(w, passedDeadline(r.Context(), err))
 		return
+	}
+	if res.Replayed {
+		w.Header().Set(client.IdempotentReplayedHeader, "true")
 	}
 	if res.Proposal != nil {
 		writeJSON(w, http.StatusAccepted, map[string]client.Proposal{"pending": toClientProposal(*res.Proposal)})

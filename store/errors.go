@@ -1,9 +1,12 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"syscall"
 
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
@@ -42,7 +45,17 @@ var (
 	// writer lost its lease (a process paused past it registers again
 	// under a new ID, so its old ID fences everything it started before).
 	// Nothing was written.
-	ErrStaleOwner = errors.New("the run is not this process's any more (another process took it over, or this process lost its lease)")
+	// ErrKeyUsed means an idempotency key was recorded already, in the
+	// same scope (another request with it won): nothing was written.
+	// Look the key up (IdempotencyStore.GetIdempotency) for what the
+	// first request made.
+	ErrKeyUsed = errors.New("the idempotency key was used already")
+	// ErrUnavailable means the store did not answer: its database
+	// refused or dropped the connection, or did not answer in time. The
+	// write may be tried again later; see Unavailable, which also
+	// recognises the drivers' own errors.
+	ErrUnavailable = errors.New("the database is unavailable")
+	ErrStaleOwner  = errors.New("the run is not this process's any more (another process took it over, or this process lost its lease)")
 )
 
 // maxListedCandidates caps how many candidates an AmbiguousError prints.
@@ -69,3 +82,33 @@ func (e *AmbiguousError) Error() string {
 
 // Is makes errors.Is(err, ErrAmbiguous) true for an *AmbiguousError.
 func (e *AmbiguousError) Is(target error) bool { return target == ErrAmbiguous }
+
+// Unavailable reports whether err says the store did not answer, rather
+// than that it refused what was asked: ErrUnavailable, a connection
+// refused, reset or broken, a timeout on the connection, a deadline that
+// passed while a call waited (context.DeadlineExceeded), or a
+// PostgreSQL error of class 08 (connection exception) or 57P (the
+// server shutting down or not yet up). It is the one classification of
+// an outage: the core maps it to its Unavailable kind, which every
+// surface answers as "try again later" (HTTP 503 with Retry-After).
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ETIMEDOUT) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	// The PostgreSQL driver's *pgconn.PgError, without importing it.
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) {
+		c := coded.SQLState()
+		return strings.HasPrefix(c, "08") || strings.HasPrefix(c, "57P")
+	}
+	return false
+}

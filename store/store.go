@@ -157,6 +157,12 @@ type Run struct {
 	// Attempts counts the times the run was resumed by another process
 	// after its own stopped (see OwnerStore.RecoverOwner).
 	Attempts int
+	// Idempotency, when set (CreateRun only, not stored in the run),
+	// is the idempotency key of the request that made the run:
+	// CreateRun records it in the same transaction, with the run's
+	// ShortID as its Result, or records nothing and fails with
+	// ErrKeyUsed when the key is recorded already.
+	Idempotency *Idempotency
 }
 
 // Instance is one process that runs subagents, with the lease it keeps
@@ -354,6 +360,9 @@ type PendingSpawn struct {
 	ExpiresAt          time.Time
 	// RunID is the run started from a confirmed spawn.
 	RunID string
+	// Idempotency is Run.Idempotency for a spawn that became a proposal:
+	// CreatePending records it with the proposal's ID as its Result.
+	Idempotency *Idempotency
 }
 
 // Memory is one long-term memory entry.
@@ -574,8 +583,62 @@ type MemoryStore interface {
 	RecentMemory(ctx context.Context, limit int) ([]Memory, error)
 }
 
+// Idempotency scopes: the requests that take an idempotency key.
+const (
+	// IdempotencySpawn is a spawn (POST /api/subagents); its Result is
+	// the run's short ID, or the proposal's ID.
+	IdempotencySpawn = "spawn"
+	// IdempotencyChat is a message to a session (POST /api/chat); its
+	// Result is the session key.
+	IdempotencyChat = "chat"
+)
+
+// IdempotencyTTL is how long an idempotency key is kept: a repeat within
+// it gets the first request's result, a later one is a new request.
+const IdempotencyTTL = 24 * time.Hour
+
+// MaxIdempotencyKey bounds an idempotency key's length in bytes.
+const MaxIdempotencyKey = 255
+
+// Idempotency is a request's idempotency key as the store keeps it,
+// recorded in the same transaction as what the request made, so that
+// the two land together or not at all.
+type Idempotency struct {
+	// Scope is the kind of request (IdempotencySpawn, IdempotencyChat):
+	// the same key in two scopes is two keys.
+	Scope string
+	// Key is the client's key (Idempotency-Key), 1 to
+	// MaxIdempotencyKey printable ASCII characters.
+	Key string
+	// RequestHash identifies the request's content: a repeat with
+	// another hash is a different request under a used key.
+	RequestHash string
+	// Result names what the first request made (a run's short ID, a
+	// proposal's ID, a session key).
+	Result    string
+	CreatedAt time.Time
+}
+
+// IdempotencyStore records idempotency keys. They are written by the
+// write they belong to (CreateRun, CreatePending, RecordIdempotency's
+// callers); keys older than IdempotencyTTL are forgotten, and deleted
+// when a new one is recorded.
+type IdempotencyStore interface {
+	// GetIdempotency returns the key recorded in scope, or ErrNotFound
+	// when there is none younger than IdempotencyTTL.
+	GetIdempotency(ctx context.Context, scope, key string) (Idempotency, error)
+	// RecordIdempotency records k alone (for a request whose effect is
+	// written elsewhere); ErrKeyUsed when it is recorded already.
+	RecordIdempotency(ctx context.Context, k Idempotency) error
+	// ForgetIdempotency deletes the key (scope, key) when its Result is
+	// result: a request that recorded its key and then failed frees it
+	// for a retry.
+	ForgetIdempotency(ctx context.Context, scope, key, result string) error
+}
+
 // Store is the whole durable record.
 type Store interface {
+	IdempotencyStore
 	SessionStore
 	RunStore
 	ReportStore

@@ -96,7 +96,7 @@ func (m *Manager) dispatch(ctx context.Context, h *Handle) error {
 	h.mu.Unlock()
 	run := h.storeRun(lifecycle.Queued, nil, store.OwnerQueue)
 	m.watchRemote(h)
-	if err := m.opt.Dispatch.Dispatch(context.WithoutCancel(ctx), run, fork); err != nil {
+	if err := m.opt.Dispatch.Dispatch(ctx, run, fork); err != nil {
 		m.unwatchRemote(h)
 		m.dropIDs(h)
 		m.opt.Hub.Forget(h.SessionKey())

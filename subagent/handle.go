@@ -333,7 +333,7 @@ func (h *Handle) storeRun(status lifecycle.Status, start *time.Time, owner strin
 	return store.Run{ID: h.uuid, ShortID: h.id, SessionKey: h.SessionKey(), ParentSession: h.req.Parent.SessionKey,
 		ParentAgent: h.req.Parent.AgentID, GroupID: h.req.groupID, Mode: string(h.req.mode), Role: h.role.Name,
 		Task: h.req.Config.Task, Model: h.model.Name(), Config: cfg, Status: status,
-		CreatedAt: h.created, StartedAt: start, Owner: owner}
+		CreatedAt: h.created, StartedAt: start, Owner: owner, Idempotency: h.req.Idempotency}
 }
 
 // claim returns the owner this process writes the run's record as when

@@ -358,6 +358,11 @@ type Request struct {
 	// a run that starts later (queued, or in the background) still has
 	// it. Invalid: the span in the spawn's context, if any.
 	TraceParent trace.SpanContext
+	// Idempotency, when set, is the spawn request's idempotency key: the
+	// run's record (or its proposal's) is written with it, in one
+	// transaction, and a key recorded already fails the spawn with
+	// store.ErrKeyUsed and starts nothing.
+	Idempotency *store.Idempotency
 
 	mode    Mode
 	groupID string
@@ -423,7 +428,9 @@ func (m *Manager) start(ctx context.Context, h *Handle) error {
 }
 
 // record writes a registered handle's new run record, queued or
-// running. One that cannot be written is abandoned (its slot or place
+// running, under the spawn's context: a spawn whose caller gave up (its
+// request's deadline, a client gone) records nothing later. One that
+// cannot be written is abandoned (its slot or place
 // freed, its stream forgotten) and ErrNotRecorded is returned. A clash
 // with another process's new run (ErrDuplicate) is not an error here:
 // it is the run's to report (its turn finds the ID foreign and tells
@@ -431,13 +438,16 @@ func (m *Manager) start(ctx context.Context, h *Handle) error {
 func (m *Manager) record(ctx context.Context, h *Handle, queued bool) error {
 	var err error
 	if queued {
-		err = h.recordQueued(context.WithoutCancel(ctx), true)
+		err = h.recordQueued(ctx, true)
 	} else {
-		err = h.recordRun(true, m.now())
+		err = h.recordRun(ctx, true, m.now())
 	}
 	if err != nil && !errors.Is(err, store.ErrDuplicate) {
 		m.abandon(h, true)
 		m.opt.Hub.Forget(h.SessionKey())
+		if errors.Is(err, store.ErrKeyUsed) {
+			return fmt.Errorf("spawn: %w", err)
+		}
 		return fmt.Errorf("spawn: %w: %w", ErrNotRecorded, err)
 	}
 	return nil

@@ -72,6 +72,9 @@ type ProposedSpawn struct {
 	// a model's arguments cannot claim it): a proposal stored by one
 	// process and confirmed in another keeps who named the model.
 	OperatorModels []bool `json:"operatorModels,omitempty"`
+	// Idempotency is the spawn request's idempotency key, recorded with
+	// the proposal (never part of its JSON).
+	Idempotency *store.Idempotency `json:"-"`
 }
 
 // withNamers returns ps recording who named each config's model.
@@ -175,7 +178,7 @@ type record struct {
 // it, stores it as a proposal instead: exactly one of the handle and the
 // proposal is returned on success.
 func (m *Manager) SpawnOrPropose(ctx context.Context, req Request, rationale string) (*Handle, *Proposal, error) {
-	ps := ProposedSpawn{Configs: []Config{req.Config}, Mode: ModeSingle, Fork: req.Fork}
+	ps := ProposedSpawn{Configs: []Config{req.Config}, Mode: ModeSingle, Fork: req.Fork, Idempotency: req.Idempotency}
 	p, err := m.props.gate(ctx, ps, req.Parent, req.User, rationale)
 	if err != nil || p != nil {
 		return nil, p, err
@@ -268,7 +271,8 @@ func (pp *proposals) propose(ctx context.Context, ps ProposedSpawn, est estimate
 	now := pp.now().UTC()
 	sp := store.PendingSpawn{SessionKey: orElse(ps.Parent, NoParentSession), Config: cfg,
 		EstimateMinSeconds: est.MinSeconds, EstimateMaxSeconds: est.MaxSeconds, MaxCostCents: est.MaxCostCents,
-		Tools: est.Tools, Rationale: rationale, Status: store.SpawnPending, CreatedAt: now, ExpiresAt: now.Add(pp.timeout)}
+		Tools: est.Tools, Rationale: rationale, Status: store.SpawnPending, CreatedAt: now, ExpiresAt: now.Add(pp.timeout),
+		Idempotency: ps.Idempotency}
 	for try := 0; ; try++ {
 		if sp.ID, err = newPendingID(pp.rand); err != nil {
 			return Proposal{}, err

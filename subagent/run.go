@@ -168,7 +168,7 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	// cancels the run before its first call). The loop's own events are
 	// likewise stored once its first request is on its way (agent:
 	// asynchronous publishing, Config.Started).
-	if err := h.recordRun(first, start); err != nil {
+	if err := h.recordRun(context.Background(), first, start); err != nil {
 		// Never run unrecorded: the turn ends before its loop starts,
 		// and the parent is told.
 		if first {
@@ -294,8 +294,8 @@ func (h *Handle) startedFirst(at time.Time) {
 // the run was already cancelled, so that its end can be recorded from
 // running. A run that cannot be recorded gets the error and its turn
 // ends before its loop starts: it never runs unrecorded.
-func (h *Handle) recordRun(first bool, start time.Time) error {
-	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
+func (h *Handle) recordRun(ctx context.Context, first bool, start time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, finalWriteTimeout)
 	defer cancel()
 	h.mu.Lock()
 	from := h.stored

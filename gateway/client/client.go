@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // DefaultAddr is the daemon's default address (AVA_ADDR).
@@ -31,6 +32,9 @@ type APIError struct {
 	StatusCode int
 	// Message is the daemon's {"error": …}.
 	Message string
+	// RetryAfter is the answer's Retry-After (a 503's): when to try
+	// again; zero without one.
+	RetryAfter time.Duration
 }
 
 func (e *APIError) Error() string {
@@ -104,9 +108,28 @@ func (c *Client) Subagent(ctx context.Context, id string) (Subagent, error) {
 // Spawn starts a background subagent and returns it at once, or, when
 // the daemon's confirmation policy asks for it, returns only the proposal
 // awaiting the person (see Confirm).
+//
+// It sends an Idempotency-Key of its own, drawn once for the call, and
+// tries again with the same key when the daemon answers 503 (after its
+// Retry-After) or the connection fails after the request was sent: a
+// retry whose first attempt was recorded gets that first subagent, so
+// one call never spawns two.
 func (c *Client) Spawn(ctx context.Context, r SpawnRequest) (Subagent, *Proposal, error) {
+	key, err := NewIdempotencyKey()
+	if err != nil {
+		return Subagent{}, nil, err
+	}
+	return c.SpawnWithKey(ctx, r, key)
+}
+
+// SpawnWithKey is Spawn under a key the caller chose (to retry across
+// processes, say): the same key and request give the same subagent.
+func (c *Client) SpawnWithKey(ctx context.Context, r SpawnRequest, key string) (Subagent, *Proposal, error) {
 	var a SpawnAnswer
-	if err := c.do(ctx, http.MethodPost, "/api/subagents", r, &a); err != nil {
+	err := c.retry(ctx, func() error {
+		return c.doWith(ctx, http.MethodPost, "/api/subagents", http.Header{IdempotencyKeyHeader: {key}}, r, &a)
+	})
+	if err != nil {
 		return Subagent{}, nil, err
 	}
 	return a.Subagent, a.Pending, nil
@@ -256,6 +279,11 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body io.Re
 
 // do sends in (JSON, when not nil) and decodes the answer into out.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	return c.doWith(ctx, method, path, nil, in, out)
+}
+
+// doWith is do with extra request headers.
+func (c *Client) doWith(ctx context.Context, method, path string, header http.Header, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -270,6 +298,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -295,6 +326,10 @@ func (c *Client) transportError(err error) error {
 }
 
 func readAPIError(resp *http.Response) error {
+	var after time.Duration
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		after = time.Duration(s) * time.Second
+	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var eb ErrorBody
 	if json.Unmarshal(b, &eb) != nil || eb.Error == "" {
@@ -303,7 +338,7 @@ func readAPIError(resp *http.Response) error {
 			eb.Error = http.StatusText(resp.StatusCode)
 		}
 	}
-	return &APIError{StatusCode: resp.StatusCode, Message: eb.Error}
+	return &APIError{StatusCode: resp.StatusCode, Message: eb.Error, RetryAfter: after}
 }
 
 // IsStatus reports whether err is an APIError with HTTP status code.

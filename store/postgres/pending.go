@@ -3,8 +3,11 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/store/internal/record"
@@ -25,10 +28,28 @@ func (s *Store) CreatePending(ctx context.Context, p store.PendingSpawn) error {
 	if err != nil {
 		return fmt.Errorf("create pending spawn %s: tools: %w", p.ID, err)
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO pending_spawns (`+record.PendingColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		p.ID, p.SessionKey, config, p.EstimateMinSeconds, p.EstimateMaxSeconds, p.MaxCostCents,
-		string(tools), p.Rationale, p.Status, record.ToNS(p.CreatedAt), record.ToNS(p.ExpiresAt), p.RunID)
+	var idem store.Idempotency
+	if p.Idempotency != nil {
+		idem = *p.Idempotency
+		if err := s.rec.CheckIdempotency(&idem, p.ID); err != nil {
+			return fmt.Errorf("create pending spawn %s: %w", p.ID, err)
+		}
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if p.Idempotency != nil {
+			if err := s.recordIdempotency(ctx, tx, idem); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO pending_spawns (`+record.PendingColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			p.ID, p.SessionKey, config, p.EstimateMinSeconds, p.EstimateMaxSeconds, p.MaxCostCents,
+			string(tools), p.Rationale, p.Status, record.ToNS(p.CreatedAt), record.ToNS(p.ExpiresAt), p.RunID)
+		return err
+	})
+	if errors.Is(err, store.ErrKeyUsed) {
+		return fmt.Errorf("create pending spawn %s: %w", p.ID, err)
+	}
 	if _, dup := uniqueViolation(err); dup {
 		return fmt.Errorf("create pending spawn: ID %s is already used: %w", p.ID, store.ErrDuplicate)
 	}

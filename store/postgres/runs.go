@@ -40,7 +40,19 @@ func (s *Store) createRun(ctx context.Context, r store.Run, also func(tx pgx.Tx)
 		return fmt.Errorf("create run %s: %w", r.ShortID, err)
 	}
 	created := record.ToNS(r.CreatedAt)
+	var idem store.Idempotency
+	if r.Idempotency != nil {
+		idem = *r.Idempotency
+		if err := s.rec.CheckIdempotency(&idem, r.ShortID); err != nil {
+			return fmt.Errorf("create run %s: %w", r.ShortID, err)
+		}
+	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if r.Idempotency != nil {
+			if err := s.recordIdempotency(ctx, tx, idem); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO sessions (key, created_at, updated_at) VALUES ($1, $2, $2)
 			ON CONFLICT (key) DO NOTHING`, r.SessionKey, created); err != nil {
 			return fmt.Errorf("create run session: %w", err)
@@ -58,6 +70,8 @@ func (s *Store) createRun(ctx context.Context, r store.Run, also func(tx pgx.Tx)
 	})
 	constraint, dup := uniqueViolation(err)
 	switch {
+	case errors.Is(err, store.ErrKeyUsed):
+		return fmt.Errorf("create run %s: %w", r.ShortID, err)
 	case dup && constraint == "runs_short_id":
 		return fmt.Errorf("create run: short ID %s is already used: %w", r.ShortID, store.ErrDuplicate)
 	case dup:

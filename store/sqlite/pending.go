@@ -27,10 +27,28 @@ func (s *Store) CreatePending(ctx context.Context, p store.PendingSpawn) error {
 	if err != nil {
 		return fmt.Errorf("create pending spawn %s: tools: %w", p.ID, err)
 	}
-	_, err = s.writer.ExecContext(ctx, `INSERT INTO pending_spawns (`+record.PendingColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		p.ID, p.SessionKey, config, p.EstimateMinSeconds, p.EstimateMaxSeconds, p.MaxCostCents,
-		string(tools), p.Rationale, p.Status, record.ToNS(p.CreatedAt), record.ToNS(p.ExpiresAt), p.RunID)
+	var idem store.Idempotency
+	if p.Idempotency != nil {
+		idem = *p.Idempotency
+		if err := s.rec.CheckIdempotency(&idem, p.ID); err != nil {
+			return fmt.Errorf("create pending spawn %s: %w", p.ID, err)
+		}
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		if p.Idempotency != nil {
+			if err := s.recordIdempotency(ctx, tx, idem); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO pending_spawns (`+record.PendingColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			p.ID, p.SessionKey, config, p.EstimateMinSeconds, p.EstimateMaxSeconds, p.MaxCostCents,
+			string(tools), p.Rationale, p.Status, record.ToNS(p.CreatedAt), record.ToNS(p.ExpiresAt), p.RunID)
+		return err
+	})
+	if errors.Is(err, store.ErrKeyUsed) {
+		return fmt.Errorf("create pending spawn %s: %w", p.ID, err)
+	}
 	if isUniqueViolation(err) {
 		return fmt.Errorf("create pending spawn: ID %s is already used: %w", p.ID, store.ErrDuplicate)
 	}

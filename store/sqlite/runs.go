@@ -47,7 +47,19 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 		return fmt.Errorf("create run %s: %w", r.ShortID, err)
 	}
 	created := record.ToNS(r.CreatedAt)
+	var idem store.Idempotency
+	if r.Idempotency != nil {
+		idem = *r.Idempotency
+		if err := s.rec.CheckIdempotency(&idem, r.ShortID); err != nil {
+			return fmt.Errorf("create run %s: %w", r.ShortID, err)
+		}
+	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
+		if r.Idempotency != nil {
+			if err := s.recordIdempotency(ctx, tx, idem); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.ExecContext(ctx, insertRunSessionSQL, r.SessionKey, created, created); err != nil {
 			return fmt.Errorf("create run session: %w", err)
 		}
@@ -59,6 +71,8 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 		return err
 	})
 	switch {
+	case errors.Is(err, store.ErrKeyUsed):
+		return fmt.Errorf("create run %s: %w", r.ShortID, err)
 	case isUniqueViolation(err) && strings.Contains(err.Error(), "runs.short_id"):
 		return fmt.Errorf("create run: short ID %s is already used: %w", r.ShortID, store.ErrDuplicate)
 	case isUniqueViolation(err):

@@ -32,6 +32,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -512,6 +513,28 @@ type writeReq struct {
 	ctx  context.Context
 	fn   func(tx *sql.Tx) error
 	done chan error
+	// state is writeQueued until the leader takes the call into its
+	// transaction (writeTaken) or its caller gives up first
+	// (writeDropped): whichever comes first decides, so a call whose
+	// caller was told it failed is never committed.
+	state atomic.Int32
+}
+
+// States of a writeReq.
+const (
+	writeQueued int32 = iota
+	writeTaken
+	writeDropped
+)
+
+// take moves r from queued to taken, and reports whether it did; one
+// whose caller gave up gets its context's error.
+func (r *writeReq) take() bool {
+	if r.state.CompareAndSwap(writeQueued, writeTaken) {
+		return true
+	}
+	r.done <- context.Cause(r.ctx)
+	return false
 }
 
 // write runs fn in an IMMEDIATE transaction on the writer connection,
@@ -532,7 +555,18 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	s.writes.Add(r, s.commitWrites)
-	return s.describeWriteError(<-r.done)
+	select {
+	case err := <-r.done:
+		return s.describeWriteError(err)
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(writeQueued, writeDropped) {
+			// Still queued behind a commit that does not end (another
+			// process holds the database): dropped, never committed.
+			return fmt.Errorf("store %s: the write waited too long and was dropped: %w", s.path, context.Cause(ctx))
+		}
+		// Taken into a transaction already: its outcome is what counts.
+		return s.describeWriteError(<-r.done)
+	}
 }
 
 // describeWriteError names the file and says the disk is full when a
@@ -556,11 +590,14 @@ func (s *Store) describeWriteError(err error) error {
 // commitWrites commits one batch of queued writes.
 func (s *Store) commitWrites(batch []*writeReq) {
 	defer s.ckpt.committed()
-	if len(batch) == 1 {
+	batch = slices.DeleteFunc(batch, func(r *writeReq) bool { return !r.take() })
+	switch len(batch) {
+	case 0:
+	case 1:
 		batch[0].done <- s.writeOne(batch[0].ctx, batch[0].fn)
-		return
+	default:
+		s.commitBatch(batch)
 	}
-	s.commitBatch(batch)
 }
 
 // writeOne runs one fn in its own transaction. As in a batch, the

@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	cases = append(cases, channelCases()...)
 	cases = append(cases, reportCases()...)
 	cases = append(cases, loginCases()...)
+	cases = append(cases, idempotencyCases()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
