@@ -11,6 +11,10 @@ import (
 	"github.com/avaagent/ava"
 )
 
+// uploadPattern is the route of uploads, the one that takes
+// multipart/form-data (notJSON).
+const uploadPattern = "POST /api/attachments"
+
 // upload answers POST /api/attachments: a multipart/form-data body whose
 // "file" parts are stored (ava.Runtime.Attach), all or none; 201 with
 // their records, whose IDs a message then names (ChatRequest.Attachments).

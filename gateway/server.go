@@ -219,7 +219,7 @@ func (s *Server) routes() *router {
 	rt.public("GET /api/openapi.json", s.openAPI)
 	rt.handleFunc("POST /api/chat", s.chat)
 	rt.handleFunc("POST /api/chat/stop", s.stop)
-	rt.handleFunc("POST /api/attachments", s.upload)
+	rt.handleFunc(uploadPattern, s.upload)
 	rt.handleFunc("GET /api/attachments/{id}", s.attachment)
 	rt.handleFunc("GET /api/chat/stream", s.stream)
 	rt.handleFunc("GET /api/subagents", s.listSubagents)
