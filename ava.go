@@ -31,11 +31,14 @@
 package ava
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/avaagent/ava/app"
+	"github.com/avaagent/ava/attach"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/redact"
@@ -80,6 +83,9 @@ type Sink = event.Sink
 // concurrent use. Close it to stop the subagents and flush everything.
 type Runtime struct {
 	in *app.Instance
+	// attachments are the files people attach to messages (nil when
+	// read-only).
+	attachments *attach.Store
 }
 
 // Open opens a Runtime: the store, the audit log, the event hub, the
@@ -109,7 +115,17 @@ func Open(ctx context.Context, opt Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runtime{in: in}, nil
+	r := &Runtime{in: in}
+	if !opt.ReadOnly {
+		def := config.Default()
+		r.attachments, err = attach.New(filepath.Join(opt.Config.DataRoot, "attachments"),
+			int64(cmp.Or(opt.Config.AttachMaxBytes, def.AttachMaxBytes)), cmp.Or(opt.Config.AttachMaxFiles, def.AttachMaxFiles))
+		if err != nil {
+			in.Close()
+			return nil, fmt.Errorf("open: %w", err)
+		}
+	}
+	return r, nil
 }
 
 // Close stops the sessions and subagents (what still runs is recorded as

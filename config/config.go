@@ -71,6 +71,10 @@ type Config struct {
 	// message cancels it and both are answered as one (AVA_MERGE_WINDOW;
 	// 0 turns it off).
 	MergeWindow time.Duration `yaml:"merge_window"`
+	// AttachMaxBytes bounds one attached file (AVA_ATTACH_MAX_BYTES), and
+	// AttachMaxFiles how many one message carries (AVA_ATTACH_MAX_FILES).
+	AttachMaxBytes int `yaml:"attach_max_bytes"`
+	AttachMaxFiles int `yaml:"attach_max_files"`
 	// WrapUpAt is the share of any of a subagent's limits at which it is
 	// told to finish with what it has (AVA_WRAP_UP_AT; 0 turns it off).
 	WrapUpAt float64 `yaml:"wrap_up_at"`
@@ -303,6 +307,8 @@ func Default() Config {
 		ProgressAfter:          30 * time.Second,
 		ProgressEvery:          time.Minute,
 		MergeWindow:            3 * time.Second,
+		AttachMaxBytes:         10 << 20,
+		AttachMaxFiles:         10,
 		WrapUpAt:               0.8,
 		AskTimeout:             10 * time.Minute,
 		AskAnswers:             "person",
@@ -475,6 +481,12 @@ func (c Config) Validate() error {
 	}
 	if c.WrapUpAt < 0 || c.WrapUpAt >= 1 {
 		errs = append(errs, fmt.Errorf("wrap_up_at (AVA_WRAP_UP_AT): %g, must be at least 0 (off) and below 1", c.WrapUpAt))
+	}
+	if c.AttachMaxBytes < 1 {
+		errs = append(errs, fmt.Errorf("attach_max_bytes (AVA_ATTACH_MAX_BYTES): %d, must be at least 1", c.AttachMaxBytes))
+	}
+	if c.AttachMaxFiles < 1 {
+		errs = append(errs, fmt.Errorf("attach_max_files (AVA_ATTACH_MAX_FILES): %d, must be at least 1", c.AttachMaxFiles))
 	}
 	if c.MergeWindow < 0 {
 		errs = append(errs, fmt.Errorf("merge_window (AVA_MERGE_WINDOW): %s, must not be negative", c.MergeWindow))

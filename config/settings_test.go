@@ -36,6 +36,8 @@ var settingCases = map[string]settingCase{
 	"AVA_PROGRESS_AFTER":           {"10s", "20s", 10 * time.Second, 20 * time.Second, func(c config.Config) any { return c.ProgressAfter }},
 	"AVA_PROGRESS_EVERY":           {"2m", "3m", 2 * time.Minute, 3 * time.Minute, func(c config.Config) any { return c.ProgressEvery }},
 	"AVA_MERGE_WINDOW":             {"5s", "0s", 5 * time.Second, time.Duration(0), func(c config.Config) any { return c.MergeWindow }},
+	"AVA_ATTACH_MAX_BYTES":         {"2048", "4096", 2048, 4096, func(c config.Config) any { return c.AttachMaxBytes }},
+	"AVA_ATTACH_MAX_FILES":         {"3", "4", 3, 4, func(c config.Config) any { return c.AttachMaxFiles }},
 	"AVA_WRAP_UP_AT":               {"0.5", "0.9", 0.5, 0.9, func(c config.Config) any { return c.WrapUpAt }},
 	"AVA_ASK_TIMEOUT":              {"1m", "2m", time.Minute, 2 * time.Minute, func(c config.Config) any { return c.AskTimeout }},
 	"AVA_ON_COMPLETE":              {"announce", "quiet", config.Announce, config.Quiet, func(c config.Config) any { return c.OnComplete }},

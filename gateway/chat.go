@@ -53,7 +53,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		fail(w, passedDeadline(ctx, err))
 		return
 	}
-	turn, sub, err := s.rt.Chat(ctx, t.Key, req.Message, ava.SendOptions{Queue: req.Queue, Steer: req.Steer, Merge: t.SubagentID == ""})
+	message, err := s.rt.WithAttachments(ctx, req.Message, req.Attachments)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	turn, sub, err := s.rt.Chat(ctx, t.Key, message, ava.SendOptions{Queue: req.Queue, Steer: req.Steer, Merge: t.SubagentID == ""})
 	if err != nil {
 		fail(w, passedDeadline(ctx, busyError(t, err)))
 		return

@@ -95,8 +95,17 @@ func bodiless(r *http.Request) bool {
 // notJSON explains why a body that is not JSON is refused, or returns "".
 // Requiring application/json also keeps browsers from sending a
 // cross-site form without a preflight.
+//
+// The one exception is the upload of attachments (POST
+// /api/attachments), which takes multipart/form-data, files being
+// files: a form another site's page posts there is still refused by
+// crossSite (a browser sends Origin on every cross-origin POST, and
+// Sec-Fetch-Site), and it could only store files, never send them.
 func notJSON(r *http.Request) string {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err == nil && mt == "multipart/form-data" && r.Pattern == uploadPattern {
+		return ""
+	}
 	if err != nil || mt != "application/json" {
 		return "the body must be JSON (Content-Type: application/json)"
 	}

@@ -234,6 +234,8 @@ func (s *Server) routes() *router {
 	rt.public("GET /api/openapi.json", s.openAPI)
 	rt.stream("POST /api/chat", http.HandlerFunc(s.chat))
 	rt.handleFunc("POST /api/chat/stop", s.stop)
+	rt.handleFunc(uploadPattern, s.upload)
+	rt.handleFunc("GET /api/attachments/{id}", s.attachment)
 	rt.stream("GET /api/chat/stream", http.HandlerFunc(s.stream))
 	rt.handleFunc("GET /api/subagents", s.listSubagents)
 	rt.handleFunc("POST /api/subagents", s.spawn)

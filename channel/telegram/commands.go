@@ -21,6 +21,7 @@ const helpText = `I'm Ava. Write to me and I answer, handing bigger work to suba
 /status — what runs in this chat: the request and its subagents; /status S-xxxxxx one subagent, running or finished
 /stop — stop the running request (and its subagents); /stop S-xxxxxx stops one subagent
 /logs S-xxxxxx — the last steps of a subagent
+/result S-xxxxxx — a finished subagent's whole result
 /send S-xxxxxx message — steer a running subagent (it reads it before its next step) or follow up a finished one
 /answer [Q-xxxxxx] text — answer a subagent's question
 /new — start a fresh conversation
@@ -41,6 +42,8 @@ func (c *Channel) command(ctx context.Context, ch *chat, m *models.Message, name
 		return c.send(ctx, ch, c.stop(ctx, key, args))
 	case "logs":
 		return c.send(ctx, ch, c.logs(ctx, key, args))
+	case "result":
+		return c.result(ctx, ch, key, args)
 	case "send":
 		return c.send(ctx, ch, c.steer(ctx, key, args, userName(m)))
 	case "answer":

@@ -328,11 +328,10 @@ func (s *stream) event(ctx context.Context, ev event.Event, text *strings.Builde
 		}
 	case event.Retry:
 		text.Reset() // what streamed since the last turn boundary is void
-	case event.SubagentSpawn, event.SubagentComplete, event.SubagentProgress, event.QuestionAnswered:
+	case event.SubagentSpawn, event.SubagentComplete, event.SubagentProgress:
+		s.c.statusEvent(ctx, s.ch, ev)
+	case event.QuestionAnswered:
 		if line := terminal.SubagentEventLine(ev); line != "" {
-			if sources := terminal.SourcesText(ev); sources != "" {
-				line += "\n" + sources
-			}
 			_ = s.c.send(ctx, s.ch, line)
 		}
 	case event.UserQuestion:

@@ -33,6 +33,8 @@ type fakeBotAPI struct {
 type call struct {
 	Method string
 	Params map[string]any
+	At     time.Time // when the fake received it
+	MsgID  int       // the message a sendMessage made
 }
 
 const fakeToken = "123456:TEST-token"
@@ -83,6 +85,9 @@ func (f *fakeBotAPI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.record(method, params)
 	result := f.result(method, params)
+	if method == "sendMessage" {
+		f.calls[len(f.calls)-1].MsgID = f.nextMsg
+	}
 	f.mu.Unlock()
 	b, _ := json.Marshal(map[string]any{"ok": true, "result": result})
 	w.Header().Set("Content-Type", "application/json")
@@ -91,7 +96,7 @@ func (f *fakeBotAPI) serve(w http.ResponseWriter, r *http.Request) {
 
 // record appends a call (f.mu held).
 func (f *fakeBotAPI) record(method string, params map[string]any) {
-	f.calls = append(f.calls, call{Method: method, Params: params})
+	f.calls = append(f.calls, call{Method: method, Params: params, At: time.Now()})
 	close(f.changed)
 	f.changed = make(chan struct{})
 }
@@ -178,6 +183,17 @@ func texts(calls []call, method string, chat int64) []string {
 	var out []string
 	for _, c := range calls {
 		if c.Method == method && int64(num(c.Params["chat_id"])) == chat {
+			out = append(out, fmt.Sprint(c.Params["text"]))
+		}
+	}
+	return out
+}
+
+// shown are the texts sent to chat or edited into its messages, in order.
+func shown(calls []call, chat int64) []string {
+	var out []string
+	for _, c := range calls {
+		if (c.Method == "sendMessage" || c.Method == "editMessageText") && int64(num(c.Params["chat_id"])) == chat {
 			out = append(out, fmt.Sprint(c.Params["text"]))
 		}
 	}

@@ -69,6 +69,10 @@ type Config struct {
 	// EditInterval is the least time between two edits of a streamed
 	// answer (default 1 s).
 	EditInterval time.Duration
+	// StatusInterval is the least time between two edits of one
+	// subagent's status line (default 2 s; Telegram throttles a bot that
+	// edits a message more often).
+	StatusInterval time.Duration
 	// TypingInterval is how often the typing action is renewed while the
 	// chat's session works (default 4 s; Telegram shows it for 5 s).
 	TypingInterval time.Duration
@@ -93,6 +97,7 @@ type Channel struct {
 
 	mu     sync.Mutex
 	chats  map[int64]*chat
+	lines  statusLines     // the subagents' status lines (under their own lock)
 	runCtx context.Context // Run's context, for webhook updates (guarded by mu)
 	wg     sync.WaitGroup
 }
@@ -108,6 +113,7 @@ func New(cfg Config) (*Channel, error) {
 	cfg.APIURL = strings.TrimRight(cmpOr(cfg.APIURL, DefaultAPIURL), "/")
 	cfg.PollTimeout = cmpOr(cfg.PollTimeout, 30*time.Second)
 	cfg.EditInterval = cmpOr(cfg.EditInterval, time.Second)
+	cfg.StatusInterval = cmpOr(cfg.StatusInterval, 2*time.Second)
 	cfg.TypingInterval = cmpOr(cfg.TypingInterval, 4*time.Second)
 	cfg.ChatInterval = cmpOr(cfg.ChatInterval, time.Second)
 	if cfg.HTTPClient == nil {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"go.uber.org/goleak"
 
@@ -46,6 +47,18 @@ const script = `conversations:
       - text: "found it"
         delay: 700ms
         citations: [{url: "https://example.com/pricing", title: "Pricing", cited_text: "$0.006 per minute"}]
+  - match: "long research"
+    turns:
+      - text: LONGTEXT
+        delay: 900ms
+  - match: "BIGBG"
+    turns:
+      - text: "starting"
+        tool_calls:
+          - name: spawn_subagent
+            args: {role: researcher, task: "long research", background: true, model: "MODEL"}
+      - text: "it runs in the background"
+      - text: "REPORTED-BIG"
   - match: "BACKGROUND"
     turns:
       - text: "starting"
@@ -105,7 +118,7 @@ func newEnv(t *testing.T, extra ...string) *env {
 	t.Helper()
 	root := t.TempDir()
 	path := filepath.Join(root, "script.yaml")
-	text := strings.Replace(script, "LONGTEXT", strings.ReplaceAll(fmtYAML(long), "\n", "\\n"), 1)
+	text := strings.ReplaceAll(script, "LONGTEXT", strings.ReplaceAll(fmtYAML(long), "\n", "\\n"))
 	// The orchestrator names the script through an alias config.yaml
 	// maps to it: only the operator may name a scripted model by path.
 	text = strings.ReplaceAll(text, "MODEL", "scripted/sonnet")
@@ -137,7 +150,7 @@ func newEnv(t *testing.T, extra ...string) *env {
 	api := newFakeBotAPI(t)
 	return &env{t: t, api: api, rt: rt, cfg: telegram.Config{Token: fakeToken, APIURL: api.srv.URL,
 		Allowed: []int64{chatID}, Runtime: rt, Logger: testLogger(),
-		PollTimeout: time.Second, EditInterval: 20 * time.Millisecond, TypingInterval: 50 * time.Millisecond,
+		PollTimeout: time.Second, EditInterval: 20 * time.Millisecond, StatusInterval: 50 * time.Millisecond, TypingInterval: 50 * time.Millisecond,
 		ChatInterval: time.Millisecond}}
 }
 
@@ -473,7 +486,7 @@ func TestProgressAndCompletionArriveUnprompted(t *testing.T) {
 	e.api.push(message(1, chatID, userID, "BACKGROUND please"))
 	calls := e.api.waitFor("progress and completion", func(cs []call) bool {
 		progress, complete := false, false
-		for _, s := range texts(cs, "sendMessage", chatID) {
+		for _, s := range shown(cs, chatID) {
 			progress = progress || strings.Contains(s, "still working")
 			// The completion lists the sources the answer cites.
 			complete = complete || strings.Contains(s, "Complete") && strings.Contains(s, "📎 Sources:\n1. Pricing — https://example.com/pricing")
@@ -487,6 +500,90 @@ func TestProgressAndCompletionArriveUnprompted(t *testing.T) {
 	})
 	if count(calls, "sendChatAction") < 2 {
 		t.Fatalf("typing was not kept alive while the subagent worked: %+v", calls)
+	}
+}
+
+// TestStatusLineIsEditedInPlace: a subagent's status line is one
+// message, edited as the run progresses (never twice within
+// StatusInterval) and ending with the completion: the summary and the
+// command that sends the whole result, which /result then sends, split
+// into Telegram-sized messages.
+func TestStatusLineIsEditedInPlace(t *testing.T) {
+	e := newEnv(t, "AVA_CONFIRM", "never", "AVA_PROGRESS_AFTER", "50ms", "AVA_PROGRESS_EVERY", "50ms")
+	cfg := e.cfg
+	cfg.StatusInterval = 300 * time.Millisecond
+	_, stop := e.run(cfg)
+	defer stop()
+	e.api.push(message(1, chatID, userID, "BIGBG please"))
+	// The report may come before the completion's edit, which waits
+	// out the interval.
+	calls := e.api.waitFor("the report and the completion", func(cs []call) bool {
+		return slices.Contains(shown(cs, chatID), "REPORTED-BIG") &&
+			slices.ContainsFunc(texts(cs, "editMessageText", chatID), func(s string) bool { return strings.Contains(s, "/result S-") })
+	})
+	runs, err := e.rt.Subagents(context.Background(), ava.SubagentFilter{Parent: "ava:telegram:4242"})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs %+v %v", runs, err)
+	}
+	id := runs[0].ID
+	var posts []call
+	for _, c := range calls {
+		if c.Method == "sendMessage" && strings.Contains(fmt.Sprint(c.Params["text"]), "["+id+"]") {
+			posts = append(posts, c)
+		}
+	}
+	if len(posts) != 1 || !strings.HasPrefix(fmt.Sprint(posts[0].Params["text"]), "🔍 ") {
+		t.Fatalf("the status line was posted %d times, not once: %+v", len(posts), posts)
+	}
+	var edits []call
+	for _, c := range calls {
+		if c.Method == "editMessageText" && int(num(c.Params["message_id"])) == posts[0].MsgID {
+			edits = append(edits, c)
+		}
+	}
+	if len(edits) < 2 || !strings.Contains(fmt.Sprint(edits[0].Params["text"]), "still working") {
+		t.Fatalf("the status line was not edited to show the progress: %+v", edits)
+	}
+	last := posts[0].At
+	for _, c := range edits {
+		if gap := c.At.Sub(last); gap < cfg.StatusInterval {
+			t.Errorf("two writes of the status line %v apart (under %v)", gap, cfg.StatusInterval)
+		}
+		last = c.At
+	}
+	final := fmt.Sprint(edits[len(edits)-1].Params["text"])
+	if !strings.Contains(final, "✅ ") || !strings.Contains(final, "Complete") || !strings.Contains(final, "A paragraph of the long answer") ||
+		!strings.HasSuffix(final, "The whole result: /result "+id) || len([]rune(final)) > telegram.MaxMessage {
+		t.Fatalf("the completion line: %q", final)
+	}
+
+	e.api.resetCalls()
+	e.api.push(message(2, chatID, userID, "/result "+id))
+	calls = e.api.waitFor("the whole result", func(cs []call) bool {
+		return strings.Count(strings.Join(texts(cs, "sendMessage", chatID), "\n"), "A paragraph of the long answer") == 200
+	})
+	parts := texts(calls, "sendMessage", chatID)
+	if len(parts) < 2 || !strings.HasPrefix(parts[0], id+" (researcher): success") {
+		t.Fatalf("the result in %d parts, first %.80q", len(parts), parts[0])
+	}
+	for _, c := range calls {
+		if c.Method == "sendMessage" {
+			if ents := fmt.Sprint(c.Params["entities"]); !strings.Contains(ents, "bold") {
+				t.Errorf("the result's Markdown is not rendered (its heading bold): %v", ents)
+			}
+			break
+		}
+	}
+	for i, p := range parts {
+		if n := len(utf16.Encode([]rune(p))); n > telegram.MaxMessage {
+			t.Errorf("part %d is %d units long", i, n)
+		}
+	}
+	e.api.resetCalls()
+	e.api.push(message(3, chatID, userID, "/result S-000000"))
+	calls = e.api.waitFor("the refusal", func(cs []call) bool { return len(texts(cs, "sendMessage", chatID)) == 1 })
+	if got := texts(calls, "sendMessage", chatID)[0]; got != "No subagent S-000000 in this chat (see /status)." {
+		t.Errorf("/result of a foreign subagent: %q", got)
 	}
 }
 
@@ -508,7 +605,7 @@ func TestSubagentQuestionIsAnsweredInTheChat(t *testing.T) {
 	e.api.push(message(2, chatID, userID, "/answer the main one"))
 	e.api.waitFor("the answer taken and the subagent done", func(cs []call) bool {
 		sent, done := false, false
-		for _, s := range texts(cs, "sendMessage", chatID) {
+		for _, s := range shown(cs, chatID) {
 			sent = sent || strings.Contains(s, "Sent your answer to S-")
 			done = done || strings.Contains(s, "Complete")
 		}
@@ -631,7 +728,7 @@ func TestSubagentCommandsGoThroughTheCore(t *testing.T) {
 	key := "ava:telegram:" + strconv.Itoa(chatID)
 	e.api.push(message(1, chatID, userID, "BACKGROUND please"))
 	e.api.waitFor("the subagent's completion and the report", func(cs []call) bool {
-		sent := texts(cs, "sendMessage", chatID)
+		sent := shown(cs, chatID)
 		return slices.ContainsFunc(sent, func(s string) bool { return strings.Contains(s, "Complete") }) &&
 			slices.ContainsFunc(sent, func(s string) bool { return strings.Contains(s, "REPORTED") })
 	})

@@ -31,6 +31,27 @@ type ChatRequest struct {
 	// conversation before its next model call, without cancelling it; a
 	// finished subagent gets it as a follow-up. Subagent keys only.
 	Steer bool `json:"steer,omitempty"`
+	// Attachments are the IDs of files attached to the message (POST
+	// /api/attachments): given to the model with it, text inline and
+	// other files in the workspace.
+	Attachments []string `json:"attachments,omitempty"`
+}
+
+// Attachment is a file attached to a message (POST /api/attachments).
+type Attachment struct {
+	// ID is "A-" and 12 hex digits; a message names it.
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Type is its media type; Kind is text, image or file (PDF).
+	Type      string    `json:"type"`
+	Kind      string    `json:"kind"`
+	Size      int64     `json:"size"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// AttachResponse answers POST /api/attachments.
+type AttachResponse struct {
+	Attachments []Attachment `json:"attachments"`
 }
 
 // ChatStart is the data of a turn stream's first event.

@@ -182,6 +182,18 @@ export function postJSON(path, body, signal) {
   });
 }
 
+/**
+ * Uploads files (a FileList or an array of File) as attachments, all or
+ * none: resolves with their records ({id, name, type, kind, size}); a
+ * refusal (too big, too many, an unknown type) rejects with an HTTPError
+ * naming the file and the limit.
+ */
+export async function uploadAttachments(files) {
+  const form = new FormData();
+  for (const f of files) form.append('file', f, f.name);
+  return (await (await request('/api/attachments', { method: 'POST', body: form })).json()).attachments;
+}
+
 /** Renames a main session (the title its menu shows); resolves with the session. */
 export async function renameSession(sessionKey, title) {
   return (await request(`/api/sessions/${encodeURIComponent(sessionKey)}`, {
@@ -199,9 +211,11 @@ export async function renameSession(sessionKey, title) {
  * with an HTTPError of status 409 unless queue is set; steer delivers a
  * message to a running subagent before its next step.
  */
-export async function sendMessage(sessionKey, message, { queue = false, steer = false } = {}) {
+export async function sendMessage(sessionKey, message, { queue = false, steer = false, attachments = [] } = {}) {
   const ctl = new AbortController();
-  const res = await postJSON('/api/chat', { sessionKey, message, queue, steer }, ctl.signal);
+  const body = { sessionKey, message, queue, steer };
+  if (attachments.length > 0) body.attachments = attachments;
+  const res = await postJSON('/api/chat', body, ctl.signal);
   try {
     for await (const m of readEvents(res)) {
       if (m.event === 'session') return JSON.parse(m.data);

@@ -7,6 +7,7 @@ import htm from 'htm';
 import { answerQuestion, confirmSpawn, follow, getJSON, sendMessage, stopSession, HTTPError } from './api.js';
 import { cents, cost, duration, shortJSON, statusLabel, totalCost } from './format.js';
 import { markdown } from './markdown.js';
+import { AttachmentStrip, MessageAttachments, dropTarget, pasteFiles, splitAttachments, useAttachments } from './attachments.js';
 
 const html = htm.bind(h);
 
@@ -337,8 +338,10 @@ function Messages({ s, pending, onOpen, typing, sessionKey }) {
 function Item({ it, onOpen, sessionKey }) {
   const seq = it.seq;
   switch (it.kind) {
-    case 'user':
-      return html`<div class="msg user" data-seq=${seq} data-kind="user">${it.text}</div>`;
+    case 'user': {
+      const m = splitAttachments(it.text);
+      return html`<div class="msg user" data-seq=${seq} data-kind="user">${m.text}<${MessageAttachments} items=${m.attachments} /></div>`;
+    }
     case 'assistant':
       return html`<${Answer} text=${it.text} seq=${seq} />`;
     case 'thinking':
@@ -501,14 +504,16 @@ function Composer({ send, placeholder, canSteer }) {
   const [text, setText] = useState('');
   const [busy, setBusy] = useState(null); // the text a 409 refused
   const [error, setError] = useState('');
+  const att = useAttachments();
   const submit = async (how = {}) => {
     const msg = (busy ?? text).trim();
-    if (!msg) return;
+    if (!msg || att.uploading) return;
     setError('');
     try {
-      await send(msg, how);
+      await send(msg, { ...how, attachments: att.ids() });
       setText('');
       setBusy(null);
+      att.clear();
     } catch (err) {
       if (err instanceof HTTPError && err.status === 409) setBusy(msg);
       else setError(err.message);
@@ -521,7 +526,7 @@ function Composer({ send, placeholder, canSteer }) {
     }
   };
   return html`
-    <form class="composer" onSubmit=${(e) => { e.preventDefault(); submit(); }}>
+    <form class="composer" onSubmit=${(e) => { e.preventDefault(); submit(); }} ...${dropTarget(att)}>
       ${busy != null && html`
         <div class="offer" role="alert">
           <span>${canSteer
@@ -532,8 +537,9 @@ function Composer({ send, placeholder, canSteer }) {
           <button type="button" class="ghost" onClick=${() => setBusy(null)}>Cancel</button>
         </div>`}
       ${error && html`<div class="offer error" role="alert">${error}</div>`}
+      <${AttachmentStrip} att=${att} />
       <textarea rows="1" value=${text} placeholder=${placeholder} aria-label=${placeholder}
-        onInput=${(e) => setText(e.currentTarget.value)} onKeyDown=${onKeyDown} />
-      <button type="submit" disabled=${!text.trim()}>Send</button>
+        onInput=${(e) => setText(e.currentTarget.value)} onKeyDown=${onKeyDown} onPaste=${pasteFiles(att)} />
+      <button type="submit" disabled=${!text.trim() || att.uploading}>Send</button>
     </form>`;
 }
