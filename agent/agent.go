@@ -629,6 +629,7 @@ func (r *run) callModel() (*llm.Response, *callPlan, error) {
 	r.endChatSpan(span, resp, cost, nil)
 	r.publishServerTools(resp.Message)
 	plan.settle(cost)
+	plan.cost = cost
 	r.observe(plan, resp.Usage)
 	for _, b := range resp.Message.Content {
 		if b.Type == llm.BlockThinking && b.Text != "" {

@@ -54,7 +54,11 @@ type callPlan struct {
 	// costCut is set when the cost bound lowered the output limit: a
 	// response cut there ended for lack of money.
 	costCut bool
-	settle  func(spent float64)
+	// shared is set when a shared budget granted the call granted
+	// cents; cost is what the call did cost.
+	shared        bool
+	granted, cost float64
+	settle        func(spent float64)
 }
 
 // inputSeen is what the provider reported for the previous request: the
@@ -112,7 +116,7 @@ func (r *run) plan(req *llm.Request) (*callPlan, error) {
 			settle(0)
 			return nil, fmt.Errorf("%w: the shared budget granted %.4f¢ of the %.4f¢ the call needs at least", ErrCostExceeded, granted, least)
 		}
-		allowed, p.settle = granted, settle
+		allowed, p.settle, p.shared, p.granted = granted, settle, true, granted
 	}
 	req.MaxTokens = ceiling
 	if outRate > 0 {
@@ -272,6 +276,12 @@ func (r *run) overCapAtEnd(p *callPlan, resp *llm.Response) error {
 	capCents := r.a.cfg.Limits.MaxCostCents
 	if capCents > 0 && r.cost > capCents {
 		return fmt.Errorf("%w: the final answer brought the run to %.4f¢ of its %.2f¢ cap (kept)", ErrCostExceeded, r.cost, capCents)
+	}
+	// A shared budget (a group's, the session's) holds to the last cent
+	// too: an answer that cost more than it was granted (the input
+	// estimate fell short) crossed it.
+	if p.shared && p.cost > p.granted+1e-9 {
+		return fmt.Errorf("%w: the final answer cost %.4f¢, more than the %.4f¢ the shared budget had left for it (kept)", ErrCostExceeded, p.cost, p.granted)
 	}
 	if p.costCut && resp.StopReason == llm.StopMaxTokens {
 		return fmt.Errorf("%w: the answer was cut at %d output tokens, all that the cost cap or shared budget left room for (kept)",

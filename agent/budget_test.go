@@ -187,3 +187,46 @@ func TestSharedBudgetGrantBelowTheLeastIsARefusal(t *testing.T) {
 		t.Fatalf("status %s (%v), %d calls, settled %v", res.Status, res.Err, len(m.requests()), b.settled)
 	}
 }
+
+// fixedUsage is a model that answers with usage whatever it was allowed:
+// the provider counted more than the loop estimated.
+func fixedUsage(in, out int) llm.Provider {
+	return providerFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+		return &llm.Response{Usage: llm.Usage{InputTokens: in, OutputTokens: out}, StopReason: llm.StopEndTurn,
+			Message: llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text("answer")}}}, nil
+	})
+}
+
+// The cost cap holds to the last token (issue 40 item 2): a final answer
+// that brings the run to its cap exactly is success; one output token
+// more (0.0005¢ of haiku) ends cost_exceeded with the answer kept.
+func TestFinalAnswerAtTheCostCapBoundary(t *testing.T) {
+	for _, tc := range []struct {
+		out  int
+		want lifecycle.Status
+	}{{200, lifecycle.Success}, {201, lifecycle.CostExceeded}} {
+		// 29,000 input tokens are 2.9¢, 200 output tokens 0.1¢.
+		res := run(t, agent.Config{Model: llm.Model{Provider: fixedUsage(29_000, tc.out), ID: "m", Price: haiku, Priced: true},
+			Limits: agent.Limits{MaxCostCents: 3}}, context.Background())
+		if res.Status != tc.want || res.Text != "answer" {
+			t.Fatalf("29000+%d tokens (%.4f¢) on a 3¢ cap: status %s text %q (%v), want %s with the text", tc.out, res.CostCents, res.Status, res.Text, res.Err, tc.want)
+		}
+	}
+}
+
+// A shared budget holds to the last token the same way: an answer that
+// costs what the budget granted exactly is success, one output token
+// more is cost_exceeded, its text kept.
+func TestFinalAnswerAtTheSharedBudgetBoundary(t *testing.T) {
+	for _, tc := range []struct {
+		out  int
+		want lifecycle.Status
+	}{{200, lifecycle.Success}, {201, lifecycle.CostExceeded}} {
+		b := &fakeBudget{limit: 1} // 9,000 input tokens are 0.9¢, 200 output 0.1¢
+		res := run(t, agent.Config{Model: llm.Model{Provider: fixedUsage(9_000, tc.out), ID: "m", Price: haiku, Priced: true},
+			Budget: b, Limits: agent.Limits{MaxCostCents: 50}}, context.Background())
+		if res.Status != tc.want || res.Text != "answer" {
+			t.Fatalf("9000+%d tokens (%.4f¢) on a 1¢ grant: status %s text %q (%v), want %s with the text", tc.out, res.CostCents, res.Status, res.Text, res.Err, tc.want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/budget"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/event"
@@ -56,7 +57,11 @@ type Instance struct {
 	// MCP is the pool of the MCP servers of config.yaml and of the
 	// roles (see package mcpclient): started on first use, stopped by
 	// Close.
-	MCP      *mcpclient.Pool
+	MCP *mcpclient.Pool
+	// Ledger is the live spend of the sessions' turns and subagents:
+	// the orchestrator and the subagent manager share it, so that a
+	// session's budget is one budget (package budget).
+	Ledger   *budget.Ledger
 	Subagent *subagent.Manager
 	// Observers are the instance's typed observers (package observe):
 	// add any number; the subagent manager and the sessions notify them.
@@ -295,7 +300,8 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 		defer cancel()
 		return in.Observers.Close(ctx)
 	})
-	in.Subagent = subagent.NewManager(subagent.Options{Catalog: in.Catalog, Tools: in.Tools, MCPTools: in.roleMCPTools, Search: in.searchFor, Store: in.Store, Hub: in.Hub,
+	in.Ledger = budget.NewLedger(in.Store)
+	in.Subagent = subagent.NewManager(subagent.Options{Catalog: in.Catalog, Tools: in.Tools, MCPTools: in.roleMCPTools, Search: in.searchFor, Store: in.Store, Hub: in.Hub, Ledger: in.Ledger,
 		Roles: roles, MaxConcurrent: cfg.MaxConcurrentSubagents, StallAfter: cfg.StallAfter,
 		ProgressAfter: cfg.ProgressAfter, ProgressEvery: cfg.ProgressEvery, WrapUpAt: cfg.WrapUpAt, AskTimeout: cfg.AskTimeout,
 		Overflow: subagent.Overflow(cfg.SpawnOverflow), MaxQueued: cfg.MaxQueuedSubagents,
@@ -367,7 +373,7 @@ func (in *Instance) openSessions(ctx context.Context) error {
 			if err != nil {
 				return nil, m, err
 			}
-			return orchestrator.New(orchestrator.Config{Model: m, Tools: orchTools, Hub: in.Hub, Sessions: in.Store,
+			return orchestrator.New(orchestrator.Config{Model: m, Tools: orchTools, Hub: in.Hub, Sessions: in.Store, Ledger: in.Ledger,
 				History: in.History(), Workspace: cfg.Workspace, Offline: IsOffline(m), Logger: log, Limits: limits,
 				Tracer: in.Tracing.Tracer(), Events: in.Store, Owner: in.turnOwner()}), m, nil
 		}})

@@ -134,5 +134,15 @@ func (in *Instance) providerSearch(provider string) (s subagent.Search, has bool
 // plus the subagent tools.
 func (in *Instance) OrchestratorTools(ctx context.Context) (*tool.Registry, error) {
 	extra := append(in.Subagent.Tools(), logs.New(in.LogReader(audit.ReaderOptions{Logger: in.Log}), nil))
-	return in.Tools.With(extra...)
+	// The orchestrator's long process calls ask first, like its spawns,
+	// when the confirmation policy asks (subagent.ConfirmProcesses).
+	def := in.shellConfig().Timeout
+	if def <= 0 {
+		def = shell.DefaultTimeout
+	}
+	var tools []tool.Tool
+	for _, t := range in.Tools.Tools() {
+		tools = append(tools, in.Subagent.ConfirmProcesses(t, in.Config.ConfirmProcessesAfter, def))
+	}
+	return tool.NewRegistry(append(tools, extra...)...)
 }

@@ -57,6 +57,10 @@ type Config struct {
 	// ConfirmTimeout is how long a spawn proposal waits for the person's
 	// answer before it expires (AVA_CONFIRM_TIMEOUT).
 	ConfirmTimeout time.Duration `yaml:"confirm_timeout"`
+	// ConfirmProcessesAfter is how long an orchestrator's run_bash or
+	// python_exec call must declare or be estimated to run for the
+	// confirmation policy to ask before it runs (AVA_CONFIRM_PROCESSES_AFTER).
+	ConfirmProcessesAfter time.Duration `yaml:"confirm_processes_after"`
 	// Workspace is the folder file and shell tools work in (AVA_WORKSPACE).
 	Workspace string `yaml:"workspace"`
 	// StallAfter is how long a subagent may show no sign of life before it
@@ -315,6 +319,7 @@ func Default() Config {
 		OnComplete:             Summarize,
 		ResumeAttempts:         3,
 		ConfirmTimeout:         10 * time.Minute,
+		ConfirmProcessesAfter:  time.Minute,
 		ShutdownGrace:          DefaultShutdownGrace,
 		WebSearch:              WebSearchAuto,
 	}
@@ -459,6 +464,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := ParseConfirm(c.Confirm); err != nil {
 		errs = append(errs, err)
+	}
+	if c.ConfirmProcessesAfter <= 0 {
+		errs = append(errs, fmt.Errorf("confirm_processes_after (AVA_CONFIRM_PROCESSES_AFTER): %s, must be positive", c.ConfirmProcessesAfter))
 	}
 	if c.ConfirmTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("confirm_timeout (AVA_CONFIRM_TIMEOUT): %s, must be positive", c.ConfirmTimeout))

@@ -75,6 +75,8 @@ var settings = []Setting{
 		"spawn confirmation policy: `always` (every spawn is a proposal first), `never`, or `above:<cents>` (only when the estimated maximum cost is above it); `ava run --yes` and `ava spawn --yes` mean `never` for that command (see [concepts.md](concepts.md#confirmation-before-spawning))"),
 	duration("AVA_CONFIRM_TIMEOUT", "confirm_timeout", func(c *Config) *time.Duration { return &c.ConfirmTimeout }).doc("",
 		"how long a proposal waits for the person's answer before it expires (and the orchestrator is told)"),
+	duration("AVA_CONFIRM_PROCESSES_AFTER", "confirm_processes_after", func(c *Config) *time.Duration { return &c.ConfirmProcessesAfter }).doc("",
+		"when the confirmation policy asks (`always`, `above:<cents>`), an orchestrator's `run_bash` or `python_exec` call that declares a timeout of at least this, or is estimated to run this long (`sleep N`, package installs, builds), is a proposal the person answers first (see [concepts.md](concepts.md#long-running-processes-ask-too))"),
 	text("AVA_WORKSPACE", "workspace", func(c *Config) *string { return &c.Workspace }).doc("the current directory",
 		"where file and shell tools work (`--workspace`)"),
 	duration("AVA_STALL_AFTER", "stall_after", func(c *Config) *time.Duration { return &c.StallAfter }).doc("",

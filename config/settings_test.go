@@ -31,6 +31,7 @@ var settingCases = map[string]settingCase{
 	"AVA_MAX_QUEUED_SUBAGENTS":     {"4", "9", 4, 9, func(c config.Config) any { return c.MaxQueuedSubagents }},
 	"AVA_CONFIRM":                  {"never", "above:25", "never", "above:25", func(c config.Config) any { return c.Confirm }},
 	"AVA_CONFIRM_TIMEOUT":          {"5m", "90s", 5 * time.Minute, 90 * time.Second, func(c config.Config) any { return c.ConfirmTimeout }},
+	"AVA_CONFIRM_PROCESSES_AFTER":  {"2m", "30s", 2 * time.Minute, 30 * time.Second, func(c config.Config) any { return c.ConfirmProcessesAfter }},
 	"AVA_WORKSPACE":                {"/srv/a", "/srv/b", "/srv/a", "/srv/b", func(c config.Config) any { return c.Workspace }},
 	"AVA_STALL_AFTER":              {"3m", "4m", 3 * time.Minute, 4 * time.Minute, func(c config.Config) any { return c.StallAfter }},
 	"AVA_PROGRESS_AFTER":           {"10s", "20s", 10 * time.Second, 20 * time.Second, func(c config.Config) any { return c.ProgressAfter }},

@@ -245,7 +245,11 @@ type SpawnEstimate struct {
 // is one proposal: Role and Task join its members', Tasks lists them,
 // and the estimate is the group's total.
 type SpawnProposedContent struct {
-	PendingID string        `json:"pendingId"`
+	PendingID string `json:"pendingId"`
+	// Kind is spawn (subagents; Role and Task name them) or process (a
+	// long tool call of the orchestrator's: Role is the tool, Task the
+	// command).
+	Kind      string        `json:"kind,omitempty"`
 	Role      string        `json:"role"`
 	Task      string        `json:"task"`
 	Mode      string        `json:"mode"`

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/budget"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
@@ -47,7 +48,13 @@ type Config struct {
 	Hub     *event.Hub
 	History History
 	// Sessions, when set, holds the session's budget and spend.
-	Sessions  Sessions
+	Sessions Sessions
+	// Ledger is the live spend of the sessions' turns and subagents,
+	// which the turn's model calls reserve from when its session has a
+	// budget: the one the subagent manager uses, so that both see each
+	// other's spend (see package budget). Nil with Sessions: one over
+	// Sessions, which sees this orchestrator's turns only.
+	Ledger    *budget.Ledger
 	Limits    agent.Limits
 	Workspace string
 	// Offline marks the model as the offline scripted one.
@@ -92,6 +99,9 @@ type Orchestrator struct {
 func New(cfg Config) *Orchestrator {
 	if cfg.Hub == nil {
 		cfg.Hub = event.NewHub(nil)
+	}
+	if cfg.Ledger == nil && cfg.Sessions != nil {
+		cfg.Ledger = budget.NewLedger(cfg.Sessions)
 	}
 	o := &Orchestrator{cfg: cfg, log: cfg.Logger, now: cfg.Clock}
 	if o.log == nil {
@@ -167,9 +177,16 @@ func (o *Orchestrator) AskMessage(ctx context.Context, session, user string, msg
 		}
 		history = withoutStored(h, msg.Stored)
 	}
-	limits, err := o.limits(rctx, session)
+	limits, share, err := o.limits(rctx, session)
 	if err != nil {
 		return agent.Result{Status: lifecycle.Error, Err: err}, "", err
+	}
+	// The turn's spend counts live against the session's budget until
+	// it is stored (o.spend), then leaves the ledger's live figure.
+	var shared agent.Budget
+	if share != nil {
+		defer share.Leave()
+		shared = share
 	}
 	input := llm.UserText(msg.Text)
 	if msg.Report {
@@ -198,6 +215,7 @@ func (o *Orchestrator) AskMessage(ctx context.Context, session, user string, msg
 		System:     SystemPrompt(o.cfg.Tools, o.cfg.Workspace, o.now()),
 		Tools:      o.cfg.Tools,
 		Limits:     limits,
+		Budget:     shared,
 		Caller:     tool.Caller{AgentID: event.OrchestratorID, SessionKey: session, Workspace: o.cfg.Workspace, User: user},
 		User:       user,
 		Publisher:  o.cfg.Hub,
@@ -208,6 +226,9 @@ func (o *Orchestrator) AskMessage(ctx context.Context, session, user string, msg
 	})
 	res := a.Run(ctx, history, input)
 	spend := o.spend(ctx, session, res)
+	if share != nil {
+		share.Leave()
+	}
 	end := event.New(event.SessionEnd, event.SessionContent{Status: res.Status, Model: o.cfg.Model.Name(), Offline: o.cfg.Offline,
 		Spend: spend})
 	end.Meta = event.Meta{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostCents: res.CostCents,
@@ -288,30 +309,31 @@ var ErrDiscarded = errors.New("turn discarded")
 var ErrBudgetSpent = errors.New("the session's budget is spent")
 
 // limits are the configured limits with the cost cap lowered to what is
-// left of the session's budget, if it has one.
-func (o *Orchestrator) limits(ctx context.Context, session string) (agent.Limits, error) {
+// left of the session's budget, if it has one: its cap minus what the
+// session's turns and subagents spent, stored or live, and what their
+// calls in flight reserved. With a budget it also returns the turn's
+// share of it, which its calls reserve from (the caller leaves it once
+// the turn's spend is stored).
+func (o *Orchestrator) limits(ctx context.Context, session string) (agent.Limits, *budget.Share, error) {
 	l := o.cfg.Limits
-	if o.cfg.Sessions == nil {
-		return l, nil
+	if o.cfg.Ledger == nil {
+		return l, nil, nil
 	}
-	s, err := o.cfg.Sessions.GetSession(ctx, session)
-	if errors.Is(err, store.ErrNotFound) {
-		return l, nil
-	}
+	st, err := o.cfg.Ledger.Standing(ctx, session)
 	if err != nil {
-		return l, fmt.Errorf("read session %s: %w", session, err)
+		return l, nil, fmt.Errorf("session %s: %w", session, err)
 	}
-	if s.BudgetCents <= 0 {
-		return l, nil
+	if !st.Limited {
+		return l, nil, nil
 	}
-	left := s.BudgetCents - s.SpentCents
+	left := st.Left()
 	if left <= 0 {
-		return l, fmt.Errorf("session %s: %w (%.2f¢ of %.2f¢)", session, ErrBudgetSpent, s.SpentCents, s.BudgetCents)
+		return l, nil, fmt.Errorf("session %s: %w (%.2f¢ of %.2f¢ spent or reserved by its turns and subagents)", session, ErrBudgetSpent, st.Budget-left, st.Budget)
 	}
 	if l.MaxCostCents == 0 || l.MaxCostCents > left {
 		l.MaxCostCents = left
 	}
-	return l, nil
+	return l, o.cfg.Ledger.Join(session), nil
 }
 
 // spend adds the turn's own spend to the session (its subagents add

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/budget"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
@@ -315,5 +316,44 @@ func TestSessionBudget(t *testing.T) {
 	}
 	if len(h.model.requests()) != calls || len(h.events(t, session)) != before {
 		t.Fatal("a refused turn called the model or published events")
+	}
+}
+
+// The session's budget is one budget: a subagent's spend in this process
+// that the store does not hold yet (its run still going) counts against
+// the orchestrator's turn: with 3¢ of 10¢ left the turn runs (1.1¢);
+// once the subagent has spent the rest live (the budget reached
+// exactly), the next turn is refused before any model call.
+func TestSessionBudgetCountsTheSubagentsLiveSpend(t *testing.T) {
+	var ledger *budget.Ledger
+	h := newTurnHarness(t, false, func(c *orchestrator.Config) {
+		ledger = budget.NewLedger(c.Sessions)
+		c.Ledger = ledger
+	})
+	ctx := context.Background()
+	const session = "ava:test:live"
+	if err := h.store.SetSessionBudget(ctx, session, 10); err != nil {
+		t.Fatal(err)
+	}
+	sub := ledger.Join(session) // a subagent's run, spending live
+	defer sub.Leave()
+	spend := func(cents float64) {
+		_, settle, err := sub.Reserve(ctx, cents, cents)
+		if err != nil {
+			t.Fatal(err)
+		}
+		settle(cents)
+	}
+	spend(7)
+	res, err := h.o.Ask(ctx, session, "", "one")
+	if err != nil || res.Status != lifecycle.Success || res.CostCents != 1.1 {
+		t.Fatalf("turn with 3¢ left: %s %.4f¢ (%v) %v, want success", res.Status, res.CostCents, res.Err, err)
+	}
+	// The turn's 1.1¢ is stored now; the subagent spends the last 1.9¢.
+	spend(1.9)
+	calls := len(h.model.requests())
+	res, err = h.o.Ask(ctx, session, "", "two")
+	if !errors.Is(err, orchestrator.ErrBudgetSpent) || len(h.model.requests()) != calls {
+		t.Fatalf("turn with the subagents' live spend filling the budget: %s (%v), %d calls", res.Status, err, len(h.model.requests())-calls)
 	}
 }

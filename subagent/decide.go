@@ -52,6 +52,9 @@ func (pp *proposals) decide(ctx context.Context, id string, d confirm.Decision, 
 	if d == confirm.Rejected {
 		return pp.reject(ctx, p)
 	}
+	if p.Spawn.Process != nil {
+		return pp.confirmProcess(ctx, p, d, c)
+	}
 	return pp.confirmProposal(ctx, p, d, c)
 }
 
@@ -106,6 +109,7 @@ func (pp *proposals) reject(ctx context.Context, p Proposal) (Decided, error) {
 	pp.spans.Delete(p.ID)
 	p.Status = store.SpawnRejected
 	pp.publishTo(p.Spawn, event.New(event.SpawnDecided, event.SpawnDecidedContent{PendingID: p.ID, Decision: store.SpawnRejected}))
+	pp.waiters.wake(p.ID)
 	pp.tellParent(ctx, p, "The person declined it; nothing was started. Do not propose it again unless they ask.")
 	out := Decided{Proposal: p, Decision: store.SpawnRejected}
 	pp.noticeDecided(p, observe.Rejected, observe.ByPerson, out)
@@ -180,6 +184,7 @@ func (pp *proposals) expire(ctx context.Context) (int, error) {
 			continue
 		}
 		pp.publishTo(p.Spawn, event.New(event.SpawnDecided, event.SpawnDecidedContent{PendingID: p.ID, Decision: store.SpawnExpired}))
+		pp.waiters.wake(p.ID)
 		pp.tellParent(ctx, p, fmt.Sprintf("It expired after %s without an answer from the person; nothing was started. Propose it again only if it is still needed.",
 			confirm.FormatSeconds(p.ExpiresAt.Sub(p.CreatedAt).Seconds())))
 		pp.noticeDecided(p, observe.Expired, observe.ByExpiry, Decided{Proposal: p, Decision: store.SpawnExpired})
@@ -191,7 +196,8 @@ func (pp *proposals) expire(ctx context.Context) (int, error) {
 // history, where the orchestrator sees it in its next prompt (like a
 // background result, it starts no turn by itself).
 func (pp *proposals) tellParent(ctx context.Context, p Proposal, what string) {
-	if p.Spawn.Parent == "" {
+	// A process proposal's answer goes back to its waiting tool call.
+	if p.Spawn.Parent == "" || p.Spawn.Process != nil {
 		return
 	}
 	text := fmt.Sprintf("[Spawn %s: %s — %s]\n%s\n", p.ID, p.Role, firstLine(p.Task, 200), what)

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/budget"
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
@@ -65,6 +66,10 @@ type Options struct {
 	Search func(provider string) Search
 	Store  store.Store
 	Hub    *event.Hub
+	// Ledger is the live spend of the sessions' turns and runs: a run's
+	// calls reserve from its parent session's budget there, beside the
+	// orchestrator's turn (package budget). Nil: one over Store.
+	Ledger *budget.Ledger
 	// Roles are the known roles (role.LoadDirs); nil means the built-ins.
 	Roles map[string]role.Role
 	// MaxConcurrent limits running subagents (default 3).
@@ -262,6 +267,9 @@ func NewManager(opt Options) *Manager {
 	}
 	if opt.ResumeAttempts == 0 {
 		opt.ResumeAttempts = DefaultResumeAttempts
+	}
+	if opt.Ledger == nil {
+		opt.Ledger = budget.NewLedger(opt.Store)
 	}
 	if opt.Roles == nil {
 		opt.Roles = map[string]role.Role{}
@@ -573,14 +581,20 @@ func buildRoleTools(all *tool.Registry, r role.Role, ask tool.Tool) (*tool.Regis
 }
 
 // applyBudget draws the cost cap from what is left of the parent
-// session's budget, if it has one.
+// session's budget, if it has one: its cap minus what its turns and
+// subagents spent (stored, or live in this process: the ledger) and what
+// their calls in flight reserved. The run's calls then reserve from the
+// same ledger (Handle.turn), so this cap is only an upper bound. In a
+// cluster, the session's runs on other processes are not in this
+// process's ledger: what each may still spend of its cap counts as
+// committed.
 func (m *Manager) applyBudget(ctx context.Context, session string, resumed bool, l *agent.Limits) error {
 	if session == "" {
 		return nil
 	}
-	var s store.Session
+	var st budget.Standing
 	read := func(ctx context.Context) (err error) {
-		s, err = m.opt.Store.GetSession(ctx, session)
+		st, err = m.opt.Ledger.Standing(ctx, session)
 		return err
 	}
 	var err error
@@ -589,43 +603,27 @@ func (m *Manager) applyBudget(ctx context.Context, session string, resumed bool,
 	} else {
 		err = read(ctx)
 	}
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
 	if err != nil {
-		return fmt.Errorf("spawn: read session budget: %w", err)
-	}
-	if s.BudgetCents <= 0 {
-		return nil
-	}
-	var reserved float64
-	if m.opt.Dispatch == nil {
-		reserved = m.reservedCents(session)
-	} else if reserved, err = m.clusterReservedCents(ctx, session); err != nil {
 		return fmt.Errorf("spawn: %w", err)
 	}
-	left := s.BudgetCents - s.SpentCents - reserved
+	if !st.Limited {
+		return nil
+	}
+	left := st.Left()
+	if m.opt.Dispatch != nil {
+		reserved, err := m.clusterReservedCents(ctx, session)
+		if err != nil {
+			return fmt.Errorf("spawn: %w", err)
+		}
+		left -= reserved
+	}
 	if left <= 0 {
-		return fmt.Errorf("spawn: %w: %.2f¢ of %.2f¢ spent or committed to running subagents", ErrBudget, s.BudgetCents-left, s.BudgetCents)
+		return fmt.Errorf("spawn: %w: %.2f¢ of %.2f¢ spent or committed by the session's turns and subagents", ErrBudget, st.Budget-left, st.Budget)
 	}
 	if l.MaxCostCents == 0 || l.MaxCostCents > left {
 		l.MaxCostCents = left
 	}
 	return nil
-}
-
-// reservedCents is the cost still committable by active (running or
-// queued) subagents of a session: their caps minus what they spent.
-func (m *Manager) reservedCents(session string) float64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var sum float64
-	for _, h := range m.handles {
-		if h.req.Parent.SessionKey == session {
-			sum += max(h.limits.MaxCostCents-h.agentSnapshot().CostCents, 0)
-		}
-	}
-	return sum
 }
 
 // release frees h's slot (or its place in the queue), gives it to the

@@ -75,6 +75,9 @@ type ProposedSpawn struct {
 	// Idempotency is the spawn request's idempotency key, recorded with
 	// the proposal (never part of its JSON).
 	Idempotency *store.Idempotency `json:"-"`
+	// Process, set for a proposal of kind process, is the orchestrator's
+	// tool call it runs (process.go); Configs is then empty.
+	Process *ProposedProcess `json:"process,omitempty"`
 }
 
 // withNamers returns ps recording who named each config's model.
@@ -139,7 +142,10 @@ func (ps *ProposedSpawn) apply(c confirm.Change) {
 
 // Proposal is a spawn awaiting (or past) the person's decision.
 type Proposal struct {
-	ID         string            `json:"id"`
+	ID string `json:"id"`
+	// Kind is spawn (subagents) or process (a long run_bash or
+	// python_exec call of the orchestrator's, Spawn.Process).
+	Kind       string            `json:"kind"`
 	SessionKey string            `json:"sessionKey"`
 	Status     string            `json:"status"`
 	Mode       Mode              `json:"mode"`
@@ -325,8 +331,13 @@ func proposalOf(sp store.PendingSpawn) (Proposal, error) {
 	if err := json.Unmarshal(sp.Config, &rec); err != nil {
 		return Proposal{}, fmt.Errorf("pending spawn %s: stored config: %w", sp.ID, err)
 	}
-	p := Proposal{ID: sp.ID, SessionKey: sp.SessionKey, Status: sp.Status, Mode: rec.Spawn.Mode, Spawn: rec.Spawn,
+	p := Proposal{ID: sp.ID, Kind: KindSpawn, SessionKey: sp.SessionKey, Status: sp.Status, Mode: rec.Spawn.Mode, Spawn: rec.Spawn,
 		Estimate: rec.Estimate, Rationale: sp.Rationale, CreatedAt: sp.CreatedAt, ExpiresAt: sp.ExpiresAt}
+	if pr := rec.Spawn.Process; pr != nil {
+		p.Kind, p.Role, p.Task = KindProcess, pr.Tool, pr.Command
+		p.Text = FormatProcessProposal(p)
+		return p, nil
+	}
 	var roles []string
 	for _, c := range rec.Spawn.Configs {
 		if !slices.Contains(roles, c.Role) {
@@ -376,7 +387,7 @@ func (pp *proposals) publishProposed(p Proposal) {
 	if p.Spawn.Parent == "" {
 		return
 	}
-	ev := event.New(event.SpawnProposed, event.SpawnProposedContent{PendingID: p.ID, Role: p.Role, Task: p.Task,
+	ev := event.New(event.SpawnProposed, event.SpawnProposedContent{PendingID: p.ID, Kind: p.Kind, Role: p.Role, Task: p.Task,
 		Mode: string(p.Mode), Tasks: p.Tasks, Estimate: p.Estimate, Rationale: p.Rationale, ExpiresAt: p.ExpiresAt, Text: p.Text})
 	pp.publishTo(p.Spawn, ev)
 }

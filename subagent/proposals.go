@@ -39,6 +39,10 @@ type proposals struct {
 	mu       sync.Mutex
 	deciding map[string]bool // the proposals being decided in this process
 
+	// waiters are the process tool calls waiting for their proposal's
+	// decision in this process (process.go).
+	waiters processWaiters
+
 	// spans are the spans of the tool calls that made pending proposals
 	// (by proposal ID), kept while tracing is on so that a confirmed
 	// spawn's runs are children of the call that proposed it. In memory

@@ -121,6 +121,11 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	if !stored {
 		input = answerPending(history, input)
 	}
+	share, shareErr := h.sessionShare()
+	if share != nil {
+		// Deferred calls run after finish, which stores the turn's spend.
+		defer share.Leave()
+	}
 	a := agent.New(agent.Config{
 		Model:          h.model,
 		System:         SystemPrompt(h.role, h.req.Config, tools) + unavailableNote(unavailable),
@@ -132,7 +137,7 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 			ProcessNetwork: h.role.Network, WorkspaceReadOnly: h.role.ReadOnlyWorkspace},
 		User:        h.req.User,
 		ParentAgent: h.req.Parent.AgentID,
-		Budget:      h.req.group.sharedBudget(),
+		Budget:      budgets(h.req.group.sharedBudget(), share),
 		WrapUpAt:    m.opt.WrapUpAt,
 		Inbox:       h.takeSteers,
 		Unread:      h.returnSteers,
@@ -168,7 +173,12 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 	// cancels the run before its first call). The loop's own events are
 	// likewise stored once its first request is on its way (agent:
 	// asynchronous publishing, Config.Started).
-	if err := h.recordRun(context.Background(), first, start); err != nil {
+	err := h.recordRun(context.Background(), first, start)
+	if err == nil && shareErr != nil {
+		// Never run beside the session's budget unseen either.
+		err = shareErr
+	}
+	if err != nil {
 		// Never run unrecorded: the turn ends before its loop starts,
 		// and the parent is told.
 		if first {

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/avaagent/ava/audit"
+	"github.com/avaagent/ava/budget"
 	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
@@ -590,5 +591,40 @@ func TestFollowUpAfterRestart(t *testing.T) {
 	}
 	if _, err := m2.Send(context.Background(), "S-000000", "hello?", false); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown ID: %v", err)
+	}
+}
+
+// The session's budget is one budget: the orchestrator's spend in its
+// running turn, not stored yet, counts against what a spawn may have.
+// With 2¢ of 3¢ spent live the subagent gets the last 1¢ as its cap;
+// with the 3¢ spent exactly the spawn is refused.
+func TestSpawnSeesTheTurnsLiveSpend(t *testing.T) {
+	var ledger *budget.Ledger
+	h := newHarness(t, answerScript, func(o *subagent.Options) {
+		ledger = budget.NewLedger(o.Store)
+		o.Ledger = ledger
+	})
+	ctx := context.Background()
+	must(t, h.store.SetSessionBudget(ctx, parent.SessionKey, 3))
+	turn := ledger.Join(parent.SessionKey)
+	defer turn.Leave()
+	spend := func(cents float64) {
+		_, settle, err := turn.Reserve(ctx, cents, cents)
+		must(t, err)
+		settle(cents)
+	}
+	spend(2)
+	hd := h.spawn(t, subagent.Config{Role: "web_crawler", Task: "x", MaxCostCents: 500})
+	if l := hd.Limits(); l.MaxCostCents != 1 {
+		t.Fatalf("cost cap %.4f¢, want the 1¢ the turn left", l.MaxCostCents)
+	}
+	wait(t, hd)
+	// Spend what the session has left, stored and live, exactly.
+	st, err := ledger.Standing(ctx, parent.SessionKey)
+	must(t, err)
+	spend(st.Left())
+	_, err = h.m.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "web_crawler", Task: "y"}, Parent: parent})
+	if !errors.Is(err, subagent.ErrBudget) {
+		t.Fatalf("spawn with the budget spent by the turn's live spend: %v", err)
 	}
 }

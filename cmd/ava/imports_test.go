@@ -14,7 +14,7 @@ import (
 // belowTheCore are the packages under the application core (package
 // ava): a surface reaches them only through it (issue 26).
 var belowTheCore = []string{"app", "store", "subagent", "session", "orchestrator", "agent", "instance", "cluster",
-	"mcpclient", "transcript", "role", "question", "estimate", "observe"}
+	"mcpclient", "transcript", "role", "question", "estimate", "observe", "budget"}
 
 // surfaces are the packages that may call only the core, with what each
 // may not import besides belowTheCore: the command line stays off the

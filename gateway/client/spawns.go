@@ -23,7 +23,11 @@ type Estimate struct {
 
 // Proposal is a spawn awaiting the person's decision (GET /api/spawns).
 type Proposal struct {
-	ID         string `json:"id"`
+	ID string `json:"id"`
+	// Kind is spawn (subagents) or process (a long run_bash or
+	// python_exec call of the orchestrator's: Role is the tool, Task the
+	// command; its turn waits for the answer).
+	Kind       string `json:"kind,omitempty"`
 	SessionKey string `json:"sessionKey"`
 	// Status is pending, confirmed, rejected or expired.
 	Status string `json:"status"`
