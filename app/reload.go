@@ -101,10 +101,11 @@ func (in *Instance) setStatus(f func(s *ReloadStatus)) {
 	f(&in.reload.status)
 }
 
-// Reload applies cfg, the configuration read again (config.yaml, the
-// environment, the process's flags), and the role files as they are now,
+// Reload reads the configuration again with load (config.yaml, the
+// environment, the process's flags) and applies it, with the role files
+// as they are now,
 // to the running instance, after checking all of it: a configuration
-// that does not validate, an MCP server that does not check out or a
+// that does not load or validate, an MCP server that does not check out or a
 // ReloadHook's error changes nothing and is returned (and kept in
 // ReloadStatus until a reload works). Applied: the roles (new spawns get
 // them; runs going keep theirs), config.yaml's hooks and the roles',
@@ -113,14 +114,18 @@ func (in *Instance) setStatus(f func(s *ReloadStatus)) {
 // ReloadHooks apply (settings config.Settings marks Reloads). Any other
 // changed setting is reported as needing a restart. Reloads are
 // serialized.
-func (in *Instance) Reload(ctx context.Context, cfg config.Config) (Reloaded, error) {
+func (in *Instance) Reload(ctx context.Context, load func() (config.Config, error)) (Reloaded, error) {
 	if in.Sessions == nil {
 		return Reloaded{}, errors.New("reload: this instance was opened read-only")
 	}
 	in.reload.mu.Lock()
 	defer in.reload.mu.Unlock()
 	var out Reloaded
-	apply, err := in.prepareReload(cfg, &out)
+	cfg, err := load()
+	var apply func()
+	if err == nil {
+		apply, err = in.prepareReload(cfg, &out)
+	}
 	if err != nil {
 		in.Log.Error("configuration not reloaded: the running configuration stays; fix the file and save it again (or run ava reload)", "err", err)
 		in.setStatus(func(s *ReloadStatus) { s.Error, s.ErrorAt = err.Error(), time.Now() })

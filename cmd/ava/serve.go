@@ -89,11 +89,8 @@ func checkRoleFlag(role string) error {
 	return usageError(fmt.Errorf("--role %q: use %s, %s or %s", role, config.RoleGateway, config.RoleWorker, config.RoleAll))
 }
 
-func serve(cmd *cobra.Command, a *App, o serveOptions) error {
-	cfg, err := a.Config()
-	if err != nil {
-		return err
-	}
+// override applies the flags to cfg.
+func (o serveOptions) override(cfg config.Config) config.Config {
 	if o.addr != "" {
 		cfg.Addr = o.addr
 	}
@@ -103,6 +100,15 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 	if o.role != "" {
 		cfg.Role = o.role
 	}
+	return cfg
+}
+
+func serve(cmd *cobra.Command, a *App, o serveOptions) error {
+	cfg, err := a.Config()
+	if err != nil {
+		return err
+	}
+	cfg = o.override(cfg)
 	if cfg.Role != "" && cfg.Role != config.RoleAll && !config.IsPostgresURL(cfg.DatabaseURL) {
 		return usageError(fmt.Errorf("role %s needs a cluster: set AVA_DATABASE_URL=postgres://… (the embedded SQLite store runs everything in one process)", cfg.Role))
 	}
@@ -135,7 +141,7 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 				link, gateway.LoginCodeTTL)
 		}
 	}
-	err = runDaemon(cmd.Context(), a, cfg, opt)
+	err = runDaemon(cmd.Context(), a, cfg, opt, o)
 	var ee *exitError
 	if err != nil && !errors.As(err, &ee) {
 		return withHint(err, "see ava serve --help")
@@ -151,18 +157,22 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 // runtime (with the daemon's metrics as a sink), the turns a killed
 // process left open, the listener and the chat channels; then it serves
 // until ctx is done and closes the runtime last.
-func runDaemon(ctx context.Context, a *App, cfg config.Config, opt gateway.ServeOptions) (err error) {
+func runDaemon(ctx context.Context, a *App, cfg config.Config, opt gateway.ServeOptions, o serveOptions) (err error) {
 	log := opt.Logger
 	if opt.Token, err = gateway.DaemonToken(cfg, log); err != nil {
 		return err
 	}
 	cfg.Token = opt.Token
 	opt.Metrics = gateway.NewMetrics()
-	rt, err := ava.Open(context.WithoutCancel(ctx), ava.Options{Config: cfg, Logger: log, Sinks: []ava.Sink{opt.Metrics}})
+	rt, err := ava.Open(context.WithoutCancel(ctx), ava.Options{Config: cfg, Logger: log, Sinks: []ava.Sink{opt.Metrics},
+		Load: daemonLoader(a, o, opt.Token)})
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, rt.Close()) }()
+	// Changed files and SIGHUP reload the configuration until the
+	// daemon stops (before the runtime closes).
+	defer watchDaemon(ctx, a, rt)()
 	rt.ReportSandbox()
 	// Before any message: turns a killed process left open end now.
 	if n, err := rt.EndInterruptedTurns(ctx); err != nil {
@@ -219,6 +229,13 @@ func chatChannels(a *App, cfg config.Config, rt *ava.Runtime) ([]gateway.Channel
 		return nil, err
 	}
 	fmt.Fprintln(a.Stderr, "ava serve: "+ch.Describe())
+	rt.OnReload(func(cfg config.Config) (func(), error) {
+		allowed, err := telegram.ParseAllowed(cfg.TelegramAllowed)
+		if err != nil {
+			return nil, err
+		}
+		return func() { ch.SetAllowed(allowed) }, nil
+	})
 	return []gateway.Channel{ch}, nil
 }
 
