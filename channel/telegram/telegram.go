@@ -83,9 +83,9 @@ type Config struct {
 
 // Channel is a running Telegram channel.
 type Channel struct {
-	cfg     Config
-	log     *slog.Logger
-	bot     *bot.Bot
+	cfg Config
+	log *slog.Logger
+	bot *bot.Bot
 	// allowed are the chat and user IDs served: a snapshot SetAllowed
 	// swaps (the daemon's reload).
 	allowed atomic.Pointer[map[int64]bool]

@@ -23,6 +23,8 @@ type serveOptions struct {
 	grace     time.Duration
 	graceSet  bool
 	heartbeat time.Duration
+	// watch reloads the configuration when its files change.
+	watch bool
 }
 
 func newServeCmd(a *App) *cobra.Command {
@@ -63,6 +65,7 @@ and records as interrupted what still runs, flushes the logs and exits 0.`,
 	f.DurationVar(&o.grace, "grace", 0, "how long a shutdown lets running turns finish (default $AVA_SHUTDOWN_GRACE or config.yaml's shutdown_grace, else 30s)")
 	f.DurationVar(&o.heartbeat, "heartbeat", gateway.DefaultHeartbeat, "interval of the streams' heartbeat comments")
 	_ = f.MarkHidden("heartbeat")
+	f.BoolVar(&o.watch, "watch", true, "reload config.yaml and the role files when they change (--watch=false: only on SIGHUP and ava reload)")
 	return cmd
 }
 
@@ -172,7 +175,7 @@ func runDaemon(ctx context.Context, a *App, cfg config.Config, opt gateway.Serve
 	defer func() { err = errors.Join(err, rt.Close()) }()
 	// Changed files and SIGHUP reload the configuration until the
 	// daemon stops (before the runtime closes).
-	defer watchDaemon(ctx, a, rt)()
+	defer watchDaemon(ctx, a, rt, o.watch)()
 	rt.ReportSandbox()
 	// Before any message: turns a killed process left open end now.
 	if n, err := rt.EndInterruptedTurns(ctx); err != nil {
@@ -271,5 +274,6 @@ interrupted, and exits 0. See docs/cluster.md.`,
 	f.DurationVar(&o.grace, "grace", 0, "how long a shutdown lets running subagents finish (default $AVA_SHUTDOWN_GRACE or config.yaml's shutdown_grace, else 30s)")
 	f.DurationVar(&o.heartbeat, "heartbeat", gateway.DefaultHeartbeat, "interval of the streams' heartbeat comments")
 	_ = f.MarkHidden("heartbeat")
+	f.BoolVar(&o.watch, "watch", true, "reload config.yaml and the role files when they change (--watch=false: only on SIGHUP)")
 	return cmd
 }
