@@ -256,6 +256,9 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	roles, roleErrs := in.loadRoles(cfg, in.MCP)
 	in.RoleErrors = roleErrs
 	in.roleErrs.Store(&roleErrs)
+	for _, e := range roleErrs {
+		in.reload.status.RoleErrors = append(in.reload.status.RoleErrors, e.Error())
+	}
 	in.Hooks.setRoles(roles)
 	for _, e := range roleErrs {
 		log.Warn(RoleSkippedMessage, "err", e)

@@ -57,6 +57,14 @@ func TestWatchReloadsAndStopsWithItsContext(t *testing.T) {
 		[]byte("---\nname: pricing_analyst\ndescription: Prices.\ntools: [read_file]\n---\nbe brief\n"), 0o600))
 	waitFor("the role added", func() bool { return hasRole("pricing_analyst") })
 
+	// A role file broken by an edit keeps the role as it ran.
+	must(t, os.WriteFile(filepath.Join(root, "agents", "pricing.md"),
+		[]byte("---\nname: pricing_analyst\ntools: [teleport]\n---\n"), 0o600))
+	waitFor("the broken role file reported", func() bool { return len(in.ReloadStatus().RoleErrors) == 1 })
+	if !hasRole("pricing_analyst") {
+		t.Error("a broken role file dropped the role it defined")
+	}
+
 	cfgPath := filepath.Join(root, config.FileName)
 	must(t, os.WriteFile(cfgPath, []byte("max_concurrent_subagents: 5\nmax_queued_subagents: -1\n"), 0o600))
 	waitFor("the bad edit reported with its line", func() bool {
