@@ -73,6 +73,10 @@ type Options struct {
 	// quick and must not publish. Observers (Runtime.Observe) are the
 	// extension point that may be slow.
 	Sinks []Sink
+	// Load reads the configuration again, as Config was read
+	// (config.yaml, the environment, the program's flags): Reload and
+	// WatchConfig call it. Nil: the runtime cannot reload (ErrInvalid).
+	Load func() (config.Config, error)
 }
 
 // Sink receives every kept event, in order, after it is stored (the
@@ -86,6 +90,8 @@ type Runtime struct {
 	// attachments are the files people attach to messages (nil when
 	// read-only).
 	attachments *attach.Store
+	// load reads the configuration again (Options.Load).
+	load func() (config.Config, error)
 }
 
 // Open opens a Runtime: the store, the audit log, the event hub, the
@@ -115,7 +121,7 @@ func Open(ctx context.Context, opt Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runtime{in: in}
+	r := &Runtime{in: in, load: opt.Load}
 	if !opt.ReadOnly {
 		def := config.Default()
 		r.attachments, err = attach.New(filepath.Join(opt.Config.DataRoot, "attachments"),
@@ -150,7 +156,7 @@ func (r *Runtime) Logger() *slog.Logger { return r.in.Log }
 func (r *Runtime) Redactor() *redact.Redactor { return r.in.Redactor }
 
 // RoleErrors are the role files that could not be loaded.
-func (r *Runtime) RoleErrors() []error { return r.in.RoleErrors }
+func (r *Runtime) RoleErrors() []error { return r.in.CurrentRoleErrors() }
 
 // StopTaking makes a cluster worker stop taking new runs from the job
 // queue (the first step of a shutdown); it does nothing elsewhere.

@@ -96,7 +96,7 @@ func (r *Runtime) RetryHookDeliveries(ctx context.Context, ids []string) ([]Hook
 		return nil, err
 	}
 	d := r.in.Hooks.Dispatcher
-	if d == nil {
+	if d == nil || len(r.in.Hooks.All()) == 0 {
 		return nil, invalidf("no hook is configured here (hooks: in config.yaml or a data-root role), so nothing can be delivered")
 	}
 	rows, err := r.hookRows(ctx, ids)

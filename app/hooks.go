@@ -30,7 +30,9 @@ type Hooks struct {
 	// Sender makes attempts (also `ava hooks test`'s).
 	Sender *hooks.Sender
 
-	config []hookspec.Spec
+	// config are config.yaml's hooks and roles each role's: snapshots a
+	// reload swaps (setConfig, setRoles).
+	config atomic.Pointer[[]hookspec.Spec]
 	roles  atomic.Pointer[map[string][]hookspec.Spec]
 
 	stop func()
@@ -41,15 +43,42 @@ type Hooks struct {
 // (setRoles).
 func newHooks(cfg config.Config, log *slog.Logger) *Hooks {
 	host, _ := os.Hostname()
-	h := &Hooks{config: cfg.Hooks, Sender: hooks.NewSender(hookEnv(), "Ava-Hooks/1")}
-	h.Router = &hooks.Router{Hooks: cfg.Hooks, RoleHooks: h.roleHooks, Listening: h.listening, Root: cfg.DataRoot, Host: host, Log: log}
+	h := &Hooks{Sender: hooks.NewSender(hookEnv(), "Ava-Hooks/1")}
+	h.config.Store(&cfg.Hooks)
+	h.Router = &hooks.Router{Current: h.configHooks, RoleHooks: h.roleHooks, Listening: h.listening, Root: cfg.DataRoot, Host: host, Log: log}
 	return h
+}
+
+// configHooks are config.yaml's hooks in force.
+func (h *Hooks) configHooks() []hookspec.Spec { return *h.config.Load() }
+
+// setConfig replaces config.yaml's hooks (a reload); the dispatcher,
+// when running, delivers for the new set from now on.
+func (h *Hooks) setConfig(specs []hookspec.Spec) {
+	h.config.Store(&specs)
+	h.refresh()
+}
+
+// refresh gives the running dispatcher every hook in force.
+func (h *Hooks) refresh() {
+	if h.Dispatcher != nil {
+		h.Dispatcher.SetHooks(h.byID())
+	}
+}
+
+// byID are every hook in force, by ID.
+func (h *Hooks) byID() map[string]hookspec.Spec {
+	byID := map[string]hookspec.Spec{}
+	for _, s := range h.All() {
+		byID[s.ID()] = s.Spec
+	}
+	return byID
 }
 
 // listening reports whether any hook is defined, in the config file or
 // a role: without one, stored events are not looked at.
 func (h *Hooks) listening() bool {
-	if len(h.config) > 0 {
+	if len(h.configHooks()) > 0 {
 		return true
 	}
 	m := h.roles.Load()
@@ -79,6 +108,7 @@ func (h *Hooks) setRoles(roles map[string]role.Role) {
 		}
 	}
 	h.roles.Store(&m)
+	h.refresh()
 }
 
 func (h *Hooks) roleHooks(name string) []hookspec.Spec {
@@ -102,7 +132,7 @@ func (h *Hooks) All() []HookSource {
 			}
 		}
 	}
-	add("config.yaml", h.config)
+	add("config.yaml", h.configHooks())
 	if m := h.roles.Load(); m != nil {
 		names := make([]string, 0, len(*m))
 		for n := range *m {
@@ -122,18 +152,11 @@ type HookSource struct {
 	From string
 }
 
-// start runs the dispatcher when there is a hook, until close; owner
+// start runs the dispatcher until close, also without a hook (a reload
+// may add one; with none, it claims nothing and reads no store); owner
 // is this process's instance ID as it is now (instance.Instance.ID).
 func (h *Hooks) start(ctx context.Context, in *Instance, owner func() string) {
-	all := h.All()
-	if len(all) == 0 {
-		return
-	}
-	byID := map[string]hookspec.Spec{}
-	for _, s := range all {
-		byID[s.ID()] = s.Spec
-	}
-	d := hooks.NewDispatcher(hooks.Options{Store: in.Store, Hooks: byID, Owner: owner, Host: h.Router.Host,
+	d := hooks.NewDispatcher(hooks.Options{Store: in.Store, Hooks: h.byID(), Owner: owner, Host: h.Router.Host,
 		Sender: h.Sender, Log: in.Log.With("component", "hooks")})
 	h.Dispatcher = d
 	h.Router.Wake = d.Kick

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/avaagent/ava/agent"
@@ -91,6 +92,12 @@ type Instance struct {
 	limits *ratelimit.Registry
 	// self is this process's registration (nil when read-only).
 	self *instance.Instance
+
+	// reload is the state of Reload (reload.go).
+	reload reloader
+	// roleErrs are the role files that do not load now (RoleErrors at
+	// the start; a reload's after it).
+	roleErrs atomic.Pointer[[]error]
 
 	closers []func() error
 }
@@ -250,10 +257,13 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	}
 	// Closed after the subagents that use its servers have stopped.
 	in.closers = append(in.closers, in.MCP.Close)
-	roles, roleErrs := role.LoadDirs(RoleDirs(cfg), in.roleToolKnown)
-	roleErrs = append(roleErrs, addLibraryRoles(roles, o.roles)...)
-	roleErrs = append(roleErrs, in.addRoleMCPServers(roles)...)
+	in.reload.current, in.reload.library = cfg, o.roles
+	roles, roleErrs := in.loadRoles(cfg, in.MCP)
 	in.RoleErrors = roleErrs
+	in.roleErrs.Store(&roleErrs)
+	for _, e := range roleErrs {
+		in.reload.status.RoleErrors = append(in.reload.status.RoleErrors, e.Error())
+	}
 	in.Hooks.setRoles(roles)
 	for _, e := range roleErrs {
 		log.Warn(RoleSkippedMessage, "err", e)

@@ -31,19 +31,19 @@ func (in *Instance) mcpOptions(cfg config.Config, log *slog.Logger) mcpclient.Op
 // way, refused if defined differently). A role whose servers do not
 // check out is removed from roles, with an error naming the server and
 // the role file.
-func (in *Instance) addRoleMCPServers(roles map[string]role.Role) []error {
+func (in *Instance) addRoleMCPServers(cfg config.Config, pool *mcpclient.Pool, roles map[string]role.Role) []error {
 	var errs []error
 	for _, r := range role.Sorted(roles) {
 		for _, sp := range r.MCPServers {
 			var err error
 			if keys := sp.OperatorOnly(); len(keys) > 0 && in.workspaceRole(r) {
 				err = fmt.Errorf("mcp_servers: MCP server %s: %s may only be set in %s or a role in the data root, not in a workspace's role file (its servers always run in the sandbox)",
-					sp.Name, strings.Join(keys, ", "), configSource(in.Config))
+					sp.Name, strings.Join(keys, ", "), configSource(cfg))
 			} else if sp.IsRef() {
-				if !in.MCP.Has(sp.Name) {
-					err = fmt.Errorf("mcp_servers: MCP server %s is not defined in %s (mcp_servers) nor here", sp.Name, configSource(in.Config))
+				if !pool.Has(sp.Name) {
+					err = fmt.Errorf("mcp_servers: MCP server %s is not defined in %s (mcp_servers) nor here", sp.Name, configSource(cfg))
 				}
-			} else if err = in.MCP.Add(sp); err != nil {
+			} else if err = pool.Add(sp); err != nil {
 				err = fmt.Errorf("mcp_servers: %w (a role's own server must match any other definition of the same name)", err)
 			}
 			if err != nil {

@@ -25,6 +25,11 @@ type FileKey struct {
 	Default string
 	// Meaning says what the key does (Markdown, one paragraph).
 	Meaning string
+	// Reload is set when a running daemon applies a change of the key
+	// without a restart.
+	Reload bool
+	// get returns the key's value in a Config (for Changes).
+	get func(c Config) any
 }
 
 // fileKeys are the config.yaml keys that only the file gives, in the
@@ -32,19 +37,19 @@ type FileKey struct {
 // together covering every key of Config.
 var fileKeys = []FileKey{
 	{"prices", "the built-in table ([llm/prices.go](../llm/prices.go))",
-		"adds or overrides model prices in US cents per million tokens, keyed by model ID or `provider/model`: `llama3.2: {input: 0, output: 0}`, so a self-hosted model is costed too (see [models.md](models.md#prices))"},
+		"adds or overrides model prices in US cents per million tokens, keyed by model ID or `provider/model`: `llama3.2: {input: 0, output: 0}`, so a self-hosted model is costed too (see [models.md](models.md#prices))", false, func(c Config) any { return c.Prices }},
 	{"rate_limits", "none: the providers' headers only",
-		"paces a model whose server sends no rate-limit headers: `llama3.2: {rpm: 30, input_tpm: 20000, output_tpm: 8000}` (requests and tokens per minute; `window: 10s` makes them per another period); headers, when sent, refine it (see [providers.md](providers.md#rate-limits))"},
+		"paces a model whose server sends no rate-limit headers: `llama3.2: {rpm: 30, input_tpm: 20000, output_tpm: 8000}` (requests and tokens per minute; `window: 10s` makes them per another period); headers, when sent, refine it (see [providers.md](providers.md#rate-limits))", false, func(c Config) any { return c.RateLimits }},
 	{"aliases", "the provider's own models",
-		"overrides the `haiku`, `sonnet` and `opus` aliases per provider: `openai: {haiku: llama3.2, sonnet: qwen2.5}`; `scripted: {sonnet: /path/to/script.yaml}` names an offline script (see [models.md](models.md))"},
+		"overrides the `haiku`, `sonnet` and `opus` aliases per provider: `openai: {haiku: llama3.2, sonnet: qwen2.5}`; `scripted: {sonnet: /path/to/script.yaml}` names an offline script (see [models.md](models.md))", false, func(c Config) any { return c.Aliases }},
 	{"mcp_servers", "none",
-		"MCP servers roles may name, as a mapping by name or a list: a `command` run over stdio (with `args`, `env`, `pass_env`, `cwd`, `sandbox`, `network`, `read_only_paths`, `write_paths`) or a streamable HTTP `url` (see [mcp.md](mcp.md#mcp-servers-for-roles))"},
+		"MCP servers roles may name, as a mapping by name or a list: a `command` run over stdio (with `args`, `env`, `pass_env`, `cwd`, `sandbox`, `network`, `read_only_paths`, `write_paths`) or a streamable HTTP `url` (see [mcp.md](mcp.md#mcp-servers-for-roles))", true, func(c Config) any { return c.MCPServers }},
 	{"mcp_allowed_hosts", "none: loopback only",
-		"non-loopback hosts an MCP server's `url` may use; without them only `127.0.0.0/8`, `::1` and `localhost` are"},
+		"non-loopback hosts an MCP server's `url` may use; without them only `127.0.0.0/8`, `::1` and `localhost` are", false, func(c Config) any { return c.MCPAllowedHosts }},
 	{"mcp_idle_timeout", "`5m`",
-		"stops an MCP server no tool call has used for this long (a call in progress keeps it); negative: never"},
+		"stops an MCP server no tool call has used for this long (a call in progress keeps it); negative: never", false, func(c Config) any { return c.MCPIdleTimeout }},
 	{"hooks", "none",
-		"lifecycle hooks: commands and webhooks that hear subagent, session, proposal and question events, delivered durably; only `config.yaml` and the data root's role files may define them, never a workspace (see [hooks.md](hooks.md))"},
+		"lifecycle hooks: commands and webhooks that hear subagent, session, proposal and question events, delivered durably; only `config.yaml` and the data root's role files may define them, never a workspace (see [hooks.md](hooks.md))", true, func(c Config) any { return c.Hooks }},
 }
 
 // FileKeys returns the config.yaml keys no environment variable gives.
@@ -144,6 +149,7 @@ func Reference() []byte {
 	for _, k := range fileKeys {
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", k.Key, cell(k.Default), cell(k.Meaning))
 	}
+	b.WriteString(reloadReference())
 	b.WriteString(referenceTail)
 	return b.Bytes()
 }

@@ -31,7 +31,21 @@ type Setting struct {
 	value func(c Config) string
 	// secret is the field of a secret setting, nil for any other.
 	secret func(c *Config) *string
+	// reload is set when a running daemon applies a change of the
+	// setting in config.yaml without a restart (Reloads).
+	reload bool
 }
+
+// reloads returns s marked as applied by a running daemon on reload.
+func (s Setting) reloads() Setting {
+	s.reload = true
+	return s
+}
+
+// Reloads reports whether a running daemon applies a change of the
+// setting in config.yaml without a restart (`ava reload`, SIGHUP, or the
+// file changing); any other setting's change is reported as needing one.
+func (s Setting) Reloads() bool { return s.reload }
 
 // DefaultText is the setting's default as docs/configuration.md shows
 // it: the value Default() gives, else the Default description.
@@ -66,15 +80,15 @@ var settings = []Setting{
 	text("AVA_MODEL", "model", func(c *Config) *string { return &c.Model }).doc("the default provider's `sonnet`",
 		"the orchestrator's model, `provider/model` or an alias (see [models.md](models.md))"),
 	whole("AVA_MAX_CONCURRENT_SUBAGENTS", "max_concurrent_subagents", func(c *Config) *int { return &c.MaxConcurrentSubagents }).doc("",
-		"running subagents at once; beyond it a single spawn is refused, naming the limit, or waits (see `AVA_SPAWN_OVERFLOW`); a group's extra tasks wait for slots"),
+		"running subagents at once; beyond it a single spawn is refused, naming the limit, or waits (see `AVA_SPAWN_OVERFLOW`); a group's extra tasks wait for slots").reloads(),
 	text("AVA_SPAWN_OVERFLOW", "spawn_overflow", func(c *Config) *string { return &c.SpawnOverflow }).doc("",
-		"a single spawn (or follow-up) that finds every slot taken: `refuse` it, or `queue` it until a slot frees; any other value is an error"),
+		"a single spawn (or follow-up) that finds every slot taken: `refuse` it, or `queue` it until a slot frees; any other value is an error").reloads(),
 	whole("AVA_MAX_QUEUED_SUBAGENTS", "max_queued_subagents", func(c *Config) *int { return &c.MaxQueuedSubagents }).doc("",
-		"runs waiting for a slot at once; a spawn beyond it is refused, naming the limit (at least 1)"),
+		"runs waiting for a slot at once; a spawn beyond it is refused, naming the limit (at least 1)").reloads(),
 	text("AVA_CONFIRM", "confirm", func(c *Config) *string { return &c.Confirm }).doc("",
-		"spawn confirmation policy: `always` (every spawn is a proposal first), `never`, or `above:<cents>` (only when the estimated maximum cost is above it); `ava run --yes` and `ava spawn --yes` mean `never` for that command (see [concepts.md](concepts.md#confirmation-before-spawning))"),
+		"spawn confirmation policy: `always` (every spawn is a proposal first), `never`, or `above:<cents>` (only when the estimated maximum cost is above it); `ava run --yes` and `ava spawn --yes` mean `never` for that command (see [concepts.md](concepts.md#confirmation-before-spawning))").reloads(),
 	duration("AVA_CONFIRM_TIMEOUT", "confirm_timeout", func(c *Config) *time.Duration { return &c.ConfirmTimeout }).doc("",
-		"how long a proposal waits for the person's answer before it expires (and the orchestrator is told)"),
+		"how long a proposal waits for the person's answer before it expires (and the orchestrator is told)").reloads(),
 	duration("AVA_CONFIRM_PROCESSES_AFTER", "confirm_processes_after", func(c *Config) *time.Duration { return &c.ConfirmProcessesAfter }).doc("",
 		"when the confirmation policy asks (`always`, `above:<cents>`), an orchestrator's `run_bash` or `python_exec` call that declares a timeout of at least this, or is estimated to run this long (`sleep N`, package installs, builds), is a proposal the person answers first (see [concepts.md](concepts.md#long-running-processes-ask-too))"),
 	text("AVA_WORKSPACE", "workspace", func(c *Config) *string { return &c.Workspace }).doc("the current directory",
@@ -122,7 +136,7 @@ var settings = []Setting{
 	secret("TELEGRAM_BOT_TOKEN", func(c *Config) *string { return &c.TelegramBotToken }).doc("none",
 		"starts the Telegram channel with `ava serve` (see [channels.md](channels.md#telegram))"),
 	list("AVA_TELEGRAM_ALLOWED", "telegram_allowed", func(c *Config) *[]string { return &c.TelegramAllowed }).doc("none",
-		"chat and user IDs the bot serves; empty: nobody (the daemon says so)"),
+		"chat and user IDs the bot serves; empty: nobody (the daemon says so)").reloads(),
 	text("AVA_TELEGRAM_API_URL", "telegram_api_url", func(c *Config) *string { return &c.TelegramAPIURL }).doc("`https://api.telegram.org`",
 		"the Bot API's base URL (a proxy, or a test server)"),
 	secret("AVA_TELEGRAM_WEBHOOK_SECRET", func(c *Config) *string { return &c.TelegramWebhookSecret }).doc("none",
@@ -138,7 +152,7 @@ var settings = []Setting{
 		"how long a process may go without renewing its lease (every sixth of it) before the others take its runs over; a process paused longer (SIGSTOP, a laptop asleep) stops those runs when it wakes, and the store refuses whatever it would still write for them (see [ownership.md](ownership.md#fencing-a-stale-owner-writes-nothing-issues-25-and-39)). The same on every process of a data root or cluster"),
 	duration("AVA_API_TIMEOUT", "api_timeout", func(c *Config) *time.Duration { return &c.APITimeout }).doc("`15s`",
 		"the daemon's deadline on every API request: one the store does not answer in time (a paused or unreachable database) gets 503 with `Retry-After`, and what it would have written is dropped; event streams and waits are bounded only in their reads of the store (see [api.md](api.md#deadlines-and-outages))"),
-	Setting{Env: "AVA_TRUSTED_WORKSPACES", Key: "trusted_workspaces", apply: addTrustedWorkspaces}.doc("none",
+	Setting{Env: "AVA_TRUSTED_WORKSPACES", Key: "trusted_workspaces", apply: addTrustedWorkspaces, value: trustedValue, reload: true}.doc("none",
 		"workspaces (separated by `:`) added to `trusted_workspaces:` of `config.yaml`, but without recorded contents: their role files stay untrusted (as do those of an entry written before Ava recorded contents) until `ava trust` records them; in the file, `ava trust` writes each entry with its role files' SHA-256"),
 
 	text("AVA_SEARXNG_URL", "web.searxng_url", func(c *Config) *string { return &c.Web.SearXNGURL }).doc("none",

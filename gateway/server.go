@@ -53,6 +53,7 @@ import (
 
 	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/config"
+	"github.com/avaagent/ava/gateway/client"
 	"github.com/avaagent/ava/mcpserver"
 )
 
@@ -252,6 +253,8 @@ func (s *Server) routes() *router {
 	rt.handleFunc("GET /api/mcp/servers", s.mcpServers)
 	rt.handleFunc("GET /api/hooks", s.hooks)
 	rt.handleFunc("POST /api/hooks/retry", s.retryHooks)
+	rt.handleFunc("GET /api/roles", s.roles)
+	rt.handleFunc("POST /api/reload", s.reload)
 	rt.credentials("POST /api/login", s.login)
 	rt.handleFunc("POST /api/login/link", s.loginLink)
 	rt.handleFunc("POST /api/logout", s.logout)
@@ -339,7 +342,10 @@ func (s *Server) PublicRoutes() []string { return slices.Clone(s.public) }
 const readyTimeout = 2 * time.Second
 
 // ready answers GET /readyz: 200 when the store answers (the database,
-// in a cluster) and the daemon is not draining, else 503 saying why.
+// in a cluster) and the daemon is not draining, else 503 saying why. Its
+// config detail says what a reload refused (the daemon runs its
+// previous configuration meanwhile) and which changes wait for a
+// restart.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	if s.isDraining() {
 		writeError(w, http.StatusServiceUnavailable, "draining: shutting down")
@@ -351,7 +357,7 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("unavailable: %v", err))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "role": s.role()})
+	writeJSON(w, http.StatusOK, client.Ready{Status: "ready", Role: s.role(), Config: s.configStatus()})
 }
 
 // role is the process's role in a cluster ("all" when embedded).

@@ -52,6 +52,9 @@ import (
 type Router struct {
 	// Hooks are the config file's hooks.
 	Hooks []hookspec.Spec
+	// Current, when set, returns the config file's hooks as they are
+	// now (a daemon's reload changes them) instead of Hooks.
+	Current func() []hookspec.Spec
 	// RoleHooks returns a role's own hooks (nil: none).
 	RoleHooks func(role string) []hookspec.Spec
 	// Listening, when set, reports whether any hook is defined at all:
@@ -108,7 +111,11 @@ func (r *Router) hearing(n Notice) []hookspec.Spec {
 			}
 		}
 	}
-	add(r.Hooks)
+	if r.Current != nil {
+		add(r.Current())
+	} else {
+		add(r.Hooks)
+	}
 	if n.Role != "" && r.RoleHooks != nil {
 		add(r.RoleHooks(n.Role))
 	}
@@ -148,6 +155,8 @@ type Dispatcher struct {
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	busy map[string]bool // hooks with an attempt running
+	// hooks are the hooks it delivers for, by ID (SetHooks swaps them).
+	hooks atomic.Pointer[map[string]hookspec.Spec]
 	// failing is set while claims fail (the store is unreachable), so
 	// an outage is logged once, not once a poll.
 	failing atomic.Bool
@@ -163,8 +172,27 @@ func NewDispatcher(o Options) *Dispatcher {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Dispatcher{o: o, wake: make(chan struct{}, 1), busy: map[string]bool{}}
+	d := &Dispatcher{o: o, wake: make(chan struct{}, 1), busy: map[string]bool{}}
+	d.SetHooks(o.Hooks)
+	return d
 }
+
+// SetHooks replaces the hooks the dispatcher claims and delivers for
+// (a reload of the configuration), by ID. An attempt under way
+// finishes with the hook it started with; a delivery claimed for a
+// hook no longer here is left to its lease and stays pending until a
+// process that has the hook delivers it.
+func (d *Dispatcher) SetHooks(hooks map[string]hookspec.Spec) {
+	m := make(map[string]hookspec.Spec, len(hooks))
+	for id, h := range hooks {
+		m[id] = h
+	}
+	d.hooks.Store(&m)
+	d.Kick()
+}
+
+// current are the hooks in force, by ID.
+func (d *Dispatcher) current() map[string]hookspec.Spec { return *d.hooks.Load() }
 
 // Kick asks for a look at the store now (an event just got deliveries).
 func (d *Dispatcher) Kick() {
@@ -234,8 +262,9 @@ func (d *Dispatcher) pass(ctx context.Context, rows []int64, wg *sync.WaitGroup)
 func (d *Dispatcher) idle() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	ids := make([]string, 0, len(d.o.Hooks))
-	for id := range d.o.Hooks {
+	hooks := d.current()
+	ids := make([]string, 0, len(hooks))
+	for id := range hooks {
 		if !d.busy[id] {
 			ids = append(ids, id)
 		}
@@ -283,7 +312,7 @@ func byHook(ds []store.HookDelivery) [][]store.HookDelivery {
 // attempts.
 func (d *Dispatcher) lease() time.Duration {
 	longest := time.Duration(0)
-	for _, h := range d.o.Hooks {
+	for _, h := range d.current() {
 		longest = max(longest, h.WithDefaults().Timeout)
 	}
 	return batch*longest + 30*time.Second
@@ -291,7 +320,7 @@ func (d *Dispatcher) lease() time.Duration {
 
 // attempt delivers dl once and records how it went.
 func (d *Dispatcher) attempt(ctx context.Context, dl store.HookDelivery) {
-	spec, ok := d.o.Hooks[dl.HookID]
+	spec, ok := d.current()[dl.HookID]
 	if !ok {
 		return // claimed by hook ID, so it is one of ours
 	}

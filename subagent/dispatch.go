@@ -158,7 +158,7 @@ func (m *Manager) HandleControl(c Control) {
 // again), and ErrClosed, with the run given back to the queue, when the
 // manager is closing.
 func (m *Manager) Execute(ctx context.Context, runID string) error {
-	return m.execute(ctx, runID, m.opt.MaxConcurrent, false)
+	return m.execute(ctx, runID, m.limits().maxConcurrent, false)
 }
 
 // execute claims and runs a queued run; cancelled ends it cancelled

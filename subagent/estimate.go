@@ -35,7 +35,7 @@ func (m *Manager) estimate(ctx context.Context, p plan) (estimate.Estimate, erro
 // Stats returns every known role's statistics, in role order.
 func (m *Manager) Stats(ctx context.Context) ([]estimate.RoleStats, error) {
 	var out []estimate.RoleStats
-	for _, r := range role.Sorted(m.opt.Roles) {
+	for _, r := range role.Sorted(m.roleSet().roles) {
 		runs, err := m.history(ctx, r.Name)
 		if err != nil {
 			return nil, err

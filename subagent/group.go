@@ -240,7 +240,7 @@ func (m *Manager) runChain(g *Group, req GroupRequest, h *Handle) {
 		}
 		cfg := req.Configs[i+1]
 		cfg.PreviousStep = chainResult(i+1, r)
-		if next, ok := m.opt.Roles[cfg.Role]; ok && !next.NoShare {
+		if next, ok := m.roleSet().roles[cfg.Role]; ok && !next.NoShare {
 			cfg.PreviousFindings = m.previousFindings(g.ctx, g.ID)
 		}
 		next, err := m.spawn(g.ctx, g.member(req, cfg))

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"weak"
 
@@ -192,8 +193,10 @@ type Manager struct {
 	endGrace context.CancelFunc
 	wg     sync.WaitGroup
 
-	// roleTools are each role's tools, built once (roles do not change).
-	roleTools map[string]roleToolSet
+	// roles are the roles in force and their tools (SetRoles swaps
+	// them); lims the limits on slots and the queue (SetLimits).
+	roles atomic.Pointer[roleSet]
+	lims  atomic.Pointer[limits]
 	// asked are the open questions of ask_user (their own lock).
 	asked question.Registry
 	// props are the spawn proposals (their own lock; proposals.go).
@@ -286,11 +289,8 @@ func NewManager(opt Options) *Manager {
 		m.now = time.Now
 	}
 	m.log = m.log.With("component", "subagent")
-	m.roleTools = make(map[string]roleToolSet, len(opt.Roles))
-	for name, r := range opt.Roles {
-		reg, err := buildRoleTools(opt.Tools, r, askUser{m})
-		m.roleTools[name] = roleToolSet{reg, err}
-	}
+	m.roles.Store(m.newRoleSet(opt.Roles))
+	m.lims.Store(&limits{maxConcurrent: opt.MaxConcurrent, maxQueued: opt.MaxQueued, overflow: opt.Overflow})
 	m.props = newProposals(m)
 	m.ctx, m.cancel = context.WithCancelCause(context.Background())
 	m.grace, m.endGrace = context.WithCancel(context.Background())
@@ -340,7 +340,7 @@ func (m *Manager) Close() error {
 }
 
 // Roles returns the known roles.
-func (m *Manager) Roles() map[string]role.Role { return m.opt.Roles }
+func (m *Manager) Roles() map[string]role.Role { return m.roleSet().roles }
 
 // Queued is how many runs wait for a slot.
 func (m *Manager) Queued() int {
@@ -412,7 +412,7 @@ func (m *Manager) spawn(ctx context.Context, req Request) (*Handle, error) {
 		}
 		return h, nil
 	}
-	if err := m.admit(req.group != nil || m.opt.Overflow == OverflowQueue, h); err != nil {
+	if err := m.admit(req.group != nil || m.limits().overflow == OverflowQueue, h); err != nil {
 		m.dropIDs(h)
 		return nil, err
 	}
@@ -480,7 +480,8 @@ func (m *Manager) plan(ctx context.Context, req Request) (plan, error) {
 	if err := req.Config.Validate(); err != nil {
 		return plan{}, fmt.Errorf("spawn: %w", err)
 	}
-	role, ok := m.opt.Roles[req.Config.Role]
+	roles := m.roleSet()
+	role, ok := roles.roles[req.Config.Role]
 	if !ok {
 		return plan{}, fmt.Errorf("spawn: %w %q (known: %s)", ErrUnknownRole, req.Config.Role, strings.Join(m.roleNames(), ", "))
 	}
@@ -488,7 +489,7 @@ func (m *Manager) plan(ctx context.Context, req Request) (plan, error) {
 	if err != nil {
 		return plan{}, fmt.Errorf("spawn %s: %w", role.Name, err)
 	}
-	rt := m.roleTools[role.Name]
+	rt := roles.tools[role.Name]
 	if rt.err != nil {
 		return plan{}, fmt.Errorf("spawn %s: %w", role.Name, rt.err)
 	}
@@ -547,7 +548,7 @@ func (m *Manager) prepare(ctx context.Context, req Request) (*Handle, error) {
 
 func (m *Manager) roleNames() []string {
 	var names []string
-	for n := range m.opt.Roles {
+	for n := range m.roleSet().roles {
 		names = append(names, n)
 	}
 	slices.Sort(names)

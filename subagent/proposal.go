@@ -214,7 +214,8 @@ func (m *Manager) SpawnGroupOrPropose(ctx context.Context, req GroupRequest, rat
 // gate returns a stored proposal when the policy asks for one, or nil
 // when the spawn may start now.
 func (pp *proposals) gate(ctx context.Context, ps ProposedSpawn, parent tool.Caller, user, rationale string) (*Proposal, error) {
-	if pp.policy.Ask == confirm.Never {
+	rule := pp.rule()
+	if rule.policy.Ask == confirm.Never {
 		return nil, nil
 	}
 	if parent.Subagent {
@@ -226,7 +227,7 @@ func (pp *proposals) gate(ctx context.Context, ps ProposedSpawn, parent tool.Cal
 	if err != nil {
 		return nil, err
 	}
-	if !pp.policy.Asks(est.MaxCostCents) {
+	if !rule.policy.Asks(est.MaxCostCents) {
 		return nil, nil
 	}
 	p, err := pp.propose(ctx, ps, est, rationale)
@@ -263,7 +264,7 @@ func (m *Manager) estimateSpawn(ctx context.Context, ps ProposedSpawn) (estimate
 		}
 		ests = append(ests, e)
 	}
-	return estimate.Combine(ests, estimate.Group{Single: ps.Mode == ModeSingle, Chain: ps.Mode == ModeChain, Slots: m.opt.MaxConcurrent,
+	return estimate.Combine(ests, estimate.Group{Single: ps.Mode == ModeSingle, Chain: ps.Mode == ModeChain, Slots: m.limits().maxConcurrent,
 		TimeoutSeconds: ps.TimeoutSeconds, BudgetCents: ps.BudgetCents}), nil
 }
 
@@ -277,7 +278,7 @@ func (pp *proposals) propose(ctx context.Context, ps ProposedSpawn, est estimate
 	now := pp.now().UTC()
 	sp := store.PendingSpawn{SessionKey: orElse(ps.Parent, NoParentSession), Config: cfg,
 		EstimateMinSeconds: est.MinSeconds, EstimateMaxSeconds: est.MaxSeconds, MaxCostCents: est.MaxCostCents,
-		Tools: est.Tools, Rationale: rationale, Status: store.SpawnPending, CreatedAt: now, ExpiresAt: now.Add(pp.timeout),
+		Tools: est.Tools, Rationale: rationale, Status: store.SpawnPending, CreatedAt: now, ExpiresAt: now.Add(pp.rule().timeout),
 		Idempotency: ps.Idempotency}
 	for try := 0; ; try++ {
 		if sp.ID, err = newPendingID(pp.rand); err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -24,12 +25,13 @@ import (
 // of the calls that proposed are a sync.Map. It reaches the runtime only
 // through spawner: it never takes the Manager's lock.
 type proposals struct {
-	rt        spawner
-	store     store.Store
-	hub       *event.Hub
-	policy    confirm.Policy
-	timeout   time.Duration // how long a proposal waits for the person
-	traced    bool          // keep the proposing calls' spans
+	rt    spawner
+	store store.Store
+	hub   *event.Hub
+	// conf is the policy and how long a proposal waits for the person
+	// (SetConfirm swaps it).
+	conf      atomic.Pointer[confirmRule]
+	traced    bool // keep the proposing calls' spans
 	rand      io.Reader
 	observers *observe.Set
 	mask      func(string) string
@@ -68,9 +70,11 @@ func newProposals(m *Manager) *proposals {
 	if timeout <= 0 {
 		timeout = DefaultConfirmTimeout
 	}
-	return &proposals{rt: m, store: m.opt.Store, hub: m.opt.Hub, policy: m.opt.Confirm, timeout: timeout,
+	pp := &proposals{rt: m, store: m.opt.Store, hub: m.opt.Hub,
 		traced: m.opt.Tracer != nil, rand: m.opt.Rand, observers: m.opt.Observers, mask: m.mask, now: m.now,
 		log: m.log.With("part", "proposals")}
+	pp.conf.Store(&confirmRule{policy: m.opt.Confirm, timeout: timeout})
+	return pp
 }
 
 // Proposals returns the proposals awaiting a decision, oldest first:

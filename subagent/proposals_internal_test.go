@@ -52,8 +52,8 @@ func TestProposalsBehindTheirInterface(t *testing.T) {
 		<-release
 		return started{ids: []string{"S-abcdef"}, runID: "run-1"}, func() {}, nil
 	}}
-	pp := &proposals{rt: rt, store: st, policy: confirm.Policy{Ask: confirm.Always}, timeout: time.Minute,
-		mask: func(s string) string { return s }, now: time.Now, log: slog.Default()}
+	pp := &proposals{rt: rt, store: st, mask: func(s string) string { return s }, now: time.Now, log: slog.Default()}
+	pp.conf.Store(&confirmRule{policy: confirm.Policy{Ask: confirm.Always}, timeout: time.Minute})
 
 	ps := ProposedSpawn{Configs: []Config{{Role: "researcher", Task: "dig", Model: "haiku"}}, Mode: ModeSingle}
 	p, err := pp.gate(ctx, ps, tool.Caller{}, "", "because")

@@ -58,7 +58,7 @@ func (m *Manager) admit(mayQueue bool, hs ...*Handle) error {
 	}
 	free := 0
 	if len(m.queue) == 0 {
-		free = max(m.opt.MaxConcurrent-len(m.running), 0)
+		free = max(m.limits().maxConcurrent-len(m.running), 0)
 	}
 	fit := min(free, len(hs))
 	if over := len(hs) - fit; over > 0 {
@@ -82,13 +82,14 @@ func (m *Manager) admit(mayQueue bool, hs ...*Handle) error {
 // canQueue reports why over of asked runs may not wait (caller holds
 // m.mu).
 func (m *Manager) canQueue(mayQueue bool, asked, over int) error {
+	l := m.limits()
 	if !mayQueue {
 		return fmt.Errorf("spawn: %w: %d of %d running, %d more asked (the limit is AVA_MAX_CONCURRENT_SUBAGENTS=%d); wait for one to finish or stop one, or set AVA_SPAWN_OVERFLOW=queue to let spawns wait",
-			ErrLimit, len(m.running), m.opt.MaxConcurrent, asked, m.opt.MaxConcurrent)
+			ErrLimit, len(m.running), l.maxConcurrent, asked, l.maxConcurrent)
 	}
-	if len(m.queue)+over > m.opt.MaxQueued {
+	if len(m.queue)+over > l.maxQueued {
 		return fmt.Errorf("spawn: %w: %w: %d of %d running and %d of %d waiting, %d more would wait (AVA_MAX_QUEUED_SUBAGENTS=%d); wait for some to finish or cancel queued ones",
-			ErrLimit, ErrQueueFull, len(m.running), m.opt.MaxConcurrent, len(m.queue), m.opt.MaxQueued, over, m.opt.MaxQueued)
+			ErrLimit, ErrQueueFull, len(m.running), l.maxConcurrent, len(m.queue), l.maxQueued, over, l.maxQueued)
 	}
 	return nil
 }
@@ -108,7 +109,7 @@ func (h *Handle) reset(status lifecycle.Status, slot chan struct{}) {
 // m.mu). Called whenever a slot frees, so a run never waits while a slot
 // is free.
 func (m *Manager) admitWaiting() {
-	for !m.closed && len(m.queue) > 0 && len(m.running) < m.opt.MaxConcurrent {
+	for !m.closed && len(m.queue) > 0 && len(m.running) < m.limits().maxConcurrent {
 		h := m.queue[0]
 		m.queue = slices.Delete(m.queue, 0, 1)
 		m.running[h.id] = h

@@ -41,7 +41,7 @@ func (m *Manager) resumeAttempts() int {
 // resumable reports whether a gone owner's run may be resumed here: its
 // role is known and allows it (called inside the store's transaction).
 func (m *Manager) resumable(r store.Run) bool {
-	role, ok := m.opt.Roles[r.Role]
+	role, ok := m.roleSet().roles[r.Role]
 	return ok && role.Resume
 }
 
@@ -216,7 +216,7 @@ func (m *Manager) admitResumed(h *Handle) error {
 		return fmt.Errorf("resume %s: %w", h.id, ErrBusy)
 	}
 	m.handles[h.id] = h
-	if len(m.queue) == 0 && len(m.running) < m.opt.MaxConcurrent {
+	if len(m.queue) == 0 && len(m.running) < m.limits().maxConcurrent {
 		m.running[h.id] = h
 		h.reset(lifecycle.Pending, nil)
 		return nil

@@ -81,7 +81,7 @@ func (m *Manager) SendFollowUp(ctx context.Context, id, message string, queue, s
 	h.mu.Lock()
 	h.sendSpan = sender
 	h.mu.Unlock()
-	if err := m.admit(m.opt.Overflow == OverflowQueue, h); err != nil {
+	if err := m.admit(m.limits().overflow == OverflowQueue, h); err != nil {
 		if errors.Is(err, ErrBusy) && queue {
 			// Another follow-up started the run first: this one now
 			// joins it (queued, or steered) like any message to a

@@ -97,7 +97,7 @@ func (m *Manager) Tools() []tool.Tool {
 
 func (m *Manager) roleSummary() string {
 	var parts []string
-	for _, r := range role.Sorted(m.opt.Roles) {
+	for _, r := range role.Sorted(m.roleSet().roles) {
 		parts = append(parts, r.SummaryText())
 	}
 	return strings.Join(parts, "; ") + "."

@@ -139,10 +139,10 @@ func (c *Channel) handle(ctx context.Context, ch *chat, u *models.Update) error 
 
 // isAllowed reports whether the message's chat or sender is allowed.
 func (c *Channel) isAllowed(m *models.Message) bool {
-	if c.allowed[m.Chat.ID] {
+	if c.allows(m.Chat.ID) {
 		return true
 	}
-	return m.From != nil && c.allowed[m.From.ID]
+	return m.From != nil && c.allows(m.From.ID)
 }
 
 // refuse answers a chat that is not allowed, once a day, and logs it.

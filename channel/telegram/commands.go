@@ -201,7 +201,7 @@ func (c *Channel) answerCallback(ctx context.Context, q *models.CallbackQuery) e
 	chatID := callbackChat(q)
 	ch := &chat{id: chatID, limiter: c.newChatLimiter()}
 	reply := "This button is no longer active."
-	if id, yes, ok := parseButton(q.Data); ok && (c.allowed[chatID] || c.allowed[q.From.ID]) {
+	if id, yes, ok := parseButton(q.Data); ok && (c.allows(chatID) || c.allows(q.From.ID)) {
 		key, err := c.session(ctx, chatID)
 		if err != nil {
 			return err

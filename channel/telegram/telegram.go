@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -86,10 +87,12 @@ type Config struct {
 
 // Channel is a running Telegram channel.
 type Channel struct {
-	cfg     Config
-	log     *slog.Logger
-	bot     *bot.Bot
-	allowed map[int64]bool
+	cfg Config
+	log *slog.Logger
+	bot *bot.Bot
+	// allowed are the chat and user IDs served: a snapshot SetAllowed
+	// swaps (the daemon's reload).
+	allowed atomic.Pointer[map[int64]bool]
 	global  *rate.Limiter
 
 	rt      *ava.Runtime
@@ -127,14 +130,26 @@ func New(cfg Config) (*Channel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telegram: %w", err)
 	}
-	c := &Channel{cfg: cfg, log: cfg.Logger.With("channel", ChannelName), bot: b, allowed: map[int64]bool{},
+	c := &Channel{cfg: cfg, log: cfg.Logger.With("channel", ChannelName), bot: b,
 		rt: cfg.Runtime, updates: cfg.Runtime.ChannelUpdates(),
 		global: rate.NewLimiter(rate.Limit(25), 5), chats: map[int64]*chat{}}
-	for _, id := range cfg.Allowed {
-		c.allowed[id] = true
-	}
+	c.SetAllowed(cfg.Allowed)
 	return c, nil
 }
+
+// SetAllowed replaces the chat and user IDs the channel serves (the
+// daemon's reload of AVA_TELEGRAM_ALLOWED / telegram_allowed); the next
+// message is judged by them.
+func (c *Channel) SetAllowed(ids []int64) {
+	m := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	c.allowed.Store(&m)
+}
+
+// allows reports whether the chat or user ID is served.
+func (c *Channel) allows(id int64) bool { return (*c.allowed.Load())[id] }
 
 // ParseAllowed turns AVA_TELEGRAM_ALLOWED's comma-separated IDs into
 // numbers, naming any that is not one.
@@ -161,11 +176,12 @@ func (c *Channel) Describe() string {
 	if c.cfg.WebhookSecret != "" {
 		mode = "webhook (POST /telegram/webhook)"
 	}
-	if len(c.allowed) == 0 {
+	allowed := *c.allowed.Load()
+	if len(allowed) == 0 {
 		return "Telegram: " + mode + "; AVA_TELEGRAM_ALLOWED is empty, so nobody is allowed: every chat gets a refusal"
 	}
-	ids := make([]string, 0, len(c.allowed))
-	for id := range c.allowed {
+	ids := make([]string, 0, len(allowed))
+	for id := range allowed {
 		ids = append(ids, strconv.FormatInt(id, 10))
 	}
 	slices.Sort(ids)

@@ -52,6 +52,21 @@ func (a *App) Config() (config.Config, error) {
 	if a.cfg != nil {
 		return *a.cfg, nil
 	}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return cfg, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	a.cfg = &cfg
+	return cfg, nil
+}
+
+// loadConfig reads the configuration as Config does, not cached and not
+// yet validated: the daemon reads it again on reload (and validates it
+// there, naming the lines).
+func (a *App) loadConfig() (config.Config, error) {
 	getenv := a.Getenv
 	if a.dataRoot != "" {
 		getenv = func(k string) string {
@@ -68,10 +83,6 @@ func (a *App) Config() (config.Config, error) {
 	if a.workspace != "" {
 		cfg.Workspace = a.workspace
 	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, err
-	}
-	a.cfg = &cfg
 	return cfg, nil
 }
 
@@ -212,6 +223,7 @@ AVA_DATA_ROOT, …), the optional file $AVA_DATA_ROOT/config.yaml, and flags.`,
 		newConfirmCmd(app),
 		newMCPCmd(app),
 		newHooksCmd(app),
+		newReloadCmd(app),
 	)
 	strictCompletion(root)
 	markStarted(app, root)

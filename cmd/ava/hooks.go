@@ -31,9 +31,17 @@ event a hook hears is recorded with the event itself and delivered by
 whichever Ava process of this data root (or cluster) runs next, once per
 hook. See docs/hooks.md.
 
+When a daemon answers at AVA_ADDR (with this data root's token), the hooks
+listed are the ones that daemon runs, as its last reload left them, and
+it says so; --json, or no daemon: the hooks config.yaml and the role files
+define now.
+
 ava hooks only reads; it works on a read-only data root.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !asJSON && printDaemonHooks(cmd.Context(), a, all, limit) {
+				return nil
+			}
 			rt, err := a.openRoles(cmd.Context())
 			if err != nil {
 				return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/channel/terminal"
+	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/gateway/client"
 )
 
@@ -27,8 +28,14 @@ func (a *App) daemon() (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	return daemonOf(cfg)
+}
+
+// daemonOf is daemon for cfg.
+func daemonOf(cfg config.Config) (*client.Client, error) {
 	tok := cfg.Token
 	if tok == "" {
+		var err error
 		tok, err = client.ReadToken(cfg.DataRoot)
 		if errors.Is(err, fs.ErrNotExist) {
 			tok, err = "", nil

@@ -47,12 +47,19 @@ whose actual time and cost fell inside the estimate made, from the runs
 before them, when they were spawned (HIST HIT: the same for runs whose
 estimate came from past runs rather than from the role's limits).
 
+When a daemon answers at AVA_ADDR (with this data root's token), ava roles
+lists the roles that daemon runs, as its last reload left them, and says
+so; --stats, --mcp-tools, or no daemon: the roles the files define now.
+
 ava roles only reads: it creates and writes nothing in the data root, so
 it works on a read-only one, or a missing one (built-in roles, no runs).
 A store of an older schema is not migrated: --stats then shows no runs,
 and the log says why.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !stats && !mcpTools && printDaemonRoles(cmd.Context(), a) {
+				return nil
+			}
 			in, err := a.openRoles(cmd.Context())
 			if err != nil {
 				return err

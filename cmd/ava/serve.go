@@ -23,6 +23,8 @@ type serveOptions struct {
 	grace     time.Duration
 	graceSet  bool
 	heartbeat time.Duration
+	// watch reloads the configuration when its files change.
+	watch bool
 }
 
 func newServeCmd(a *App) *cobra.Command {
@@ -63,6 +65,7 @@ and records as interrupted what still runs, flushes the logs and exits 0.`,
 	f.DurationVar(&o.grace, "grace", 0, "how long a shutdown lets running turns finish (default $AVA_SHUTDOWN_GRACE or config.yaml's shutdown_grace, else 30s)")
 	f.DurationVar(&o.heartbeat, "heartbeat", gateway.DefaultHeartbeat, "interval of the streams' heartbeat comments")
 	_ = f.MarkHidden("heartbeat")
+	f.BoolVar(&o.watch, "watch", true, "reload config.yaml and the role files when they change (--watch=false: only on SIGHUP and ava reload)")
 	return cmd
 }
 
@@ -89,11 +92,8 @@ func checkRoleFlag(role string) error {
 	return usageError(fmt.Errorf("--role %q: use %s, %s or %s", role, config.RoleGateway, config.RoleWorker, config.RoleAll))
 }
 
-func serve(cmd *cobra.Command, a *App, o serveOptions) error {
-	cfg, err := a.Config()
-	if err != nil {
-		return err
-	}
+// override applies the flags to cfg.
+func (o serveOptions) override(cfg config.Config) config.Config {
 	if o.addr != "" {
 		cfg.Addr = o.addr
 	}
@@ -103,6 +103,15 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 	if o.role != "" {
 		cfg.Role = o.role
 	}
+	return cfg
+}
+
+func serve(cmd *cobra.Command, a *App, o serveOptions) error {
+	cfg, err := a.Config()
+	if err != nil {
+		return err
+	}
+	cfg = o.override(cfg)
 	if cfg.Role != "" && cfg.Role != config.RoleAll && !config.IsPostgresURL(cfg.DatabaseURL) {
 		return usageError(fmt.Errorf("role %s needs a cluster: set AVA_DATABASE_URL=postgres://… (the embedded SQLite store runs everything in one process)", cfg.Role))
 	}
@@ -135,7 +144,7 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 				link, gateway.LoginCodeTTL)
 		}
 	}
-	err = runDaemon(cmd.Context(), a, cfg, opt)
+	err = runDaemon(cmd.Context(), a, cfg, opt, o)
 	var ee *exitError
 	if err != nil && !errors.As(err, &ee) {
 		return withHint(err, "see ava serve --help")
@@ -151,18 +160,22 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 // runtime (with the daemon's metrics as a sink), the turns a killed
 // process left open, the listener and the chat channels; then it serves
 // until ctx is done and closes the runtime last.
-func runDaemon(ctx context.Context, a *App, cfg config.Config, opt gateway.ServeOptions) (err error) {
+func runDaemon(ctx context.Context, a *App, cfg config.Config, opt gateway.ServeOptions, o serveOptions) (err error) {
 	log := opt.Logger
 	if opt.Token, err = gateway.DaemonToken(cfg, log); err != nil {
 		return err
 	}
 	cfg.Token = opt.Token
 	opt.Metrics = gateway.NewMetrics()
-	rt, err := ava.Open(context.WithoutCancel(ctx), ava.Options{Config: cfg, Logger: log, Sinks: []ava.Sink{opt.Metrics}})
+	rt, err := ava.Open(context.WithoutCancel(ctx), ava.Options{Config: cfg, Logger: log, Sinks: []ava.Sink{opt.Metrics},
+		Load: daemonLoader(a, o, opt.Token)})
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, rt.Close()) }()
+	// Changed files and SIGHUP reload the configuration until the
+	// daemon stops (before the runtime closes).
+	defer watchDaemon(ctx, a, rt, o.watch)()
 	rt.ReportSandbox()
 	// Before any message: turns a killed process left open end now.
 	if n, err := rt.EndInterruptedTurns(ctx); err != nil {
@@ -219,6 +232,13 @@ func chatChannels(a *App, cfg config.Config, rt *ava.Runtime) ([]gateway.Channel
 		return nil, err
 	}
 	fmt.Fprintln(a.Stderr, "ava serve: "+ch.Describe())
+	rt.OnReload(func(cfg config.Config) (func(), error) {
+		allowed, err := telegram.ParseAllowed(cfg.TelegramAllowed)
+		if err != nil {
+			return nil, err
+		}
+		return func() { ch.SetAllowed(allowed) }, nil
+	})
 	return []gateway.Channel{ch}, nil
 }
 
@@ -254,5 +274,6 @@ interrupted, and exits 0. See docs/cluster.md.`,
 	f.DurationVar(&o.grace, "grace", 0, "how long a shutdown lets running subagents finish (default $AVA_SHUTDOWN_GRACE or config.yaml's shutdown_grace, else 30s)")
 	f.DurationVar(&o.heartbeat, "heartbeat", gateway.DefaultHeartbeat, "interval of the streams' heartbeat comments")
 	_ = f.MarkHidden("heartbeat")
+	f.BoolVar(&o.watch, "watch", true, "reload config.yaml and the role files when they change (--watch=false: only on SIGHUP)")
 	return cmd
 }

@@ -64,6 +64,7 @@ function App() {
         <button class="ghost logout" title="End this browser's login to the daemon"
           onClick=${async () => { await logout(); setLoggedOut(true); }}>Log out</button>
       </header>
+      <${ConfigBanner} />
       <nav class="tabs">
         <button class=${tab === 'chat' ? 'on' : ''} onClick=${() => setTab('chat')}>Chat</button>
         <button class=${tab === 'side' ? 'on' : ''} onClick=${() => setTab('side')}>
@@ -86,6 +87,33 @@ function App() {
         </aside>
       </main>
       ${asking && html`<${TokenDialog} why=${asking.why} done=${(t) => { asking.resolve(t); setAsking(null); }} />`}
+    </div>`;
+}
+
+/** How often the panel asks /readyz how the daemon's configuration stands. */
+const CONFIG_EVERY_MS = 5000;
+
+/**
+ * A banner while the daemon's configuration is not what its files say: a
+ * bad edit it refused (it runs its previous configuration; the message
+ * names the file, line and setting), role files that do not load, and
+ * changed settings that wait for a restart. It clears once an edit fixes
+ * it (the daemon reloads by itself when the files change).
+ */
+function ConfigBanner() {
+  const [cfg, setCfg] = useState(null);
+  useEffect(() => {
+    const look = () => getJSON('/readyz').then((r) => setCfg(r.config || null), () => {});
+    look();
+    const t = setInterval(look, CONFIG_EVERY_MS);
+    return () => clearInterval(t);
+  }, []);
+  if (!cfg) return null;
+  return html`
+    <div class="config-banner" role="alert">
+      ${cfg.error && html`<p><strong>config.yaml not applied</strong>: the daemon runs its previous configuration. ${cfg.error}</p>`}
+      ${(cfg.roleErrors || []).map((e) => html`<p><strong>Role file not loaded</strong>: ${e}</p>`)}
+      ${(cfg.restart || []).map((r) => html`<p><strong>Restart needed</strong>: ${r}.</p>`)}
     </div>`;
 }
 
