@@ -55,10 +55,10 @@ and what other channels of the same session do shows here too.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.yes, "yes", false, "spawns start without asking you first (AVA_CONFIRM=never for this chat; on a daemon, its proposals are confirmed as they arrive)")
-	f.BoolVar(&o.offline, "offline", false, "use the offline scripted demo model (no network, no key)")
 	f.StringVar(&o.model, "model", "", "model as provider/model or an alias: haiku, sonnet, opus (default $AVA_MODEL)")
 	f.StringVar(&o.session, "session", "", "continue this session key, shown from its earlier conversation on (default: a new ava:chat:… session)")
 	addTurnFlags(f, &o, "each request")
+	addOfflineFlag(cmd, &o.offline)
 	return cmd
 }
 
@@ -71,6 +71,7 @@ func chatLocal(ctx context.Context, a *App, o runOptions) error {
 	if o.yes {
 		cfg.Confirm = "never"
 	}
+	cfg, _ = a.chooseModel(cfg, o.offline, o.model)
 	// The screen is the chat's: warnings go to a file under the data root.
 	logPath := filepath.Join(cfg.DataRoot, "chat.log")
 	if err := cfg.EnsureDataRoot(); err != nil {
@@ -113,7 +114,7 @@ func chatLocal(ctx context.Context, a *App, o runOptions) error {
 	if end, _ := logFile.Seek(0, io.SeekEnd); end > before {
 		fmt.Fprintf(a.Stderr, "warnings were logged to %s\n", logPath)
 	}
-	fmt.Fprintf(a.Stderr, "session %s: continue with ava chat --session %s\n", key, key)
+	fmt.Fprintf(a.Stderr, "session %s: continue with %s\n", key, o.continueCmd("chat", key))
 	return err
 }
 

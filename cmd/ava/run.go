@@ -64,10 +64,10 @@ such as --timeout or --max-cost being reached, or a proposal left pending).`,
 	f := cmd.Flags()
 	f.BoolVar(&o.json, "json", false, "print a machine-readable result")
 	f.BoolVar(&o.yes, "yes", false, "spawns start without asking you first (AVA_CONFIRM=never for this run); without it, a spawn the policy asks about is asked on the terminal, and without one nothing starts (answer later with ava confirm P-…)")
-	f.BoolVar(&o.offline, "offline", false, "use the offline scripted demo model (no network, no key)")
 	f.StringVar(&o.model, "model", "", "model as provider/model or an alias: haiku, sonnet, opus (default $AVA_MODEL)")
 	f.StringVar(&o.session, "session", "", "continue this session key (default: a new ava:cli:… session)")
 	addTurnFlags(f, &o, "the run")
+	addOfflineFlag(cmd, &o.offline)
 	return cmd
 }
 
@@ -82,13 +82,21 @@ func addTurnFlags(f *pflag.FlagSet, o *runOptions, what string) {
 }
 
 // orchestratorModel is the full name of the model the flags choose:
-// --offline's scripted demo, --model, or the configured one.
+// --model, or the configured one (which chooseModel set to the offline
+// model for --offline or when no provider is configured).
 func (o runOptions) orchestratorModel(rt *ava.Runtime) (string, error) {
-	name := o.model
+	return rt.OrchestratorModel(o.model)
+}
+
+// continueCmd is the command line that continues session key as this
+// one ran: with --offline when it was given, so that a copied hint runs
+// on the same model.
+func (o runOptions) continueCmd(command, key string) string {
+	line := "ava " + command
 	if o.offline {
-		name = ava.OfflineModel
+		line += " --offline"
 	}
-	return rt.OrchestratorModel(name)
+	return line + " --session " + key
 }
 
 // limits are the turn limits the flags set.
@@ -104,6 +112,7 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 	if o.yes {
 		cfg.Confirm = "never"
 	}
+	cfg, chosen := a.chooseModel(cfg, o.offline, o.model)
 	rt, err := ava.Open(ctx, ava.Options{Config: cfg, Logger: a.Logger()})
 	if err != nil {
 		return err
@@ -116,7 +125,7 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 		}
 		return err
 	}
-	if ava.IsOffline(model) && !o.json {
+	if ava.IsOffline(model) && !chosen && !o.json {
 		fmt.Fprintf(a.Stderr, "[offline] answering with the scripted model %s: no network, not a real model\n", model)
 	}
 	key := o.session
@@ -138,7 +147,7 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintln(a.Stdout, string(b))
 	} else {
-		fmt.Fprintf(a.Stderr, "session %s: continue with ava run --session %s \"…\"\n", key, key)
+		fmt.Fprintf(a.Stderr, "session %s: continue with %s \"…\"\n", key, o.continueCmd("run", key))
 	}
 	if err != nil {
 		return err
@@ -172,7 +181,7 @@ func runTurn(ctx context.Context, a *App, rt *ava.Runtime, o runOptions, key, me
 		_, _ = rt.Stop(context.WithoutCancel(ctx), key)
 		res, askErr = turn.Wait(context.WithoutCancel(ctx))
 	}
-	waitBackground(ctx, a, rt, key, o.json)
+	waitBackground(ctx, a, rt, key, o.continueCmd("run", key), o.json)
 	// Once they have ended Ava reports their results by itself
 	// (on_complete): the report is part of what this run prints.
 	if _, _, err := rt.WaitReport(ctx, key); err != nil && ctx.Err() == nil {
@@ -234,7 +243,7 @@ func answerPending(ctx context.Context, a *App, rt *ava.Runtime, key string, ask
 // waitBackground waits for the subagents the run left in the background:
 // this process is their only home, so it must not exit under them. Their
 // results are stored in the session, and reported (WaitReport).
-func waitBackground(ctx context.Context, a *App, rt *ava.Runtime, session string, quiet bool) {
+func waitBackground(ctx context.Context, a *App, rt *ava.Runtime, session, again string, quiet bool) {
 	waiting, err := rt.Subagents(context.WithoutCancel(ctx), ava.SubagentFilter{Parent: session, Status: lifecycle.Active})
 	if err != nil || len(waiting) == 0 {
 		return
@@ -257,7 +266,7 @@ func waitBackground(ctx context.Context, a *App, rt *ava.Runtime, session string
 		}
 	}
 	if !quiet {
-		fmt.Fprintf(a.Stderr, "[their results are stored in session %s: continue with ava run --session %s \"…\"]\n", session, session)
+		fmt.Fprintf(a.Stderr, "[their results are stored in session %s: continue with %s \"…\"]\n", session, again)
 	}
 }
 
