@@ -49,7 +49,9 @@ exit code is 1: answer with ava confirm P-xxxxxx yes, or run again with
 go on with ava run --session KEY.
 
 The exit code is 0 when the run succeeded and 1 otherwise (including a limit
-such as --timeout or --max-cost being reached, or a proposal left pending).`,
+such as --timeout or --max-cost being reached, or a proposal left pending).
+
+` + sessionRule,
 		Example: `  ava run "summarise README.md"
   OPENAI_BASE_URL=http://localhost:11434/v1 AVA_MODEL=openai/llama3.2 ava run "hello"
   ava run --offline --json "hello"`,
@@ -58,6 +60,12 @@ such as --timeout or --max-cost being reached, or a proposal left pending).`,
 			if err := checkFlags(a, cmd); err != nil {
 				return err
 			}
+			if o.session != "" {
+				var err error
+				if o.session, err = mainSessionArg("--session", o.session); err != nil {
+					return err
+				}
+			}
 			return runOnce(cmd.Context(), a, o, strings.Join(args, " "))
 		},
 	}
@@ -65,7 +73,7 @@ such as --timeout or --max-cost being reached, or a proposal left pending).`,
 	f.BoolVar(&o.json, "json", false, "print a machine-readable result")
 	f.BoolVar(&o.yes, "yes", false, "spawns start without asking you first (AVA_CONFIRM=never for this run); without it, a spawn the policy asks about is asked on the terminal, and without one nothing starts (answer later with ava confirm P-…)")
 	f.StringVar(&o.model, "model", "", "model as provider/model or an alias: haiku, sonnet, opus (default $AVA_MODEL)")
-	f.StringVar(&o.session, "session", "", "continue this session key (default: a new ava:cli:… session)")
+	f.StringVar(&o.session, "session", "", "continue this session: a name (notes: ava:cli:notes) or a full key (default: a new ava:cli:… session)")
 	addTurnFlags(f, &o, "the run")
 	addOfflineFlag(cmd, &o.offline)
 	return cmd
@@ -146,7 +154,8 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 	if o.json {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintln(a.Stdout, string(b))
-	} else {
+	} else if res.Session != "" {
+		// The session exists (the turn started): say how to go on with it.
 		fmt.Fprintf(a.Stderr, "session %s: continue with %s \"…\"\n", key, o.continueCmd("run", key))
 	}
 	if err != nil {
