@@ -73,9 +73,9 @@ key in the second column; ` + "`web.searxng_url`" + ` is ` + "`searxng_url:`" + 
 ` + "`web:`" + `), then the environment variable, then a flag where one fits.
 A bad value stops Ava with the key and the variable it came from. A
 mistake in the file is said with its line and in your words: an unknown
-key with the closest known one ("unknown setting `+"`modle`"+` — did you mean
-`+"`model`"+`?"), a single value where a list belongs with the list to write
-instead (`+"`command` is a list, not a single value: write command: [\"notify.sh\"]"+`),
+key with the closest known one ("unknown setting ` + "`modle`" + ` — did you mean
+` + "`model`" + `?"), a single value where a list belongs with the list to write
+instead (` + "`command` is a list, not a single value: write command: [\"notify.sh\"]" + `),
 a YAML syntax error on the line it is on. A role file's front matter is
 read the same way.
 
