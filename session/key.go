@@ -73,6 +73,8 @@ var (
 // prints or opens anything.
 func ParseKey(s string) (string, error) {
 	switch {
+	case strings.TrimSpace(s) == "":
+		return "", fmt.Errorf("%w: the subagent ID or session key is empty: give one (S-xxxxxx, a key such as ava:web:…, or a name such as notes)", ErrBadKey)
 	case strings.Contains(s, ":"):
 		if err := CheckKey(s); err != nil {
 			return "", err

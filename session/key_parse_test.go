@@ -24,7 +24,7 @@ func TestParseKey(t *testing.T) {
 		}
 	}
 	for in, says := range map[string]string{
-		"":                                 "session name",
+		"": "is empty", " ": "is empty",
 		"S-":                               "a subagent ID is S-",
 		"S-notes":                          "a subagent ID is S-",
 		"my notes":                         "session name",
