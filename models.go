@@ -45,7 +45,7 @@ func (r *Runtime) OrchestratorModel(name string) (string, error) {
 // names none
 // (the rule of OrchestratorModel, so that a program without a provider
 // is told so rather than silently given the offline model, as `ava
-// spawn` refuses without --offline).
+// spawn` would without the command line's offline rule).
 func (r *Runtime) modelReady(configs ...SubagentConfig) error {
 	if r.in.Config.Model != "" || ProviderConfigured(r.in.Config) {
 		return nil

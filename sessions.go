@@ -61,6 +61,12 @@ type SessionRef struct {
 // (ava:subagent:S-…).
 func IsSubagentKey(key string) bool { return session.IsSubagentKey(key) }
 
+// ParseSessionKey reads what a person typed for a session by the one rule
+// every surface shares (see session.ParseKey): a key with ':' as it is,
+// S-xxxxxx (or a prefix) as that subagent's session, a bare name such as
+// notes as ava:cli:notes. Anything else is ErrBadKey naming the forms.
+func ParseSessionKey(s string) (string, error) { return session.ParseKey(s) }
+
 // Resolve finds a session: a subagent key by its run (ID or unique
 // prefix, live or stored), a main key by its stored session, its stored
 // events or a turn running now. A malformed key is ErrBadKey, an unknown

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/avaagent/ava/event"
@@ -266,9 +265,9 @@ func (r *Reader) resolveStored(ctx context.Context, prefix, p string) (string, e
 	found = slices.DeleteFunc(found, func(id string) bool { return !IsSubagentID(id) })
 	switch len(found) {
 	case 0:
-		return "", fmt.Errorf("no subagent trace matches %q in %s", prefix, r.events.Where())
+		return "", fmt.Errorf("%w: no subagent trace matches %q in %s", ErrUnknownSubagent, prefix, r.events.Where())
 	case 1:
 		return found[0], nil
 	}
-	return "", fmt.Errorf("%q is ambiguous: it matches %s; give more characters", prefix, strings.Join(found, ", "))
+	return "", ambiguous(prefix, found)
 }

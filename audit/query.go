@@ -300,10 +300,19 @@ func (r *ring) items() []Entry {
 	return append(slices.Clone(r.buf[r.next:]), r.buf[:r.next]...)
 }
 
+// The mistakes ResolveSubagent reports, each wrapped with the details:
+// what a person typed is no subagent ID, names none, or names several.
+var (
+	ErrBadSubagentID       = errors.New("not a subagent ID")
+	ErrUnknownSubagent     = errors.New("no such subagent")
+	ErrAmbiguousSubagentID = errors.New("ambiguous subagent ID")
+)
+
 // ResolveSubagent returns the subagent ID whose trace file name starts
 // with prefix ("S-7f3", "7f3a2b", "s-7F3A2B"), or, reading a store's
-// events, the subagent with stored events whose ID does; an ambiguous or
-// unknown prefix is an error.
+// events, the subagent with stored events whose ID does; a malformed,
+// unknown or ambiguous prefix is ErrBadSubagentID, ErrUnknownSubagent or
+// ErrAmbiguousSubagentID.
 func (r *Reader) ResolveSubagent(prefix string) (string, error) {
 	return r.ResolveSubagentContext(context.Background(), prefix)
 }
@@ -320,7 +329,7 @@ func (r *Reader) ResolveSubagentContext(ctx context.Context, prefix string) (str
 		return p, nil
 	}
 	if len(p) > 8 || !IsSubagentID(p+strings.Repeat("0", 8-len(p))) {
-		return "", fmt.Errorf("%q is not a subagent ID (S- and six hex digits, e.g. S-7f3a2b)", prefix)
+		return "", fmt.Errorf("%w: %q (S- and six hex digits, e.g. S-7f3a2b)", ErrBadSubagentID, prefix)
 	}
 	if r.events != nil {
 		return r.resolveStored(ctx, prefix, p)
@@ -338,9 +347,14 @@ func (r *Reader) ResolveSubagentContext(ctx context.Context, prefix string) (str
 	}
 	switch len(found) {
 	case 0:
-		return "", fmt.Errorf("no subagent trace matches %q in %s", prefix, TraceDir(r.root))
+		return "", fmt.Errorf("%w: no subagent trace matches %q in %s", ErrUnknownSubagent, prefix, TraceDir(r.root))
 	case 1:
 		return found[0], nil
 	}
-	return "", fmt.Errorf("%q is ambiguous: it matches %s; give more characters", prefix, strings.Join(found, ", "))
+	return "", ambiguous(prefix, found)
+}
+
+// ambiguous is ErrAmbiguousSubagentID listing what prefix matches.
+func ambiguous(prefix string, found []string) error {
+	return fmt.Errorf("%w: %q matches %s; give more characters", ErrAmbiguousSubagentID, prefix, strings.Join(found, ", "))
 }

@@ -12,10 +12,8 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -23,6 +21,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/avaagent/ava/internal/yamlerr"
 
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/hookspec"
@@ -408,20 +408,29 @@ func (c *Config) loadFile(path string) error {
 	if err := refuseSecrets(path, data); err != nil {
 		return err
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("config %s: %w", path, err)
+	if err := yamlerr.Decode(data, c); err != nil {
+		return fileError(path, err)
 	}
 	c.Source = path
 	return nil
+}
+
+// fileError names the config file and the line a decoding error is on
+// (yamlerr's words: "config … line 2: unknown setting `modle` — did you
+// mean `model`?").
+func fileError(path string, err error) error {
+	var ye *yamlerr.Error
+	if errors.As(err, &ye) && ye.Line() > 0 {
+		return fmt.Errorf("config %s line %d: %s", path, ye.Line(), ye.Detail())
+	}
+	return fmt.Errorf("config %s: %w", path, err)
 }
 
 // refuseSecrets rejects a config file that holds a secret-looking key.
 func refuseSecrets(path string, data []byte) error {
 	var node yaml.Node
 	if err := yaml.Unmarshal(data, &node); err != nil {
-		return fmt.Errorf("config %s: %w", path, err)
+		return fileError(path, yamlerr.Explain(err, data, nil))
 	}
 	var walk func(n *yaml.Node) error
 	walk = func(n *yaml.Node) error {

@@ -84,7 +84,7 @@ func TestBadInputNamesTheProblem(t *testing.T) {
 		{file: "openai:\n  OpenAI_Api_Key: sk-x\n", want: "line 2: \"OpenAI_Api_Key\" is a secret"},
 		{file: "telegram_bot_token: 1:x\n", want: "line 1: \"telegram_bot_token\" is a secret"},
 		{file: "Password: hunter2\n", want: "line 1: \"Password\" is a secret"},
-		{file: "modle: x\n", want: "field modle not found"},
+		{file: "modle: x\n", want: "line 1: unknown setting `modle` — did you mean `model`?"},
 		{env: map[string]string{"AVA_MODEL": "bogus"}, want: "model \"bogus\" is not provider/model"},
 		{file: "model: bogus\n", want: "providers: anthropic, openai, openrouter, scripted"},
 		{file: "max_concurrent_subagents: [1\n", want: "config.yaml"},

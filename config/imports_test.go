@@ -10,7 +10,7 @@ import (
 // configLeaves are the only Ava packages config may import, directly or
 // not: leaves that start nothing (no pool, sandbox, store or tool).
 var configLeaves = []string{
-	"config", "confirm", "internal/fserr", "internal/fsread", "internal/lazyre", "lifecycle",
+	"config", "confirm", "internal/closest", "internal/fserr", "internal/fsread", "internal/lazyre", "internal/yamlerr", "lifecycle",
 	"llm", // prices and model names; llm's root imports only redact
 	"hookspec", "mcpspec", "redact",
 }

@@ -76,7 +76,13 @@ Every setting is read in one place (package ` + "`config`" + `, its table
 ` + "`config.Settings`" + `): the default, then ` + "`$AVA_DATA_ROOT/config.yaml`" + ` (the
 key in the second column; ` + "`web.searxng_url`" + ` is ` + "`searxng_url:`" + ` under
 ` + "`web:`" + `), then the environment variable, then a flag where one fits.
-A bad value stops Ava with the key and the variable it came from.
+A bad value stops Ava with the key and the variable it came from. A
+mistake in the file is said with its line and in your words: an unknown
+key with the closest known one ("unknown setting ` + "`modle`" + ` — did you mean
+` + "`model`" + `?"), a single value where a list belongs with the list to write
+instead (` + "`command` is a list, not a single value: write command: [\"notify.sh\"]" + `),
+a YAML syntax error on the line it is on. A role file's front matter is
+read the same way.
 
 Secrets (API keys, ` + "`AVA_TOKEN`" + `, ` + "`TELEGRAM_BOT_TOKEN`" + `,
 ` + "`AVA_TELEGRAM_WEBHOOK_SECRET`" + `, ` + "`AVA_DATABASE_URL`" + `: ` + "`config.SecretEnv`" + `)

@@ -151,10 +151,10 @@ func TestProcessSettingsValidated(t *testing.T) {
 		"recover_every: -1s\n":   "recover_every (AVA_RECOVER_EVERY)",
 		"sandbox: maybe\n":       "sandbox (AVA_SANDBOX)",
 		"role: boss\n":           "role (AVA_ROLE)",
-		"web:\n  bogus: true\n":  "field bogus not found",
+		"web:\n  bogus: true\n":  "line 2: unknown setting `bogus` (known here: searxng_url,",
 		"web:\n  api_key: x\n":   "is a secret",
-		"egress_allow: pypi\n":   "line 1: cannot unmarshal",
-		"shutdown_grace: soon\n": "line 1: cannot unmarshal",
+		"egress_allow: pypi\n":   "line 1: `egress_allow` is a list, not a single value: write egress_allow: [\"pypi\"]",
+		"shutdown_grace: soon\n": "line 1: `shutdown_grace` is a duration such as 30s, 5m or 1h30m, not `soon`",
 	} {
 		root := t.TempDir()
 		os.WriteFile(filepath.Join(root, config.FileName), []byte(file), 0o600)

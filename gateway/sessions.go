@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -157,15 +158,17 @@ func logsQuery(r *http.Request, rd *audit.Reader, now time.Time) (audit.Query, e
 	return q, nil
 }
 
-// traceError classifies audit.Reader.ResolveSubagent's plain errors: a
-// prefix that matches no trace is not found, a malformed or ambiguous one
-// a bad request.
+// traceError classifies audit.Reader.ResolveSubagent's errors: a prefix
+// that matches no trace is not found, a malformed or ambiguous one a bad
+// request.
 func traceError(err error) error {
-	msg := err.Error()
-	if strings.Contains(msg, "no subagent trace matches") {
-		return fmt.Errorf("agent: %s: %w", msg, ava.ErrNotFound)
+	if errors.Is(err, audit.ErrUnknownSubagent) {
+		return fmt.Errorf("agent: %s: %w", err.Error(), ava.ErrNotFound)
 	}
-	return badRequestf("agent: %s", msg)
+	if errors.Is(err, audit.ErrBadSubagentID) || errors.Is(err, audit.ErrAmbiguousSubagentID) {
+		return badRequestf("agent: %s", err.Error())
+	}
+	return fmt.Errorf("agent: %w", err)
 }
 
 // healthBody is GET /healthz's answer.

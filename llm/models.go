@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/avaagent/ava/internal/closest"
 )
 
 // ErrNoProvider means no model provider is configured.
@@ -189,33 +191,4 @@ func checkUnknownProvider(name, prov string, hasProvider bool, def string) error
 }
 
 // closestProvider is the known provider within two edits of name, or "".
-func closestProvider(name string) string {
-	best, bestD := "", 3
-	for _, p := range KnownProviders {
-		if d := editDistance(strings.ToLower(name), p); d < bestD {
-			best, bestD = p, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
-}
+func closestProvider(name string) string { return closest.Match(name, KnownProviders, 2) }

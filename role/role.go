@@ -18,12 +18,11 @@ import (
 	"syscall"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/hookspec"
 	"github.com/avaagent/ava/internal/fsread"
 	"github.com/avaagent/ava/internal/lazyre"
+	"github.com/avaagent/ava/internal/yamlerr"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/mcpspec"
 )
@@ -239,10 +238,8 @@ func Parse(path string, data []byte, known func(string) bool) (Role, error) {
 		return Role{}, &FileError{Path: path, Line: 1, Err: err}
 	}
 	var rf roleFile
-	dec := yaml.NewDecoder(bytes.NewReader(front))
-	dec.KnownFields(true)
-	if err := dec.Decode(&rf); err != nil {
-		return Role{}, &FileError{Path: path, Line: yamlLine(err) + 1, Err: fmt.Errorf("front matter: %w", err)}
+	if err := yamlerr.Decode(front, &rf); err != nil {
+		return Role{}, frontMatterError(path, err)
 	}
 	line := func(key string) int { return keyLine(front, key) + 1 }
 	if !roleName().MatchString(rf.Name) {
@@ -408,17 +405,15 @@ func offsetOfLine(data []byte, n int) int {
 	return off
 }
 
-var yamlLineRe = lazyre.New(`line (\d+)`)
-
-// yamlLine extracts the front matter line from a YAML error (0 if none).
-func yamlLine(err error) int {
-	m := yamlLineRe().FindStringSubmatch(err.Error())
-	if m == nil {
-		return 0
+// frontMatterError is a front matter decoding error on its line of the
+// file (the front matter starts on line 2), in yamlerr's words.
+func frontMatterError(path string, err error) error {
+	var ye *yamlerr.Error
+	if !errors.As(err, &ye) {
+		return &FileError{Path: path, Line: 1, Err: fmt.Errorf("front matter: %w", err)}
 	}
-	var n int
-	fmt.Sscanf(m[1], "%d", &n)
-	return n
+	ye = ye.Offset(1)
+	return &FileError{Path: path, Line: ye.Line(), Err: errors.New("front matter: " + ye.Detail())}
 }
 
 // keyLine finds the line of a top-level key in the front matter (1-based

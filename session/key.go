@@ -45,6 +45,51 @@ const MaxNewIDLen = 128
 
 var newKeyRE = lazyre.New(NewKeyPattern)
 
+// NameChannel is the channel a bare session name is in: ParseKey reads
+// "notes" as ava:cli:notes.
+const NameChannel = "cli"
+
+var (
+	// subagentRefRE is a subagent ID or a prefix of one, as a person
+	// types it: S- and one to six hex digits, any case.
+	subagentRefRE = lazyre.New(`^[Ss]-[0-9A-Fa-f]{1,6}$`)
+	// nameRE is a bare session name: the ID part of NewKeyPattern, in one
+	// part (no ':').
+	nameRE = lazyre.New(`^[A-Za-z0-9-][A-Za-z0-9.-]*$`)
+)
+
+// ParseKey reads what a person typed for a session (a command's argument
+// or --session) by one rule, and returns the session's key:
+//   - a key with ':' is taken as it is and must pass CheckKey
+//     (ava:web:…, ava:subagent:S-7f3a2b, keys made before the grammar);
+//   - S- and one to six hex digits is a subagent's ID or a prefix of one,
+//     and names its session, ava:subagent:<what was typed>;
+//   - any other bare name of letters, digits, '-' and '.' (not starting
+//     with '.', at most MaxNewIDLen bytes) is a main session of the
+//     command line, ava:cli:<name>.
+//
+// Anything else (empty, S- without hex digits, spaces, '_', …) is
+// ErrBadKey saying the three forms, so that a caller refuses it before it
+// prints or opens anything.
+func ParseKey(s string) (string, error) {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return "", fmt.Errorf("%w: the subagent ID or session key is empty: give one (S-xxxxxx, a key such as ava:web:…, or a name such as notes)", ErrBadKey)
+	case strings.Contains(s, ":"):
+		if err := CheckKey(s); err != nil {
+			return "", err
+		}
+		return s, nil
+	case subagentRefRE().MatchString(s):
+		return "ava:" + SubagentChannel + ":" + s, nil
+	case len(s) >= 2 && strings.EqualFold(s[:2], "S-"):
+		return "", fmt.Errorf("%w %q: a subagent ID is S- and six hex digits (S-7f3a2b, or a prefix such as S-7f); a session name may not start with S-", ErrBadKey, s)
+	case nameRE().MatchString(s) && len(s) <= MaxNewIDLen:
+		return "ava:" + NameChannel + ":" + s, nil
+	}
+	return "", fmt.Errorf("%w %q: give a session name of letters, digits, '-' and '.' (notes: the session ava:cli:notes), a full key (ava:web:…), or a subagent ID (S-7f3a2b)", ErrBadKey, s)
+}
+
 // ErrBadKey is a session key that no session has or may have (a
 // client's mistake: HTTP 400).
 var ErrBadKey = errors.New("bad session key")

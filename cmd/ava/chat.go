@@ -35,7 +35,9 @@ second Ctrl-C within 2 seconds exits. Commands: /ps, /stop [ID],
 
 It runs Ava in this process (subagents stop when you leave), or talks to the
 daemon at AVA_ADDR when that is set: then the session lives on the daemon,
-and what other channels of the same session do shows here too.`,
+and what other channels of the same session do shows here too.
+
+` + sessionRule,
 		Example: `  ava chat
   ava chat --offline
   AVA_ADDR=127.0.0.1:7777 ava chat --session ava:telegram:12345`,
@@ -43,6 +45,12 @@ and what other channels of the same session do shows here too.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFlags(a, cmd); err != nil {
 				return err
+			}
+			if o.session != "" {
+				var err error
+				if o.session, err = mainSessionArg("--session", o.session); err != nil {
+					return err
+				}
 			}
 			if !isTerminalReader(a.Stdin) {
 				return errors.New("ava chat needs a terminal; for one message from a script use: ava run \"…\"")
@@ -55,10 +63,10 @@ and what other channels of the same session do shows here too.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.yes, "yes", false, "spawns start without asking you first (AVA_CONFIRM=never for this chat; on a daemon, its proposals are confirmed as they arrive)")
-	f.BoolVar(&o.offline, "offline", false, "use the offline scripted demo model (no network, no key)")
 	f.StringVar(&o.model, "model", "", "model as provider/model or an alias: haiku, sonnet, opus (default $AVA_MODEL)")
-	f.StringVar(&o.session, "session", "", "continue this session key, shown from its earlier conversation on (default: a new ava:chat:… session)")
+	f.StringVar(&o.session, "session", "", "continue this session (a name such as notes is ava:cli:notes, or a full key), shown from its earlier conversation on (default: a new ava:chat:… session)")
 	addTurnFlags(f, &o, "each request")
+	addOfflineFlag(cmd, &o.offline)
 	return cmd
 }
 
@@ -71,6 +79,7 @@ func chatLocal(ctx context.Context, a *App, o runOptions) error {
 	if o.yes {
 		cfg.Confirm = "never"
 	}
+	cfg, _ = a.chooseModel(cfg, o.offline, o.model)
 	// The screen is the chat's: warnings go to a file under the data root.
 	logPath := filepath.Join(cfg.DataRoot, "chat.log")
 	if err := cfg.EnsureDataRoot(); err != nil {
@@ -96,9 +105,6 @@ func chatLocal(ctx context.Context, a *App, o runOptions) error {
 	if key == "" {
 		key = "ava:chat:" + uuid.NewString()[:8]
 	}
-	if ava.IsSubagentKey(key) {
-		return usageError(fmt.Errorf("--session %s: a chat is with Ava, not a subagent (use /send S-… in the chat)", key))
-	}
 	banner := fmt.Sprintf("Ava chat · session %s · model %s", key, model)
 	if ava.IsOffline(model) {
 		banner += " (offline scripted model: no network, not a real model)"
@@ -113,7 +119,7 @@ func chatLocal(ctx context.Context, a *App, o runOptions) error {
 	if end, _ := logFile.Seek(0, io.SeekEnd); end > before {
 		fmt.Fprintf(a.Stderr, "warnings were logged to %s\n", logPath)
 	}
-	fmt.Fprintf(a.Stderr, "session %s: continue with ava chat --session %s\n", key, key)
+	fmt.Fprintf(a.Stderr, "session %s: continue with %s\n", key, o.continueCmd("chat", key))
 	return err
 }
 

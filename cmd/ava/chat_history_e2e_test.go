@@ -30,7 +30,7 @@ func TestChatSessionShowsEarlierConversation(t *testing.T) {
 		_, _ = c.tty.Write([]byte{3})
 		at = c.scr.waitFor(t, at, "Ctrl-C again")
 		_, _ = c.tty.Write([]byte{3})
-		c.exit(t, at, "continue with ava chat --session ava:cli:earlier")
+		c.exit(t, at, "continue with ava chat --offline --session ava:cli:earlier")
 	})
 	t.Run("daemon", func(t *testing.T) {
 		env, _ := daemonEnv(t)

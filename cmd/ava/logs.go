@@ -71,7 +71,7 @@ time) or RFC 3339; both are inclusive.`,
 	f.StringVar(&o.since, "since", "", `entries at or after this time ("1 hour ago", 1h, yesterday, 2026-11-20 14:05, …)`)
 	f.StringVar(&o.until, "until", "", "entries at or before this time (same forms as --since)")
 	f.StringVar(&o.search, "search", "", "case-insensitive text to find in the raw entry")
-	f.StringVar(&o.session, "session", "", "only this session key (e.g. ava:cli:…)")
+	f.StringVar(&o.session, "session", "", "only this session: a name (notes: ava:cli:notes), a full key or a subagent ID")
 	f.StringVar(&o.agent, "agent", "", `only this agent: "ava" or a subagent ID`)
 	f.BoolVar(&o.json, "json", false, "print the raw JSON lines as stored (for jq)")
 	f.BoolVarP(&o.follow, "follow", "f", false, "keep printing new entries as they are written (Ctrl-C stops)")
@@ -142,13 +142,13 @@ func openLogReader(ctx context.Context, a *App, cfg config.Config) (*audit.Reade
 
 // logsError says what a reader error means: a trace that does not exist
 // is a subagent this data root (or, reading the cluster's store, the
-// cluster) never ran.
+// cluster) never ran, a usage error as an unknown ID is everywhere.
 func logsError(err error, r *audit.Reader, root string) error {
 	if errors.Is(err, fs.ErrNotExist) && r.Stored() {
-		return fmt.Errorf("%w: no such subagent in the cluster's logs", err)
+		return idMistake(fmt.Errorf("%w: %w: no such subagent in the cluster's logs", err, audit.ErrUnknownSubagent))
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: no such subagent in the logs of the data root %s (one run under another data root needs --data-root or AVA_DATA_ROOT)", err, root)
+		return idMistake(fmt.Errorf("%w: %w in the logs of the data root %s (one run under another data root needs --data-root or AVA_DATA_ROOT)", err, audit.ErrUnknownSubagent, root))
 	}
 	return err
 }
@@ -175,7 +175,7 @@ func logsQuery(ctx context.Context, app *App, r *audit.Reader, cmd *cobra.Comman
 	var err error
 	if len(args) == 1 {
 		if q.Agent, err = r.ResolveSubagentContext(ctx, args[0]); err != nil {
-			return q, err
+			return q, idMistake(err)
 		}
 	}
 	if o.agent != "" {
@@ -185,7 +185,7 @@ func logsQuery(ctx context.Context, app *App, r *audit.Reader, cmd *cobra.Comman
 		}
 		if looksLikeSubagent(agent) {
 			if agent, err = r.ResolveSubagentContext(ctx, agent); err != nil {
-				return q, fmt.Errorf("--agent: %w", err)
+				return q, idMistake(fmt.Errorf("--agent: %w", err))
 			}
 		}
 		if q.Agent != "" && q.Agent != agent {
@@ -207,7 +207,12 @@ func logsQuery(ctx context.Context, app *App, r *audit.Reader, cmd *cobra.Comman
 			return q, usageError(fmt.Errorf("--until: %w", err))
 		}
 	}
-	q.Search, q.Session = o.search, o.session
+	q.Search = o.search
+	if o.session != "" {
+		if q.Session, err = sessionArg(o.session); err != nil {
+			return q, fmt.Errorf("--session: %w", err)
+		}
+	}
 	q.Limit, err = logsLimit(cmd, o, q)
 	if err != nil {
 		return q, err
@@ -234,6 +239,16 @@ func logsLimit(cmd *cobra.Command, o logsOptions, q audit.Query) (int, error) {
 		return 0, nil
 	}
 	return defaultLast, nil
+}
+
+// idMistake makes a subagent ID that is malformed, names no subagent or
+// names several a usage error (exit 2), as ava status, stop and send
+// have it; a failure to read the logs stays a failure (exit 1).
+func idMistake(err error) error {
+	if errors.Is(err, audit.ErrBadSubagentID) || errors.Is(err, audit.ErrUnknownSubagent) || errors.Is(err, audit.ErrAmbiguousSubagentID) {
+		return &exitError{code: 2, err: err, hint: "ava logs --type SubagentSpawn lists the subagents spawned, with their IDs"}
+	}
+	return err
 }
 
 func looksLikeSubagent(s string) bool {

@@ -277,15 +277,15 @@ func TestLogsCommandFollow(t *testing.T) {
 	}
 }
 
-// The error for an unknown subagent promises no command that does not
-// exist.
+// The error for an unknown subagent promises no command that needs a
+// daemon, and is a usage error (exit 2) as an unknown ID is everywhere.
 func TestLogsUnknownSubagentSaysSomethingTrue(t *testing.T) {
 	root, _ := logsFixture(t)
 	app, _, errb := newLogsTestApp(root)
-	if code := Main(context.Background(), []string{"logs", "S-ffffff"}, app); code != 1 {
-		t.Fatalf("exit %d, want 1", code)
+	if code := Main(context.Background(), []string{"logs", "S-ffffff"}, app); code != 2 {
+		t.Fatalf("exit %d, want 2", code)
 	}
-	if strings.Contains(errb.String(), "ava ps") || !strings.Contains(errb.String(), "no such subagent in the logs of the data root "+root) {
+	if strings.Contains(errb.String(), "ava ps") || !strings.Contains(errb.String(), "ava logs --type SubagentSpawn") || !strings.Contains(errb.String(), "no such subagent in the logs of the data root "+root) {
 		t.Errorf("stderr %q", errb.String())
 	}
 }

@@ -14,6 +14,7 @@ import (
 )
 
 func newMCPCmd(a *App) *cobra.Command {
+	var offline bool
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve Ava's subagent tools to an MCP client over stdin and stdout",
@@ -25,9 +26,7 @@ cancel_subagent, send_subagent and read_ava_logs; the roles are resources
 the same roles, limits, confirmation policy (AVA_CONFIRM) and logs as
 everywhere else; they stop when the client disconnects.
 
-Stdout carries only the protocol; logs go to stderr. With no model provider
-configured the subagents use the offline scripted model, and stderr says so.
-The daemon (ava serve) serves the same tools over streamable HTTP at /mcp.`,
+Stdout carries only the protocol; logs go to stderr. The daemon (ava serve) serves the same tools over streamable HTTP at /mcp.`,
 		Example: `  # a client's configuration (Claude Desktop's claude_desktop_config.json):
   {"mcpServers": {"ava": {"command": "ava", "args": ["mcp"]}}}`,
 		Args: cobra.NoArgs,
@@ -36,10 +35,7 @@ The daemon (ava serve) serves the same tools over streamable HTTP at /mcp.`,
 			if err != nil {
 				return err
 			}
-			cfg, offline := ava.Offline(cfg)
-			if offline {
-				fmt.Fprintf(a.Stderr, "[offline] no model provider is configured: subagents use the offline scripted model %s (not a real model)\n", ava.OfflineModel)
-			}
+			cfg, _ = a.chooseModel(cfg, offline, "")
 			rt, err := ava.Open(cmd.Context(), ava.Options{Config: cfg, Logger: a.Logger()})
 			if err != nil {
 				return err
@@ -52,6 +48,7 @@ The daemon (ava serve) serves the same tools over streamable HTTP at /mcp.`,
 			return srv.Serve(cmd.Context(), a.Stdin, a.Stdout)
 		},
 	}
+	addOfflineFlag(cmd, &offline)
 	cmd.AddCommand(newMCPListCmd(a))
 	return cmd
 }

@@ -62,35 +62,14 @@ func daemonError(c *client.Client, err error) error {
 	return err
 }
 
-// errNoID is an empty subagent ID or session key argument.
-var errNoID = errors.New("the subagent ID or session key is empty: give one (S-xxxxxx, or a session key); ava ps --all lists the subagents")
-
-// checkID refuses an empty ID argument as a usage error (exit 2), before
-// any call to the daemon.
-func checkID(id string) error {
-	if strings.TrimSpace(id) == "" {
-		return usageError(errNoID)
-	}
-	return nil
-}
-
 // idError explains a failed call about one subagent or session: an ID
 // the daemon refuses (400, "S-") or does not know (404) is a usage error
 // (exit 2) with where to find the IDs; the rest as daemonError.
 func idError(c *client.Client, err error) error {
 	if client.IsStatus(err, http.StatusNotFound) || client.IsStatus(err, http.StatusBadRequest) {
-		return &exitError{code: 2, err: err, hint: "ava ps --all lists the subagents and their IDs"}
+		return &exitError{code: 2, err: err, hint: idHint}
 	}
 	return daemonError(c, err)
-}
-
-// sessionKeyOf turns a subagent ID into its session key; a session key
-// is kept as is.
-func sessionKeyOf(id string) string {
-	if strings.Contains(id, ":") {
-		return id
-	}
-	return "ava:subagent:" + id
 }
 
 func newPsCmd(a *App) *cobra.Command {
@@ -224,14 +203,15 @@ func newStatusCmd(a *App) *cobra.Command {
 		Short: "Show one subagent (from the daemon)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkID(args[0]); err != nil {
+			id, err := subagentArg(args[0])
+			if err != nil {
 				return err
 			}
 			c, err := a.daemon()
 			if err != nil {
 				return err
 			}
-			s, err := c.Subagent(cmd.Context(), args[0])
+			s, err := c.Subagent(cmd.Context(), id)
 			if err != nil {
 				return idError(c, err)
 			}
@@ -272,18 +252,20 @@ func printStatus(w io.Writer, s ava.Subagent) {
 
 func newStopCmd(a *App) *cobra.Command {
 	return &cobra.Command{
-		Use:   "stop S-xxxxxx|SESSION_KEY",
+		Use:   "stop S-xxxxxx|SESSION",
 		Short: "Stop a subagent or a session's turn (through the daemon)",
+		Long:  "Stop a running subagent, or the running turn of a session, on the daemon at AVA_ADDR.\n\n" + sessionRule,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkID(args[0]); err != nil {
+			key, err := sessionArg(args[0])
+			if err != nil {
 				return err
 			}
 			c, err := a.daemon()
 			if err != nil {
 				return err
 			}
-			r, err := c.Stop(cmd.Context(), sessionKeyOf(args[0]))
+			r, err := c.Stop(cmd.Context(), key)
 			if err != nil {
 				return idError(c, err)
 			}
@@ -300,24 +282,27 @@ func newStopCmd(a *App) *cobra.Command {
 func newSendCmd(a *App) *cobra.Command {
 	var queue, steer, asJSON bool
 	cmd := &cobra.Command{
-		Use:   `send S-xxxxxx|SESSION_KEY [--queue|--steer] "message"`,
+		Use:   `send S-xxxxxx|SESSION [--queue|--steer] "message"`,
 		Short: "Send a message to a subagent or a session (through the daemon)",
 		Long: `Send a follow-up message to a subagent (it resumes with its conversation) or
 to a main session, and print the answer when the turn ends. While it runs,
 the message is refused unless --queue, which delivers it when the running
 turn ends, or (for a running subagent) --steer, which delivers it into its
 conversation before its next model call without stopping it. Ctrl-C stops
-waiting; the turn goes on in the daemon.`,
+waiting; the turn goes on in the daemon.
+
+` + sessionRule,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkSend(args[0], queue, steer); err != nil {
+			key, err := checkSend(args[0], queue, steer)
+			if err != nil {
 				return err
 			}
 			c, err := a.daemon()
 			if err != nil {
 				return err
 			}
-			return send(cmd.Context(), a, c, client.ChatRequest{SessionKey: sessionKeyOf(args[0]),
+			return send(cmd.Context(), a, c, client.ChatRequest{SessionKey: key,
 				Message: strings.Join(args[1:], " "), Queue: queue, Steer: steer}, asJSON)
 		},
 	}
@@ -327,13 +312,14 @@ waiting; the turn goes on in the daemon.`,
 	return cmd
 }
 
-// checkSend refuses, as usage errors (exit 2), an empty ID and --queue
-// with --steer: a message either waits for the turn or steers it.
-func checkSend(id string, queue, steer bool) error {
+// checkSend refuses, as usage errors (exit 2), a malformed ID or key and
+// --queue with --steer (a message either waits for the turn or steers
+// it), and returns the session key the message goes to.
+func checkSend(id string, queue, steer bool) (string, error) {
 	if queue && steer {
-		return usageError(errors.New("--queue and --steer: give one, not both (--queue waits for the running turn, --steer delivers into it)"))
+		return "", usageError(errors.New("--queue and --steer: give one, not both (--queue waits for the running turn, --steer delivers into it)"))
 	}
-	return checkID(id)
+	return sessionArg(id)
 }
 
 // send posts a message and waits for its turn's result.

@@ -72,7 +72,7 @@ and the log says why.`,
 			}
 			warnTrustChanges(a, in)
 			if !ava.ProviderConfigured(in.Config()) {
-				fmt.Fprintln(a.Stderr, "note: no model provider is configured (set ANTHROPIC_API_KEY, OPENROUTER_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL): until then a role runs only with --offline, on the scripted demo model")
+				fmt.Fprintln(a.Stderr, "note: no model provider is configured (set ANTHROPIC_API_KEY, OPENROUTER_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL): until then roles run on the offline scripted model")
 			}
 			if stats {
 				return printRoleStats(cmd.Context(), a, in)
@@ -202,12 +202,9 @@ func warnTrustChanges(a *App, in *ava.Runtime) {
 }
 
 // roleModel is the role's model as named and as resolved, and why it
-// does not resolve. With no provider configured it says so, as ava spawn
-// refuses to run a role then (unless --offline).
+// does not resolve. With no provider configured that is the offline
+// model, as the offline rule runs roles on it then (see offlineRule).
 func roleModel(in *ava.Runtime, r ava.Role) (string, error) {
-	if !ava.ProviderConfigured(in.Config()) {
-		return r.Model + " → no provider configured", nil
-	}
 	name, err := in.RoleModel(r)
 	if err != nil {
 		return r.Model + " → unresolved", err

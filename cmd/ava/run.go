@@ -49,7 +49,9 @@ exit code is 1: answer with ava confirm P-xxxxxx yes, or run again with
 go on with ava run --session KEY.
 
 The exit code is 0 when the run succeeded and 1 otherwise (including a limit
-such as --timeout or --max-cost being reached, or a proposal left pending).`,
+such as --timeout or --max-cost being reached, or a proposal left pending).
+
+` + sessionRule,
 		Example: `  ava run "summarise README.md"
   OPENAI_BASE_URL=http://localhost:11434/v1 AVA_MODEL=openai/llama3.2 ava run "hello"
   ava run --offline --json "hello"`,
@@ -58,16 +60,22 @@ such as --timeout or --max-cost being reached, or a proposal left pending).`,
 			if err := checkFlags(a, cmd); err != nil {
 				return err
 			}
+			if o.session != "" {
+				var err error
+				if o.session, err = mainSessionArg("--session", o.session); err != nil {
+					return err
+				}
+			}
 			return runOnce(cmd.Context(), a, o, strings.Join(args, " "))
 		},
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.json, "json", false, "print a machine-readable result")
 	f.BoolVar(&o.yes, "yes", false, "spawns start without asking you first (AVA_CONFIRM=never for this run); without it, a spawn the policy asks about is asked on the terminal, and without one nothing starts (answer later with ava confirm P-…)")
-	f.BoolVar(&o.offline, "offline", false, "use the offline scripted demo model (no network, no key)")
 	f.StringVar(&o.model, "model", "", "model as provider/model or an alias: haiku, sonnet, opus (default $AVA_MODEL)")
-	f.StringVar(&o.session, "session", "", "continue this session key (default: a new ava:cli:… session)")
+	f.StringVar(&o.session, "session", "", "continue this session: a name (notes: ava:cli:notes) or a full key (default: a new ava:cli:… session)")
 	addTurnFlags(f, &o, "the run")
+	addOfflineFlag(cmd, &o.offline)
 	return cmd
 }
 
@@ -82,13 +90,21 @@ func addTurnFlags(f *pflag.FlagSet, o *runOptions, what string) {
 }
 
 // orchestratorModel is the full name of the model the flags choose:
-// --offline's scripted demo, --model, or the configured one.
+// --model, or the configured one (which chooseModel set to the offline
+// model for --offline or when no provider is configured).
 func (o runOptions) orchestratorModel(rt *ava.Runtime) (string, error) {
-	name := o.model
+	return rt.OrchestratorModel(o.model)
+}
+
+// continueCmd is the command line that continues session key as this
+// one ran: with --offline when it was given, so that a copied hint runs
+// on the same model.
+func (o runOptions) continueCmd(command, key string) string {
+	line := "ava " + command
 	if o.offline {
-		name = ava.OfflineModel
+		line += " --offline"
 	}
-	return rt.OrchestratorModel(name)
+	return line + " --session " + key
 }
 
 // limits are the turn limits the flags set.
@@ -104,6 +120,7 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 	if o.yes {
 		cfg.Confirm = "never"
 	}
+	cfg, chosen := a.chooseModel(cfg, o.offline, o.model)
 	rt, err := ava.Open(ctx, ava.Options{Config: cfg, Logger: a.Logger()})
 	if err != nil {
 		return err
@@ -116,7 +133,7 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 		}
 		return err
 	}
-	if ava.IsOffline(model) && !o.json {
+	if ava.IsOffline(model) && !chosen && !o.json {
 		fmt.Fprintf(a.Stderr, "[offline] answering with the scripted model %s: no network, not a real model\n", model)
 	}
 	key := o.session
@@ -137,8 +154,9 @@ func runOnce(ctx context.Context, a *App, o runOptions, message string) error {
 	if o.json {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintln(a.Stdout, string(b))
-	} else {
-		fmt.Fprintf(a.Stderr, "session %s: continue with ava run --session %s \"…\"\n", key, key)
+	} else if res.Session != "" {
+		// The session exists (the turn started): say how to go on with it.
+		fmt.Fprintf(a.Stderr, "session %s: continue with %s \"…\"\n", key, o.continueCmd("run", key))
 	}
 	if err != nil {
 		return err
@@ -172,7 +190,7 @@ func runTurn(ctx context.Context, a *App, rt *ava.Runtime, o runOptions, key, me
 		_, _ = rt.Stop(context.WithoutCancel(ctx), key)
 		res, askErr = turn.Wait(context.WithoutCancel(ctx))
 	}
-	waitBackground(ctx, a, rt, key, o.json)
+	waitBackground(ctx, a, rt, key, o.continueCmd("run", key), o.json)
 	// Once they have ended Ava reports their results by itself
 	// (on_complete): the report is part of what this run prints.
 	if _, _, err := rt.WaitReport(ctx, key); err != nil && ctx.Err() == nil {
@@ -234,7 +252,7 @@ func answerPending(ctx context.Context, a *App, rt *ava.Runtime, key string, ask
 // waitBackground waits for the subagents the run left in the background:
 // this process is their only home, so it must not exit under them. Their
 // results are stored in the session, and reported (WaitReport).
-func waitBackground(ctx context.Context, a *App, rt *ava.Runtime, session string, quiet bool) {
+func waitBackground(ctx context.Context, a *App, rt *ava.Runtime, session, again string, quiet bool) {
 	waiting, err := rt.Subagents(context.WithoutCancel(ctx), ava.SubagentFilter{Parent: session, Status: lifecycle.Active})
 	if err != nil || len(waiting) == 0 {
 		return
@@ -257,7 +275,7 @@ func waitBackground(ctx context.Context, a *App, rt *ava.Runtime, session string
 		}
 	}
 	if !quiet {
-		fmt.Fprintf(a.Stderr, "[their results are stored in session %s: continue with ava run --session %s \"…\"]\n", session, session)
+		fmt.Fprintf(a.Stderr, "[their results are stored in session %s: continue with %s \"…\"]\n", session, again)
 	}
 }
 

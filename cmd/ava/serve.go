@@ -24,7 +24,8 @@ type serveOptions struct {
 	graceSet  bool
 	heartbeat time.Duration
 	// watch reloads the configuration when its files change.
-	watch bool
+	watch   bool
+	offline bool
 }
 
 func newServeCmd(a *App) *cobra.Command {
@@ -43,8 +44,7 @@ root (daemon.token, mode 0600), which ava ps, status, stop, send, spawn and
 chat read. When its standard output is a terminal it prints a one-time link
 that logs a browser in to the panel; else (under systemd, into a log) it
 prints none, and ava panel prints one. On an address that is not loopback it refuses to
-start without AVA_TOKEN. With no model provider configured it answers with
-the offline scripted model, and says so.
+start without AVA_TOKEN.
 
 SIGINT or SIGTERM stops it: it stops accepting, lets running turns and
 subagents finish within the grace period (--grace, AVA_SHUTDOWN_GRACE), stops
@@ -66,6 +66,7 @@ and records as interrupted what still runs, flushes the logs and exits 0.`,
 	f.DurationVar(&o.heartbeat, "heartbeat", gateway.DefaultHeartbeat, "interval of the streams' heartbeat comments")
 	_ = f.MarkHidden("heartbeat")
 	f.BoolVar(&o.watch, "watch", true, "reload config.yaml and the role files when they change (--watch=false: only on SIGHUP and ava reload)")
+	addOfflineFlag(cmd, &o.offline)
 	return cmd
 }
 
@@ -115,11 +116,7 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 	if cfg.Role != "" && cfg.Role != config.RoleAll && !config.IsPostgresURL(cfg.DatabaseURL) {
 		return usageError(fmt.Errorf("role %s needs a cluster: set AVA_DATABASE_URL=postgres://… (the embedded SQLite store runs everything in one process)", cfg.Role))
 	}
-	cfg, offline := ava.Offline(cfg)
-	if offline {
-		fmt.Fprintf(a.Stderr, "[offline] no model provider is configured: Ava answers with the offline scripted model %s (no network, not a real model).\n"+
-			"To use a real model, set ANTHROPIC_API_KEY, OPENROUTER_API_KEY or OPENAI_API_KEY (or OPENAI_BASE_URL) and AVA_MODEL, then restart.\n", ava.OfflineModel)
-	}
+	cfg, _ = a.chooseModel(cfg, o.offline, "")
 	// The login link is a credential for 15 minutes: printed to a
 	// person's terminal only, never into a log or the journal (stdout
 	// under systemd), which says where to get one instead.

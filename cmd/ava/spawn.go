@@ -58,6 +58,9 @@ AVA_ADDR set), its panel or chat. --yes confirms it here and now.`,
 			o.cfg.Task = strings.Join(args, " ")
 			o.cfg.Timeout = o.timeout.Seconds()
 			if !o.wait {
+				if err := refuseOffline(cmd, "without --wait"); err != nil {
+					return err
+				}
 				return spawnOnDaemon(cmd.Context(), a, o)
 			}
 			return spawnOnce(cmd.Context(), a, o)
@@ -73,8 +76,8 @@ AVA_ADDR set), its panel or chat. --yes confirms it here and now.`,
 	f.StringVar(&o.cfg.Context, "context", "", "background for the subagent")
 	f.BoolVar(&o.wait, "wait", false, "run in this process and wait for the result (without it, the daemon runs it in the background)")
 	f.BoolVar(&o.json, "json", false, "print the result as JSON")
-	f.BoolVar(&o.offline, "offline", false, "use the offline scripted demo model")
 	f.BoolVar(&o.yes, "yes", false, "you confirm the spawn now: it starts without a proposal (AVA_CONFIRM=never for this command)")
+	addOfflineFlag(cmd, &o.offline)
 	_ = cmd.MarkFlagRequired("role")
 	_ = cmd.RegisterFlagCompletionFunc("role", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return ava.BuiltinRoleNames(), cobra.ShellCompDirectiveNoFileComp
@@ -87,13 +90,12 @@ func spawnOnce(ctx context.Context, a *App, o spawnOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.offline {
-		o.cfg.Model = ava.OfflineModel
-	} else if o.cfg.Model == "" && !ava.ProviderConfigured(cfg) {
-		return withCode(1, ava.ErrNoModel)
+	cfg, offline := a.chooseModel(cfg, o.offline, o.cfg.Model)
+	if offline {
+		o.cfg.Model = cfg.Model
 	}
 	// The model runs in this process: the person at the command line
-	// named it (--model, --offline), as the operator.
+	// named it (--model, --offline, or the offline rule), as the operator.
 	o.cfg.ModelBy = llm.NamedByOperator
 	if o.yes {
 		cfg.Confirm = "never"
@@ -160,9 +162,6 @@ func spawnOnDaemon(ctx context.Context, a *App, o spawnOptions) error {
 	c, err := a.daemon()
 	if err != nil {
 		return err
-	}
-	if o.offline {
-		o.cfg.Model = ava.OfflineModel
 	}
 	sa, p, err := c.Spawn(ctx, client.SpawnRequest{Role: o.cfg.Role, Task: o.cfg.Task, Context: o.cfg.Context, Model: o.cfg.Model,
 		TimeoutSeconds: o.cfg.Timeout, MaxCostCents: o.cfg.MaxCostCents, MaxTokens: o.cfg.MaxTokens,

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -58,6 +59,9 @@ a subagent's tools, limits and instructions.`,
 					return fmt.Errorf("trust: no workspace given and no current folder: %w", err)
 				}
 			}
+			if len(args) == 0 {
+				fmt.Fprintf(a.Stderr, "no PATH given: the workspace %s (AVA_WORKSPACE, else the current folder)\n", path)
+			}
 			return runTrust(a, cfg, path, !remove)
 		},
 	}
@@ -84,13 +88,14 @@ func runTrust(a *App, cfg config.Config, path string, trusted bool) error {
 	if err != nil {
 		return err
 	}
+	file := filepath.Join(cfg.DataRoot, config.FileName)
 	switch {
 	case trusted && changed:
-		fmt.Fprintf(a.Stdout, "trusted %s with its %d role file(s) as they are now: they may replace built-in and user roles (ava roles shows any override); a file changed or added later is untrusted until you run ava trust again\n", ws, len(files))
+		fmt.Fprintf(a.Stdout, "trusted %s with its %d role file(s) as they are now, recorded in %s (trusted_workspaces): they may replace built-in and user roles (ava roles shows any override); a file changed or added later is untrusted until you run ava trust again\n", ws, len(files), file)
 	case trusted:
 		fmt.Fprintf(a.Stdout, "%s is already trusted; its role files have not changed\n", ws)
 	case changed:
-		fmt.Fprintf(a.Stdout, "no longer trusted: %s\n", ws)
+		fmt.Fprintf(a.Stdout, "no longer trusted: %s (removed from %s)\n", ws, file)
 	default:
 		fmt.Fprintf(a.Stdout, "%s was not trusted in %s (AVA_TRUSTED_WORKSPACES may still list it)\n", ws, cfg.DataRoot)
 	}

@@ -60,8 +60,11 @@ func TestWorkspaceRoleOverrideNeedsTrust(t *testing.T) {
 	if code := Main(context.Background(), []string{"trust"}, a); code != 0 {
 		t.Fatalf("trust: exit %d: %s", code, errb.String())
 	}
-	if !strings.Contains(out.String(), "trusted ") {
-		t.Errorf("trust said %q", out.String())
+	// With no PATH it says which folder it trusted and where it wrote
+	// that (issue 42 item 9).
+	if !strings.Contains(out.String(), "trusted ") || !strings.Contains(out.String(), "recorded in "+filepath.Join(a.Getenv("AVA_DATA_ROOT"), "config.yaml")) ||
+		!strings.Contains(errb.String(), "no PATH given: the workspace ") {
+		t.Errorf("trust said %q\n%q", out.String(), errb.String())
 	}
 
 	a, out, errb = newApp()
