@@ -24,7 +24,7 @@ func TestChatLayoutAtEveryWidth(t *testing.T) {
 	for _, cols := range []int{80, 110, 200} {
 		t.Run(fmt.Sprint(cols), func(t *testing.T) {
 			t.Parallel()
-			rows := chatLayout(t, cols)
+			rows := chatLayout(t, cols, "never", nil)
 			flat := strings.Join(strings.Fields(strings.Join(rows, " ")), " ")
 			for _, want := range []string{
 				"(offline scripted model: no network, not a real model) " + chatExitHint,
@@ -59,12 +59,12 @@ const chatExitHint = "/help lists the commands; Ctrl-D leaves (Ctrl-C stops the 
 
 // chatLayout drives one chat at cols columns and returns the screen's
 // rows once it has settled.
-func chatLayout(t *testing.T, cols int) []string {
+func chatLayout(t *testing.T, cols int, confirm string, more func(typeLine func(string), scr *screen, at int) int) []string {
 	t.Helper()
 	const height = 120 // room for everything: nothing scrolls off
 	cmd := exec.Command(avaBin, "chat", "--offline")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AVA_DATA_ROOT=" + t.TempDir(),
-		"AVA_WORKSPACE=" + t.TempDir(), "AVA_CONFIRM=never", "TERM=xterm-256color", "NO_COLOR=1"}
+		"AVA_WORKSPACE=" + t.TempDir(), "AVA_CONFIRM=" + confirm, "TERM=xterm-256color", "NO_COLOR=1"}
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: height, Cols: uint16(cols)})
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +91,9 @@ func chatLayout(t *testing.T, cols int) []string {
 	}
 	at := scr.waitFor(t, 0, "›")
 	typeLine("please look up the pricing of three podcast transcription services")
+	if more != nil {
+		at = more(typeLine, scr, at)
+	}
 	at = scr.waitFor(t, at, "AVA_MODEL.")
 	typeLine("/ps")
 	at = scr.waitFor(t, at, "no subagent of this session is running")
@@ -102,4 +105,34 @@ func chatLayout(t *testing.T, cols int) []string {
 		rows = append(rows, strings.TrimRight(r, " \n"))
 	}
 	return rows
+}
+
+// TestChatLayoutWithAProposal: the same at 110 columns (where the footer
+// once overwrote the answer) with the default confirmation: the proposal
+// is printed while the footer asks "Proceed with P-…?", the person
+// answers y, and the subagent's line and the report follow; every line
+// printed is on the screen whole, the footer below them.
+func TestChatLayoutWithAProposal(t *testing.T) {
+	rows := chatLayout(t, 110, "always", func(typeLine func(string), scr *screen, at int) int {
+		at = scr.waitFor(t, at, "Nothing has run yet")
+		typeLine("y")
+		return scr.waitFor(t, at, "you confirmed has finished")
+	})
+	flat := strings.Join(strings.Fields(strings.Join(rows, " ")), " ")
+	for _, want := range []string{
+		"I'll spawn a researcher subagent for: demo task",
+		"Nothing has run yet: answer yes to run it, or no. When it is done I will report its result here.",
+		"you› y",
+		"This answer came from Ava's offline scripted model, not a real model.",
+		"only 2 minutes\". › ",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("the screen does not show, words whole and in order:\n  %s\nscreen:\n%s", want, strings.Join(rows, "\n"))
+		}
+	}
+	for i, r := range rows {
+		if n := len([]rune(r)); n > 110 {
+			t.Errorf("row %d is %d wide: %q", i, n, r)
+		}
+	}
 }
