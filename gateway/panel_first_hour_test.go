@@ -62,7 +62,7 @@ func TestPanelAfterARestartAndAUsedLink(t *testing.T) {
 	other.wait(`document.querySelector('textarea')`, "the panel, to log in with the token")
 
 	// The daemon does not answer: the message is kept and sent again.
-	b.run(chromedp.Navigate(e.ts.URL + "/"), chromedp.WaitVisible(chromedp.CSS(`textarea`)))
+	b.run(chromedp.Navigate(e.ts.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`textarea`)))
 	down.Store(true)
 	b.run(chromedp.SendKeys(chromedp.CSS(`textarea`), "are you there"), chromedp.KeyEvent(kb.Enter))
 	b.waitText(`.not-sent`, "Your message was not sent")

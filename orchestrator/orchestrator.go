@@ -15,6 +15,7 @@ import (
 
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/internal/money"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/redact"
@@ -306,7 +307,7 @@ func (o *Orchestrator) limits(ctx context.Context, session string) (agent.Limits
 	}
 	left := s.BudgetCents - s.SpentCents
 	if left <= 0 {
-		return l, fmt.Errorf("session %s: %w (%.2f¢ of %.2f¢)", session, ErrBudgetSpent, s.SpentCents, s.BudgetCents)
+		return l, fmt.Errorf("session %s: %w (%s of %s)", session, ErrBudgetSpent, money.Cents(s.SpentCents), money.Cents(s.BudgetCents))
 	}
 	if l.MaxCostCents == 0 || l.MaxCostCents > left {
 		l.MaxCostCents = left

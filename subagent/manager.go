@@ -22,6 +22,7 @@ import (
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/internal/money"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/observe"
@@ -593,7 +594,7 @@ func (m *Manager) applyBudget(ctx context.Context, session string, resumed bool,
 	}
 	left := s.BudgetCents - s.SpentCents - reserved
 	if left <= 0 {
-		return fmt.Errorf("spawn: %w: %.2f¢ of %.2f¢ spent or committed to running subagents", ErrBudget, s.BudgetCents-left, s.BudgetCents)
+		return fmt.Errorf("spawn: %w: %s of %s spent or committed to running subagents", ErrBudget, money.Cents(s.BudgetCents-left), money.Cents(s.BudgetCents))
 	}
 	if l.MaxCostCents == 0 || l.MaxCostCents > left {
 		l.MaxCostCents = left

@@ -117,7 +117,7 @@ type model struct {
 	histPos int // len(history) when not browsing
 
 	width     int
-	laidOut   bool // the width is known, or the first tick passed without one: printing may start
+	laidOut   bool   // the width is known, or the first tick passed without one: printing may start
 	state     string // idle, running, waiting_for_subagents
 	since     time.Time
 	streamed  strings.Builder

@@ -287,7 +287,6 @@ func (f *figuresRig) surfaces(running bool) []surface {
 // exact prints a cost as a JSON number does.
 func exact(c float64) string { return strconv.FormatFloat(c, 'f', -1, 64) + "¢" }
 
-
 // ava runs the command line against the daemon.
 func (f *figuresRig) ava(args ...string) string {
 	f.t.Helper()
