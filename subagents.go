@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/internal/money"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/observe"
 	"github.com/avaagent/ava/store"
@@ -388,7 +389,8 @@ const (
 
 // String is the subagent in one plain line, with the figures every
 // surface shows (Elapsed is the active time):
-// "S-7f3a2b researcher running 12s, 2034 tokens, 0.3¢: calling the model".
+// "S-7f3a2b researcher running 12s, 2034 tokens, 0.30¢: calling the model"
+// (the cost as internal/money writes it).
 func (s Subagent) String() string {
 	status := string(s.Status)
 	switch {
@@ -399,7 +401,7 @@ func (s Subagent) String() string {
 	case s.QueuePosition > 0:
 		status += fmt.Sprintf(" (#%d in line for a slot)", s.QueuePosition)
 	}
-	line := fmt.Sprintf("%s %s %s %s, %d tokens, %.1f¢", s.ID, s.Role, status, s.Elapsed.Round(time.Second), s.Tokens, s.CostCents)
+	line := fmt.Sprintf("%s %s %s %s, %d tokens, %s", s.ID, s.Role, status, s.Elapsed.Round(time.Second), s.Tokens, money.Spend(s.CostCents, s.Tokens, false))
 	if s.Activity != "" && !s.Status.Final() {
 		line += ": " + s.Activity
 	}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/internal/money"
 	"github.com/avaagent/ava/lifecycle"
 )
 
@@ -133,7 +134,7 @@ func (f formatter) describe(ev event.Event) (string, string, bool) {
 		var c event.SubagentCompleteContent
 		if ev.Decode(&c) == nil {
 			body := fmt.Sprintf("%s status=%s cost=%s tokens=%d duration=%s", c.SubagentID, c.Status,
-				dollars(c.CostCents), c.Tokens, (time.Duration(c.DurationMs) * time.Millisecond).Round(time.Second))
+				money.Spend(c.CostCents, c.Tokens, false), c.Tokens, (time.Duration(c.DurationMs) * time.Millisecond).Round(time.Second))
 			if c.Summary != "" {
 				body += " " + f.text(c.Summary)
 			}
@@ -143,7 +144,7 @@ func (f formatter) describe(ev event.Event) (string, string, bool) {
 		var c event.CostContent
 		if ev.Decode(&c) == nil {
 			return name, fmt.Sprintf("tokens=%d cost=%s (run: tokens=%d cost=%s)", c.InputTokens+c.OutputTokens,
-				dollars(c.CostCents), c.TotalTokens, dollars(c.TotalCostCents)), false
+				money.Spend(c.CostCents, c.InputTokens+c.OutputTokens, c.Unpriced), c.TotalTokens, money.Spend(c.TotalCostCents, c.TotalTokens, c.Unpriced)), false
 		}
 	case event.Error:
 		var c event.ErrorContent
@@ -236,12 +237,4 @@ func spacedJSON(raw json.RawMessage) string {
 		comma = strings.HasSuffix(line, ",")
 	}
 	return out.String()
-}
-
-// dollars formats cents as dollars: 24 → "$0.24", 0.5 → "$0.0050".
-func dollars(cents float64) string {
-	if cents != 0 && cents < 1 {
-		return fmt.Sprintf("$%.4f", cents/100)
-	}
-	return fmt.Sprintf("$%.2f", cents/100)
 }

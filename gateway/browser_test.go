@@ -102,7 +102,7 @@ func TestPanelInBrowser(t *testing.T) {
 	// The subagent as a chat: its stream from the start; stop it.
 	b.run(chromedp.Click(chromedp.CSS(`.subagent`)))
 	b.wait(`document.querySelector('.chat')?.dataset.session.startsWith('ava:subagent:')`, "the subagent's chat")
-	b.waitText(`.msg.user`, "BLOCKTASK child")
+	b.waitText(`.msg.task`, "BLOCKTASK child")
 	b.waitText(`.typing`, "is working")
 	b.run(chromedp.Click(chromedp.CSS(`button.stop`)))
 	b.wait(`document.querySelector('.subagent[data-status="cancelled"]') && document.querySelector('.tl-bar[data-status="cancelled"]')`, "the subagent cancelled")
@@ -221,7 +221,8 @@ func TestPanelLogsInThroughTheLink(t *testing.T) {
 
 	other := newBrowser(t, chrome)
 	other.run(chromedp.Navigate(link))
-	other.waitText(`.modal .error`, "already used or has expired")
+	other.waitText(`.link-spent`, "ava panel")
+	other.waitText(`.link-spent .detail`, "already used or has expired")
 	other.run(chromedp.Navigate(e.ts.URL + "/"))
 	octx, ocancel := context.WithTimeout(other.ctx, 15*time.Second)
 	defer ocancel()

@@ -94,7 +94,7 @@ func (b *browser) checkCostWords() {
 	if err != nil {
 		b.t.Fatalf("format.js: %v", err)
 	}
-	want := []string{"0.00¢", "0.42¢", "unpriced", "unpriced", "$2.50", "1.20¢ + unpriced", "1.20¢", "unpriced", "stopped", "timeout"}
+	want := []string{"0¢", "0.42¢", "unpriced", "0.42¢ + unpriced", "$2.50", "1.20¢ + unpriced", "1.20¢", "unpriced", "stopped", "timeout"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		b.t.Fatalf("format.js cost words %q, want %q", got, want)
 	}

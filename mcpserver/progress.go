@@ -62,7 +62,7 @@ func (s *Server) follow(ctx context.Context, req *mcp.CallToolRequest, done <-ch
 
 // statusLines is the runs' status, one line each (ava.Subagent.String,
 // with the figures every surface shows): "S-7f3a2b researcher running
-// 12s, 2034 tokens, 0.3¢: calling the model".
+// 12s, 2034 tokens, 0.30¢: calling the model".
 func statusLines(runs []ava.Subagent) string {
 	lines := make([]string, 0, len(runs))
 	for _, sa := range runs {

@@ -16,6 +16,7 @@ import (
 	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/budget"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/internal/money"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/redact"
@@ -328,7 +329,7 @@ func (o *Orchestrator) limits(ctx context.Context, session string) (agent.Limits
 	}
 	left := st.Left()
 	if left <= 0 {
-		return l, nil, fmt.Errorf("session %s: %w (%.2f¢ of %.2f¢ spent or reserved by its turns and subagents)", session, ErrBudgetSpent, st.Budget-left, st.Budget)
+		return l, nil, fmt.Errorf("session %s: %w (%s of %s spent or reserved by its turns and subagents)", session, ErrBudgetSpent, money.Cents(st.Budget-left), money.Cents(st.Budget))
 	}
 	if l.MaxCostCents == 0 || l.MaxCostCents > left {
 		l.MaxCostCents = left

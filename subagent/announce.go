@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/avaagent/ava/internal/money"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
@@ -232,7 +233,7 @@ func writePartial(b *strings.Builder, p *Partial) {
 func announcement(session, runID, task string, r Result, posted string) store.Message {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[Task: %s]\n", firstLine(task, 200))
-	fmt.Fprintf(&b, "Subagent %s finished: status=%s, %.0fs, %d tokens, %.2f¢", r.SubagentID, r.Status, r.DurationSeconds, r.TokensUsed, r.CostCents)
+	fmt.Fprintf(&b, "Subagent %s finished: status=%s, %.0fs, %d tokens, %s", r.SubagentID, r.Status, r.DurationSeconds, r.TokensUsed, money.Spend(r.CostCents, r.TokensUsed, false))
 	if r.OutputFormat == "json" {
 		fmt.Fprintf(&b, ", confidence %.2f", r.Confidence)
 	}

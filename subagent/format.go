@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/estimate"
+	"github.com/avaagent/ava/internal/money"
 )
 
 // FormatProposal shows a proposal to the person as in seed 000 section
@@ -27,9 +28,9 @@ func FormatProposal(p Proposal) string {
 	e := p.Estimate
 	fmt.Fprintf(&b, "Estimated%s:\n", basisNote(e))
 	fmt.Fprintf(&b, "• Time: %s\n", FormatRange(e.MinSeconds, e.MaxSeconds, e.TypicalSeconds))
-	fmt.Fprintf(&b, "• Cost: up to %s", FormatCents(e.MaxCostCents))
+	fmt.Fprintf(&b, "• Cost: up to %s", money.Cents(e.MaxCostCents))
 	if e.TypicalCostCents > 0 {
-		fmt.Fprintf(&b, " (typically %s)", FormatCents(e.TypicalCostCents))
+		fmt.Fprintf(&b, " (typically %s)", money.Cents(e.TypicalCostCents))
 	}
 	fmt.Fprintf(&b, "\n• Tools: %s\n• Model: %s\n", strings.Join(e.Tools, ", "), e.Model)
 	fmt.Fprintf(&b, "Proceed? [Yes/No] (%s; or a change: \"use haiku\", \"max $1\", \"only 2 minutes\"; expires in %s)",
@@ -66,9 +67,6 @@ func FormatRange(minS, maxS, typical int) string {
 	}
 	return s
 }
-
-// FormatCents shows a cost in dollars: "$0.50".
-func FormatCents(c float64) string { return fmt.Sprintf("$%.2f", c/100) }
 
 func formatDuration(d time.Duration) string {
 	switch {

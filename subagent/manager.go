@@ -24,6 +24,7 @@ import (
 	"github.com/avaagent/ava/budget"
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/internal/money"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/observe"
@@ -619,7 +620,7 @@ func (m *Manager) applyBudget(ctx context.Context, session string, resumed bool,
 		left -= reserved
 	}
 	if left <= 0 {
-		return fmt.Errorf("spawn: %w: %.2f¢ of %.2f¢ spent or committed by the session's turns and subagents", ErrBudget, st.Budget-left, st.Budget)
+		return fmt.Errorf("spawn: %w: %s of %s spent or committed by the session's turns and subagents", ErrBudget, money.Cents(st.Budget-left), money.Cents(st.Budget))
 	}
 	if l.MaxCostCents == 0 || l.MaxCostCents > left {
 		l.MaxCostCents = left

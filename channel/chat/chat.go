@@ -32,7 +32,8 @@ type Options struct {
 	Backend Backend
 	In      io.Reader
 	Out     io.Writer
-	// Banner is printed first (the session, the model).
+	// Banner is printed first (the session, the model); the chat adds
+	// its one line on the commands and on leaving (ExitHint).
 	Banner string
 	// Yes confirms every proposal as it arrives (--yes on a daemon
 	// whose policy asks).
@@ -46,6 +47,15 @@ type Options struct {
 	// Refresh is how often the footer's subagents are read (default 1s).
 	Refresh time.Duration
 }
+
+// ExitHint is the chat's one statement about leaving, in its banner and
+// /help, and in the README and docs/cli.md in the same words: Ctrl-D
+// (on an empty line) or /exit leaves; Ctrl-C stops what runs, and a
+// second one at once leaves too.
+const ExitHint = "/help lists the commands; Ctrl-D leaves (Ctrl-C stops the current request; twice, it leaves too)."
+
+// againHint follows a Ctrl-C: what a second one does.
+const againHint = "press Ctrl-C again or Ctrl-D to leave"
 
 // Run runs the chat until the person leaves (a second Ctrl-C within the
 // exit window, Ctrl-D on an empty line, /exit) or ctx is done.
@@ -107,6 +117,7 @@ type model struct {
 	histPos int // len(history) when not browsing
 
 	width     int
+	laidOut   bool   // the width is known, or the first tick passed without one: printing may start
 	state     string // idle, running, waiting_for_subagents
 	since     time.Time
 	streamed  strings.Builder
@@ -136,9 +147,7 @@ func newModel(ctx context.Context, opt Options) *model {
 // Init prints the banner and starts the footer's clock.
 func (m *model) Init() tea.Cmd {
 	cmds := []tea.Cmd{textinput.Blink, m.tick()}
-	if m.opt.Banner != "" {
-		cmds = append(cmds, m.print(m.opt.Banner))
-	}
+	cmds = append(cmds, m.print(strings.TrimPrefix(m.opt.Banner+"\n"+ExitHint, "\n")))
 	return tea.Batch(cmds...)
 }
 
@@ -150,9 +159,9 @@ func (m *model) tick() tea.Cmd {
 func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.width = msg.Width
+		m.width, m.laidOut = msg.Width, true
 		m.input.Width = max(10, msg.Width-4)
-		return m, nil
+		return m, m.flush()
 	case tea.KeyMsg:
 		return m.key(msg)
 	case eventMsg:
@@ -168,7 +177,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.subagents = msg
 		return m, nil
 	case tickMsg:
-		return m, tea.Batch(m.tick(), m.readSubagents())
+		m.laidOut = true // an output that is not a terminal has no size
+		return m, tea.Batch(m.tick(), m.readSubagents(), m.flush())
 	}
 	var cmd tea.Cmd
 	m.input, cmd = m.input.Update(msg)
@@ -184,13 +194,14 @@ func (m *model) print(lines ...string) tea.Cmd {
 	return m.flush()
 }
 
-// flush prints what is queued, unless a print is on its way; the next
-// flush follows its printedMsg.
+// flush prints what is queued, unless a print is on its way (the next
+// flush follows its printedMsg) or the screen's width is not known yet
+// (the banner waits for it, to be wrapped like the rest).
 func (m *model) flush() tea.Cmd {
-	if m.printing || len(m.outbox) == 0 {
+	if m.printing || len(m.outbox) == 0 || !m.laidOut {
 		return nil
 	}
-	text := strings.Join(m.outbox, "\n")
+	text := wrapText(strings.Join(m.outbox, "\n"), m.width)
 	m.outbox, m.printing = nil, true
 	return tea.Sequence(tea.Println(text), func() tea.Msg { return printedMsg{} })
 }
@@ -260,7 +271,7 @@ func (m *model) interrupt() (tea.Model, tea.Cmd) {
 	m.lastCtrlC = now
 	m.input.SetValue("")
 	if m.state == "idle" {
-		return m, m.print("(press Ctrl-C again to exit)")
+		return m, m.print("(nothing to stop; " + againHint + ")")
 	}
 	return m, func() tea.Msg {
 		stopped, err := m.b.Stop(m.ctx, "")
@@ -268,16 +279,17 @@ func (m *model) interrupt() (tea.Model, tea.Cmd) {
 		case err != nil:
 			return noteMsg("⚠️ stop: " + err.Error())
 		case stopped:
-			return noteMsg("🛑 stopped (press Ctrl-C again to exit)")
+			return noteMsg("🛑 stopped (" + againHint + ")")
 		}
-		return noteMsg("(nothing to stop; press Ctrl-C again to exit)")
+		return noteMsg("(nothing to stop; " + againHint + ")")
 	}
 }
 
 // submit sends a message or runs a command.
 func (m *model) submit(text string) tea.Cmd {
 	if strings.HasPrefix(text, "/") {
-		return m.command(text)
+		echo := m.print("", "you› "+text) // a command is echoed as a message is
+		return tea.Batch(echo, m.command(text))
 	}
 	return m.send(text)
 }
@@ -296,26 +308,26 @@ func (m *model) send(text string) tea.Cmd {
 func (m *model) View() string {
 	var b strings.Builder
 	if s := m.streamed.String(); s != "" {
-		b.WriteString(tail(s, 12))
+		b.WriteString(tail(wrapText(strings.TrimRight(s, "\n"), m.width), 12))
 		b.WriteString("\n")
 	}
 	if m.thinking > 0 {
 		fmt.Fprintf(&b, "💭 thinking… (%s)\n", chars(m.thinking))
 	}
 	for _, st := range m.subagents {
-		b.WriteString(clip(terminal.StatusLine(st), m.width))
+		b.WriteString(fit(terminal.StatusLine(st), m.width))
 		b.WriteString("\n")
 	}
 	if line := m.typing(); line != "" {
 		b.WriteString(line + "\n")
 	}
 	if len(m.questions) > 0 {
-		fmt.Fprintf(&b, "❓ %s: a subagent asks you — /answer your answer\n", strings.Join(m.questions, ", "))
+		b.WriteString(wrapText(fmt.Sprintf("❓ %s: a subagent asks you — /answer your answer", strings.Join(m.questions, ", ")), m.width) + "\n")
 	}
 	if len(m.pending) > 0 {
-		fmt.Fprintf(&b, "Proceed with %s? y / n / or type a change (\"yes but use haiku\")\n", strings.Join(m.pending, ", "))
+		b.WriteString(wrapText(fmt.Sprintf("Proceed with %s? y / n / or type a change (\"yes but use haiku\")", strings.Join(m.pending, ", ")), m.width) + "\n")
 	}
-	b.WriteString(m.input.View())
+	b.WriteString(fit(m.input.View(), m.width))
 	return b.String()
 }
 

@@ -20,8 +20,8 @@ const help = `Commands:
   /yes [P-ID]       confirm the pending proposal
   /answer [Q-ID] …  answer a subagent's question
   /help             this list
-  /exit             leave (also Ctrl-D, or Ctrl-C twice)
-Ctrl-C stops the current request; a second Ctrl-C within 2s exits.
+  /exit             leave (as Ctrl-D does)
+Ctrl-D leaves; Ctrl-C stops the current request (twice, it leaves too).
 A proposal can be answered in words too: "yes", "no thanks",
 "yes but use haiku", "ok, max $1", "only 2 minutes".`
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/event"
+	"github.com/avaagent/ava/internal/money"
 	"github.com/avaagent/ava/lifecycle"
 )
 
@@ -21,7 +22,7 @@ func displayName(role string) string {
 }
 
 // StatusLine is a one-line status for people (seed 000 section 1.3):
-// "🔍 S-7f3a2b WebCrawler running (45s, 12k tokens, 3.1¢): reading …",
+// "🔍 S-7f3a2b WebCrawler running (45s, 12k tokens, 3.10¢): reading …",
 // with the run's figures as the core gives them to every surface.
 func StatusLine(st ava.Subagent) string {
 	icon := map[lifecycle.Status]string{lifecycle.Queued: "⏳", lifecycle.Pending: "⏳", lifecycle.Running: "🔍", lifecycle.Success: "✅",
@@ -38,8 +39,8 @@ func StatusLine(st ava.Subagent) string {
 	case st.Status == lifecycle.Queued && st.QueuePosition > 0:
 		status = fmt.Sprintf("queued #%d", st.QueuePosition)
 	}
-	line := fmt.Sprintf("%s %s %s %s (%s, %s tokens, %.1f¢)", icon, st.ID, displayName(st.Role), status,
-		Elapsed(st.Elapsed), compact(st.Tokens), st.CostCents)
+	line := fmt.Sprintf("%s %s %s %s (%s, %s tokens, %s)", icon, st.ID, displayName(st.Role), status,
+		Elapsed(st.Elapsed), compact(st.Tokens), money.Spend(st.CostCents, st.Tokens, false))
 	if st.Activity != "" && !st.Status.Final() {
 		line += ": " + st.Activity
 	}
@@ -131,10 +132,11 @@ func EventLine(role string, ev event.Event) string {
 		var c event.SubagentCompleteContent
 		_ = ev.Decode(&c)
 		took := Elapsed(time.Duration(c.DurationMs) * time.Millisecond)
+		spent := money.Spend(c.CostCents, c.Tokens, false)
 		if c.Status == lifecycle.Success {
-			return fmt.Sprintf("✅ %s: Complete (%s, $%.2f)", name, took, c.CostCents/100)
+			return fmt.Sprintf("✅ %s: Complete (%s, %s)", name, took, spent)
 		}
-		return fmt.Sprintf("❌ %s: %s (%s, $%.2f)", name, c.Status, took, c.CostCents/100)
+		return fmt.Sprintf("❌ %s: %s (%s, %s)", name, c.Status, took, spent)
 	}
 	return ""
 }

@@ -16,7 +16,7 @@ func TestStatusLine(t *testing.T) {
 	st := ava.Subagent{ID: "S-7f3a2b", Role: "web_crawler", Status: lifecycle.Running,
 		Figures:  ava.Figures{Elapsed: 45 * time.Second, Wall: time.Minute, Tokens: 12_345, CostCents: 3.14},
 		Activity: "reading example.com"}
-	want := "🔍 S-7f3a2b WebCrawler running (45s, 12k tokens, 3.1¢): reading example.com"
+	want := "🔍 S-7f3a2b WebCrawler running (45s, 12k tokens, 3.14¢): reading example.com"
 	if got := terminal.StatusLine(st); got != want {
 		t.Errorf("running: %q, want %q", got, want)
 	}
@@ -37,7 +37,7 @@ func TestStatusLine(t *testing.T) {
 func TestEventLine(t *testing.T) {
 	done := event.New(event.SubagentComplete, event.SubagentCompleteContent{SubagentID: "S-1", Role: "code_reviewer",
 		Status: lifecycle.Success, DurationMs: 12_000, CostCents: 4})
-	if got, want := terminal.EventLine("code_reviewer", done), "✅ Subagent [CodeReviewer]: Complete (12s, $0.04)"; got != want {
+	if got, want := terminal.EventLine("code_reviewer", done), "✅ Subagent [CodeReviewer]: Complete (12s, 4.00¢)"; got != want {
 		t.Errorf("complete: %q, want %q", got, want)
 	}
 	progress := event.New(event.SubagentProgress, event.SubagentProgressContent{SubagentID: "S-1", Role: "web_crawler",

@@ -111,7 +111,7 @@ func chatLocal(ctx context.Context, a *App, o runOptions) error {
 	}
 	b := &chat.Local{Runtime: rt, Session: key, Options: ava.SendOptions{User: a.Getenv("USER"),
 		Model: model, Budget: o.budget, Limits: o.limits()}}
-	err = chat.Run(ctx, chat.Options{Backend: b, In: a.Stdin, Out: a.Stdout, Styled: terminal.Styled(a.Stdout, a.Getenv), Banner: banner + "\n/help lists the commands; Ctrl-C twice exits."})
+	err = chat.Run(ctx, chat.Options{Backend: b, In: a.Stdin, Out: a.Stdout, Styled: terminal.Styled(a.Stdout, a.Getenv), Banner: banner})
 	running, _ := rt.Subagents(context.WithoutCancel(ctx), ava.SubagentFilter{Parent: key, Status: lifecycle.Active})
 	if n := len(running); n > 0 {
 		fmt.Fprintf(a.Stderr, "stopping %d running subagent(s) of %s\n", n, key)
@@ -144,7 +144,7 @@ func chatRemote(cmd *cobra.Command, a *App, o runOptions) error {
 		banner += " · session " + o.session
 	}
 	err = chat.Run(cmd.Context(), chat.Options{Backend: b, In: a.Stdin, Out: a.Stdout, Yes: o.yes, Styled: terminal.Styled(a.Stdout, a.Getenv),
-		Banner: banner + "\n/help lists the commands; Ctrl-C twice exits."})
+		Banner: banner})
 	if key := b.Key(); key != "" {
 		fmt.Fprintf(a.Stderr, "session %s lives on the daemon: continue with ava chat --session %s\n", key, key)
 	}

@@ -118,7 +118,7 @@ func TestChatInPseudoTerminal(t *testing.T) {
 	scr.waitFor(t, at, "(the request ended: cancelled)")
 	time.Sleep(2500 * time.Millisecond) // past the exit window: this Ctrl-C only warns
 	_, _ = tty.Write([]byte{3})
-	at = scr.waitFor(t, at, "press Ctrl-C again to exit")
+	at = scr.waitFor(t, at, "press Ctrl-C again or Ctrl-D to leave")
 	_, _ = tty.Write([]byte{3})
 	c.exit(t, at, "continue with ava chat --session ava:chat:")
 }
@@ -203,7 +203,7 @@ func TestChatOnDaemonShowsOtherChannels(t *testing.T) {
 	c.typeLine("/logs")
 	at = c.scr.waitFor(t, at, "hello from the web")
 	_, _ = c.tty.Write([]byte{3})
-	at = c.scr.waitFor(t, at, "press Ctrl-C again to exit")
+	at = c.scr.waitFor(t, at, "press Ctrl-C again or Ctrl-D to leave")
 	_, _ = c.tty.Write([]byte{3})
 	c.exit(t, at, "session "+key+" lives on the daemon")
 }

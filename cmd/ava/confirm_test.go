@@ -81,7 +81,7 @@ func TestRunYesSkipsConfirmation(t *testing.T) {
 func TestSpawnProposesUnlessYes(t *testing.T) {
 	env := map[string]string{"AVA_CONFIRM": "always"}
 	out, errOut, code := ava(t, env, "spawn", "--role", "researcher", "--offline", "--wait", "look around")
-	if code != 1 || !strings.Contains(out, "Proceed? [Yes/No]") || !strings.Contains(out, "• Cost: up to $0.50") ||
+	if code != 1 || !strings.Contains(out, "Proceed? [Yes/No]") || !strings.Contains(out, "• Cost: up to 50.0¢") ||
 		!strings.Contains(errOut, "awaits your confirmation") || !strings.Contains(errOut, "ava confirm P-") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}

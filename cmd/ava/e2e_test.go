@@ -354,7 +354,7 @@ func TestSessionBudget(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	_, errOut, code := ava(t, env, "run", "--session", "ava:cli:b", "again")
-	if code != 1 || !strings.Contains(errOut, "budget is spent") || !strings.Contains(errOut, "15.00¢ of 10.00¢") {
+	if code != 1 || !strings.Contains(errOut, "budget is spent") || !strings.Contains(errOut, "15.0¢ of 10.0¢") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if len(fake.Requests()) != 1 {

@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/avaagent/ava/gateway/client"
+	"github.com/avaagent/ava/internal/money"
 )
 
 // figuresScript drives TestFiguresAgreeOnEverySurface. The subagent
@@ -65,7 +66,8 @@ const figuresChat = "ava:telegram:4242"
 // list, the panel (its list row, its timeline bar, its chat's header, the session's
 // spend, in Chromium), MCP's subagent_status on the daemon's /mcp and
 // Telegram's /status (while it runs: /status lists running subagents).
-// Each shows the API's tokens, cost (as printed), iterations (where
+// Each shows the API's tokens, cost (as internal/money writes it on the
+// surfaces for people, exact in JSON), iterations (where
 // shown) and active time (to its printing precision), and the session's
 // spend on subagents is the subagent's.
 func TestFiguresAgreeOnEverySurface(t *testing.T) {
@@ -265,16 +267,15 @@ func millis(n int64) time.Duration { return time.Duration(n) * time.Millisecond 
 // surfaces are the readers; Telegram's /status lists running subagents,
 // so once the subagent ended it is read with /status S-….
 func (f *figuresRig) surfaces(running bool) []surface {
-	twoPlaces := func(c float64) string { return fmt.Sprintf("%.2f¢", c) }
 	list := []surface{
-		{name: "ava ps", cost: twoPlaces, prec: time.Second, read: func() shown { return f.readPs(running) }},
-		{name: "ava status", cost: twoPlaces, prec: time.Second, read: f.readStatus},
+		{name: "ava ps", cost: money.Cents, prec: time.Second, read: func() shown { return f.readPs(running) }},
+		{name: "ava status", cost: money.Cents, prec: time.Second, read: f.readStatus},
 		{name: "the API's list", cost: exact, prec: time.Millisecond, read: f.readList},
 		{name: "MCP subagent_status", cost: exact, prec: time.Millisecond, read: f.readMCP},
-		{name: "the panel's list", cost: panelCents, prec: 100 * time.Millisecond, stale: 1500 * time.Millisecond, read: f.readPanelRow},
-		{name: "the panel's header", cost: panelCents, prec: time.Second, stale: time.Hour, read: f.readPanelHeader},
+		{name: "the panel's list", cost: money.Cents, prec: 100 * time.Millisecond, stale: 1500 * time.Millisecond, read: f.readPanelRow},
+		{name: "the panel's header", cost: money.Cents, prec: time.Second, stale: time.Hour, read: f.readPanelHeader},
 	}
-	tg := surface{name: "Telegram /status", cost: func(c float64) string { return fmt.Sprintf("%.1f¢", c) },
+	tg := surface{name: "Telegram /status", cost: money.Cents,
 		prec: time.Second, read: func() shown { return f.readTelegram("/status", "Session "+figuresChat) }}
 	if !running {
 		tg.name = "Telegram /status S-…"
@@ -285,14 +286,6 @@ func (f *figuresRig) surfaces(running bool) []surface {
 
 // exact prints a cost as a JSON number does.
 func exact(c float64) string { return strconv.FormatFloat(c, 'f', -1, 64) + "¢" }
-
-// panelCents is format.js's cents below a dollar.
-func panelCents(c float64) string {
-	if c < 10 {
-		return fmt.Sprintf("%.2f¢", c)
-	}
-	return fmt.Sprintf("%.1f¢", c)
-}
 
 // ava runs the command line against the daemon.
 func (f *figuresRig) ava(args ...string) string {
@@ -330,12 +323,12 @@ func (f *figuresRig) readPs(running bool) shown {
 	var list []client.Subagent
 	must(f.t, json.Unmarshal([]byte(f.ava(append(args, "--json")...)), &list))
 	for _, sa := range list {
-		if sa.ID == f.id && (sa.Tokens != s.tokens || fmt.Sprintf("%.2f¢", sa.CostCents) != s.cost) {
+		if sa.ID == f.id && (sa.Tokens != s.tokens || money.Cents(sa.CostCents) != s.cost) {
 			f.t.Errorf("ava ps --json: %d tokens, %v¢; its table %d, %s", sa.Tokens, sa.CostCents, s.tokens, s.cost)
 		}
 	}
 	if !running {
-		want := fmt.Sprintf("subagents %.2f¢/%d tokens", s2f(f.t, s.cost), s.tokens)
+		want := fmt.Sprintf("subagents %s/%d tokens", s.cost, s.tokens)
 		if !strings.Contains(out, figuresChat+": own ") || !strings.Contains(out, want) {
 			f.t.Errorf("ava ps --all: no spend line of %s with %q:\n%s", figuresChat, want, out)
 		}
@@ -398,7 +391,7 @@ func (f *figuresRig) readMCP() shown {
 		elapsed: time.Duration(math.Round(out.ElapsedSeconds*1000)) * time.Millisecond}
 }
 
-// telegramLine is a subagent's line in /status: "(3s, 470 tokens, 4.7¢)".
+// telegramLine is a subagent's line in /status: "(3s, 470 tokens, 4.70¢)".
 var telegramLine = regexp.MustCompile(`\((\S+), (\d+) tokens, (\S+¢)\)`)
 
 // readTelegram sends the chat command and reads the subagent's line
@@ -522,7 +515,7 @@ func (f *figuresRig) checkSpend(when string, ref client.Subagent) {
 	}
 	page := fmt.Sprintf("http://%s/#s=%s", f.d.addr, url.QueryEscape(figuresChat))
 	f.browse(chromedp.Navigate(page))
-	want := "subagents " + panelCents(ref.CostCents)
+	want := "subagents " + money.Cents(ref.CostCents)
 	if got := f.panelText(`.chat-head .spend`, want); !strings.Contains(got, want) {
 		f.t.Errorf("%s: the panel's session spend is %q, want %q", when, got, want)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/avaagent/ava/channel/terminal"
 	"github.com/avaagent/ava/config"
 	"github.com/avaagent/ava/gateway/client"
+	"github.com/avaagent/ava/internal/money"
 )
 
 // daemon returns a client of the daemon at AVA_ADDR (or the config
@@ -129,8 +130,8 @@ func printPs(w io.Writer, list []ava.Subagent) {
 		if s.Stalled {
 			status += " (stalled)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.2f¢\t%s\n", s.ID, s.Role, status,
-			terminal.Elapsed(s.Elapsed), s.Tokens, s.CostCents, oneLine(s.Activity, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.ID, s.Role, status,
+			terminal.Elapsed(s.Elapsed), s.Tokens, money.Spend(s.CostCents, s.Tokens, false), oneLine(s.Activity, 60))
 	}
 	tw.Flush()
 }
@@ -174,9 +175,9 @@ func spendUsage(u client.Usage) string {
 	return usage(u.Tokens, u.CostCents)
 }
 
-// usage is cost and tokens as people read them: "2.50¢/1,234 tokens".
+// usage is cost and tokens as people read them: "2.50¢/1234 tokens".
 func usage(tokens int, cents float64) string {
-	return fmt.Sprintf("%.2f¢/%d tokens", cents, tokens)
+	return fmt.Sprintf("%s/%d tokens", money.Spend(cents, tokens, false), tokens)
 }
 
 func oneLine(s string, n int) string {
@@ -237,8 +238,8 @@ func printStatus(w io.Writer, s ava.Subagent) {
 	if s.Parent != "" {
 		fmt.Fprintf(w, "parent:   %s\n", s.Parent)
 	}
-	fmt.Fprintf(w, "elapsed:  %s · %d tokens · %.2f¢ · %d iterations\n",
-		terminal.Elapsed(s.Elapsed), s.Tokens, s.CostCents, s.Iterations)
+	fmt.Fprintf(w, "elapsed:  %s · %d tokens · %s · %d iterations\n",
+		terminal.Elapsed(s.Elapsed), s.Tokens, money.Spend(s.CostCents, s.Tokens, false), s.Iterations)
 	if s.Activity != "" {
 		fmt.Fprintf(w, "activity: %s\n", oneLine(s.Activity, 200))
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/avaagent/ava"
+	"github.com/avaagent/ava/internal/money"
 )
 
 func newRolesCmd(a *App) *cobra.Command {
@@ -108,7 +109,7 @@ func printRoleStats(ctx context.Context, a *App, in *ava.Runtime) error {
 		if s.HistoryScored > 0 {
 			hist = fmt.Sprintf("%.0f%% of %d", 100*s.HistoryHitRate, s.HistoryScored)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.1fs\t%.2f¢\t%.0f%% of %d\t%s\n", s.Role, s.Runs, s.MedianSeconds, s.MedianCostCents,
+		fmt.Fprintf(tw, "%s\t%d\t%.1fs\t%s\t%.0f%% of %d\t%s\n", s.Role, s.Runs, s.MedianSeconds, money.Cents(s.MedianCostCents),
 			100*s.HitRate, s.Scored, hist)
 	}
 	if err := tw.Flush(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/avaagent/ava"
 	"github.com/avaagent/ava/channel/terminal"
 	"github.com/avaagent/ava/gateway/client"
+	"github.com/avaagent/ava/internal/money"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/llm"
 )
@@ -245,7 +246,7 @@ func printResult(a *App, r ava.Result, asJSON bool) {
 		fmt.Fprintln(a.Stdout, string(b))
 		return
 	}
-	fmt.Fprintf(a.Stdout, "status: %s · %.1fs · %d tokens · %.2f¢ · %d iterations", r.Status, r.DurationSeconds, r.TokensUsed, r.CostCents, r.Iterations)
+	fmt.Fprintf(a.Stdout, "status: %s · %.1fs · %d tokens · %s · %d iterations", r.Status, r.DurationSeconds, r.TokensUsed, money.Spend(r.CostCents, r.TokensUsed, false), r.Iterations)
 	if r.OutputFormat == "json" {
 		fmt.Fprintf(a.Stdout, " · confidence %.2f", r.Confidence)
 	}

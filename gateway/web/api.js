@@ -90,21 +90,38 @@ async function exchange(body, headers = {}) {
 }
 
 // A login link: trade its code before any call, and take it out of the
-// address bar and the history at once.
-let starting = null;
-{
+// address bar and the history at once. A link that was already used (or
+// expired) in a browser that is logged in (this tab, or another tab of
+// the panel, has a login) just opens the panel; without a login it
+// resolves to why, for the page that says what to do.
+function takeLink() {
   const q = new URLSearchParams(location.hash.slice(1));
   const code = q.get('login');
-  if (code !== null) {
-    q.delete('login');
-    const rest = q.toString();
-    history.replaceState(null, '', location.pathname + location.search + (rest ? `#${rest}` : ''));
-    starting = exchange({ code });
-  }
+  if (code === null) return null;
+  q.delete('login');
+  const rest = q.toString();
+  history.replaceState(null, '', location.pathname + location.search + (rest ? `#${rest}` : ''));
+  return exchange({ code }).then(async (ok) => {
+    if (ok || secret || (await fromOtherTab(''))) return '';
+    return loginError;
+  });
 }
 
-/** Resolves once a login link's code, if the page came with one, is traded. */
-export const ready = starting || Promise.resolve(true);
+let starting = takeLink();
+
+// The same link opened again in a tab that shows the panel changes only
+// the address's fragment: take it out, and trade it if it is a new one.
+window.addEventListener('hashchange', () => {
+  const again = takeLink();
+  if (again) starting = again;
+});
+
+/**
+ * Resolves once a login link's code, if the page came with one, is
+ * traded: to '' when the panel can be shown, else to why the link did
+ * not log this browser in (already used, expired).
+ */
+export const ready = starting || Promise.resolve('');
 
 let askToken = null; // (why) => Promise<string|null>, set by the app
 let asking = null; // the login under way, shared by every caller

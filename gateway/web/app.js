@@ -159,7 +159,7 @@ function SessionPicker({ current, onPick }) {
     <select class="key" aria-label="Session" value=${current} onFocus=${load} onMouseDown=${load}
       onChange=${(e) => onPick(e.currentTarget.value)}>
       <option value="">new conversation</option>
-      ${shown.map((ss) => html`<option value=${ss.key} title=${ss.key}>${sessionLabel(ss, ss.key === current)}</option>`)}
+      ${sessionLabels(shown, current).map(([ss, label]) => html`<option value=${ss.key} title=${ss.key}>${label}</option>`)}
     </select>
     ${current && html`<button class="ghost rename-btn" title="Rename this conversation" aria-label="Rename"
       onClick=${() => { setEditing(cur?.title || ''); setError(''); }}>✎</button>`}`;
@@ -171,11 +171,30 @@ function SessionPicker({ current, onPick }) {
  * the menu opens, so it would go stale while the chat below shows the
  * live state.
  */
-function sessionLabel(ss, open) {
+function sessionLabel(ss, open, exact = false) {
   const parts = [ss.title || 'untitled conversation'];
-  if (ss.updatedAt) parts.push(ago(ss.updatedAt));
+  if (ss.updatedAt) parts.push(exact ? `${ago(ss.updatedAt)} (${clock(ss.updatedAt)})` : ago(ss.updatedAt));
   if (!open && ss.state && ss.state !== 'idle') parts.push(ss.state.replaceAll('_', ' '));
   return parts.join(' · ');
+}
+
+/**
+ * The menu's labels, each told apart from the others: sessions whose
+ * title and "5 min ago" are the same get the time of their last
+ * activity to the second, and any still alike the end of their key.
+ */
+export function sessionLabels(list, current) {
+  const count = (labels) => labels.reduce((m, l) => m.set(l, (m.get(l) || 0) + 1), new Map());
+  let labels = list.map((ss) => sessionLabel(ss, ss.key === current));
+  let seen = count(labels);
+  labels = list.map((ss, i) => (seen.get(labels[i]) > 1 ? sessionLabel(ss, ss.key === current, true) : labels[i]));
+  seen = count(labels);
+  return list.map((ss, i) => [ss, seen.get(labels[i]) > 1 ? `${labels[i]} · …${ss.key.slice(-6)}` : labels[i]]);
+}
+
+/** A time of day to the second, for telling sessions apart: "14:03:12". */
+function clock(when) {
+  return new Date(when).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
 }
 
 /**
@@ -214,6 +233,28 @@ function LoggedOut() {
     </div>`;
 }
 
+/**
+ * What a login link that did not log in shows (already used, or expired,
+ * in a browser with no login): what to do, never the daemon's raw answer.
+ */
+function LinkSpent({ why, onToken }) {
+  return html`
+    <div class="link-spent" role="alert">
+      <h1>Ava</h1>
+      <h2>This login link does not work any more</h2>
+      <p>Each link logs one browser in, once, within 15 minutes. For a new one, run <code>ava panel</code> where Ava runs and open the link it prints.</p>
+      <p>Or log in with the daemon's token (<code>AVA_TOKEN</code>, or the file <code>daemon.token</code> in its data root).</p>
+      <p><button onClick=${onToken}>Log in with the token</button></p>
+      ${why && html`<p class="muted detail">The daemon said: ${why}</p>`}
+    </div>`;
+}
+
+/** The page: the panel, or what to do when a login link did not work. */
+function Page({ spent }) {
+  const [why, setWhy] = useState(spent);
+  return why ? html`<${LinkSpent} why=${why} onToken=${() => setWhy('')} />` : html`<${App} />`;
+}
+
 // A login link's code is traded first, so that the page shows nothing it
 // would have to ask the token for (and a link opened in passing still logs in).
-ready.then(() => render(html`<${App} />`, document.getElementById('app')));
+ready.then((spent) => render(html`<${Page} spent=${spent} />`, document.getElementById('app')));

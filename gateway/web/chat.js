@@ -28,6 +28,7 @@ export const empty = {
   unpriced: false, // a CostUpdate said the model has no known price
   spent: 0, // counts turn and subagent ends: the spend roll-up is read again
   conn: 'connecting',
+  task: false, // a subagent's stream: its first UserMessage is the task Ava gave it
   awaiting: [], // proposals awaiting the person: {id, role, task, estimate, expiresAt}
   decided: [], // IDs of proposals decided, so a late pending list cannot bring them back
 };
@@ -47,8 +48,8 @@ export function reduce(s, ev) {
   const c = ev.content || {};
   const seq = ev.seq;
   switch (ev.eventType) {
-    case 'UserMessage':
-      return add(s, { kind: 'user', seq, text: c.text });
+    case 'UserMessage': // in a subagent's own stream the first is its task, from Ava
+      return add(s, { kind: s.task && !s.items.some((it) => it.kind === 'task') ? 'task' : 'user', seq, text: c.text });
     case 'TextDelta':
       return { ...s, draft: (s.draft ?? '') + c.text, stalled: false };
     case 'ThinkingDelta':
@@ -143,7 +144,7 @@ function await_(s, proposals) {
  * message makes a new session, onOpen(id) to open a subagent, onModel.
  */
 export function Chat({ sessionKey, title, subagent, onStarted, onOpen, onBack }) {
-  const [s, dispatch] = useReducer(reduce, sessionKey ? empty : fresh);
+  const [s, dispatch] = useReducer(reduce, sessionKey ? { ...empty, task: !!subagent } : fresh);
   // Messages sent and not yet in the stream, shown dimmed until their
   // UserMessage arrives (at once, or when a queued one is delivered).
   const [pending, setPending] = useState([]);
@@ -342,6 +343,8 @@ function Item({ it, onOpen, sessionKey }) {
       const m = splitAttachments(it.text);
       return html`<div class="msg user" data-seq=${seq} data-kind="user">${m.text}<${MessageAttachments} items=${m.attachments} /></div>`;
     }
+    case 'task':
+      return html`<div class="msg task" data-seq=${seq} data-kind="user"><small class="label">Task from Ava</small>${it.text}</div>`;
     case 'assistant':
       return html`<${Answer} text=${it.text} seq=${seq} />`;
     case 'thinking':
@@ -361,7 +364,7 @@ function Item({ it, onOpen, sessionKey }) {
         ${it.summary && html`<span class="muted"> — ${it.summary}</span>`}</button>
         ${it.citations && it.citations.length > 0 && html`<${Sources} citations=${it.citations} seq=${seq} />`}`;
     case 'proposal':
-      return html`<${Proposal} it=${it} />`;
+      return html`<${Proposal} it=${it} onOpen=${onOpen} />`;
     case 'question':
       return html`<${Question} it=${it} sessionKey=${sessionKey} />`;
     case 'finding':
@@ -396,7 +399,7 @@ function Sources({ citations, seq }) {
  * e.g. "yes but use haiku", in the composer works too). Once decided it
  * shows how, from the SpawnDecided event.
  */
-function Proposal({ it }) {
+function Proposal({ it, onOpen }) {
   const [error, setError] = useState('');
   const decide = async (d) => {
     setError('');
@@ -406,8 +409,11 @@ function Proposal({ it }) {
       setError(err.message);
     }
   };
+  // Each subagent a confirmation started opens with a click, as its
+  // "started" line does.
   const outcome = it.decision === 'confirmed'
-    ? `confirmed${it.change ? ` (${it.change})` : ''}: started ${(it.ids || []).join(', ')}`
+    ? html`confirmed${it.change ? ` (${it.change})` : ''}: started ${(it.ids || []).map((id, i) => html`${i > 0 && ', '}<a class="open-sub" href=${`#a=${id}`}
+        onClick=${(e) => { e.preventDefault(); onOpen(id); }}>${id}</a>`)}`
     : it.decision;
   return html`
     <div class="proposal" data-seq=${it.seq} data-kind="proposal" data-id=${it.id} data-decision=${it.decision}>
@@ -496,27 +502,37 @@ function ToolLine({ it }) {
     </details>`;
 }
 
+// notSent says why a message did not reach the daemon: its refusal, or
+// (fetch's "Failed to fetch", a TypeError) no answer at all, as while
+// the daemon restarts.
+function notSent(err) {
+  if (err instanceof HTTPError) return err.message;
+  return 'the daemon did not answer (it may be restarting). It is kept here: send it again once the daemon is back.';
+}
+
 /**
  * The message box: Enter sends, Shift+Enter starts a new line. A busy
- * session's 409 offers to queue the message instead.
+ * session's 409 offers to queue the message instead; a message that was
+ * not sent (the daemon refused it, or did not answer) is kept, with a
+ * button that sends it again.
  */
 function Composer({ send, placeholder, canSteer }) {
   const [text, setText] = useState('');
   const [busy, setBusy] = useState(null); // the text a 409 refused
-  const [error, setError] = useState('');
+  const [failed, setFailed] = useState(null); // {msg, why}: a message that was not sent, kept to send again
   const att = useAttachments();
-  const submit = async (how = {}) => {
-    const msg = (busy ?? text).trim();
+  const submit = async (how = {}, again = null) => {
+    const msg = (again ?? busy ?? text).trim();
     if (!msg || att.uploading) return;
-    setError('');
+    setFailed(null);
     try {
       await send(msg, { ...how, attachments: att.ids() });
-      setText('');
+      setText((t) => (t.trim() === msg ? '' : t));
       setBusy(null);
       att.clear();
     } catch (err) {
       if (err instanceof HTTPError && err.status === 409) setBusy(msg);
-      else setError(err.message);
+      else setFailed({ msg, why: notSent(err) });
     }
   };
   const onKeyDown = (e) => {
@@ -536,7 +552,12 @@ function Composer({ send, placeholder, canSteer }) {
           <button type="button" class="queue" onClick=${() => submit({ queue: true })}>Queue</button>
           <button type="button" class="ghost" onClick=${() => setBusy(null)}>Cancel</button>
         </div>`}
-      ${error && html`<div class="offer error" role="alert">${error}</div>`}
+      ${failed && html`
+        <div class="offer error not-sent" role="alert">
+          <span>Your message was not sent: ${failed.why}</span>
+          <button type="button" class="resend" onClick=${() => submit({}, failed.msg)}>Send again</button>
+          <button type="button" class="ghost" onClick=${() => setFailed(null)}>Dismiss</button>
+        </div>`}
       <${AttachmentStrip} att=${att} />
       <textarea rows="1" value=${text} placeholder=${placeholder} aria-label=${placeholder}
         onInput=${(e) => setText(e.currentTarget.value)} onKeyDown=${onKeyDown} onPaste=${pasteFiles(att)} />

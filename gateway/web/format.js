@@ -1,30 +1,46 @@
 // format.js: numbers for people.
 
-/** A cost in cents: "0.42¢", or "$1.23" from a dollar up. */
+// Money reads one way on every surface: this is internal/money's rule
+// (Cents and Spend), tested against the same table of cases
+// (internal/money/testdata/cases.json) by gateway's
+// TestFormatJSReadsMoneyAsGo. Rounding is half up on hundredths (tenths,
+// whole cents) of a cent, the same float operations as the Go side.
+
+/** An amount in cents: "0¢", "<0.01¢", "0.42¢", "12.3¢", "$1.23". */
 export function cents(c) {
-  const v = c || 0;
-  if (v >= 100) return `$${(v / 100).toFixed(2)}`;
-  return `${v < 10 ? v.toFixed(2) : v.toFixed(1)}¢`;
+  if (!(c > 0)) return '0¢';
+  const hundredths = Math.round(c * 100);
+  if (hundredths === 0) return '<0.01¢';
+  if (hundredths < 1000) return `${fixed(hundredths, 2)}¢`;
+  const tenths = Math.round(c * 10);
+  if (tenths < 1000) return `${fixed(tenths, 1)}¢`;
+  return `$${fixed(Math.round(c), 2)}`;
+}
+
+/** n / 10^places with that many decimals, from an integral n. */
+function fixed(n, places) {
+  const div = 10 ** places;
+  return `${Math.floor(n / div)}.${String(n % div).padStart(places, '0')}`;
 }
 
 /**
- * A cost for people: "unpriced" when the model has no known price (the
- * stream's CostUpdate says so with unpriced; a record that spent tokens
- * and costs nothing is read the same way, as the budget does: a model
- * priced at zero is not bounded by cost either), else cents(c).
+ * What a run, a session or a roll-up spent: "0¢" when it used nothing;
+ * "unpriced" when it used tokens and nothing of it is priced (the
+ * stream's CostUpdate says so with unpriced; tokens that cost nothing are
+ * read the same way, as the caps do); "1.20¢ + unpriced" when some is.
  */
 export function cost(c, tokenCount, unpriced = false) {
-  return unpriced || ((tokenCount || 0) > 0 && !c) ? 'unpriced' : cents(c);
+  const priced = c > 0;
+  const used = (tokenCount || 0) > 0;
+  if (!priced && !used) return cents(0);
+  if (!unpriced && (priced || !used)) return cents(c);
+  return priced ? `${cents(c)} + unpriced` : 'unpriced';
 }
 
-/**
- * A roll-up's total: cents, "unpriced" when nothing in it is priced, and
- * "1.20¢ + unpriced" when some models are priced and some are not.
- */
+/** A roll-up's total: cost(), unpriced in part when any model in it is. */
 export function totalCost(total, byModel = []) {
   const some = byModel.some((m) => cost(m.costCents, m.tokens) === 'unpriced');
-  if (some && total.costCents > 0) return `${cents(total.costCents)} + unpriced`;
-  return cost(total.costCents, total.tokens);
+  return cost(total.costCents, total.tokens, some);
 }
 
 /**
