@@ -141,6 +141,11 @@ type SubagentSpawnContent struct {
 	Attempt int `json:"attempt,omitempty"`
 	// Summary says what the resume does (SubagentResumed).
 	Summary string `json:"summary,omitempty"`
+	// FollowUp marks the SubagentSpawn of a follow-up turn of a run that
+	// had ended (a message sent to it): the start of that turn, which
+	// its own subagent:start lifecycle entry records (seed 002: a start
+	// before each complete).
+	FollowUp bool `json:"followUp,omitempty"`
 }
 
 // SubagentCompleteContent is the content of a SubagentComplete event.

@@ -58,7 +58,7 @@ func (m *Metrics) Deliver(ev event.Event) error {
 	switch ev.Type {
 	case event.SubagentSpawn:
 		var c event.SubagentSpawnContent
-		if ev.Decode(&c) == nil {
+		if ev.Decode(&c) == nil && !c.FollowUp { // a follow-up turn is no new subagent
 			m.spawns.WithLabelValues(c.Role).Inc()
 		}
 	case event.SubagentComplete:

@@ -182,16 +182,20 @@ func (h *Handle) turn(history []llm.Message, input llm.Message) agent.Result {
 		// Never run unrecorded: the turn ends before its loop starts,
 		// and the parent is told.
 		if first {
-			h.announceSpawn(start)
+			h.announceSpawn(start, false)
 		}
 		return h.finish(agent.Result{Status: lifecycle.Error, Err: err}, len(history), start)
 	}
-	if first {
-		announce = func() { h.announceSpawn(start) }
+	switch {
+	case first:
+		announce = func() { h.announceSpawn(start, false) }
+	case !takenOver: // a follow-up turn: its own start (seed 002)
+		announce = func() { h.announceSpawn(start, true) }
 	}
 	if first || takenOver {
 		h.noticeStart(start, h.attempt > 0)
 	}
+	h.startTrace()
 	if unavailable != nil {
 		h.publishOwn(event.New(event.Error, event.ErrorContent{Error: unavailable.Error()}))
 	}
@@ -355,8 +359,15 @@ func (h *Handle) recordRun(ctx context.Context, first bool, start time.Time) err
 // process that took it over writes it, see ensureStarts). The run's end
 // waits for it (see waitSpawn), so that a run that ends at once never
 // has its end recorded before its start is stored.
-func (h *Handle) announceSpawn(start time.Time) {
-	ev := h.parentEvent(h.spawnEvent(event.SubagentSpawn, 0))
+func (h *Handle) announceSpawn(start time.Time, followUp bool) {
+	sp := h.spawnEvent(event.SubagentSpawn, 0)
+	if followUp {
+		var c event.SubagentSpawnContent
+		_ = sp.Decode(&c)
+		c.FollowUp = true
+		sp = event.New(event.SubagentSpawn, c)
+	}
+	ev := h.parentEvent(sp)
 	if ev.Session == "" {
 		h.markSpawned()
 		return
@@ -372,6 +383,23 @@ func (h *Handle) announceSpawn(start time.Time) {
 		}
 		close(stored)
 		h.markSpawned()
+	})
+}
+
+// startTrace publishes SessionStart at the head of the turn in the run's
+// own session, so that its trace begins with it and each turn (a
+// follow-up's too) is bracketed by SessionStart and SessionEnd like an
+// orchestrator turn's (seed 002). It goes out without waiting, ahead of
+// the loop's own events (the hub keeps a session's asynchronous events
+// in order), fenced by the run's lease.
+func (h *Handle) startTrace() {
+	ev := event.New(event.SessionStart, event.SessionContent{Model: h.model.Name(), Instance: h.writer()})
+	h.ownEvent(&ev)
+	ev.Fence = h.lease()
+	h.m.opt.Hub.PublishAsync(ev, func(_ event.Event, err error) {
+		if err = h.fenced(err); err != nil {
+			h.m.log.Error("publish to own session", "id", h.id, "type", ev.Type, "err", err)
+		}
 	})
 }
 
