@@ -15,7 +15,7 @@ import (
 	"github.com/avaagent/ava/llm/ratelimit"
 )
 
-func paced(t *testing.T, fake *llmfake.Server, reg *ratelimit.Registry, policy llm.RetryPolicy) llm.Provider {
+func paced(t testing.TB, fake *llmfake.Server, reg *ratelimit.Registry, policy llm.RetryPolicy) llm.Provider {
 	t.Helper()
 	p, err := anthropic.New(anthropic.Config{APIKey: "sk-ant-test", BaseURL: fake.URL, HTTPClient: ratelimit.HTTPClient()})
 	if err != nil {
