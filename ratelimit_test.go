@@ -29,7 +29,8 @@ func twoCalls(req llmfake.Request) llmfake.Turn {
 // returns how long they took; every one must succeed.
 func spawnTwenty(t *testing.T, rt *ava.Runtime, model string) time.Duration {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
 	var configs []ava.SubagentConfig
 	for i := range 20 {
 		configs = append(configs, ava.SubagentConfig{Role: "researcher", Task: fmt.Sprintf("look %d", i), Model: model, ModelBy: llm.NamedByOperator})
@@ -108,6 +109,40 @@ func TestSharedRateLimitPacesTwentySubagents(t *testing.T) {
 	t.Logf("40 model calls at 30 per %s: %d refused (429), %s wall (floor %s)", window, refused, wall.Round(10*time.Millisecond), window/3)
 	if refused > 3 {
 		t.Errorf("%d requests refused with 429, want at most 3", refused)
+	}
+	if n := len(fake.Requests()); n != 40 {
+		t.Errorf("%d requests answered, want 40", n)
+	}
+}
+
+// Twenty subagents of two model calls each, their first calls all sent
+// at once (the process knows nothing of the key's limits yet), against
+// a key allowed 30 requests a minute as a token bucket that starts full,
+// said in Anthropic's headers, each answer's first byte 200 ms after its
+// request: the ten calls over the limit are paced from what the answers
+// said (less the requests still out when each was admitted), so the
+// refusals stay at five at most. It takes about 20 s (ten calls at one
+// every 2 s), so -short skips it.
+func TestTwentySubagentsUnderThirtyAMinute(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 s at the real rate")
+	}
+	fake := llmfake.NewAnthropic(t)
+	fake.Respond = func(req llmfake.Request) llmfake.Turn {
+		turn := twoCalls(req)
+		turn.Delay = 200 * time.Millisecond
+		return turn
+	}
+	fake.SetRateLimit(llmfake.RateLimit{N: 30, Window: time.Minute})
+	rt := openTest(t, "turns:\n  - text: done\n", func(c *config.Config) {
+		c.Anthropic = config.Provider{APIKey: "sk-ant-test", BaseURL: fake.URL}
+		c.MaxConcurrentSubagents = 20
+	})
+	wall := spawnTwenty(t, rt, "anthropic/claude-haiku-4-5")
+	refused := fake.Refused()
+	t.Logf("40 model calls at 30 a minute: %d refused (429), %s wall (floor 20 s)", refused, wall.Round(10*time.Millisecond))
+	if refused > 5 {
+		t.Errorf("%d requests refused with 429, want at most 5", refused)
 	}
 	if n := len(fake.Requests()); n != 40 {
 		t.Errorf("%d requests answered, want 40", n)

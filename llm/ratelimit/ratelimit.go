@@ -68,10 +68,9 @@ type Registry struct {
 	// configured records the keys whose configured limits the backend
 	// has been given.
 	configured map[string]bool
-	// probes holds, per key, the request that went first while the
-	// process did not know the key's limits (see gate), or nil once it
-	// knows them; a key never asked about is absent.
-	probes map[string]*probe
+	// flights holds, per key, the requests sent and not yet answered
+	// (see flight).
+	flights map[string]*flight
 
 	waits    atomic.Int64
 	refusals atomic.Int64
@@ -84,7 +83,7 @@ func NewRegistry(limits llm.RateLimits, log *slog.Logger) *Registry {
 		log = slog.New(slog.DiscardHandler)
 	}
 	local := NewMemory(nil)
-	return &Registry{limits: limits, log: log, local: local, backend: local, configured: map[string]bool{}, probes: map[string]*probe{}}
+	return &Registry{limits: limits, log: log, local: local, backend: local, configured: map[string]bool{}, flights: map[string]*flight{}}
 }
 
 // UseBackend makes the registry keep its buckets in b (a cluster's
@@ -133,12 +132,7 @@ func (l *limited) Stream(ctx context.Context, req *llm.Request, onDelta func(llm
 	l.reg.configure(ctx, key, l.Name(), req.Model)
 	cost := Estimate(req)
 	for refused := 0; ; refused++ {
-		learnt, err := l.reg.gate(ctx, key)
-		if err != nil {
-			return nil, err
-		}
 		if err := l.reg.wait(ctx, key, cost); err != nil {
-			learnt()
 			return nil, err
 		}
 		streamed := false
@@ -146,9 +140,11 @@ func (l *limited) Stream(ctx context.Context, req *llm.Request, onDelta func(llm
 		if onDelta != nil {
 			deltas = func(d llm.Delta) { streamed = true; onDelta(d) }
 		}
-		octx := withObserver(ctx, func(status int, h http.Header) { l.reg.learn(ctx, key, h); learnt() })
+		seq := l.reg.depart(key, cost)
+		var once sync.Once
+		octx := withObserver(ctx, func(_ int, h http.Header) { once.Do(func() { l.reg.learn(ctx, key, seq, h) }) })
 		resp, err := l.Provider.Stream(octx, req, deltas)
-		learnt()
+		l.reg.land(key, seq, false)
 		l.reg.settle(ctx, key, cost, resp)
 		retryAfter, limitedErr := refusal(err)
 		if err == nil || !limitedErr || refused >= MaxRefusals || ctx.Err() != nil {
@@ -203,51 +199,66 @@ func (r *Registry) current() Backend {
 	return r.backend
 }
 
-// probe is the first request of a key whose limits the process does not
-// know yet: done is closed once its answer's headers are learnt (or it
-// ended without any).
-type probe struct {
-	done chan struct{}
-	once sync.Once
+// flight holds a key's requests sent blind — before the process knew
+// any of the key's limits — and not answered yet.
+//
+// Requests are not held back until the process knows a key's limits: a
+// fan-out's first requests all leave at once (a provider's buckets start
+// full, and a burst under the limit draws no refusal). What an answer's
+// headers then say is left is what was left when the server admitted
+// that request; the other blind requests still out were taken from no
+// bucket here, and are taken off what it says (see learn). Without that,
+// the first answer of twenty requests sent blind would say 29 of 30 are
+// left while 10 are, and the second calls of the first subagents
+// answered would go on it and be refused. The ones the server admitted
+// before it are taken off too (which they are is not known): that errs
+// on the side of waiting, and only while the burst is out.
+type flight struct {
+	known bool // a limit of the key was configured or learnt
+	next  uint64
+	open  map[uint64]Amounts
 }
 
-// gate lets a request of key go. Until the process has learnt key's
-// limits, one request goes first and the others wait for its answer's
-// headers: twenty subagents starting at once would otherwise all be sent
-// blind, and the second calls of the first to be answered would go on
-// the limits that answer gave before the other answers lowered them,
-// drawing 429s. learnt is called when the request's headers are learnt
-// or it ended; it is a no-op for a request that did not go first.
-func (r *Registry) gate(ctx context.Context, key string) (learnt func(), err error) {
-	for {
-		r.mu.Lock()
-		p, asked := r.probes[key]
-		switch {
-		case !asked:
-			// The first request of key: it goes, the others wait.
-			p = &probe{done: make(chan struct{})}
-			r.probes[key] = p
-			r.mu.Unlock()
-			return func() {
-				p.once.Do(func() {
-					r.mu.Lock()
-					r.probes[key] = nil
-					r.mu.Unlock()
-					close(p.done)
-				})
-			}, nil
-		case p == nil:
-			// Known: configured, or learnt from the first answer.
-			r.mu.Unlock()
-			return func() {}, nil
-		}
-		r.mu.Unlock()
-		select {
-		case <-p.done:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for the first answer's rate limits: %w", context.Cause(ctx))
+func (r *Registry) flight(key string) *flight {
+	f := r.flights[key]
+	if f == nil {
+		f = &flight{open: map[uint64]Amounts{}}
+		r.flights[key] = f
+	}
+	return f
+}
+
+// depart records a request of key leaving with cost and returns its
+// number: 0 when the key's limits are known (the request was taken from
+// its buckets).
+func (r *Registry) depart(key string, cost Amounts) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := r.flight(key)
+	if f.known {
+		return 0
+	}
+	f.next++
+	f.open[f.next] = cost
+	return f.next
+}
+
+// land records that request seq of key was answered (its headers came)
+// or ended, and returns the cost of the other blind requests of key not
+// answered yet; known, when set, records that the key's limits are now
+// known.
+func (r *Registry) land(key string, seq uint64, known bool) (out Amounts) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := r.flight(key)
+	f.known = f.known || known
+	delete(f.open, seq)
+	for _, c := range f.open {
+		for d := range out {
+			out[d] += c[d]
 		}
 	}
+	return out
 }
 
 // configure gives the backend key's configured limits, once per process.
@@ -259,9 +270,7 @@ func (r *Registry) configure(ctx context.Context, key, provider, model string) {
 	r.mu.Lock()
 	done := r.configured[key]
 	r.configured[key] = true
-	if _, asked := r.probes[key]; !asked {
-		r.probes[key] = nil // configured: no request needs to go first
-	}
+	r.flight(key).known = true
 	b := r.backend
 	r.mu.Unlock()
 	if done {
@@ -341,11 +350,19 @@ func (r *Registry) settle(ctx context.Context, key string, cost Amounts, resp *l
 	r.give(ctx, key, back)
 }
 
-// learn applies an answer's rate-limit headers.
-func (r *Registry) learn(ctx context.Context, key string, h http.Header) {
+// learn applies the rate-limit headers of the answer to request seq of
+// key. Until the key's limits are known, what they say is left is less
+// what the other blind requests still out take (see flight).
+func (r *Registry) learn(ctx context.Context, key string, seq uint64, h http.Header) {
 	obs := ParseHeaders(h, time.Now())
+	out := r.land(key, seq, len(obs) > 0)
 	if len(obs) == 0 {
 		return
+	}
+	for i, o := range obs {
+		if o.Remaining >= 0 {
+			obs[i].Remaining = max(o.Remaining-out[o.Dim], 0)
+		}
 	}
 	ctx, cancel := detached(ctx)
 	defer cancel()

@@ -15,7 +15,7 @@ import (
 	"github.com/avaagent/ava/llm/ratelimit"
 )
 
-func paced(t *testing.T, fake *llmfake.Server, reg *ratelimit.Registry, policy llm.RetryPolicy) llm.Provider {
+func paced(t testing.TB, fake *llmfake.Server, reg *ratelimit.Registry, policy llm.RetryPolicy) llm.Provider {
 	t.Helper()
 	p, err := anthropic.New(anthropic.Config{APIKey: "sk-ant-test", BaseURL: fake.URL, HTTPClient: ratelimit.HTTPClient()})
 	if err != nil {
@@ -98,53 +98,113 @@ func TestWaitIsNoticed(t *testing.T) {
 	}
 }
 
-// gated is a provider that counts its calls and holds the first until
-// released.
-type gated struct {
+// held is a provider whose calls all wait until n of them are in it at
+// once (or the test's deadline passes).
+type held struct {
 	llm.Provider
-	mu               sync.Mutex
-	calls            int
-	release, started chan struct{}
+	n       int
+	mu      sync.Mutex
+	in      int
+	all     chan struct{}
+	timeout time.Duration
 }
 
-func (g *gated) Stream(ctx context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
-	g.mu.Lock()
-	g.calls++
-	first := g.calls == 1
-	g.mu.Unlock()
-	if first {
-		close(g.started)
-		<-g.release
+func (h *held) Stream(ctx context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
+	h.mu.Lock()
+	h.in++
+	if h.in == h.n {
+		close(h.all)
+	}
+	h.mu.Unlock()
+	select {
+	case <-h.all:
+	case <-time.After(h.timeout):
+		return nil, errors.New("not every request of the fan-out was let go")
 	}
 	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.Text("ok")}}}, nil
 }
 
-func (g *gated) Name() string { return "gated" }
+func (h *held) Name() string { return "held" }
 
-// Until the process knows a key's limits, its first request goes alone:
-// the others wait for its answer (here one without headers), then all go.
-func TestFirstRequestOfAKeyGoesAlone(t *testing.T) {
-	g := &gated{release: make(chan struct{}), started: make(chan struct{})}
-	p := ratelimit.NewRegistry(nil, nil).Wrap(g, "k")
+// A fan-out's first requests all go at once while the process knows
+// nothing of the key's limits: none waits for another's answer.
+func TestFanOutOfAnUnknownKeyGoesTogether(t *testing.T) {
+	for _, k := range []int{8, 32} {
+		h := &held{n: k, all: make(chan struct{}), timeout: 2 * time.Second}
+		reg := ratelimit.NewRegistry(nil, nil)
+		p := reg.Wrap(h, "k")
+		var wg sync.WaitGroup
+		for range k {
+			wg.Go(func() {
+				if _, err := ask(context.Background(), p, nil); err != nil {
+					t.Errorf("k=%d: %v", k, err)
+				}
+			})
+		}
+		wg.Wait()
+		if waits, _ := reg.Stats(); waits != 0 {
+			t.Errorf("k=%d: %d requests held back", k, waits)
+		}
+	}
+}
+
+// The answer to the first of a burst sent blind says what was left when
+// the server admitted it; the requests sent after it and not answered
+// yet are taken off. Eight requests against a limit of eight: the first
+// is answered at once (7 left, it says), the other seven are still on
+// their way, so a ninth sent then must wait, not be refused.
+func TestAnswerToABurstCountsTheRequestsStillOut(t *testing.T) {
+	fake := llmfake.NewAnthropic(t)
+	arrived := make(chan int, 16)
+	all := make(chan struct{})
+	var (
+		mu sync.Mutex
+		n  int
+	)
+	fake.Respond = func(llmfake.Request) llmfake.Turn {
+		mu.Lock()
+		n++
+		i := n
+		if i == 8 {
+			close(all)
+		}
+		mu.Unlock()
+		arrived <- i
+		if i == 1 {
+			<-all // answered once the other seven are on their way
+			return llmfake.Turn{Text: "first"}
+		}
+		return llmfake.Turn{Text: "later", Delay: 400 * time.Millisecond}
+	}
+	fake.SetRateLimit(llmfake.RateLimit{N: 8, Window: time.Minute})
+	reg := ratelimit.NewRegistry(nil, nil)
+	p := paced(t, fake, reg, llm.RetryPolicy{MaxRetries: 0})
 	var wg sync.WaitGroup
-	for range 10 {
+	first := make(chan error, 1)
+	for i := range 8 {
 		wg.Go(func() {
-			if _, err := ask(context.Background(), p, nil); err != nil {
+			_, err := ask(context.Background(), p, nil)
+			if i == 0 {
+				first <- err
+			} else if err != nil {
 				t.Error(err)
 			}
 		})
+		<-arrived // one at a time, so the server sees them in the order sent
 	}
-	<-g.started
-	time.Sleep(50 * time.Millisecond)
-	g.mu.Lock()
-	if g.calls != 1 {
-		t.Errorf("%d calls while the first was unanswered, want 1", g.calls)
+	if err := <-first; err != nil {
+		t.Fatal(err)
 	}
-	g.mu.Unlock()
-	close(g.release)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	held := errors.New("held back")
+	ctx = llm.WithWaitNotice(ctx, func(time.Duration) func() { cancel(held); return nil })
+	_, err := ask(ctx, p, nil)
 	wg.Wait()
-	if g.calls != 10 {
-		t.Fatalf("%d calls, want 10", g.calls)
+	if !errors.Is(err, held) {
+		t.Errorf("ninth request: %v, want it held back", err)
+	}
+	if r := fake.Refused(); r != 0 {
+		t.Errorf("%d requests refused", r)
 	}
 }
 

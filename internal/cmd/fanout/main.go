@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -39,45 +40,49 @@ func main() {
 	reps := flag.Int("reps", 5, "runs per size")
 	delay := flag.Duration("delay", 200*time.Millisecond, "the fake model's delay per reply")
 	sizes := flag.String("sizes", "1,8", "subagents per run")
+	subModel := flag.String("subagent-model", "", "the subagents' model (another limiter key than the orchestrator's), e.g. openai/fake-sub")
 	flag.Parse()
-	srv, url := serve(*delay)
+	srv, url := serve(*delay, *subModel)
 	defer srv.Close()
 	floor := 3 * *delay
 	fmt.Printf("fake provider %s, %s a reply; model floor %s\n\n", url, *delay, floor)
-	fmt.Println("| subagents | wall median (min–max) | × floor | peak memory of the tree, median (max) | of it anonymous, median |")
-	fmt.Println("|---|---|---|---|---|")
+	fmt.Println("| subagents | wall median (min–max) | × floor | peak memory of the tree, sampled, median (max) | of it anonymous, median | kernel's peak (ru_maxrss), median (max) |")
+	fmt.Println("|---|---|---|---|---|---|")
 	for _, f := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
 			log.Fatalf("size %q", f)
 		}
 		var walls []time.Duration
-		var peaks, anons []int64
+		var peaks, anons, maxrss []int64
 		for range *reps {
-			w, p, a, err := runOnce(*bin, url, n)
+			w, p, a, m, err := runOnce(*bin, url, n)
 			if err != nil {
 				log.Fatal(err)
 			}
-			walls, peaks, anons = append(walls, w), append(peaks, p), append(anons, a)
+			walls, peaks, anons, maxrss = append(walls, w), append(peaks, p), append(anons, a), append(maxrss, m)
 		}
 		slices.Sort(anons)
+		slices.Sort(maxrss)
 		slices.Sort(walls)
 		slices.Sort(peaks)
 		med := walls[len(walls)/2]
-		fmt.Printf("| %d | %d ms (%d–%d) | %.2f | %.1f MiB (%.1f) | %.1f MiB |\n", n, med.Milliseconds(), walls[0].Milliseconds(),
-			walls[len(walls)-1].Milliseconds(), float64(med)/float64(floor), mib(peaks[len(peaks)/2]), mib(peaks[len(peaks)-1]), mib(anons[len(anons)/2]))
+		fmt.Printf("| %d | %d ms (%d–%d) | %.2f | %.1f MiB (%.1f) | %.1f MiB | %.1f MiB (%.1f) |\n", n, med.Milliseconds(), walls[0].Milliseconds(),
+			walls[len(walls)-1].Milliseconds(), float64(med)/float64(floor), mib(peaks[len(peaks)/2]), mib(peaks[len(peaks)-1]), mib(anons[len(anons)/2]),
+			mib(maxrss[len(maxrss)/2]), mib(maxrss[len(maxrss)-1]))
 	}
 }
 
 func mib(kb int64) float64 { return float64(kb) / 1024 }
 
 // runOnce runs `ava run` once on a fresh data root, delegating to n
-// subagents, and returns its wall time and the tree's peak RSS and peak
-// anonymous RSS in KiB.
-func runOnce(bin, url string, n int) (time.Duration, int64, int64, error) {
+// subagents, and returns its wall time, the tree's sampled peak RSS and
+// peak anonymous RSS, and the kernel's peak RSS of the child
+// (getrusage's ru_maxrss, what /usr/bin/time -v reports), in KiB.
+func runOnce(bin, url string, n int) (wall time.Duration, peakKB, anonKB, maxRSSKB int64, err error) {
 	root, err := os.MkdirTemp("", "ava-fanout-")
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	defer os.RemoveAll(root)
 	cmd := exec.Command(bin, "run", "fan out "+strconv.Itoa(n))
@@ -88,7 +93,7 @@ func runOnce(bin, url string, n int) (time.Duration, int64, int64, error) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	var peak, peakAnon atomic.Int64
 	done := make(chan struct{})
@@ -111,15 +116,19 @@ func runOnce(bin, url string, n int) (time.Duration, int64, int64, error) {
 		}
 	}()
 	err = cmd.Wait()
-	wall := time.Since(start)
+	wall = time.Since(start)
 	close(done)
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("ava run: %w\n%s", err, out.String())
+		return 0, 0, 0, 0, fmt.Errorf("ava run: %w\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "all done") {
-		return 0, 0, 0, fmt.Errorf("ava run did not finish the delegation:\n%s", out.String())
+		return 0, 0, 0, 0, fmt.Errorf("ava run did not finish the delegation:\n%s", out.String())
 	}
-	return wall, peak.Load(), peakAnon.Load(), nil
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0, 0, 0, 0, fmt.Errorf("no resource usage for ava run on this system")
+	}
+	return wall, peak.Load(), peakAnon.Load(), ru.Maxrss, nil
 }
 
 // treeRSS is the sum of VmRSS and of RssAnon (KiB) of pid and its
@@ -181,7 +190,7 @@ func rss(pid int) (total, anon int64) {
 // result yet) gets one spawn_subagents call with the number of tasks its
 // message asks for; a subagent's request gets a short answer; the
 // orchestrator's request after the tool result gets "all done".
-func serve(delay time.Duration) (*http.Server, string) {
+func serve(delay time.Duration, subModel string) (*http.Server, string) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)
@@ -221,6 +230,9 @@ func serve(delay time.Duration) (*http.Server, string) {
 			tasks := make([]map[string]string, n)
 			for i := range tasks {
 				tasks[i] = map[string]string{"role": "researcher", "task": fmt.Sprintf("part %d", i)}
+				if subModel != "" {
+					tasks[i]["model"] = subModel
+				}
 			}
 			args, _ := json.Marshal(map[string]any{"mode": "parallel", "tasks": tasks})
 			stream(w, map[string]any{"tool_calls": []map[string]any{{"index": 0, "id": "call_1", "type": "function",
