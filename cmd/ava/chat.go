@@ -29,8 +29,8 @@ calls and subagents show as status lines, a footer lists the running
 subagents, and a spawn that needs your confirmation asks "Proceed?" (answer
 y, n or in words: "yes but use haiku", "ok, max $1").
 
-Ctrl-C stops the current request and the subagents it started; a
-second Ctrl-C within 2 seconds exits. Commands: /ps, /stop [ID],
+Ctrl-D leaves. Ctrl-C stops the current request and the subagents it
+started; a second Ctrl-C within 2 seconds leaves too. Commands: /ps, /stop [ID],
 /send ID message, /logs [ID], /yes [P-ID], /help, /exit.
 
 It runs Ava in this process (subagents stop when you leave), or talks to the

@@ -33,9 +33,9 @@ func newServeCmd(a *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:7777]",
 		Short: "Run the daemon: web panel, HTTP API and live event streams",
-		Long: `Run Ava as a daemon: the web panel (open http://127.0.0.1:7777/ in a
-browser), the HTTP API and Server-Sent Event streams (see docs/api.md),
-which ava ps, status, stop and send talk to.
+		Long: `Run Ava as a daemon: the web panel (log a browser in with the one-time
+link it prints, or ava panel prints), the HTTP API and Server-Sent Event
+streams (see docs/api.md), which ava ps, status, stop and send talk to.
 
 It binds 127.0.0.1:7777 unless --addr or AVA_ADDR says otherwise, and every
 route but /healthz, /readyz and the panel's static files needs its token:
@@ -127,7 +127,7 @@ func serve(cmd *cobra.Command, a *App, o serveOptions) error {
 				fmt.Fprintf(a.Stdout, "ava worker: listening on http://%s/ (/healthz, /readyz and /metrics); running subagents from the cluster's job queue\n", addr)
 				return
 			}
-			fmt.Fprintf(a.Stdout, "ava serve: listening on http://%s/ (open it in a browser for the web panel; the API is under /api)\n", addr)
+			fmt.Fprintf(a.Stdout, "ava serve: listening on http://%s/ (the web panel, and the API under /api)\n", addr)
 			if !terminal {
 				fmt.Fprintln(a.Stdout, "ava serve: to log a browser in to the web panel, run ava panel (with this daemon's AVA_ADDR and data root): it prints a one-time link")
 			}
