@@ -9,11 +9,8 @@
 //
 // When on, the SDK's own environment handling applies: the exporter reads
 // OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, _HEADERS, _TIMEOUT, _COMPRESSION
-// and the TLS variables; OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL may be
-// http/protobuf (the default, and the only protocol: grpc is refused at
-// start-up, since the gRPC exporter alone doubled the binary; every
-// collector that speaks OTLP/gRPC on 4317 speaks OTLP/HTTP on 4318);
-// OTEL_SERVICE_NAME and
+// and the TLS variables; OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL chooses
+// http/protobuf (the default) or grpc; OTEL_SERVICE_NAME and
 // OTEL_RESOURCE_ATTRIBUTES set the resource (service.name defaults to
 // "ava"); OTEL_TRACES_SAMPLER(_ARG) the sampler; OTEL_BSP_* the batch
 // processor. Spans go through a batch processor with a bounded queue:
@@ -40,6 +37,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -82,7 +80,7 @@ const DefaultMaxQueue = 4096
 const ShutdownTimeout = 5 * time.Second
 
 // ErrProtocol is returned for an OTLP protocol other than http/protobuf
-// (grpc included: Ava exports over OTLP/HTTP only).
+// or grpc.
 var ErrProtocol = errors.New("unsupported OTLP protocol")
 
 // Tracer is what instrumented code needs: the tracer, whether contents
@@ -189,25 +187,28 @@ func Setup(ctx context.Context, opt Options) (*Provider, error) {
 		Redact: opt.Redact}}, nil
 }
 
-// newExporter builds the OTLP/HTTP exporter, refusing any other
-// configured protocol; the exporter reads its endpoint, headers, timeout
-// and TLS settings from the environment.
+// newExporter builds the OTLP exporter for the configured protocol; the
+// exporter reads its endpoint, headers, timeout and TLS settings from
+// the environment.
 func newExporter(ctx context.Context, getenv func(string) string) (sdktrace.SpanExporter, error) {
-	name, proto := EnvTracesProtocol, strings.TrimSpace(getenv(EnvTracesProtocol))
+	proto := strings.TrimSpace(getenv(EnvTracesProtocol))
 	if proto == "" {
-		name, proto = EnvProtocol, strings.TrimSpace(getenv(EnvProtocol))
+		proto = strings.TrimSpace(getenv(EnvProtocol))
 	}
+	var (
+		exp sdktrace.SpanExporter
+		err error
+	)
 	switch proto {
 	case "", "http/protobuf":
+		exp, err = otlptracehttp.New(ctx)
 	case "grpc":
-		return nil, fmt.Errorf("tracing: %s=grpc: %w: Ava exports over OTLP/HTTP only; set %s=http/protobuf "+
-			"and point the endpoint at the collector's OTLP/HTTP port (4318 by default)", name, ErrProtocol, name)
+		exp, err = otlptracegrpc.New(ctx)
 	default:
-		return nil, fmt.Errorf("tracing: %s=%q: %w (use http/protobuf)", name, proto, ErrProtocol)
+		return nil, fmt.Errorf("tracing: %s=%q: %w (use http/protobuf or grpc)", EnvProtocol, proto, ErrProtocol)
 	}
-	exp, err := otlptracehttp.New(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("tracing: OTLP/HTTP exporter: %w", err)
+		return nil, fmt.Errorf("tracing: OTLP %s exporter: %w", proto, err)
 	}
 	return exp, nil
 }

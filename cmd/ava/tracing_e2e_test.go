@@ -161,13 +161,3 @@ func TestRunRefusesUnknownOTLPProtocol(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
-
-// TestRunRefusesGRPC: the gRPC exporter is not in the binary; grpc is
-// refused at start-up with the protocol to use instead, not ignored.
-func TestRunRefusesGRPC(t *testing.T) {
-	_, errOut, code := ava(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
-		"run", "--offline", "hello")
-	if code == 0 || !strings.Contains(errOut, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc") || !strings.Contains(errOut, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf") {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-}
