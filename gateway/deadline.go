@@ -80,11 +80,22 @@ func (s *Server) bounded(next http.Handler) http.Handler {
 			}
 			bw.flush()
 		case <-ctx.Done():
-			bw.abandon()
 			if cause := context.Cause(ctx); errors.As(cause, new(deadlineError)) {
+				bw.abandon()
 				s.log.Warn("API request answered 503 at its deadline", "method", r.Method, "path", r.URL.Path, "timeout", s.opt.APITimeout)
 				fail(w, cause)
+				return
 			}
+			// The request's own context ended: the client went away, or
+			// the handler closed the body's read side (refuse does, and
+			// net/http then cancels the request). The handler, whose
+			// context ended too, answers what it has; writing nothing
+			// here made net/http send an empty 200 in its place (a
+			// refused login read as accepted).
+			if p := <-done; p != nil {
+				panic(p)
+			}
+			bw.flush()
 		}
 	})
 }
