@@ -310,6 +310,9 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 	if err != nil {
 		return nil, fmt.Errorf("send to %s: %w", key, err)
 	}
+	if t := s.answerWaiting(ctx, key, message, opt); t != nil {
+		return t, nil // the answer to the proposal its turn waits for (answer.go)
+	}
 	if opt.Budget > 0 && s.cfg.Budgets != nil {
 		if err := s.cfg.Budgets.SetSessionBudget(ctx, key, opt.Budget); err != nil {
 			return nil, fmt.Errorf("send to %s: %w", key, err)

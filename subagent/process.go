@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/estimate"
 	"github.com/avaagent/ava/event"
@@ -30,7 +31,8 @@ import (
 // call waits in the turn for the answer: on yes it runs (with the
 // changed timeout, for a change) and its result goes back to the turn;
 // on no, or when the proposal expires or the turn ends, the tool result
-// says so and nothing runs.
+// says so and nothing runs. The turn's wall-clock timeout is paused
+// while it waits (agent.PauseTimeout), as for ask_user.
 //
 // How long a call will likely run (processEstimate): its declared
 // timeout_seconds; else a `sleep N` (or Python's `time.sleep(N)`) in the
@@ -150,7 +152,11 @@ func (g *processGate) Run(ctx context.Context, args json.RawMessage) (tool.Resul
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("propose %s: %w", g.Name(), err)
 	}
+	// The turn's wall-clock limit stops while it waits for the person,
+	// as it does for ask_user: the answer's time is theirs.
+	resume := agent.PauseTimeout(ctx)
 	d, err := g.m.props.waitProcess(ctx, p.ID)
+	resume()
 	if err != nil {
 		return tool.Errorf("[%s %s: no answer came (%v); nothing was run]", p.ID, g.Name(), err), nil
 	}
