@@ -149,7 +149,7 @@ func (s *Service) decideOne(ctx context.Context, target *subagent.Proposal, a co
 		if d.Decision == store.SpawnRejected {
 			return fmt.Sprintf("OK, not running the %s call (%s).", target.Role, target.ID)
 		}
-		return fmt.Sprintf("▶ Running the %s call (%s)%s; its result comes in the turn's answer.", target.Role, target.ID, with)
+		return fmt.Sprintf("▶ Running the %s call (%s)%s.", target.Role, target.ID, with)
 	}
 	if d.Decision == store.SpawnRejected {
 		return fmt.Sprintf("OK, not spawning %s (%s).", target.Role, target.ID)

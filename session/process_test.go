@@ -166,7 +166,7 @@ func TestTypedAnswerDecidesTheWaitingProcess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res := wait(t, yes); res.Text != "▶ Running the run_bash call ("+p.ID+") with timeout 30 s; its result comes in the turn's answer." {
+		if res := wait(t, yes); res.Text != "▶ Running the run_bash call ("+p.ID+") with timeout 30 s." {
 			t.Fatalf("yes: %q", res.Text)
 		}
 		res := wait(t, turn)
