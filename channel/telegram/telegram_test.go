@@ -528,7 +528,9 @@ func TestProcessProposalInTheChat(t *testing.T) {
 	}
 	e.api.push(message(next(), chatID, userID, "yes"))
 	got := answered("the typed yes and the turn's answer", "▶ Running the run_bash call ("+pending+")", "The command said: RAN_IN_TELEGRAM")
-	if slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, "couldn't take") || strings.Contains(s, "answered together") }) {
+	if slices.ContainsFunc(got, func(s string) bool {
+		return strings.Contains(s, "couldn't take") || strings.Contains(s, "answered together")
+	}) {
 		t.Fatalf("the typed yes was not taken as the answer: %q", got)
 	}
 
@@ -539,7 +541,9 @@ func TestProcessProposalInTheChat(t *testing.T) {
 	pending, _ = propose()
 	press(pending, "no")
 	got = answered("the No button and the turn's answer", "Not run.", "declined")
-	if slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, "RAN_IN_TELEGRAM\n") || strings.Contains(s, "said: RAN") }) {
+	if slices.ContainsFunc(got, func(s string) bool {
+		return strings.Contains(s, "RAN_IN_TELEGRAM\n") || strings.Contains(s, "said: RAN")
+	}) {
 		t.Fatalf("the command ran after No: %q", got)
 	}
 }
