@@ -115,6 +115,7 @@ type model struct {
 	outbox    []string // lines to print above the footer, in order
 	printing  bool     // a print is on its way (see flush)
 	pending   []string // proposal IDs awaiting the person
+	processes []string // those of them that are long commands (ava.KindProcess)
 	questions []string // subagents' questions awaiting the person
 	lastCtrlC time.Time
 }
@@ -313,7 +314,11 @@ func (m *model) View() string {
 		fmt.Fprintf(&b, "❓ %s: a subagent asks you — /answer your answer\n", strings.Join(m.questions, ", "))
 	}
 	if len(m.pending) > 0 {
-		fmt.Fprintf(&b, "Proceed with %s? y / n / or type a change (\"yes but use haiku\")\n", strings.Join(m.pending, ", "))
+		change := "yes but use haiku"
+		if len(m.processes) == len(m.pending) {
+			change = "yes but only 30 seconds"
+		}
+		fmt.Fprintf(&b, "Proceed with %s? y / n / or type a change (%q)\n", strings.Join(m.pending, ", "), change)
 	}
 	b.WriteString(m.input.View())
 	return b.String()
