@@ -5,7 +5,9 @@
 //
 // For a main session key (anything without ":subagent:") the Service runs
 // orchestrator turns one at a time. A message that arrives while a turn
-// runs is refused with ErrBusy, queued (SendOptions.Queue, run in order
+// runs is the person's answer when the turn waits for it (a process
+// proposal, answer.go); otherwise it is refused with ErrBusy, queued
+// (SendOptions.Queue, run in order
 // when the turn ends), or supersedes it (SendOptions.Supersede: the
 // running turn is cancelled and, if Config.CancelSubagentsOnStop, so are
 // the subagents it started; then the new message runs). Stop cancels the
