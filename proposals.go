@@ -12,6 +12,14 @@ import (
 // run, the estimate, the rationale, and the text shown to the person.
 type Proposal = subagent.Proposal
 
+// Proposal kinds: a spawn of subagents, or a long run_bash or
+// python_exec call of the orchestrator's that waits in its turn for the
+// person (Proposal.Kind, event.SpawnProposedContent.Kind).
+const (
+	KindSpawn   = subagent.KindSpawn
+	KindProcess = subagent.KindProcess
+)
+
 // Decided is a decided proposal and what it started.
 type Decided = subagent.Decided
 

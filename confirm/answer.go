@@ -79,6 +79,10 @@ type Answer struct {
 // AskAgain is what the person is told when an answer is Unclear.
 const AskAgain = `I could not tell whether that is a yes. Answer yes, no, or yes with a change such as "use haiku", "max $1" or "only 2 minutes".`
 
+// AskAgainProcess is AskAgain for a proposal to run a long process,
+// whose only change is its timeout.
+const AskAgainProcess = `I could not tell whether that is a yes. Answer yes, no, or yes with a shorter timeout such as "only 30 seconds".`
+
 // changeRule extracts one kind of change from an answer.
 type changeRule struct {
 	re    func() *regexp.Regexp

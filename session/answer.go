@@ -3,8 +3,11 @@ package session
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/event"
@@ -31,24 +34,74 @@ import (
 
 var pendingIDPattern = lazyre.New(`(?i)\bP-[0-9a-f]{6}\b`)
 
+// The same holds while a turn runs and waits for the person's answer
+// to a process proposal (a long run_bash or python_exec call of its own,
+// subagent.KindProcess): a message to the session then is that answer
+// (answerWaiting), decided at once beside the waiting turn, not merged
+// into it, queued behind it or refused as busy; the turn's tool call
+// runs (or not) and the turn answers with its result. Only an explicit
+// SendOptions.Supersede passes by: it cancels the turn, which withdraws
+// the proposal.
+
 // answerProposal answers t from the session's pending proposals; false
 // when there are none and t is an ordinary turn.
 func (s *Service) answerProposal(ctx context.Context, t *Turn) bool {
+	pending := s.pending(ctx, t.Session)
+	if len(pending) == 0 {
+		return false
+	}
+	s.answerWith(ctx, t, pending)
+	return true
+}
+
+// pending lists the session's pending proposals (none without a
+// subagent manager; an error is logged and lists none).
+func (s *Service) pending(ctx context.Context, key string) []subagent.Proposal {
 	if s.cfg.Subagents == nil {
-		return false
+		return nil
 	}
-	pending, err := s.cfg.Subagents.Proposals(ctx, t.Session)
-	if err != nil || len(pending) == 0 {
-		if err != nil {
-			s.log.Error("list pending proposals", "session", t.Session, "err", err)
-		}
-		return false
+	pending, err := s.cfg.Subagents.Proposals(ctx, key)
+	if err != nil {
+		s.log.Error("list pending proposals", "session", key, "err", err)
+		return nil
 	}
+	return pending
+}
+
+// answerWaiting returns the turn that answers the session's pending
+// proposals with message when a turn of the session runs here and one
+// of them is a process proposal (its turn waits for it); nil otherwise,
+// and the message goes the way of any message to a busy session.
+func (s *Service) answerWaiting(ctx context.Context, key, message string, opt SendOptions) *Turn {
+	if opt.Supersede || !s.turnBusy(key) {
+		return nil
+	}
+	pending := s.pending(ctx, key)
+	if !slices.ContainsFunc(pending, func(p subagent.Proposal) bool { return p.Kind == subagent.KindProcess }) {
+		return nil
+	}
+	t := &Turn{Session: key, message: message, opt: opt, done: make(chan struct{}), span: trace.SpanContextFromContext(ctx),
+		redactor: s.cfg.Redactor, started: time.Now()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil // Send refuses it with ErrClosed
+	}
+	s.wg.Go(func() {
+		defer close(t.done)
+		s.answerWith(s.ctx, t, pending)
+	})
+	return t
+}
+
+// answerWith answers t's message from the pending proposals: the
+// person's words and the reply go to the session's stream, the reply is
+// the turn's result.
+func (s *Service) answerWith(ctx context.Context, t *Turn, pending []subagent.Proposal) {
 	s.publishText(t, event.UserMessage, t.message)
 	reply := s.decideFromText(ctx, pending, t.message)
 	s.publishText(t, event.AssistantMessage, reply)
 	t.res = Result{Status: lifecycle.Success, Text: reply, Session: t.Session}
-	return true
 }
 
 // decideFromText applies the message to the proposals it answers and
@@ -57,14 +110,21 @@ func (s *Service) decideFromText(ctx context.Context, pending []subagent.Proposa
 	targets, text := pickProposal(pending, message)
 	if len(targets) == 0 {
 		var ids []string
+		noun := "spawns"
 		for _, p := range pending {
 			ids = append(ids, fmt.Sprintf("%s (%s: %s)", p.ID, p.Role, firstWords(p.Task)))
+			if p.Kind == subagent.KindProcess {
+				noun = "proposals"
+			}
 		}
-		return fmt.Sprintf("%d spawns await your answer: %s. Answer \"yes\" or \"no\" for all, or name one, e.g. \"yes to %s\".",
-			len(pending), strings.Join(ids, ", "), pending[0].ID)
+		return fmt.Sprintf("%d %s await your answer: %s. Answer \"yes\" or \"no\" for all, or name one, e.g. \"yes to %s\".",
+			len(pending), noun, strings.Join(ids, ", "), pending[0].ID)
 	}
 	a := confirm.Parse(text)
 	if a.Decision == confirm.Unclear {
+		if targets[0].Kind == subagent.KindProcess {
+			return confirm.AskAgainProcess + "\n\n" + targets[0].Text
+		}
 		return confirm.AskAgain + "\n\n" + targets[0].Text
 	}
 	replies := make([]string, 0, len(targets))
@@ -81,12 +141,18 @@ func (s *Service) decideOne(ctx context.Context, target *subagent.Proposal, a co
 	if err != nil {
 		return fmt.Sprintf("Could not apply your answer to %s: %v", target.ID, err)
 	}
-	if d.Decision == store.SpawnRejected {
-		return fmt.Sprintf("OK, not spawning %s (%s).", target.Role, target.ID)
-	}
 	with := ""
 	if d.Change != "" {
 		with = " with " + d.Change
+	}
+	if target.Kind == subagent.KindProcess {
+		if d.Decision == store.SpawnRejected {
+			return fmt.Sprintf("OK, not running the %s call (%s).", target.Role, target.ID)
+		}
+		return fmt.Sprintf("▶ Running the %s call (%s)%s.", target.Role, target.ID, with)
+	}
+	if d.Decision == store.SpawnRejected {
+		return fmt.Sprintf("OK, not spawning %s (%s).", target.Role, target.ID)
 	}
 	return fmt.Sprintf("🚀 Spawning %s subagent%s (%s)%s...", target.Role, plural(len(d.SubagentIDs)), strings.Join(d.SubagentIDs, ", "), with)
 }

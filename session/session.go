@@ -5,7 +5,9 @@
 //
 // For a main session key (anything without ":subagent:") the Service runs
 // orchestrator turns one at a time. A message that arrives while a turn
-// runs is refused with ErrBusy, queued (SendOptions.Queue, run in order
+// runs is the person's answer when the turn waits for it (a process
+// proposal, answer.go); otherwise it is refused with ErrBusy, queued
+// (SendOptions.Queue, run in order
 // when the turn ends), or supersedes it (SendOptions.Supersede: the
 // running turn is cancelled and, if Config.CancelSubagentsOnStop, so are
 // the subagents it started; then the new message runs). Stop cancels the
@@ -309,6 +311,9 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 	created, err := s.open(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("send to %s: %w", key, err)
+	}
+	if t := s.answerWaiting(ctx, key, message, opt); t != nil {
+		return t, nil // the answer to the proposal its turn waits for (answer.go)
 	}
 	if opt.Budget > 0 && s.cfg.Budgets != nil {
 		if err := s.cfg.Budgets.SetSessionBudget(ctx, key, opt.Budget); err != nil {

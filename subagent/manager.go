@@ -192,7 +192,7 @@ type Manager struct {
 	// give up then, so a shutdown during an outage still ends.
 	grace    context.Context
 	endGrace context.CancelFunc
-	wg     sync.WaitGroup
+	wg       sync.WaitGroup
 
 	// roles are the roles in force and their tools (SetRoles swaps
 	// them); lims the limits on slots and the queue (SetLimits).

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/avaagent/ava/agent"
 	"github.com/avaagent/ava/confirm"
 	"github.com/avaagent/ava/estimate"
 	"github.com/avaagent/ava/event"
@@ -30,7 +31,8 @@ import (
 // call waits in the turn for the answer: on yes it runs (with the
 // changed timeout, for a change) and its result goes back to the turn;
 // on no, or when the proposal expires or the turn ends, the tool result
-// says so and nothing runs.
+// says so and nothing runs. The turn's wall-clock timeout is paused
+// while it waits (agent.PauseTimeout), as for ask_user.
 //
 // How long a call will likely run (processEstimate): its declared
 // timeout_seconds; else a `sleep N` (or Python's `time.sleep(N)`) in the
@@ -150,7 +152,11 @@ func (g *processGate) Run(ctx context.Context, args json.RawMessage) (tool.Resul
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("propose %s: %w", g.Name(), err)
 	}
+	// The turn's wall-clock limit stops while it waits for the person,
+	// as it does for ask_user: the answer's time is theirs.
+	resume := agent.PauseTimeout(ctx)
 	d, err := g.m.props.waitProcess(ctx, p.ID)
+	resume()
 	if err != nil {
 		return tool.Errorf("[%s %s: no answer came (%v); nothing was run]", p.ID, g.Name(), err), nil
 	}
@@ -281,9 +287,26 @@ func withTimeout(args json.RawMessage, secs float64) (json.RawMessage, error) {
 	return json.Marshal(m)
 }
 
-// FormatProcessProposal is a process proposal as shown to the person.
+// FormatProcessProposal is a process proposal as shown to the person:
+// what it is first ("run_bash: `sleep 120` — estimated 120 s"), the
+// whole command below when it has more than one line, why Ava asks and
+// the question.
 func FormatProcessProposal(p Proposal) string {
 	pr := p.Spawn.Process
-	return fmt.Sprintf("I'll run a long %s call:\n%s\nWhy I ask: %s.\nEstimated: • Time: up to %s\nProceed? [Yes/No] (%s; or a change: \"only 30 seconds\"; expires in %s)",
-		pr.Tool, firstLine(pr.Command, 300), pr.Why, confirm.FormatSeconds(pr.Seconds), p.ID, formatDuration(p.ExpiresAt.Sub(p.CreatedAt)))
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: `%s` — estimated %s\n", pr.Tool, firstLine(pr.Command, 200), confirm.FormatSeconds(pr.Seconds))
+	if cmd := strings.TrimSpace(pr.Command); strings.Contains(cmd, "\n") || len(cmd) > 200 {
+		b.WriteString(clip(cmd, 2000) + "\n")
+	}
+	fmt.Fprintf(&b, "Why I ask: %s.\nProceed? [Yes/No] (%s; or a shorter timeout: \"yes but only 30 seconds\"; expires in %s)",
+		pr.Why, p.ID, formatDuration(p.ExpiresAt.Sub(p.CreatedAt)))
+	return b.String()
+}
+
+// clip is s cut to n bytes, with an ellipsis when cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }

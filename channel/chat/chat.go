@@ -126,6 +126,7 @@ type model struct {
 	outbox    []string // lines to print above the footer, in order
 	printing  bool     // a print is on its way (see flush)
 	pending   []string // proposal IDs awaiting the person
+	processes []string // those of them that are long commands (ava.KindProcess)
 	questions []string // subagents' questions awaiting the person
 	lastCtrlC time.Time
 }
@@ -325,7 +326,11 @@ func (m *model) View() string {
 		b.WriteString(wrapText(fmt.Sprintf("❓ %s: a subagent asks you — /answer your answer", strings.Join(m.questions, ", ")), m.width) + "\n")
 	}
 	if len(m.pending) > 0 {
-		b.WriteString(wrapText(fmt.Sprintf("Proceed with %s? y / n / or type a change (\"yes but use haiku\")", strings.Join(m.pending, ", ")), m.width) + "\n")
+		change := "yes but use haiku"
+		if len(m.processes) == len(m.pending) {
+			change = "yes but only 30 seconds"
+		}
+		b.WriteString(wrapText(fmt.Sprintf("Proceed with %s? y / n / or type a change (%q)", strings.Join(m.pending, ", "), change), m.width) + "\n")
 	}
 	b.WriteString(fit(m.input.View(), m.width))
 	return b.String()

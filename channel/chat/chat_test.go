@@ -124,6 +124,21 @@ func TestScreenProposals(t *testing.T) {
 		t.Fatalf("still asks: %q", m.View())
 	}
 
+	// A long command's proposal says what it is, and its change is a
+	// timeout; "yes" typed goes to the session, which answers it.
+	lines, _ := m.apply(ev(event.SpawnProposed, event.SpawnProposedContent{PendingID: "P-b0b0b0", Kind: ava.KindProcess, Role: "run_bash",
+		Task: "sleep 120", Text: "run_bash: `sleep 120` — estimated 2 min\nProceed? [Yes/No]"}))
+	if len(lines) != 2 || lines[0] != "📝 proposal P-b0b0b0 to run a long run_bash call awaits your answer" || !strings.HasPrefix(lines[1], "run_bash: `sleep 120` — estimated 2 min") {
+		t.Fatalf("process proposal lines %q", lines)
+	}
+	if !strings.Contains(m.View(), `Proceed with P-b0b0b0? y / n / or type a change ("yes but only 30 seconds")`) {
+		t.Fatalf("footer: %q", m.View())
+	}
+	m.apply(ev(event.SpawnDecided, event.SpawnDecidedContent{PendingID: "P-b0b0b0", Decision: "confirmed"}))
+	if strings.Contains(m.View(), "Proceed with") || len(m.processes) != 0 {
+		t.Fatalf("still asks: %q", m.View())
+	}
+
 	yes := newModel(context.Background(), Options{Backend: b, Yes: true})
 	_, cmd := yes.apply(ev(event.SpawnProposed, event.SpawnProposedContent{PendingID: "P-123456"}))
 	if cmd == nil {

@@ -69,6 +69,7 @@ func (m *model) apply(ev event.Event) ([]string, tea.Cmd) {
 		var c event.SpawnDecidedContent
 		_ = ev.Decode(&c)
 		m.pending = slices.DeleteFunc(m.pending, func(id string) bool { return id == c.PendingID })
+		m.processes = slices.DeleteFunc(m.processes, func(id string) bool { return id == c.PendingID })
 	case event.UserQuestion:
 		var c event.QuestionContent
 		_ = ev.Decode(&c)
@@ -140,7 +141,11 @@ func (m *model) proposed(ev event.Event) ([]string, tea.Cmd) {
 	if ev.Decode(&c) != nil {
 		return nil, nil
 	}
-	lines := []string{fmt.Sprintf("📝 proposal %s awaits your answer", c.PendingID), terminal.Printable(c.Text)}
+	head := fmt.Sprintf("📝 proposal %s awaits your answer", c.PendingID)
+	if c.Kind == ava.KindProcess {
+		head = fmt.Sprintf("📝 proposal %s to run a long %s call awaits your answer", c.PendingID, terminal.Printable(c.Role))
+	}
+	lines := []string{head, terminal.Printable(c.Text)}
 	if m.opt.Yes {
 		id := c.PendingID
 		return append(lines, "(--yes: confirming it)"), func() tea.Msg {
@@ -152,6 +157,9 @@ func (m *model) proposed(ev event.Event) ([]string, tea.Cmd) {
 	}
 	if !slices.Contains(m.pending, c.PendingID) {
 		m.pending = append(m.pending, c.PendingID)
+		if c.Kind == ava.KindProcess {
+			m.processes = append(m.processes, c.PendingID)
+		}
 	}
 	return lines, nil
 }

@@ -188,7 +188,11 @@ func (c *Channel) propose(ctx context.Context, ch *chat, ev event.Event) {
 		{Text: "Yes", CallbackData: "spawn:" + p.PendingID + ":yes"},
 		{Text: "No", CallbackData: "spawn:" + p.PendingID + ":no"},
 	}}}
-	text := p.Text + "\n\n(Press a button, or answer in words: \"yes\", \"no\", \"yes but use haiku\", \"ok, max $1\".)"
+	words := `"yes", "no", "yes but use haiku", "ok, max $1"`
+	if p.Kind == ava.KindProcess {
+		words = `"yes", "no", "yes but only 30 seconds"`
+	}
+	text := p.Text + "\n\n(Press a button, or answer in words: " + words + ".)"
 	if _, err := c.sendParts(ctx, ch, plainParts(text), keyboard); err != nil {
 		c.log.Error("telegram: could not show a proposal", "chat", ch.id, "pending", p.PendingID, "err", err)
 	}
@@ -236,8 +240,12 @@ func (c *Channel) decide(ctx context.Context, key, id string, yes bool) string {
 		return "This proposal is not one of this chat's."
 	case err != nil:
 		return "Could not apply that: " + err.Error()
+	case res.Decision == string(ava.Rejected) && res.Proposal.Kind == ava.KindProcess:
+		return "Not run."
 	case res.Decision == string(ava.Rejected):
 		return "Not started."
+	case res.Proposal.Kind == ava.KindProcess:
+		return "Running it; its output comes in the answer."
 	}
 	return "Started " + strings.Join(res.SubagentIDs, ", ") + "."
 }

@@ -70,6 +70,11 @@ const script = `conversations:
   - match: "specialized .* subagent"
     turns:
       - text: "subagent answer"
+  - match: "PROCESS"
+    replies:
+      - when: {result: {}}
+        text: "The command said: {{last_result}}"
+      - tool_calls: [{name: run_bash, args: {command: "echo RAN_IN_TELEGRAM", timeout_seconds: 90}}]
   - match: "SPAWN"
     turns:
       - text: "proposing a subagent"
@@ -462,6 +467,96 @@ func TestProposalButtons(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestProcessProposalInTheChat: under an asking policy, a long run_bash
+// of the orchestrator's is shown as what it is (the tool, the command,
+// its estimate; a timeout as its change) with Yes and No; a typed "yes"
+// while the turn waits is the answer (not a message queued behind the
+// turn), and the turn's answer carries the command's output. Then the
+// Yes button does the same, and No runs nothing.
+func TestProcessProposalInTheChat(t *testing.T) {
+	e := newEnv(t, "AVA_CONFIRM", "always", "AVA_MERGE_WINDOW", "5s")
+	_, stop := e.run(e.cfg)
+	defer stop()
+	id := int64(0)
+	next := func() int64 { id++; return id }
+	propose := func() (string, string) {
+		t.Helper()
+		e.api.push(message(next(), chatID, userID, "/new"))
+		e.api.push(message(next(), chatID, userID, "PROCESS build"))
+		calls := e.api.waitFor("a process proposal with buttons", func(cs []call) bool { return pendingButton(cs) != "" })
+		pending := pendingButton(calls)
+		var shown string
+		for _, s := range texts(calls, "sendMessage", chatID) {
+			if strings.Contains(s, pending) {
+				shown = s
+			}
+		}
+		e.api.resetCalls()
+		return pending, shown
+	}
+	press := func(pending, yesNo string) {
+		e.api.push(map[string]any{"update_id": next(), "callback_query": map[string]any{"id": "cb" + pending + yesNo,
+			"from": map[string]any{"id": userID, "is_bot": false, "first_name": "P"}, "chat_instance": "x",
+			"data":    "spawn:" + pending + ":" + yesNo,
+			"message": map[string]any{"message_id": 1, "date": 1, "chat": map[string]any{"id": chatID, "type": "private"}}}})
+	}
+	answered := func(what string, want ...string) []string {
+		t.Helper()
+		calls := e.api.waitFor(what, func(cs []call) bool {
+			got := strings.Join(sent(cs), "\n---\n")
+			for _, w := range want {
+				if !strings.Contains(got, w) {
+					return false
+				}
+			}
+			return true
+		})
+		e.api.resetCalls()
+		return sent(calls)
+	}
+
+	pending, shown := propose()
+	for _, want := range []string{"run_bash: `echo RAN_IN_TELEGRAM` — estimated 90 s", "it declares a 90 s timeout", `"yes but only 30 seconds"`} {
+		if !strings.Contains(shown, want) {
+			t.Fatalf("the proposal as shown lacks %q:\n%s", want, shown)
+		}
+	}
+	if strings.Contains(shown, "haiku") || strings.Contains(shown, "subagent") {
+		t.Fatalf("a process proposal shown as a spawn:\n%s", shown)
+	}
+	e.api.push(message(next(), chatID, userID, "yes"))
+	got := answered("the typed yes and the turn's answer", "▶ Running the run_bash call ("+pending+")", "The command said: RAN_IN_TELEGRAM")
+	if slices.ContainsFunc(got, func(s string) bool {
+		return strings.Contains(s, "couldn't take") || strings.Contains(s, "answered together")
+	}) {
+		t.Fatalf("the typed yes was not taken as the answer: %q", got)
+	}
+
+	pending, _ = propose()
+	press(pending, "yes")
+	answered("the Yes button and the turn's answer", "Running it; its output comes in the answer.", "The command said: RAN_IN_TELEGRAM")
+
+	pending, _ = propose()
+	press(pending, "no")
+	got = answered("the No button and the turn's answer", "Not run.", "declined")
+	if slices.ContainsFunc(got, func(s string) bool {
+		return strings.Contains(s, "RAN_IN_TELEGRAM\n") || strings.Contains(s, "said: RAN")
+	}) {
+		t.Fatalf("the command ran after No: %q", got)
+	}
+}
+
+// sent are the texts of the chat's messages and edits, in order.
+func sent(calls []call) []string {
+	var out []string
+	for _, c := range calls {
+		if int64(num(c.Params["chat_id"])) == chatID && (c.Method == "sendMessage" || c.Method == "editMessageText") {
+			out = append(out, fmt.Sprint(c.Params["text"]))
+		}
+	}
+	return out
 }
 
 // pendingButton is the pending ID of the last Yes button sent, "" if none.

@@ -5,7 +5,7 @@ import { h } from 'preact';
 import { useEffect, useMemo, useReducer, useRef, useState } from 'preact/hooks';
 import htm from 'htm';
 import { answerQuestion, confirmSpawn, follow, getJSON, sendMessage, stopSession, HTTPError } from './api.js';
-import { cents, cost, duration, shortJSON, statusLabel, totalCost } from './format.js';
+import { cents, cost, duration, seconds, shortJSON, statusLabel, totalCost } from './format.js';
 import { markdown } from './markdown.js';
 import { AttachmentStrip, MessageAttachments, dropTarget, pasteFiles, splitAttachments, useAttachments } from './attachments.js';
 
@@ -79,10 +79,10 @@ export function reduce(s, ev) {
       return add({ ...s, spent: s.spent + 1, items: s.items.filter((it) => !(it.kind === 'progress' && it.id === c.subagentId)) },
         { kind: 'complete', seq, ...c, id: c.subagentId });
     case 'SpawnProposed':
-      return add(await_(s, [{ id: c.pendingId, role: c.role, task: c.task, estimate: c.estimate, expiresAt: c.expiresAt }]),
-        { kind: 'proposal', seq, id: c.pendingId, text: c.text, decision: '' });
+      return add(await_(s, [{ id: c.pendingId, kind: c.kind || 'spawn', role: c.role, task: c.task, estimate: c.estimate, expiresAt: c.expiresAt }]),
+        { kind: 'proposal', seq, id: c.pendingId, what: c.kind || 'spawn', role: c.role, task: c.task, estimate: c.estimate, text: c.text, decision: '' });
     case 'pendingList': // GET /api/spawns?status=pending: the daemon's list
-      return await_(s, ev.proposals.map((p) => ({ id: p.id, role: p.role, task: p.task, estimate: p.estimate, expiresAt: p.expiresAt })));
+      return await_(s, ev.proposals.map((p) => ({ id: p.id, kind: p.kind || 'spawn', role: p.role, task: p.task, estimate: p.estimate, expiresAt: p.expiresAt })));
     case 'SpawnDecided':
       return {
         ...s,
@@ -199,16 +199,18 @@ function usePendingList(sessionKey, dispatch) {
 /**
  * The session's proposals awaiting the person, kept above the input so
  * they stay in sight when their cards scroll off: role, task, estimate
- * and Yes / No each. Typing "yes" or "no" answers them all, "yes to P-…"
- * one.
+ * and Yes / No each (a long command: the tool, the command and how long
+ * it will likely run). Typing "yes" or "no" answers them all, "yes to
+ * P-…" one.
  */
 function PendingBar({ awaiting }) {
   const now = Date.now();
   const live = awaiting.filter((p) => !p.expiresAt || Date.parse(p.expiresAt) > now);
   if (live.length === 0) return null;
+  const what = live.every((p) => p.kind === 'process') ? ['A command', 'commands'] : live.every((p) => p.kind !== 'process') ? ['A spawn', 'spawns'] : ['A proposal', 'proposals'];
   return html`
-    <div class="pending-bar" role="region" aria-label="Spawns awaiting your answer">
-      <small class="muted">${live.length === 1 ? 'A spawn awaits your answer' : `${live.length} spawns await your answer — "yes" answers all`}</small>
+    <div class="pending-bar" role="region" aria-label="Proposals awaiting your answer">
+      <small class="muted">${live.length === 1 ? `${what[0]} awaits your answer` : `${live.length} ${what[1]} await your answer — "yes" answers all`}</small>
       ${live.map((p) => html`<${PendingSpawn} key=${p.id} p=${p} />`)}
     </div>`;
 }
@@ -230,9 +232,12 @@ function PendingSpawn({ p }) {
   };
   const est = p.estimate || {};
   const bound = [est.maxCostCents > 0 && `≤ ${cents(est.maxCostCents)}`, est.maxSeconds > 0 && `≤ ${duration(est.maxSeconds * 1000)}`].filter(Boolean).join(' · ');
+  const what = p.kind === 'process'
+    ? html`<${ProcessLine} p=${p} /> <span class="muted">${p.id}</span>`
+    : html`<b>${p.role}</b> <span class="muted">${p.id}</span> — ${p.task}${bound && html`<small class="muted"> (${bound})</small>`}`;
   return html`
-    <div class="pending-spawn" data-id=${p.id}>
-      <span class="what"><b>${p.role}</b> <span class="muted">${p.id}</span> — ${p.task}${bound && html`<small class="muted"> (${bound})</small>`}</span>
+    <div class="pending-spawn" data-id=${p.id} data-proposal-kind=${p.kind}>
+      <span class="what">${what}</span>
       <button type="button" class="yes" disabled=${busy} onClick=${() => decide('yes')}>Yes</button>
       <button type="button" class="ghost no" disabled=${busy} onClick=${() => decide('no')}>No</button>
       ${error && html`<span class="error" role="alert">${error}</span>`}
@@ -395,9 +400,22 @@ function Sources({ citations, seq }) {
 }
 
 /**
- * A spawn awaiting the person: its text and Yes / No (typing an answer,
- * e.g. "yes but use haiku", in the composer works too). Once decided it
- * shows how, from the SpawnDecided event.
+ * A long command awaiting the person, as what it is: "run_bash: `sleep
+ * 120` — estimated 2 min" (the tool, the command's first line, how long
+ * it will likely run).
+ */
+function ProcessLine({ p }) {
+  const first = (p.task || '').split('\n')[0];
+  const secs = (p.estimate || {}).maxSeconds;
+  return html`<span class="process-line"><b>${p.role}</b>: <code>${first}${first !== p.task ? ' …' : ''}</code>${secs > 0 ? ` — estimated ${seconds(secs)}` : ''}</span>`;
+}
+
+/**
+ * A proposal awaiting the person — a spawn, or a long command of the
+ * turn's that waits for the answer — : its text and Yes / No (typing an
+ * answer, e.g. "yes but use haiku" or "yes but only 30 seconds", in the
+ * composer works too). Once decided it shows how, from the SpawnDecided
+ * event.
  */
 function Proposal({ it, onOpen }) {
   const [error, setError] = useState('');
@@ -410,14 +428,20 @@ function Proposal({ it, onOpen }) {
     }
   };
   // Each subagent a confirmation started opens with a click, as its
-  // "started" line does.
-  const outcome = it.decision === 'confirmed'
-    ? html`confirmed${it.change ? ` (${it.change})` : ''}: started ${(it.ids || []).map((id, i) => html`${i > 0 && ', '}<a class="open-sub" href=${`#a=${id}`}
-        onClick=${(e) => { e.preventDefault(); onOpen(id); }}>${id}</a>`)}`
-    : it.decision;
+  // "started" line does; a process proposal runs a command instead.
+  const process = it.what === 'process';
+  const change = it.change ? ` (${it.change})` : '';
+  let outcome = it.decision;
+  if (it.decision === 'confirmed') {
+    outcome = process
+      ? `confirmed${change}: running it`
+      : html`confirmed${change}: started ${(it.ids || []).map((id, i) => html`${i > 0 && ', '}<a class="open-sub" href=${`#a=${id}`}
+        onClick=${(e) => { e.preventDefault(); onOpen(id); }}>${id}</a>`)}`;
+  } else if (it.decision && process) outcome = `${it.decision}: nothing was run`;
   return html`
-    <div class="proposal" data-seq=${it.seq} data-kind="proposal" data-id=${it.id} data-decision=${it.decision}>
-      <pre>${it.text}</pre>
+    <div class="proposal" data-seq=${it.seq} data-kind="proposal" data-id=${it.id} data-decision=${it.decision} data-proposal-kind=${it.what}>
+      ${process && html`<p class="what"><${ProcessLine} p=${it} /></p>`}
+      <pre>${process ? it.text.split('\n').slice(1).join('\n') : it.text}</pre>
       ${it.decision
         ? html`<p class="muted">${outcome}</p>`
         : html`<p><button type="button" class="yes" onClick=${() => decide('yes')}>Yes</button>

@@ -61,6 +61,17 @@ export function duration(ms) {
   return `${Math.floor(s / 3600)} h ${String(Math.floor(s / 60) % 60).padStart(2, '0')} m`;
 }
 
+/**
+ * A duration in seconds the way a person says it, as the daemon's
+ * proposals do (confirm.FormatSeconds): "45 s", "2 min", "1.5 h".
+ */
+export function seconds(v) {
+  const s = Math.max(0, v || 0);
+  if (s < 120) return `${s} s`;
+  if (s < 7200) return `${Math.round(s / 6) / 10} min`;
+  return `${Math.round(s / 360) / 10} h`;
+}
+
 /** A token count: "950", "12.4k", "1.2M". */
 export function tokens(n) {
   const v = n || 0;
