@@ -117,20 +117,22 @@ func Open(ctx context.Context, opt Options) (*Runtime, error) {
 	if len(opt.Roles) > 0 {
 		opts = append(opts, app.WithRoles(opt.Roles...))
 	}
+	var attachments *attach.Store
+	if !opt.ReadOnly {
+		def := config.Default()
+		var err error
+		attachments, err = attach.New(filepath.Join(opt.Config.DataRoot, "attachments"),
+			int64(cmp.Or(opt.Config.AttachMaxBytes, def.AttachMaxBytes)), cmp.Or(opt.Config.AttachMaxFiles, def.AttachMaxFiles))
+		if err != nil {
+			return nil, fmt.Errorf("open: %w", err)
+		}
+		opts = append(opts, app.WithImages(attachments))
+	}
 	in, err := app.Open(ctx, opt.Config, opt.Logger, opts...)
 	if err != nil {
 		return nil, err
 	}
-	r := &Runtime{in: in, load: opt.Load}
-	if !opt.ReadOnly {
-		def := config.Default()
-		r.attachments, err = attach.New(filepath.Join(opt.Config.DataRoot, "attachments"),
-			int64(cmp.Or(opt.Config.AttachMaxBytes, def.AttachMaxBytes)), cmp.Or(opt.Config.AttachMaxFiles, def.AttachMaxFiles))
-		if err != nil {
-			in.Close()
-			return nil, fmt.Errorf("open: %w", err)
-		}
-	}
+	r := &Runtime{in: in, load: opt.Load, attachments: attachments}
 	return r, nil
 }
 

@@ -114,6 +114,15 @@ type openOptions struct {
 	observers []observe.Observer
 	// version is Ava's version, for the traces (WithVersion).
 	version string
+	// images are the attached images orchestrators read (WithImages).
+	images orchestrator.ImageSource
+}
+
+// WithImages gives the orchestrators the images people attach (the
+// attachment store), which a model that takes images gets as image
+// blocks.
+func WithImages(src orchestrator.ImageSource) Option {
+	return func(o *openOptions) { o.images = src }
 }
 
 // WithTools adds an embedding program's tools to the built-in ones: a
@@ -330,7 +339,7 @@ func (in *Instance) open(ctx context.Context, o openOptions) error {
 	if o.readOnly {
 		return nil
 	}
-	return in.openSessions(ctx)
+	return in.openSessions(ctx, o.images)
 }
 
 // openSinks opens the audit log and the session files and the hub that
@@ -370,7 +379,7 @@ func lifecycleFiles(f *audit.SessionLogs) subagent.LifecycleFiles {
 }
 
 // openSessions starts the session service over the opened parts.
-func (in *Instance) openSessions(ctx context.Context) error {
+func (in *Instance) openSessions(ctx context.Context, images orchestrator.ImageSource) error {
 	cfg, log := in.Config, in.Log
 	orchTools, err := in.OrchestratorTools(ctx)
 	if err != nil {
@@ -385,7 +394,7 @@ func (in *Instance) openSessions(ctx context.Context) error {
 			}
 			return orchestrator.New(orchestrator.Config{Model: m, Tools: orchTools, Hub: in.Hub, Sessions: in.Store, Ledger: in.Ledger,
 				History: in.History(), Workspace: cfg.Workspace, Offline: IsOffline(m), Logger: log, Limits: limits,
-				Tracer: in.Tracing.Tracer(), Events: in.Store, Owner: in.turnOwner()}), m, nil
+				Tracer: in.Tracing.Tracer(), Events: in.Store, Owner: in.turnOwner(), Images: images}), m, nil
 		}})
 	in.closers = append(in.closers, in.Sessions.Close)
 	return nil
