@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/avaagent/ava/llm"
