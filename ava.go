@@ -31,11 +31,9 @@
 package ava
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/attach"
@@ -117,22 +115,11 @@ func Open(ctx context.Context, opt Options) (*Runtime, error) {
 	if len(opt.Roles) > 0 {
 		opts = append(opts, app.WithRoles(opt.Roles...))
 	}
-	var attachments *attach.Store
-	if !opt.ReadOnly {
-		def := config.Default()
-		var err error
-		attachments, err = attach.New(filepath.Join(opt.Config.DataRoot, "attachments"),
-			int64(cmp.Or(opt.Config.AttachMaxBytes, def.AttachMaxBytes)), cmp.Or(opt.Config.AttachMaxFiles, def.AttachMaxFiles))
-		if err != nil {
-			return nil, fmt.Errorf("open: %w", err)
-		}
-		opts = append(opts, app.WithImages(attachments))
-	}
 	in, err := app.Open(ctx, opt.Config, opt.Logger, opts...)
 	if err != nil {
 		return nil, err
 	}
-	r := &Runtime{in: in, load: opt.Load, attachments: attachments}
+	r := &Runtime{in: in, load: opt.Load, attachments: in.Attachments}
 	return r, nil
 }
 
