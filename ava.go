@@ -31,11 +31,9 @@
 package ava
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 
 	"github.com/avaagent/ava/app"
 	"github.com/avaagent/ava/attach"
@@ -121,16 +119,7 @@ func Open(ctx context.Context, opt Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runtime{in: in, load: opt.Load}
-	if !opt.ReadOnly {
-		def := config.Default()
-		r.attachments, err = attach.New(filepath.Join(opt.Config.DataRoot, "attachments"),
-			int64(cmp.Or(opt.Config.AttachMaxBytes, def.AttachMaxBytes)), cmp.Or(opt.Config.AttachMaxFiles, def.AttachMaxFiles))
-		if err != nil {
-			in.Close()
-			return nil, fmt.Errorf("open: %w", err)
-		}
-	}
+	r := &Runtime{in: in, load: opt.Load, attachments: in.Attachments}
 	return r, nil
 }
 

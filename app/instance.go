@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/avaagent/ava/agent"
+	"github.com/avaagent/ava/attach"
 	"github.com/avaagent/ava/audit"
 	"github.com/avaagent/ava/budget"
 	"github.com/avaagent/ava/config"
@@ -44,6 +46,10 @@ const RoleSkippedMessage = "role file skipped"
 // the subagents and flush everything.
 type Instance struct {
 	Config  config.Config
+	// Attachments are the files people attach to messages (nil when
+	// read-only): the core stores and reads them, the orchestrators
+	// give a model that takes images the attached images.
+	Attachments *attach.Store
 	Catalog *llm.Catalog
 	// Store is the durable record: the SQLite file in the data root, or
 	// the PostgreSQL database of AVA_DATABASE_URL (see openStore).
@@ -372,6 +378,13 @@ func lifecycleFiles(f *audit.SessionLogs) subagent.LifecycleFiles {
 // openSessions starts the session service over the opened parts.
 func (in *Instance) openSessions(ctx context.Context) error {
 	cfg, log := in.Config, in.Log
+	def := config.Default()
+	attachments, err := attach.New(filepath.Join(cfg.DataRoot, "attachments"),
+		int64(cmp.Or(cfg.AttachMaxBytes, def.AttachMaxBytes)), cmp.Or(cfg.AttachMaxFiles, def.AttachMaxFiles))
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	in.Attachments = attachments
 	orchTools, err := in.OrchestratorTools(ctx)
 	if err != nil {
 		return fmt.Errorf("orchestrator tools: %w", err)
@@ -385,7 +398,7 @@ func (in *Instance) openSessions(ctx context.Context) error {
 			}
 			return orchestrator.New(orchestrator.Config{Model: m, Tools: orchTools, Hub: in.Hub, Sessions: in.Store, Ledger: in.Ledger,
 				History: in.History(), Workspace: cfg.Workspace, Offline: IsOffline(m), Logger: log, Limits: limits,
-				Tracer: in.Tracing.Tracer(), Events: in.Store, Owner: in.turnOwner()}), m, nil
+				Tracer: in.Tracing.Tracer(), Events: in.Store, Owner: in.turnOwner(), Images: attachments}), m, nil
 		}})
 	in.closers = append(in.closers, in.Sessions.Close)
 	return nil

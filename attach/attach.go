@@ -13,6 +13,7 @@ package attach
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -266,4 +267,47 @@ func detect(name string, body []byte) (typ, kind string) {
 func isText(t string) bool {
 	return strings.HasPrefix(t, "text/") || t == "application/json" || t == "application/xml" ||
 		t == "application/yaml" || t == "application/x-yaml" || t == "application/javascript" || t == "application/toml"
+}
+
+// Line is the head of the line that names a in a message, as the model
+// and the panel read it: "[Attachment A-…: name · type · size bytes"
+// (the caller ends it, with "]" after what it says of the file).
+func Line(a Attachment) string {
+	return fmt.Sprintf("[Attachment %s: %s · %s · %d bytes", a.ID, a.Name, a.Type, a.Size)
+}
+
+// imageLine finds the lines Line wrote for images.
+var imageLine = regexp.MustCompile(`(?m)^\[Attachment (A-[0-9a-f]{12}): [^\n]*? · (image/(?:png|jpeg|gif|webp)) · [0-9]+ bytes`)
+
+// ImageRef is an image a message's text attaches.
+type ImageRef struct {
+	ID   string
+	Type string
+}
+
+// ImageRefs are the images text attaches (the lines Line wrote for
+// images, each at the start of a line), in order, each once.
+func ImageRefs(text string) []ImageRef {
+	var out []ImageRef
+	seen := map[string]bool{}
+	for _, m := range imageLine.FindAllStringSubmatch(text, -1) {
+		if !seen[m[1]] {
+			seen[m[1]] = true
+			out = append(out, ImageRef{ID: m[1], Type: m[2]})
+		}
+	}
+	return out
+}
+
+// Image returns the media type and bytes of the image id: an attachment
+// that is not an image is an error naming its kind.
+func (s *Store) Image(_ context.Context, id string) (string, []byte, error) {
+	a, body, err := s.Read(id)
+	if err != nil {
+		return "", nil, err
+	}
+	if a.Kind != Image {
+		return "", nil, fmt.Errorf("attachment %s (%s) is a %s, not an image", id, a.Name, a.Kind)
+	}
+	return a.Type, body, nil
 }

@@ -56,8 +56,9 @@ func (e *env) stored() []string {
 }
 
 // TestAttachedFilesReachTheModel: a text file reaches the model inline
-// as untrusted content and an image is placed in the workspace, the
-// message naming where; the files can be downloaded as attached.
+// as untrusted content and an image is placed in the workspace (and
+// given as an image block, images_test.go at the root), the message
+// naming where; the files can be downloaded as attached.
 func TestAttachedFilesReachTheModel(t *testing.T) {
 	e := newEnv(t, envOptions{script: echoScript})
 	code, body := e.upload([][2]string{{"notes.txt", "the secret word is marmalade\n"}, {"dir/pic.png", string(pngBytes)}})
@@ -74,7 +75,7 @@ func TestAttachedFilesReachTheModel(t *testing.T) {
 		"GOT: read these\n\n[Attachment " + text.ID + ": notes.txt · text/plain · 29 bytes",
 		"<untrusted source=\"attachment notes.txt\">\nthe secret word is marmalade\n\n</untrusted>",
 		"[Attachment " + img.ID + ": pic.png · image/png · ",
-		"in the workspace at .ava/attachments/" + img.ID + "/pic.png: read it with the tools]",
+		"shown to you as an image after this message if this model takes images; also in the workspace at .ava/attachments/" + img.ID + "/pic.png for the tools]",
 	}
 	for _, w := range wantIn {
 		if !strings.Contains(res.Text, w) {

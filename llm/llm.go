@@ -40,7 +40,16 @@ const (
 	BlockServerToolUse BlockType = "server_tool_use"
 	// BlockServerToolResult is what the provider's own tool returned.
 	BlockServerToolResult BlockType = "server_tool_result"
+	// BlockImage is an image in a user message: its media type, its
+	// bytes and, for a file a person attached, the attachment it is
+	// (Ref), which is all the stored history keeps of it (package
+	// transcript).
+	BlockImage BlockType = "image"
 )
+
+// ImageTypes are the media types an image block may have: the ones
+// every backend's provider takes.
+var ImageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 
 // Block is one piece of a message.
 type Block struct {
@@ -82,6 +91,14 @@ type Block struct {
 	// provider's raw citation, sent back unchanged), or the pages a
 	// server tool result found (URL and title).
 	Citations []Citation `json:"citations,omitempty"`
+
+	// MediaType is an image block's media type (one of ImageTypes).
+	MediaType string `json:"media_type,omitempty"`
+	// ImageData is an image block's bytes (base64 in JSON).
+	ImageData []byte `json:"image_data,omitempty"`
+	// Ref names where an image block's bytes are kept (an attachment's
+	// ID), so that a stored conversation need not hold them.
+	Ref string `json:"ref,omitempty"`
 }
 
 // Citation is a source the model cited: a web page and the text of it
@@ -125,6 +142,23 @@ func Text(s string) Block { return Block{Type: BlockText, Text: s} }
 // ToolResult returns a tool result block.
 func ToolResult(callID, content string, isError bool) Block {
 	return Block{Type: BlockToolResult, ToolCallID: callID, Content: content, IsError: isError}
+}
+
+// Image returns an image block of data, of mediaType, kept as ref ("" if
+// it is kept nowhere else).
+func Image(mediaType string, data []byte, ref string) Block {
+	return Block{Type: BlockImage, MediaType: mediaType, ImageData: data, Ref: ref}
+}
+
+// Images returns the message's image blocks in order.
+func (m Message) Images() []Block {
+	var out []Block
+	for _, b := range m.Content {
+		if b.Type == BlockImage {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // Message is one turn of a conversation.

@@ -28,6 +28,39 @@ type Model struct {
 	// Price is the model's price; Priced is false when it is unknown.
 	Price  Price
 	Priced bool
+	// Images says the model takes image blocks (TakesImages).
+	Images bool
+}
+
+// ImageModels are the models known to take images, looked up as prices
+// are (a full name, a bare ID, the ID after a vendor prefix, dots read
+// as dashes, without a date suffix): every Claude model Ava names and
+// OpenAI's vision models. A model not found here is given its images as
+// files only.
+var ImageModels = map[string]bool{
+	"claude-opus-4-5": true, "claude-opus-4-1": true, "claude-opus-4": true,
+	"claude-sonnet-4-5": true, "claude-sonnet-4": true, "claude-3-7-sonnet": true,
+	"claude-haiku-4-5": true, "claude-3-5-haiku": true,
+	"gpt-5": true, "gpt-5-mini": true, "gpt-5-nano": true,
+	"gpt-4.1": true, "gpt-4.1-mini": true, "gpt-4.1-nano": true,
+	"gpt-4o": true, "gpt-4o-mini": true, "o3": true, "o4-mini": true,
+}
+
+// ImageTaker is a provider whose models all take images whatever their
+// name (the offline scripted model), so that ImageModels need not list
+// them.
+type ImageTaker interface {
+	TakesImages(model string) bool
+}
+
+// TakesImages reports whether the model id of provider p takes image
+// blocks: p says so (ImageTaker), or ImageModels lists it.
+func TakesImages(p Provider, id string) bool {
+	if t, ok := p.(ImageTaker); ok {
+		return t.TakesImages(id)
+	}
+	ok, _ := lookupModel(ImageModels, p.Name(), id)
+	return ok
 }
 
 // Name is the model's full name, "provider/id".
@@ -130,7 +163,7 @@ func (c *Catalog) resolve(name string) (Model, bool, error) {
 		return Model{}, false, fmt.Errorf("resolve model %q: no model ID after the provider", name)
 	}
 	price, priced := c.prices.Lookup(provName, id)
-	return Model{Provider: p, ID: id, Price: price, Priced: priced}, viaAlias, nil
+	return Model{Provider: p, ID: id, Price: price, Priced: priced, Images: TakesImages(p, id)}, viaAlias, nil
 }
 
 // KnownProviders are the providers Ava has backends for, as named in

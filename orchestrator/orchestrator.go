@@ -75,6 +75,9 @@ type Config struct {
 	// is gone. Nil: a turn that never ended is taken as gone when it
 	// started before this process did.
 	Owner Owner
+	// Images reads the images people attach, which a model that takes
+	// images (Model.Images) is given as image blocks; nil gives none.
+	Images ImageSource
 }
 
 // Owner is this process's instance (instance.Instance has it).
@@ -176,7 +179,7 @@ func (o *Orchestrator) AskMessage(ctx context.Context, session, user string, msg
 		if err != nil {
 			return agent.Result{Status: lifecycle.Error, Err: err}, "", fmt.Errorf("load session %s: %w", session, err)
 		}
-		history = withoutStored(h, msg.Stored)
+		history = o.withImages(rctx, withoutStored(h, msg.Stored))
 	}
 	limits, share, err := o.limits(rctx, session)
 	if err != nil {
@@ -189,14 +192,15 @@ func (o *Orchestrator) AskMessage(ctx context.Context, session, user string, msg
 		defer share.Leave()
 		shared = share
 	}
-	input := llm.UserText(msg.Text)
+	input, _ := o.personMessage(rctx, msg.Text)
 	if msg.Report {
 		input = llm.UserText(ReportInstruction)
 	}
 	stored := ""
 	if o.cfg.History != nil && !msg.Report {
 		if fresh := msg.unstored(); fresh != "" {
-			if err := o.cfg.History.Save(rctx, session, []llm.Message{llm.UserText(fresh)}); err != nil {
+			_, keep := o.personMessage(rctx, fresh)
+			if err := o.cfg.History.Save(rctx, session, []llm.Message{keep}); err != nil {
 				err = fmt.Errorf("store the message to session %s: %w", session, err)
 				return agent.Result{Status: lifecycle.Error, Err: err}, "", err
 			}
@@ -275,15 +279,20 @@ func withoutStored(history []llm.Message, parts []string) []llm.Message {
 }
 
 // removeLastText removes the last text block equal to text from the user
-// messages after the last assistant message, dropping a message left
-// empty.
+// messages after the last assistant message, with the image blocks after
+// it that text attaches (the turn's message holds them again), dropping
+// a message left empty.
 func removeLastText(msgs []llm.Message, text string) []llm.Message {
 	for i := len(msgs) - 1; i >= 0 && msgs[i].Role == llm.RoleUser; i-- {
 		for j := len(msgs[i].Content) - 1; j >= 0; j-- {
 			if b := msgs[i].Content[j]; b.Type != llm.BlockText || b.Text != text {
 				continue
 			}
-			msgs[i].Content = slices.Delete(slices.Clone(msgs[i].Content), j, j+1)
+			end := j + 1
+			for end < len(msgs[i].Content) && isImageOf(msgs[i].Content[end], text) {
+				end++
+			}
+			msgs[i].Content = slices.Delete(slices.Clone(msgs[i].Content), j, end)
 			if len(msgs[i].Content) == 0 {
 				return slices.Delete(msgs, i, i+1)
 			}

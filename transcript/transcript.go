@@ -6,6 +6,7 @@ package transcript
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/store"
@@ -13,10 +14,16 @@ import (
 
 // ToStore converts msgs for session; sender names the assistant
 // (store.SenderAva, or a subagent's ID).
+//
+// An image block kept elsewhere (its Ref, an attachment's ID) is stored
+// by reference: its media type and Ref without its bytes, so that a
+// history row does not carry megabytes; whoever loads the conversation
+// for a model reads the bytes again (orchestrator.ImageSource). An image
+// with no Ref is stored whole.
 func ToStore(session, sender string, msgs []llm.Message) ([]store.Message, error) {
 	out := make([]store.Message, 0, len(msgs))
 	for _, m := range msgs {
-		blocks, err := json.Marshal(m)
+		blocks, err := json.Marshal(byReference(m))
 		if err != nil {
 			return nil, fmt.Errorf("encode message: %w", err)
 		}
@@ -27,6 +34,23 @@ func ToStore(session, sender string, msgs []llm.Message) ([]store.Message, error
 		out = append(out, sm)
 	}
 	return out, nil
+}
+
+// byReference is m with the bytes of its referenced images left out.
+func byReference(m llm.Message) llm.Message {
+	for i, b := range m.Content {
+		if b.Type != llm.BlockImage || b.Ref == "" || b.ImageData == nil {
+			continue
+		}
+		m.Content = slices.Clone(m.Content)
+		for j := i; j < len(m.Content); j++ {
+			if m.Content[j].Type == llm.BlockImage && m.Content[j].Ref != "" {
+				m.Content[j].ImageData = nil
+			}
+		}
+		return m
+	}
+	return m
 }
 
 // FromStore reads a conversation back. Consecutive messages of one role

@@ -1,13 +1,17 @@
 package transcript_test
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/avaagent/ava/llm"
 	"github.com/avaagent/ava/llm/llmfake"
 	"github.com/avaagent/ava/llm/openai"
+	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/store/sqlite"
 	"github.com/avaagent/ava/transcript"
 )
@@ -105,4 +109,30 @@ func sentArguments(t *testing.T, req llmfake.Request) string {
 	}
 	t.Fatalf("no assistant tool call in %s", req.Raw)
 	return ""
+}
+
+// An attached image is stored by reference (its Ref and media type, not
+// its bytes) and read back as such; an image kept nowhere else is stored
+// whole.
+func TestImagesAreStoredByReference(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\n-some-bytes")
+	msg := llm.Message{Role: llm.RoleUser, Content: []llm.Block{llm.Text("look"), llm.Image("image/png", png, "A-0123456789ab"), llm.Image("image/gif", png, "")}}
+	stored, err := transcript.ToStore("ava:test:x", store.SenderAva, []llm.Message{msg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(stored[0].Blocks), base64.StdEncoding.EncodeToString(png)); n != 1 {
+		t.Fatalf("the bytes are stored %d times, want once (the unreferenced image): %s", n, stored[0].Blocks)
+	}
+	if msg.Content[1].ImageData == nil {
+		t.Fatal("ToStore changed the caller's message")
+	}
+	back, err := transcript.FromStore(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imgs := back[0].Images()
+	if len(imgs) != 2 || imgs[0].Ref != "A-0123456789ab" || imgs[0].MediaType != "image/png" || imgs[0].ImageData != nil || !bytes.Equal(imgs[1].ImageData, png) {
+		t.Fatalf("read back %+v", back[0].Content)
+	}
 }

@@ -115,7 +115,7 @@ func TestDataRootUnusableFailsCleanly(t *testing.T) {
 				if code != 1 {
 					t.Errorf("exit %d, want 1", code)
 				}
-				line := strings.TrimSuffix(stderr, "\n")
+				line := errorLine(stderr)
 				if strings.Contains(line, "\n") || !strings.HasPrefix(line, "ava: ") {
 					t.Errorf("stderr is not one 'ava: ' line:\n%s", stderr)
 				}
@@ -304,7 +304,7 @@ dd if=/dev/zero of="$(dirname "$AVA_DATA_ROOT")/fill" bs=4k count=256 2>/dev/nul
 				if code != 1 {
 					t.Errorf("exit %d, want 1", code)
 				}
-				line := strings.TrimSuffix(stderr, "\n")
+				line := errorLine(stderr)
 				if strings.Contains(line, "\n") || !strings.HasPrefix(line, "ava: ") {
 					t.Errorf("stderr is not one 'ava: ' line:\n%s", stderr)
 				}
@@ -401,7 +401,7 @@ func TestDataRootPermissionDenied(t *testing.T) {
 				if strings.Contains(out+stderr, "panic") {
 					t.Fatalf("panicked:\n%s", stderr)
 				}
-				line := strings.TrimSuffix(stderr, "\n")
+				line := errorLine(stderr)
 				if code != 1 || strings.Contains(line, "\n") || !strings.HasPrefix(line, "ava: ") {
 					t.Errorf("exit %d, want 1 and one 'ava: ' line:\n%s", code, stderr)
 				}
@@ -426,4 +426,17 @@ func TestDataRootPermissionDenied(t *testing.T) {
 			})
 		}
 	}
+}
+
+// errorLine is stderr without the offline rule's notice (a command run
+// with --offline says so first, see offline.go): what is left must be
+// the one error line.
+func errorLine(stderr string) string {
+	var keep []string
+	for _, l := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
+		if !strings.HasPrefix(l, "[offline] ") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
 }

@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -142,6 +143,11 @@ func blockParam(b llm.Block) (cb anthropic.ContentBlockParamUnion, ok bool, err 
 			return cb, false, fmt.Errorf("tool call needs an ID and a name (got ID %q, name %q)", b.ToolCallID, b.ToolName)
 		}
 		return anthropic.NewToolUseBlock(b.ToolCallID, toolInput(b.Input), b.ToolName), true, nil
+	case llm.BlockImage:
+		if len(b.ImageData) == 0 {
+			return cb, false, fmt.Errorf("image %s (%s) has no data", b.Ref, b.MediaType)
+		}
+		return anthropic.NewImageBlockBase64(b.MediaType, base64.StdEncoding.EncodeToString(b.ImageData)), true, nil
 	case llm.BlockToolResult:
 		if b.ToolCallID == "" {
 			return cb, false, errors.New("tool result has no tool call ID")

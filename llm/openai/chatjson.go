@@ -62,7 +62,7 @@ func bodySize(req *llm.Request) int {
 	n := len(req.System) + 256
 	for _, m := range req.Messages {
 		for _, b := range m.Content {
-			n += len(b.Text) + len(b.Content) + len(b.Input) + len(b.ToolCallID) + len(b.ToolName) + 96
+			n += len(b.Text) + len(b.Content) + len(b.Input) + len(b.ToolCallID) + len(b.ToolName) + len(b.ImageData)*4/3 + 96
 		}
 	}
 	for _, d := range req.Tools {
@@ -117,10 +117,36 @@ func (w *chatWriter) user(m llm.Message) ([]written, error) {
 			w.b = append(w.b, `,"role":"tool"}`...)
 			return written{}
 		},
-		func(text string) written {
-			w.message("user", text)
+		func(text string, images []llm.Block) written {
+			if len(images) == 0 {
+				w.message("user", text)
+				return written{}
+			}
+			w.userParts(text, images)
 			return written{}
 		})
+}
+
+// userParts writes a user message whose content is parts: its text,
+// if any, then each image as an image_url part holding a data URL
+// (fields in the order the SDK writes them).
+func (w *chatWriter) userParts(text string, images []llm.Block) {
+	w.open()
+	w.b = append(w.b, `"content":[`...)
+	if text != "" {
+		w.b = append(w.b, `{"text":`...)
+		w.b = jsonstr.Append(w.b, text, false)
+		w.b = append(w.b, `,"type":"text"},`...)
+	}
+	for i, img := range images {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.b = append(w.b, `{"image_url":{"url":`...)
+		w.b = jsonstr.Append(w.b, dataURL(img), false)
+		w.b = append(w.b, `},"type":"image_url"}`...)
+	}
+	w.b = append(w.b, `],"role":"user"}`...)
 }
 
 // assistant writes an assistant message's text and tool calls; thinking

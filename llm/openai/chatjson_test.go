@@ -55,9 +55,13 @@ func randomRequest(r *rand.Rand) *llm.Request {
 	for range r.IntN(6) {
 		var blocks []llm.Block
 		for range r.IntN(4) {
-			switch r.IntN(5) {
+			switch r.IntN(6) {
 			case 0, 1:
 				blocks = append(blocks, llm.Block{Type: llm.BlockText, Text: randomString(r)})
+			case 5:
+				if role := r.IntN(2); role == 0 {
+					blocks = append(blocks, llm.Image("image/png", []byte(randomString(r)+"png"), "A-"+randomString(r)))
+				}
 			case 2:
 				blocks = append(blocks, llm.Block{Type: llm.BlockToolResult, ToolCallID: "id" + randomString(r), Content: randomString(r), IsError: r.IntN(2) == 0})
 			default:
@@ -75,8 +79,9 @@ func randomRequest(r *rand.Rand) *llm.Request {
 		}
 		m := llm.Message{Role: role}
 		for _, b := range blocks {
-			// A user message carries no tool calls, an assistant's no results.
-			if (role == llm.RoleUser) != (b.Type == llm.BlockToolCall) {
+			// A user message carries no tool calls, an assistant's no
+			// results and no images.
+			if (role == llm.RoleUser) != (b.Type == llm.BlockToolCall) && (role == llm.RoleUser || b.Type != llm.BlockImage) {
 				m.Content = append(m.Content, b)
 			}
 		}
@@ -213,7 +218,7 @@ func TestChatBodyMatchesSDK(t *testing.T) {
 // covered are parts of a body the requests of TestChatBodyMatchesSDK
 // must have produced.
 var covered = []string{`"role":"system"`, `"role":"tool"`, `"content":"ERROR: `, `"tool_calls":[`, `"arguments":"{}"`,
-	`"max_tokens":`, `"max_completion_tokens":`, `"plugins":[`, `"tools":[`, `"description":`, `\u2028`, `\ufffd`, `\u003c`, `\u0000`}
+	`"max_tokens":`, `"max_completion_tokens":`, `"plugins":[`, `"type":"image_url"`, `"type":"text"`, `"tools":[`, `"description":`, `\u2028`, `\ufffd`, `\u003c`, `\u0000`}
 
 // badRequests are requests both paths must refuse.
 func badRequests() []*llm.Request {

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 
@@ -61,19 +62,25 @@ func mapMessages[S ~[]E, E any](msgs []llm.Message, user, assistant func(llm.Mes
 }
 
 // userParts maps a user message's tool results (result, first, in order;
-// an error's content marked as one) and then its text, if any (text);
-// any other block is refused.
-func userParts[S ~[]E, E any](m llm.Message, result func(id, content string) E, text func(string) E) (S, error) {
+// an error's content marked as one) and then its text and images, if any
+// (text, which gets the images in order); any other block is refused.
+func userParts[S ~[]E, E any](m llm.Message, result func(id, content string) E, text func(string, []llm.Block) E) (S, error) {
 	var (
-		out S
-		all string
-		has bool
+		out    S
+		all    string
+		has    bool
+		images []llm.Block
 	)
 	for j, b := range m.Content {
 		switch b.Type {
 		case llm.BlockText:
 			all += b.Text
 			has = true
+		case llm.BlockImage:
+			if len(b.ImageData) == 0 {
+				return nil, fmt.Errorf("block %d: image %s (%s) has no data", j, b.Ref, b.MediaType)
+			}
+			images = append(images, b)
 		case llm.BlockToolResult:
 			if b.ToolCallID == "" {
 				return nil, fmt.Errorf("block %d: tool result has no tool_call_id", j)
@@ -87,10 +94,16 @@ func userParts[S ~[]E, E any](m llm.Message, result func(id, content string) E, 
 			return nil, fmt.Errorf("block %d: %q block not allowed in a user message", j, b.Type)
 		}
 	}
-	if has {
-		out = append(out, text(all))
+	if has || len(images) > 0 {
+		out = append(out, text(all, images))
 	}
 	return out, nil
+}
+
+// dataURL is an image block as a data URL, the way both OpenAI APIs take
+// an image inline.
+func dataURL(b llm.Block) string {
+	return "data:" + b.MediaType + ";base64," + base64.StdEncoding.EncodeToString(b.ImageData)
 }
 
 // toolSchema is a tool's JSON Schema as it is (an empty object schema

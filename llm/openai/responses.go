@@ -156,8 +156,20 @@ func userItems(m llm.Message) (responses.ResponseInputParam, error) {
 			item.OfFunctionCallOutput.CallID = openai.String(id)
 			return item
 		},
-		func(text string) responses.ResponseInputItemUnionParam {
-			return responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleUser)
+		func(text string, images []llm.Block) responses.ResponseInputItemUnionParam {
+			if len(images) == 0 {
+				return responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleUser)
+			}
+			var content responses.ResponseInputMessageContentListParam
+			if text != "" {
+				content = append(content, responses.ResponseInputContentParamOfInputText(text))
+			}
+			for _, img := range images {
+				part := responses.ResponseInputContentParamOfInputImage(responses.ResponseInputImageDetailAuto)
+				part.OfInputImage.ImageURL = openai.String(dataURL(img))
+				content = append(content, part)
+			}
+			return responses.ResponseInputItemParamOfMessage(content, responses.EasyInputMessageRoleUser)
 		})
 }
 

@@ -66,7 +66,19 @@ func userMessages(m llm.Message) ([]openai.ChatCompletionMessageParamUnion, erro
 		func(id, content string) openai.ChatCompletionMessageParamUnion {
 			return openai.ToolMessage(content, id)
 		},
-		func(text string) openai.ChatCompletionMessageParamUnion { return openai.UserMessage(text) })
+		func(text string, images []llm.Block) openai.ChatCompletionMessageParamUnion {
+			if len(images) == 0 {
+				return openai.UserMessage(text)
+			}
+			var parts []openai.ChatCompletionContentPartUnionParam
+			if text != "" {
+				parts = append(parts, openai.TextContentPart(text))
+			}
+			for _, img := range images {
+				parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: dataURL(img)}))
+			}
+			return openai.UserMessage(parts)
+		})
 }
 
 // assistantMessage maps an assistant message's text and tool calls;

@@ -45,6 +45,9 @@ type arrived struct {
 	// ok is false when none arrived.
 	result string
 	ok     bool
+	// images describes the new image blocks, "image/png, 812 bytes
+	// (A-…)" each, joined by "; " ("none" when there are none).
+	images string
 }
 
 // newMessages reads the messages after the last assistant message.
@@ -57,10 +60,12 @@ func newMessages(msgs []llm.Message) arrived {
 		}
 	}
 	var a arrived
-	var parts []string
+	var parts, images []string
 	for _, m := range msgs[start:] {
 		for _, b := range m.Content {
 			switch b.Type {
+			case llm.BlockImage:
+				images = append(images, fmt.Sprintf("%s, %d bytes (%s)", b.MediaType, len(b.ImageData), b.Ref))
 			case llm.BlockText:
 				parts = append(parts, b.Text)
 			case llm.BlockToolResult:
@@ -70,6 +75,10 @@ func newMessages(msgs []llm.Message) arrived {
 		}
 	}
 	a.text = strings.Join(parts, "\n")
+	a.images = "none"
+	if len(images) > 0 {
+		a.images = strings.Join(images, "; ")
+	}
 	return a
 }
 
@@ -131,7 +140,7 @@ func resultField(result, path string) (string, bool) {
 }
 
 // template finds the placeholders a turn's text may hold.
-var template = lazyre.New(`\{\{(input|last_result|result\.[A-Za-z0-9_.]+|match\.[A-Za-z0-9_]+)\}\}`)
+var template = lazyre.New(`\{\{(input|images|last_result|result\.[A-Za-z0-9_.]+|match\.[A-Za-z0-9_]+)\}\}`)
 
 // expand fills the templates of turn's text from the request's
 // messages (see the package doc); an unknown placeholder stays as it is.
@@ -148,6 +157,8 @@ func expand(turn Turn, msgs []llm.Message) string {
 			return firstUserText(msgs)
 		case name == "last_result":
 			return last
+		case name == "images":
+			return newMessages(msgs).images
 		case strings.HasPrefix(name, "result."):
 			v, _ := resultField(last, strings.TrimPrefix(name, "result."))
 			return v

@@ -66,6 +66,9 @@
 // In a turn's or a reply's text:
 //
 //   - {{input}}: the first user message;
+//   - {{images}}: the images among the new messages (a person's attached
+//     image), "image/png, 812 bytes (A-…)" each, joined by "; ", or
+//     "none": what the offline model was shown;
 //   - {{last_result}}: the last tool result the request holds, as the
 //     model reads it (outside its untrusted-data label);
 //   - {{result.FIELD}}: a field of that tool result's JSON object (dotted
@@ -306,6 +309,10 @@ func NewWithScript(s *Script) *Provider {
 
 // Name implements llm.Provider.
 func (p *Provider) Name() string { return Name }
+
+// TakesImages implements llm.ImageTaker: the offline model takes images
+// (it can say what it got: {{images}}).
+func (p *Provider) TakesImages(string) bool { return true }
 
 // OperatorOnly implements llm.OperatorOnly: a scripted model's ID is a
 // file Ava reads and replays as the model's choices, so only the
