@@ -107,21 +107,7 @@ func TestFullDiskMidRunEndsEveryRunOnceSpaceReturns(t *testing.T) {
 	}
 	defer m.Close()
 	const n = 6
-	var ids []string
-	for range n {
-		hd, err := m.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "researcher", Task: "fill"}, Parent: parent, Background: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, hd.ID())
-	}
-	for range n {
-		select {
-		case <-gate.entered:
-		case <-time.After(20 * time.Second):
-			t.Fatal("the runs' tool calls never started")
-		}
-	}
+	ids := spawnAtTheGate(t, m, gate, "fill", n)
 	fs.full.Store(true)
 	if _, err := m.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "researcher", Task: "while full"}, Parent: parent, Background: true}); !errors.Is(err, subagent.ErrNotRecorded) || !errors.Is(err, store.ErrDiskFull) {
 		t.Fatalf("spawn on a full disk: %v; want ErrNotRecorded and ErrDiskFull", err)
@@ -204,21 +190,7 @@ func TestOutagePastTheBoundPausesRuns(t *testing.T) {
 	}
 	defer m.Close()
 	const n = 4
-	var ids []string
-	for range n {
-		hd, err := m.Spawn(ctx, subagent.Request{Config: subagent.Config{Role: "researcher", Task: "pause"}, Parent: parent, Background: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, hd.ID())
-	}
-	for range n {
-		select {
-		case <-gate.entered:
-		case <-time.After(20 * time.Second):
-			t.Fatal("the runs' tool calls never started")
-		}
-	}
+	ids := spawnAtTheGate(t, m, gate, "pause", n)
 	fs.full.Store(true)
 	close(gate.release)
 	time.Sleep(1500 * time.Millisecond) // seven times the bound
@@ -248,4 +220,26 @@ func TestOutagePastTheBoundPausesRuns(t *testing.T) {
 			t.Fatalf("run %s: %d tool results and %d ends stored, want one each", id, results, ends)
 		}
 	}
+}
+
+// spawnAtTheGate spawns n background researchers on m and waits until
+// each is inside gate's tool call; it returns their IDs.
+func spawnAtTheGate(t *testing.T, m *subagent.Manager, gate *gateTool, task string, n int) []string {
+	t.Helper()
+	var ids []string
+	for range n {
+		hd, err := m.Spawn(context.Background(), subagent.Request{Config: subagent.Config{Role: "researcher", Task: task}, Parent: parent, Background: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, hd.ID())
+	}
+	for range n {
+		select {
+		case <-gate.entered:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the runs' tool calls never started")
+		}
+	}
+	return ids
 }
