@@ -103,6 +103,10 @@ func KindOf(err error) Kind {
 		return Unclear
 	case errors.Is(err, ErrDecided), errors.Is(err, ErrExpired), errors.Is(err, ErrKeyReused):
 		return Conflict
+	case store.Unavailable(err) && !errors.Is(err, ErrNotFound):
+		// Before fs.ErrNotExist: a database's unix socket gone while it
+		// is stopped fails to dial with ENOENT, which is no missing file.
+		return Unavailable
 	case errors.Is(err, ErrNotFound), errors.Is(err, fs.ErrNotExist), errors.Is(err, ErrNoQuestion):
 		return NotFound
 	case errors.Is(err, ErrBusy), errors.Is(err, subagent.ErrBusy):

@@ -2,6 +2,8 @@ package ava
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -140,6 +142,16 @@ func (r *Runtime) Target(ctx context.Context, key, channel string) (SessionRef, 
 	return ref, err
 }
 
+// KeyedSessionKey is the new main session of channel a message sent
+// with an idempotency key and no session key goes to:
+// ava:<channel>:<16 hex of the key's SHA-256>, the same for every
+// repeat of the message, so that a repeat finds the first one's session
+// (a fresh random key each time would make it another request).
+func KeyedSessionKey(channel, idempotencyKey string) string {
+	sum := sha256.Sum256([]byte(idempotencyKey))
+	return "ava:" + channel + ":" + hex.EncodeToString(sum[:8])
+}
+
 // NewSession creates a main session of channel ("web", "cli", …) with a
 // fresh key, ava:<channel>:<8 hex>, and returns the key (EnsureSession
 // creates one under a key of the caller's). A channel the key grammar
@@ -179,21 +191,30 @@ func newSessionKey(channel string) (string, error) {
 // to supersede), ErrNotFound (a subagent key that names no run) or
 // ErrBudget (the session's budget is spent).
 func (r *Runtime) Send(ctx context.Context, key, message string, opt SendOptions) (*Turn, error) {
-	if err := r.writable(); err != nil {
+	if err := r.checkSend(key, message, opt); err != nil {
 		return nil, err
 	}
+	return r.in.Sessions.Send(ctx, key, message, opt)
+}
+
+// checkSend refuses what Send refuses before the message reaches the
+// session.
+func (r *Runtime) checkSend(key, message string, opt SendOptions) error {
+	if err := r.writable(); err != nil {
+		return err
+	}
 	if strings.TrimSpace(message) == "" {
-		return nil, invalidf("message: empty")
+		return invalidf("message: empty")
 	}
 	if opt.Steer && !IsSubagentKey(key) {
-		return nil, invalidf("steer: only a subagent (ava:subagent:S-…) can be steered; a main session's message joins or follows its turn")
+		return invalidf("steer: only a subagent (ava:subagent:S-…) can be steered; a main session's message joins or follows its turn")
 	}
 	if !IsSubagentKey(key) {
 		if _, err := r.OrchestratorModel(opt.Model); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return r.in.Sessions.Send(ctx, key, message, opt)
+	return nil
 }
 
 // Chat is Send that also follows the session: the subscription starts
@@ -218,6 +239,67 @@ func (r *Runtime) Chat(ctx context.Context, key, message string, opt SendOptions
 		return nil, nil, err
 	}
 	return t, sub, nil
+}
+
+// ChatReply is what ChatOnce did with a message.
+type ChatReply struct {
+	// Turn is the message's turn: a new one, or, for a repeat, the first
+	// message's turn while this process keeps it (waiting, running, or
+	// ended less than 10 minutes ago). Nil for a repeat whose turn is
+	// not kept here (it ended earlier, or runs in another process).
+	Turn *Turn
+	// Sub follows the session from where Turn's events begin; nil when
+	// Turn is. Close it when done.
+	Sub *Subscription
+	// Session is the session the message went to.
+	Session string
+	// Replayed marks a repeat: the message came before under its
+	// idempotency key and was not sent again.
+	Replayed bool
+}
+
+// ChatOnce is Chat for a message that may carry an idempotency key
+// (SendOptions.IdempotencyKey, POST /api/chat's Idempotency-Key): the
+// key is recorded in the transaction that stores the message, and a
+// repeat of the message with it is not sent again but answered with
+// the first one's turn and its stream from where that turn began
+// (Replayed). The same key with another message or other options is
+// ErrKeyReused; a key on a subagent's session is ErrInvalid. Without a
+// key it is Chat. See docs/api.md, "Idempotency keys".
+func (r *Runtime) ChatOnce(ctx context.Context, key, message string, opt SendOptions) (ChatReply, error) {
+	if opt.IdempotencyKey == "" {
+		t, sub, err := r.Chat(ctx, key, message, opt)
+		return ChatReply{Turn: t, Sub: sub, Session: key}, err
+	}
+	if err := CheckIdempotencyKey(opt.IdempotencyKey); err != nil {
+		return ChatReply{}, err
+	}
+	if IsSubagentKey(key) {
+		return ChatReply{}, invalidf("idempotency key: only a message to a main session takes one; a subagent's follow-up does not")
+	}
+	if err := r.checkSend(key, message, opt); err != nil {
+		return ChatReply{}, err
+	}
+	last, err := r.LastSeq(ctx, key)
+	if err != nil {
+		return ChatReply{}, err
+	}
+	sub := r.in.Sessions.Follow(key, last)
+	r.in.Hub.Numbered(key, last)
+	opt.From = last
+	t, rep, err := r.in.Sessions.SendOnce(ctx, key, message, opt)
+	if err != nil || rep != nil {
+		sub.Close()
+	}
+	switch {
+	case err != nil:
+		return ChatReply{}, err
+	case rep == nil:
+		return ChatReply{Turn: t, Sub: sub, Session: key}, nil
+	case rep.Turn == nil:
+		return ChatReply{Session: rep.Session, Replayed: true}, nil
+	}
+	return ChatReply{Turn: rep.Turn, Sub: r.in.Sessions.Follow(rep.Session, rep.Turn.From()), Session: rep.Session, Replayed: true}, nil
 }
 
 // Stop stops a session's running turn (and the subagents it started), or

@@ -14,6 +14,7 @@ import (
 	"github.com/avaagent/ava/internal/money"
 	"github.com/avaagent/ava/lifecycle"
 	"github.com/avaagent/ava/observe"
+	"github.com/avaagent/ava/session"
 	"github.com/avaagent/ava/store"
 	"github.com/avaagent/ava/subagent"
 	"github.com/avaagent/ava/tool"
@@ -225,7 +226,9 @@ const IdempotencyTTL = store.IdempotencyTTL
 
 // ErrKeyReused: an idempotency key came again with a different request
 // (KindOf: Conflict). Nothing was done.
-var ErrKeyReused = errors.New("this idempotency key was used for a different request: use a new key for a new request")
+// It is the sessions' sentinel too: one error for a reused key, whether
+// the request was a spawn or a message.
+var ErrKeyReused = session.ErrKeyReused
 
 // Spawned is what a spawn did: it started a subagent, or (when the
 // confirmation policy asks for it) made a proposal the person decides

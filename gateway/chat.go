@@ -35,20 +35,18 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		fail(w, badRequestf("message: over %d bytes", maxMessage))
 		return
 	}
-	if r.Header.Get(client.IdempotencyKeyHeader) != "" {
-		// Refused rather than ignored: a client that counts on it must
-		// not think its retries are safe.
-		fail(w, badRequestf("%s: POST /api/chat does not take idempotency keys yet (POST /api/subagents does); "+
-			"send the message without it, and check the session's stream before sending it again", client.IdempotencyKeyHeader))
-		return
-	}
 	// Finding the session and handing it the message are bounded by the
 	// API's deadline (a paused database answers 503, and the message is
 	// not taken); the turn, once taken, runs on if the client leaves,
 	// and the stream that follows it is not bounded.
 	ctx, cancel := s.withDeadline(r.Context())
 	defer cancel()
-	t, err := s.chatTarget(ctx, req.SessionKey)
+	idem := r.Header.Get(client.IdempotencyKeyHeader)
+	target := req.SessionKey
+	if target == "" && idem != "" {
+		target = ava.KeyedSessionKey("web", idem) // a repeat goes to the same new session
+	}
+	t, err := s.chatTarget(ctx, target)
 	if err != nil {
 		fail(w, passedDeadline(ctx, err))
 		return
@@ -58,24 +56,49 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	turn, sub, err := s.rt.Chat(ctx, t.Key, message, ava.SendOptions{Queue: req.Queue, Steer: req.Steer, Merge: t.SubagentID == ""})
+	reply, err := s.rt.ChatOnce(ctx, t.Key, message, ava.SendOptions{Queue: req.Queue, Steer: req.Steer, Merge: t.SubagentID == "",
+		IdempotencyKey: idem})
 	if err != nil {
 		fail(w, passedDeadline(ctx, busyError(t, err)))
 		return
 	}
 	cancel()
-	s.track(turn.Done())
-	sw := s.startStream(w, t.Key)
-	if err := sw.named(client.EventSession, client.ChatStart{SessionKey: t.Key, Queued: turn.Queued()}); err != nil {
-		sub.Close() // follow would have
-		s.releaseFrames(t.Key)
+	if reply.Replayed {
+		w.Header().Set(client.IdempotentReplayedHeader, "true")
+	}
+	sw := s.startStream(w, reply.Session)
+	if reply.Turn == nil {
+		s.chatRecorded(sw, reply.Session)
 		return
 	}
-	if _, err := s.follow(r.Context(), sw, t.Key, sub, turn.Done()); err != nil {
+	turn := reply.Turn
+	s.track(turn.Done())
+	start := client.ChatStart{SessionKey: reply.Session, Queued: turn.Queued(), Replayed: reply.Replayed}
+	if err := sw.named(client.EventSession, start); err != nil {
+		reply.Sub.Close() // follow would have
+		s.releaseFrames(reply.Session)
+		return
+	}
+	if _, err := s.follow(r.Context(), sw, reply.Session, reply.Sub, turn.Done()); err != nil {
 		return
 	}
 	res, _ := turn.Wait(r.Context())
 	_ = sw.named(client.EventDone, res)
+}
+
+// chatRecorded answers a repeated message whose turn this daemon no
+// longer keeps (it ended more than 10 minutes ago, or runs in another
+// process): the message was sent once, under its idempotency key, and
+// is not sent again; the stream says so and ends with a done event of
+// status "replayed". The turn's events are in the session's stream.
+func (s *Server) chatRecorded(sw *sseWriter, key string) {
+	defer s.releaseFrames(key)
+	if err := sw.named(client.EventSession, client.ChatStart{SessionKey: key, Replayed: true}); err != nil {
+		return
+	}
+	_ = sw.named(client.EventDone, client.TurnResult{Status: client.StatusReplayed, Session: key,
+		Error: "this message was sent before under its idempotency key, and its turn is not running here: " +
+			"its answer is in the session's stream (GET /api/chat/stream)"})
 }
 
 // busyError words a refusal of a busy session or subagent (409) in the

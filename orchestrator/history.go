@@ -268,9 +268,18 @@ func cleanStart(msgs []llm.Message) []llm.Message {
 // Save implements History: a turn's messages are stored together, in
 // one transaction, so nothing lands between a tool call and its result.
 func (h StoreHistory) Save(ctx context.Context, session string, msgs []llm.Message) error {
+	return h.SaveKeyed(ctx, session, msgs, nil)
+}
+
+// SaveKeyed implements History: the key, when set, goes with the first
+// message (the person's), in the same transaction.
+func (h StoreHistory) SaveKeyed(ctx context.Context, session string, msgs []llm.Message, key *store.Idempotency) error {
 	out, err := transcript.ToStore(session, store.SenderAva, msgs)
 	if err != nil {
 		return err
+	}
+	if key != nil && len(out) > 0 {
+		out[0].Idempotency = key
 	}
 	return h.Store.AppendMessages(ctx, out)
 }

@@ -32,6 +32,11 @@ type History interface {
 	Load(ctx context.Context, session string) ([]llm.Message, error)
 	// Save appends messages to the session.
 	Save(ctx context.Context, session string, msgs []llm.Message) error
+	// SaveKeyed is Save of a person's message sent with an idempotency
+	// key (key, when not nil): the key is recorded in the same
+	// transaction as the messages, and a key recorded already stores
+	// nothing and fails with an error wrapping store.ErrKeyUsed.
+	SaveKeyed(ctx context.Context, session string, msgs []llm.Message, key *store.Idempotency) error
 }
 
 // Sessions keeps sessions' budgets and spend (store.Store has it).
@@ -144,6 +149,13 @@ type Message struct {
 	// history (see ReportInstruction): Text is ignored and nothing is
 	// stored before the turn's own messages.
 	Report bool
+	// Idempotency, when set, is the idempotency key of the request that
+	// sent the message (POST /api/chat): it is recorded in the
+	// transaction that stores the message (History.SaveKeyed). When the
+	// key is recorded already (another process took the same request),
+	// nothing is stored and the turn ends at once with an error wrapping
+	// store.ErrKeyUsed, without asking the model.
+	Idempotency *store.Idempotency
 }
 
 // ReportInstruction is what a report turn gives the model in place of a
@@ -200,7 +212,7 @@ func (o *Orchestrator) AskMessage(ctx context.Context, session, user string, msg
 	if o.cfg.History != nil && !msg.Report {
 		if fresh := msg.unstored(); fresh != "" {
 			_, keep := o.personMessage(rctx, fresh)
-			if err := o.cfg.History.Save(rctx, session, []llm.Message{keep}); err != nil {
+			if err := o.cfg.History.SaveKeyed(rctx, session, []llm.Message{keep}, msg.Idempotency); err != nil {
 				err = fmt.Errorf("store the message to session %s: %w", session, err)
 				return agent.Result{Status: lifecycle.Error, Err: err}, "", err
 			}

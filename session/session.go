@@ -98,6 +98,7 @@ type Config struct {
 	Store interface {
 		GetSession(ctx context.Context, key string) (store.Session, error)
 		EnsureSession(ctx context.Context, key string) (store.Session, error)
+		GetIdempotency(ctx context.Context, scope, key string) (store.Idempotency, error)
 	}
 	// MergeWindow is how soon after a turn starts a person's next message
 	// is merged into it (SendOptions.Merge); 0: never.
@@ -157,6 +158,15 @@ type SendOptions struct {
 	Limits Limits
 	// Budget, when positive, sets the session's budget first (cents).
 	Budget float64
+	// IdempotencyKey, when set, sends a main session's message once:
+	// the key is recorded with the message when its turn stores it, and
+	// SendOnce answers a repeat with the first message's turn (see
+	// idempotency.go). Send itself refuses a key a turn kept here holds.
+	IdempotencyKey string
+	// From is the session's last event number as the sender read it
+	// before sending (ava.Runtime.Chat): the turn's events follow it,
+	// and so does a repeat's stream (Turn.From).
+	From uint64
 }
 
 // Service owns the sessions. Close it to cancel every turn and wait.
@@ -177,7 +187,10 @@ type Service struct {
 	// reports holds each session's last report turn, for WaitReport.
 	reporting map[string]int
 	reports   map[string]*Turn
-	closed    bool
+	// keyed are the turns of messages sent with an idempotency key, by
+	// key, while they wait or run and for a while after (idempotency.go).
+	keyed  map[string]*keyed
+	closed bool
 	// unwatch stops what New started watching: the manager's releases
 	// and the observer of questions.
 	unwatch []func()
@@ -199,7 +212,7 @@ func New(cfg Config) *Service {
 		cfg.ReportAfter = defaultReportAfter
 	}
 	s := &Service{cfg: cfg, log: cfg.Logger, sessions: map[string]*main{}, lastOpts: map[string]SendOptions{},
-		reporting: map[string]int{}, reports: map[string]*Turn{}}
+		reporting: map[string]int{}, reports: map[string]*Turn{}, keyed: map[string]*keyed{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -227,6 +240,9 @@ type Turn struct {
 	Session string
 	message string
 	opt     SendOptions
+	// key is the message's idempotency key (SendOptions.IdempotencyKey)
+	// as the store records it with the message; nil without one.
+	key *store.Idempotency
 
 	done    chan struct{}
 	cancel  context.CancelCauseFunc // set when it starts
@@ -308,6 +324,10 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 	if opt.Steer {
 		return nil, fmt.Errorf("send to %s: steering is for a running subagent (ava:subagent:S-…); a message to a main session joins or follows its turn", key)
 	}
+	idem, err := messageKey(key, message, opt)
+	if err != nil {
+		return nil, err
+	}
 	created, err := s.open(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("send to %s: %w", key, err)
@@ -320,12 +340,15 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 			return nil, fmt.Errorf("send to %s: %w", key, err)
 		}
 	}
-	t := &Turn{Session: key, message: message, opt: opt, done: make(chan struct{}), span: trace.SpanContextFromContext(ctx),
+	t := &Turn{Session: key, message: message, opt: opt, key: idem, done: make(chan struct{}), span: trace.SpanContextFromContext(ctx),
 		redactor: s.cfg.Redactor}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, ErrClosed
+	}
+	if err := s.keepKeyedLocked(t); err != nil {
+		return nil, err
 	}
 	m := s.sessions[key]
 	// The session's first turn: nothing here ran in it, and it did not
@@ -361,6 +384,7 @@ func (s *Service) Send(ctx context.Context, key, message string, opt SendOptions
 			m.queue = append(m.queue, t)
 			return t, nil
 		}
+		s.dropKeyedLocked(t)
 		return nil, fmt.Errorf("send to %s: %w: a turn is running; queue the message, supersede it, or wait", key, ErrBusy)
 	}
 	s.startLocked(key, m, t)
@@ -516,7 +540,8 @@ func (s *Service) run(ctx context.Context, t *Turn) {
 	}
 	t.model = model
 	offline := s.cfg.Offline != nil && s.cfg.Offline(model)
-	res, stored, err := orch.AskMessage(ctx, t.Session, t.opt.User, orchestrator.Message{Text: t.message, Stored: t.storedParts(), New: t.fresh})
+	res, stored, err := orch.AskMessage(ctx, t.Session, t.opt.User, orchestrator.Message{Text: t.message, Stored: t.storedParts(), New: t.fresh,
+		Idempotency: t.key})
 	t.storedText = stored
 	t.res, t.err = orchestrator.JSON(res, t.Session, model, offline), err
 }

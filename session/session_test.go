@@ -15,6 +15,7 @@ import (
 	"github.com/avaagent/ava/llm/scripted"
 	"github.com/avaagent/ava/orchestrator"
 	"github.com/avaagent/ava/session"
+	"github.com/avaagent/ava/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -41,6 +42,10 @@ func (h *memHistory) Load(_ context.Context, s string) ([]llm.Message, error) { 
 func (h *memHistory) Save(_ context.Context, s string, m []llm.Message) error {
 	h.msgs[s] = append(h.msgs[s], m...)
 	return nil
+}
+
+func (h *memHistory) SaveKeyed(ctx context.Context, s string, m []llm.Message, _ *store.Idempotency) error {
+	return h.Save(ctx, s, m)
 }
 
 func wait(t *testing.T, turn *session.Turn) session.Result {

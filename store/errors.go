@@ -104,6 +104,12 @@ func Unavailable(err error) bool {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return true
 	}
+	// A connection that could not be made: refused, or a unix socket
+	// that is gone while the database is stopped (ENOENT).
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return true
+	}
 	// The PostgreSQL driver's *pgconn.PgError, without importing it.
 	var coded interface{ SQLState() string }
 	if errors.As(err, &coded) {

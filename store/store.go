@@ -88,6 +88,13 @@ type Message struct {
 	// RunID names the run whose result this message carries, if any.
 	RunID     string
 	CreatedAt time.Time
+	// Idempotency, when set (not stored in the message), is the
+	// idempotency key of the request that sent it (a person's message to
+	// a main session, POST /api/chat): AppendMessage and AppendMessages
+	// record it in the same transaction, with the session key as its
+	// Result unless it names one, or record nothing and fail with
+	// ErrKeyUsed when the key is recorded already.
+	Idempotency *Idempotency
 }
 
 // Spawn modes of a run.

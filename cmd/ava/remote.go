@@ -363,6 +363,12 @@ func printTurn(a *App, r client.TurnResult, asJSON bool) error {
 	} else if r.Text != "" {
 		fmt.Fprintln(a.Stdout, terminal.Printable(r.Text))
 	}
+	if r.Status == client.StatusReplayed {
+		// A retry of this call met its first attempt's message: it was
+		// sent once, and its turn is no longer followed here.
+		fmt.Fprintf(a.Stderr, "the message was sent once already; its answer is in the session: ava logs --session %s\n", r.Session)
+		return nil
+	}
 	if r.Status != "success" {
 		return withCode(1, fmt.Errorf("turn ended with status %s%s", r.Status, colonSuffix(r.Error)))
 	}

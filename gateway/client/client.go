@@ -216,16 +216,45 @@ func (c *Client) RevokePanelLogins(ctx context.Context) (int, error) {
 // with an EventDone event. Close the stream when done with it; closing
 // it early does not stop the turn.
 func (c *Client) Chat(ctx context.Context, r ChatRequest) (*Stream, error) {
+	key, err := NewIdempotencyKey()
+	if err != nil {
+		return nil, err
+	}
+	return c.ChatWithKey(ctx, r, key)
+}
+
+// ChatWithKey is Chat under an idempotency key the caller chose: the
+// message is sent once however often the call is made with that key.
+// Chat draws one per call. The request is sent again with the key after
+// a 503 (waiting its Retry-After) or a connection that failed; a stream
+// that breaks before its done event is opened again the same way, and
+// the repeat (the daemon attaches it to the same turn, from where it
+// began) is read on after the last event already returned.
+func (c *Client) ChatWithKey(ctx context.Context, r ChatRequest, key string) (*Stream, error) {
 	body, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("encode chat request: %w", err)
 	}
-	req, err := c.newRequest(ctx, http.MethodPost, "/api/chat", bytes.NewReader(body))
+	open := func() (*Stream, error) {
+		var st *Stream
+		err := c.retry(ctx, func() error {
+			req, err := c.newRequest(ctx, http.MethodPost, "/api/chat", bytes.NewReader(body))
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(IdempotencyKeyHeader, key)
+			st, err = c.openStream(req)
+			return err
+		})
+		return st, err
+	}
+	st, err := open()
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	return c.openStream(req)
+	st.ctx, st.reopen = ctx, open
+	return st, nil
 }
 
 // Stream follows a session's events after sequence number after (0:

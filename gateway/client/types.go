@@ -59,7 +59,17 @@ type ChatStart struct {
 	SessionKey string `json:"sessionKey"`
 	// Queued is set when the message waits for a running turn.
 	Queued bool `json:"queued"`
+	// Replayed is set when the message came before under its
+	// Idempotency-Key and was not sent again: the stream is the first
+	// message's turn, from where it began.
+	Replayed bool `json:"replayed,omitempty"`
 }
+
+// StatusReplayed is the status of the done event that answers a
+// repeated message (Idempotency-Key) whose turn the daemon no longer
+// runs or keeps: the message was sent once, and its answer is in the
+// session's stream.
+const StatusReplayed = "replayed"
 
 // TurnResult is how a turn ended (data of EventDone).
 type TurnResult struct {

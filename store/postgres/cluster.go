@@ -34,7 +34,7 @@ func (s *Store) EnqueueRun(ctx context.Context, r store.Run, msgs []store.Messag
 	}
 	err := s.createRun(ctx, r, func(tx pgx.Tx) error {
 		for _, m := range msgs {
-			if _, err := insertMessage(ctx, tx, m); err != nil {
+			if _, err := s.insertMessage(ctx, tx, m); err != nil {
 				return err
 			}
 		}
@@ -160,7 +160,7 @@ func (s *Store) RequeueRun(ctx context.Context, id string, from lifecycle.Status
 			return fmt.Errorf("run %s is not %s: %w", ref, from, store.ErrInvalidTransition)
 		}
 		for _, m := range msgs {
-			if _, err := insertMessage(ctx, tx, m); err != nil {
+			if _, err := s.insertMessage(ctx, tx, m); err != nil {
 				return err
 			}
 		}

@@ -272,7 +272,7 @@ func (s *Store) CheckpointRun(ctx context.Context, id string, c store.Checkpoint
 		}
 		moved = true
 		for _, m := range msgs {
-			if _, err := insertMessage(ctx, tx, m); err != nil {
+			if _, err := s.insertMessage(ctx, tx, m); err != nil {
 				return err
 			}
 		}

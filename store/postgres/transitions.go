@@ -233,7 +233,7 @@ func (s *Store) announce(ctx context.Context, tx pgx.Tx, ref, owner string, msg 
 	if err := s.rec.FillAnnouncement(&msg, id, parent); err != nil {
 		return false, err
 	}
-	mid, err := insertMessage(ctx, tx, msg)
+	mid, err := s.insertMessage(ctx, tx, msg)
 	if err != nil {
 		return false, err
 	}

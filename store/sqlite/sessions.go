@@ -155,9 +155,12 @@ func (s *Store) AppendMessage(ctx context.Context, m store.Message) (store.Messa
 	if err := s.rec.CheckMessage(&m); err != nil {
 		return store.Message{}, fmt.Errorf("append message: %w", err)
 	}
+	if err := s.rec.CheckMessageKey(&m); err != nil {
+		return store.Message{}, fmt.Errorf("append message to %s: %w", m.SessionKey, err)
+	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		m.ID, err = insertMessage(ctx, tx, m)
+		m.ID, err = s.insertMessage(ctx, tx, m)
 		return err
 	})
 	if err != nil {
@@ -177,9 +180,12 @@ func (s *Store) AppendMessages(ctx context.Context, msgs []store.Message) error 
 	if len(msgs) == 0 {
 		return nil
 	}
+	if err := s.checkMessageKeys(msgs); err != nil {
+		return err
+	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		for _, m := range msgs {
-			if _, err := insertMessage(ctx, tx, m); err != nil {
+			if _, err := s.insertMessage(ctx, tx, m); err != nil {
 				return err
 			}
 		}
@@ -193,14 +199,30 @@ func (s *Store) AppendMessages(ctx context.Context, msgs []store.Message) error 
 
 // insertMessage stores a checked message in tx, creating or touching its
 // session, and returns the new message ID.
-func insertMessage(ctx context.Context, tx *sql.Tx, m store.Message) (int64, error) {
+func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, m store.Message) (int64, error) {
 	if err := touchSession(ctx, tx, m.SessionKey, m.CreatedAt); err != nil {
 		return 0, err
 	}
 	if err := titleSession(ctx, tx, m); err != nil {
 		return 0, err
 	}
+	if m.Idempotency != nil {
+		if err := s.recordIdempotency(ctx, tx, *m.Idempotency); err != nil {
+			return 0, err
+		}
+	}
 	return insertMessageRow(ctx, tx, m)
+}
+
+// checkMessageKeys checks and completes the idempotency keys msgs carry
+// (record.Checker.CheckMessageKey), in place.
+func (s *Store) checkMessageKeys(msgs []store.Message) error {
+	for i := range msgs {
+		if err := s.rec.CheckMessageKey(&msgs[i]); err != nil {
+			return fmt.Errorf("append message to %s: %w", msgs[i].SessionKey, err)
+		}
+	}
+	return nil
 }
 
 // titleSession gives an untitled session the default title of m, when m

@@ -20,6 +20,8 @@ func idempotencyCases() []testCase {
 		{"IdempotencyExpires", testIdempotencyExpires},
 		{"IdempotencyRecordForget", testIdempotencyRecordForget},
 		{"IdempotencyBadKey", testIdempotencyBadKey},
+		{"IdempotencyWithMessage", testIdempotencyWithMessage},
+		{"IdempotencyConcurrentMessages", testIdempotencyConcurrentMessages},
 	}
 }
 
@@ -175,5 +177,70 @@ func testIdempotencyBadKey(t *testing.T, s store.Store) {
 		if _, err := s.GetRun(context.Background(), id); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("a run with a bad key was stored: %v", err)
 		}
+	}
+}
+
+// testIdempotencyWithMessage: a person's message stored with a key
+// records the key with its session key; a second message with the key
+// is refused with ErrKeyUsed and not stored, by AppendMessage and
+// AppendMessages (all of a batch or none).
+func testIdempotencyWithMessage(t *testing.T, s store.Store) {
+	key := func() *store.Idempotency {
+		return &store.Idempotency{Scope: store.IdempotencyChat, Key: "chat-1", RequestHash: "h1"}
+	}
+	m := store.Message{SessionKey: "ava:web:idem", Role: store.RoleUser, Sender: store.SenderUser, Text: "hello", Idempotency: key()}
+	if _, err := s.AppendMessage(ctx(t), m); err != nil {
+		t.Fatalf("AppendMessage with a key: %v", err)
+	}
+	k, err := s.GetIdempotency(ctx(t), store.IdempotencyChat, "chat-1")
+	must(t, err)
+	if k.Result != "ava:web:idem" || k.RequestHash != "h1" {
+		t.Fatalf("GetIdempotency = %+v, want result ava:web:idem, hash h1", k)
+	}
+	m.Text = "hello again"
+	if _, err := s.AppendMessage(ctx(t), m); !errors.Is(err, store.ErrKeyUsed) {
+		t.Fatalf("second AppendMessage with the key: %v, want ErrKeyUsed", err)
+	}
+	batch := []store.Message{
+		{SessionKey: "ava:web:idem", Role: store.RoleUser, Sender: store.SenderUser, Text: "first of a batch"},
+		{SessionKey: "ava:web:idem", Role: store.RoleUser, Sender: store.SenderUser, Text: "keyed", Idempotency: key()},
+	}
+	if err := s.AppendMessages(ctx(t), batch); !errors.Is(err, store.ErrKeyUsed) {
+		t.Fatalf("AppendMessages with a used key: %v, want ErrKeyUsed", err)
+	}
+	got, err := s.Messages(ctx(t), "ava:web:idem", 0)
+	must(t, err)
+	if len(got) != 1 || got[0].Text != "hello" {
+		t.Fatalf("messages = %+v, want only the first \"hello\"", got)
+	}
+}
+
+// testIdempotencyConcurrentMessages: eight messages stored at once under
+// one key: exactly one is stored, the others fail with ErrKeyUsed.
+func testIdempotencyConcurrentMessages(t *testing.T, s store.Store) {
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			m := store.Message{SessionKey: "ava:web:race", Role: store.RoleUser, Sender: store.SenderUser,
+				Text: fmt.Sprintf("message %d", i), Idempotency: &store.Idempotency{Scope: store.IdempotencyChat, Key: "race", RequestHash: "h"}}
+			_, errs[i] = s.AppendMessage(ctx(t), m)
+		})
+	}
+	wg.Wait()
+	stored := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			stored++
+		case !errors.Is(err, store.ErrKeyUsed):
+			t.Fatalf("message %d: %v, want nil or ErrKeyUsed", i, err)
+		}
+	}
+	got, err := s.Messages(ctx(t), "ava:web:race", 0)
+	must(t, err)
+	if stored != 1 || len(got) != 1 {
+		t.Fatalf("%d stored, %d messages, want exactly 1", stored, len(got))
 	}
 }

@@ -67,3 +67,18 @@ func ScanIdempotency(row Scanner) (store.Idempotency, error) {
 	k.CreatedAt = FromNS(created)
 	return k, nil
 }
+
+// CheckMessageKey checks the idempotency key a message carries, if any,
+// on a copy (the caller's stays as it gave it), with the message's
+// session key as its Result unless it names one.
+func (c Checker) CheckMessageKey(m *store.Message) error {
+	if m.Idempotency == nil {
+		return nil
+	}
+	k := *m.Idempotency
+	if err := c.CheckIdempotency(&k, m.SessionKey); err != nil {
+		return err
+	}
+	m.Idempotency = &k
+	return nil
+}
