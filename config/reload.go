@@ -91,7 +91,7 @@ what is wrong (the file, the line, the setting) in its log, in
 edit fixes it. A role file that does not load keeps its previous version
 (when there was one) and is reported the same way.
 
-Applied at once: roles (new spawns get the new definition; runs already
+Applied at once: roles (new spawns get the new definition, and the orchestrator's spawn_subagent tool lists them from its next model request, in sessions already open too; runs already
 going keep the one they started with), ` + strings.Join(now, ", ") + `. A
 changed or removed MCP server is stopped (a call in progress on it ends
 with an error) and starts again, as defined now, on its next use.

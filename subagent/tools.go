@@ -87,12 +87,34 @@ type ListArgs struct {
 // spawn_subagents, subagent_status, list_subagents, cancel_subagent.
 func (m *Manager) Tools() []tool.Tool {
 	return []tool.Tool{
-		tool.NewFunc("spawn_subagent", "Spawn a specialized subagent for a focused task. Use for tasks that benefit from deep exploration, parallel execution, or specialized tools; not for simple queries you can answer yourself, and never for memory writes. The subagent iterates until it completes the task or reaches a resource limit. Roles: "+m.roleSummary(), m.spawnTool),
+		liveRoles{tool.NewFunc("spawn_subagent", spawnDescription, m.spawnTool), m},
 		tool.NewFunc("spawn_subagents", "Spawn several subagents as a group: parallel (all at once; tasks beyond the free slots wait in line and start as slots free up, within the group's timeout) or chain (each step gets the previous step's result as context), with an optional aggregate budget and combined timeout. The members share a board (post_finding, read_findings); the group's result carries it.", m.groupTool),
 		tool.NewFunc("subagent_status", "Show a subagent's live status (iteration, tokens, cost, elapsed, current activity, last tool call) or its result if it finished.", m.statusTool),
 		tool.NewFunc("list_subagents", "List this session's subagents: running and queued ones (with their place in the queue), or with all=true also the finished ones.", m.listTool),
 		tool.NewFunc("cancel_subagent", "Stop a running or queued subagent. Its model call and tool processes are stopped and its result is discarded; a queued one leaves the queue without starting.", m.cancelTool),
 	}
+}
+
+// spawnDescription is spawn_subagent's description before the roles.
+const spawnDescription = "Spawn a specialized subagent for a focused task. Use for tasks that benefit from deep exploration, parallel execution, or specialized tools; not for simple queries you can answer yourself, and never for memory writes. The subagent iterates until it completes the task or reaches a resource limit. Roles: "
+
+// liveRoles is spawn_subagent with the roles the manager runs now in
+// its description, read at each model request: a role added to the data
+// root while a session is open (a reload) is offered at its next turn.
+type liveRoles struct {
+	tool.Tool
+	m *Manager
+}
+
+// Description implements tool.Tool.
+func (l liveRoles) Description() string { return spawnDescription + l.m.roleSummary() }
+
+// CheckSchema lets the registry check the wrapped tool's schema.
+func (l liveRoles) CheckSchema() error {
+	if c, ok := l.Tool.(interface{ CheckSchema() error }); ok {
+		return c.CheckSchema()
+	}
+	return nil
 }
 
 func (m *Manager) roleSummary() string {
