@@ -42,7 +42,7 @@ const daemonScript = `conversations:
 type daemon struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *strings.Builder
+	stderr *lockedBuffer // read while the daemon writes to it
 	done   chan struct{}
 	c      *client.Client
 	env    []string
@@ -100,7 +100,7 @@ func startDaemonCmd(t *testing.T, env []string, cmd *exec.Cmd) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{cmd: cmd, stderr: &strings.Builder{}, done: make(chan struct{}), env: env}
+	d := &daemon{cmd: cmd, stderr: &lockedBuffer{}, done: make(chan struct{}), env: env}
 	cmd.Stderr = d.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
