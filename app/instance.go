@@ -363,6 +363,7 @@ func (in *Instance) openSinks(o openOptions) (*audit.SessionLogs, error) {
 		return nil, fmt.Errorf("open session logs: %w", err)
 	}
 	in.Hub = event.NewHub(in.Store, append([]event.Sink{in.Audit, sessionFiles}, o.sinks...)...)
+	in.Hub.SetTransient(store.Outage)
 	return sessionFiles, nil
 }
 

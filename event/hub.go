@@ -66,7 +66,9 @@ type Hub struct {
 	redactor Redactor // nil: events are kept as published
 	retain   int
 	outage   time.Duration // how long a failing Log is retried (OutageBound)
-	now      func() time.Time
+	// transient tells an outage from a refusal (SetTransient).
+	transient func(error) bool
+	now       func() time.Time
 
 	// relay, when set (SetRelay), hears every live-only event
 	// subscribers of this process see, for other processes.
@@ -112,6 +114,13 @@ func (h *Hub) redact(ev *Event) {
 // SetRetain sets how many events each new journal keeps in memory
 // (tests).
 func (h *Hub) SetRetain(n int) { h.retain = n }
+
+// SetTransient sets how the hub tells an outage (the store unreachable,
+// its disk full) from a write the Log refuses: a leased event with
+// Fence.Until waits out an outage however long, but a refusal only for
+// the outage bound. Nil (the default) counts every failure as an outage.
+// Call it before the first Publish.
+func (h *Hub) SetTransient(f func(error) bool) { h.transient = f }
 
 // SetOutageBound sets how long Publish retries a Log that fails before
 // it returns the error (default OutageBound). Call it before the first
@@ -588,8 +597,15 @@ func (j *Journal) store(evs []Event, with *withWrite) error {
 	}
 	ctx, cancel := outageContext(evs[0].Fence, j.hub.outage)
 	defer cancel()
+	start := time.Now()
 	final := func(err error) bool {
-		return errors.Is(err, ErrSeqTaken) || errors.Is(err, ErrLogClosed) || errors.Is(err, ErrFenced)
+		if errors.Is(err, ErrSeqTaken) || errors.Is(err, ErrLogClosed) || errors.Is(err, ErrFenced) {
+			return true
+		}
+		// Past the bound, only an outage is waited out further (a leased
+		// event with Until): a Log that keeps refusing the write for
+		// another reason fails it, as before.
+		return time.Since(start) > j.hub.outage && j.hub.transient != nil && !j.hub.transient(err)
 	}
 	return wait.Retry(ctx, 0, final, func(ctx context.Context) error {
 		return j.storeSeqRetried(ctx, evs, j.hub.log.AppendEvents)

@@ -666,3 +666,18 @@ func TestLeasedEventRidesOutALongOutage(t *testing.T) {
 		t.Fatalf("after Until closed: %v after %s, want an error soon after", err, time.Since(start))
 	}
 }
+
+// Past the bound, a leased event waits out only an outage: a Log that
+// keeps refusing the write for another reason fails it, so a run is
+// never held for good by a write that cannot succeed.
+func TestLeasedEventRefusedForAnotherReasonFailsAfterTheBound(t *testing.T) {
+	log := &outageLog{Log: event.NewMemoryLog()}
+	h := event.NewHub(log)
+	h.SetOutageBound(100 * time.Millisecond)
+	h.SetTransient(func(err error) bool { return false }) // "connection refused" counts as a refusal here
+	start := time.Now()
+	_, err := h.Publish(event.Event{Session: "s", Type: event.Error, Fence: event.Fence{Run: "r", Owner: "me", Until: make(chan struct{})}})
+	if err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("a refused leased event: %v after %s, want an error soon after the bound", err, time.Since(start))
+	}
+}

@@ -118,3 +118,11 @@ func Unavailable(err error) bool {
 	}
 	return false
 }
+
+// Outage reports whether err says the store cannot take writes for now
+// (unreachable, paused, its disk full), as against a write it refuses:
+// a run waits an outage out however long (see subagent's ride and
+// event.Fence.Until), a refusal only for a bounded time.
+func Outage(err error) bool {
+	return Unavailable(err) || errors.Is(err, ErrDiskFull)
+}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/avaagent/ava/event"
 	"github.com/avaagent/ava/internal/wait"
+	"github.com/avaagent/ava/store"
 )
 
 // errStoreOut is the error of a run's store write given up on because
@@ -25,7 +28,14 @@ var errStoreOut = errors.New("the store did not answer before this process shut 
 func (m *Manager) ride(fn func(ctx context.Context) error) error {
 	ctx, cancel := m.durableContext()
 	defer cancel()
-	err := wait.Retry(ctx, 0, refused, func(ctx context.Context) error {
+	start := time.Now()
+	final := func(err error) bool {
+		// An outage is waited out however long; any other failure (a
+		// bug, a record the store keeps refusing) for the old bound
+		// only, so that it ends the run rather than hold it for good.
+		return refused(err) || (!store.Outage(err) && time.Since(start) > event.OutageBound)
+	}
+	err := wait.Retry(ctx, 0, final, func(ctx context.Context) error {
 		actx, cancel := context.WithTimeout(ctx, finalWriteTimeout)
 		defer cancel()
 		return fn(actx)
