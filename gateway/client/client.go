@@ -216,11 +216,22 @@ func (c *Client) RevokePanelLogins(ctx context.Context) (int, error) {
 // with an EventDone event. Close the stream when done with it; closing
 // it early does not stop the turn.
 func (c *Client) Chat(ctx context.Context, r ChatRequest) (*Stream, error) {
+	if subagentSession(r.SessionKey) {
+		// A subagent's follow-up takes no key (the daemon refuses one):
+		// it is sent once, without the retries a key makes safe.
+		return c.ChatWithKey(ctx, r, "")
+	}
 	key, err := NewIdempotencyKey()
 	if err != nil {
 		return nil, err
 	}
 	return c.ChatWithKey(ctx, r, key)
+}
+
+// subagentSession reports whether key names a subagent's session (its
+// own key, or its short ID), where a message is a follow-up.
+func subagentSession(key string) bool {
+	return strings.HasPrefix(key, "ava:subagent:") || strings.HasPrefix(key, "S-")
 }
 
 // ChatWithKey is Chat under an idempotency key the caller chose: the
@@ -237,23 +248,32 @@ func (c *Client) ChatWithKey(ctx context.Context, r ChatRequest, key string) (*S
 	}
 	open := func() (*Stream, error) {
 		var st *Stream
-		err := c.retry(ctx, func() error {
+		once := func() error {
 			req, err := c.newRequest(ctx, http.MethodPost, "/api/chat", bytes.NewReader(body))
 			if err != nil {
 				return err
 			}
 			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set(IdempotencyKeyHeader, key)
+			if key != "" {
+				req.Header.Set(IdempotencyKeyHeader, key)
+			}
 			st, err = c.openStream(req)
 			return err
-		})
+		}
+		if key == "" { // without a key a retry could send it twice
+			return st, once()
+		}
+		err := c.retry(ctx, once)
 		return st, err
 	}
 	st, err := open()
 	if err != nil {
 		return nil, err
 	}
-	st.ctx, st.reopen = ctx, open
+	st.ctx = ctx
+	if key != "" { // only a keyed message may be sent again
+		st.reopen = open
+	}
 	return st, nil
 }
 
