@@ -45,12 +45,12 @@ const RoleSkippedMessage = "role file skipped"
 // log, the event hub, the tools and the subagent manager. Close it to stop
 // the subagents and flush everything.
 type Instance struct {
-	Config  config.Config
+	Config config.Config
 	// Attachments are the files people attach to messages (nil when
 	// read-only): the core stores and reads them, the orchestrators
 	// give a model that takes images the attached images.
 	Attachments *attach.Store
-	Catalog *llm.Catalog
+	Catalog     *llm.Catalog
 	// Store is the durable record: the SQLite file in the data root, or
 	// the PostgreSQL database of AVA_DATABASE_URL (see openStore).
 	Store store.Store
